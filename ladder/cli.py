@@ -1,0 +1,72 @@
+"""Options from dataclasses: every hyperparameter is a ``--flag`` with its default in ``--help``."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import types
+import typing
+from dataclasses import dataclass, field
+
+
+def option(default, help: str, choices: tuple | None = None):
+    """A config field with its ``--help`` text (and allowed values)."""
+    return field(default=default, metadata={"help": help, "choices": choices})
+
+
+@dataclass
+class RunOptions:
+    """Options every rung shares."""
+
+    out: str | None = option(None, "output directory (default: runs/RUNG-seedN)")
+    seed: int = option(0, "random seed (torch, numpy, python, environments)")
+    device: str = option("cpu", "torch device, e.g. cpu, cuda, cuda:1")
+    tensorboard: bool = option(False, "also write TensorBoard logs to OUT/tb")
+    resume: str | None = option(None, "continue the run saved in this directory")
+    overwrite: bool = option(False, "replace an existing --out directory")
+    checkpoint_every: int = option(10, "save a resumable checkpoint every N updates")
+    progress: bool = option(True, "show a progress bar")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad option is one line on stderr and exit code 2."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _base_type(tp):
+    if isinstance(tp, str):
+        tp = eval(tp, vars(typing) | {"types": types})  # noqa: S307 - annotations of our own dataclasses
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    return args[0] if args else tp
+
+
+def add_config_args(parser: argparse.ArgumentParser, config_cls) -> None:
+    for f in dataclasses.fields(config_cls):
+        flag = "--" + f.name.replace("_", "-")
+        kind = _base_type(f.type)
+        help_text = f.metadata.get("help", "")
+        if kind is bool:
+            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=f.default,
+                                help=help_text)
+        else:
+            parser.add_argument(flag, dest=f.name, type=kind, default=f.default, help=help_text,
+                                choices=f.metadata.get("choices"), metavar=f.name.upper())
+
+
+def config_from_args(config_cls, args: argparse.Namespace, overrides: dict | None = None):
+    """Build the dataclass from parsed args; ``overrides`` (a preset) apply where the user kept the default."""
+    values = {}
+    for f in dataclasses.fields(config_cls):
+        value = getattr(args, f.name)
+        if overrides and f.name in overrides and value == f.default:
+            value = overrides[f.name]
+        values[f.name] = value
+    return config_cls(**values)
+
+
+def die(message: str) -> typing.NoReturn:
+    print(f"ladder: error: {message}", file=sys.stderr)
+    raise SystemExit(2)

@@ -1,0 +1,99 @@
+"""Advantage estimators: how much better was a_t than expected?
+
+REINFORCE uses returns-to-go, PPO uses GAE with a critic, GRPO uses group-relative rewards
+without one. All work on ``[B, T]`` tensors.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def discounted_returns(rewards: Tensor, mask: Tensor, gamma: float) -> Tensor:
+    """Reward-to-go of each row, each row one whole trajectory (padding after its end).
+
+        G_t = r_t + γ · G_{t+1},    G_{T-1} = r_{T-1}
+
+    Padded steps (``mask = 0``) carry no reward and get G_t = 0.
+    """
+    rewards = rewards * mask
+    returns = torch.zeros_like(rewards)
+    running = torch.zeros_like(rewards[:, 0])
+    for t in reversed(range(rewards.shape[1])):
+        running = rewards[:, t] + gamma * running
+        returns[:, t] = running
+    return returns * mask
+
+
+def gae(rewards: Tensor, values: Tensor, dones: Tensor, gamma: float, lam: float,
+        last_values: Tensor | None = None) -> tuple[Tensor, Tensor]:
+    """Generalised advantage estimation (Schulman et al. 2016).
+
+        δ_t = r_t + γ · V(s_{t+1}) · (1 − d_t) − V(s_t)
+        Â_t = δ_t + γλ · (1 − d_t) · Â_{t+1}
+        R_t = Â_t + V(s_t)                                    (the value target)
+
+    ``dones[b, t] = 1`` when the trajectory ended after step t (no bootstrapping past it).
+    ``last_values[b]`` = V(s_T) bootstraps a segment cut off at the edge of the rollout
+    (None: zero, i.e. every row ends inside the tensor, as a completion does).
+    Returns (advantages, returns), both [B, T].
+    """
+    B, T = rewards.shape
+    if last_values is None:
+        last_values = torch.zeros_like(values[:, 0])
+    not_done = 1.0 - dones.to(rewards.dtype)
+    next_values = torch.cat([values[:, 1:], last_values[:, None]], dim=1)
+    deltas = rewards + gamma * next_values * not_done - values
+    advantages = torch.zeros_like(rewards)
+    running = torch.zeros_like(rewards[:, 0])
+    for t in reversed(range(T)):
+        running = deltas[:, t] + gamma * lam * not_done[:, t] * running
+        advantages[:, t] = running
+    return advantages, advantages + values
+
+
+def group_relative(rewards: Tensor, group_size: int, scale: str = "group", eps: float = 1e-4) -> Tensor:
+    """GRPO's advantage (DeepSeekMath): each completion's reward against its own group.
+
+    ``rewards`` is [N] with N = num_prompts · G, the G completions of a prompt adjacent.
+
+        Â_i = (r_i − mean(r_group)) / (std + ε)
+
+    where std is the group's std (``scale="group"``), the whole batch's (``"batch"``), or 1
+    (``"none"``, Dr. GRPO). A group whose rewards are all equal gets Â = 0 — no signal, no NaN.
+    Returns [N]; every token of completion i shares Â_i.
+    """
+    if group_size < 2:
+        raise ValueError(f"group_size must be at least 2, got {group_size}")
+    if rewards.numel() % group_size:
+        raise ValueError(f"{rewards.numel()} rewards do not form groups of {group_size}")
+    grouped = rewards.view(-1, group_size)
+    centred = grouped - grouped.mean(dim=1, keepdim=True)
+    if scale == "group":
+        std = grouped.std(dim=1, keepdim=True)
+    elif scale == "batch":
+        std = rewards.std()
+    elif scale == "none":
+        return centred.reshape(-1)
+    else:
+        raise ValueError(f"scale must be 'group', 'batch' or 'none', got {scale!r}")
+    return (centred / (std + eps)).reshape(-1)
+
+
+def whiten(x: Tensor, mask: Tensor | None = None, shift_mean: bool = True, eps: float = 1e-8) -> Tensor:
+    """Normalise to zero mean and unit variance over the real entries.
+
+        x̂ = (x − mean) / sqrt(var + ε)        (mean added back when ``shift_mean`` is False)
+
+    Padded entries are returned as 0.
+    """
+    if mask is None:
+        mask = torch.ones_like(x)
+    n = mask.sum()
+    mean = (x * mask).sum() / n
+    var = (((x - mean) * mask) ** 2).sum() / (n - 1).clamp(min=1)
+    out = (x - mean) * torch.rsqrt(var + eps)
+    if not shift_mean:
+        out = out + mean
+    return out * mask

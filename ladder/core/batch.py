@@ -1,0 +1,101 @@
+"""Experience as padded ``[B, T]`` tensors.
+
+A row is one trajectory (a CartPole rollout segment, a sampled completion); a column is one
+decision (a push, a token). ``mask[b, t] = 1`` marks a real action, 0 marks padding.
+
+Every per-action field is ``[B, T]``. ``inputs`` holds whatever the policy needs to recompute
+log π_θ(a_t | s_t) for those actions (observations ``[B, T, obs_dim]`` for an MLP, token ids and
+attention masks for a language model); the core never looks inside it except to select rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields, replace
+
+import torch
+from torch import Tensor
+
+
+@dataclass
+class Batch:
+    """One batch of experience.
+
+    actions    [B, T]  the actions a_t that were taken
+    mask       [B, T]  1 for real actions, 0 for padding
+    old_logp   [B, T]  log π_old(a_t|s_t), recorded when the batch was sampled (None: take
+                       log π_θ detached on the first pass, i.e. μ = 1 without an extra forward)
+    ref_logp   [B, T]  log π_ref(a_t|s_t) of the frozen anchor (None: no KL to π_ref)
+    values     [B, T]  V_old(s_t) from the critic at sampling time (None: no critic)
+    rewards    [B, T]  per-step rewards r_t
+    advantages [B, T]  Â_t
+    returns    [B, T]  value targets R_t
+    inputs     dict    policy inputs, each a tensor whose first dimension is B
+    """
+
+    actions: Tensor
+    mask: Tensor
+    advantages: Tensor | None = None
+    old_logp: Tensor | None = None
+    ref_logp: Tensor | None = None
+    values: Tensor | None = None
+    rewards: Tensor | None = None
+    returns: Tensor | None = None
+    inputs: dict = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return self.actions.shape[0]
+
+    @property
+    def num_tokens(self) -> int:
+        """Number of real (unpadded) actions in the batch."""
+        return int(self.mask.sum().item())
+
+    def select(self, rows: Tensor) -> Batch:
+        """The sub-batch made of the given rows (an index tensor over B)."""
+        picked = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name == "inputs":
+                picked[f.name] = {k: v[rows] for k, v in value.items()}
+            elif value is not None:
+                picked[f.name] = value[rows]
+        return replace(self, **picked)
+
+    def minibatches(self, num_minibatches: int, generator: torch.Generator | None = None
+                    ) -> Iterator[Batch]:
+        """Shuffle the rows and yield ``num_minibatches`` equal sub-batches."""
+        B = len(self)
+        if num_minibatches < 1 or B % num_minibatches:
+            raise ValueError(f"batch of {B} rows cannot be split into {num_minibatches} equal minibatches")
+        order = torch.randperm(B, generator=generator)
+        for rows in order.view(num_minibatches, B // num_minibatches):
+            yield self.select(rows)
+
+    def as_transitions(self) -> Batch:
+        """Flatten ``[B, T]`` into ``[B·T, 1]``: every action becomes its own row.
+
+        Once advantages are computed, a control rollout no longer needs its time axis; shuffling
+        single transitions (as CleanRL and SB3 do) decorrelates the minibatches.
+        """
+        B, T = self.actions.shape
+
+        def flat(x: Tensor) -> Tensor:
+            return x.reshape(B * T, 1, *x.shape[2:])
+
+        out = {f.name: flat(getattr(self, f.name)) for f in fields(self)
+               if f.name != "inputs" and getattr(self, f.name) is not None}
+        out["inputs"] = {k: flat(v) for k, v in self.inputs.items()}
+        return replace(self, **out)
+
+
+def last_step_mask(mask: Tensor) -> Tensor:
+    """[B, T] one-hot of each row's last real action (all zeros for an empty row).
+
+    For right-padded rows this marks where a trajectory ends: the terminal step of an episode,
+    the last token of a completion (where a sequence-level score is placed).
+    """
+    T = mask.shape[1]
+    positions = torch.arange(T, device=mask.device).expand_as(mask)
+    last = torch.where(mask.bool(), positions, torch.full_like(positions, -1)).max(dim=1).values
+    return (positions == last[:, None]).to(mask.dtype) * mask

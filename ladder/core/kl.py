@@ -1,0 +1,97 @@
+"""Estimating KL(π_θ ‖ π_ref) from the log-probs of sampled actions, and controlling β.
+
+With log-ratio ℓ = log π_ref(a) − log π_θ(a) for a ~ π_θ (Schulman, "Approximating KL"):
+
+    k1 = −ℓ                     unbiased, high variance, can be negative
+    k2 = ℓ² / 2                 biased, low variance, ≥ 0
+    k3 = (e^ℓ − 1) − ℓ          unbiased, low variance, ≥ 0     (GRPO's choice)
+
+These expectations hold for samples from π_θ. When the batch was sampled by π_old and reused for
+μ > 1 passes, π_θ ≠ π_old and the plain average is biased. Importance weighting fixes it:
+
+    KL(π_θ ‖ π_ref) = E_{a ~ π_old}[ (π_θ(a) / π_old(a)) · k(a) ]
+
+The weight keeps its gradient, so the gradient of the weighted term is also the gradient of the
+KL. With π_θ = π_old the weight is exactly 1 and the two forms have equal values.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+from .batch import last_step_mask
+
+ESTIMATORS = ("k1", "k2", "k3")
+
+
+def kl_estimate(logp: Tensor, ref_logp: Tensor, estimator: str = "k3",
+                old_logp: Tensor | None = None) -> Tensor:
+    """Per-action estimate of KL(π_θ ‖ π_ref), shape of ``logp``.
+
+    With ``old_logp`` given, each estimate is importance-weighted by π_θ/π_old (the unbiased form
+    for samples drawn from π_old); without it, the plain estimate.
+    """
+    log_ratio = ref_logp - logp
+    if estimator == "k1":
+        kl = -log_ratio
+    elif estimator == "k2":
+        kl = 0.5 * log_ratio**2
+    elif estimator == "k3":
+        kl = torch.expm1(log_ratio) - log_ratio
+    else:
+        raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
+    if old_logp is not None:
+        kl = torch.exp(logp - old_logp) * kl
+    return kl
+
+
+def kl_penalized_rewards(scores: Tensor, logp: Tensor, ref_logp: Tensor, mask: Tensor,
+                         kl_coef: float, estimator: str = "k1") -> tuple[Tensor, Tensor]:
+    """PPO-RLHF's per-token reward: the KL goes into the reward, before advantages.
+
+        r_t = −β · KL_t + [t = last] · score
+
+    ``scores`` is [B] (one score per sequence, from a reward model); ``logp`` is the sampling
+    policy's log-probs. Returns (rewards [B, T], kl [B, T]), both zero on padding.
+    """
+    kl = kl_estimate(logp, ref_logp, estimator) * mask
+    rewards = -kl_coef * kl + last_step_mask(mask) * scores[:, None]
+    return rewards, kl
+
+
+class FixedKLController:
+    """β stays where it is set."""
+
+    def __init__(self, kl_coef: float):
+        self.value = kl_coef
+
+    def update(self, current_kl: float, n_steps: int) -> float:
+        return self.value
+
+    def state_dict(self) -> dict:
+        return {"value": self.value}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.value = state["value"]
+
+
+class AdaptiveKLController(FixedKLController):
+    """Ziegler et al. 2019: steer the measured KL towards a target with a proportional rule.
+
+        e = clip(KL / target − 1, −0.2, 0.2)
+        β ← β · (1 + e · n_steps / horizon)
+    """
+
+    def __init__(self, init_kl_coef: float, target: float, horizon: float):
+        super().__init__(init_kl_coef)
+        self.target = target
+        self.horizon = horizon
+
+    def update(self, current_kl: float, n_steps: int) -> float:
+        if math.isfinite(current_kl):
+            error = min(max(current_kl / self.target - 1.0, -0.2), 0.2)
+            self.value *= 1.0 + error * n_steps / self.horizon
+        return self.value

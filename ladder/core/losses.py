@@ -1,0 +1,80 @@
+"""Per-action losses and how they are averaged over a padded ``[B, T]`` batch.
+
+Every loss here returns a per-action ``[B, T]`` tensor; ``aggregate`` turns it into a scalar.
+Signs: these are quantities to *minimise*.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+AGGREGATIONS = ("token_mean", "seq_mean_token_mean", "dr_grpo", "dapo")
+
+
+def pg_loss(logp: Tensor, advantages: Tensor) -> Tensor:
+    """REINFORCE (Williams 1992): the log-derivative trick.
+
+        L_t = −Â_t · log π_θ(a_t|s_t),    ∇L = −Â_t · ∇log π_θ(a_t|s_t)
+    """
+    return -advantages * logp
+
+
+def clipped_surrogate(ratio: Tensor, advantages: Tensor, clip_eps_low: float,
+                      clip_eps_high: float | None = None) -> Tensor:
+    """PPO's clipped surrogate (Schulman et al. 2017), with clip-higher (DAPO: ε_high ≥ ε_low).
+
+        r_t = π_θ(a_t|s_t) / π_old(a_t|s_t)
+        L_t = −min( r_t · Â_t,  clip(r_t, 1 − ε_low, 1 + ε_high) · Â_t )
+
+    The gradient is zero exactly where the clipped branch is the smaller one: r > 1 + ε_high with
+    Â > 0, and r < 1 − ε_low with Â < 0.
+    """
+    if clip_eps_high is None:
+        clip_eps_high = clip_eps_low
+    clipped = torch.clamp(ratio, 1.0 - clip_eps_low, 1.0 + clip_eps_high)
+    return -torch.min(ratio * advantages, clipped * advantages)
+
+
+def value_loss(values: Tensor, old_values: Tensor, returns: Tensor, clip: float | None = None) -> Tensor:
+    """Critic regression, optionally clipped around the values seen at sampling time.
+
+        L_t = ½ (V(s_t) − R_t)²                                              (clip = None)
+        L_t = ½ max( (V − R)², (V_old + clip(V − V_old, −c, c) − R)² )        (clip = c)
+    """
+    unclipped = (values - returns) ** 2
+    if clip is None:
+        return 0.5 * unclipped
+    clipped_values = old_values + torch.clamp(values - old_values, -clip, clip)
+    return 0.5 * torch.max(unclipped, (clipped_values - returns) ** 2)
+
+
+def entropy_bonus(entropy: Tensor) -> Tensor:
+    """L_t = −H(π_θ(·|s_t)): minimising it raises the entropy."""
+    return -entropy
+
+
+def aggregate(per_action: Tensor, mask: Tensor, mode: str = "token_mean",
+              num_tokens: float | None = None) -> Tensor:
+    """Masked average of a per-action loss ``[B, T]`` → scalar.
+
+        token_mean           Σ_{b,t} m·x / Σ_{b,t} m                    every action equal (TRL "bnpo")
+        seq_mean_token_mean  (1/B) Σ_b [ Σ_t m·x / Σ_t m ]             GRPO: every sequence equal
+        dr_grpo              Σ_{b,t} m·x / (B · T)                      Dr. GRPO: constant normaliser
+        dapo                 Σ_{b,t} m·x / num_tokens                   DAPO: the active-token count
+                                                                        of the whole batch, scaled to
+                                                                        this minibatch's share of rows
+    ``dapo`` with ``num_tokens = None`` is ``token_mean``.
+    """
+    mask = mask.to(per_action.dtype)
+    total = (per_action * mask).sum()
+    if mode == "token_mean" or (mode == "dapo" and num_tokens is None):
+        return total / mask.sum().clamp(min=1.0)
+    if mode == "seq_mean_token_mean":
+        per_seq = (per_action * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+        return per_seq.mean()
+    if mode == "dr_grpo":
+        return total / mask.numel()
+    if mode == "dapo":
+        return total / max(num_tokens, 1.0)
+    raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {mode!r}")

@@ -1,0 +1,177 @@
+"""The one update every rung calls: μ passes × shuffled minibatches over a ``Batch``.
+
+For each minibatch:
+
+    logp, H, V  = policy.evaluate(minibatch)              log π_θ, entropy, values  [b, T]
+    r           = exp(logp − old_logp)                    ratio π_θ / π_old
+    L_pg        = clipped_surrogate(r, Â)  or  −Â·logp    (objective "clipped" | "reinforce")
+    L           = agg(L_pg) + c_v·agg(L_V) − c_H·agg(H) + β·agg(KL(π_θ‖π_ref))
+
+then one optimiser step with the gradient norm clipped. REINFORCE, PPO and GRPO differ only in
+the advantages they put in the batch and in this configuration.
+
+A policy is anything with ``evaluate(batch) -> (logp, entropy | None, values | None)``, each
+``[B, T]``, computed with gradients for the actions stored in the batch.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+import torch
+from torch import Tensor
+
+from . import stats
+from .advantages import whiten
+from .batch import Batch
+from .kl import kl_estimate
+from .losses import aggregate, clipped_surrogate, entropy_bonus, pg_loss, value_loss
+
+
+class Policy(Protocol):
+    def evaluate(self, batch: Batch) -> tuple[Tensor, Tensor | None, Tensor | None]: ...
+
+
+@dataclass
+class UpdateConfig:
+    """How ``update`` turns a batch into optimiser steps. Names follow the equations above."""
+
+    mu: int = 1                          # μ: optimisation passes over one batch
+    num_minibatches: int = 1             # shuffled minibatches per pass (each one optimiser step)
+    objective: str = "clipped"           # "clipped" (PPO / GRPO) or "reinforce"
+    clip_eps_low: float = 0.2            # ε_low:  r is clipped below at 1 − ε_low
+    clip_eps_high: float | None = None   # ε_high: r is clipped above at 1 + ε_high (None: ε_low)
+    aggregation: str = "token_mean"      # see losses.aggregate
+    value_coef: float = 0.5              # c_v (ignored when the policy has no critic)
+    value_clip: float | None = None      # clip of V around V_old in the value loss
+    entropy_coef: float = 0.0            # c_H
+    kl_coef: float = 0.0                 # β of KL(π_θ‖π_ref) in the loss (0: no KL term)
+    kl_estimator: str = "k3"
+    kl_correction: bool = True           # importance-weight the KL term by π_θ/π_old
+    normalize_advantages: bool = False   # whiten Â within each minibatch
+    max_grad_norm: float | None = 1.0
+    target_kl: float | None = None       # stop the passes once KL(π_old‖π_θ) (k3) exceeds it
+
+
+def _trainable(optimizer: torch.optim.Optimizer) -> list[Tensor]:
+    return [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
+
+
+@torch.no_grad()
+def _record_old_logp(policy: Policy, batch: Batch, num_minibatches: int) -> Tensor:
+    """log π_old for the whole batch, evaluated minibatch by minibatch (π_old = π_θ now)."""
+    rows = torch.arange(len(batch)).view(num_minibatches, -1)
+    old = torch.empty_like(batch.actions, dtype=torch.float32)
+    for r in rows:
+        old[r] = policy.evaluate(batch.select(r))[0].float()
+    return old
+
+
+def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float | None = None
+                 ) -> tuple[Tensor, dict, dict]:
+    """The scalar loss of one minibatch, its statistics, and the tensors behind them.
+
+    ``num_tokens`` is DAPO's normaliser (see ``losses.aggregate``).
+    Returns (loss, stats, tensors) with tensors = ratio, advantages, mask, values, returns.
+    """
+    eps_high = cfg.clip_eps_low if cfg.clip_eps_high is None else cfg.clip_eps_high
+    logp, entropy, values = policy.evaluate(mb)
+    logp = logp.float()
+    old_logp = logp.detach() if mb.old_logp is None else mb.old_logp
+    mask = mb.mask.float()
+    adv = whiten(mb.advantages, mask) if cfg.normalize_advantages else mb.advantages
+
+    def agg(x: Tensor) -> Tensor:
+        return aggregate(x, mask, cfg.aggregation, num_tokens)
+
+    ratio = torch.exp(logp - old_logp)
+    if cfg.objective == "clipped":
+        loss_pg = agg(clipped_surrogate(ratio, adv, cfg.clip_eps_low, eps_high))
+    elif cfg.objective == "reinforce":
+        loss_pg = agg(pg_loss(logp, adv))
+    else:
+        raise ValueError(f"objective must be 'clipped' or 'reinforce', got {cfg.objective!r}")
+    loss = loss_pg
+    out = {"loss_pg": loss_pg.item()}
+
+    if values is not None and mb.returns is not None:
+        old_values = mb.values if mb.values is not None else values.detach()
+        loss_v = agg(value_loss(values, old_values, mb.returns, cfg.value_clip))
+        loss = loss + cfg.value_coef * loss_v
+        out["value_loss"] = loss_v.item()
+    if entropy is not None:
+        loss_h = agg(entropy_bonus(entropy))
+        if cfg.entropy_coef:
+            loss = loss + cfg.entropy_coef * loss_h
+        out["entropy"] = -loss_h.item()
+    if mb.ref_logp is not None:
+        kl = kl_estimate(logp, mb.ref_logp, cfg.kl_estimator, old_logp if cfg.kl_correction else None)
+        loss_kl = agg(kl)
+        if cfg.kl_coef:
+            loss = loss + cfg.kl_coef * loss_kl
+        out["kl_ref"] = loss_kl.item()
+    with torch.no_grad():
+        out.update(stats.clip_fractions(ratio, adv, mask, cfg.clip_eps_low, eps_high))
+        out.update(stats.approx_kl_old(logp, old_logp, mask))
+        out.update(stats.ratio_stats(ratio, mask))
+    tensors = {"ratio": ratio.detach(), "advantages": adv, "mask": mask,
+               "values": None if values is None else values.detach(), "returns": mb.returns}
+    return loss, out, tensors
+
+
+def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: UpdateConfig,
+           generator: torch.Generator | None = None) -> list[dict]:
+    """Run μ passes of shuffled minibatches; return one dict of statistics per pass.
+
+    A minibatch whose loss or gradient is not finite changes nothing: its step is skipped and
+    counted in ``skipped_steps``.
+    """
+    if cfg.mu < 1:
+        raise ValueError(f"mu must be at least 1, got {cfg.mu}")
+    if len(batch) % cfg.num_minibatches:
+        raise ValueError(f"batch of {len(batch)} rows cannot be split into {cfg.num_minibatches} minibatches")
+    if batch.old_logp is None and (cfg.mu > 1 or cfg.num_minibatches > 1):
+        batch.old_logp = _record_old_logp(policy, batch, cfg.num_minibatches)
+    # DAPO: normalise by the whole batch's active tokens, shared out over the minibatches.
+    tokens_per_minibatch = batch.num_tokens / cfg.num_minibatches
+    params = _trainable(optimizer)
+    max_norm = cfg.max_grad_norm if cfg.max_grad_norm is not None else math.inf
+
+    passes = []
+    for k in range(cfg.mu):
+        acc: dict[str, list[float]] = {}
+        critic = []
+        for mb in batch.minibatches(cfg.num_minibatches, generator):
+            loss, step, tensors = compute_loss(policy, mb, cfg, tokens_per_minibatch)
+            optimizer.zero_grad(set_to_none=True)
+            skipped = not torch.isfinite(loss).item()
+            if not skipped:
+                loss.backward()
+                grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+                skipped = not torch.isfinite(grad_norm).item()
+                step["grad_norm"] = grad_norm.item()
+            if skipped:
+                optimizer.zero_grad(set_to_none=True)
+            else:
+                optimizer.step()
+            step["skipped_steps"] = float(skipped)
+            step["loss"] = loss.item()
+            if tensors["values"] is not None and tensors["returns"] is not None:
+                critic.append((tensors["values"], tensors["returns"], tensors["mask"]))
+            for key, value in step.items():
+                acc.setdefault(key, []).append(value)
+
+        record = {key: sum(v) / len(v) for key, v in acc.items()}
+        record["skipped_steps"] = sum(acc["skipped_steps"])
+        record["ratio_min"] = min(acc["ratio_min"])
+        record["ratio_max"] = max(acc["ratio_max"])
+        if critic:
+            v, r, m = (torch.cat([c[i].reshape(-1) for c in critic]) for i in range(3))
+            record["explained_variance"] = stats.explained_variance(v, r, m)
+        record["pass"] = k
+        passes.append(record)
+        if cfg.target_kl is not None and record["approx_kl_old_k3"] > cfg.target_kl:
+            break
+    return passes

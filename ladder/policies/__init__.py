@@ -1,0 +1,1 @@
+"""Policies implement the core's one requirement: ``evaluate(batch) -> (logp, entropy, values)``."""

@@ -1,0 +1,178 @@
+"""A causal language model as a policy: an action is a token, a trajectory is a completion.
+
+Layout of one batch row (prompt left-padded to P, completion right-padded to T):
+
+    input_ids      [pad pad p1 p2 p3 | c1 c2 c3 EOS pad]      [B, P + T]
+    actions        [c1 c2 c3 EOS pad]                          [B, T]
+    mask           [1  1  1  1   0  ]                          [B, T]
+
+The hidden state at position P − 1 + t predicts completion token t, so
+
+    log π(c_t | prompt, c_<t) = log_softmax(lm_head(h_{P-1+t}) / τ)[c_t]
+
+with τ the sampling temperature, applied exactly as ``generate`` applies it. The lm_head and the
+softmax run over chunks of positions and are recomputed in the backward pass, so the full
+``[B, T, V]`` float32 logits never sit in memory at once (V = 151,936 for Qwen2.5).
+"""
+
+from __future__ import annotations
+
+from contextlib import nullcontext
+
+import torch
+from torch import Tensor, nn
+from torch.utils.checkpoint import checkpoint
+
+from ladder.core import Batch
+
+
+def position_ids_for(attention_mask: Tensor) -> Tensor:
+    """Positions that skip left padding: the first real token is position 0."""
+    return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
+
+
+def _token_logp_entropy(hidden: Tensor, lm_head: nn.Module, targets: Tensor, temperature: float
+                        ) -> tuple[Tensor, Tensor]:
+    """log π(target) and entropy from hidden states ``[B, n, H]`` → each ``[B, n]`` (float32)."""
+    logits = lm_head(hidden).float() / temperature
+    log_z = torch.logsumexp(logits, dim=-1)
+    logp = logits.gather(-1, targets[..., None]).squeeze(-1) - log_z
+    entropy = log_z - (torch.softmax(logits, dim=-1) * logits).sum(-1)
+    return logp, entropy
+
+
+def chunked_logp_entropy(hidden: Tensor, lm_head: nn.Module, targets: Tensor, temperature: float = 1.0,
+                         chunk_size: int = 64) -> tuple[Tensor, Tensor]:
+    """``_token_logp_entropy`` over chunks of ``chunk_size`` positions, checkpointed when grad is on."""
+    logps, entropies = [], []
+    for start in range(0, targets.shape[1], chunk_size):
+        h, y = hidden[:, start:start + chunk_size], targets[:, start:start + chunk_size]
+        if torch.is_grad_enabled() and h.requires_grad:
+            lp, ent = checkpoint(_token_logp_entropy, h, lm_head, y, temperature, use_reentrant=False)
+        else:
+            lp, ent = _token_logp_entropy(h, lm_head, y, temperature)
+        logps.append(lp)
+        entropies.append(ent)
+    return torch.cat(logps, dim=1), torch.cat(entropies, dim=1)
+
+
+def disable_dropout(model: nn.Module) -> None:
+    """RL needs log π_θ at evaluation to match log π_old at sampling: no dropout anywhere."""
+    for module in model.modules():
+        if isinstance(module, nn.Dropout):
+            module.p = 0.0
+    config = getattr(model, "config", None)
+    for key, value in (vars(config).items() if config is not None else []):
+        if ("dropout" in key or "pdrop" in key) and isinstance(value, float):
+            setattr(config, key, 0.0)
+
+
+def is_peft(model: nn.Module) -> bool:
+    return hasattr(model, "disable_adapter") and hasattr(model, "peft_config")
+
+
+class CausalLMPolicy(nn.Module):
+    """π_θ = a Hugging Face causal LM (optionally with peft adapters), plus an optional value head.
+
+    π_ref is ``ref_model`` (a frozen copy) or, for a peft model, the same weights with the adapter
+    disabled — no second copy.
+    """
+
+    def __init__(self, model: nn.Module, value_head: bool = False, temperature: float = 1.0,
+                 chunk_size: int = 64, ref_model: nn.Module | None = None):
+        super().__init__()
+        disable_dropout(model)
+        self.model = model
+        self.temperature = temperature
+        self.chunk_size = chunk_size
+        self.ref_model = ref_model
+        if ref_model is not None:
+            ref_model.requires_grad_(False).eval()
+        self.value_head = None
+        if value_head:
+            hidden_size = model.get_output_embeddings().in_features
+            self.value_head = nn.Linear(hidden_size, 1)
+            nn.init.zeros_(self.value_head.weight)
+            nn.init.zeros_(self.value_head.bias)
+            self.value_head.to(next(model.parameters()).device)
+
+    def _forward(self, model: nn.Module, batch: Batch, want_values: bool):
+        input_ids, attention_mask = batch.inputs["input_ids"], batch.inputs["attention_mask"]
+        T = batch.actions.shape[1]
+        P = input_ids.shape[1] - T
+        decoder = model.get_decoder()
+        out = decoder(input_ids=input_ids, attention_mask=attention_mask,
+                      position_ids=position_ids_for(attention_mask), use_cache=False)
+        hidden = out[0][:, P - 1:P - 1 + T]
+        logp, entropy = chunked_logp_entropy(hidden, model.get_output_embeddings(), batch.actions,
+                                             self.temperature, self.chunk_size)
+        values = None
+        if want_values and self.value_head is not None:
+            values = self.value_head(hidden.to(self.value_head.weight.dtype)).squeeze(-1).float()
+        return logp, entropy, values
+
+    def evaluate(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor | None]:
+        """log π_θ, entropy and V for the completion tokens of the batch, each ``[B, T]``."""
+        return self._forward(self.model, batch, want_values=True)
+
+    def reference_context(self):
+        """Inside it, ``self.model`` is π_ref when the reference is the disabled adapter."""
+        if self.ref_model is None and is_peft(self.model):
+            return self.model.disable_adapter()
+        return nullcontext()
+
+    @torch.no_grad()
+    def ref_logp(self, batch: Batch) -> Tensor:
+        """log π_ref of the completion tokens ``[B, T]``."""
+        if self.ref_model is not None:
+            return self._forward(self.ref_model, batch, want_values=False)[0]
+        if not is_peft(self.model):
+            raise ValueError("no reference: pass ref_model, or wrap the model with a peft adapter")
+        with self.model.disable_adapter():
+            return self._forward(self.model, batch, want_values=False)[0]
+
+    @torch.no_grad()
+    def old_logp_and_values(self, batch: Batch) -> tuple[Tensor, Tensor | None]:
+        """log π_old and V_old at sampling time (π_old is π_θ now)."""
+        logp, _, values = self._forward(self.model, batch, want_values=True)
+        return logp, values
+
+    @torch.no_grad()
+    def generate(self, prompt_ids: Tensor, prompt_mask: Tensor, max_new_tokens: int, pad_token_id: int,
+                 eos_token_id: int | None, do_sample: bool = True, top_k: int = 0, top_p: float = 1.0,
+                 min_new_tokens: int = 0) -> tuple[Tensor, Tensor]:
+        """Sample completions for left-padded prompts; return (completion ids, completion mask), ``[B, T]``.
+
+        Tokens after the first EOS are padding (mask 0); the EOS itself is a real action.
+        """
+        kwargs = dict(max_new_tokens=max_new_tokens, min_new_tokens=min_new_tokens, pad_token_id=pad_token_id,
+                      eos_token_id=eos_token_id)
+        if do_sample:
+            kwargs.update(do_sample=True, temperature=self.temperature, top_k=top_k, top_p=top_p)
+        else:
+            kwargs.update(do_sample=False, temperature=None, top_k=None, top_p=None)
+        was_training = self.model.training
+        self.model.eval()
+        out = self.model.generate(input_ids=prompt_ids, attention_mask=prompt_mask, **kwargs)
+        self.model.train(was_training)
+        completion = out[:, prompt_ids.shape[1]:]
+        return completion, completion_mask(completion, eos_token_id)
+
+
+def completion_mask(completion: Tensor, eos_token_id: int | None) -> Tensor:
+    """1 up to and including the first EOS, 0 after it."""
+    if eos_token_id is None:
+        return torch.ones_like(completion, dtype=torch.float32)
+    is_eos = (completion == eos_token_id).long()
+    after_eos = (is_eos.cumsum(-1) - is_eos) > 0
+    return (~after_eos).float()
+
+
+def lm_batch(prompt_ids: Tensor, prompt_mask: Tensor, completion: Tensor, completion_mask: Tensor,
+             pad_token_id: int, **fields) -> Batch:
+    """Assemble the ``Batch`` for prompts + completions (padding positions set to the pad token)."""
+    completion = torch.where(completion_mask.bool(), completion, torch.full_like(completion, pad_token_id))
+    input_ids = torch.cat([prompt_ids, completion], dim=1)
+    attention_mask = torch.cat([prompt_mask.long(), completion_mask.long()], dim=1)
+    return Batch(actions=completion, mask=completion_mask.float(),
+                 inputs={"input_ids": input_ids, "attention_mask": attention_mask}, **fields)

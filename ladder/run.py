@@ -1,0 +1,90 @@
+"""``python -m ladder.run RUNG [options]`` — train one rung of the ladder.
+
+    reinforce   REINFORCE on CartPole (returns-to-go, optional baseline)
+    cartpole    PPO on CartPole (actor-critic, vector envs, GAE)
+
+Every run writes OUT/metrics.jsonl, OUT/summary.json and OUT/curves.png; ``--resume OUT``
+continues an interrupted run from its last checkpoint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import shutil
+import sys
+from dataclasses import fields
+from pathlib import Path
+
+from ladder.cli import OneLineParser, add_config_args, config_from_args, die
+from ladder.runlog import RunLog, UsageError
+
+RUNGS = {
+    "reinforce": "ladder.rungs.reinforce",
+    "cartpole": "ladder.rungs.cartpole",
+}
+
+
+def load_rung(name: str):
+    if name not in RUNGS:
+        die(f"unknown rung {name!r}; choose one of: {', '.join(RUNGS)}")
+    return importlib.import_module(RUNGS[name])
+
+
+def build_parser(name: str, rung) -> argparse.ArgumentParser:
+    parser = OneLineParser(prog=f"python -m ladder.run {name}", description=(rung.__doc__ or "").strip(),
+                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    presets = ", ".join(getattr(rung, "PRESETS", {})) or "none"
+    parser.add_argument("--preset", default=None, help=f"named configuration ({presets})")
+    add_config_args(parser, rung.Config)
+    return parser
+
+
+def make_config(name: str, rung, argv: list[str]):
+    args = build_parser(name, rung).parse_args(argv)
+    presets = getattr(rung, "PRESETS", {})
+    if args.preset is not None and args.preset not in presets:
+        raise UsageError(f"unknown preset {args.preset!r} for {name}; choose one of: {', '.join(presets) or 'none'}")
+    overrides = dict(presets.get(args.preset, {}))
+    if args.resume is not None:
+        # Continue with the options the run started with; only the bookkeeping flags may change.
+        saved = RunLog.read_config(args.resume)
+        if saved.get("rung") != name:
+            raise UsageError(f"--resume {args.resume} is a '{saved.get('rung')}' run, not '{name}'")
+        keep = {"resume", "progress", "device"}
+        overrides = {f.name: saved[f.name] for f in fields(rung.Config) if f.name in saved and f.name not in keep}
+        args.out = args.resume
+    cfg = config_from_args(rung.Config, args, overrides)
+    if cfg.out is None:
+        cfg.out = str(Path("runs") / f"{name}-seed{cfg.seed}")
+    return cfg
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or argv[0] in ("-h", "--help"):
+        print(__doc__.strip())
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    rung = load_rung(name)
+    out_existed = False
+    try:
+        cfg = make_config(name, rung, rest)
+        out_existed = Path(cfg.out).exists()
+        summary = rung.train(cfg)
+    except UsageError as e:
+        # Nothing half-written: a directory this run created is removed again.
+        if not out_existed and "cfg" in locals() and cfg.resume is None and Path(cfg.out).exists():
+            shutil.rmtree(cfg.out, ignore_errors=True)
+        die(str(e))
+    except KeyboardInterrupt:
+        print(f"\ninterrupted; continue with: python -m ladder.run {name} --resume {cfg.out}", file=sys.stderr)
+        return 130
+    print(json.dumps({k: v for k, v in summary.items() if not isinstance(v, (list, dict))}, indent=2))
+    print(f"wrote {cfg.out}/metrics.jsonl, summary.json, curves.png")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,182 @@
+"""Rung 2: PPO on CartPole — actor-critic MLP, gymnasium vector envs, GAE, μ passes.
+
+Each update: N envs × T steps of experience → GAE advantages on the ``[N, T]`` rollout →
+``Batch`` of single transitions → ``ladder.core.update`` (clipped surrogate + value loss).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from ladder import core
+from ladder.cli import RunOptions, option
+from ladder.policies.mlp import MLPActorCritic
+from ladder.rungs import gym_common
+from ladder.runlog import RunLog, UsageError, rng_state, seed_everything, set_rng_state
+
+NAME = "cartpole"
+CURVES = {"episode_return": "training episode return", "eval_return_mean": "greedy eval return (20 eps)",
+          "value_loss": "value loss", "entropy": "entropy", "clip_frac": "clip fraction",
+          "approx_kl_old_k3": "KL(π_old‖π_θ) after the update"}
+
+
+@dataclass
+class Config(RunOptions):
+    env_id: str = option("CartPole-v1", "gymnasium environment id (vector obs, discrete actions)")
+    total_steps: int = option(100_000, "environment steps to train for at most")
+    num_envs: int = option(8, "parallel environments N")
+    num_steps: int = option(32, "steps per env per rollout T (batch = N·T transitions)")
+    lr: float = option(1e-3, "Adam learning rate, annealed linearly to 0")
+    gamma: float = option(0.98, "discount γ")
+    gae_lambda: float = option(0.8, "GAE λ")
+    mu: int = option(10, "μ: optimisation passes over each batch")
+    num_minibatches: int = option(1, "shuffled minibatches per pass")
+    clip_eps: float = option(0.2, "PPO clip ε (ratio clipped to [1 − ε, 1 + ε])")
+    value_coef: float = option(0.5, "value-loss coefficient")
+    entropy_coef: float = option(0.0, "entropy bonus coefficient")
+    max_grad_norm: float = option(0.5, "gradient-norm clip")
+    target_kl: float | None = option(None, "stop an update's passes once KL(π_old‖π_θ) exceeds this")
+    hidden: int = option(64, "hidden units per layer")
+    eval_every: int = option(5_000, "evaluate every N env steps")
+    eval_episodes: int = option(20, "greedy episodes per evaluation")
+    solve_return: float = option(475.0, "evaluation mean that counts as solved")
+    stop_on_solve: bool = option(True, "stop once an evaluation reaches --solve-return")
+    threads: int = option(1, "torch CPU threads (small MLPs run fastest on one)")
+
+
+PRESETS = {"tiny": {"total_steps": 20_000, "eval_every": 2_500}}
+
+
+def validate(cfg: Config) -> None:
+    if cfg.total_steps <= 0 or cfg.num_envs <= 0 or cfg.num_steps <= 0:
+        raise UsageError("--total-steps, --num-envs and --num-steps must be positive")
+    if cfg.mu < 1:
+        raise UsageError(f"--mu must be at least 1, got {cfg.mu}")
+    if not 0.0 < cfg.clip_eps < 1.0:
+        raise UsageError(f"--clip-eps must be in (0, 1), got {cfg.clip_eps}")
+    if cfg.lr <= 0:
+        raise UsageError(f"--lr must be positive, got {cfg.lr}")
+    if (cfg.num_envs * cfg.num_steps) % max(cfg.num_minibatches, 1) or cfg.num_minibatches < 1:
+        raise UsageError(f"a batch of {cfg.num_envs}×{cfg.num_steps} transitions cannot be split into "
+                         f"{cfg.num_minibatches} equal minibatches")
+
+
+def update_config(cfg: Config) -> core.UpdateConfig:
+    return core.UpdateConfig(mu=cfg.mu, num_minibatches=cfg.num_minibatches, objective="clipped",
+                             clip_eps_low=cfg.clip_eps, value_coef=cfg.value_coef, value_clip=None,
+                             entropy_coef=cfg.entropy_coef, normalize_advantages=True,
+                             max_grad_norm=cfg.max_grad_norm, target_kl=cfg.target_kl)
+
+
+def collect(policy: MLPActorCritic, envs, obs: np.ndarray, cfg: Config, episode: dict):
+    """Run the N envs for T steps with π_old = π_θ; return the rollout as ``[N, T]`` tensors."""
+    N, T = cfg.num_envs, cfg.num_steps
+    obs_buf = torch.zeros(T, N, obs.shape[1])
+    act_buf = torch.zeros(T, N, dtype=torch.long)
+    logp_buf, val_buf, rew_buf, done_buf = (torch.zeros(T, N) for _ in range(4))
+    for t in range(T):
+        obs_t = torch.as_tensor(obs, dtype=torch.float32)
+        actions, logp, values = policy.act(obs_t)
+        obs, reward, terminated, truncated, info = envs.step(actions.numpy())
+        reward = reward.astype(np.float32)
+        episode["return"] += reward
+        episode["length"] += 1
+        ended = terminated | truncated
+        if truncated.any():
+            # Time limit, not failure: bootstrap with V(s_final) so the critic sees no cliff.
+            final = torch.as_tensor(np.stack(info["final_obs"][truncated]), dtype=torch.float32)
+            reward[truncated] += cfg.gamma * policy.value(final).detach().numpy()
+        for i in np.flatnonzero(ended):
+            episode["finished"].append(float(episode["return"][i]))
+            episode["return"][i] = 0.0
+            episode["length"][i] = 0
+        obs_buf[t], act_buf[t], logp_buf[t], val_buf[t] = obs_t, actions, logp, values
+        rew_buf[t] = torch.as_tensor(reward)
+        done_buf[t] = torch.as_tensor(ended, dtype=torch.float32)
+    with torch.no_grad():
+        last_values = policy.value(torch.as_tensor(obs, dtype=torch.float32))
+    tn = lambda x: x.transpose(0, 1).contiguous()  # noqa: E731 - [T, N] → [N, T]
+    return obs, tn(obs_buf), tn(act_buf), tn(logp_buf), tn(val_buf), tn(rew_buf), tn(done_buf), last_values
+
+
+def train(cfg: Config) -> dict:
+    """Train PPO on CartPole; write metrics.jsonl, summary.json and curves.png into ``cfg.out``."""
+    validate(cfg)
+    torch.set_num_threads(cfg.threads)
+    seed_everything(cfg.seed)
+    envs = gym_common.make_vec_env(cfg.env_id, cfg.num_envs)
+    obs_dim, n_actions = gym_common.env_dims(cfg.env_id)
+    policy = MLPActorCritic(obs_dim, n_actions, cfg.hidden).to(cfg.device)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, eps=1e-5)
+    generator = torch.Generator().manual_seed(cfg.seed)
+    log = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg)}, resume=cfg.resume is not None,
+                 overwrite=cfg.overwrite, tensorboard=cfg.tensorboard)
+
+    steps_per_update = cfg.num_envs * cfg.num_steps
+    num_updates = -(-cfg.total_steps // steps_per_update)
+    obs, _ = envs.reset(seed=cfg.seed)
+    episode = {"return": np.zeros(cfg.num_envs), "length": np.zeros(cfg.num_envs), "finished": []}
+    start_update, env_steps, wall_before, evals = 0, 0, 0.0, []
+    state = log.load_checkpoint() if cfg.resume else None
+    if state is not None:
+        policy.load_state_dict(state["policy"])
+        optimizer.load_state_dict(state["optimizer"])
+        generator.set_state(state["generator"])
+        set_rng_state(state["rng"])
+        gym_common.restore_envs(envs, state["envs"])
+        obs, episode, evals = state["obs"], state["episode"], state["evals"]
+        start_update, env_steps, wall_before = state["update"], state["env_steps"], state["wall_s"]
+
+    update_cfg = update_config(cfg)
+    solved = bool(evals) and evals[-1][1] >= cfg.solve_return
+    t0 = time.perf_counter() - wall_before
+    bar = tqdm(total=num_updates * steps_per_update, initial=env_steps, unit="step", desc=NAME,
+               disable=not cfg.progress)
+    for u in range(start_update, num_updates):
+        if solved and cfg.stop_on_solve:
+            break
+        for group in optimizer.param_groups:
+            group["lr"] = cfg.lr * (1.0 - u / num_updates)
+        obs, obs_nt, actions, logp, values, rewards, dones, last_values = collect(policy, envs, obs, cfg, episode)
+        advantages, returns = core.gae(rewards, values, dones, cfg.gamma, cfg.gae_lambda, last_values)
+        batch = core.Batch(actions=actions, mask=torch.ones_like(rewards), advantages=advantages,
+                           old_logp=logp, values=values, rewards=rewards, returns=returns,
+                           inputs={"obs": obs_nt}).as_transitions()
+        passes = core.update(policy, batch, optimizer, update_cfg, generator)
+        env_steps += steps_per_update
+        bar.update(steps_per_update)
+
+        finished, episode["finished"] = episode["finished"], []
+        record = {"step": u + 1, "env_steps": env_steps, "num_passes": len(passes),
+                  "episode_return": float(np.mean(finished)) if finished else None,
+                  "episodes": len(finished), "lr": optimizer.param_groups[0]["lr"], **passes[-1]}
+        if env_steps // cfg.eval_every > (env_steps - steps_per_update) // cfg.eval_every or u == num_updates - 1:
+            eval_returns = gym_common.evaluate(gym_common.greedy(policy), cfg.env_id, cfg.eval_episodes,
+                                               seed=cfg.seed + 10_000)
+            record["eval_return_mean"] = float(np.mean(eval_returns))
+            evals.append((env_steps, record["eval_return_mean"]))
+            solved = record["eval_return_mean"] >= cfg.solve_return
+            bar.set_postfix(eval=f"{record['eval_return_mean']:.0f}")
+        record["wall_s"] = time.perf_counter() - t0
+        log.log(record)
+        if (u + 1) % cfg.checkpoint_every == 0:
+            log.save_checkpoint({
+                "policy": policy.state_dict(), "optimizer": optimizer.state_dict(),
+                "generator": generator.get_state(), "rng": rng_state(),
+                "envs": gym_common.snapshot_envs(envs), "obs": obs, "episode": episode, "evals": evals,
+                "update": u + 1, "env_steps": env_steps, "wall_s": time.perf_counter() - t0})
+    bar.close()
+    envs.close()
+
+    first_solve = next((s for s, r in evals if r >= cfg.solve_return), None)
+    summary = {"rung": NAME, "solved": first_solve is not None, "solved_at_env_steps": first_solve,
+               "env_steps": env_steps, "wall_s": time.perf_counter() - t0,
+               "eval_return_mean": evals[-1][1] if evals else None, "evals": evals, "seed": cfg.seed}
+    torch.save(policy.state_dict(), log.dir / "policy.pt")
+    log.finish(summary, CURVES, x="env_steps")
+    return summary
