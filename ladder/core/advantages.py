@@ -17,7 +17,7 @@ def discounted_returns(rewards: Tensor, mask: Tensor, gamma: float) -> Tensor:
 
     Padded steps (``mask = 0``) carry no reward and get G_t = 0.
     """
-    rewards = rewards * mask
+    rewards = torch.where(mask.bool(), rewards, 0.0)
     returns = torch.zeros_like(rewards)
     running = torch.zeros_like(rewards[:, 0])
     for t in reversed(range(rewards.shape[1])):
@@ -90,10 +90,12 @@ def whiten(x: Tensor, mask: Tensor | None = None, shift_mean: bool = True, eps: 
     """
     if mask is None:
         mask = torch.ones_like(x)
-    n = mask.sum()
-    mean = (x * mask).sum() / n
-    var = (((x - mean) * mask) ** 2).sum() / (n - 1).clamp(min=1)
+    real = mask.bool()
+    x = torch.where(real, x, 0.0)
+    n = real.sum()
+    mean = x.sum() / n.clamp(min=1)
+    var = torch.where(real, x - mean, 0.0).pow(2).sum() / (n - 1).clamp(min=1)
     out = (x - mean) * torch.rsqrt(var + eps)
     if not shift_mean:
         out = out + mean
-    return out * mask
+    return torch.where(real, out, 0.0)

@@ -66,12 +66,13 @@ def aggregate(per_action: Tensor, mask: Tensor, mode: str = "token_mean",
                                                                         this minibatch's share of rows
     ``dapo`` with ``num_tokens = None`` is ``token_mean``.
     """
+    per_action = torch.where(mask.bool(), per_action, 0.0)  # padding never leaks in, not even inf
     mask = mask.to(per_action.dtype)
-    total = (per_action * mask).sum()
+    total = per_action.sum()
     if mode == "token_mean" or (mode == "dapo" and num_tokens is None):
         return total / mask.sum().clamp(min=1.0)
     if mode == "seq_mean_token_mean":
-        per_seq = (per_action * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
+        per_seq = per_action.sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
         return per_seq.mean()
     if mode == "dr_grpo":
         return total / mask.numel()

@@ -86,7 +86,7 @@ def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float
     def agg(x: Tensor) -> Tensor:
         return aggregate(x, mask, cfg.aggregation, num_tokens)
 
-    ratio = torch.exp(logp - old_logp)
+    ratio = torch.exp(torch.where(mask.bool(), logp - old_logp, 0.0))  # padding: r = 1
     if cfg.objective == "clipped":
         loss_pg = agg(clipped_surrogate(ratio, adv, cfg.clip_eps_low, eps_high))
     elif cfg.objective == "reinforce":

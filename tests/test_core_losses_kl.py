@@ -1,0 +1,533 @@
+"""KL estimators, controllers, losses, aggregation and statistics of ``ladder.core``."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from ladder.core import (
+    AdaptiveKLController,
+    FixedKLController,
+    aggregate,
+    approx_kl_old,
+    clip_fractions,
+    clipped_surrogate,
+    entropy_bonus,
+    explained_variance,
+    kl_estimate,
+    kl_penalized_rewards,
+    last_step_mask,
+    masked_mean,
+    pg_loss,
+    ratio_stats,
+    value_loss,
+)
+
+D = torch.float64
+E = math.e
+
+
+def t(x) -> torch.Tensor:
+    return torch.tensor(x, dtype=D)
+
+
+def right_padded_mask(B: int, T: int, g: torch.Generator, min_len: int = 1) -> torch.Tensor:
+    lengths = torch.randint(min_len, T + 1, (B,), generator=g)
+    return (torch.arange(T)[None, :] < lengths[:, None]).to(D)
+
+
+def flat(x):
+    return [v for row in x for v in row] if isinstance(x[0], list) else list(x)
+
+
+# --------------------------------------------------------------------------- slow references
+
+
+def ref_kl(logp, ref, estimator, old=None):
+    out = []
+    for i, (lp, rp) in enumerate(zip(logp, ref)):
+        ell = rp - lp
+        if estimator == "k1":
+            k = -ell
+        elif estimator == "k2":
+            k = 0.5 * ell * ell
+        else:
+            k = (math.exp(ell) - 1.0) - ell
+        if old is not None:
+            k = math.exp(lp - old[i]) * k
+        out.append(k)
+    return out
+
+
+def ref_clipped_surrogate(ratio, adv, el, eh):
+    out = []
+    for r, a in zip(ratio, adv):
+        c = min(max(r, 1.0 - el), 1.0 + eh)
+        out.append(-min(r * a, c * a))
+    return out
+
+
+def ref_value_loss(v, v_old, R, clip):
+    out = []
+    for x, xo, y in zip(v, v_old, R):
+        un = (x - y) ** 2
+        if clip is None:
+            out.append(0.5 * un)
+            continue
+        cv = xo + min(max(x - xo, -clip), clip)
+        out.append(0.5 * max(un, (cv - y) ** 2))
+    return out
+
+
+def ref_aggregate(x, mask, mode, num_tokens=None):
+    B, T = len(x), len(x[0])
+    total = sum(x[b][i] for b in range(B) for i in range(T) if mask[b][i])
+    n = sum(1 for b in range(B) for i in range(T) if mask[b][i])
+    if mode == "token_mean" or (mode == "dapo" and num_tokens is None):
+        return total / n
+    if mode == "seq_mean_token_mean":
+        per_seq = []
+        for b in range(B):
+            real = [x[b][i] for i in range(T) if mask[b][i]]
+            per_seq.append(sum(real) / len(real))
+        return sum(per_seq) / B
+    if mode == "dr_grpo":
+        return total / (B * T)
+    return total / num_tokens
+
+
+def ref_last_step(mask):
+    out = []
+    for row in mask:
+        real = [i for i, m in enumerate(row) if m]
+        out.append([1.0 if real and i == real[-1] else 0.0 for i in range(len(row))])
+    return out
+
+
+def ref_explained_variance(v, R, mask):
+    vs = [a for a, m in zip(v, mask) if m]
+    rs = [b for b, m in zip(R, mask) if m]
+    n = len(rs)
+
+    def pvar(xs):
+        mu = sum(xs) / len(xs)
+        return sum((q - mu) ** 2 for q in xs) / len(xs)
+
+    return 1.0 - pvar([r - q for r, q in zip(rs, vs)]) / pvar(rs) if n >= 2 else float("nan")
+
+
+# --------------------------------------------------------------------------- kl_estimate
+
+
+# logp = [-1, -2, -0.5], ref = [-2, -1, -0.5]  ->  ell = ref - logp = [-1, 1, 0]
+LOGP = [-1.0, -2.0, -0.5]
+REF = [-2.0, -1.0, -0.5]
+# old = [-1.5, -2, 0]  ->  w = exp(logp - old) = [e^0.5, 1, e^-0.5]
+OLD = [-1.5, -2.0, 0.0]
+
+
+@pytest.mark.parametrize("estimator,plain,weighted", [
+    # k1 = -ell = [1, -1, 0];                weighted: [e^0.5, -1, 0]
+    ("k1", [1.0, -1.0, 0.0], [E ** 0.5, -1.0, 0.0]),
+    # k2 = ell^2/2 = [0.5, 0.5, 0];          weighted: [0.5 e^0.5, 0.5, 0]
+    ("k2", [0.5, 0.5, 0.0], [0.5 * E ** 0.5, 0.5, 0.0]),
+    # k3 = e^ell - 1 - ell = [e^-1, e - 2, 0]; weighted: [e^-1 * e^0.5 = e^-0.5, e - 2, 0]
+    ("k3", [E ** -1, E - 2.0, 0.0], [E ** -0.5, E - 2.0, 0.0]),
+])
+def test_kl_estimate_hand_case(estimator, plain, weighted):
+    out = kl_estimate(t(LOGP), t(REF), estimator)
+    assert torch.allclose(out, t(plain), atol=1e-12, rtol=0)
+    out_w = kl_estimate(t(LOGP), t(REF), estimator, old_logp=t(OLD))
+    assert torch.allclose(out_w, t(weighted), atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("estimator", ["k1", "k2", "k3"])
+def test_kl_estimate_matches_loops(seed, estimator):
+    torch.manual_seed(seed)
+    logp, ref, old = torch.randn(3, 3, 7, dtype=D).unbind(0)
+    out = kl_estimate(logp, ref, estimator)
+    assert torch.allclose(out.flatten(), t(ref_kl(logp.flatten().tolist(), ref.flatten().tolist(),
+                                                    estimator)), atol=1e-12, rtol=0)
+    out_w = kl_estimate(logp, ref, estimator, old_logp=old)
+    exp_w = ref_kl(logp.flatten().tolist(), ref.flatten().tolist(), estimator, old.flatten().tolist())
+    assert torch.allclose(out_w.flatten(), t(exp_w), atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("estimator", ["k1", "k2", "k3"])
+def test_kl_weighted_equals_plain_on_policy_and_differs_off_policy(estimator):
+    torch.manual_seed(7)
+    logp, ref = torch.randn(4, 6, dtype=D), torch.randn(4, 6, dtype=D)
+    plain = kl_estimate(logp, ref, estimator)
+    assert torch.equal(kl_estimate(logp, ref, estimator, old_logp=logp.clone()), plain)
+    off = kl_estimate(logp, ref, estimator, old_logp=logp - 0.3)   # weight e^0.3 everywhere
+    assert not torch.allclose(off, plain)
+    assert torch.allclose(off, math.exp(0.3) * plain, atol=1e-12, rtol=0)
+
+
+def test_kl_k2_k3_nonnegative_k1_can_be_negative():
+    torch.manual_seed(8)
+    logp, ref, old = (torch.randn(3, 50, 20, dtype=D) * 3).unbind(0)
+    for est in ("k2", "k3"):
+        assert (kl_estimate(logp, ref, est) >= 0).all()
+        assert (kl_estimate(logp, ref, est, old_logp=old) >= 0).all()
+    assert (kl_estimate(logp, ref, "k1") < 0).any()
+
+
+def test_kl_weighted_k3_gradient_is_score_function_gradient():
+    # At logp == old_logp, d/dlogp [w * k3] = k3 + (1 - e^ell) = -ell = logp - ref: the gradient
+    # of KL(pi||ref) for a sampled action. A detached weight would give 1 - e^ell instead.
+    torch.manual_seed(9)
+    logp = torch.randn(10, dtype=D, requires_grad=True)
+    ref = torch.randn(10, dtype=D)
+    kl_estimate(logp, ref, "k3", old_logp=logp.detach()).sum().backward()
+    assert torch.allclose(logp.grad, (logp - ref).detach(), atol=1e-12, rtol=0)
+
+
+def test_kl_estimate_bad_estimator_raises():
+    with pytest.raises(ValueError):
+        kl_estimate(t(LOGP), t(REF), "k4")
+
+
+# --------------------------------------------------------------------------- kl_penalized_rewards
+
+
+def test_kl_penalized_rewards_hand_case():
+    # beta = 0.1, k1 = logp - ref
+    # row 0 (3 real): k1 = [-1-(-2), -2-(-1), 0] = [1, -1, 0] -> r = [-0.1, 0.1, 0 + score 2] = [-0.1, 0.1, 2]
+    # row 1 (1 real): k1 = [-1-(-1.5)] = [0.5], padding ref = 7 ignored -> r = [-0.05 + (-1), 0, 0]
+    scores = t([2.0, -1.0])
+    logp = t([[-1.0, -2.0, -0.5], [-1.0, -1.0, -1.0]])
+    ref = t([[-2.0, -1.0, -0.5], [-1.5, 7.0, 7.0]])
+    mask = t([[1, 1, 1], [1, 0, 0]])
+    rewards, kl = kl_penalized_rewards(scores, logp, ref, mask, kl_coef=0.1, estimator="k1")
+    assert torch.allclose(rewards, t([[-0.1, 0.1, 2.0], [-1.05, 0.0, 0.0]]), atol=1e-12, rtol=0)
+    assert torch.allclose(kl, t([[1.0, -1.0, 0.0], [0.5, 0.0, 0.0]]), atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("estimator", ["k1", "k3"])
+def test_kl_penalized_rewards_matches_loops(seed, estimator):
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    B, T, beta = 6, 8, 0.05
+    scores = torch.randn(B, dtype=D)
+    logp, ref = torch.randn(B, T, dtype=D), torch.randn(B, T, dtype=D)
+    mask = right_padded_mask(B, T, g, min_len=0)
+    rewards, kl = kl_penalized_rewards(scores, logp, ref, mask, beta, estimator)
+    for b in range(B):
+        length = int(mask[b].sum())
+        for i in range(T):
+            if i >= length:
+                assert rewards[b, i].item() == 0.0 and kl[b, i].item() == 0.0
+                continue
+            k = ref_kl([logp[b, i].item()], [ref[b, i].item()], estimator)[0]
+            expected = -beta * k + (scores[b].item() if i == length - 1 else 0.0)
+            assert kl[b, i].item() == pytest.approx(k, abs=1e-12)
+            assert rewards[b, i].item() == pytest.approx(expected, abs=1e-12)
+    # the score appears once per non-empty row, on its last real token
+    non_empty = mask.sum(1) > 0
+    recovered = (rewards + beta * kl).sum(1)
+    assert torch.allclose(recovered[non_empty], scores[non_empty], atol=1e-12, rtol=0)
+
+
+# --------------------------------------------------------------------------- last_step_mask
+
+
+def test_last_step_mask_hand_case():
+    mask = t([[1, 1, 0], [1, 1, 1], [0, 0, 0], [1, 0, 0]])
+    expected = t([[0, 1, 0], [0, 0, 1], [0, 0, 0], [1, 0, 0]])
+    assert torch.equal(last_step_mask(mask), expected)
+
+
+def test_last_step_mask_matches_loops():
+    g = torch.Generator().manual_seed(10)
+    mask = right_padded_mask(12, 9, g, min_len=0)
+    assert torch.equal(last_step_mask(mask), t(ref_last_step(mask.tolist())))
+    assert torch.equal(last_step_mask(mask.long()), t(ref_last_step(mask.tolist())).long())
+
+
+# --------------------------------------------------------------------------- KL controllers
+
+
+def test_adaptive_kl_controller_hand_case():
+    # beta = 0.1, target 6, horizon 10000, n_steps 100 -> e * 0.01
+    c = AdaptiveKLController(0.1, target=6.0, horizon=10000)
+    # KL 12: e = clip(12/6 - 1 = 1, +-0.2) = 0.2  -> beta = 0.1 * 1.002 = 0.1002
+    assert c.update(12.0, 100) == pytest.approx(0.1002, abs=1e-15)
+    # KL 3: e = clip(-0.5) = -0.2                 -> beta = 0.1002 * 0.998 = 0.0999996
+    assert c.update(3.0, 100) == pytest.approx(0.0999996, abs=1e-15)
+    # KL 6.6: e = 0.1 (inside the clip)            -> beta = 0.0999996 * 1.001 = 0.1000995996
+    assert c.update(6.6, 100) == pytest.approx(0.1000995996, abs=1e-15)
+    # KL = target: e = 0, unchanged
+    assert c.update(6.0, 100) == pytest.approx(0.1000995996, abs=1e-15)
+    # non-finite KL: unchanged
+    assert c.update(float("nan"), 100) == pytest.approx(0.1000995996, abs=1e-15)
+    assert c.value == pytest.approx(0.1000995996, abs=1e-15)
+
+
+def test_adaptive_kl_controller_matches_loop_and_state_dict():
+    g = torch.Generator().manual_seed(11)
+    kls = (torch.rand(50, generator=g, dtype=D) * 20).tolist()
+    steps = torch.randint(1, 500, (50,), generator=g).tolist()
+    c = AdaptiveKLController(0.2, target=6.0, horizon=10000)
+    beta = 0.2
+    for kl, n in zip(kls, steps):
+        e = min(max(kl / 6.0 - 1.0, -0.2), 0.2)
+        beta = beta * (1.0 + e * n / 10000)
+        assert c.update(kl, n) == pytest.approx(beta, rel=1e-12)
+    c2 = AdaptiveKLController(1.0, target=6.0, horizon=10000)
+    c2.load_state_dict(c.state_dict())
+    assert c2.value == c.value
+
+
+def test_fixed_kl_controller():
+    c = FixedKLController(0.05)
+    for kl, n in [(0.0, 1), (100.0, 1000), (float("nan"), 5)]:
+        assert c.update(kl, n) == 0.05
+    c.load_state_dict({"value": 0.3})
+    assert c.value == 0.3 and c.state_dict() == {"value": 0.3}
+
+
+# --------------------------------------------------------------------------- pg_loss / entropy
+
+
+def test_pg_loss_hand_case_and_gradient():
+    # L = -A * logp: [-(2)(-1), -(-0.5)(-2)] = [2, -1]; dL/dlogp = -A = [-2, 0.5]
+    logp = t([-1.0, -2.0]).requires_grad_()
+    adv = t([2.0, -0.5])
+    out = pg_loss(logp, adv)
+    assert torch.allclose(out, t([2.0, -1.0]), atol=1e-12, rtol=0)
+    out.sum().backward()
+    assert torch.equal(logp.grad, t([-2.0, 0.5]))
+
+
+def test_pg_loss_matches_loops():
+    torch.manual_seed(12)
+    logp, adv = torch.randn(4, 5, dtype=D), torch.randn(4, 5, dtype=D)
+    expected = [[-adv[b, i].item() * logp[b, i].item() for i in range(5)] for b in range(4)]
+    assert torch.allclose(pg_loss(logp, adv), t(expected), atol=1e-12, rtol=0)
+
+
+def test_entropy_bonus_is_negative_entropy():
+    assert torch.equal(entropy_bonus(t([0.5, 1.0])), t([-0.5, -1.0]))
+
+
+# --------------------------------------------------------------------------- clipped_surrogate
+
+
+def test_clipped_surrogate_hand_case_asymmetric():
+    # eps_low 0.2 -> lower bound 0.8; eps_high 0.28 -> upper bound 1.28
+    #  r     A    r*A    clip(r)*A   L = -min     clipped branch chosen?
+    # 0.5    1    0.5    0.8         -0.5         no
+    # 0.5   -1   -0.5   -0.8          0.8         yes
+    # 1.0    2    2.0    2.0         -2.0         (tie)
+    # 1.5    1    1.5    1.28        -1.28        yes
+    # 1.5   -1   -1.5   -1.28         1.5         no
+    # 1.25   1    1.25   1.25        -1.25        no (would be clipped at 1.2 with symmetric eps)
+    # 0.79  -1   -0.79  -0.8          0.8         yes
+    ratio = t([0.5, 0.5, 1.0, 1.5, 1.5, 1.25, 0.79])
+    adv = t([1.0, -1.0, 2.0, 1.0, -1.0, 1.0, -1.0])
+    out = clipped_surrogate(ratio, adv, 0.2, 0.28)
+    assert torch.allclose(out, t([-0.5, 0.8, -2.0, -1.28, 1.5, -1.25, 0.8]), atol=1e-12, rtol=0)
+    # symmetric (eps_high=None -> eps_low): the 1.25 row becomes clipped at 1.2
+    sym = clipped_surrogate(ratio, adv, 0.2)
+    assert sym[5].item() == pytest.approx(-1.2, abs=1e-12)
+    assert torch.allclose(sym, clipped_surrogate(ratio, adv, 0.2, 0.2), atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_clipped_surrogate_matches_loops(seed):
+    torch.manual_seed(seed)
+    ratio = torch.exp(torch.randn(40, dtype=D) * 0.4)
+    adv = torch.randn(40, dtype=D)
+    out = clipped_surrogate(ratio, adv, 0.1, 0.3)
+    expected = t(ref_clipped_surrogate(ratio.tolist(), adv.tolist(), 0.1, 0.3))
+    assert torch.allclose(out, expected, atol=1e-12, rtol=0)
+
+
+@pytest.mark.parametrize("eps_low,eps_high", [(0.2, 0.2), (0.2, 0.28), (0.1, 0.4)])
+def test_clipped_surrogate_gradient_zero_exactly_where_clipped(eps_low, eps_high):
+    torch.manual_seed(13)
+    # ratios well below 1 - eps_low, inside the trust region, well above 1 + eps_high
+    below = torch.linspace(0.3, 1 - eps_low - 0.02, 5, dtype=D)
+    inside = torch.linspace(1 - eps_low + 0.02, 1 + eps_high - 0.02, 5, dtype=D)
+    above = torch.linspace(1 + eps_high + 0.02, 2.5, 5, dtype=D)
+    r = torch.cat([below, inside, above])
+    magnitudes = torch.rand(2, r.numel(), dtype=D) + 0.1
+    ratio = torch.cat([r, r]).requires_grad_()
+    adv = torch.cat([magnitudes[0], -magnitudes[1]])             # both signs for every ratio
+    clipped_surrogate(ratio, adv, eps_low, eps_high).sum().backward()
+    rv = ratio.detach()
+    zero = ((rv > 1 + eps_high) & (adv > 0)) | ((rv < 1 - eps_low) & (adv < 0))
+    assert zero.sum().item() == 10                                # 5 high-clipped + 5 low-clipped
+    assert torch.all(ratio.grad[zero] == 0)
+    assert torch.all(ratio.grad[~zero] != 0)
+    assert torch.equal(ratio.grad[~zero], -adv[~zero])            # dL/dr = -A where unclipped
+
+
+# --------------------------------------------------------------------------- value_loss
+
+
+def test_value_loss_hand_case():
+    # V = [1, 3, 0], V_old = [0, 2.5, 0.5], R = 2, clip 0.2
+    # unclipped (V-R)^2 = [1, 1, 4]                       -> 0.5 * = [0.5, 0.5, 2.0]
+    # V_clip = V_old + clip(V - V_old, +-0.2) = [0.2, 2.7, 0.3]; (V_clip - R)^2 = [3.24, 0.49, 2.89]
+    # max = [3.24, 1, 4]                                  -> 0.5 * = [1.62, 0.5, 2.0]
+    v = t([1.0, 3.0, 0.0]).requires_grad_()
+    v_old, R = t([0.0, 2.5, 0.5]), t([2.0, 2.0, 2.0])
+    assert torch.allclose(value_loss(v, v_old, R), t([0.5, 0.5, 2.0]), atol=1e-12, rtol=0)
+    clipped = value_loss(v, v_old, R, clip=0.2)
+    assert torch.allclose(clipped, t([1.62, 0.5, 2.0]), atol=1e-12, rtol=0)
+    clipped.sum().backward()
+    # cell 0 takes the clipped branch with V - V_old = 1 outside +-0.2: no gradient; the others
+    # take the unclipped branch: dL/dV = V - R = [., 1, -2]
+    assert torch.allclose(v.grad, t([0.0, 1.0, -2.0]), atol=1e-12, rtol=0)
+    assert v.grad[0].item() == 0.0
+
+
+@pytest.mark.parametrize("clip", [None, 0.1, 0.5])
+def test_value_loss_matches_loops(clip):
+    torch.manual_seed(14)
+    v, v_old, R = torch.randn(3, 30, dtype=D).unbind(0)
+    out = value_loss(v, v_old, R, clip)
+    expected = t(ref_value_loss(v.tolist(), v_old.tolist(), R.tolist(), clip))
+    assert torch.allclose(out, expected, atol=1e-12, rtol=0)
+
+
+# --------------------------------------------------------------------------- aggregate
+
+
+def test_aggregate_hand_case_all_modes():
+    # x = [[1, 2, 3, 4], [5, 6, pad, pad]]  real sum 21 over 6 tokens, B*T = 8
+    x = t([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 100.0, -100.0]])
+    mask = t([[1, 1, 1, 1], [1, 1, 0, 0]])
+    assert aggregate(x, mask, "token_mean").item() == pytest.approx(3.5)              # 21/6
+    assert aggregate(x, mask, "seq_mean_token_mean").item() == pytest.approx(4.0)     # (10/4 + 11/2)/2
+    assert aggregate(x, mask, "dr_grpo").item() == pytest.approx(2.625)               # 21/(2*4)
+    assert aggregate(x, mask, "dapo", num_tokens=12).item() == pytest.approx(1.75)    # 21/12
+    assert aggregate(x, mask, "dapo").item() == pytest.approx(3.5)                    # None: token_mean
+    with pytest.raises(ValueError):
+        aggregate(x, mask, "sum")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("mode", ["token_mean", "seq_mean_token_mean", "dr_grpo", "dapo"])
+def test_aggregate_matches_loops(seed, mode):
+    torch.manual_seed(seed)
+    g = torch.Generator().manual_seed(seed)
+    B, T = 5, 9
+    x = torch.randn(B, T, dtype=D)
+    mask = right_padded_mask(B, T, g)
+    num_tokens = 17.0 if mode == "dapo" else None
+    out = aggregate(x, mask, mode, num_tokens)
+    expected = ref_aggregate(x.tolist(), mask.tolist(), mode, num_tokens)
+    assert out.item() == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("mode", ["token_mean", "seq_mean_token_mean", "dr_grpo", "dapo"])
+def test_aggregate_ignores_padding_values_and_gradients(mode):
+    torch.manual_seed(15)
+    g = torch.Generator().manual_seed(15)
+    B, T = 6, 7
+    mask = right_padded_mask(B, T, g)
+    assert (mask == 0).any()
+    x = torch.randn(B, T, dtype=D)
+    x2 = torch.where(mask.bool(), x, torch.randn(B, T, dtype=D) * 1e3)
+    a, b = x.clone().requires_grad_(), x2.clone().requires_grad_()
+    la, lb = aggregate(a, mask, mode, 20.0), aggregate(b, mask, mode, 20.0)
+    assert la.item() == lb.item()
+    la.backward()
+    lb.backward()
+    assert torch.equal(a.grad, b.grad)
+    assert torch.all(a.grad[mask == 0] == 0)
+    assert torch.all(a.grad[mask == 1] != 0)
+
+
+def test_aggregate_empty_rows_are_finite():
+    x = t([[1.0, 2.0], [3.0, 4.0]])
+    mask = t([[1, 1], [0, 0]])
+    for mode in ("token_mean", "seq_mean_token_mean", "dr_grpo", "dapo"):
+        assert torch.isfinite(aggregate(x, mask, mode, 0.0))
+        assert torch.isfinite(aggregate(x, torch.zeros_like(mask), mode, 0.0))
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def test_explained_variance_hand_case():
+    # real: V = [1, 2, 3], R = [1, 2, 5] (padding V = 9, R = 0 ignored)
+    # R - V = [0, 0, 2]: mean 2/3, population var ((2/3)^2*2 + (4/3)^2)/3 = 8/9
+    # R: mean 8/3, population var (25/9 + 4/9 + 49/9)/3 = 26/9
+    # EV = 1 - (8/9)/(26/9) = 18/26 = 9/13
+    v, R, mask = t([1.0, 2.0, 3.0, 9.0]), t([1.0, 2.0, 5.0, 0.0]), t([1, 1, 1, 0])
+    assert explained_variance(v, R, mask) == pytest.approx(9 / 13, abs=1e-12)
+    assert explained_variance(R, R, mask) == pytest.approx(1.0, abs=1e-12)           # perfect critic
+    assert math.isnan(explained_variance(v, t([2.0, 2.0, 2.0, 7.0]), mask))          # Var[R] = 0
+    assert math.isnan(explained_variance(v, R, t([1, 0, 0, 0])))                     # one sample
+
+
+def test_explained_variance_matches_loops():
+    torch.manual_seed(16)
+    g = torch.Generator().manual_seed(16)
+    R = torch.randn(4, 8, dtype=D)
+    v = R + 0.5 * torch.randn(4, 8, dtype=D)
+    mask = right_padded_mask(4, 8, g)
+    out = explained_variance(v, R, mask)
+    assert out == pytest.approx(ref_explained_variance(flat(v.tolist()), flat(R.tolist()),
+                                                       flat(mask.tolist())), abs=1e-12)
+
+
+def test_clip_fractions_hand_case():
+    # eps 0.2/0.2, mask excludes the last entry
+    #  r    A    low (r<0.8, A<0)   high (r>1.2, A>0)
+    # 0.5  -1    1                  0
+    # 0.5   1    0                  0
+    # 1.5   1    0                  1
+    # 1.5  -1    0                  0
+    # 1.0   1    0                  0
+    # 2.0   1    (padding)          (padding)
+    # low = 1/5, high = 1/5, region = 2/5
+    ratio = t([0.5, 0.5, 1.5, 1.5, 1.0, 2.0])
+    adv = t([-1.0, 1.0, 1.0, -1.0, 1.0, 1.0])
+    mask = t([1, 1, 1, 1, 1, 0])
+    out = clip_fractions(ratio, adv, mask, 0.2, 0.2)
+    assert out == pytest.approx({"clip_frac_low": 0.2, "clip_frac_high": 0.2, "clip_frac": 0.4})
+    # asymmetric: eps_high 0.6 -> 1.5 is no longer above 1.6
+    out = clip_fractions(ratio, adv, mask, 0.2, 0.6)
+    assert out == pytest.approx({"clip_frac_low": 0.2, "clip_frac_high": 0.0, "clip_frac": 0.2})
+
+
+def test_clip_fractions_matches_loops():
+    torch.manual_seed(17)
+    g = torch.Generator().manual_seed(17)
+    ratio = torch.exp(torch.randn(5, 9, dtype=D) * 0.5)
+    adv = torch.randn(5, 9, dtype=D)
+    mask = right_padded_mask(5, 9, g)
+    out = clip_fractions(ratio, adv, mask, 0.1, 0.3)
+    n = low = high = 0
+    for r, a, m in zip(flat(ratio.tolist()), flat(adv.tolist()), flat(mask.tolist())):
+        if not m:
+            continue
+        n += 1
+        low += r < 0.9 and a < 0
+        high += r > 1.3 and a > 0
+    assert out["clip_frac_low"] == pytest.approx(low / n, abs=1e-12)
+    assert out["clip_frac_high"] == pytest.approx(high / n, abs=1e-12)
+    assert out["clip_frac"] == pytest.approx((low + high) / n, abs=1e-12)
+    assert low > 0 and high > 0
+
+
+def test_approx_kl_old_ratio_stats_masked_mean_hand_case():
+    # log r = logp - old = [0, ln 2, 5 (padding)]
+    # k1 = mean(-log r) = -(ln 2)/2 ; k3 = mean((r-1) - log r) = (0 + 1 - ln 2)/2
+    logp, old, mask = t([-1.0, -1.0 + math.log(2), 5.0]), t([-1.0, -1.0, 0.0]), t([1, 1, 0])
+    out = approx_kl_old(logp, old, mask)
+    assert out["approx_kl_old_k1"] == pytest.approx(-math.log(2) / 2, abs=1e-12)
+    assert out["approx_kl_old_k3"] == pytest.approx((1 - math.log(2)) / 2, abs=1e-12)
+    rs = ratio_stats(torch.exp(logp - old), mask)
+    assert rs == pytest.approx({"ratio_min": 1.0, "ratio_mean": 1.5, "ratio_max": 2.0})
+    assert ratio_stats(t([3.0]), t([0])) == {"ratio_min": 1.0, "ratio_mean": 1.0, "ratio_max": 1.0}
+    assert masked_mean(t([1.0, 3.0, 100.0]), t([1, 1, 0])).item() == 2.0
