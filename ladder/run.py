@@ -2,6 +2,8 @@
 
     reinforce   REINFORCE on CartPole (returns-to-go, optional baseline)
     cartpole    PPO on CartPole (actor-critic, vector envs, GAE)
+    grpo        GRPO on math problems (group-relative advantages, rule rewards; --qlora)
+    eval        greedy accuracy of a model (and adapter) on the fixed held-out problems
 
 Every run writes OUT/metrics.jsonl, OUT/summary.json and OUT/curves.png; ``--resume OUT``
 continues an interrupted run from its last checkpoint.
@@ -23,6 +25,8 @@ from ladder.runlog import RunLog, UsageError
 RUNGS = {
     "reinforce": "ladder.rungs.reinforce",
     "cartpole": "ladder.rungs.cartpole",
+    "grpo": "ladder.rungs.grpo",
+    "eval": "ladder.rungs.lm_eval",
 }
 
 
@@ -47,7 +51,7 @@ def make_config(name: str, rung, argv: list[str]):
     if args.preset is not None and args.preset not in presets:
         raise UsageError(f"unknown preset {args.preset!r} for {name}; choose one of: {', '.join(presets) or 'none'}")
     overrides = dict(presets.get(args.preset, {}))
-    if args.resume is not None:
+    if getattr(args, "resume", None) is not None:
         # Continue with the options the run started with; only the bookkeeping flags may change.
         saved = RunLog.read_config(args.resume)
         if saved.get("rung") != name:
@@ -75,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         summary = rung.train(cfg)
     except UsageError as e:
         # Nothing half-written: a directory this run created is removed again.
-        if not out_existed and "cfg" in locals() and cfg.resume is None and Path(cfg.out).exists():
+        if not out_existed and "cfg" in locals() and getattr(cfg, "resume", None) is None and Path(cfg.out).exists():
             shutil.rmtree(cfg.out, ignore_errors=True)
         die(str(e))
     except KeyboardInterrupt:

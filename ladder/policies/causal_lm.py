@@ -82,6 +82,7 @@ class CausalLMPolicy(nn.Module):
                  chunk_size: int = 64, ref_model: nn.Module | None = None):
         super().__init__()
         disable_dropout(model)
+        model.train()  # dropout is off; train mode keeps activation checkpointing active
         self.model = model
         self.temperature = temperature
         self.chunk_size = chunk_size

@@ -1,0 +1,119 @@
+"""Loading a causal LM for RL: full precision, LoRA, or QLoRA (4-bit nf4 base + LoRA adapters).
+
+QLoRA (Dettmers et al. 2023): the frozen base weights are stored as 4-bit NormalFloat with double
+quantisation (the quantisation constants are quantised too); only the LoRA adapters train, in
+higher precision. π_ref is then free: the same base with the adapter disabled.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ladder.runlog import UsageError
+
+
+def offline_hint(model_id: str, error: Exception) -> UsageError:
+    return UsageError(f"cannot load model {model_id!r} ({type(error).__name__}); offline or a wrong id? "
+                      f"try --preset tiny, or pass a local directory")
+
+
+def check_device(device: str) -> torch.device:
+    """A torch device that exists here, or a one-line error."""
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise UsageError(f"--device {device!r} is not a torch device (try cpu or cuda)") from None
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise UsageError(f"--device {device} asked for CUDA, but no CUDA GPU is available here; use --device cpu")
+    return dev
+
+
+def load_tokenizer(model_id: str):
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(model_id)
+    except Exception as e:  # noqa: BLE001 - OSError offline, ValueError for odd ids, HF errors: one message
+        raise offline_hint(model_id, e) from None
+    if tokenizer.pad_token is None:  # GPT-2 and friends: pad with EOS (masked out everywhere anyway)
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    return tokenizer
+
+
+def load_config(model_id: str):
+    from transformers import AutoConfig
+
+    try:
+        return AutoConfig.from_pretrained(model_id)
+    except Exception as e:  # noqa: BLE001
+        raise offline_hint(model_id, e) from None
+
+
+def lora_config(r: int, alpha: int, dropout: float = 0.0):
+    from peft import LoraConfig
+
+    return LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules="all-linear",
+                      task_type="CAUSAL_LM", bias="none")
+
+
+def load_causal_lm(model_id: str, device: torch.device, *, qlora: bool = False, lora: bool = False,
+                   lora_r: int = 16, lora_alpha: int = 32, gradient_checkpointing: bool = False,
+                   dtype: torch.dtype | None = None):
+    """``from_pretrained`` of a hub id or a local directory, prepared for training.
+
+    qlora: nf4 + double quantisation (bitsandbytes), LoRA on every linear layer (peft).
+    lora:  full-precision base, LoRA on every linear layer.
+    Neither: every weight trains (π_ref must then be a separate frozen copy).
+    """
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()  # the run has its own progress bar
+    if dtype is None:
+        dtype = torch.bfloat16 if device.type == "cuda" and torch.cuda.is_bf16_supported() else torch.float32
+    kwargs = {"dtype": dtype}
+    if qlora:
+        kwargs["quantization_config"] = BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=dtype)
+        kwargs["device_map"] = {"": device.index if device.type == "cuda" and device.index is not None
+                                else device.type}
+    try:
+        model = AutoModelForCausalLM.from_pretrained(model_id, **kwargs)
+    except Exception as e:  # noqa: BLE001
+        raise offline_hint(model_id, e) from None
+    if not qlora:
+        model.to(device)
+    if qlora:
+        from peft import prepare_model_for_kbit_training
+
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing)
+        for module in model.modules():
+            # bitsandbytes repacks 4-bit weights for fast CPU *inference* on the first no-grad forward;
+            # the repacked layout breaks a later forward with gradients, so keep the training layout.
+            if hasattr(module, "support_avx512bf16_for_cpu"):
+                module.support_avx512bf16_for_cpu = False
+    elif gradient_checkpointing:
+        model.activation_checkpointing_enable()
+        model.enable_input_require_grads()
+    if qlora or lora:
+        from peft import get_peft_model
+
+        model = get_peft_model(model, lora_config(lora_r, lora_alpha))
+    model.config.use_cache = False
+    return model
+
+
+def make_optimizer(params, lr: float, name: str, device: torch.device):
+    """``adamw`` (torch) or ``paged_adamw_8bit`` (bitsandbytes, CUDA only)."""
+    params = [p for p in params if p.requires_grad]
+    if name == "paged_adamw_8bit":
+        if device.type != "cuda":
+            raise UsageError("--optim paged_adamw_8bit needs a CUDA GPU; use --optim adamw on the CPU")
+        import bitsandbytes as bnb
+
+        return bnb.optim.PagedAdamW8bit(params, lr=lr)
+    if name == "adamw":
+        return torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+    raise UsageError(f"--optim must be adamw or paged_adamw_8bit, got {name!r}")

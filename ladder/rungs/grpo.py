@@ -1,0 +1,278 @@
+"""Rung 4: GRPO (DeepSeekMath) — no critic, group-relative advantages, rule rewards, KL in the loss.
+
+Each update: P prompts × G sampled completions → rule rewards → Â_i = (r_i − mean_group)/std →
+every token of completion i gets Â_i → ``Batch`` → ``ladder.core.update`` with the clipped
+surrogate and β·KL(π_θ‖π_ref) (k3, importance-corrected) in the loss. With ``--qlora`` the base is
+4-bit and only LoRA adapters train; π_ref is the base with the adapter disabled.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from ladder import core, hub
+from ladder.cli import RunOptions, option
+from ladder.policies import quant
+from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
+from ladder.rungs import lm_eval
+from ladder.runlog import RunLog, UsageError, rng_state, seed_everything, set_rng_state
+from ladder.tasks import arithmetic
+
+NAME = "grpo"
+LOSS_TYPES = {"grpo": "seq_mean_token_mean", "bnpo": "token_mean", "dr_grpo": "dr_grpo", "dapo": "dapo"}
+CURVES = {"reward": "reward (mean)", "eval_accuracy": "greedy accuracy (held-out)",
+          "rewards/correctness/mean": "correctness reward", "kl_ref": "KL(π_θ‖π_ref)",
+          "completions/mean_length": "completion length", "frac_reward_zero_std": "groups with zero spread"}
+
+
+@dataclass
+class Config(RunOptions):
+    model: str = option("Qwen/Qwen2.5-0.5B-Instruct", "causal LM: hub id or local directory")
+    task: str = option("gsm8k", "gsm8k (GSM8K word problems) or arithmetic (synthetic, offline)",
+                       choices=("gsm8k", "arithmetic"))
+    dataset: str = option("openai/gsm8k", "GSM8K hub id or a local .json/.jsonl with question/answer")
+    system_prompt: str | None = option(None, "system prompt (default: the task's)")
+    qlora: bool = option(False, "4-bit nf4 base (double quantisation) + LoRA adapters + checkpointing")
+    lora: bool = option(False, "LoRA adapters on a full-precision base")
+    lora_r: int = option(16, "LoRA rank")
+    lora_alpha: int = option(32, "LoRA alpha")
+    gradient_checkpointing: bool | None = option(None, "recompute activations in backward (default: on with --qlora)")
+    optim: str = option("auto", "auto (8-bit paged AdamW on CUDA with --qlora, else AdamW), adamw, paged_adamw_8bit")
+    steps: int = option(200, "updates (each: P prompts × G completions)")
+    prompts_per_step: int = option(4, "P: prompts per update")
+    group_size: int = option(8, "G: completions sampled per prompt (at least 2)")
+    mu: int = option(1, "μ: optimisation passes over each batch")
+    num_minibatches: int = option(1, "shuffled minibatches per pass (each one optimiser step)")
+    lr: float = option(1e-5, "learning rate")
+    max_grad_norm: float = option(1.0, "gradient-norm clip")
+    clip_eps_low: float = option(0.2, "ε_low (ratio clipped below at 1 − ε_low)")
+    clip_eps_high: float = option(0.2, "ε_high (ratio clipped above at 1 + ε_high; 0.28 is DAPO's clip-higher)")
+    kl_coef: float = option(0.04, "β of KL(π_θ‖π_ref) in the loss (0: no reference computed at all)")
+    kl_correction: str = option("on", "importance-weight the KL term by π_θ/π_old (off: the biased form)",
+                                choices=("on", "off"))
+    loss_type: str = option("grpo", "loss aggregation: grpo | bnpo | dr_grpo | dapo", choices=tuple(LOSS_TYPES))
+    scale_rewards: str = option("group", "advantage scale: group std | batch std | none",
+                                choices=("group", "batch", "none"))
+    reward_weights: str = option("1,1", "weights of the correctness,format rewards")
+    max_new_tokens: int = option(256, "completion length limit")
+    temperature: float = option(1.0, "sampling temperature (log-probs use the same)")
+    top_p: float = option(1.0, "nucleus sampling p")
+    chunk_size: int = option(64, "positions per chunk of the lm_head / log-softmax")
+    eval_every: int = option(25, "greedy held-out accuracy every N updates (0: only before and after)")
+    eval_size: int = option(200, "held-out problems in the evaluation")
+    train_size: int = option(0, "limit the training problems (0: all)")
+    print_samples: int = option(25, "print a sample prompt → completion → reward every N updates (0: never)")
+
+
+PRESETS = {
+    "tiny": dict(model="@tiny-math", task="arithmetic", steps=60, prompts_per_step=8, group_size=8, lr=2e-3,
+                 max_new_tokens=16, kl_coef=0.01, eval_every=20, eval_size=200, print_samples=20,
+                 lora_r=16, lora_alpha=32),
+}
+
+
+def validate(cfg: Config) -> None:
+    if cfg.group_size < 2:
+        raise UsageError(f"--group-size must be at least 2 (advantages compare completions of a prompt), "
+                         f"got {cfg.group_size}")
+    if cfg.mu < 1:
+        raise UsageError(f"--mu must be at least 1, got {cfg.mu}")
+    for name in ("clip_eps_low", "clip_eps_high"):
+        value = getattr(cfg, name)
+        if not 0.0 < value < 1.0:
+            raise UsageError(f"--{name.replace('_', '-')} must be in (0, 1), got {value}")
+    if cfg.lr <= 0:
+        raise UsageError(f"--lr must be positive, got {cfg.lr}")
+    if cfg.kl_coef < 0:
+        raise UsageError(f"--kl-coef must be ≥ 0, got {cfg.kl_coef}")
+    if cfg.steps < 1 or cfg.prompts_per_step < 1 or cfg.max_new_tokens < 1:
+        raise UsageError("--steps, --prompts-per-step and --max-new-tokens must be positive")
+    if (cfg.prompts_per_step * cfg.group_size) % cfg.num_minibatches or cfg.num_minibatches < 1:
+        raise UsageError(f"{cfg.prompts_per_step} prompts × {cfg.group_size} completions cannot be split into "
+                         f"{cfg.num_minibatches} equal minibatches")
+    if cfg.temperature <= 0:
+        raise UsageError(f"--temperature must be positive, got {cfg.temperature}")
+    reward_weights(cfg)
+
+
+def reward_weights(cfg: Config) -> dict[str, float]:
+    try:
+        weights = [float(w) for w in cfg.reward_weights.split(",")]
+    except ValueError:
+        weights = []
+    if len(weights) != len(arithmetic.REWARD_FUNCTIONS):
+        raise UsageError(f"--reward-weights needs {len(arithmetic.REWARD_FUNCTIONS)} numbers "
+                         f"({','.join(arithmetic.REWARD_FUNCTIONS)}), got {cfg.reward_weights!r}")
+    return dict(zip(arithmetic.REWARD_FUNCTIONS, weights))
+
+
+def load_problems(cfg: Config) -> tuple[list[dict], list[dict]]:
+    """(training problems, fixed held-out evaluation problems)."""
+    if cfg.task == "arithmetic":
+        return arithmetic.train_eval_split(4000, cfg.eval_size)
+    train = arithmetic.load_gsm8k(cfg.dataset, "train")
+    try:
+        held_out = arithmetic.load_gsm8k(cfg.dataset, "test", limit=cfg.eval_size)
+    except UsageError:
+        held_out = None
+    if held_out is None or held_out == train[:len(held_out)]:  # a local file has one split: hold out its tail
+        if len(train) < 2:
+            raise UsageError(f"--dataset {cfg.dataset}: need at least 2 rows to hold some out for evaluation")
+        cut = max(1, min(cfg.eval_size, len(train) // 5))
+        train, held_out = train[:-cut], train[-cut:]
+    return train, held_out
+
+
+def resolve_model(model: str) -> str:
+    return str(arithmetic.tiny_math_model()) if model == "@tiny-math" else model
+
+
+def score(completions: list[str], answers: list[str], weights: dict[str, float]) -> tuple[torch.Tensor, dict]:
+    """Weighted sum of the rule rewards, and each function's rewards for the logs."""
+    per_function = {name: torch.tensor(fn(completions, answers)) for name, fn in arithmetic.REWARD_FUNCTIONS.items()}
+    total = sum(weights[name] * r for name, r in per_function.items())
+    return total, per_function
+
+
+def train(cfg: Config) -> dict:
+    """Train with GRPO; write metrics.jsonl, summary.json, curves.png and the adapter into ``cfg.out``."""
+    validate(cfg)
+    device = quant.check_device(cfg.device)
+    optim = cfg.optim if cfg.optim != "auto" else ("paged_adamw_8bit" if cfg.qlora and device.type == "cuda"
+                                                   else "adamw")
+    if optim == "paged_adamw_8bit" and device.type != "cuda":
+        raise UsageError("--optim paged_adamw_8bit needs a CUDA GPU; use --optim adamw on the CPU")
+    seed_everything(cfg.seed)
+    weights = reward_weights(cfg)
+    system_prompt = cfg.system_prompt or (arithmetic.TINY_SYSTEM_PROMPT if cfg.task == "arithmetic"
+                                          else arithmetic.SYSTEM_PROMPT)
+    problems, held_out = load_problems(cfg)
+    if cfg.train_size:
+        problems = problems[:cfg.train_size]
+    model_path = hub.resolve(resolve_model(cfg.model), "--model")
+    tokenizer = quant.load_tokenizer(model_path)
+    lm_eval.check_context(tokenizer, quant.load_config(model_path), problems + held_out, system_prompt,
+                          cfg.max_new_tokens)
+    grad_ckpt = cfg.qlora if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing
+    model = quant.load_causal_lm(model_path, device, qlora=cfg.qlora, lora=cfg.lora, lora_r=cfg.lora_r,
+                                 lora_alpha=cfg.lora_alpha, gradient_checkpointing=grad_ckpt)
+    ref_model = None
+    if cfg.kl_coef > 0 and not (cfg.qlora or cfg.lora):
+        ref_model = quant.load_causal_lm(model_path, device)  # full fine-tuning needs a frozen copy
+    policy = CausalLMPolicy(model, temperature=cfg.temperature, chunk_size=cfg.chunk_size, ref_model=ref_model)
+    optimizer = quant.make_optimizer(policy.parameters(), cfg.lr, optim, device)
+    log = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg)}, resume=cfg.resume is not None,
+                 overwrite=cfg.overwrite, tensorboard=cfg.tensorboard)
+    update_cfg = core.UpdateConfig(
+        mu=cfg.mu, num_minibatches=cfg.num_minibatches, objective="clipped", clip_eps_low=cfg.clip_eps_low,
+        clip_eps_high=cfg.clip_eps_high, aggregation=LOSS_TYPES[cfg.loss_type], kl_coef=cfg.kl_coef,
+        kl_estimator="k3", kl_correction=cfg.kl_correction == "on", max_grad_norm=cfg.max_grad_norm)
+    evaluate = lambda: lm_eval.accuracy(policy, tokenizer, held_out, system_prompt, cfg.max_new_tokens,  # noqa: E731
+                                        device)
+
+    order_rng = random.Random(cfg.seed)
+    order: list[int] = []
+    step, tokens, wall_before, evals = 0, 0, 0.0, []
+    state = log.load_checkpoint() if cfg.resume else None
+    if state is not None:
+        policy.load_state_dict(state["trainable"], strict=False)
+        optimizer.load_state_dict(state["optimizer"])
+        set_rng_state(state["rng"])
+        order_rng.setstate(state["order_rng"])
+        order, step, tokens, wall_before, evals = (state["order"], state["step"], state["tokens"], state["wall_s"],
+                                                   state["evals"])
+    t0 = time.perf_counter() - wall_before
+    if not evals:
+        evals.append((0, evaluate()["accuracy"]))
+    first_rewards = state["first_rewards"] if state else []
+    bar = tqdm(total=cfg.steps, initial=step, unit="update", desc=NAME, disable=not cfg.progress)
+    while step < cfg.steps:
+        picked = []
+        for _ in range(cfg.prompts_per_step):
+            if not order:
+                order = list(range(len(problems)))
+                order_rng.shuffle(order)
+            picked.append(problems[order.pop()])
+        record, batch_texts = grpo_step(policy, tokenizer, optimizer, update_cfg, cfg, picked, system_prompt,
+                                        weights, device)
+        step += 1
+        tokens += record["tokens"]
+        record.update(step=step, tokens_total=tokens)
+        if len(first_rewards) < 5:
+            first_rewards.append(record["reward"])
+        if cfg.eval_every and step % cfg.eval_every == 0 and step < cfg.steps:
+            record["eval_accuracy"] = evaluate()["accuracy"]
+            evals.append((step, record["eval_accuracy"]))
+        if step == cfg.steps:
+            record["eval_accuracy"] = evaluate()["accuracy"]
+            evals.append((step, record["eval_accuracy"]))
+        record["wall_s"] = time.perf_counter() - t0
+        log.log(record)
+        bar.update(1)
+        bar.set_postfix(reward=f"{record['reward']:.2f}", acc=f"{evals[-1][1]:.2f}")
+        if cfg.print_samples and step % cfg.print_samples == 0:
+            q, c, r = batch_texts
+            tqdm.write(f"[{step}] {q!r} → {c!r} → reward {r:.2f}")
+        if step % cfg.checkpoint_every == 0 and step < cfg.steps:
+            trainable = {n: p.detach().clone() for n, p in policy.named_parameters() if p.requires_grad}
+            log.save_checkpoint({"trainable": trainable, "optimizer": optimizer.state_dict(), "rng": rng_state(),
+                                 "order_rng": order_rng.getstate(), "order": order, "step": step,
+                                 "tokens": tokens, "wall_s": time.perf_counter() - t0, "evals": evals,
+                                 "first_rewards": first_rewards})
+    bar.close()
+
+    model.save_pretrained(log.dir / ("adapter" if (cfg.qlora or cfg.lora) else "model"))
+    records = log.records()
+    summary = {"rung": NAME, "model": cfg.model, "task": cfg.task, "steps": step, "tokens": tokens,
+               "accuracy_before": evals[0][1], "accuracy_after": evals[-1][1],
+               "accuracy_gain": evals[-1][1] - evals[0][1], "evals": evals,
+               "reward_first5": float(np.mean(first_rewards)) if first_rewards else None,
+               "reward_last5": float(np.mean([r["reward"] for r in records[-5:]])) if records else None,
+               "final_kl": records[-1].get("kl_ref") if records else None,
+               "wall_s": time.perf_counter() - t0, "seed": cfg.seed}
+    log.finish(summary, CURVES, x="step")
+    return summary
+
+
+def grpo_step(policy: CausalLMPolicy, tokenizer, optimizer, update_cfg: core.UpdateConfig, cfg: Config,
+              problems: list[dict], system_prompt: str, weights: dict, device) -> tuple[dict, tuple]:
+    """Sample G completions per prompt, score them, and run one ``core.update``."""
+    G = cfg.group_size
+    prompts = [arithmetic.chat_prompt(tokenizer, p["question"], system_prompt) for p in problems]
+    enc = tokenizer(prompts, return_tensors="pt", padding=True).to(device)
+    prompt_ids = enc.input_ids.repeat_interleave(G, dim=0)
+    prompt_mask = enc.attention_mask.repeat_interleave(G, dim=0)
+    completion, mask = policy.generate(prompt_ids, prompt_mask, cfg.max_new_tokens, tokenizer.pad_token_id,
+                                       tokenizer.eos_token_id, do_sample=True, top_p=cfg.top_p)
+    texts = tokenizer.batch_decode(torch.where(mask.bool(), completion, tokenizer.pad_token_id),
+                                   skip_special_tokens=True)
+    answers = [p["answer"] for p in problems for _ in range(G)]
+    rewards, per_function = score(texts, answers, weights)
+
+    advantages = core.group_relative(rewards, G, cfg.scale_rewards)      # [P·G]
+    batch = lm_batch(prompt_ids, prompt_mask, completion, mask.to(device), tokenizer.pad_token_id,
+                     advantages=advantages.to(device)[:, None] * mask.to(device), rewards=None)
+    if cfg.kl_coef > 0:
+        batch.ref_logp = policy.ref_logp(batch)
+    passes = core.update(policy, batch, optimizer, update_cfg)
+
+    lengths = mask.sum(1)
+    ended = (completion == tokenizer.eos_token_id).any(1)
+    grouped = rewards.view(-1, G)
+    record = {"reward": rewards.mean().item(), "reward_std": rewards.std().item(),
+              "frac_reward_zero_std": (grouped.std(1) == 0).float().mean().item(),
+              "completions/mean_length": lengths.float().mean().item(),
+              "completions/min_length": lengths.min().item(), "completions/max_length": lengths.max().item(),
+              "completions/clipped_ratio": (~ended).float().mean().item(), "tokens": int(lengths.sum().item()),
+              "num_passes": len(passes)}
+    for name, r in per_function.items():
+        record[f"rewards/{name}/mean"] = r.mean().item()
+        record[f"rewards/{name}/std"] = r.std().item()
+    record.update(passes[-1])
+    return record, (problems[0]["question"], texts[0], rewards[0].item())

@@ -1,0 +1,192 @@
+"""Math word problems with rule rewards: GSM8K for real, synthetic arithmetic offline.
+
+A problem is ``{"question": str, "answer": str}`` where ``answer`` is the gold number as text.
+The model is asked to reason and to end with a line ``#### <number>`` (GSM8K's own format).
+
+Reward functions have TRL's shape, ``fn(completions, answers) -> list[float]``, and each is logged
+under its own name.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+from ladder.runlog import UsageError
+
+SYSTEM_PROMPT = ("You are a careful math tutor. Reason step by step, then give the final answer on its own "
+                 "last line in the form '#### <number>'.")
+TINY_SYSTEM_PROMPT = "Solve it. End with #### and the number."
+
+_NUMBER = re.compile(r"-?\$?\d[\d,]*(?:\.\d+)?")
+_FINAL_LINE = re.compile(r"####\s*(-?\$?\d[\d,]*(?:\.\d+)?)")
+
+
+def parse_number(text: str) -> float | None:
+    """'1,234.50' → 1234.5; '$72' → 72; None when there is no number."""
+    match = _NUMBER.search(text)
+    if match is None:
+        return None
+    try:
+        return float(match.group().replace(",", "").replace("$", ""))
+    except ValueError:
+        return None
+
+
+def extract_answer(completion: str) -> float | None:
+    """The model's final numeric answer.
+
+    The number after the last '####' if there is one (tolerant of commas, '$', units and a trailing
+    period: '#### 1,234 dollars.' → 1234), otherwise the last number in the text.
+    """
+    finals = _FINAL_LINE.findall(completion)
+    if finals:
+        return parse_number(finals[-1])
+    numbers = _NUMBER.findall(completion)
+    return parse_number(numbers[-1]) if numbers else None
+
+
+def gold_answer(gsm8k_answer: str) -> str:
+    """GSM8K's answer field is the worked solution ending in '#### N'; keep N."""
+    return gsm8k_answer.split("####")[-1].strip().replace(",", "")
+
+
+def correctness_reward(completions: list[str], answers: list[str]) -> list[float]:
+    """1 if the extracted answer equals the gold number (to 1e-6), else 0."""
+    rewards = []
+    for completion, answer in zip(completions, answers):
+        got, want = extract_answer(completion), parse_number(answer)
+        rewards.append(float(got is not None and want is not None and abs(got - want) < 1e-6))
+    return rewards
+
+
+def format_reward(completions: list[str], answers: list[str]) -> list[float]:
+    """1 if the completion's last non-empty line is '#### <number>' (an optional period allowed)."""
+    rewards = []
+    for completion in completions:
+        lines = [line.strip() for line in completion.strip().splitlines() if line.strip()]
+        ok = bool(lines) and re.fullmatch(r"####\s*-?\$?\d[\d,]*(?:\.\d+)?\.?", lines[-1]) is not None
+        rewards.append(float(ok))
+    return rewards
+
+
+REWARD_FUNCTIONS = {"correctness": correctness_reward, "format": format_reward}
+
+
+# --- synthetic arithmetic (offline) ------------------------------------------------------------
+
+def synthetic_problem(rng: random.Random, max_operand: int = 99) -> dict:
+    a, b = rng.randint(0, max_operand), rng.randint(0, max_operand)
+    if rng.random() < 0.5:
+        return {"question": f"What is {a} + {b}?", "answer": str(a + b), "work": f"{a} + {b} = {a + b}"}
+    a, b = max(a, b), min(a, b)
+    return {"question": f"What is {a} - {b}?", "answer": str(a - b), "work": f"{a} - {b} = {a - b}"}
+
+
+def synthetic_problems(n: int, seed: int, exclude: set[str] = frozenset(), max_operand: int = 99) -> list[dict]:
+    """``n`` distinct problems (none of whose questions are in ``exclude``)."""
+    rng = random.Random(seed)
+    seen, problems = set(exclude), []
+    while len(problems) < n:
+        p = synthetic_problem(rng, max_operand)
+        if p["question"] not in seen:
+            seen.add(p["question"])
+            problems.append(p)
+    return problems
+
+
+def train_eval_split(n_train: int, n_eval: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
+    """Held-out evaluation problems never appear in training (fixed: the same for every run seed)."""
+    eval_set = synthetic_problems(n_eval, seed=12345 + seed)
+    train = synthetic_problems(n_train, seed=seed, exclude={p["question"] for p in eval_set})
+    return train, eval_set
+
+
+def solution_text(problem: dict) -> str:
+    """The completion a model should produce: one line of work, then the final-answer line."""
+    return f"{problem['work']}\n#### {problem['answer']}"
+
+
+# --- GSM8K ------------------------------------------------------------------------------------
+
+def _rows_from_file(path: Path) -> list[dict]:
+    text = path.read_text()
+    try:
+        if path.suffix == ".jsonl":
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        data = json.loads(text)
+        return data if isinstance(data, list) else data.get("train", data.get("rows", []))
+    except (ValueError, AttributeError) as e:
+        raise UsageError(f"--dataset {path}: not valid JSON/JSONL ({e.__class__.__name__})") from None
+
+
+def load_gsm8k(dataset: str = "openai/gsm8k", split: str = "train", limit: int | None = None) -> list[dict]:
+    """GSM8K as problems: from the hub through ``datasets`` or from a local .json/.jsonl file
+    whose rows have 'question' and 'answer' (the answer ending in '#### N')."""
+    path = Path(dataset)
+    if path.is_file():
+        rows = _rows_from_file(path)
+    else:
+        from ladder.hub import resolve
+
+        source = resolve(dataset, "--dataset", kind="dataset")
+        try:
+            from datasets import load_dataset
+
+            rows = list(load_dataset(source, "main", split=split))
+        except Exception as e:  # noqa: BLE001 - unknown id, no such split, bad files: one message
+            raise UsageError(f"--dataset {dataset!r}: cannot load split {split!r} ({e.__class__.__name__}); "
+                             f"pass a local .jsonl file with question/answer rows, or use --preset tiny") from None
+    if not rows:
+        raise UsageError(f"--dataset {dataset}: no rows")
+    if not all(isinstance(r, dict) and "question" in r and "answer" in r for r in rows):
+        raise UsageError(f"--dataset {dataset}: every row needs 'question' and 'answer' fields")
+    problems = [{"question": r["question"], "answer": gold_answer(str(r["answer"]))} for r in rows]
+    return problems[:limit] if limit else problems
+
+
+# --- the tiny instruct model (offline) --------------------------------------------------------
+
+CHAT_TEMPLATE = (
+    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+TINY_MODEL_VERSION = "tiny-qwen2-arith-v1"
+
+
+def chat_prompt(tokenizer, question: str, system_prompt: str) -> str:
+    """The prompt text with the model's chat template applied, ending where the assistant speaks."""
+    messages = [{"role": "system", "content": system_prompt}, {"role": "user", "content": question}]
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+def build_tiny_math_model(path: Path, sft_steps: int = 300, seed: int = 0) -> None:
+    """A Qwen2-architecture instruct model that knows the answer format and some arithmetic.
+
+    Tokenizer: byte-level BPE with single-digit numbers and Qwen's chat markers. Model: 4 layers,
+    hidden 128. Warm start: ``sft_steps`` of supervised training on formatted problems — enough
+    to follow the format, not enough to be accurate; GRPO does the rest.
+    """
+    from ladder.tasks import tiny_lm
+
+    train, _ = train_eval_split(4000, 200)
+    corpus = [f"<|im_start|>system\n{TINY_SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n{p['question']}<|im_end|>\n"
+              f"<|im_start|>assistant\n{solution_text(p)}<|im_end|>" for p in train[:500]]
+    tokenizer = tiny_lm.train_tokenizer(corpus, vocab_size=400, chat_template=CHAT_TEMPLATE, individual_digits=True,
+                                        extra_special=("<|im_start|>", "<|im_end|>"), eos_token="<|im_end|>")
+    model = tiny_lm.build_model("qwen2", tokenizer, hidden=128, layers=4, heads=4, max_positions=512)
+    examples = [(chat_prompt(tokenizer, p["question"], TINY_SYSTEM_PROMPT), solution_text(p)) for p in train]
+    tiny_lm.pretrain(model, tokenizer, examples, steps=sft_steps, batch_size=32, lr=3e-3, seed=seed)
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+
+
+def tiny_math_model() -> Path:
+    """The cached tiny instruct model (built on first use, about a minute on a 2-core CPU)."""
+    from ladder.tasks import tiny_lm
+
+    return tiny_lm.cached(TINY_MODEL_VERSION, build_tiny_math_model)

@@ -1,0 +1,132 @@
+"""Tiny language models built by the project, so every LM rung runs offline on a laptop CPU.
+
+A tiny model is made the way a real one is, only smaller: train a byte-level BPE tokenizer on a
+corpus, build a GPT-2- or Qwen2-architecture model from a config, pre-train it on the corpus
+(next-token prediction), and ``save_pretrained`` both into a cache directory. The rungs then load
+it with ``AutoModelForCausalLM.from_pretrained(path)`` — the very call that loads a hub id.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+SPECIAL = {"pad": "<|pad|>", "eos": "<|endoftext|>", "bos": "<|startoftext|>"}
+
+
+def cache_dir() -> Path:
+    """``$LADDER_CACHE`` or ``~/.cache/ladder``."""
+    return Path(os.environ.get("LADDER_CACHE", Path.home() / ".cache" / "ladder"))
+
+
+def cached(name: str, build: Callable[[Path], None]) -> Path:
+    """The directory ``cache_dir()/name``, built by ``build(tmp_dir)`` on first use (atomically)."""
+    target = cache_dir() / name
+    if (target / "config.json").exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
+    try:
+        build(tmp)
+        try:
+            os.replace(tmp, target)
+        except OSError:  # another process built it first
+            shutil.rmtree(tmp, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def train_tokenizer(texts: list[str], vocab_size: int, chat_template: str | None = None,
+                    individual_digits: bool = False, extra_special: tuple[str, ...] = (),
+                    eos_token: str | None = None):
+    """A byte-level BPE tokenizer (GPT-2 style) trained on ``texts``, as a transformers tokenizer.
+
+    ``extra_special`` adds atomic tokens (e.g. chat markers); ``eos_token`` picks which special
+    token ends a generation (an instruct model's end-of-turn marker).
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    byte_level = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.pre_tokenizer = (pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True), byte_level])
+                         if individual_digits else byte_level)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=[*SPECIAL.values(), *extra_special],
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    tok.train_from_iterator(texts, trainer)
+    # Like Llama/Qwen-style tokenizers: encoding a text adds BOS in front (add_special_tokens=True).
+    tok.post_processor = processors.TemplateProcessing(
+        single=f"{SPECIAL['bos']} $A", special_tokens=[(SPECIAL["bos"], tok.token_to_id(SPECIAL["bos"]))])
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token=SPECIAL["pad"],
+                                   eos_token=eos_token or SPECIAL["eos"],
+                                   bos_token=SPECIAL["bos"], padding_side="left")
+    if chat_template is not None:
+        fast.chat_template = chat_template
+    return fast
+
+
+def build_model(family: str, tokenizer, hidden: int = 128, layers: int = 4, heads: int = 4,
+                max_positions: int = 256):
+    """A randomly initialised causal LM of the given architecture, sized for a CPU."""
+    from transformers import GPT2Config, GPT2LMHeadModel, Qwen2Config, Qwen2ForCausalLM
+
+    ids = dict(vocab_size=len(tokenizer), bos_token_id=tokenizer.bos_token_id,
+               eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id)
+    if family == "gpt2":
+        config = GPT2Config(n_embd=hidden, n_layer=layers, n_head=heads, n_positions=max_positions, **ids)
+        return GPT2LMHeadModel(config)
+    if family == "qwen2":
+        config = Qwen2Config(hidden_size=hidden, intermediate_size=4 * hidden, num_hidden_layers=layers,
+                             num_attention_heads=heads, num_key_value_heads=max(1, heads // 2),
+                             max_position_embeddings=max_positions, tie_word_embeddings=True, **ids)
+        return Qwen2ForCausalLM(config)
+    raise ValueError(f"family must be 'gpt2' or 'qwen2', got {family!r}")
+
+
+def pretrain(model, tokenizer, examples: list[tuple[str, str]], steps: int, batch_size: int = 32,
+             lr: float = 3e-3, seed: int = 0, log_every: int = 0) -> list[float]:
+    """Next-token training on (context, target) pairs; the loss counts the target tokens only.
+
+    A plain corpus is ``("", text)``; supervised fine-tuning on a format is ``(prompt, answer)``.
+    Every target ends with EOS so the model learns to stop. Returns the loss curve.
+    """
+    rng = random.Random(seed)
+    torch.manual_seed(seed)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 20) * (1 - s / steps))
+    eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
+    encoded = [(tokenizer.encode(c), tokenizer.encode(t, add_special_tokens=False) + [eos])
+               for c, t in examples]
+    model.train()
+    losses = []
+    for step in range(steps):
+        rows = [encoded[rng.randrange(len(encoded))] for _ in range(batch_size)]
+        length = max(len(c) + len(t) for c, t in rows)
+        ids = torch.full((batch_size, length), pad)
+        labels = torch.full((batch_size, length), -100)
+        attention = torch.zeros(batch_size, length, dtype=torch.long)
+        for i, (c, t) in enumerate(rows):  # right padding for training
+            seq = c + t
+            ids[i, :len(seq)] = torch.tensor(seq)
+            labels[i, len(c):len(seq)] = torch.tensor(t)
+            attention[i, :len(seq)] = 1
+        loss = model(input_ids=ids, attention_mask=attention, labels=labels).loss
+        optimizer.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        schedule.step()
+        losses.append(loss.item())
+        if log_every and (step + 1) % log_every == 0:
+            print(f"  pretrain step {step + 1}/{steps}: loss {sum(losses[-log_every:]) / log_every:.3f}")
+    model.eval()
+    return losses

@@ -1,0 +1,185 @@
+"""Rung 4, GRPO: the same core.update, the QLoRA path, the real loading code on saved tiny models."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import ladder.core
+from ladder.policies import quant
+from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
+from ladder.rungs import grpo
+from ladder.tasks import arithmetic, tiny_lm
+
+GSM8K_ROWS = [
+    {"question": "Tom has 2 apples and buys 3 more. How many apples does he have?", "answer": "2+3=5\n#### 5"},
+    {"question": "A book costs $12 and a pen $3. What do both cost?", "answer": "12+3=15\n#### 15"},
+    {"question": "There are 10 birds; 4 fly away. How many are left?", "answer": "10-4=6\n#### 6"},
+    {"question": "Sam reads 7 pages a day for 2 days. How many pages?", "answer": "7*2=14\n#### 14"},
+    {"question": "Ann had 1,000 stamps and gave away 1. How many remain?", "answer": "#### 999"},
+    {"question": "What is 6 + 6?", "answer": "#### 12"},
+]
+
+
+@pytest.fixture(scope="module")
+def tiny_qwen(tmp_path_factory):
+    """A Qwen2-architecture model with a chat template, random weights, saved like a hub snapshot."""
+    path = tmp_path_factory.mktemp("tiny-qwen")
+    corpus = [r["question"] + " " + r["answer"] for r in GSM8K_ROWS] * 5
+    tokenizer = tiny_lm.train_tokenizer(corpus, vocab_size=300, chat_template=arithmetic.CHAT_TEMPLATE,
+                                        individual_digits=True, extra_special=("<|im_start|>", "<|im_end|>"),
+                                        eos_token="<|im_end|>")
+    torch.manual_seed(0)
+    model = tiny_lm.build_model("qwen2", tokenizer, hidden=64, layers=2, heads=2, max_positions=256)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return str(path)
+
+
+@pytest.fixture
+def gsm8k_file(tmp_path):
+    path = tmp_path / "gsm8k.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in GSM8K_ROWS))
+    return str(path)
+
+
+@pytest.fixture
+def spy_update(monkeypatch):
+    calls = []
+    real = ladder.core.update
+
+    def spy(policy, batch, optimizer, cfg, *args, **kwargs):
+        calls.append((policy, batch, cfg))
+        return real(policy, batch, optimizer, cfg, *args, **kwargs)
+
+    monkeypatch.setattr(ladder.core, "update", spy)
+    return calls
+
+
+def _config(tmp_path, model, dataset, **kw):
+    base = dict(model=model, dataset=dataset, steps=2, prompts_per_step=2, group_size=4, max_new_tokens=8,
+                eval_size=2, lr=1e-3, lora=True, out=str(tmp_path / "run"), progress=False, print_samples=0)
+    return grpo.Config(**{**base, **kw})
+
+
+def test_grpo_goes_through_core_update_with_local_model_and_dataset(tmp_path, tiny_qwen, gsm8k_file, spy_update):
+    summary = grpo.train(_config(tmp_path, tiny_qwen, gsm8k_file))
+    assert len(spy_update) == 2
+    policy, batch, cfg = spy_update[0]
+    assert isinstance(policy, CausalLMPolicy)
+    assert batch.actions.shape[0] == 2 * 4 and batch.ref_logp is not None
+    assert cfg.objective == "clipped" and cfg.kl_coef == 0.04 and cfg.aggregation == "seq_mean_token_mean"
+    # every token of a completion carries its completion's advantage
+    adv = batch.advantages
+    per_row = [adv[i][batch.mask[i].bool()] for i in range(len(batch))]
+    assert all(torch.allclose(r, r[0].expand_as(r)) for r in per_row if r.numel())
+    assert {"accuracy_before", "accuracy_after", "reward_first5", "final_kl"} <= set(summary)
+    records = [json.loads(line) for line in open(tmp_path / "run" / "metrics.jsonl")]
+    for key in ("reward", "rewards/correctness/mean", "rewards/format/mean", "frac_reward_zero_std",
+                "completions/mean_length", "completions/clipped_ratio", "kl_ref", "entropy", "clip_frac_low",
+                "clip_frac_high", "clip_frac", "approx_kl_old_k3", "ratio_max"):
+        assert key in records[0], key
+    from peft import PeftModel
+    base = quant.load_causal_lm(tiny_qwen, torch.device("cpu"))
+    assert isinstance(PeftModel.from_pretrained(base, str(tmp_path / "run" / "adapter")), PeftModel)
+
+
+def test_mu_one_skips_the_old_logp_forward_and_kl_zero_skips_reference(tmp_path, tiny_qwen, gsm8k_file,
+                                                                          monkeypatch):
+    calls = {"evaluate": 0}
+    real = CausalLMPolicy.evaluate
+
+    def counting(self, batch):
+        calls["evaluate"] += 1
+        return real(self, batch)
+
+    def no_reference(self, batch):
+        raise AssertionError("π_ref computed although kl_coef = 0")
+
+    monkeypatch.setattr(CausalLMPolicy, "evaluate", counting)
+    monkeypatch.setattr(CausalLMPolicy, "ref_logp", no_reference)
+    grpo.train(_config(tmp_path, tiny_qwen, gsm8k_file, steps=1, kl_coef=0.0, mu=1))
+    assert calls["evaluate"] == 1  # one forward with grad; π_old = π_θ.detach()
+    calls["evaluate"] = 0
+    grpo.train(_config(tmp_path, tiny_qwen, gsm8k_file, steps=1, kl_coef=0.0, mu=2, overwrite=True))
+    assert calls["evaluate"] == 1 + 2  # π_old recorded once, then two passes
+
+
+def test_qlora_loads_4bit_and_reference_is_the_base_model(tiny_qwen):
+    from transformers import AutoModelForCausalLM, BitsAndBytesConfig
+
+    device = torch.device("cpu")
+    model = quant.load_causal_lm(tiny_qwen, device, qlora=True, gradient_checkpointing=True)
+    assert any(type(m).__name__ == "Linear4bit" for m in model.modules())
+    trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert trainable and all("lora_" in n for n in trainable)
+    torch.manual_seed(1)
+    for name, p in model.named_parameters():  # make the adapter non-trivial (LoRA B starts at zero)
+        if "lora_B" in name:
+            p.data.normal_(0, 0.5)
+    policy = CausalLMPolicy(model, temperature=0.7)
+    tokenizer = quant.load_tokenizer(tiny_qwen)
+    enc = tokenizer([arithmetic.chat_prompt(tokenizer, q["question"], "Solve.") for q in GSM8K_ROWS[:3]],
+                    return_tensors="pt", padding=True)
+    completion = torch.randint(5, len(tokenizer) - 5, (3, 6))
+    batch = lm_batch(enc.input_ids, enc.attention_mask, completion, torch.ones(3, 6), tokenizer.pad_token_id)
+
+    bnb = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                             bnb_4bit_compute_dtype=torch.float32)
+    base = AutoModelForCausalLM.from_pretrained(tiny_qwen, quantization_config=bnb, dtype=torch.float32,
+                                                device_map={"": "cpu"})
+    with torch.no_grad():
+        base_logp = CausalLMPolicy(base, temperature=0.7).evaluate(batch)[0]
+        theta_logp = policy.evaluate(batch)[0]
+    ref_logp = policy.ref_logp(batch)
+    assert torch.allclose(ref_logp, base_logp, atol=1e-5)
+    assert not torch.allclose(theta_logp, base_logp, atol=1e-3)
+    logp, _, _ = policy.evaluate(batch)
+    logp.sum().backward()  # gradients reach the adapters through the 4-bit base
+    assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
+
+
+def test_grpo_qlora_run_on_cpu(tmp_path, tiny_qwen, gsm8k_file):
+    summary = grpo.train(_config(tmp_path, tiny_qwen, gsm8k_file, lora=False, qlora=True, steps=1))
+    assert summary["steps"] == 1
+    assert (tmp_path / "run" / "adapter" / "adapter_config.json").exists()
+
+
+def _cli(*args, cwd, env=None):
+    return subprocess.run([sys.executable, "-m", "ladder.run", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300, env={**os.environ, **(env or {})})
+
+
+def test_bad_inputs_are_one_line_errors(tmp_path, tiny_qwen, gsm8k_file):
+    cases = [
+        (["--model", tiny_qwen, "--dataset", gsm8k_file, "--group-size", "1"], "--group-size"),
+        (["--model", tiny_qwen, "--dataset", gsm8k_file, "--clip-eps-high", "1.0"], "--clip-eps-high"),
+        (["--model", tiny_qwen, "--dataset", gsm8k_file, "--optim", "paged_adamw_8bit"], "CUDA"),
+        (["--model", tiny_qwen, "--dataset", gsm8k_file, "--device", "cuda"], "CUDA"),
+        (["--model", tiny_qwen, "--dataset", gsm8k_file, "--max-new-tokens", "400"], "context"),
+        (["--model", "Qwen/Qwen2.5-0.5B-Instruct", "--dataset", gsm8k_file], "--preset tiny"),
+        (["--model", tiny_qwen], "--preset tiny"),  # the GSM8K hub id, offline
+        (["--model", tiny_qwen, "--dataset", str(tmp_path)], "--dataset"),
+    ]
+    for args, needle in cases:
+        out = tmp_path / "out"
+        if "--max-new-tokens" not in args:
+            args = [*args, "--max-new-tokens", "8"]
+        result = _cli("grpo", *args, "--out", str(out), "--steps", "1", cwd=tmp_path, env={"HF_HUB_OFFLINE": "1"})
+        assert result.returncode == 2, (args, result.stderr[-2000:])
+        assert needle in result.stderr, (args, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1, (args, result.stderr)
+        assert not out.exists(), args
+
+
+def test_eval_command_scores_a_model_and_adapter(tmp_path, tiny_qwen, gsm8k_file):
+    grpo.train(_config(tmp_path, tiny_qwen, gsm8k_file, steps=1))
+    from ladder.rungs import lm_eval
+    cfg = lm_eval.Config(model=tiny_qwen, adapter=str(tmp_path / "run" / "adapter"), dataset=gsm8k_file,
+                         eval_size=3, max_new_tokens=6, out=str(tmp_path / "eval"))
+    summary = lm_eval.train(cfg)
+    assert summary["problems"] == 3 and 0.0 <= summary["accuracy"] <= 1.0
+    assert len(open(tmp_path / "eval" / "completions.jsonl").readlines()) == 3
