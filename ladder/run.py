@@ -27,6 +27,7 @@ RUNGS = {
     "cartpole": "ladder.rungs.cartpole",
     "grpo": "ladder.rungs.grpo",
     "eval": "ladder.rungs.lm_eval",
+    "ppo-sentiment": "ladder.rungs.ppo_sentiment",
 }
 
 

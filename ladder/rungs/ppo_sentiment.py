@@ -1,0 +1,361 @@
+"""Rung 3: RLHF-PPO — make a causal LM continue movie reviews positively, with a KL-shaped reward.
+
+Each update, on the same ``ladder.core`` as CartPole:
+
+    prompts (2–8 tokens, left-padded) → sample completions from π_θ (= π_old)
+    score_b       = reward_model(prompt_b + completion_b)                   one number per completion
+    r_t           = −β·KL_t(π_old ‖ π_ref) + [t = last] · score             core.kl_penalized_rewards
+    Â_t, R_t      = GAE(r, V_old; γ, λ) over completion tokens, Â whitened  core.gae, core.whiten
+    μ passes × minibatches of clipped surrogate + clipped value loss      core.update
+    β             ← adaptive controller on the mean per-sequence KL         core.AdaptiveKLController
+
+π_ref is a frozen copy of the starting model, or with ``--lora`` the same weights with the adapter
+disabled. ``--preset tiny`` runs offline on a CPU in minutes: a tiny GPT-2 trained here on generated
+reviews, bundled review openings as prompts, VADER as the reward model.
+
+metrics.jsonl, one line per update: score_mean/std (the reward model's score), reward_mean/std
+(score − β·Σ_t KL_t per completion: what PPO maximises), non_score_reward_mean, kl_ref (mean
+per-sequence Σ_t KL_t, what the controller sees), kl_coef (the β of this batch), clip fractions,
+approx KL to π_old, value loss, explained variance, entropy, response_length. summary.json adds the
+first/last scores, the final KL and the before/after samples (also in samples.md).
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from tqdm.auto import tqdm
+
+from ladder import core
+from ladder.cli import RunOptions, option
+from ladder.policies.causal_lm import CausalLMPolicy, is_peft, lm_batch
+from ladder.runlog import RunLog, UsageError, rng_state, seed_everything, set_rng_state
+from ladder.tasks import sentiment
+
+NAME = "ppo-sentiment"
+CURVES = {"score_mean": "reward-model score", "reward_mean": "score − β·KL (per sequence)",
+          "kl_ref": "KL(π‖π_ref), per-sequence sum", "kl_coef": "β", "clip_frac": "clip fraction",
+          "approx_kl_old_k3": "KL(π_old‖π_θ) after the update", "value_loss": "value loss",
+          "explained_variance": "explained variance", "entropy": "entropy", "response_length": "completion length"}
+
+
+@dataclass
+class Config(RunOptions):
+    model: str = option(sentiment.DEFAULT_MODEL, "policy: causal LM hub id or directory ('tiny': the project's tiny "
+                                                 "review model, built and cached offline)")
+    reward_model: str = option(sentiment.DEFAULT_REWARD_MODEL, "reward: sequence-classifier id or directory (its "
+                                                               "POSITIVE logit), or 'vader'")
+    dataset: str = option(sentiment.DEFAULT_DATASET, "prompts: dataset id, a local .jsonl/.json/.csv/.txt file of "
+                                                     "reviews, or 'bundled' (review openings shipped with ladder)")
+    max_prompts: int = option(25_000, "use at most this many reviews of --dataset")
+    min_prompt_tokens: int = option(2, "shortest review prefix used as a prompt (tokens)")
+    max_prompt_tokens: int = option(8, "longest review prefix used as a prompt (tokens)")
+    num_updates: int = option(200, "PPO updates (each one batch of fresh completions)")
+    batch_size: int = option(128, "completions per update B")
+    num_minibatches: int = option(4, "shuffled minibatches per pass")
+    mu: int = option(4, "μ: optimisation passes over each batch")
+    forward_batch_size: int = option(32, "rows per gradient-free forward (π_old, π_ref, V_old, reward model)")
+    max_new_tokens: int = option(16, "completion length at most (tokens)")
+    temperature: float = option(1.0, "sampling temperature τ (log-probs use the same τ)")
+    top_k: int = option(0, "top-k sampling (0: off)")
+    top_p: float = option(1.0, "nucleus sampling p (1: off)")
+    lr: float = option(1.41e-5, "Adam learning rate")
+    clip_eps: float = option(0.2, "PPO clip ε of the ratio π_θ/π_old")
+    value_clip: float = option(0.2, "clip of V around V_old in the value loss")
+    value_coef: float = option(0.1, "value-loss coefficient c_v")
+    max_grad_norm: float | None = option(1.0, "gradient-norm clip")
+    gamma: float = option(1.0, "discount γ over completion tokens")
+    gae_lambda: float = option(0.95, "GAE λ")
+    kl_coef: float = option(0.2, "β: initial (adaptive) or fixed coefficient of the KL penalty in the reward")
+    adaptive_kl: bool = option(True, "steer β towards --kl-target (Ziegler et al. 2019); off: fixed β")
+    kl_target: float = option(6.0, "target of the mean per-sequence KL(π‖π_ref)")
+    kl_horizon: float = option(10_000.0, "horizon of the adaptive controller (in completions)")
+    kl_estimator: str = option("k1", "per-token KL estimator in the reward", choices=("k1", "k2", "k3"))
+    lora: bool = option(False, "train LoRA adapters only; π_ref = the model with its adapter disabled (no copy)")
+    lora_r: int = option(16, "LoRA rank")
+    lora_alpha: float = option(32.0, "LoRA α")
+    chunk_size: int = option(64, "positions per chunk when computing token log-probs (bounds [B, T, V] memory)")
+    sample_every: int = option(10, "print a few prompt → completion → score lines every N updates (0: never)")
+    num_samples: int = option(3, "lines printed each --sample-every")
+    num_eval_prompts: int = option(16, "prompts in the before/after table (same prompts and sampling seed)")
+    threads: int = option(0, "torch CPU threads (0: torch's default)")
+
+
+PRESETS = {
+    "tiny": {"model": "tiny", "reward_model": "vader", "dataset": "bundled", "num_updates": 100, "batch_size": 64,
+             "num_minibatches": 2, "lr": 5e-5, "threads": 1, "sample_every": 20},
+}
+
+
+def validate(cfg: Config) -> None:
+    if cfg.num_updates < 1 or cfg.batch_size < 1 or cfg.forward_batch_size < 1 or cfg.max_new_tokens < 1:
+        raise UsageError("--num-updates, --batch-size, --forward-batch-size and --max-new-tokens must be positive")
+    if cfg.mu < 1:
+        raise UsageError(f"--mu must be at least 1, got {cfg.mu}")
+    if cfg.num_minibatches < 1 or cfg.batch_size % cfg.num_minibatches:
+        raise UsageError(f"a batch of {cfg.batch_size} completions cannot be split into {cfg.num_minibatches} "
+                         f"equal minibatches")
+    if not 1 <= cfg.min_prompt_tokens <= cfg.max_prompt_tokens:
+        raise UsageError("need 1 ≤ --min-prompt-tokens ≤ --max-prompt-tokens")
+    if not 0.0 < cfg.clip_eps < 1.0:
+        raise UsageError(f"--clip-eps must be in (0, 1), got {cfg.clip_eps}")
+    if cfg.lr <= 0 or cfg.temperature <= 0:
+        raise UsageError("--lr and --temperature must be positive")
+    if cfg.top_k < 0 or not 0.0 < cfg.top_p <= 1.0:
+        raise UsageError("--top-k must be ≥ 0 and --top-p in (0, 1]")
+    if cfg.kl_coef < 0 or cfg.kl_target <= 0 or cfg.kl_horizon <= 0:
+        raise UsageError("--kl-coef must be ≥ 0, --kl-target and --kl-horizon positive")
+    if not (0.0 <= cfg.gamma <= 1.0 and 0.0 <= cfg.gae_lambda <= 1.0):
+        raise UsageError("--gamma and --gae-lambda must be in [0, 1]")
+    if cfg.value_clip <= 0 or cfg.value_coef < 0:
+        raise UsageError("--value-clip must be positive and --value-coef ≥ 0")
+    if cfg.lora and (cfg.lora_r < 1 or cfg.lora_alpha <= 0):
+        raise UsageError("--lora-r and --lora-alpha must be positive")
+    if cfg.chunk_size < 1 or cfg.num_eval_prompts < 0 or cfg.num_samples < 0 or cfg.sample_every < 0:
+        raise UsageError("--chunk-size must be positive; --num-eval-prompts, --num-samples, --sample-every ≥ 0")
+
+
+def update_config(cfg: Config) -> core.UpdateConfig:
+    """The KL to π_ref lives in the reward here, so the loss has none (kl_coef = 0)."""
+    return core.UpdateConfig(mu=cfg.mu, num_minibatches=cfg.num_minibatches, objective="clipped",
+                             clip_eps_low=cfg.clip_eps, value_coef=cfg.value_coef, value_clip=cfg.value_clip,
+                             entropy_coef=0.0, kl_coef=0.0, normalize_advantages=False,
+                             max_grad_norm=cfg.max_grad_norm)
+
+
+def kl_controller(cfg: Config) -> core.FixedKLController:
+    if cfg.adaptive_kl:
+        return core.AdaptiveKLController(cfg.kl_coef, cfg.kl_target, cfg.kl_horizon)
+    return core.FixedKLController(cfg.kl_coef)
+
+
+def build_policy(cfg: Config, model) -> CausalLMPolicy:
+    """π_θ with a zero-initialised value head; π_ref a frozen copy, or the disabled LoRA adapter."""
+    if cfg.lora:
+        from peft import LoraConfig, get_peft_model
+
+        lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, target_modules="all-linear",
+                          task_type="CAUSAL_LM")
+        model = get_peft_model(model, lora)
+        return CausalLMPolicy(model, value_head=True, temperature=cfg.temperature, chunk_size=cfg.chunk_size)
+    ref = copy.deepcopy(model)
+    return CausalLMPolicy(model, value_head=True, temperature=cfg.temperature, chunk_size=cfg.chunk_size,
+                          ref_model=ref)
+
+
+def trainable_state(policy: CausalLMPolicy) -> dict:
+    """The parameters being optimised (π_ref and frozen base weights excluded)."""
+    return {name: p.detach().clone() for name, p in policy.named_parameters() if p.requires_grad}
+
+
+@torch.no_grad()
+def old_and_ref(policy: CausalLMPolicy, batch: core.Batch, rows_per_forward: int):
+    """log π_old, V_old and log π_ref of the completion tokens, ``rows_per_forward`` rows at a time."""
+    old, values, ref = [], [], []
+    for start in range(0, len(batch), rows_per_forward):
+        sub = batch.select(torch.arange(start, min(start + rows_per_forward, len(batch))))
+        logp, v = policy.old_logp_and_values(sub)
+        old.append(logp.float())
+        values.append(v.float())
+        ref.append(policy.ref_logp(sub).float())
+    return torch.cat(old), torch.cat(values), torch.cat(ref)
+
+
+def ppo_targets(scores: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Tensor, values: torch.Tensor,
+                mask: torch.Tensor, kl_coef: float, cfg: Config) -> dict[str, torch.Tensor]:
+    """Per-token rewards, advantages and value targets of one batch of completions, all ``[B, T]``.
+
+        KL_t  = k(log π_old(c_t), log π_ref(c_t))               k1 = log π_old − log π_ref (default)
+        r_t   = −β · KL_t + [t = last] · score                   core.kl_penalized_rewards
+        Â, R  = GAE(r, V_old; γ, λ), the episode ending at the last completion token
+        Â     ← whiten(Â) over the completion tokens
+
+    Everything is zero on padding.
+    """
+    rewards, kl = core.kl_penalized_rewards(scores, old_logp, ref_logp, mask, kl_coef, cfg.kl_estimator)
+    values = values * mask
+    advantages, returns = core.gae(rewards, values, core.last_step_mask(mask), cfg.gamma, cfg.gae_lambda)
+    return {"rewards": rewards, "kl": kl, "values": values, "advantages": core.whiten(advantages, mask),
+            "returns": returns * mask}
+
+
+def rollout(policy: CausalLMPolicy, tokenizer, prompts: list[str], cfg: Config):
+    """Sample one completion per prompt; return (batch without advantages, completion texts, full texts)."""
+    enc = tokenizer(prompts, padding=True, return_tensors="pt").to(cfg.device)
+    completion, mask = policy.generate(enc["input_ids"], enc["attention_mask"], cfg.max_new_tokens,
+                                       pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+                                       top_k=cfg.top_k, top_p=cfg.top_p)
+    batch = lm_batch(enc["input_ids"], enc["attention_mask"], completion, mask, tokenizer.pad_token_id)
+    ids, attention = batch.inputs["input_ids"], batch.inputs["attention_mask"].bool()
+    completions = [tokenizer.decode(c[m.bool()], skip_special_tokens=True) for c, m in zip(completion, mask)]
+    texts = [tokenizer.decode(row[keep], skip_special_tokens=True) for row, keep in zip(ids, attention)]
+    return batch, completions, texts
+
+
+def score(reward_fn, texts: list[str], rows: int) -> torch.Tensor:
+    return torch.cat([reward_fn(texts[i:i + rows]) for i in range(0, len(texts), rows)]).float()
+
+
+def sample_table(policy, tokenizer, reward_fn, prompts: list[str], cfg: Config) -> list[dict]:
+    """Completions of fixed prompts under a fixed sampling seed (the global RNG is left untouched)."""
+    if not prompts:
+        return []
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(cfg.seed + 12_345)
+        _, completions, texts = rollout(policy, tokenizer, prompts, cfg)
+    scores = score(reward_fn, texts, cfg.forward_batch_size)
+    return [{"prompt": p, "completion": c, "score": round(s.item(), 4)} for p, c, s in zip(prompts, completions,
+                                                                                        scores)]
+
+
+def _cell(text: str, width: int) -> str:
+    text = " ".join(text.split()).replace("|", "/")
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def before_after_table(before: list[dict], after: list[dict], width: int = 44) -> str:
+    """A Markdown table: prompt | completion before | score | completion after | score."""
+    lines = ["| prompt | before training | score | after training | score |", "|---|---|---:|---|---:|"]
+    for b, a in zip(before, after):
+        lines.append(f"| {_cell(b['prompt'], 28)} | {_cell(b['completion'], width)} | {b['score']:+.2f} "
+                     f"| {_cell(a['completion'], width)} | {a['score']:+.2f} |")
+    if before:
+        mean_b = sum(b["score"] for b in before) / len(before)
+        mean_a = sum(a["score"] for a in after) / len(after)
+        lines.append(f"| **mean** | | {mean_b:+.2f} | | {mean_a:+.2f} |")
+    return "\n".join(lines)
+
+
+def load_parts(cfg: Config):
+    """(model, tokenizer, reward function, prompt pool); any loading problem is one UsageError line."""
+    model, tokenizer = sentiment.load_causal_lm(cfg.model)
+    reward_fn = sentiment.load_reward(cfg.reward_model, cfg.device, cfg.forward_batch_size)
+    prompts = sentiment.load_prompts(cfg.dataset, tokenizer, cfg.min_prompt_tokens, cfg.max_prompt_tokens,
+                                     cfg.max_prompts, cfg.seed)
+    return model, tokenizer, reward_fn, prompts
+
+
+def _mean_std(x: torch.Tensor) -> tuple[float, float]:
+    return x.mean().item(), (x.std().item() if x.numel() > 1 else 0.0)
+
+
+def train(cfg: Config) -> dict:
+    """Run RLHF-PPO; write metrics.jsonl, summary.json, samples.md and curves.png into ``cfg.out``."""
+    validate(cfg)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    seed_everything(cfg.seed)
+    t_load = time.perf_counter()
+    model, tokenizer, reward_fn, prompt_pool = load_parts(cfg)
+    seed_everything(cfg.seed)  # building a tiny model on first use must not change the run
+    policy = build_policy(cfg, model).to(cfg.device)
+    load_s = time.perf_counter() - t_load
+    params = [p for p in policy.parameters() if p.requires_grad]
+    optimizer = torch.optim.Adam(params, lr=cfg.lr)
+    controller = kl_controller(cfg)
+    generator = torch.Generator().manual_seed(cfg.seed)
+    prompt_rng = random.Random(cfg.seed)
+    eval_prompts = random.Random(cfg.seed + 1).sample(prompt_pool, min(cfg.num_eval_prompts, len(prompt_pool)))
+    log = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg)}, resume=cfg.resume is not None,
+                 overwrite=cfg.overwrite, tensorboard=cfg.tensorboard)
+
+    start_update, wall_before, before = 0, 0.0, None
+    state = log.load_checkpoint() if cfg.resume else None
+    if state is not None:
+        policy.load_state_dict(state["policy"], strict=False)
+        optimizer.load_state_dict(state["optimizer"])
+        controller.load_state_dict(state["controller"])
+        generator.set_state(state["generator"])
+        prompt_rng.setstate(state["prompt_rng"])
+        set_rng_state(state["rng"])
+        start_update, wall_before, before = state["update"], state["wall_s"], state["before"]
+    if before is None:
+        before = sample_table(policy, tokenizer, reward_fn, eval_prompts, cfg)
+
+    update_cfg = update_config(cfg)
+    t0 = time.perf_counter() - wall_before
+    bar = tqdm(total=cfg.num_updates, initial=start_update, unit="update", desc=NAME, disable=not cfg.progress)
+    for u in range(start_update, cfg.num_updates):
+        prompts = prompt_rng.choices(prompt_pool, k=cfg.batch_size)
+        batch, completions, texts = rollout(policy, tokenizer, prompts, cfg)
+        old_logp, values, ref_logp = old_and_ref(policy, batch, cfg.forward_batch_size)
+        scores = score(reward_fn, texts, cfg.forward_batch_size).to(old_logp.device)
+        mask = batch.mask
+        kl_coef = controller.value
+        targets = ppo_targets(scores, old_logp, ref_logp, values, mask, kl_coef, cfg)
+        batch.old_logp, batch.ref_logp = old_logp, ref_logp
+        batch.values, batch.rewards, kl = targets["values"], targets["rewards"], targets["kl"]
+        batch.advantages, batch.returns = targets["advantages"], targets["returns"]
+        passes = core.update(policy, batch, optimizer, update_cfg, generator)
+
+        kl_per_seq = kl.sum(dim=1)
+        controller.update(kl_per_seq.mean().item(), cfg.batch_size)
+        shaped = batch.rewards.sum(dim=1)
+        last = dict(passes[-1])
+        last["kl_ref_token_k3"] = last.pop("kl_ref", None)
+        record = {"step": u + 1, "completions": (u + 1) * cfg.batch_size, "num_passes": len(passes), **last}
+        record["score_mean"], record["score_std"] = _mean_std(scores)
+        record["reward_mean"], record["reward_std"] = _mean_std(shaped)
+        record["non_score_reward_mean"] = (shaped - scores).mean().item()
+        record["kl_ref"] = kl_per_seq.mean().item()
+        record["kl_coef"] = kl_coef
+        record["response_length"] = mask.sum(dim=1).mean().item()
+        record["wall_s"] = time.perf_counter() - t0
+        log.log(record)
+        bar.update(1)
+        bar.set_postfix(score=f"{record['score_mean']:+.3f}", kl=f"{record['kl_ref']:.2f}", beta=f"{kl_coef:.3f}")
+        if cfg.sample_every and (u + 1) % cfg.sample_every == 0:
+            tqdm.write(f"update {u + 1}: score {record['score_mean']:+.3f}  KL {record['kl_ref']:.2f}  "
+                       f"β {kl_coef:.3f}")
+            for p, c, s in list(zip(prompts, completions, scores.tolist()))[:cfg.num_samples]:
+                tqdm.write(f"  {p!r} → {c!r} → {s:+.3f}")
+        if (u + 1) % cfg.checkpoint_every == 0:
+            log.save_checkpoint({
+                "policy": trainable_state(policy), "optimizer": optimizer.state_dict(),
+                "controller": controller.state_dict(), "generator": generator.get_state(),
+                "prompt_rng": prompt_rng.getstate(), "rng": rng_state(), "before": before,
+                "update": u + 1, "wall_s": time.perf_counter() - t0})
+    bar.close()
+
+    after = sample_table(policy, tokenizer, reward_fn, eval_prompts, cfg)
+    table = before_after_table(before, after)
+    print("\nSample completions before → after training (same prompts, same sampling seed):\n" + table)
+    (log.dir / "samples.md").write_text(table + "\n")
+
+    records = log.records()
+    scores_per_update = [r["score_mean"] for r in records]
+    k = min(5, len(records))
+    summary = {
+        "rung": NAME, "seed": cfg.seed, "model": cfg.model, "reward_model": cfg.reward_model,
+        "dataset": cfg.dataset, "lora": cfg.lora, "updates": len(records),
+        "score_first": scores_per_update[0], "score_last": scores_per_update[-1],
+        "score_first5_mean": sum(scores_per_update[:k]) / k, "score_last5_mean": sum(scores_per_update[-k:]) / k,
+        "reward_first": records[0]["reward_mean"], "reward_last": records[-1]["reward_mean"],
+        "kl_final": records[-1]["kl_ref"], "kl_max": max(r["kl_ref"] for r in records),
+        "kl_coef_final": controller.value,
+        "eval_score_before": sum(b["score"] for b in before) / max(len(before), 1),
+        "eval_score_after": sum(a["score"] for a in after) / max(len(after), 1),
+        "wall_s": time.perf_counter() - t0, "load_s": load_s,
+        "samples": [{"prompt": b["prompt"], "before": b["completion"], "before_score": b["score"],
+                     "after": a["completion"], "after_score": a["score"]} for b, a in zip(before, after)],
+    }
+    summary["score_gain"] = summary["score_last5_mean"] - summary["score_first5_mean"]
+    save_policy(policy, tokenizer, log.dir)
+    log.finish(summary, CURVES, x="step")
+    return summary
+
+
+def save_policy(policy: CausalLMPolicy, tokenizer, out: Path) -> None:
+    """The trained model (or LoRA adapter) and tokenizer in ``out/policy``, the value head beside them."""
+    target = Path(out) / "policy"
+    with sentiment.quiet_progress():
+        policy.model.save_pretrained(target)
+    tokenizer.save_pretrained(target)
+    torch.save(policy.value_head.state_dict(), target / "value_head.pt")
+    if is_peft(policy.model):
+        (target / "README.ladder.txt").write_text("LoRA adapter: load the base model, then PeftModel.from_pretrained\n")
