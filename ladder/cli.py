@@ -43,25 +43,28 @@ def _base_type(tp):
     return args[0] if args else tp
 
 
-def add_config_args(parser: argparse.ArgumentParser, config_cls) -> None:
+def add_config_args(parser: argparse.ArgumentParser, config_cls, suppress_defaults: bool = False) -> None:
+    """One ``--flag`` per field. With ``suppress_defaults`` only the flags actually given are parsed."""
     for f in dataclasses.fields(config_cls):
         flag = "--" + f.name.replace("_", "-")
         kind = _base_type(f.type)
         help_text = f.metadata.get("help", "")
+        default = argparse.SUPPRESS if suppress_defaults else f.default
         if kind is bool:
-            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=f.default,
+            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=default,
                                 help=help_text)
         else:
-            parser.add_argument(flag, dest=f.name, type=kind, default=f.default, help=help_text,
+            parser.add_argument(flag, dest=f.name, type=kind, default=default, help=help_text,
                                 choices=f.metadata.get("choices"), metavar=f.name.upper())
 
 
-def config_from_args(config_cls, args: argparse.Namespace, overrides: dict | None = None):
-    """Build the dataclass from parsed args; ``overrides`` (a preset) apply where the user kept the default."""
+def config_from_args(config_cls, args: argparse.Namespace, overrides: dict | None = None,
+                     given: set[str] = frozenset()):
+    """Build the dataclass from parsed args; ``overrides`` (a preset) apply to the options not ``given``."""
     values = {}
     for f in dataclasses.fields(config_cls):
         value = getattr(args, f.name)
-        if overrides and f.name in overrides and value == f.default:
+        if overrides and f.name in overrides and f.name not in given:
             value = overrides[f.name]
         values[f.name] = value
     return config_cls(**values)

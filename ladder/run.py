@@ -37,17 +37,19 @@ def load_rung(name: str):
     return importlib.import_module(RUNGS[name])
 
 
-def build_parser(name: str, rung) -> argparse.ArgumentParser:
+def build_parser(name: str, rung, suppress_defaults: bool = False) -> argparse.ArgumentParser:
     parser = OneLineParser(prog=f"python -m ladder.run {name}", description=(rung.__doc__ or "").strip(),
-                           formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                           formatter_class=argparse.RawDescriptionHelpFormatter if suppress_defaults
+                           else argparse.ArgumentDefaultsHelpFormatter)
     presets = ", ".join(getattr(rung, "PRESETS", {})) or "none"
     parser.add_argument("--preset", default=None, help=f"named configuration ({presets})")
-    add_config_args(parser, rung.Config)
+    add_config_args(parser, rung.Config, suppress_defaults)
     return parser
 
 
 def make_config(name: str, rung, argv: list[str]):
     args = build_parser(name, rung).parse_args(argv)
+    given = set(vars(build_parser(name, rung, suppress_defaults=True).parse_args(argv)))
     presets = getattr(rung, "PRESETS", {})
     if args.preset is not None and args.preset not in presets:
         raise UsageError(f"unknown preset {args.preset!r} for {name}; choose one of: {', '.join(presets) or 'none'}")
@@ -60,7 +62,8 @@ def make_config(name: str, rung, argv: list[str]):
         keep = {"resume", "progress", "device"}
         overrides = {f.name: saved[f.name] for f in fields(rung.Config) if f.name in saved and f.name not in keep}
         args.out = args.resume
-    cfg = config_from_args(rung.Config, args, overrides)
+        given = set()  # a resumed run keeps the options it started with
+    cfg = config_from_args(rung.Config, args, overrides, given)
     if cfg.out is None:
         cfg.out = str(Path("runs") / f"{name}-seed{cfg.seed}")
     return cfg

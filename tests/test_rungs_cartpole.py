@@ -155,3 +155,16 @@ def test_corrupt_checkpoint_is_refused(tmp_path):
     (out / "checkpoint.pt").write_bytes(b"not a checkpoint")
     result = _cli("cartpole", "--resume", str(out), cwd=tmp_path)
     assert result.returncode == 2 and "corrupt" in result.stderr
+
+
+def test_preset_fills_only_the_options_not_given():
+    from ladder.run import make_config
+    from ladder.rungs import grpo
+
+    cfg = make_config("grpo", grpo, ["--preset", "tiny"])
+    assert cfg.model == grpo.PRESETS["tiny"]["model"] and cfg.lr == grpo.PRESETS["tiny"]["lr"]
+    # a flag given with the default's value still wins over the preset
+    cfg = make_config("grpo", grpo, ["--preset", "tiny", "--lr", str(grpo.Config.lr)])
+    assert cfg.lr == grpo.Config.lr
+    cfg = make_config("cartpole", cartpole, ["--preset", "tiny", "--total-steps", "100000"])
+    assert cfg.total_steps == 100_000

@@ -10,6 +10,19 @@ def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
     return (x * mask).sum() / mask.sum().clamp(min=1.0)
 
 
+def _floats(stats: dict[str, Tensor]) -> dict[str, float]:
+    values = torch.stack(list(stats.values())).tolist()  # one synchronisation, not one per number
+    return dict(zip(stats, values))
+
+
+def clip_fraction_tensors(ratio: Tensor, advantages: Tensor, mask: Tensor, clip_eps_low: float,
+                          clip_eps_high: float) -> dict[str, Tensor]:
+    low = ((ratio < 1.0 - clip_eps_low) & (advantages < 0)).to(mask.dtype)
+    high = ((ratio > 1.0 + clip_eps_high) & (advantages > 0)).to(mask.dtype)
+    return {"clip_frac_low": masked_mean(low, mask), "clip_frac_high": masked_mean(high, mask),
+            "clip_frac": masked_mean(low + high, mask)}
+
+
 def clip_fractions(ratio: Tensor, advantages: Tensor, mask: Tensor, clip_eps_low: float,
                    clip_eps_high: float) -> dict[str, float]:
     """Fraction of actions whose gradient the clip switched off.
@@ -18,13 +31,13 @@ def clip_fractions(ratio: Tensor, advantages: Tensor, mask: Tensor, clip_eps_low
         high   r > 1 + ε_high and Â > 0
         region low or high
     """
-    low = ((ratio < 1.0 - clip_eps_low) & (advantages < 0)).to(mask.dtype)
-    high = ((ratio > 1.0 + clip_eps_high) & (advantages > 0)).to(mask.dtype)
-    return {
-        "clip_frac_low": masked_mean(low, mask).item(),
-        "clip_frac_high": masked_mean(high, mask).item(),
-        "clip_frac": masked_mean(low + high, mask).item(),
-    }
+    return _floats(clip_fraction_tensors(ratio, advantages, mask, clip_eps_low, clip_eps_high))
+
+
+def approx_kl_old_tensors(logp: Tensor, old_logp: Tensor, mask: Tensor) -> dict[str, Tensor]:
+    log_ratio = torch.where(mask.bool(), logp - old_logp, 0.0)
+    return {"approx_kl_old_k1": masked_mean(-log_ratio, mask),
+            "approx_kl_old_k3": masked_mean(torch.expm1(log_ratio) - log_ratio, mask)}
 
 
 def approx_kl_old(logp: Tensor, old_logp: Tensor, mask: Tensor) -> dict[str, float]:
@@ -32,18 +45,22 @@ def approx_kl_old(logp: Tensor, old_logp: Tensor, mask: Tensor) -> dict[str, flo
 
         k1 = E[−log r]           k3 = E[(r − 1) − log r]
     """
-    log_ratio = logp - old_logp
-    return {
-        "approx_kl_old_k1": masked_mean(-log_ratio, mask).item(),
-        "approx_kl_old_k3": masked_mean(torch.expm1(log_ratio) - log_ratio, mask).item(),
-    }
+    return _floats(approx_kl_old_tensors(logp, old_logp, mask))
+
+
+def ratio_stat_tensors(ratio: Tensor, mask: Tensor) -> dict[str, Tensor]:
+    real = mask.bool()
+    if not real.any():
+        one = torch.ones((), dtype=ratio.dtype, device=ratio.device)
+        return {"ratio_min": one, "ratio_mean": one, "ratio_max": one}
+    inf = torch.full_like(ratio, float("inf"))
+    return {"ratio_min": torch.where(real, ratio, inf).min(), "ratio_mean": masked_mean(ratio, mask.to(ratio.dtype)),
+            "ratio_max": torch.where(real, ratio, -inf).max()}
 
 
 def ratio_stats(ratio: Tensor, mask: Tensor) -> dict[str, float]:
-    real = ratio[mask.bool()]
-    if real.numel() == 0:
-        return {"ratio_min": 1.0, "ratio_mean": 1.0, "ratio_max": 1.0}
-    return {"ratio_min": real.min().item(), "ratio_mean": real.mean().item(), "ratio_max": real.max().item()}
+    """min, mean and max of the ratio π_θ/π_old over the real actions."""
+    return _floats(ratio_stat_tensors(ratio, mask))
 
 
 def explained_variance(values: Tensor, returns: Tensor, mask: Tensor) -> float:

@@ -94,28 +94,30 @@ def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float
     else:
         raise ValueError(f"objective must be 'clipped' or 'reinforce', got {cfg.objective!r}")
     loss = loss_pg
-    out = {"loss_pg": loss_pg.item()}
+    out = {"loss_pg": loss_pg}
 
     if values is not None and mb.returns is not None:
         old_values = mb.values if mb.values is not None else values.detach()
         loss_v = agg(value_loss(values, old_values, mb.returns, cfg.value_clip))
         loss = loss + cfg.value_coef * loss_v
-        out["value_loss"] = loss_v.item()
+        out["value_loss"] = loss_v
     if entropy is not None:
         loss_h = agg(entropy_bonus(entropy))
         if cfg.entropy_coef:
             loss = loss + cfg.entropy_coef * loss_h
-        out["entropy"] = -loss_h.item()
+        out["entropy"] = -loss_h
     if mb.ref_logp is not None:
         kl = kl_estimate(logp, mb.ref_logp, cfg.kl_estimator, old_logp if cfg.kl_correction else None)
         loss_kl = agg(kl)
         if cfg.kl_coef:
             loss = loss + cfg.kl_coef * loss_kl
-        out["kl_ref"] = loss_kl.item()
+        out["kl_ref"] = loss_kl
+    out["loss"] = loss
     with torch.no_grad():
-        out.update(stats.clip_fractions(ratio, adv, mask, cfg.clip_eps_low, eps_high))
-        out.update(stats.approx_kl_old(logp, old_logp, mask))
-        out.update(stats.ratio_stats(ratio, mask))
+        out.update(stats.clip_fraction_tensors(ratio, adv, mask, cfg.clip_eps_low, eps_high))
+        out.update(stats.approx_kl_old_tensors(logp, old_logp, mask))
+        out.update(stats.ratio_stat_tensors(ratio, mask))
+        out = stats._floats({k: v.detach().float() for k, v in out.items()})
     tensors = {"ratio": ratio.detach(), "advantages": adv, "mask": mask,
                "values": None if values is None else values.detach(), "returns": mb.returns}
     return loss, out, tensors
@@ -157,7 +159,6 @@ def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: 
             else:
                 optimizer.step()
             step["skipped_steps"] = float(skipped)
-            step["loss"] = loss.item()
             if tensors["values"] is not None and tensors["returns"] is not None:
                 critic.append((tensors["values"], tensors["returns"], tensors["mask"]))
             for key, value in step.items():

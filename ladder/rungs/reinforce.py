@@ -109,7 +109,7 @@ def train(cfg: Config) -> dict:
     envs = [gym_common.make_env(cfg.env_id) for _ in range(cfg.episodes_per_update)]
     obs_dim, n_actions = gym_common.env_dims(cfg.env_id)
     policy = MLPActorCritic(obs_dim, n_actions, cfg.hidden, critic=cfg.baseline == "value").to(cfg.device)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, fused=cfg.device == "cpu")
     log = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg)}, resume=cfg.resume is not None,
                  overwrite=cfg.overwrite, tensorboard=cfg.tensorboard)
     update_cfg = core.UpdateConfig(mu=1, num_minibatches=1, objective="reinforce", value_coef=cfg.value_coef,
