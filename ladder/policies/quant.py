@@ -88,20 +88,20 @@ def load_causal_lm(model_id: str, device: torch.device, *, qlora: bool = False, 
     if qlora:
         from peft import prepare_model_for_kbit_training
 
-        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=gradient_checkpointing)
+        # Casts the few unquantised weights (norms) to float32 and freezes the base.
+        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
         for module in model.modules():
             # bitsandbytes repacks 4-bit weights for fast CPU *inference* on the first no-grad forward;
             # the repacked layout breaks a later forward with gradients, so keep the training layout.
             if hasattr(module, "support_avx512bf16_for_cpu"):
                 module.support_avx512bf16_for_cpu = False
-    elif gradient_checkpointing:
-        model.activation_checkpointing_enable()
-        model.enable_input_require_grads()
+    if gradient_checkpointing:
+        # Non-reentrant: gradients reach adapters inside checkpointed blocks without input hooks.
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     if qlora or lora:
         from peft import get_peft_model
 
         model = get_peft_model(model, lora_config(lora_r, lora_alpha))
-    model.config.use_cache = False
     return model
 
 
