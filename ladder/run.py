@@ -80,7 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         cfg = make_config(name, rung, rest)
         out_existed = Path(cfg.out).exists()
-        summary = rung.train(cfg)
+        from ladder.exercises.swap import use_exercises  # the rung has imported torch already
+
+        with use_exercises(enabled=getattr(cfg, "use_exercises", False)):
+            summary = rung.train(cfg)
     except UsageError as e:
         # Nothing half-written: a directory this run created is removed again.
         if not out_existed and "cfg" in locals() and getattr(cfg, "resume", None) is None and Path(cfg.out).exists():

@@ -183,3 +183,26 @@ def test_eval_command_scores_a_model_and_adapter(tmp_path, tiny_qwen, gsm8k_file
     summary = lm_eval.train(cfg)
     assert summary["problems"] == 3 and 0.0 <= summary["accuracy"] <= 1.0
     assert len(open(tmp_path / "eval" / "completions.jsonl").readlines()) == 3
+
+
+@pytest.fixture(scope="module")
+def tiny_math():
+    """The preset's cached tiny instruct model (built on first use, about 1.5 minutes, then reused)."""
+    return str(arithmetic.tiny_math_model())
+
+
+def test_warmup_ramps_the_learning_rate(tmp_path, tiny_qwen, gsm8k_file):
+    grpo.train(_config(tmp_path, tiny_qwen, gsm8k_file, steps=3, warmup_steps=2, kl_coef=0.0))
+    records = [json.loads(line) for line in open(tmp_path / "run" / "metrics.jsonl")]
+    assert [r["lr"] for r in records] == pytest.approx([5e-4, 1e-3, 1e-3])
+
+
+def test_short_seeded_tiny_qlora_run_improves_reward_and_accuracy(tmp_path, tiny_math):
+    """The acceptance run in miniature: the tiny model forgets to carry; twenty GRPO updates fix it."""
+    cfg = grpo.Config(**{**grpo.PRESETS["tiny"], "model": tiny_math, "qlora": True, "steps": 20, "eval_every": 0,
+                         "eval_size": 100, "seed": 0, "out": str(tmp_path / "run"), "progress": False,
+                         "print_samples": 0})
+    summary = grpo.train(cfg)
+    assert summary["accuracy_before"] < 0.75  # greedy decoding forgets every carry
+    assert summary["accuracy_after"] >= summary["accuracy_before"] + 0.2, summary["evals"]
+    assert summary["reward_last5"] > summary["reward_first5"]

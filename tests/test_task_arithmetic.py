@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 
 from ladder.runlog import UsageError
 from ladder.tasks import arithmetic as A
@@ -49,6 +50,25 @@ def test_synthetic_split_holds_out_evaluation_problems():
     for p in train[:50]:
         assert A.correctness_reward([A.solution_text(p)], [p["answer"]]) == [1.0]
         assert A.format_reward([A.solution_text(p)], [p["answer"]]) == [1.0]
+
+
+def test_column_addition_and_the_forgotten_carry():
+    assert A.column_addition(37, 45) == "7 + 5 = 12\n3 + 4 + 1 = 8\n#### 82"
+    assert A.column_addition(37, 45, carry=False) == "7 + 5 = 12\n3 + 4 + 0 = 7\n#### 72"
+    assert A.column_addition(99, 99) == "9 + 9 = 18\n9 + 9 + 1 = 19\n#### 198"
+    for a, b in [(12, 34), (37, 45), (50, 50), (99, 10), (91, 19)]:
+        sloppy = A.column_addition(a, b, carry=False)
+        assert A.format_reward([sloppy], [""]) == [1.0]
+        # forgetting the carry is wrong exactly when the units overflow
+        assert A.correctness_reward([sloppy], [str(a + b)]) == [float(a % 10 + b % 10 < 10)]
+
+
+def test_tiny_math_build_leaves_the_callers_rng_and_threads_alone(tmp_path):
+    torch.manual_seed(123)
+    state, threads = torch.random.get_rng_state(), torch.get_num_threads()
+    A.build_tiny_math_model(tmp_path / "m", sft_steps=2)
+    assert torch.equal(torch.random.get_rng_state(), state) and torch.get_num_threads() == threads
+    assert (tmp_path / "m" / "config.json").exists() and (tmp_path / "m" / "tokenizer.json").exists()
 
 
 def test_load_gsm8k_from_local_jsonl(tmp_path):

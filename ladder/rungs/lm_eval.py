@@ -80,7 +80,7 @@ def train(cfg: Config) -> dict:
     seed_everything(cfg.seed)
     device = quant.check_device(cfg.device)
     if cfg.task == "arithmetic":
-        _, problems = arithmetic.train_eval_split(4000, cfg.eval_size)
+        _, problems = arithmetic.train_eval_split(None, cfg.eval_size)
         system_prompt = cfg.system_prompt or arithmetic.TINY_SYSTEM_PROMPT
     else:
         problems = arithmetic.load_gsm8k(cfg.dataset, "test", limit=cfg.eval_size)

@@ -77,36 +77,37 @@ REWARD_FUNCTIONS = {"correctness": correctness_reward, "format": format_reward}
 
 # --- synthetic arithmetic (offline) ------------------------------------------------------------
 
-def synthetic_problem(rng: random.Random, max_operand: int = 99) -> dict:
-    a, b = rng.randint(0, max_operand), rng.randint(0, max_operand)
-    if rng.random() < 0.5:
-        return {"question": f"What is {a} + {b}?", "answer": str(a + b), "work": f"{a} + {b} = {a + b}"}
-    a, b = max(a, b), min(a, b)
-    return {"question": f"What is {a} - {b}?", "answer": str(a - b), "work": f"{a} - {b} = {a - b}"}
+def column_addition(a: int, b: int, carry: bool = True) -> str:
+    """Two-digit addition worked column by column, units first, carrying — a tiny chain of thought.
+
+        37 + 45  →  "7 + 5 = 12\n3 + 4 + 1 = 8\n#### 82"
+
+    ``carry=False`` is the classic slip of forgetting to carry the one (a wrong answer whenever the
+    units overflow): "7 + 5 = 12\n3 + 4 + 0 = 7\n#### 72".
+    """
+    units = a % 10 + b % 10
+    carried = units // 10 if carry else 0
+    tens = a // 10 + b // 10 + carried
+    return f"{a % 10} + {b % 10} = {units}\n{a // 10} + {b // 10} + {carried} = {tens}\n#### {tens * 10 + units % 10}"
 
 
-def synthetic_problems(n: int, seed: int, exclude: set[str] = frozenset(), max_operand: int = 99) -> list[dict]:
-    """``n`` distinct problems (none of whose questions are in ``exclude``)."""
-    rng = random.Random(seed)
-    seen, problems = set(exclude), []
-    while len(problems) < n:
-        p = synthetic_problem(rng, max_operand)
-        if p["question"] not in seen:
-            seen.add(p["question"])
-            problems.append(p)
-    return problems
+def synthetic_problem(a: int, b: int) -> dict:
+    return {"question": f"What is {a} + {b}?", "answer": str(a + b), "solution": column_addition(a, b)}
 
 
-def train_eval_split(n_train: int, n_eval: int, seed: int = 0) -> tuple[list[dict], list[dict]]:
-    """Held-out evaluation problems never appear in training (fixed: the same for every run seed)."""
-    eval_set = synthetic_problems(n_eval, seed=12345 + seed)
-    train = synthetic_problems(n_train, seed=seed, exclude={p["question"] for p in eval_set})
-    return train, eval_set
+def train_eval_split(n_train: int | None = None, n_eval: int = 200, seed: int = 0) -> tuple[list[dict], list[dict]]:
+    """All 8,100 sums of two 2-digit numbers, shuffled once: the first ``n_eval`` are held out for
+    evaluation (never trained on), the rest (or ``n_train`` of them) are for training."""
+    pairs = [(a, b) for a in range(10, 100) for b in range(10, 100)]
+    random.Random(seed).shuffle(pairs)
+    problems = [synthetic_problem(a, b) for a, b in pairs]
+    held_out, train = problems[:n_eval], problems[n_eval:]
+    return (train[:n_train] if n_train else train), held_out
 
 
 def solution_text(problem: dict) -> str:
-    """The completion a model should produce: one line of work, then the final-answer line."""
-    return f"{problem['work']}\n#### {problem['answer']}"
+    """The completion a model should produce: the worked columns, then the final-answer line."""
+    return problem["solution"]
 
 
 # --- GSM8K ------------------------------------------------------------------------------------
@@ -153,7 +154,7 @@ CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
     "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
-TINY_MODEL_VERSION = "tiny-qwen2-arith-v1"
+TINY_MODEL_VERSION = "tiny-qwen2-addition-v2"
 
 
 def chat_prompt(tokenizer, question: str, system_prompt: str) -> str:
@@ -162,26 +163,49 @@ def chat_prompt(tokenizer, question: str, system_prompt: str) -> str:
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
-def build_tiny_math_model(path: Path, sft_steps: int = 300, seed: int = 0) -> None:
-    """A Qwen2-architecture instruct model that knows the answer format and some arithmetic.
+def build_tiny_math_model(path: Path, sft_steps: int = 450, seed: int = 0, forget_carry: float = 0.6) -> None:
+    """A Qwen2-architecture instruct model that knows the format and its sums, but forgets to carry.
 
-    Tokenizer: byte-level BPE with single-digit numbers and Qwen's chat markers. Model: 4 layers,
-    hidden 128. Warm start: ``sft_steps`` of supervised training on formatted problems — enough
-    to follow the format, not enough to be accurate; GRPO does the rest.
+    Tokenizer: byte-level BPE with single-digit numbers and Qwen's chat markers. Model: 3 layers,
+    hidden 128. Warm start: ``sft_steps`` of supervised fine-tuning on worked solutions written by
+    a sloppy tutor who forgets to carry the one in a fraction ``forget_carry`` of the sums that need
+    it (``column_addition(..., carry=False)``), quantisation-aware so that 4-bit nf4 keeps it all.
+    The model imitates its demonstrations, slip included: greedy decoding forgets the carry (wrong
+    on the ~45% of problems whose units overflow) while sampling still carries now and then. The
+    correctness reward tells those samples apart, and GRPO learns to carry — RL with a verifier
+    going beyond its demonstrations.
     """
-    from ladder.tasks import tiny_lm
+    import torch
 
-    train, _ = train_eval_split(4000, 200)
+    from ladder.tasks import tiny_lm
+    from ladder.tasks.sentiment import quiet_progress
+
+    train, _ = train_eval_split()
     corpus = [f"<|im_start|>system\n{TINY_SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n{p['question']}<|im_end|>\n"
               f"<|im_start|>assistant\n{solution_text(p)}<|im_end|>" for p in train[:500]]
     tokenizer = tiny_lm.train_tokenizer(corpus, vocab_size=400, chat_template=CHAT_TEMPLATE, individual_digits=True,
                                         extra_special=("<|im_start|>", "<|im_end|>"), eos_token="<|im_end|>")
-    model = tiny_lm.build_model("qwen2", tokenizer, hidden=128, layers=4, heads=4, max_positions=512)
-    examples = [(chat_prompt(tokenizer, p["question"], TINY_SYSTEM_PROMPT), solution_text(p)) for p in train]
-    tiny_lm.pretrain(model, tokenizer, examples, steps=sft_steps, batch_size=32, lr=3e-3, seed=seed)
+    rng = random.Random(seed)
+    examples = []
+    for p in train:
+        a, b = (int(x) for x in re.findall(r"\d+", p["question"]))
+        slip = a % 10 + b % 10 >= 10 and rng.random() < forget_carry
+        examples.append((chat_prompt(tokenizer, p["question"], TINY_SYSTEM_PROMPT), column_addition(a, b, not slip)))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # a model this small trains fastest on one thread (and a busy CPU hurts less)
+    try:
+        with torch.random.fork_rng(devices=[]):  # the same model whatever the caller's RNG, which it leaves alone
+            torch.manual_seed(seed)
+            model = tiny_lm.build_model("qwen2", tokenizer, hidden=128, layers=3, heads=4, max_positions=512)
+            tiny_lm.quantization_aware(model, True)  # so that `--qlora` (4-bit nf4) keeps what it learned
+            tiny_lm.pretrain(model, tokenizer, examples, steps=sft_steps, batch_size=32, lr=3e-3, seed=seed)
+            tiny_lm.quantization_aware(model, False)
+    finally:
+        torch.set_num_threads(threads)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.save_pretrained(path)
+    with quiet_progress():
+        model.save_pretrained(path)
     tokenizer.save_pretrained(path)
 
 

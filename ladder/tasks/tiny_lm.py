@@ -92,6 +92,51 @@ def build_model(family: str, tokenizer, hidden: int = 128, layers: int = 4, head
     raise ValueError(f"family must be 'gpt2' or 'qwen2', got {family!r}")
 
 
+class _FakeNF4(torch.nn.Module):
+    """W ↦ W + (dequant(quant_nf4(W)) − W).detach(): the forward sees the 4-bit weight, the gradient
+    reaches the full-precision one unchanged (straight-through estimator)."""
+
+    def __init__(self, switch: dict):
+        super().__init__()
+        self.switch = switch
+
+    def forward(self, weight):
+        import bitsandbytes.functional as bnbf
+
+        if not self.switch["on"]:
+            return weight
+        with torch.no_grad():
+            packed, state = bnbf.quantize_4bit(weight.detach().contiguous(), blocksize=64, quant_type="nf4",
+                                               compress_statistics=True)
+            rounded = bnbf.dequantize_4bit(packed, state).to(weight.dtype)
+        return weight + (rounded - weight).detach()
+
+
+def quantization_aware(model, enable: bool) -> None:
+    """Train every linear layer that QLoRA would quantise as if it were nf4 on a random half of the
+    training forwards (QAT), so the model works both in full precision and once loaded in 4-bit —
+    tiny models are far less robust to 4-bit weights than large ones."""
+    from torch.nn.utils import parametrize
+
+    head = model.get_output_embeddings()
+    if enable:
+        switch = {"on": False}
+
+        def coin(module, args):
+            switch["on"] = module.training and bool(torch.rand(()) < 0.5)
+
+        model._ladder_qat_hook = model.register_forward_pre_hook(coin)
+    elif hasattr(model, "_ladder_qat_hook"):
+        model._ladder_qat_hook.remove()
+        del model._ladder_qat_hook
+    for module in model.modules():
+        if isinstance(module, torch.nn.Linear) and module is not head:
+            if enable and not parametrize.is_parametrized(module, "weight"):
+                parametrize.register_parametrization(module, "weight", _FakeNF4(switch))
+            elif not enable and parametrize.is_parametrized(module, "weight"):
+                parametrize.remove_parametrizations(module, "weight", leave_parametrized=False)
+
+
 def pretrain(model, tokenizer, examples: list[tuple[str, str]], steps: int, batch_size: int = 32,
              lr: float = 3e-3, seed: int = 0, log_every: int = 0) -> list[float]:
     """Next-token training on (context, target) pairs; the loss counts the target tokens only.

@@ -1,0 +1,172 @@
+"""GRPO on the CPU: ladder's rung against TRL's ``GRPOTrainer`` on the same tiny model.
+
+Both train the same randomly initialised Qwen2-architecture model (built from a config and saved
+to a temporary directory, so both load it through ``from_pretrained``) on the same prompts with
+the same rule rewards: G = 8 completions per prompt, 16 completions per step, exactly 32 new
+tokens each (EOS suppressed until then), β = 0.04 (so both compute π_ref), loss type "grpo",
+μ = 1, full fine-tuning, sampling at temperature 1, one torch thread.
+
+Each implementation runs in its own subprocess; the script prints seconds per step (median over
+the timed steps, after warm-up steps) and the peak resident memory growth of training (peak RSS
+minus the RSS after imports), and the ratios ladder / TRL.
+
+    python benchmarks/grpo_vs_trl.py [--steps 10] [--warmup 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+G, COMPLETIONS_PER_STEP, LENGTH, BETA, LR = 8, 16, 32, 0.04, 1e-5
+
+
+def rss_mb() -> float:
+    """Peak resident set size of this process so far (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def current_rss_mb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def build_model(path: str) -> None:
+    import torch
+
+    from ladder.tasks import arithmetic, tiny_lm
+
+    train, _ = arithmetic.train_eval_split(200, 10)
+    corpus = [p["question"] + "\n" + p["solution"] for p in train]
+    tokenizer = tiny_lm.train_tokenizer(corpus, vocab_size=400, chat_template=arithmetic.CHAT_TEMPLATE,
+                                        individual_digits=True, extra_special=("<|im_start|>", "<|im_end|>"),
+                                        eos_token="<|im_end|>")
+    torch.manual_seed(0)
+    model = tiny_lm.build_model("qwen2", tokenizer, hidden=256, layers=4, heads=4, max_positions=512)
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+
+
+def problems():
+    from ladder.tasks import arithmetic
+
+    train, _ = arithmetic.train_eval_split(64, 10)
+    return train
+
+
+def run_ladder(model_dir: str, steps: int) -> list[float]:
+    from ladder.rungs import grpo
+
+    with tempfile.TemporaryDirectory() as out:
+        dataset = os.path.join(out, "rows.jsonl")
+        with open(dataset, "w") as f:
+            for p in problems():
+                f.write(json.dumps({"question": p["question"], "answer": "#### " + p["answer"]}) + "\n")
+        cfg = grpo.Config(model=model_dir, dataset=dataset, task="gsm8k", system_prompt="Solve it.",
+                          steps=steps, prompts_per_step=COMPLETIONS_PER_STEP // G, group_size=G, lr=LR,
+                          kl_coef=BETA, loss_type="grpo", max_new_tokens=LENGTH, min_new_tokens=LENGTH,
+                          eval_every=0, eval_size=1, out=os.path.join(out, "run"), progress=False,
+                          print_samples=0, checkpoint_every=10**9)
+        grpo.train(cfg)
+        walls = [json.loads(line)["wall_s"] for line in open(os.path.join(out, "run", "metrics.jsonl"))]
+    return [b - a for a, b in zip(walls, walls[1:])]
+
+
+def run_trl(model_dir: str, steps: int) -> list[float]:
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    from ladder.tasks import arithmetic
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer.padding_side = "left"
+    rows = [{"prompt": arithmetic.chat_prompt(tokenizer, p["question"], "Solve it."), "answer": p["answer"]}
+            for p in problems()]
+
+    def correctness(completions, answer, **_):
+        return arithmetic.correctness_reward(completions, answer)
+
+    def fmt(completions, answer, **_):
+        return arithmetic.format_reward(completions, answer)
+
+    times: list[float] = []
+
+    class Clock(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kw):
+            self.t = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kw):
+            times.append(time.perf_counter() - self.t)
+
+    with tempfile.TemporaryDirectory() as out:
+        config = GRPOConfig(
+            output_dir=out, per_device_train_batch_size=COMPLETIONS_PER_STEP, num_generations=G,
+            max_completion_length=LENGTH, generation_kwargs={"min_new_tokens": LENGTH}, beta=BETA,
+            loss_type="grpo", learning_rate=LR, max_steps=steps, num_iterations=1, temperature=1.0,
+            use_cpu=True, bf16=False, gradient_checkpointing=False, logging_steps=10**9, save_strategy="no",
+            report_to="none", disable_dropout=True, seed=0, dataloader_num_workers=0)
+        model = AutoModelForCausalLM.from_pretrained(model_dir)
+        trainer = GRPOTrainer(model=model, reward_funcs=[correctness, fmt], args=config,
+                              train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
+                              callbacks=[Clock()])
+        trainer.train()
+    # with μ = 1 one step = one generation + one optimiser step; the first step per call is the timer's start
+    return times
+
+
+def child(which: str, model_dir: str, steps: int) -> None:
+    import torch
+
+    torch.set_num_threads(1)
+    torch.manual_seed(0)
+    base = current_rss_mb()
+    per_step = (run_ladder if which == "ladder" else run_trl)(model_dir, steps)
+    print(json.dumps({"per_step": per_step, "peak_growth_mb": rss_mb() - base, "peak_rss_mb": rss_mb()}))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--steps", type=int, default=10, help="GRPO steps per implementation")
+    p.add_argument("--warmup", type=int, default=2, help="first steps left out of the timing")
+    p.add_argument("--child", nargs=2, metavar=("WHICH", "MODEL_DIR"), help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.child:
+        child(args.child[0], args.child[1], args.steps)
+        return
+    import torch
+    import transformers
+    import trl
+
+    with tempfile.TemporaryDirectory() as model_dir:
+        build_model(model_dir)
+        results = {}
+        for which in ("ladder", "trl"):
+            out = subprocess.run([sys.executable, __file__, "--steps", str(args.steps), "--child", which, model_dir],
+                                 capture_output=True, text=True, check=True)
+            results[which] = json.loads(out.stdout.strip().splitlines()[-1])
+    print(f"# GRPO on CPU, ladder vs TRL {trl.__version__} -- {time.strftime('%Y-%m-%d %H:%M')}")
+    print(f"# torch {torch.__version__}, transformers {transformers.__version__}; tiny Qwen2 (hidden 256, 4 layers), "
+          f"G={G}, {COMPLETIONS_PER_STEP} completions x {LENGTH} tokens per step, beta={BETA}, loss grpo, "
+          f"1 thread, {args.steps} steps ({args.warmup} warm-up)")
+    rows = {}
+    for which, r in results.items():
+        timed = r["per_step"][args.warmup:]
+        rows[which] = (statistics.median(timed), r["peak_growth_mb"])
+        print(f"{which:>7}: {rows[which][0]:.3f} s/step (median of {len(timed)}), peak RSS growth "
+              f"{r['peak_growth_mb']:.0f} MB (peak RSS {r['peak_rss_mb']:.0f} MB)")
+    speed = rows["ladder"][0] / rows["trl"][0]
+    memory = rows["ladder"][1] / rows["trl"][1]
+    print(f"ladder / TRL: seconds per step {speed:.2f}x (goal <= 0.7x: {'MET' if speed <= 0.7 else 'NOT MET'}), "
+          f"peak memory {memory:.2f}x (goal <= 0.8x: {'MET' if memory <= 0.8 else 'NOT MET'})")
+
+
+if __name__ == "__main__":
+    main()

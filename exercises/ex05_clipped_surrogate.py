@@ -1,0 +1,35 @@
+"""Exercise 5 — PPO's clipped surrogate (Schulman et al. 2017), with clip-higher (DAPO).
+
+With the ratio r_t = π_θ(a_t|s_t) / π_old(a_t|s_t), per action (a loss to minimise):
+
+    L_t = −min( r_t · Â_t,  clip(r_t, 1 − ε_low, 1 + ε_high) · Â_t )
+
+Taking the min of the two makes the objective pessimistic: once r has moved far enough in the
+direction Â rewards (r > 1 + ε_high with Â > 0, r < 1 − ε_low with Â < 0), the clipped branch wins
+and its gradient is 0. Moves in the harmful direction are never clipped.
+
+    ratio          [B, T]  r_t, with gradient
+    advantages     [B, T]  Â_t
+    clip_eps_low   float   ε_low: r is clipped below at 1 − ε_low
+    clip_eps_high  float   ε_high: r is clipped above at 1 + ε_high (None: ε_high = ε_low)
+    result         [B, T]  L_t
+
+Worked example, ε = 0.2: r = 1.5, Â = 1 → −min(1.5, 1.2) = −1.2;  r = 0.5, Â = −1 → −min(−0.5, −0.8) = 0.8.
+
+    >>> clipped_surrogate(torch.tensor([[1.5, 0.5]]), torch.tensor([[1.0, -1.0]]), 0.2)
+    tensor([[-1.2000,  0.8000]])
+
+Mirrors ``ladder.core.clipped_surrogate``. Grade it: ``pytest exercises/``; once it passes,
+``python -m ladder.run cartpole --use-exercises`` trains with it.
+"""
+
+from __future__ import annotations
+
+import torch  # noqa: F401 - you will need it
+from torch import Tensor
+
+
+def clipped_surrogate(ratio: Tensor, advantages: Tensor, clip_eps_low: float,
+                      clip_eps_high: float | None = None) -> Tensor:
+    """L_t = −min(r_t·Â_t, clip(r_t, 1 − ε_low, 1 + ε_high)·Â_t)."""
+    raise NotImplementedError

@@ -1,0 +1,41 @@
+"""Exercise 11 — from per-action losses to one number: masked aggregation (GRPO, Dr. GRPO, DAPO).
+
+Every loss so far is ``[B, T]``, one value per action, and padding must not count. How to average
+is a real design choice: it decides how much a long completion weighs against a short one.
+
+    token_mean           Σ m·x / Σ m                   every real action counts once
+    seq_mean_token_mean  (1/B) Σ_b [Σ_t m·x / Σ_t m]   GRPO's "grpo": every sequence counts once
+                                                       (an empty row contributes 0, still counts in B)
+    dr_grpo              Σ m·x / (B · T)               Dr. GRPO: a constant normaliser, no length bias
+    dapo                 Σ m·x / num_tokens            DAPO: the whole batch's real-token count, given
+                                                       (num_tokens None: same as token_mean)
+
+    per_action  [B, T]  the loss per action (padding may hold anything, even inf or nan)
+    mask        [B, T]  1 for real actions
+    mode        str     one of the four above
+    num_tokens  float   DAPO's normaliser (use at least 1)
+    result      []      a scalar tensor, with gradient
+
+Careful: inf · 0 is nan. Select the real entries (``torch.where``) rather than multiplying by the mask,
+and never divide by 0 (a row or a batch without real actions).
+
+    >>> x = torch.tensor([[1., 2., 3.], [4., 99., 99.]]); m = torch.tensor([[1., 1., 1.], [1., 0., 0.]])
+    >>> [round(aggregate(x, m, mode).item(), 4) for mode in ("token_mean", "seq_mean_token_mean", "dr_grpo")]
+    [2.5, 3.0, 1.6667]
+    >>> aggregate(x, m, "dapo", num_tokens=8.0)
+    tensor(1.2500)
+
+Mirrors ``ladder.core.aggregate``. Grade it: ``pytest exercises/``; once it passes,
+``python -m ladder.run cartpole --use-exercises`` trains with it.
+"""
+
+from __future__ import annotations
+
+import torch  # noqa: F401 - you will need it
+from torch import Tensor
+
+
+def aggregate(per_action: Tensor, mask: Tensor, mode: str = "token_mean",
+              num_tokens: float | None = None) -> Tensor:
+    """The masked average of a per-action loss, in one of four modes."""
+    raise NotImplementedError

@@ -1,0 +1,155 @@
+"""Grading one exercise: the learner's function against the core's, case by case.
+
+A case is a handful of small inputs. The learner's function and the core's run on copies of them;
+the outputs must match (shape, and values to within 1e-5), the inputs must come back unchanged,
+and where a loss is differentiated, the gradient of ``result.sum()`` must match too. The first
+case that differs is reported with its inputs, what was expected and what came back.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import Tensor
+
+from . import EXERCISES, Exercise, load
+from .cases import CASES, OUTPUTS, Case, fmt
+
+NOT_IMPLEMENTED = "not implemented yet"
+RTOL, ATOL = 1e-5, 1e-5
+
+
+@dataclass
+class Result:
+    exercise: str
+    status: str                 # "passed", "failed" or NOT_IMPLEMENTED
+    message: str = ""
+    checks: int = 0             # cases passed
+    cases: int = 0
+    function: Callable | None = None   # what was graded (None: the file is missing or does not import)
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "passed"
+
+
+class Mismatch(Exception):
+    """One case went wrong; the message says how."""
+
+
+def _describe(outputs: tuple, names: tuple[str, ...]) -> str:
+    if len(names) == 1:
+        return fmt(outputs[0])
+    return "  ".join(f"{n}={fmt(o)}" for n, o in zip(names, outputs))
+
+
+def _call(fn, case: Case, grad: bool):
+    inputs = {k: v.clone() if isinstance(v, Tensor) else v for k, v in case.inputs.items()}
+    if grad:
+        for name in case.grad:
+            inputs[name].requires_grad_(True)
+    out = fn(**inputs)
+    return out, inputs
+
+
+def _where_in(fn, error: BaseException) -> str:
+    """' (at ex03_gae.py:41)': the last line of the learner's file the error went through."""
+    return _where_in_file(getattr(getattr(fn, "__code__", None), "co_filename", None), error)
+
+
+def _where_in_file(filename: str | None, error: BaseException) -> str:
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename == filename]
+    return f" (at {Path(filename).name}:{frames[-1].lineno})" if frames else ""
+
+
+def check_case(fn, core, case: Case, names: tuple[str, ...]) -> None:
+    """Raise ``Mismatch`` if ``fn`` differs from ``core`` on this case; NotImplementedError passes through."""
+    expected, core_inputs = _call(core, case, grad=bool(case.grad))
+    expected_t = expected if isinstance(expected, tuple) else (expected,)
+    try:
+        got, inputs = _call(fn, case, grad=bool(case.grad))
+    except NotImplementedError:
+        raise
+    except Exception as e:  # any error of the learner's is a finding
+        raise Mismatch(f"raised {type(e).__name__}: {e}{_where_in(fn, e)}") from None
+    got_t = got if isinstance(got, tuple) else (got,)
+    if len(got_t) != len(expected_t):
+        want = "a tensor" if len(names) == 1 else f"a tuple ({', '.join(names)})"
+        raise Mismatch(f"should return {want}, returned {type(got).__name__} {fmt(got)}")
+    for name, g, e in zip(names, got_t, expected_t):
+        if not isinstance(g, Tensor):
+            raise Mismatch(f"{name} should be a tensor, got {type(g).__name__} {g!r}")
+        if g.shape != e.shape:
+            raise Mismatch(f"{name} has shape {list(g.shape)}, expected {list(e.shape)}: "
+                           f"{fmt(g)} instead of {fmt(e)}")
+        if not torch.allclose(g.detach().to(e.dtype), e.detach(), rtol=RTOL, atol=ATOL, equal_nan=True):
+            raise Mismatch(f"wrong values\n  expected  {_describe(expected_t, names)}\n"
+                           f"  got       {_describe(got_t, names)}")
+    for name, value in case.inputs.items():
+        if isinstance(value, Tensor) and not _same(inputs[name].detach(), value):
+            raise Mismatch(f"changed its input {name} in place; build new tensors instead")
+    if case.grad:
+        _check_gradients(case, expected_t[0], core_inputs, got_t[0], inputs)
+
+
+def _same(a: Tensor, b: Tensor) -> bool:
+    return torch.equal(a, b) or (a.is_floating_point() and torch.allclose(a, b, rtol=0, atol=0, equal_nan=True))
+
+
+def _check_gradients(case: Case, expected: Tensor, core_inputs: dict, got: Tensor, inputs: dict) -> None:
+    expected.sum().backward()
+    if not got.requires_grad:
+        raise Mismatch(f"right values, but no gradient reaches {', '.join(case.grad)}: keep the computation "
+                       "in torch (no .detach(), .item(), numpy or torch.no_grad())")
+    got.sum().backward()
+    for name in case.grad:
+        want, have = core_inputs[name].grad, inputs[name].grad
+        if have is None or not torch.allclose(have, want, rtol=RTOL, atol=ATOL, equal_nan=True):
+            raise Mismatch(f"right values, but the gradient of result.sum() with respect to {name} is wrong\n"
+                           f"  expected  {fmt(want)}\n  got       {fmt(have) if have is not None else None}")
+
+
+def grade(fn, exercise: Exercise) -> Result:
+    """Run every case of ``exercise`` on ``fn``; stop at the first one that differs from the core."""
+    cases = CASES[exercise.stem]()
+    names = OUTPUTS.get(exercise.function, ("result",))
+    name = exercise.stem
+    for i, case in enumerate(cases):
+        try:
+            check_case(fn, exercise.core, case, names)
+        except NotImplementedError:
+            if i == 0:
+                return Result(name, NOT_IMPLEMENTED, NOT_IMPLEMENTED, 0, len(cases))
+            return Result(name, "failed", f"raised NotImplementedError on case {i + 1}/{len(cases)}: "
+                          f"{case.label}\n  input     {case.describe()}", i, len(cases))
+        except Mismatch as m:
+            return Result(name, "failed", f"case {i + 1}/{len(cases)}: {case.label}\n"
+                          f"  input     {case.describe()}\n  {m}", i, len(cases))
+    return Result(name, "passed", f"{len(cases)} cases passed", len(cases), len(cases))
+
+
+def grade_file(directory: str | Path, exercise: Exercise) -> Result:
+    """Grade ``directory/<stem>.py``; a file that is missing or does not import fails with that reason."""
+    path = Path(directory) / f"{exercise.stem}.py"
+    if not path.exists():
+        return Result(exercise.stem, "failed", f"{path} is missing")
+    try:
+        module = load(path)
+    except Exception as e:  # report it, and go on grading the other files
+        where = "" if isinstance(e, SyntaxError) else _where_in_file(str(path), e)  # a SyntaxError names its line
+        return Result(exercise.stem, "failed", f"{path.name} does not import: {type(e).__name__}: {e}{where}")
+    fn = getattr(module, exercise.function, None)
+    if not callable(fn):
+        return Result(exercise.stem, "failed", f"{path.name} defines no function {exercise.function}()")
+    result = grade(fn, exercise)
+    result.function = fn
+    return result
+
+
+def grade_all(directory: str | Path) -> list[Result]:
+    """One result per exercise, in notebook order."""
+    return [grade_file(directory, e) for e in EXERCISES]

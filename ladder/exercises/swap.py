@@ -1,0 +1,70 @@
+"""``--use-exercises``: train with the learner's own functions in place of the core's.
+
+Inside ``with use_exercises():`` every implemented exercise (one whose function does not raise
+NotImplementedError on its grader's first case) replaces the core function it mirrors, wherever
+ladder's modules hold it: ``ladder.core.gae`` for the rungs, the module that defines it, and the
+names ``ladder.core.update`` imported (``clipped_surrogate``, ``aggregate``, ``whiten``, …).
+An implementation that fails its grader is swapped in too — training shows what the bug does —
+and the one line announcing the swap says so. Leaving the block puts the core's functions back.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ladder.runlog import UsageError
+
+from . import EXERCISES, Exercise, exercises_dir
+from .grading import NOT_IMPLEMENTED, Result, grade_file
+
+
+def _rebind(replace: dict[int, tuple[Callable, Callable]]) -> None:
+    """In every loaded ladder module, point each name bound to an ``old`` function at its ``new`` one."""
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith("ladder.") or name.startswith("ladder.exercises"):
+            continue
+        for attr, value in list(vars(module).items()):
+            old_new = replace.get(id(value))
+            if old_new is not None and value is old_new[0]:
+                setattr(module, attr, old_new[1])
+
+
+def announcement(directory: Path, swapped: list[tuple[Exercise, Result]], broken: list[Result]) -> str:
+    """The one line that says which functions the run takes from the learner."""
+    mine = [f"{e.function} ({e.stem[:4]}{'' if r.passed else ', FAILS its grader'})" for e, r in swapped]
+    line = f"--use-exercises ({directory}): " + (f"using your {', '.join(mine)}" if mine else
+                                                 "nothing implemented yet, training with the core's functions")
+    if broken:
+        line += "; left out: " + ", ".join(r.message.splitlines()[0] for r in broken)
+    others = sum(e.swap for e in EXERCISES) - len(swapped)
+    return line + (f"; the core's own for the other {others}" if mine and others else "")
+
+
+@contextmanager
+def use_exercises(directory: str | Path | None = None, enabled: bool = True,
+                  say: Callable[[str], object] = print) -> Iterator[list[Result]]:
+    """Swap the learner's implemented exercise functions into ladder.core for the ``with`` block.
+
+    ``directory`` defaults to ``$LADDER_EXERCISES`` or ``exercises/``; yields the grades of the
+    functions swapped in. With ``enabled=False`` nothing happens.
+    """
+    if not enabled:
+        yield []
+        return
+    directory = exercises_dir(directory)
+    if not directory.is_dir():
+        raise UsageError(f"--use-exercises: no exercises directory at {directory} (set LADDER_EXERCISES)")
+    implemented = [(e, r) for e in EXERCISES if e.swap
+                   for r in [grade_file(directory, e)] if r.status != NOT_IMPLEMENTED]
+    swapped = [(e, r) for e, r in implemented if r.function is not None]
+    broken = [r for _, r in implemented if r.function is None]          # missing, or does not import
+    pairs = [(e.core, r.function) for e, r in swapped]
+    say(announcement(directory, swapped, broken))
+    _rebind({id(core): (core, mine) for core, mine in pairs})
+    try:
+        yield [r for _, r in swapped]
+    finally:
+        _rebind({id(mine): (mine, core) for core, mine in pairs})

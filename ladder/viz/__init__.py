@@ -1,0 +1,23 @@
+"""Widgets that show π_θ, π_old and π_ref at work, on numbers computed by ``ladder.core``.
+
+Each view returns a ``View`` (an ``ipywidgets.VBox``): ``view.controls`` are its knobs,
+``view.data`` the numbers of the last drawing, ``view.figure`` the matplotlib figure.
+
+    clipped_objective_view   the clipped surrogate vs r (Â > 0, Â < 0), real ratios, clip fraction
+    mu_view                  μ real passes on one CartPole batch: ratios, clipping, three KLs
+    kl_estimators_view       k1 / k2 / k3 bias and variance against the exact KL
+    group_advantages_view    GRPO's group-relative advantages under each reward scale
+"""
+
+from ladder.viz._widget import View
+from ladder.viz.cartpole_lab import fixed_batch, mu_passes
+from ladder.viz.views import (
+    clipped_objective_view,
+    group_advantages_view,
+    kl_estimator_stats,
+    kl_estimators_view,
+    mu_view,
+)
+
+__all__ = ["View", "fixed_batch", "mu_passes", "clipped_objective_view", "mu_view", "kl_estimators_view",
+           "kl_estimator_stats", "group_advantages_view"]

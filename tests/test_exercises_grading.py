@@ -1,0 +1,319 @@
+"""The exercise graders: the solutions pass them, stubs are 'not implemented yet', planted bugs are caught."""
+
+from __future__ import annotations
+
+import doctest
+import inspect
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from ladder.exercises import EXERCISES, load
+from ladder.exercises.grading import NOT_IMPLEMENTED, grade, grade_file
+
+ROOT = Path(__file__).resolve().parents[1]
+BY_STEM = {e.stem: e for e in EXERCISES}
+IDS = [e.stem for e in EXERCISES]
+
+
+def write_stubs(directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for e in EXERCISES:
+        (directory / f"{e.stem}.py").write_text(f"def {e.function}(*args, **kwargs):\n    raise NotImplementedError\n")
+    return directory
+
+
+def test_at_least_ten_exercises_in_notebook_order():
+    assert len(EXERCISES) >= 10
+    assert [e.stem for e in EXERCISES] == sorted(e.stem for e in EXERCISES)
+    for folder in ("exercises", "solutions"):
+        assert {f"{e.stem}.py" for e in EXERCISES} <= {p.name for p in (ROOT / folder).glob("ex*.py")}
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
+def test_solutions_pass_the_grader_so_equal_the_core(exercise):
+    result = grade_file(ROOT / "solutions", exercise)
+    assert result.passed, result.message
+    assert result.checks == result.cases >= 5
+
+
+@pytest.mark.parametrize("folder", ["exercises", "solutions"])
+@pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
+def test_same_signature_as_the_core(folder, exercise):
+    module = load(ROOT / folder / f"{exercise.stem}.py")
+    mine, core = inspect.signature(getattr(module, exercise.function)), inspect.signature(exercise.core)
+    assert [(p.name, p.kind, p.default) for p in mine.parameters.values()] == \
+        [(p.name, p.kind, p.default) for p in core.parameters.values()]
+    assert module.__doc__
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
+def test_exercise_docstring_has_equation_shapes_and_a_worked_example_that_holds(exercise):
+    """The ``>>>`` examples of each exercise sheet, run against its solution."""
+    doc = load(ROOT / "exercises" / f"{exercise.stem}.py").__doc__
+    assert "[B, T]" in doc or "[N]" in doc
+    assert f"Mirrors ``ladder.core.{exercise.function}``" in doc
+    solution = getattr(load(ROOT / "solutions" / f"{exercise.stem}.py"), exercise.function)
+    test = doctest.DocTestParser().get_doctest(doc, {"torch": torch, exercise.function: solution},
+                                               exercise.stem, None, 0)
+    assert test.examples
+    runner = doctest.DocTestRunner(optionflags=doctest.NORMALIZE_WHITESPACE)
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
+def test_a_stub_is_reported_as_not_implemented(exercise):
+    def stub(*args, **kwargs):
+        raise NotImplementedError
+
+    result = grade(stub, exercise)
+    assert (result.status, result.message) == (NOT_IMPLEMENTED, "not implemented yet")
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
+def test_the_shipped_exercise_files_are_stubs(exercise):
+    result = grade_file(ROOT / "exercises", exercise)
+    if result.status != NOT_IMPLEMENTED:
+        pytest.skip(f"{exercise.stem} has been worked on ({result.status})")
+    assert result.message == "not implemented yet"
+
+
+# ---------------------------------------------------------------------------------------------
+# Planted wrong implementations: each must fail its grader.
+
+def _returns_without_r_t(rewards, mask, gamma):
+    out, running = torch.zeros_like(rewards), torch.zeros_like(rewards[:, 0])
+    for t in reversed(range(rewards.shape[1])):
+        out[:, t] = gamma * running
+        running = rewards[:, t] * mask[:, t] + gamma * running
+    return out
+
+
+def _returns_mask_ignored(rewards, mask, gamma):
+    out, running = torch.zeros_like(rewards), torch.zeros_like(rewards[:, 0])
+    for t in reversed(range(rewards.shape[1])):
+        running = rewards[:, t] + gamma * running
+        out[:, t] = running
+    return out
+
+
+def _gae(next_shift: int = 1, use_dones_in_trace: bool = True, plus_values: bool = True, bootstrap: bool = True):
+    def gae(rewards, values, dones, gamma, lam, last_values=None):
+        last = last_values if (last_values is not None and bootstrap) else torch.zeros_like(values[:, 0])
+        nxt = torch.cat([values[:, 1:], last[:, None]], 1) if next_shift else values   # off by one: V(s_t)
+        not_done = 1.0 - dones
+        deltas = rewards + gamma * nxt * not_done - values
+        adv, running = torch.zeros_like(rewards), torch.zeros_like(rewards[:, 0])
+        for t in reversed(range(rewards.shape[1])):
+            running = deltas[:, t] + gamma * lam * (not_done[:, t] if use_dones_in_trace else 1.0) * running
+            adv[:, t] = running
+        return adv, adv + values if plus_values else adv
+    return gae
+
+
+def _whiten(eps_guard: bool = True, unbiased: bool = True, use_mask: bool = True, multiply: bool = False):
+    def whiten(x, mask=None, shift_mean=True, eps=1e-8):
+        mask = torch.ones_like(x) if mask is None or not use_mask else mask
+        real = mask.bool()
+        vals = x[real] if not multiply else (x * mask).flatten()
+        mean = vals.mean() if not multiply else vals.sum() / mask.sum()
+        std = vals.std(unbiased=unbiased) if vals.numel() > 1 else torch.zeros(())
+        out = (x - mean) / (torch.sqrt(std**2 + eps) if eps_guard else std)
+        out = out if shift_mean else out + mean
+        return torch.where(real, out, 0.0) if not multiply else out * mask
+    return whiten
+
+
+def _clip(sign: float = -1.0, reduce=torch.min, swap_eps: bool = False, low_only: bool = False):
+    def clipped_surrogate(ratio, advantages, clip_eps_low, clip_eps_high=None):
+        high = clip_eps_low if clip_eps_high is None else clip_eps_high
+        low, high = (high, clip_eps_low) if swap_eps else (clip_eps_low, high)
+        clipped = torch.clamp(ratio, min=1 - low) if low_only else torch.clamp(ratio, 1 - low, 1 + high)
+        return sign * reduce(ratio * advantages, clipped * advantages)
+    return clipped_surrogate
+
+
+def _value_loss(reduce=torch.max, half: float = 0.5, around_returns: bool = False):
+    def value_loss(values, old_values, returns, clip=None):
+        unclipped = (values - returns) ** 2
+        if clip is None:
+            return half * unclipped
+        anchor = returns if around_returns else old_values
+        clipped = anchor + torch.clamp(values - anchor, -clip, clip)
+        return half * reduce(unclipped, (clipped - returns) ** 2)
+    return value_loss
+
+
+def _kl(k1_sign: float = -1.0, k2_half: float = 0.5, k3_flip: bool = False, weight: str = "grad"):
+    def kl_estimate(logp, ref_logp, estimator="k3", old_logp=None):
+        lr = ref_logp - logp
+        kl = {"k1": k1_sign * lr, "k2": k2_half * lr**2,
+              "k3": torch.expm1(-lr) + lr if k3_flip else torch.expm1(lr) - lr}[estimator]
+        if old_logp is None or weight == "none":
+            return kl
+        w = torch.exp(logp - old_logp)
+        return {"grad": w, "detached": w.detach(), "inverted": 1 / w}[weight] * kl
+    return kl_estimate
+
+
+def _kl_rewards(score_at: str = "last", sign: float = -1.0, mask_kl: bool = True):
+    def kl_penalized_rewards(scores, logp, ref_logp, mask, kl_coef, estimator="k1"):
+        from ladder.core import kl_estimate, last_step_mask
+        kl = kl_estimate(logp, ref_logp, estimator) * (mask if mask_kl else 1.0)
+        where = {"last": last_step_mask(mask), "column": torch.zeros_like(mask).index_fill(1, torch.tensor(
+            [mask.shape[1] - 1]), 1.0), "first": torch.zeros_like(mask).index_fill(1, torch.tensor([0]), 1.0)}
+        return sign * kl_coef * kl + where[score_at] * scores[:, None], kl
+    return kl_penalized_rewards
+
+
+def _group(eps_guard: bool = True, unbiased: bool = True, batch_mean: bool = False, ignore_scale: bool = False):
+    def group_relative(rewards, group_size, scale="group", eps=1e-4):
+        g = rewards.view(-1, group_size)
+        centred = g - (rewards.mean() if batch_mean else g.mean(1, keepdim=True))
+        scale = "group" if ignore_scale else scale
+        if scale == "none":
+            return centred.reshape(-1)
+        std = g.std(1, keepdim=True, unbiased=unbiased) if scale == "group" else rewards.std(unbiased=unbiased)
+        return (centred / (std + eps if eps_guard else std)).reshape(-1)
+    return group_relative
+
+
+def _aggregate(multiply: bool = False, use_mask: bool = True, dr_by_tokens: bool = False, seq_nonempty: bool = False):
+    def aggregate(per_action, mask, mode="token_mean", num_tokens=None):
+        mask = mask if use_mask else torch.ones_like(mask)
+        x = per_action * mask if multiply else torch.where(mask.bool(), per_action, 0.0)
+        n = mask.sum().clamp(min=1)
+        if mode == "seq_mean_token_mean":
+            per_seq = x.sum(1) / mask.sum(1).clamp(min=1)
+            return per_seq.sum() / (mask.sum(1) > 0).sum() if seq_nonempty else per_seq.mean()
+        if mode == "dr_grpo":
+            return x.sum() / (n if dr_by_tokens else mask.numel())
+        if mode == "dapo" and num_tokens is not None:
+            return x.sum() / num_tokens
+        return x.sum() / n
+    return aggregate
+
+
+PLANTED = {
+    "ex01_discounted_returns": {
+        "G_t leaves out r_t": _returns_without_r_t,
+        "mask ignored": _returns_mask_ignored,
+        "γ applied forwards": lambda rewards, mask, gamma: torch.cumsum(rewards * mask, 1) * gamma,
+    },
+    "ex02_reinforce_loss": {
+        "sign flipped": lambda logp, advantages: advantages * logp,
+        "log-prob detached": lambda logp, advantages: -advantages * logp.detach(),
+    },
+    "ex03_gae": {
+        "off by one: V(s_t) bootstraps instead of V(s_{t+1})": _gae(next_shift=0),
+        "dones ignored in the Â recursion": _gae(use_dones_in_trace=False),
+        "returns = Â (V left out)": _gae(plus_values=False),
+        "last_values ignored": _gae(bootstrap=False),
+    },
+    "ex04_whiten": {
+        "std without ε guard": _whiten(eps_guard=False),
+        "biased variance (n, not n − 1)": _whiten(unbiased=False),
+        "mask ignored": _whiten(use_mask=False),
+        "padding multiplied by the mask (nan leaks)": _whiten(multiply=True),
+    },
+    "ex05_clipped_surrogate": {
+        "sign flipped": _clip(sign=1.0),
+        "max instead of min": _clip(reduce=torch.max),
+        "clipping on the wrong side (ε_low and ε_high swapped)": _clip(swap_eps=True),
+        "only clipped below": _clip(low_only=True),
+    },
+    "ex06_value_loss": {
+        "min instead of max": _value_loss(reduce=torch.min),
+        "no ½": _value_loss(half=1.0),
+        "clipped around the returns": _value_loss(around_returns=True),
+    },
+    "ex07_kl_estimators": {
+        "k1 sign flipped": _kl(k1_sign=1.0),
+        "k2 without ½": _kl(k2_half=1.0),
+        "k3 with ℓ of the wrong sign": _kl(k3_flip=True),
+    },
+    "ex08_kl_corrected": {
+        "biased: no importance weight where the corrected KL is asked": _kl(weight="none"),
+        "weight detached": _kl(weight="detached"),
+        "weight inverted (π_old/π_θ)": _kl(weight="inverted"),
+    },
+    "ex09_kl_rewards": {
+        "score on the last column, not the last real token": _kl_rewards(score_at="column"),
+        "score on the first token": _kl_rewards(score_at="first"),
+        "+β·KL": _kl_rewards(sign=1.0),
+        "KL not masked": _kl_rewards(mask_kl=False),
+    },
+    "ex10_group_relative": {
+        "std without ε guard": _group(eps_guard=False),
+        "population std": _group(unbiased=False),
+        "batch mean instead of the group's": _group(batch_mean=True),
+        "scale ignored": _group(ignore_scale=True),
+    },
+    "ex11_aggregate": {
+        "mask multiplied (inf padding leaks)": _aggregate(multiply=True),
+        "mask ignored": _aggregate(use_mask=False),
+        "dr_grpo divided by the token count": _aggregate(dr_by_tokens=True),
+        "grpo averages only over non-empty rows": _aggregate(seq_nonempty=True),
+    },
+}
+
+
+@pytest.mark.parametrize("stem, label", [(s, label) for s, bugs in PLANTED.items() for label in bugs])
+def test_planted_wrong_implementation_is_caught(stem, label):
+    result = grade(PLANTED[stem][label], BY_STEM[stem])
+    assert result.status == "failed", f"{stem}: the grader let '{label}' pass"
+    assert result.message.startswith("case ") and "input" in result.message
+
+
+def test_every_exercise_has_planted_bugs():
+    assert set(PLANTED) == {e.stem for e in EXERCISES}
+
+
+def test_failure_message_says_input_expected_and_got():
+    message = grade(PLANTED["ex03_gae"]["returns = Â (V left out)"], BY_STEM["ex03_gae"]).message
+    lines = message.splitlines()
+    assert lines[0] == "case 1/11: one step, last_values omitted (no bootstrap)"
+    assert lines[1].split() == ["input", "rewards=[[1.0]]", "values=[[0.5]]", "dones=[[0.0]]", "gamma=0.9",
+                                "lam=0.95"]
+    assert "expected" in message and "got" in message and len(lines) <= 6
+
+
+def test_shape_error_and_in_place_change_are_explained():
+    exercise = BY_STEM["ex02_reinforce_loss"]
+    assert "shape [" in grade(lambda logp, advantages: (-advantages * logp).sum(1), exercise).message
+
+    def in_place(logp, advantages):
+        advantages.neg_()
+        return advantages * logp
+
+    assert "in place" in grade(in_place, exercise).message
+
+
+def _pytest_exercises(directory: Path | str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, LADDER_EXERCISES=str(directory))
+    return subprocess.run([sys.executable, "-m", "pytest", "exercises/", "-p", "no:cacheprovider"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_pytest_exercises_reports_stubs_as_not_implemented_without_tracebacks(tmp_path):
+    proc = _pytest_exercises(write_stubs(tmp_path / "stubs"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("not implemented yet") == len(EXERCISES)
+    assert "Traceback" not in proc.stdout and "NotImplementedError" not in proc.stdout
+
+
+def test_pytest_exercises_grades_a_directory_and_reports_a_bug_in_a_few_lines(tmp_path):
+    for e in EXERCISES:
+        (tmp_path / f"{e.stem}.py").write_text((ROOT / "solutions" / f"{e.stem}.py").read_text())
+    gae = tmp_path / "ex03_gae.py"
+    gae.write_text(gae.read_text().replace("return advantages, advantages + values", "return advantages, values"))
+    proc = _pytest_exercises(tmp_path)
+    assert proc.returncode == 1
+    assert "FAILED exercises/test_grades.py::test_exercise[ex03_gae]" in proc.stdout
+    assert "expected  advantages=" in proc.stdout and "Traceback" not in proc.stdout
+    assert f"{len(EXERCISES) - 1} of {len(EXERCISES)} passed" in proc.stdout

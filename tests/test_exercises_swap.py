@@ -1,0 +1,123 @@
+"""``--use-exercises``: the learner's implemented functions go into the core, and come out again."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+import ladder.core
+from ladder import run
+from ladder.exercises import EXERCISES, ORIGINALS
+from ladder.exercises.swap import use_exercises
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions"
+UPDATE = sys.modules["ladder.core.update"]   # (ladder.core.update is the function)
+
+
+def write_stubs(directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for e in EXERCISES:
+        (directory / f"{e.stem}.py").write_text(f"def {e.function}(*args, **kwargs):\n    raise NotImplementedError\n")
+    return directory
+
+
+def bindings() -> dict[tuple[str, str], object]:
+    """Every place a ladder module holds a core function that exercises mirror."""
+    found = {}
+    for name, module in list(sys.modules.items()):
+        if name.startswith("ladder.") and not name.startswith("ladder.exercises") and module is not None:
+            for attr in ORIGINALS:
+                if attr in vars(module):
+                    found[(name, attr)] = vars(module)[attr]
+    return found
+
+
+def test_solutions_are_swapped_in_everywhere_and_restored():
+    import ladder.rungs.cartpole  # noqa: F401 - a rung's module is loaded during a run
+    before = bindings()
+    assert before[("ladder.core.update", "clipped_surrogate")] is ORIGINALS["clipped_surrogate"]
+    lines = []
+    with use_exercises(SOLUTIONS, say=lines.append) as swapped:
+        during = bindings()
+        assert len(swapped) == sum(e.swap for e in EXERCISES)
+        for key, fn in during.items():
+            assert fn is not before[key], key
+            assert fn.__module__.startswith("_ladder_exercise_"), key
+        # the names the rungs and update() use, and the module-level one kl_penalized_rewards calls
+        for name in ("gae", "whiten", "group_relative", "kl_penalized_rewards", "discounted_returns"):
+            assert getattr(ladder.core, name) is during[("ladder.core", name)]
+        assert UPDATE.clipped_surrogate is during[("ladder.core.losses", "clipped_surrogate")]
+        assert ladder.core.kl.kl_estimate.__module__ == "_ladder_exercise_ex08_kl_corrected"
+    assert bindings() == before
+    assert len(lines) == 1 and "using your discounted_returns (ex01)" in lines[0] and "kl_estimate (ex08)" in lines[0]
+
+
+def test_stubs_are_left_out(tmp_path):
+    before, lines = bindings(), []
+    with use_exercises(write_stubs(tmp_path), say=lines.append) as swapped:
+        assert swapped == [] and bindings() == before
+    assert lines == [f"--use-exercises ({tmp_path}): nothing implemented yet, training with the core's functions"]
+
+
+def test_only_the_implemented_ones_and_a_failing_one_is_flagged(tmp_path):
+    write_stubs(tmp_path)
+    shutil.copy(SOLUTIONS / "ex03_gae.py", tmp_path)
+    (tmp_path / "ex04_whiten.py").write_text("def whiten(x, mask=None, shift_mean=True, eps=1e-8):\n"
+                                             "    return x\n")
+    lines = []
+    with use_exercises(tmp_path, say=lines.append):
+        assert ladder.core.gae is not ORIGINALS["gae"] and UPDATE.whiten is not ORIGINALS["whiten"]
+        assert ladder.core.aggregate is ORIGINALS["aggregate"]
+    assert ladder.core.gae is ORIGINALS["gae"] and UPDATE.whiten is ORIGINALS["whiten"]
+    others = sum(e.swap for e in EXERCISES) - 2
+    assert lines == [f"--use-exercises ({tmp_path}): using your gae (ex03), whiten (ex04, FAILS its grader); "
+                     f"the core's own for the other {others}"]
+
+
+def test_restored_even_when_training_raises():
+    with pytest.raises(RuntimeError), use_exercises(SOLUTIONS, say=lambda line: None):
+        raise RuntimeError("boom")
+    assert ladder.core.gae is ORIGINALS["gae"]
+
+
+def _metrics(out: Path) -> list[dict]:
+    return [{k: v for k, v in json.loads(line).items() if k != "wall_s"} for line in open(out / "metrics.jsonl")]
+
+
+@pytest.mark.parametrize("rung, steps", [("cartpole", "2048"), ("reinforce", "1500")])
+def test_training_with_the_solutions_is_exactly_the_core(rung, steps, tmp_path, monkeypatch, capsys):
+    args = [rung, "--total-steps", steps, "--eval-every", "1024", "--no-progress", "--seed", "3"]
+    assert run.main([*args, "--out", str(tmp_path / "core")]) == 0
+    monkeypatch.setenv("LADDER_EXERCISES", str(SOLUTIONS))
+    capsys.readouterr()
+    assert run.main([*args, "--out", str(tmp_path / "mine"), "--use-exercises"]) == 0
+    assert capsys.readouterr().out.startswith(f"--use-exercises ({SOLUTIONS}): using your discounted_returns")
+    assert _metrics(tmp_path / "mine") == _metrics(tmp_path / "core")
+    assert json.loads((tmp_path / "mine" / "config.json").read_text())["use_exercises"] is True
+
+
+def test_a_swapped_in_bug_changes_training(tmp_path, monkeypatch):
+    bug = write_stubs(tmp_path / "bug")
+    (bug / "ex05_clipped_surrogate.py").write_text(          # the sign flipped: gradient ascent on the loss
+        "import torch\n\n\ndef clipped_surrogate(ratio, advantages, clip_eps_low, clip_eps_high=None):\n"
+        "    clipped = torch.clamp(ratio, 1 - clip_eps_low, 1 + clip_eps_low)\n"
+        "    return torch.min(ratio * advantages, clipped * advantages)\n")
+    args = ["cartpole", "--total-steps", "1024", "--eval-every", "1024", "--no-progress"]
+    assert run.main([*args, "--out", str(tmp_path / "core")]) == 0
+    monkeypatch.setenv("LADDER_EXERCISES", str(bug))
+    assert run.main([*args, "--out", str(tmp_path / "mine"), "--use-exercises"]) == 0
+    assert _metrics(tmp_path / "mine") != _metrics(tmp_path / "core")
+
+
+def test_missing_directory_is_a_usage_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("LADDER_EXERCISES", str(tmp_path / "nowhere"))
+    with pytest.raises(SystemExit) as exit_:
+        run.main(["cartpole", "--out", str(tmp_path / "run"), "--use-exercises", "--no-progress"])
+    assert exit_.value.code == 2
+    assert "no exercises directory" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
