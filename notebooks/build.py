@@ -133,8 +133,9 @@ summary = reinforce.train(cfg)
     """display(Image(filename=str(RUNS / "reinforce" / "curves.png")))
 [(r["step"], r["episode_return"]) for r in metrics(RUNS / "reinforce")][-5:]""",
     r"""md:Try `baseline="none"` and compare the curves: same expectation, much more noise.
-(If the exercises are installed, `python -m ladder.run reinforce --use-exercises` runs your own
-`discounted_returns` and `pg_loss`.)""",
+**Exercises:** `exercises/ex01_discounted_returns.py` and `ex02_reinforce_loss.py` (grade them with
+`pytest exercises/`). Once they pass, `python -m ladder.run reinforce --use-exercises` trains with your own
+`discounted_returns` and `pg_loss`.""",
 ]
 
 NOTEBOOKS["2_ppo_cartpole"] = [
@@ -188,8 +189,9 @@ so that unlikely-but-good actions can grow further.""",
 view""",
     """view.controls["eps_high"].value = 0.28     # DAPO's clip-higher
 view.data["clip_frac_low"], view.data["clip_frac_high"]""",
-    r"""md:(With the exercises installed, `python -m ladder.run cartpole --use-exercises` trains with your own
-`clipped_surrogate` and `gae`.)""",
+    r"""md:**Exercises:** `ex03_gae.py`, `ex04_whiten.py`, `ex05_clipped_surrogate.py`, `ex06_value_loss.py`. Once they
+pass, `python -m ladder.run cartpole --use-exercises` trains with your own `gae`, `whiten`,
+`clipped_surrogate` and `value_loss`.""",
 ]
 
 NOTEBOOKS["3_three_policies_and_kl"] = [
@@ -241,7 +243,8 @@ view""",
           f"corrected {run['kl_ref_corrected'][-1]:.4f}")""",
     r"""md:With $\mu = 1$ all three agree up to sampling noise. As $\mu$ grows the plain average drifts away
 from the exact value while the corrected one tracks it. Try a larger learning rate, or a smaller $\varepsilon$.
-(The exercises' `kl_estimate` runs in place of the core's with `--use-exercises`.)""",
+**Exercises:** `ex07_kl_estimators.py` and `ex08_kl_corrected.py`; with `--use-exercises` your corrected
+`kl_estimate` runs in place of the core's.""",
 ]
 
 NOTEBOOKS["4_ppo_rlhf_sentiment"] = [
@@ -268,6 +271,8 @@ ref_logp = torch.tensor([[-1.2, -2.5, -0.4], [-1.5, -0.9, 0.0]])
 mask = torch.tensor([[1., 1., 1.], [1., 1., 0.]])
 rewards, kl = core.kl_penalized_rewards(scores, logp, ref_logp, mask, kl_coef=0.2)
 rewards""",
+    r"""md:**Exercise:** `exercises/ex09_kl_rewards.py` builds these rewards; once it passes,
+`python -m ladder.run ppo-sentiment --preset tiny --use-exercises` trains with your version.""",
     r"""md:## Run it
 
 `USE_GPU = False` runs the **tiny preset** for a few updates: a tiny GPT-2 that ladder builds and caches,
@@ -367,7 +372,8 @@ for mu in (1, 4):
     print(f"μ={mu}: " + "  ".join(f"{k} {last[k]:.4f}" for k in ("reward", "frac_reward_zero_std", "ratio_min", "ratio_max", "clip_frac", "kl_ref")))""",
     r"""md:The accuracy of two steps means nothing; the full tiny run is `python -m ladder.run grpo --qlora --preset tiny`
 (and `python -m ladder.run eval --preset tiny --adapter runs/grpo-seed0/adapter` evaluates the adapter).
-With the exercises installed, `--use-exercises` swaps in your `group_relative` and `aggregate`.""",
+**Exercises:** `ex10_group_relative.py` and `ex11_aggregate.py`; then
+`python -m ladder.run grpo --preset tiny --use-exercises` trains with your `group_relative` and `aggregate`.""",
 ]
 
 
