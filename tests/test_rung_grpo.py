@@ -206,3 +206,20 @@ def test_short_seeded_tiny_qlora_run_improves_reward_and_accuracy(tmp_path, tiny
     assert summary["accuracy_before"] < 0.75  # greedy decoding forgets every carry
     assert summary["accuracy_after"] >= summary["accuracy_before"] + 0.2, summary["evals"]
     assert summary["reward_last5"] > summary["reward_first5"]
+
+
+def test_eval_with_qlora_loads_the_saved_adapter_not_a_fresh_one(tmp_path, tiny_qwen):
+    from peft import PeftModel
+
+    trained = quant.load_causal_lm(tiny_qwen, torch.device("cpu"), qlora=True)
+    torch.manual_seed(0)
+    for name, p in trained.named_parameters():
+        if "lora_B" in name:
+            p.data.normal_(0, 0.1)
+    trained.save_pretrained(tmp_path / "adapter")
+    expected = {n: p.detach().clone() for n, p in trained.named_parameters() if "lora_" in n}
+    base = quant.load_causal_lm(tiny_qwen, torch.device("cpu"), qlora=True, new_adapter=False)
+    loaded = PeftModel.from_pretrained(base, str(tmp_path / "adapter"))
+    got = {n: p.detach() for n, p in loaded.named_parameters() if "lora_" in n}
+    assert got.keys() == expected.keys()
+    assert all(torch.equal(got[n], expected[n]) for n in expected)

@@ -59,12 +59,13 @@ def lora_config(r: int, alpha: int, dropout: float = 0.0):
 
 def load_causal_lm(model_id: str, device: torch.device, *, qlora: bool = False, lora: bool = False,
                    lora_r: int = 16, lora_alpha: int = 32, gradient_checkpointing: bool = False,
-                   dtype: torch.dtype | None = None):
+                   dtype: torch.dtype | None = None, new_adapter: bool = True):
     """``from_pretrained`` of a hub id or a local directory, prepared for training.
 
     qlora: nf4 + double quantisation (bitsandbytes), LoRA on every linear layer (peft).
     lora:  full-precision base, LoRA on every linear layer.
     Neither: every weight trains (π_ref must then be a separate frozen copy).
+    ``new_adapter=False`` leaves the adapters off (to load a saved one with ``PeftModel``).
     """
     from transformers import AutoModelForCausalLM, BitsAndBytesConfig
     from transformers.utils import logging as hf_logging
@@ -98,7 +99,7 @@ def load_causal_lm(model_id: str, device: torch.device, *, qlora: bool = False, 
     if gradient_checkpointing:
         # Non-reentrant: gradients reach adapters inside checkpointed blocks without input hooks.
         model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
-    if qlora or lora:
+    if (qlora or lora) and new_adapter:
         from peft import get_peft_model
 
         model = get_peft_model(model, lora_config(lora_r, lora_alpha))

@@ -70,7 +70,7 @@ class Config:
     seed: int = option(0, "random seed")
 
 
-PRESETS = {"tiny": {"model": "@tiny-math", "task": "arithmetic", "max_new_tokens": 16}}
+PRESETS = {"tiny": {"model": "@tiny-math", "task": "arithmetic", "max_new_tokens": 28}}
 
 
 def train(cfg: Config) -> dict:
@@ -88,7 +88,7 @@ def train(cfg: Config) -> dict:
     model_path = hub.resolve(resolve_model(cfg.model), "--model")
     tokenizer = quant.load_tokenizer(model_path)
     check_context(tokenizer, quant.load_config(model_path), problems, system_prompt, cfg.max_new_tokens)
-    model = quant.load_causal_lm(model_path, device, qlora=cfg.qlora)
+    model = quant.load_causal_lm(model_path, device, qlora=cfg.qlora, new_adapter=False)
     if cfg.adapter is not None:
         from peft import PeftModel
 
