@@ -175,10 +175,8 @@ def build_tiny_math_model(path: Path, sft_steps: int = 450, seed: int = 0, forge
     correctness reward tells those samples apart, and GRPO learns to carry — RL with a verifier
     going beyond its demonstrations.
     """
-    import torch
 
     from ladder.tasks import tiny_lm
-    from ladder.tasks.sentiment import quiet_progress
 
     train, _ = train_eval_split()
     corpus = [f"<|im_start|>system\n{TINY_SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n{p['question']}<|im_end|>\n"
@@ -192,22 +190,12 @@ def build_tiny_math_model(path: Path, sft_steps: int = 450, seed: int = 0, forge
         slip = a % 10 + b % 10 >= 10 and rng.random() < forget_carry  # the tutor forgets this carry
         prompt = chat_prompt(tokenizer, p["question"], TINY_SYSTEM_PROMPT)
         examples.append((prompt, column_addition(a, b, carry=not slip)))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a model this small trains fastest on one thread (and a busy CPU hurts less)
-    try:
-        with torch.random.fork_rng(devices=[]):  # the same model whatever the caller's RNG, which it leaves alone
-            torch.manual_seed(seed)
-            model = tiny_lm.build_model("qwen2", tokenizer, hidden=128, layers=3, heads=4, max_positions=512)
-            tiny_lm.quantization_aware(model, True)  # so that `--qlora` (4-bit nf4) keeps what it learned
-            tiny_lm.pretrain(model, tokenizer, examples, steps=sft_steps, batch_size=32, lr=3e-3, seed=seed)
-            tiny_lm.quantization_aware(model, False)
-    finally:
-        torch.set_num_threads(threads)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    with quiet_progress():
-        model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
+    with tiny_lm.isolated_build(seed):  # the same model whatever the caller's RNG, which it leaves alone
+        model = tiny_lm.build_model("qwen2", tokenizer, hidden=128, layers=3, heads=4, max_positions=512)
+        tiny_lm.quantization_aware(model, True)  # so that `--qlora` (4-bit nf4) keeps what it learned
+        tiny_lm.pretrain(model, tokenizer, examples, steps=sft_steps, batch_size=32, lr=3e-3, seed=seed)
+        tiny_lm.quantization_aware(model, False)
+    tiny_lm.save(model, tokenizer, path)
 
 
 def tiny_math_model() -> Path:

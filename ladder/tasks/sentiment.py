@@ -119,21 +119,11 @@ def build_tiny_sentiment_model(path: Path, steps: int = 400, seed: int = 0) -> N
 
     corpus = review_corpus(6000, seed=seed)
     tokenizer = tiny_lm.train_tokenizer(corpus, vocab_size=600)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # a model this small trains fastest on one thread (and a busy CPU hurts less)
-    try:
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            model = tiny_lm.build_model("gpt2", tokenizer, hidden=96, layers=2, heads=4, max_positions=64)
-            tiny_lm.pretrain(model, tokenizer, [("", text) for text in corpus], steps=steps, batch_size=32,
-                             lr=3e-3, seed=seed)
-    finally:
-        torch.set_num_threads(threads)
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    with quiet_progress():
-        model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
+    with tiny_lm.isolated_build(seed):
+        model = tiny_lm.build_model("gpt2", tokenizer, hidden=96, layers=2, heads=4, max_positions=64)
+        tiny_lm.pretrain(model, tokenizer, [("", text) for text in corpus], steps=steps, batch_size=32,
+                         lr=3e-3, seed=seed)
+    tiny_lm.save(model, tokenizer, path)
 
 
 def tiny_model_path() -> Path:

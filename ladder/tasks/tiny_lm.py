@@ -12,7 +12,8 @@ import os
 import random
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -42,6 +43,31 @@ def cached(name: str, build: Callable[[Path], None]) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return target
+
+
+@contextmanager
+def isolated_build(seed: int) -> Iterator[None]:
+    """Build deterministically on one thread (a model this small trains fastest on one, and a busy
+    CPU hurts it less), leaving the caller's RNG and thread count as they were."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            yield
+    finally:
+        torch.set_num_threads(threads)
+
+
+def save(model, tokenizer, path: Path) -> None:
+    """``save_pretrained`` both, with generation stopping at the tokenizer's EOS."""
+    from ladder.tasks.sentiment import quiet_progress
+
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    with quiet_progress():
+        model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
 
 
 def train_tokenizer(texts: list[str], vocab_size: int, chat_template: str | None = None,
