@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import socket
+from contextlib import contextmanager
 from pathlib import Path
 
 from ladder.runlog import UsageError
@@ -42,3 +43,21 @@ def resolve(name: str, flag: str, kind: str = "model") -> str:
         raise UsageError(f"{flag} {name!r} is not a local path and the Hugging Face hub cannot be reached "
                          f"(offline?); use --preset tiny, or pass a local {'directory' if kind == 'model' else 'file'}"
                          ) from None
+
+
+@contextmanager
+def quiet_progress():
+    """No "Loading weights" bars while loading from disk (they would precede a one-line error)."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - transformers is a dependency
+        yield
+        return
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    if was_enabled:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            hf_logging.enable_progress_bar()

@@ -21,11 +21,12 @@ import inspect
 import json
 import random
 from collections.abc import Callable, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from pathlib import Path
 
 import torch
 
+from ladder.hub import quiet_progress  # noqa: F401 - also used as sentiment.quiet_progress
 from ladder.runlog import UsageError
 
 DEFAULT_MODEL = "lvwerra/gpt2-imdb"
@@ -183,24 +184,6 @@ def save_random_distilbert_classifier(path: Path, id2label: dict | None = None, 
 
 
 # --- loading from the hub or from disk ---------------------------------------------------------
-
-@contextmanager
-def quiet_progress():
-    """No "Loading weights" bars while loading from disk (they would precede a one-line error)."""
-    try:
-        from transformers.utils import logging as hf_logging
-    except ImportError:  # pragma: no cover - transformers is a dependency
-        yield
-        return
-    was_enabled = hf_logging.is_progress_bar_enabled()
-    if was_enabled:
-        hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            hf_logging.enable_progress_bar()
-
 
 def hub_or_local(name: str, what: str, flag: str, load: Callable[[str], object], kind: str = "model"):
     """``load(path)`` where ``ladder.hub.resolve`` finds ``name`` (a local path, a hub id while the hub

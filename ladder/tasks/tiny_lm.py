@@ -61,7 +61,7 @@ def isolated_build(seed: int) -> Iterator[None]:
 
 def save(model, tokenizer, path: Path) -> None:
     """``save_pretrained`` both, with generation stopping at the tokenizer's EOS."""
-    from ladder.tasks.sentiment import quiet_progress
+    from ladder.hub import quiet_progress
 
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
