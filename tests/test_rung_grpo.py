@@ -142,6 +142,40 @@ def test_qlora_loads_4bit_and_reference_is_the_base_model(tiny_qwen):
     assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
 
 
+@pytest.mark.parametrize("qlora", [False, True])
+def test_shared_prompt_forward_equals_the_plain_forward(tiny_qwen, qlora):
+    """G rows with one prompt: the prompt encoded once gives the same log-probs, gradients and samples."""
+    model = quant.load_causal_lm(tiny_qwen, torch.device("cpu"), qlora=qlora, lora=not qlora,
+                                 gradient_checkpointing=qlora)
+    for name, p in model.named_parameters():
+        if "lora_B" in name:
+            torch.nn.init.normal_(p, 0, 0.3, generator=torch.Generator().manual_seed(len(name)))
+    tokenizer = quant.load_tokenizer(tiny_qwen)
+    enc = tokenizer([arithmetic.chat_prompt(tokenizer, q["question"], "Solve.") for q in GSM8K_ROWS[:2]],
+                    return_tensors="pt", padding=True)
+    assert sorted(enc.attention_mask[:, 0].tolist()) == [0, 1]  # one prompt is left-padded
+    ids, mask = enc.input_ids.repeat_interleave(3, 0), enc.attention_mask.repeat_interleave(3, 0)
+    shared, plain = CausalLMPolicy(model, share_prompts=True), CausalLMPolicy(model, share_prompts=False)
+
+    samples = []
+    for policy in (shared, plain):
+        torch.manual_seed(3)
+        samples.append(policy.generate(ids, mask, 8, tokenizer.pad_token_id, tokenizer.eos_token_id))
+    assert torch.equal(samples[0][0], samples[1][0])
+    batch = lm_batch(ids, mask, *samples[0], tokenizer.pad_token_id)
+
+    results = []
+    for policy in (shared, plain):
+        model.zero_grad()
+        logp, entropy, _ = policy.evaluate(batch)
+        (logp * batch.mask).sum().backward()
+        grads = torch.cat([p.grad.flatten() for p in model.parameters() if p.requires_grad])
+        results.append((logp.detach(), entropy.detach(), grads, policy.ref_logp(batch)))
+    for a, b in zip(*results):
+        assert torch.allclose(a, b, atol=1e-5, rtol=1e-4)
+    assert results[0][2].abs().sum() > 0
+
+
 def test_grpo_qlora_run_on_cpu(tmp_path, tiny_qwen, gsm8k_file):
     summary = grpo.train(_config(tmp_path, tiny_qwen, gsm8k_file, lora=False, qlora=True, steps=1))
     assert summary["steps"] == 1

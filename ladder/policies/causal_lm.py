@@ -13,6 +13,12 @@ The hidden state at position P − 1 + t predicts completion token t, so
 with τ the sampling temperature, applied exactly as ``generate`` applies it. The lm_head and the
 softmax run over chunks of positions and are recomputed in the backward pass, so the full
 ``[B, T, V]`` float32 logits never sit in memory at once (V = 151,936 for Qwen2.5).
+
+Rows that share a prompt (GRPO's G completions of one question) share its forward pass: the
+prompt's key/value cache is computed once per distinct prompt and indexed out to its rows, then
+only the completions run through the model. The result is the same function of θ (the gradient
+reaches the prompt's activations once, summed over its rows); the work on the prompt drops G-fold
+in sampling, in the π_ref and π_old forwards, and in the training forward and backward.
 """
 
 from __future__ import annotations
@@ -79,8 +85,9 @@ class CausalLMPolicy(nn.Module):
     """
 
     def __init__(self, model: nn.Module, value_head: bool = False, temperature: float = 1.0,
-                 chunk_size: int = 64, ref_model: nn.Module | None = None):
+                 chunk_size: int = 64, ref_model: nn.Module | None = None, share_prompts: bool = True):
         super().__init__()
+        self.share_prompts = share_prompts
         disable_dropout(model)
         model.train()  # dropout is off; train mode keeps activation checkpointing active
         self.model = model
@@ -97,14 +104,29 @@ class CausalLMPolicy(nn.Module):
             nn.init.zeros_(self.value_head.bias)
             self.value_head.to(next(model.parameters()).device)
 
-    def _forward(self, model: nn.Module, batch: Batch, want_values: bool):
-        input_ids, attention_mask = batch.inputs["input_ids"], batch.inputs["attention_mask"]
-        T = batch.actions.shape[1]
+    def _hidden(self, model: nn.Module, input_ids: Tensor, attention_mask: Tensor, T: int) -> Tensor:
+        """Hidden states ``[B, T, H]`` at the positions that predict the ``T`` completion tokens."""
         P = input_ids.shape[1] - T
         decoder = model.get_decoder()
-        out = decoder(input_ids=input_ids, attention_mask=attention_mask,
-                      position_ids=position_ids_for(attention_mask), use_cache=False)
-        hidden = out[0][:, P - 1:P - 1 + T]
+        positions = position_ids_for(attention_mask)
+        shared = shared_prompts(input_ids[:, :P - 1], attention_mask[:, :P - 1]) if self.share_prompts else None
+        if shared is not None and torch.is_grad_enabled() and _checkpointing(model):
+            shared = None  # checkpointed layers drop the cache; the plain forward is the only correct one
+        if shared is None:
+            out = decoder(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions, use_cache=False)
+            return out[0][:, P - 1:P - 1 + T]
+        first, rows = shared
+        with _eval_mode(model):  # no dropout anywhere (disable_dropout), so eval mode changes only checkpointing
+            cache = decoder(input_ids=input_ids[first, :P - 1], attention_mask=attention_mask[first, :P - 1],
+                            position_ids=positions[first, :P - 1], use_cache=True).past_key_values
+            cache.batch_select_indices(rows)
+            out = decoder(input_ids=input_ids[:, P - 1:], attention_mask=attention_mask,
+                          position_ids=positions[:, P - 1:], past_key_values=cache, use_cache=True)
+        return out[0][:, :T]
+
+    def _forward(self, model: nn.Module, batch: Batch, want_values: bool):
+        input_ids, attention_mask = batch.inputs["input_ids"], batch.inputs["attention_mask"]
+        hidden = self._hidden(model, input_ids, attention_mask, batch.actions.shape[1])
         logp, entropy = chunked_logp_entropy(hidden, model.get_output_embeddings(), batch.actions,
                                              self.temperature, self.chunk_size)
         values = None
@@ -152,12 +174,49 @@ class CausalLMPolicy(nn.Module):
             kwargs.update(do_sample=True, temperature=self.temperature, top_k=top_k, top_p=top_p)
         else:
             kwargs.update(do_sample=False, temperature=None, top_k=None, top_p=None)
-        was_training = self.model.training
-        self.model.eval()
-        out = self.model.generate(input_ids=prompt_ids, attention_mask=prompt_mask, **kwargs)
-        self.model.train(was_training)
+        with _eval_mode(self.model):
+            shared = shared_prompts(prompt_ids[:, :-1], prompt_mask[:, :-1]) if self.share_prompts else None
+            if shared is not None:  # encode each distinct prompt once; generate continues from its cache
+                first, rows = shared
+                cache = self.model.get_decoder()(
+                    input_ids=prompt_ids[first, :-1], attention_mask=prompt_mask[first, :-1],
+                    position_ids=position_ids_for(prompt_mask[first, :-1]), use_cache=True).past_key_values
+                cache.batch_select_indices(rows)
+                kwargs["past_key_values"] = cache
+            out = self.model.generate(input_ids=prompt_ids, attention_mask=prompt_mask, **kwargs)
         completion = out[:, prompt_ids.shape[1]:]
         return completion, completion_mask(completion, eos_token_id)
+
+
+def shared_prompts(prompt_ids: Tensor, prompt_mask: Tensor) -> tuple[Tensor, Tensor] | None:
+    """(first row of each distinct prompt, each row's prompt) when some rows repeat a prompt, else None."""
+    if prompt_ids.shape[1] == 0 or len(prompt_ids) < 2:
+        return None
+    keys = torch.cat([prompt_ids, prompt_mask.to(prompt_ids.dtype)], dim=1)
+    distinct, rows = torch.unique(keys, dim=0, return_inverse=True)
+    if len(distinct) == len(keys):
+        return None
+    first = torch.full((len(distinct),), len(keys), dtype=torch.long, device=keys.device)
+    first = first.scatter_reduce(0, rows, torch.arange(len(keys), device=keys.device), reduce="amin")
+    return first, rows
+
+
+def _checkpointing(model: nn.Module) -> bool:
+    return model.training and any(getattr(m, "gradient_checkpointing", False) for m in model.modules())
+
+
+class _eval_mode:
+    """``model.eval()`` inside, the previous mode restored after."""
+
+    def __init__(self, model: nn.Module):
+        self.model = model
+
+    def __enter__(self):
+        self.was_training = self.model.training
+        self.model.eval()
+
+    def __exit__(self, *exc):
+        self.model.train(self.was_training)
 
 
 def completion_mask(completion: Tensor, eos_token_id: int | None) -> Tensor:
