@@ -7,9 +7,15 @@ higher precision. π_ref is then free: the same base with the adapter disabled.
 
 from __future__ import annotations
 
+import logging
+import warnings
+
 import torch
 
 from ladder.runlog import UsageError
+
+# bitsandbytes logs a hint about an optional faster CPU kernel package at import; training is correct without it.
+logging.getLogger("bitsandbytes").setLevel(logging.ERROR)
 
 
 def offline_hint(model_id: str, error: Exception) -> UsageError:
@@ -35,8 +41,8 @@ def load_tokenizer(model_id: str):
         tokenizer = AutoTokenizer.from_pretrained(model_id)
     except Exception as e:  # noqa: BLE001 - OSError offline, ValueError for odd ids, HF errors: one message
         raise offline_hint(model_id, e) from None
-    if tokenizer.pad_token is None:  # GPT-2 and friends: pad with EOS (masked out everywhere anyway)
-        tokenizer.pad_token = tokenizer.eos_token
+    if tokenizer.pad_token is None:  # GPT-2 and friends: pad with EOS (padding is masked out everywhere anyway)
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token or tokenizer.convert_ids_to_tokens(0)
     tokenizer.padding_side = "left"
     return tokenizer
 
@@ -102,7 +108,9 @@ def load_causal_lm(model_id: str, device: torch.device, *, qlora: bool = False, 
     if (qlora or lora) and new_adapter:
         from peft import get_peft_model
 
-        model = get_peft_model(model, lora_config(lora_r, lora_alpha))
+        with warnings.catch_warnings():  # peft reads an attribute transformers 5 has renamed
+            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+            model = get_peft_model(model, lora_config(lora_r, lora_alpha))
     return model
 
 

@@ -8,9 +8,13 @@ surrogate and β·KL(π_θ‖π_ref) (k3, importance-corrected) in the loss. Wit
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import random
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -60,7 +64,10 @@ class Config(RunOptions):
     loss_type: str = option("grpo", "loss aggregation: grpo | bnpo | dr_grpo | dapo", choices=tuple(LOSS_TYPES))
     scale_rewards: str = option("group", "advantage scale: group std | batch std | none",
                                 choices=("group", "batch", "none"))
-    reward_weights: str = option("1,1", "weights of the correctness,format rewards")
+    reward_funcs: str = option("correctness,format", "reward functions, comma-separated: built-in names "
+                               "(correctness, format) or FILE.py:FUNCTION or MODULE:FUNCTION, each called as "
+                               "fn(completions, answers) -> list of floats")
+    reward_weights: str | None = option(None, "one weight per reward function, comma-separated (default: all 1)")
     max_new_tokens: int = option(256, "completion length limit")
     min_new_tokens: int = option(0, "force at least this many tokens (EOS suppressed until then; for benchmarks)")
     temperature: float = option(1.0, "sampling temperature (log-probs use the same)")
@@ -108,15 +115,96 @@ def validate(cfg: Config) -> None:
     reward_weights(cfg)
 
 
+def load_reward_function(spec: str) -> tuple[str, Callable]:
+    """A built-in name, ``FILE.py:FUNCTION`` or ``MODULE:FUNCTION`` → (its name, the function)."""
+    if spec in arithmetic.REWARD_FUNCTIONS:
+        return spec, arithmetic.REWARD_FUNCTIONS[spec]
+    where, _, attr = spec.rpartition(":")
+    if not where or not attr:
+        raise UsageError(f"--reward-funcs: {spec!r} is neither a built-in ({', '.join(arithmetic.REWARD_FUNCTIONS)}) "
+                         f"nor FILE.py:FUNCTION / MODULE:FUNCTION")
+    try:
+        if where.endswith(".py"):
+            module_spec = importlib.util.spec_from_file_location(Path(where).stem, where)
+            if module_spec is None or not Path(where).is_file():
+                raise FileNotFoundError(where)
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(where)
+        fn = getattr(module, attr)
+    except Exception as e:  # noqa: BLE001 - whatever the user's file does wrong, it is one line for them
+        raise UsageError(f"--reward-funcs: cannot load {spec!r} ({type(e).__name__}: {_one_line(e)})") from None
+    if not callable(fn):
+        raise UsageError(f"--reward-funcs: {spec!r} is not a function")
+    return attr, fn
+
+
+def _reward_specs(cfg: Config) -> list[str]:
+    specs = [spec.strip() for spec in cfg.reward_funcs.split(",") if spec.strip()]
+    names = [spec.rpartition(":")[2] for spec in specs]
+    if not specs or len(set(names)) < len(names):
+        raise UsageError(f"--reward-funcs needs one or more functions with distinct names, got {cfg.reward_funcs!r}")
+    return specs
+
+
+def reward_functions(cfg: Config) -> dict[str, Callable]:
+    """Name → function for ``--reward-funcs`` (a user's file is imported here)."""
+    return dict(load_reward_function(spec) for spec in _reward_specs(cfg))
+
+
 def reward_weights(cfg: Config) -> dict[str, float]:
+    """Name → weight w_f of each reward function."""
+    names = [spec.rpartition(":")[2] for spec in _reward_specs(cfg)]
+    if cfg.reward_weights is None:
+        return dict.fromkeys(names, 1.0)
     try:
         weights = [float(w) for w in cfg.reward_weights.split(",")]
     except ValueError:
         weights = []
-    if len(weights) != len(arithmetic.REWARD_FUNCTIONS):
-        raise UsageError(f"--reward-weights needs {len(arithmetic.REWARD_FUNCTIONS)} numbers "
-                         f"({','.join(arithmetic.REWARD_FUNCTIONS)}), got {cfg.reward_weights!r}")
-    return dict(zip(arithmetic.REWARD_FUNCTIONS, weights))
+    if len(weights) != len(names):
+        raise UsageError(f"--reward-weights needs {len(names)} numbers ({','.join(names)}), "
+                         f"got {cfg.reward_weights!r}")
+    return dict(zip(names, weights))
+
+
+def _one_line(error: Exception, limit: int = 120) -> str:
+    text = " ".join(str(error).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _sample(completions: list[str], i: int) -> str:
+    text = completions[i] if len(completions[i]) <= 60 else completions[i][:59] + "…"
+    return f"completion {i}: {text!r}"
+
+
+def call_reward(name: str, fn: Callable, completions: list[str], answers: list[str]) -> torch.Tensor:
+    """``fn(completions, answers)`` as a float tensor ``[N]``; a failing, short or non-finite result is one line."""
+    try:
+        values = fn(completions, answers)
+    except Exception as e:  # noqa: BLE001 - the user's function: name it and the sample it failed on
+        where = ""
+        for i in range(len(completions)):  # find the first sample it fails on alone
+            try:
+                fn(completions[i:i + 1], answers[i:i + 1])
+            except Exception:  # noqa: BLE001
+                where = f" on {_sample(completions, i)}"
+                break
+        where = where or f" on the batch of {len(completions)} completions (each one alone scores fine)"
+        raise UsageError(f"reward function {name!r} raised {type(e).__name__}: {_one_line(e)}{where}") from None
+    try:
+        rewards = torch.tensor([float(v) for v in values], dtype=torch.float32)
+    except (TypeError, ValueError):
+        raise UsageError(f"reward function {name!r} must return a list of numbers, "
+                         f"got {_one_line(ValueError(repr(values)), 80)}") from None
+    if len(rewards) != len(completions):
+        raise UsageError(f"reward function {name!r} returned {len(rewards)} rewards for {len(completions)} completions")
+    bad = (~torch.isfinite(rewards)).nonzero()
+    if len(bad):
+        i = int(bad[0])
+        raise UsageError(f"reward function {name!r} returned {rewards[i].item()} for {_sample(completions, i)}; "
+                         f"rewards must be finite numbers")
+    return rewards
 
 
 def load_problems(cfg: Config) -> tuple[list[dict], list[dict]]:
@@ -140,9 +228,11 @@ def resolve_model(model: str) -> str:
     return str(arithmetic.tiny_math_model()) if model == "@tiny-math" else model
 
 
-def score(completions: list[str], answers: list[str], weights: dict[str, float]) -> tuple[torch.Tensor, dict]:
-    """Weighted sum of the rule rewards, and each function's rewards for the logs."""
-    per_function = {name: torch.tensor(fn(completions, answers)) for name, fn in arithmetic.REWARD_FUNCTIONS.items()}
+def score(completions: list[str], answers: list[str], weights: dict[str, float],
+          functions: dict[str, Callable] | None = None) -> tuple[torch.Tensor, dict]:
+    """r_i = Σ_f w_f · f(completion_i), and each function's rewards for the logs."""
+    functions = functions if functions is not None else {name: arithmetic.REWARD_FUNCTIONS[name] for name in weights}
+    per_function = {name: call_reward(name, fn, completions, answers) for name, fn in functions.items()}
     total = sum(weights[name] * r for name, r in per_function.items())
     return total, per_function
 
@@ -158,7 +248,7 @@ def train(cfg: Config) -> dict:
     if optim == "paged_adamw_8bit" and device.type != "cuda":
         raise UsageError("--optim paged_adamw_8bit needs a CUDA GPU; use --optim adamw on the CPU")
     seed_everything(cfg.seed)
-    weights = reward_weights(cfg)
+    functions, weights = reward_functions(cfg), reward_weights(cfg)
     system_prompt = cfg.system_prompt or (arithmetic.TINY_SYSTEM_PROMPT if cfg.task == "arithmetic"
                                           else arithmetic.SYSTEM_PROMPT)
     problems, held_out = load_problems(cfg)
@@ -211,7 +301,7 @@ def train(cfg: Config) -> dict:
         for group in optimizer.param_groups:  # from the step count alone, so --resume needs no scheduler state
             group["lr"] = cfg.lr * min(1.0, (step + 1) / cfg.warmup_steps) if cfg.warmup_steps else cfg.lr
         record, batch_texts = grpo_step(policy, tokenizer, optimizer, update_cfg, cfg, picked, system_prompt,
-                                        weights, device)
+                                        weights, device, functions)
         step += 1
         tokens += record["tokens"]
         record.update(step=step, tokens_total=tokens, lr=optimizer.param_groups[0]["lr"])
@@ -252,7 +342,8 @@ def train(cfg: Config) -> dict:
 
 
 def grpo_step(policy: CausalLMPolicy, tokenizer, optimizer, update_cfg: core.UpdateConfig, cfg: Config,
-              problems: list[dict], system_prompt: str, weights: dict, device) -> tuple[dict, tuple]:
+              problems: list[dict], system_prompt: str, weights: dict, device,
+              functions: dict[str, Callable] | None = None) -> tuple[dict, tuple]:
     """Sample G completions per prompt, score them, and run one ``core.update``."""
     G = cfg.group_size
     prompts = [arithmetic.chat_prompt(tokenizer, p["question"], system_prompt) for p in problems]
@@ -265,7 +356,7 @@ def grpo_step(policy: CausalLMPolicy, tokenizer, optimizer, update_cfg: core.Upd
     texts = tokenizer.batch_decode(torch.where(mask.bool(), completion, tokenizer.pad_token_id),
                                    skip_special_tokens=True)
     answers = [p["answer"] for p in problems for _ in range(G)]
-    rewards, per_function = score(texts, answers, weights)
+    rewards, per_function = score(texts, answers, weights, functions)
 
     advantages = core.group_relative(rewards, G, cfg.scale_rewards)      # [P·G]
     batch = lm_batch(prompt_ids, prompt_mask, completion, mask.to(device), tokenizer.pad_token_id,
