@@ -27,6 +27,8 @@ class RunOptions:
     overwrite: bool = option(False, "replace an existing --out directory")
     checkpoint_every: int = option(10, "save a resumable checkpoint every N updates")
     progress: bool = option(True, "show a progress bar")
+    max_nonfinite_updates: int = option(10, "stop after this many updates in a row whose every step had a "
+                                            "non-finite loss or gradient (0: never)")
     use_exercises: bool = option(False, "train with your implemented functions from exercises/ "
                                         "(or $LADDER_EXERCISES) in place of the core's")
 

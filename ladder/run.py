@@ -20,7 +20,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from ladder.cli import OneLineParser, add_config_args, config_from_args, die
-from ladder.runlog import RunLog, UsageError
+from ladder.runlog import RunLog, RunStopped, UsageError
 
 RUNGS = {
     "reinforce": "ladder.rungs.reinforce",
@@ -89,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         if not out_existed and "cfg" in locals() and getattr(cfg, "resume", None) is None and Path(cfg.out).exists():
             shutil.rmtree(cfg.out, ignore_errors=True)
         die(str(e))
+    except RunStopped as e:
+        print(f"ladder: stopped: {e}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print(f"\ninterrupted; continue with: python -m ladder.run {name} --resume {cfg.out}", file=sys.stderr)
         return 130

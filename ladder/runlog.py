@@ -25,6 +25,38 @@ class UsageError(Exception):
     """Bad input from the user: reported as one line, exit code 2, nothing half-written."""
 
 
+class RunStopped(Exception):
+    """Training cannot usefully go on: reported as one line, exit code 1; the run directory is kept."""
+
+
+class NonFiniteGuard:
+    """Watches the skipped optimiser steps of each update.
+
+    ``core.update`` never lets a non-finite loss or gradient reach the weights: it skips that step and
+    counts it. This warns the first time it happens and stops the run once ``patience`` updates in a
+    row had every step skipped (the weights have stopped moving: lower the learning rate or check the
+    rewards).
+    """
+
+    def __init__(self, patience: int, out: str | os.PathLike, warn=print):
+        self.patience, self.out, self.warn = patience, out, warn
+        self.warned, self.in_a_row = False, 0
+
+    def __call__(self, passes: list[dict], steps_per_pass: int) -> float:
+        """The number of skipped steps in this update (for the metrics); raises ``RunStopped``."""
+        skipped = sum(p["skipped_steps"] for p in passes)
+        if skipped and not self.warned:
+            self.warned = True
+            self.warn(f"warning: a non-finite loss or gradient; {skipped:g} optimiser step(s) skipped "
+                      f"(counted in skipped_steps). Lower --lr if it keeps happening.")
+        self.in_a_row = self.in_a_row + 1 if skipped >= len(passes) * steps_per_pass else 0
+        if self.patience and self.in_a_row >= self.patience:
+            raise RunStopped(f"{self.in_a_row} updates in a row had only non-finite losses or gradients, so the "
+                             f"weights stopped changing; lower --lr or check the rewards (the run so far is in "
+                             f"{self.out})")
+        return skipped
+
+
 def _clean(value):
     """JSON-safe floats: NaN and ±inf become null."""
     if isinstance(value, float) and not math.isfinite(value):

@@ -93,10 +93,10 @@ def load_causal_lm(model_id: str, device: torch.device, *, qlora: bool = False, 
     if not qlora:
         model.to(device)
     if qlora:
-        from peft import prepare_model_for_kbit_training
-
-        # Casts the few unquantised weights (norms) to float32 and freezes the base.
-        model = prepare_model_for_kbit_training(model, use_gradient_checkpointing=False)
+        # The base is frozen and stays in the compute dtype (embeddings and norms included: upcasting them
+        # to float32 would double the embedding's memory and the activations'); peft keeps the adapters in
+        # float32. Non-reentrant checkpointing needs no input-gradient hooks.
+        model.requires_grad_(False)
         for module in model.modules():
             # bitsandbytes repacks 4-bit weights for fast CPU *inference* on the first no-grad forward;
             # the repacked layout breaks a later forward with gradients, so keep the training layout.

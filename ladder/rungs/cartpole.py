@@ -17,7 +17,7 @@ from ladder import core
 from ladder.cli import RunOptions, option
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
-from ladder.runlog import RunLog, UsageError, rng_state, seed_everything, set_rng_state
+from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, seed_everything, set_rng_state
 
 NAME = "cartpole"
 CURVES = {"episode_return": "training episode return", "eval_return_mean": "greedy eval return (20 eps)",
@@ -116,6 +116,7 @@ def train(cfg: Config) -> dict:
     generator = torch.Generator().manual_seed(cfg.seed)
     log = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg)}, resume=cfg.resume is not None,
                  overwrite=cfg.overwrite, tensorboard=cfg.tensorboard)
+    guard = NonFiniteGuard(cfg.max_nonfinite_updates, log.dir, warn=tqdm.write)
 
     steps_per_update = cfg.num_envs * cfg.num_steps
     num_updates = -(-cfg.total_steps // steps_per_update)
@@ -155,6 +156,7 @@ def train(cfg: Config) -> dict:
         record = {"step": u + 1, "env_steps": env_steps, "num_passes": len(passes),
                   "episode_return": float(np.mean(finished)) if finished else None,
                   "episodes": len(finished), "lr": optimizer.param_groups[0]["lr"], **passes[-1]}
+        record["skipped_steps"] = guard(passes, update_cfg.num_minibatches)
         if env_steps // cfg.eval_every > (env_steps - steps_per_update) // cfg.eval_every or u == num_updates - 1:
             eval_returns = gym_common.evaluate(gym_common.greedy(policy), cfg.env_id, cfg.eval_episodes,
                                                seed=cfg.seed + 10_000)

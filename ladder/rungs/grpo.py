@@ -25,7 +25,7 @@ from ladder.cli import RunOptions, option
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
 from ladder.rungs import lm_eval
-from ladder.runlog import RunLog, UsageError, rng_state, seed_everything, set_rng_state
+from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, seed_everything, set_rng_state
 from ladder.tasks import arithmetic
 
 NAME = "grpo"
@@ -72,7 +72,7 @@ class Config(RunOptions):
     min_new_tokens: int = option(0, "force at least this many tokens (EOS suppressed until then; for benchmarks)")
     temperature: float = option(1.0, "sampling temperature (log-probs use the same)")
     top_p: float = option(1.0, "nucleus sampling p")
-    chunk_size: int = option(64, "positions per chunk of the lm_head / log-softmax")
+    chunk_size: int = option(16, "positions per chunk of the lm_head / log-softmax (rows·chunk·vocab floats at once)")
     eval_every: int = option(25, "greedy held-out accuracy every N updates (0: only before and after)")
     eval_size: int = option(200, "held-out problems in the evaluation")
     train_size: int = option(0, "limit the training problems (0: all)")
@@ -268,6 +268,7 @@ def train(cfg: Config) -> dict:
     optimizer = quant.make_optimizer(policy.parameters(), cfg.lr, optim, device)
     log = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg)}, resume=cfg.resume is not None,
                  overwrite=cfg.overwrite, tensorboard=cfg.tensorboard)
+    guard = NonFiniteGuard(cfg.max_nonfinite_updates, log.dir, warn=tqdm.write)
     update_cfg = core.UpdateConfig(
         mu=cfg.mu, num_minibatches=cfg.num_minibatches, objective="clipped", clip_eps_low=cfg.clip_eps_low,
         clip_eps_high=cfg.clip_eps_high, aggregation=LOSS_TYPES[cfg.loss_type], kl_coef=cfg.kl_coef,
@@ -301,7 +302,7 @@ def train(cfg: Config) -> dict:
         for group in optimizer.param_groups:  # from the step count alone, so --resume needs no scheduler state
             group["lr"] = cfg.lr * min(1.0, (step + 1) / cfg.warmup_steps) if cfg.warmup_steps else cfg.lr
         record, batch_texts = grpo_step(policy, tokenizer, optimizer, update_cfg, cfg, picked, system_prompt,
-                                        weights, device, functions)
+                                        weights, device, functions, guard)
         step += 1
         tokens += record["tokens"]
         record.update(step=step, tokens_total=tokens, lr=optimizer.param_groups[0]["lr"])
@@ -343,7 +344,8 @@ def train(cfg: Config) -> dict:
 
 def grpo_step(policy: CausalLMPolicy, tokenizer, optimizer, update_cfg: core.UpdateConfig, cfg: Config,
               problems: list[dict], system_prompt: str, weights: dict, device,
-              functions: dict[str, Callable] | None = None) -> tuple[dict, tuple]:
+              functions: dict[str, Callable] | None = None, guard: NonFiniteGuard | None = None
+              ) -> tuple[dict, tuple]:
     """Sample G completions per prompt, score them, and run one ``core.update``."""
     G = cfg.group_size
     prompts = [arithmetic.chat_prompt(tokenizer, p["question"], system_prompt) for p in problems]
@@ -378,4 +380,6 @@ def grpo_step(policy: CausalLMPolicy, tokenizer, optimizer, update_cfg: core.Upd
         record[f"rewards/{name}/mean"] = r.mean().item()
         record[f"rewards/{name}/std"] = r.std().item()
     record.update(passes[-1])
+    skipped = sum(p["skipped_steps"] for p in passes)
+    record["skipped_steps"] = guard(passes, update_cfg.num_minibatches) if guard is not None else skipped
     return record, (problems[0]["question"], texts[0], rewards[0].item())

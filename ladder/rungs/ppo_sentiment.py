@@ -34,7 +34,7 @@ from tqdm.auto import tqdm
 from ladder import core
 from ladder.cli import RunOptions, option
 from ladder.policies.causal_lm import CausalLMPolicy, is_peft, lm_batch
-from ladder.runlog import RunLog, UsageError, rng_state, seed_everything, set_rng_state
+from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, seed_everything, set_rng_state
 from ladder.tasks import sentiment
 
 NAME = "ppo-sentiment"
@@ -263,6 +263,7 @@ def train(cfg: Config) -> dict:
     eval_prompts = random.Random(cfg.seed + 1).sample(prompt_pool, min(cfg.num_eval_prompts, len(prompt_pool)))
     log = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg)}, resume=cfg.resume is not None,
                  overwrite=cfg.overwrite, tensorboard=cfg.tensorboard)
+    guard = NonFiniteGuard(cfg.max_nonfinite_updates, log.dir, warn=tqdm.write)
 
     start_update, wall_before, before = 0, 0.0, None
     state = log.load_checkpoint() if cfg.resume else None
@@ -299,6 +300,7 @@ def train(cfg: Config) -> dict:
         last = dict(passes[-1])
         last["kl_ref_token_k3"] = last.pop("kl_ref", None)
         record = {"step": u + 1, "completions": (u + 1) * cfg.batch_size, "num_passes": len(passes), **last}
+        record["skipped_steps"] = guard(passes, update_cfg.num_minibatches)
         record["score_mean"], record["score_std"] = _mean_std(scores)
         record["reward_mean"], record["reward_std"] = _mean_std(shaped)
         record["non_score_reward_mean"] = (shaped - scores).mean().item()

@@ -19,7 +19,7 @@ from ladder import core
 from ladder.cli import RunOptions, option
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
-from ladder.runlog import RunLog, UsageError, rng_state, seed_everything, set_rng_state
+from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, seed_everything, set_rng_state
 
 NAME = "reinforce"
 CURVES = {"episode_return": "training episode return", "eval_return_mean": "greedy eval return (20 eps)",
@@ -112,6 +112,7 @@ def train(cfg: Config) -> dict:
     optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, fused=cfg.device == "cpu")
     log = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg)}, resume=cfg.resume is not None,
                  overwrite=cfg.overwrite, tensorboard=cfg.tensorboard)
+    guard = NonFiniteGuard(cfg.max_nonfinite_updates, log.dir, warn=tqdm.write)
     update_cfg = core.UpdateConfig(mu=1, num_minibatches=1, objective="reinforce", value_coef=cfg.value_coef,
                                    entropy_coef=cfg.entropy_coef, max_grad_norm=cfg.max_grad_norm)
 
@@ -143,6 +144,7 @@ def train(cfg: Config) -> dict:
         bar.update(steps)
         record = {"step": u, "env_steps": env_steps, "episode_return": rewards.sum(1).mean().item(),
                   "episodes": len(batch), **passes[-1]}
+        record["skipped_steps"] = guard(passes, update_cfg.num_minibatches)
         if env_steps >= next_eval or env_steps >= cfg.total_steps:
             next_eval = (env_steps // cfg.eval_every + 1) * cfg.eval_every
             returns_eval = gym_common.evaluate(gym_common.greedy(policy), cfg.env_id, cfg.eval_episodes,

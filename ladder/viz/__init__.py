@@ -7,10 +7,14 @@ Each view returns a ``View`` (an ``ipywidgets.VBox``): ``view.controls`` are its
     mu_view                  μ real passes on one CartPole batch: ratios, clipping, three KLs
     kl_estimators_view       k1 / k2 / k3 bias and variance against the exact KL
     group_advantages_view    GRPO's group-relative advantages under each reward scale
+    kl_tradeoff_view         RLHF-PPO runs at fixed β: reward-model score vs KL to π_ref, samples before/after
+    lm_mu_view               μ real passes on one GRPO batch of the tiny LM: ratios, clipping, three KLs
 """
 
 from ladder.viz._widget import View
 from ladder.viz.cartpole_lab import fixed_batch, mu_passes
+from ladder.viz.lm_lab import beta_sweep, fixed_grpo_batch, lm_mu_passes, ppo_run
+from ladder.viz.lm_views import kl_tradeoff_view, lm_mu_view
 from ladder.viz.views import (
     clipped_objective_view,
     group_advantages_view,
@@ -20,4 +24,5 @@ from ladder.viz.views import (
 )
 
 __all__ = ["View", "fixed_batch", "mu_passes", "clipped_objective_view", "mu_view", "kl_estimators_view",
-           "kl_estimator_stats", "group_advantages_view"]
+           "kl_estimator_stats", "group_advantages_view", "ppo_run", "beta_sweep", "kl_tradeoff_view",
+           "fixed_grpo_batch", "lm_mu_passes", "lm_mu_view"]
