@@ -20,6 +20,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from ladder.cli import OneLineParser, add_config_args, config_from_args, die
+from ladder.distributed import is_main_process
 from ladder.runlog import RunLog, RunStopped, UsageError
 
 RUNGS = {
@@ -95,8 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"\ninterrupted; continue with: python -m ladder.run {name} --resume {cfg.out}", file=sys.stderr)
         return 130
-    print(json.dumps({k: v for k, v in summary.items() if not isinstance(v, (list, dict))}, indent=2))
-    print(f"wrote {cfg.out}/metrics.jsonl, summary.json, curves.png")
+    if is_main_process():  # under accelerate launch, one report
+        print(json.dumps({k: v for k, v in summary.items() if not isinstance(v, (list, dict))}, indent=2))
+        print(f"wrote {cfg.out}/metrics.jsonl, summary.json, curves.png")
     return 0
 
 

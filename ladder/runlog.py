@@ -88,11 +88,16 @@ class RunLog:
     """The output directory of one run of one rung."""
 
     def __init__(self, out: str | os.PathLike, rung: str, config: dict, resume: bool = False,
-                 overwrite: bool = False, tensorboard: bool = False):
+                 overwrite: bool = False, tensorboard: bool = False, writes: bool = True):
+        """``writes=False`` (the other processes of a data-parallel run): keep records in memory, touch no file."""
         self.dir = Path(out)
         self.rung = rung
         self.metrics_path = self.dir / "metrics.jsonl"
         self.checkpoint_path = self.dir / "checkpoint.pt"
+        self.writes, self.kept = writes, []
+        self.writer = None
+        if not writes:
+            return
         if resume:
             self._check_resumable()
         else:
@@ -106,7 +111,6 @@ class RunLog:
             self.dir.mkdir(parents=True, exist_ok=True)
             (self.dir / "config.json").write_text(json.dumps(_clean(config), indent=2))
             self.metrics_path.write_text("")
-        self.writer = None
         if tensorboard:
             from torch.utils.tensorboard import SummaryWriter
             self.writer = SummaryWriter(str(self.dir / "tb"))
@@ -129,6 +133,9 @@ class RunLog:
 
     def log(self, record: dict) -> None:
         record = _clean(record)
+        if not self.writes:
+            self.kept.append(record)
+            return
         with self.metrics_path.open("a") as f:
             f.write(json.dumps(record) + "\n")
         if self.writer is not None:
@@ -138,11 +145,15 @@ class RunLog:
                     self.writer.add_scalar(key, value, step)
 
     def records(self) -> list[dict]:
+        if not self.writes:
+            return list(self.kept)
         lines = self.metrics_path.read_text().splitlines() if self.metrics_path.exists() else []
         return [json.loads(line) for line in lines if line.strip()]
 
     def save_checkpoint(self, state: dict) -> None:
         """Atomic: write to a temporary name, then rename over the previous checkpoint."""
+        if not self.writes:
+            return
         state = dict(state, rung=self.rung, metrics_lines=len(self.records()))
         tmp = self.checkpoint_path.with_suffix(".pt.tmp")
         torch.save(state, tmp)
@@ -159,12 +170,15 @@ class RunLog:
                              f"start again without --resume") from None
         if not isinstance(state, dict) or state.get("rung") != self.rung or "metrics_lines" not in state:
             raise UsageError(f"--resume {self.dir}: checkpoint.pt is not a '{self.rung}' checkpoint")
-        kept = self.metrics_path.read_text().splitlines()[: state["metrics_lines"]]
-        self.metrics_path.write_text("".join(line + "\n" for line in kept))
+        if self.writes:
+            kept = self.metrics_path.read_text().splitlines()[: state["metrics_lines"]]
+            self.metrics_path.write_text("".join(line + "\n" for line in kept))
         return state
 
     def finish(self, summary: dict, curves: dict[str, str], x: str = "step") -> None:
         """Write curves.png, then summary.json (last, so it marks a complete run)."""
+        if not self.writes:
+            return
         plot_curves(self.records(), curves, self.dir / "curves.png", x=x)
         if self.writer is not None:
             self.writer.close()

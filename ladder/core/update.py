@@ -148,11 +148,13 @@ def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: 
         for mb in batch.minibatches(cfg.num_minibatches, generator):
             loss, step, tensors = compute_loss(policy, mb, cfg, tokens_per_minibatch)
             optimizer.zero_grad(set_to_none=True)
-            skipped = not torch.isfinite(loss).item()
+            # A non-finite loss still runs backward, as NaN: every gradient is then NaN, so data-parallel
+            # processes (which average gradients in backward) all see a non-finite norm and all skip alike.
+            loss_finite = torch.isfinite(loss).item()
+            (loss if loss_finite else loss * math.nan).backward()
+            grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+            skipped = not (loss_finite and torch.isfinite(grad_norm).item())
             if not skipped:
-                loss.backward()
-                grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
-                skipped = not torch.isfinite(grad_norm).item()
                 step["grad_norm"] = grad_norm.item()
             if skipped:
                 optimizer.zero_grad(set_to_none=True)

@@ -138,6 +138,10 @@ class CausalLMPolicy(nn.Module):
         """log π_θ, entropy and V for the completion tokens of the batch, each ``[B, T]``."""
         return self._forward(self.model, batch, want_values=True)
 
+    def forward(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor | None]:
+        """``evaluate`` (the call DistributedDataParallel wraps)."""
+        return self.evaluate(batch)
+
     def reference_context(self):
         """Inside it, ``self.model`` is π_ref when the reference is the disabled adapter."""
         if self.ref_model is None and is_peft(self.model):

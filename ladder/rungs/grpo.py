@@ -22,6 +22,7 @@ from tqdm.auto import tqdm
 
 from ladder import core, hub
 from ladder.cli import RunOptions, option
+from ladder.distributed import Processes, weights_digest
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
 from ladder.rungs import lm_eval
@@ -238,11 +239,19 @@ def score(completions: list[str], answers: list[str], weights: dict[str, float],
 
 
 def train(cfg: Config) -> dict:
-    """Train with GRPO; write metrics.jsonl, summary.json, curves.png and the adapter into ``cfg.out``."""
+    """Train with GRPO; write metrics.jsonl, summary.json, curves.png and the adapter into ``cfg.out``.
+
+    Under ``accelerate launch`` every process runs this function on its share of the prompts (see
+    ``ladder.distributed``); only the main process writes.
+    """
     validate(cfg)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    device = quant.check_device(cfg.device)
+    procs = Processes(quant.check_device(cfg.device))
+    device = procs.device
+    if cfg.prompts_per_step % procs.world:
+        raise UsageError(f"--prompts-per-step {cfg.prompts_per_step} cannot be shared equally by {procs.world} "
+                         f"processes; use a multiple of {procs.world}")
     optim = cfg.optim if cfg.optim != "auto" else ("paged_adamw_8bit" if cfg.qlora and device.type == "cuda"
                                                    else "adamw")
     if optim == "paged_adamw_8bit" and device.type != "cuda":
@@ -266,32 +275,44 @@ def train(cfg: Config) -> dict:
         ref_model = quant.load_causal_lm(model_path, device)  # full fine-tuning needs a frozen copy
     policy = CausalLMPolicy(model, temperature=cfg.temperature, chunk_size=cfg.chunk_size, ref_model=ref_model)
     optimizer = quant.make_optimizer(policy.parameters(), cfg.lr, optim, device)
-    log = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg)}, resume=cfg.resume is not None,
-                 overwrite=cfg.overwrite, tensorboard=cfg.tensorboard)
+    log = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg), "processes": procs.world},
+                 resume=cfg.resume is not None, overwrite=cfg.overwrite, tensorboard=cfg.tensorboard,
+                 writes=procs.is_main)
     guard = NonFiniteGuard(cfg.max_nonfinite_updates, log.dir, warn=tqdm.write)
     update_cfg = core.UpdateConfig(
         mu=cfg.mu, num_minibatches=cfg.num_minibatches, objective="clipped", clip_eps_low=cfg.clip_eps_low,
         clip_eps_high=cfg.clip_eps_high, aggregation=LOSS_TYPES[cfg.loss_type], kl_coef=cfg.kl_coef,
         kl_estimator="k3", kl_correction=cfg.kl_correction == "on", max_grad_norm=cfg.max_grad_norm)
-    evaluate = lambda: lm_eval.accuracy(policy, tokenizer, held_out, system_prompt, cfg.max_new_tokens,  # noqa: E731
-                                        device)
+    my_held_out = held_out[procs.rank::procs.world]
 
-    order_rng = random.Random(cfg.seed)
+    def evaluate() -> float:
+        """Greedy accuracy on the held-out problems, each process scoring its share."""
+        correct = round(lm_eval.accuracy(policy, tokenizer, my_held_out, system_prompt, cfg.max_new_tokens,
+                                         device)["accuracy"] * len(my_held_out))
+        return procs.gather(torch.tensor([correct], dtype=torch.float64)).sum().item() / len(held_out)
+
+    order_rng = random.Random(cfg.seed)  # the same prompt order in every process; each takes its share
     order: list[int] = []
     step, tokens, wall_before, evals = 0, 0, 0.0, []
+    if procs.world > 1:
+        torch.manual_seed(cfg.seed + 1 + procs.rank)  # same initial weights (above), different samples
+    trainer = procs.wrap(policy)
     state = log.load_checkpoint() if cfg.resume else None
     if state is not None:
+        if state.get("processes", 1) != procs.world:
+            raise UsageError(f"--resume {cfg.out}: the run was saved by {state.get('processes', 1)} process(es), "
+                             f"this is {procs.world}; resume it with the same number")
         policy.load_state_dict(state["trainable"], strict=False)
         optimizer.load_state_dict(state["optimizer"])
-        set_rng_state(state["rng"])
+        set_rng_state(state["rng"][procs.rank])
         order_rng.setstate(state["order_rng"])
         order, step, tokens, wall_before, evals = (state["order"], state["step"], state["tokens"], state["wall_s"],
                                                    state["evals"])
     t0 = time.perf_counter() - wall_before
     if not evals:
-        evals.append((0, evaluate()["accuracy"]))
+        evals.append((0, evaluate()))
     first_rewards = state["first_rewards"] if state else []
-    bar = tqdm(total=cfg.steps, initial=step, unit="update", desc=NAME, disable=not cfg.progress)
+    bar = tqdm(total=cfg.steps, initial=step, unit="update", desc=NAME, disable=not (cfg.progress and procs.is_main))
     while step < cfg.steps:
         picked = []
         for _ in range(cfg.prompts_per_step):
@@ -301,35 +322,35 @@ def train(cfg: Config) -> dict:
             picked.append(problems[order.pop()])
         for group in optimizer.param_groups:  # from the step count alone, so --resume needs no scheduler state
             group["lr"] = cfg.lr * min(1.0, (step + 1) / cfg.warmup_steps) if cfg.warmup_steps else cfg.lr
-        record, batch_texts = grpo_step(policy, tokenizer, optimizer, update_cfg, cfg, picked, system_prompt,
-                                        weights, device, functions, guard)
+        record, batch_texts = grpo_step(trainer, tokenizer, optimizer, update_cfg, cfg, picked, system_prompt,
+                                        weights, device, functions, guard, procs)
         step += 1
         tokens += record["tokens"]
         record.update(step=step, tokens_total=tokens, lr=optimizer.param_groups[0]["lr"])
         if len(first_rewards) < 5:
             first_rewards.append(record["reward"])
-        if cfg.eval_every and step % cfg.eval_every == 0 and step < cfg.steps:
-            record["eval_accuracy"] = evaluate()["accuracy"]
-            evals.append((step, record["eval_accuracy"]))
-        if step == cfg.steps:
-            record["eval_accuracy"] = evaluate()["accuracy"]
+        if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps:
+            record["eval_accuracy"] = evaluate()
             evals.append((step, record["eval_accuracy"]))
         record["wall_s"] = time.perf_counter() - t0
         log.log(record)
         bar.update(1)
         bar.set_postfix(reward=f"{record['reward']:.2f}", acc=f"{evals[-1][1]:.2f}")
-        if cfg.print_samples and step % cfg.print_samples == 0:
+        if cfg.print_samples and step % cfg.print_samples == 0 and procs.is_main:
             q, c, r = batch_texts
             tqdm.write(f"[{step}] {q!r} → {c!r} → reward {r:.2f}")
         if step % cfg.checkpoint_every == 0 and step < cfg.steps:
+            rng = procs.gather_object(rng_state())  # every process's generator, for an exact resume
             trainable = {n: p.detach().clone() for n, p in policy.named_parameters() if p.requires_grad}
-            log.save_checkpoint({"trainable": trainable, "optimizer": optimizer.state_dict(), "rng": rng_state(),
-                                 "order_rng": order_rng.getstate(), "order": order, "step": step,
-                                 "tokens": tokens, "wall_s": time.perf_counter() - t0, "evals": evals,
-                                 "first_rewards": first_rewards})
+            log.save_checkpoint({"trainable": trainable, "optimizer": optimizer.state_dict(), "rng": rng,
+                                 "processes": procs.world, "order_rng": order_rng.getstate(), "order": order,
+                                 "step": step, "tokens": tokens, "wall_s": time.perf_counter() - t0,
+                                 "evals": evals, "first_rewards": first_rewards})
     bar.close()
 
-    model.save_pretrained(log.dir / ("adapter" if (cfg.qlora or cfg.lora) else "model"))
+    digests = procs.gather_object(weights_digest(policy))
+    if procs.is_main:
+        model.save_pretrained(log.dir / ("adapter" if (cfg.qlora or cfg.lora) else "model"))
     records = log.records()
     summary = {"rung": NAME, "model": cfg.model, "task": cfg.task, "steps": step, "tokens": tokens,
                "accuracy_before": evals[0][1], "accuracy_after": evals[-1][1],
@@ -337,17 +358,25 @@ def train(cfg: Config) -> dict:
                "reward_first5": float(np.mean(first_rewards)) if first_rewards else None,
                "reward_last5": float(np.mean([r["reward"] for r in records[-5:]])) if records else None,
                "final_kl": records[-1].get("kl_ref") if records else None,
-               "wall_s": time.perf_counter() - t0, "seed": cfg.seed}
+               "wall_s": time.perf_counter() - t0, "seed": cfg.seed,
+               "processes": procs.world, "weights_digest_per_process": digests}
     log.finish(summary, CURVES, x="step")
+    procs.barrier()
     return summary
 
 
 def grpo_step(policy: CausalLMPolicy, tokenizer, optimizer, update_cfg: core.UpdateConfig, cfg: Config,
               problems: list[dict], system_prompt: str, weights: dict, device,
-              functions: dict[str, Callable] | None = None, guard: NonFiniteGuard | None = None
-              ) -> tuple[dict, tuple]:
-    """Sample G completions per prompt, score them, and run one ``core.update``."""
+              functions: dict[str, Callable] | None = None, guard: NonFiniteGuard | None = None,
+              procs: Processes | None = None) -> tuple[dict, tuple]:
+    """Sample G completions per prompt, score them, and run one ``core.update``.
+
+    With several processes each one takes its share of ``problems``; rewards are gathered so that
+    the advantages and the statistics cover the whole batch.
+    """
+    procs = procs or Processes(torch.device(device))
     G = cfg.group_size
+    problems = procs.shard(problems)
     prompts = [arithmetic.chat_prompt(tokenizer, p["question"], system_prompt) for p in problems]
     enc = tokenizer(prompts, return_tensors="pt", padding=True).to(device)
     prompt_ids = enc.input_ids.repeat_interleave(G, dim=0)
@@ -358,17 +387,19 @@ def grpo_step(policy: CausalLMPolicy, tokenizer, optimizer, update_cfg: core.Upd
     texts = tokenizer.batch_decode(torch.where(mask.bool(), completion, tokenizer.pad_token_id),
                                    skip_special_tokens=True)
     answers = [p["answer"] for p in problems for _ in range(G)]
-    rewards, per_function = score(texts, answers, weights, functions)
+    my_rewards, my_per_function = score(texts, answers, weights, functions)
+    rewards = procs.gather(my_rewards)                                     # [P·G], all processes
+    mine = slice(procs.rank * len(my_rewards), (procs.rank + 1) * len(my_rewards))
 
-    advantages = core.group_relative(rewards, G, cfg.scale_rewards)      # [P·G]
+    advantages = core.group_relative(rewards, G, cfg.scale_rewards)[mine]  # Â from whole groups
     batch = lm_batch(prompt_ids, prompt_mask, completion, mask.to(device), tokenizer.pad_token_id,
                      advantages=advantages.to(device)[:, None] * mask.to(device), rewards=None)
     if cfg.kl_coef > 0:
         batch.ref_logp = policy.ref_logp(batch)
     passes = core.update(policy, batch, optimizer, update_cfg)
 
-    lengths = mask.sum(1)
-    ended = (completion == tokenizer.eos_token_id).any(1)
+    lengths = procs.gather(mask.sum(1).cpu())
+    ended = procs.gather((completion == tokenizer.eos_token_id).any(1).float().cpu()).bool()
     grouped = rewards.view(-1, G)
     record = {"reward": rewards.mean().item(), "reward_std": rewards.std().item(),
               "frac_reward_zero_std": (grouped.std(1) == 0).float().mean().item(),
@@ -376,10 +407,13 @@ def grpo_step(policy: CausalLMPolicy, tokenizer, optimizer, update_cfg: core.Upd
               "completions/min_length": lengths.min().item(), "completions/max_length": lengths.max().item(),
               "completions/clipped_ratio": (~ended).float().mean().item(), "tokens": int(lengths.sum().item()),
               "num_passes": len(passes)}
-    for name, r in per_function.items():
+    for name, r in my_per_function.items():
+        r = procs.gather(r)
         record[f"rewards/{name}/mean"] = r.mean().item()
         record[f"rewards/{name}/std"] = r.std().item()
-    record.update(passes[-1])
-    skipped = sum(p["skipped_steps"] for p in passes)
-    record["skipped_steps"] = guard(passes, update_cfg.num_minibatches) if guard is not None else skipped
-    return record, (problems[0]["question"], texts[0], rewards[0].item())
+    last = procs.mean(passes[-1])
+    record.update(last)
+    skipped = procs.mean({"skipped_steps": sum(p["skipped_steps"] for p in passes)})["skipped_steps"]
+    record["skipped_steps"] = guard([{"skipped_steps": skipped}], update_cfg.num_minibatches * len(passes)) \
+        if guard is not None else skipped
+    return record, (problems[0]["question"], texts[0], my_rewards[0].item())

@@ -1,0 +1,70 @@
+"""Data parallel under accelerate: two CPU processes share the prompts and train identical weights."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from ladder.distributed import Processes
+
+
+def test_single_process_is_a_no_op():
+    procs = Processes(torch.device("cpu"))
+    assert (procs.world, procs.rank, procs.is_main) == (1, 0, True)
+    assert procs.shard([1, 2, 3, 4]) == [1, 2, 3, 4]
+    x = torch.arange(3.0)
+    assert procs.gather(x) is x and procs.mean({"a": 1.0}) == {"a": 1.0}
+
+
+def _worker(rank: int, port: int, results) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", RANK=str(rank),
+                      LOCAL_RANK=str(rank))
+    procs = Processes(torch.device("cpu"))
+    x = torch.tensor([float(rank), 10.0 + rank])
+    results[rank] = (procs.shard(list(range(6))), procs.gather(x).tolist(),
+                     procs.mean({"a": float(rank), "ratio_min": float(rank), "ratio_max": float(rank), "s": "x"}),
+                     procs.gather_object(f"r{rank}"))
+
+
+def test_two_processes_share_gather_and_reduce():
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    results = mp.Manager().dict()
+    mp.spawn(_worker, args=(port, results), nprocs=2)
+    assert results[0][0] == [0, 1, 2] and results[1][0] == [3, 4, 5]
+    for rank in (0, 1):
+        shard, gathered, mean, objects = results[rank]
+        assert gathered == [0.0, 10.0, 1.0, 11.0]
+        assert mean == {"a": 0.5, "ratio_min": 0.0, "ratio_max": 1.0, "s": "x"}
+        assert objects == ["r0", "r1"]
+
+
+@pytest.mark.skipif(shutil.which("accelerate") is None and not os.path.exists(
+    os.path.join(os.path.dirname(sys.executable), "accelerate")), reason="accelerate CLI not installed")
+def test_two_processes_train_the_same_weights(tmp_path):
+    accelerate = shutil.which("accelerate") or os.path.join(os.path.dirname(sys.executable), "accelerate")
+    out = tmp_path / "run"
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
+    result = subprocess.run(
+        [accelerate, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision",
+         "no", "--dynamo_backend", "no", "-m", "ladder.run", "grpo", "--preset", "tiny", "--steps", "2",
+         "--eval-size", "8", "--prompts-per-step", "4", "--out", str(out), "--no-progress"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["processes"] == 2
+    first, second = summary["weights_digest_per_process"]
+    assert first == second  # gradients averaged in backward: every process took the same steps
+    records = [json.loads(line) for line in open(out / "metrics.jsonl")]
+    assert len(records) == 2  # one writer
+    assert result.stdout.count('"processes": 2') == 1  # one report
+    assert (out / "adapter" / "adapter_model.safetensors").exists()
