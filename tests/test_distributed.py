@@ -48,23 +48,30 @@ def test_two_processes_share_gather_and_reduce():
         assert objects == ["r0", "r1"]
 
 
-@pytest.mark.skipif(shutil.which("accelerate") is None and not os.path.exists(
-    os.path.join(os.path.dirname(sys.executable), "accelerate")), reason="accelerate CLI not installed")
-def test_two_processes_train_the_same_weights(tmp_path):
-    accelerate = shutil.which("accelerate") or os.path.join(os.path.dirname(sys.executable), "accelerate")
+def _accelerate() -> str | None:
+    here = os.path.join(os.path.dirname(sys.executable), "accelerate")
+    return here if os.path.exists(here) else shutil.which("accelerate")
+
+
+@pytest.mark.skipif(_accelerate() is None, reason="accelerate CLI not installed")
+@pytest.mark.parametrize("rung_args, saved", [
+    (["grpo", "--preset", "tiny", "--steps", "2", "--eval-size", "8", "--prompts-per-step", "4"],
+     "adapter/adapter_model.safetensors"),
+    (["ppo-sentiment", "--preset", "tiny", "--num-updates", "2", "--batch-size", "16"], "policy/value_head.pt"),
+])
+def test_two_processes_train_the_same_weights(tmp_path, rung_args, saved):
+    """``accelerate launch`` with two CPU processes (torchrun + gloo): one writer, identical weights."""
     out = tmp_path / "run"
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
     result = subprocess.run(
-        [accelerate, "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1", "--mixed_precision",
-         "no", "--dynamo_backend", "no", "-m", "ladder.run", "grpo", "--preset", "tiny", "--steps", "2",
-         "--eval-size", "8", "--prompts-per-step", "4", "--out", str(out), "--no-progress"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+        [_accelerate(), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+         "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "ladder.run", *rung_args, "--out", str(out),
+         "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["processes"] == 2
     first, second = summary["weights_digest_per_process"]
     assert first == second  # gradients averaged in backward: every process took the same steps
-    records = [json.loads(line) for line in open(out / "metrics.jsonl")]
-    assert len(records) == 2  # one writer
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 2  # one writer
     assert result.stdout.count('"processes": 2') == 1  # one report
-    assert (out / "adapter" / "adapter_model.safetensors").exists()
+    assert (out / saved).exists()

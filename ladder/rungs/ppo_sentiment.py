@@ -33,6 +33,7 @@ from tqdm.auto import tqdm
 
 from ladder import core
 from ladder.cli import RunOptions, option
+from ladder.distributed import Processes, weights_digest
 from ladder.policies.causal_lm import CausalLMPolicy, is_peft, lm_batch
 from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, seed_everything, set_rng_state
 from ladder.tasks import sentiment
@@ -249,11 +250,16 @@ def train(cfg: Config) -> dict:
     validate(cfg)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
+    procs = Processes(torch.device(cfg.device))  # under accelerate launch: this process's share (ladder.distributed)
+    cfg.device = str(procs.device)
+    if cfg.batch_size % procs.world:
+        raise UsageError(f"--batch-size {cfg.batch_size} cannot be shared equally by {procs.world} processes")
     seed_everything(cfg.seed)
     t_load = time.perf_counter()
     model, tokenizer, reward_fn, prompt_pool = load_parts(cfg)
     seed_everything(cfg.seed)  # building a tiny model on first use must not change the run
     policy = build_policy(cfg, model).to(cfg.device)
+    trainer = procs.wrap(policy)
     load_s = time.perf_counter() - t_load
     params = [p for p in policy.parameters() if p.requires_grad]
     optimizer = torch.optim.Adam(params, lr=cfg.lr)
@@ -261,28 +267,35 @@ def train(cfg: Config) -> dict:
     generator = torch.Generator().manual_seed(cfg.seed)
     prompt_rng = random.Random(cfg.seed)
     eval_prompts = random.Random(cfg.seed + 1).sample(prompt_pool, min(cfg.num_eval_prompts, len(prompt_pool)))
-    log = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg)}, resume=cfg.resume is not None,
-                 overwrite=cfg.overwrite, tensorboard=cfg.tensorboard)
+    log = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg), "processes": procs.world},
+                 resume=cfg.resume is not None, overwrite=cfg.overwrite, tensorboard=cfg.tensorboard,
+                 writes=procs.is_main)
     guard = NonFiniteGuard(cfg.max_nonfinite_updates, log.dir, warn=tqdm.write)
 
     start_update, wall_before, before = 0, 0.0, None
+    if procs.world > 1:
+        torch.manual_seed(cfg.seed + 1 + procs.rank)  # same initial weights, different samples
     state = log.load_checkpoint() if cfg.resume else None
     if state is not None:
+        if state.get("processes", 1) != procs.world:
+            raise UsageError(f"--resume {cfg.out}: the run was saved by {state.get('processes', 1)} process(es), "
+                             f"this is {procs.world}; resume it with the same number")
         policy.load_state_dict(state["policy"], strict=False)
         optimizer.load_state_dict(state["optimizer"])
         controller.load_state_dict(state["controller"])
         generator.set_state(state["generator"])
         prompt_rng.setstate(state["prompt_rng"])
-        set_rng_state(state["rng"])
+        set_rng_state(state["rng"][procs.rank])
         start_update, wall_before, before = state["update"], state["wall_s"], state["before"]
     if before is None:
         before = sample_table(policy, tokenizer, reward_fn, eval_prompts, cfg)
 
     update_cfg = update_config(cfg)
     t0 = time.perf_counter() - wall_before
-    bar = tqdm(total=cfg.num_updates, initial=start_update, unit="update", desc=NAME, disable=not cfg.progress)
+    bar = tqdm(total=cfg.num_updates, initial=start_update, unit="update", desc=NAME,
+               disable=not (cfg.progress and procs.is_main))
     for u in range(start_update, cfg.num_updates):
-        prompts = prompt_rng.choices(prompt_pool, k=cfg.batch_size)
+        prompts = procs.shard(prompt_rng.choices(prompt_pool, k=cfg.batch_size))
         batch, completions, texts = rollout(policy, tokenizer, prompts, cfg)
         old_logp, values, ref_logp = old_and_ref(policy, batch, cfg.forward_batch_size)
         scores = score(reward_fn, texts, cfg.forward_batch_size).to(old_logp.device)
@@ -292,12 +305,13 @@ def train(cfg: Config) -> dict:
         batch.old_logp, batch.ref_logp = old_logp, ref_logp
         batch.values, batch.rewards, kl = targets["values"], targets["rewards"], targets["kl"]
         batch.advantages, batch.returns = targets["advantages"], targets["returns"]
-        passes = core.update(policy, batch, optimizer, update_cfg, generator)
+        passes = core.update(trainer, batch, optimizer, update_cfg, generator)
 
-        kl_per_seq = kl.sum(dim=1)
+        # statistics of the whole batch, gathered from every process
+        kl_per_seq = procs.gather(kl.sum(dim=1))
         controller.update(kl_per_seq.mean().item(), cfg.batch_size)
-        shaped = batch.rewards.sum(dim=1)
-        last = dict(passes[-1])
+        shaped, scores = procs.gather(batch.rewards.sum(dim=1)), procs.gather(scores)
+        last = procs.mean(dict(passes[-1]))
         last["kl_ref_token_k3"] = last.pop("kl_ref", None)
         record = {"step": u + 1, "completions": (u + 1) * cfg.batch_size, "num_passes": len(passes), **last}
         record["skipped_steps"] = guard(passes, update_cfg.num_minibatches)
@@ -306,28 +320,30 @@ def train(cfg: Config) -> dict:
         record["non_score_reward_mean"] = (shaped - scores).mean().item()
         record["kl_ref"] = kl_per_seq.mean().item()
         record["kl_coef"] = kl_coef
-        record["response_length"] = mask.sum(dim=1).mean().item()
+        record["response_length"] = procs.gather(mask.sum(dim=1)).mean().item()
         record["wall_s"] = time.perf_counter() - t0
         log.log(record)
         bar.update(1)
         bar.set_postfix(score=f"{record['score_mean']:+.3f}", kl=f"{record['kl_ref']:.2f}", beta=f"{kl_coef:.3f}")
-        if cfg.sample_every and (u + 1) % cfg.sample_every == 0:
+        if cfg.sample_every and (u + 1) % cfg.sample_every == 0 and procs.is_main:
             tqdm.write(f"update {u + 1}: score {record['score_mean']:+.3f}  KL {record['kl_ref']:.2f}  "
                        f"β {kl_coef:.3f}")
             for p, c, s in list(zip(prompts, completions, scores.tolist()))[:cfg.num_samples]:
                 tqdm.write(f"  {p!r} → {c!r} → {s:+.3f}")
         if (u + 1) % cfg.checkpoint_every == 0:
+            rng = procs.gather_object(rng_state())
             log.save_checkpoint({
                 "policy": trainable_state(policy), "optimizer": optimizer.state_dict(),
                 "controller": controller.state_dict(), "generator": generator.get_state(),
-                "prompt_rng": prompt_rng.getstate(), "rng": rng_state(), "before": before,
+                "prompt_rng": prompt_rng.getstate(), "rng": rng, "processes": procs.world, "before": before,
                 "update": u + 1, "wall_s": time.perf_counter() - t0})
     bar.close()
 
     after = sample_table(policy, tokenizer, reward_fn, eval_prompts, cfg)
     table = before_after_table(before, after)
-    print("\nSample completions before → after training (same prompts, same sampling seed):\n" + table)
-    (log.dir / "samples.md").write_text(table + "\n")
+    if procs.is_main:
+        print("\nSample completions before → after training (same prompts, same sampling seed):\n" + table)
+        (log.dir / "samples.md").write_text(table + "\n")
 
     records = log.records()
     scores_per_update = [r["score_mean"] for r in records]
@@ -347,8 +363,12 @@ def train(cfg: Config) -> dict:
                      "after": a["completion"], "after_score": a["score"]} for b, a in zip(before, after)],
     }
     summary["score_gain"] = summary["score_last5_mean"] - summary["score_first5_mean"]
-    save_policy(policy, tokenizer, log.dir)
+    summary["processes"], summary["weights_digest_per_process"] = procs.world, procs.gather_object(
+        weights_digest(policy))
+    if procs.is_main:
+        save_policy(policy, tokenizer, log.dir)
     log.finish(summary, CURVES, x="step")
+    procs.barrier()
     return summary
 
 
