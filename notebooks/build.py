@@ -295,13 +295,32 @@ summary = ppo_sentiment.train(cfg)
 {k: summary[k] for k in ("updates", "score_first", "score_last", "kl_final", "kl_coef_final")}""",
     """display(Markdown((RUNS / "sentiment" / "samples.md").read_text()))""",
     """[{k: round(r[k], 4) for k in ("score_mean", "kl_ref", "kl_coef", "clip_frac")} for r in metrics(RUNS / "sentiment")]""",
-    r"""md:## Reward vs KL
-
-Every RLHF run walks a curve in the (KL, score) plane: the reward model's score goes up, the policy moves
-away from $\pi_{\text{ref}}$. $\beta$ sets the price of that distance. Four updates on the tiny preset are
-far too few to see the trade-off clearly — run `--preset tiny` (100 updates) with `--kl-coef 0.05` and with
-`--kl-coef 0.5 --no-adaptive-kl` and compare their `kl_ref` and `score_mean` curves.""",
     """display(Image(filename=str(RUNS / "sentiment" / "curves.png")))""",
+    r"""md:## Reward vs KL: what $\beta$ buys
+
+Every RLHF run walks a path in the (KL, score) plane: the reward model's score goes up as the policy moves
+away from $\pi_{\text{ref}}$. $\beta$ is the price of that distance. PPO maximises, per completion,
+
+$$\text{score} - \beta \sum_t \mathrm{KL}_t ,$$
+
+so a large $\beta$ stops the walk early (close to $\pi_{\text{ref}}$, a modest score) and $\beta = 0$ lets it run as
+far as the reward model pays — which is where **reward hacking** lives: the reward model is only a proxy,
+and nothing keeps the text fluent once it has found what the proxy likes.
+
+The widget below trains the tiny preset once for each $\beta$, **fixed** (`adaptive_kl=False`, so each run pays the
+same price all along), 30 updates of 32 completions each — about ten seconds per run, once; the runs are
+cached. Pick a $\beta$ to highlight it and to see its completions before and after training (same prompts, same
+sampling seed); slide *updates* to read the curves part of the way. Curves are means over the last 5 updates.""",
+    """view = viz.kl_tradeoff_view(betas=(0.0, 0.2, 1.0), steps=30)
+view""",
+    """for beta, run in view.data["runs"].items():
+    print(f"β = {beta:<4}: score {run['score_end']:+.2f}   KL {run['kl_end']:6.2f}   score − β·KL {run['reward_end']:+.2f}")""",
+    """view.controls["beta"].value = 0.0     # the β = 0 run: its completions now sit under the plot
+[(s["after"], s["after_score"]) for s in view.data["samples"]]""",
+    r"""md:With $\beta = 0$ the score is near its maximum, and the text is no longer a review: the policy found what
+VADER likes and repeats it. With $\beta = 1$ the policy hardly moves. In between, the score rises while the KL stays modest — the
+trade-off PPO-RLHF is tuned for. The adaptive controller (the default, `--kl-target`) picks $\beta$ for you by
+steering the KL towards a target instead.""",
 ]
 
 NOTEBOOKS["5_grpo_qlora"] = [
@@ -349,12 +368,11 @@ gets $\pi_{\text{ref}}$ for free: the reference log-probs are the same model wit
 ## Run it: a few steps of the tiny preset
 
 The tiny preset (a tiny instruct model ladder builds and caches on first use — about a minute —
-and synthetic two-digit addition) runs on a CPU, 4-bit included. Two steps with $\mu = 1$ and two with
-$\mu = 4$: with $\mu = 1$ the ratio is exactly 1; with $\mu = 4$ it spreads, as on CartPole — but only if some
-group had a spread of rewards. A group whose $G$ rewards are all equal has $\hat A = 0$ and, with
-$\pi_\theta = \pi_{\text{ref}}$ at the start, the $k_3$ term has zero gradient too: nothing moves.
-`frac_reward_zero_std` counts those groups; early in training (or on problems that are too hard) it is
-often 1.
+and synthetic two-digit addition) runs on a CPU, 4-bit included. Two steps here; the reward is the
+correctness reward plus the format reward, so a right, well-formatted answer earns 2.
+A group whose $G$ rewards are all equal has $\hat A = 0$ and, with $\pi_\theta = \pi_{\text{ref}}$ at the start, the
+$k_3$ term has zero gradient too: nothing moves. `frac_reward_zero_std` counts those groups; early in
+training (or on problems that are too hard) it is often 1.
 On a GPU, the real run is
 
 ```bash
@@ -365,13 +383,47 @@ python -m ladder.run grpo --qlora --device cuda        # Qwen2.5-0.5B-Instruct o
 USE_GPU = False
 short = {"steps": 2, "eval_size": 8, "eval_every": 0, "print_samples": 0}
 base = {"device": "cuda"} if USE_GPU else {**grpo.PRESETS["tiny"], **short}
-for mu in (1, 4):
-    grpo.train(grpo.Config(**base, qlora=True, mu=mu, out=str(RUNS / f"grpo-mu{mu}"), progress=False))""",
-    """for mu in (1, 4):
-    last = metrics(RUNS / f"grpo-mu{mu}")[-1]
-    print(f"μ={mu}: " + "  ".join(f"{k} {last[k]:.4f}" for k in ("reward", "frac_reward_zero_std", "ratio_min", "ratio_max", "clip_frac", "kl_ref")))""",
+summary = grpo.train(grpo.Config(**base, qlora=True, out=str(RUNS / "grpo"), progress=False))
+for r in metrics(RUNS / "grpo"):
+    print(f"step {r['step']}: " + "  ".join(f"{k} {r[k]:.4f}" for k in ("reward", "frac_reward_zero_std", "clip_frac", "kl_ref")))""",
     r"""md:The accuracy of two steps means nothing; the full tiny run is `python -m ladder.run grpo --qlora --preset tiny`
 (and `python -m ladder.run eval --preset tiny --adapter runs/grpo-seed0/adapter` evaluates the adapter).
+
+## What $\mu$ does on the LM
+
+Notebook 3's experiment, on the language model. The three policies of the tiny QLoRA preset:
+
+* $\pi_{\text{ref}}$ — the 4-bit base with the LoRA adapter **disabled**;
+* $\pi_{\text{old}}$ — the same model after 8 ordinary GRPO updates (`grpo.grpo_step`); it samples one fixed batch
+  of 8 prompts × 8 completions (about 1,700 completion tokens);
+* $\pi_\theta$ — a copy of $\pi_{\text{old}}$'s adapter, given $\mu$ passes of `core.update` with the GRPO loss
+  (clipped surrogate $+\ \beta\,\frac{\pi_\theta}{\pi_{\text{old}}} k_3$, $\beta = 0.04$).
+
+The tiny model's vocabulary has a few hundred tokens, so every KL is also computed **exactly** at each visited
+position $s_t$: $\sum_v \pi_\theta(v\mid s_t)\log\frac{\pi_\theta(v\mid s_t)}{\pi_x(v\mid s_t)}$. The GRPO loss instead sees one
+sampled token $c_t \sim \pi_{\text{old}}$ per position. Over fresh samples at the same positions, the corrected estimate
+averages to the exact KL:
+
+$$\mathbb{E}_{c\sim\pi_{\text{old}}}\Big[\frac{\pi_\theta(c)}{\pi_{\text{old}}(c)}k_3(c)\Big] = \sum_v \pi_\theta(v)\,k_3(v) = \mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}}),
+\qquad \mathbb{E}_{c\sim\pi_{\text{old}}}[k_3(c)] = \sum_v \pi_{\text{old}}(v)\,k_3(v) \neq \mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$$
+
+and the shaded bands show mean ± std of each estimate over such fresh samples. Building $\pi_{\text{old}}$ and the batch
+takes about 15 seconds, once; each setting of the sliders then costs well under a second per pass (CPU).""",
+    """view = viz.lm_mu_view(mu=4, lr=3e-4, clip_eps=0.2)
+view""",
+    """for mu in (1, 2, 4, 8):
+    run = viz.lm_mu_passes(mu, lr=3e-4)
+    print(f"μ={mu}: ratio std {run['ratios'][-1].std():.3f}  clip {run['clip_frac_after'][-1]:.3f}  "
+          f"KL(θ‖old) {run['kl_old_exact'][-1]:.4f}  KL(θ‖ref) exact {run['kl_ref_exact'][-1]:.4f}  "
+          f"biased {run['kl_ref_biased'][-1]:.4f}  corrected {run['kl_ref_corrected'][-1]:.4f}")""",
+    r"""md:As on CartPole, each pass spreads the ratios, the clip switches off more tokens, and KL$(\pi_\theta\,\|\,\pi_{\text{old}})$
+grows. Most tokens of a worked sum are nearly certain, so most ratios stay at 1 and the action is in a few
+hundred tokens (the histogram is on a log scale) — and in half the groups all $G$ answers scored the same,
+so their $\hat A = 0$ and only the KL term moves them. The plain $k_3$ average drifts away from the exact KL as
+$\mu$ grows; the corrected one's band is centred on it, but one batch's value is noisy — a few positions, and
+tokens $\pi_{\text{old}}$ seldom samples, carry much of the KL. Try the preset's learning rate `1e-3`: Adam's first steps are large, the plain
+estimate overshoots several-fold, and the corrected band widens.
+
 **Exercises:** `ex10_group_relative.py` and `ex11_aggregate.py`; then
 `python -m ladder.run grpo --preset tiny --use-exercises` trains with your `group_relative` and `aggregate`.""",
 ]

@@ -238,6 +238,14 @@ def score(completions: list[str], answers: list[str], weights: dict[str, float],
     return total, per_function
 
 
+def update_config(cfg: Config) -> core.UpdateConfig:
+    """GRPO's ``core.update``: the clipped surrogate (ε_low, ε_high) + β·k3 KL to π_ref in the loss."""
+    return core.UpdateConfig(
+        mu=cfg.mu, num_minibatches=cfg.num_minibatches, objective="clipped", clip_eps_low=cfg.clip_eps_low,
+        clip_eps_high=cfg.clip_eps_high, aggregation=LOSS_TYPES[cfg.loss_type], kl_coef=cfg.kl_coef,
+        kl_estimator="k3", kl_correction=cfg.kl_correction == "on", max_grad_norm=cfg.max_grad_norm)
+
+
 def train(cfg: Config) -> dict:
     """Train with GRPO; write metrics.jsonl, summary.json, curves.png and the adapter into ``cfg.out``.
 
@@ -279,10 +287,7 @@ def train(cfg: Config) -> dict:
                  resume=cfg.resume is not None, overwrite=cfg.overwrite, tensorboard=cfg.tensorboard,
                  writes=procs.is_main)
     guard = NonFiniteGuard(cfg.max_nonfinite_updates, log.dir, warn=tqdm.write)
-    update_cfg = core.UpdateConfig(
-        mu=cfg.mu, num_minibatches=cfg.num_minibatches, objective="clipped", clip_eps_low=cfg.clip_eps_low,
-        clip_eps_high=cfg.clip_eps_high, aggregation=LOSS_TYPES[cfg.loss_type], kl_coef=cfg.kl_coef,
-        kl_estimator="k3", kl_correction=cfg.kl_correction == "on", max_grad_norm=cfg.max_grad_norm)
+    update_cfg = update_config(cfg)
     my_held_out = held_out[procs.rank::procs.world]
 
     def evaluate() -> float:

@@ -39,6 +39,7 @@ import io
 import json
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -47,7 +48,9 @@ import torch
 from ladder import core
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch, position_ids_for
+from ladder.rungs import grpo, ppo_sentiment
 from ladder.runlog import rng_state, set_rng_state
+from ladder.tasks import arithmetic
 from ladder.viz.cartpole_lab import one_thread
 
 
@@ -72,8 +75,6 @@ def ppo_run(beta: float, steps: int = 30, batch_size: int = 32, seed: int = 0, n
     completions of the same ``num_eval_prompts`` prompts before and after training (summary.json).
     Cached: each β trains once per process.
     """
-    from ladder.rungs import ppo_sentiment
-
     out = Path(tempfile.mkdtemp(prefix="ladder-beta-"))
     overrides = {"num_updates": steps, "batch_size": batch_size, "kl_coef": float(beta), "adaptive_kl": False,
                  "num_eval_prompts": num_eval_prompts, "sample_every": 0, "seed": seed}
@@ -107,25 +108,27 @@ def trailing_mean(x, window: int) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------------- μ passes (LM)
+@dataclass
 class FixedGRPOBatch:
-    """(policy at π_old, its adapter state, the batch, full log-prob tables of π_old and π_ref)."""
+    """π_old (a policy whose adapter holds ``old_state``), the batch it sampled, and full log-prob tables."""
 
-    def __init__(self, policy, old_state, batch, logp_old_all, logp_ref_all, rewards, group_size, cfg):
-        self.policy, self.old_state, self.batch = policy, old_state, batch
-        self.logp_old_all, self.logp_ref_all = logp_old_all, logp_ref_all
-        self.rewards, self.group_size, self.cfg = rewards, group_size, cfg
+    policy: CausalLMPolicy           # the tiny model with its LoRA adapter; π_ref = the adapter disabled
+    old_state: dict                  # π_old's adapter weights
+    batch: core.Batch                # P·G completions: old_logp, ref_logp, advantages Â_i on every token
+    logp_old_all: torch.Tensor       # log π_old(·|s_t) over the vocabulary, [B, T, V]
+    logp_ref_all: torch.Tensor       # log π_ref(·|s_t) over the vocabulary, [B, T, V]
+    rewards: torch.Tensor            # the P·G rule rewards
+    group_size: int                  # G
+    cfg: grpo.Config                 # the preset it was built from
 
 
 def grpo_update_config(cfg, mu: int = 1, clip_eps: float | None = None) -> core.UpdateConfig:
-    """The ``core.UpdateConfig`` the GRPO rung builds from its Config (clipped surrogate + β·k3 in the loss)."""
-    from ladder.rungs import grpo
-
-    eps_low = cfg.clip_eps_low if clip_eps is None else clip_eps
-    eps_high = cfg.clip_eps_high if clip_eps is None else clip_eps
-    return core.UpdateConfig(mu=mu, num_minibatches=cfg.num_minibatches, objective="clipped", clip_eps_low=eps_low,
-                             clip_eps_high=eps_high, aggregation=grpo.LOSS_TYPES[cfg.loss_type],
-                             kl_coef=cfg.kl_coef, kl_estimator="k3", kl_correction=cfg.kl_correction == "on",
-                             max_grad_norm=cfg.max_grad_norm)
+    """The rung's ``grpo.update_config`` with μ (and a symmetric ε) set by the widget."""
+    update_cfg = grpo.update_config(cfg)
+    update_cfg.mu = mu
+    if clip_eps is not None:
+        update_cfg.clip_eps_low = update_cfg.clip_eps_high = clip_eps
+    return update_cfg
 
 
 @torch.no_grad()
@@ -181,9 +184,6 @@ def fixed_grpo_batch(seed: int = 0, warmup_updates: int = 8, prompts: int = 8, g
 
 
 def _fixed_grpo_batch(seed: int, warmup_updates: int, prompts: int, group_size: int, qlora: bool) -> FixedGRPOBatch:
-    from ladder.rungs import grpo
-    from ladder.tasks import arithmetic
-
     preset = {**grpo.PRESETS["tiny"], "qlora": qlora, "lora": not qlora, "prompts_per_step": prompts,
               "group_size": group_size, "seed": seed}
     cfg = grpo.Config(**preset, progress=False)

@@ -1,0 +1,127 @@
+"""The language-model widgets: drive the controls and check the plotted numbers move as the math says.
+
+Both views train for real on the tiny offline models (cached per process): a few seconds per β run
+of the sentiment rung, a few tens of seconds for π_old and the fixed GRPO batch.
+"""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import ipywidgets  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from ladder import viz  # noqa: E402
+from ladder.viz import lm_lab  # noqa: E402
+
+BETAS, STEPS, BATCH = (0.0, 1.0), 10, 32
+
+
+@pytest.fixture(scope="module")
+def beta_view():
+    return viz.kl_tradeoff_view(betas=BETAS, steps=STEPS, batch_size=BATCH)
+
+
+@pytest.fixture(scope="module")
+def lm_mu_view():
+    return viz.lm_mu_view(mu=1)
+
+
+def test_beta_view_is_a_widget_with_samples(beta_view):
+    assert isinstance(beta_view, ipywidgets.VBox)
+    assert set(beta_view.controls) == {"beta", "steps"}
+    assert beta_view.image.value[:8] == b"\x89PNG\r\n\x1a\n"
+    assert beta_view.samples in beta_view.children and "<table>" in beta_view.samples.value
+    assert len(beta_view.data["samples"]) == 6
+
+
+def test_beta_view_plots_the_rungs_metrics(beta_view):
+    beta_view.controls["steps"].value = STEPS
+    for b in BETAS:
+        run = viz.ppo_run(b, STEPS, BATCH, 0)
+        plotted = beta_view.data["runs"][b]
+        assert np.array_equal(plotted["kl"], run["kl"]) and np.array_equal(plotted["score"], run["score"])
+        # what PPO maximises: the score minus β times the per-sequence KL (core.kl_penalized_rewards)
+        assert np.allclose(run["reward"], np.array(run["score"]) - b * np.array(run["kl"]), atol=1e-5)
+        assert plotted["kl_end"] == pytest.approx(np.mean(run["kl"][-5:]))
+    assert beta_view.data["runs"][0.0]["kl"][0] == pytest.approx(0.0, abs=1e-6)   # first batch: π_θ = π_ref
+
+
+def test_larger_beta_ends_closer_to_pi_ref_with_a_lower_score(beta_view):
+    beta_view.controls["steps"].value = STEPS
+    free, anchored = beta_view.data["runs"][0.0], beta_view.data["runs"][1.0]
+    assert anchored["kl_end"] < 0.5 * free["kl_end"]
+    assert anchored["score_end"] < free["score_end"]
+    assert free["kl_end"] > beta_view.data["runs"][0.0]["kl_avg"][2]      # with β = 0 the KL only grows
+
+
+def test_beta_view_controls_move_the_reading_and_the_samples(beta_view):
+    beta_view.controls["steps"].value = 4
+    d = beta_view.data
+    assert all(len(r["kl"]) == 4 for r in d["runs"].values())
+    assert d["runs"][0.0]["kl_end"] == pytest.approx(np.mean(viz.ppo_run(0.0, STEPS, BATCH, 0)["kl"][:4]))
+    beta_view.controls["beta"].value = 0.0
+    free = beta_view.data["samples"]
+    beta_view.controls["beta"].value = 1.0
+    anchored = beta_view.data["samples"]
+    assert "β = 1" in beta_view.samples.value
+    # same prompts, same sampling seed, same starting model: identical "before", different "after"
+    assert [s["before"] for s in free] == [s["before"] for s in anchored]
+    assert [s["after"] for s in free] != [s["after"] for s in anchored]
+
+
+def test_trailing_mean():
+    assert np.allclose(lm_lab.trailing_mean([1, 2, 3, 4, 5], 2), [1, 1.5, 2.5, 3.5, 4.5])
+
+
+def test_lm_mu_exact_tables_match_the_policy_log_probs(lm_mu_view):
+    fixed = viz.fixed_grpo_batch(0, 8, qlora=True)
+    batch = fixed.batch
+    picked = fixed.logp_old_all.gather(-1, batch.actions[..., None]).squeeze(-1)
+    assert torch.allclose(picked[batch.mask.bool()], batch.old_logp[batch.mask.bool()], atol=1e-4)
+    assert lm_mu_view.data["num_tokens"] == batch.num_tokens == len(lm_mu_view.data["ratios"][0])
+    assert 0 < lm_mu_view.data["frac_reward_zero_std"] < 1          # some groups carry a signal
+
+
+def test_lm_mu_view_wider_ratios_more_clipping_and_kl_to_old_grows_with_mu(lm_mu_view):
+    lm_mu_view.controls["mu"].value = 1
+    d1 = lm_mu_view.data
+    assert len(d1["ratios"]) == 1 and d1["clip_frac"] == [0.0]   # μ = 1: the only pass sees r = 1 exactly
+    lm_mu_view.controls["mu"].value = 8
+    d8 = lm_mu_view.data
+    assert len(d8["ratios"]) == 8 and len(d8["kl_ref_exact"]) == 8
+    assert d8["ratio_std"][-1] > 1.5 * d1["ratio_std"][-1]
+    assert d8["clip_frac_after"][-1] > d1["clip_frac_after"][-1]
+    assert max(d8["clip_frac"]) > 0
+    assert all(b > a for a, b in zip(d8["kl_old_exact"], d8["kl_old_exact"][1:]))   # KL(π_θ‖π_old) grows
+    assert d8["kl_old_exact"][-1] > 4 * d1["kl_old_exact"][-1]
+    assert d8["ratio_std"][0] == pytest.approx(d1["ratio_std"][0])       # μ = 8 starts as μ = 1 did
+
+
+def test_lm_mu_view_corrected_kl_is_unbiased_and_the_plain_one_drifts(lm_mu_view):
+    lm_mu_view.controls["mu"].value = 8
+    d = lm_mu_view.data
+    # E_{c~π_old}[(π_θ/π_old)·k3] = Σ_v π_θ k3 = KL(π_θ‖π_ref): exact at every pass
+    assert np.allclose(d["kl_ref_corrected_expected"], d["kl_ref_exact"], rtol=1e-4)
+    # E_{c~π_old}[k3] is not, and drifts further from it as π_θ leaves π_old
+    drift = np.abs(np.array(d["kl_ref_biased_expected"]) - d["kl_ref_exact"])
+    assert drift[-1] > 5 * drift[0]
+    # this batch's estimates: the corrected one within 2 std of the exact KL, closer than the plain one
+    for k in range(8):
+        assert abs(d["kl_ref_corrected"][k] - d["kl_ref_exact"][k]) < 2 * d["kl_ref_corrected_std"][k]
+    assert abs(d["bias_biased"][-1]) > 1.5 * abs(d["bias_corrected"][-1])
+
+
+def test_lm_mu_view_eps_and_lr_sliders(lm_mu_view):
+    lm_mu_view.controls["mu"].value = 4
+    lm_mu_view.controls["clip_eps"].value = 0.2
+    wide = lm_mu_view.data["clip_frac_after"][-1]
+    lm_mu_view.controls["clip_eps"].value = 0.1
+    narrow = lm_mu_view.data["clip_frac_after"][-1]
+    assert narrow > wide
+    lm_mu_view.controls["mu"].value = 2
+    moved = lm_mu_view.data["ratio_std"][-1]
+    lm_mu_view.controls["lr"].value = 1e-5
+    assert lm_mu_view.data["ratio_std"][-1] < 0.25 * moved                # a tiny step barely moves π_θ
