@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import sys
 import types
 import typing
@@ -33,8 +34,21 @@ class RunOptions:
                                         "(or $LADDER_EXERCISES) in place of the core's")
 
 
+_NEGATIVE_NUMBER = re.compile(r"-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|-inf|-nan")
+
+
 class OneLineParser(argparse.ArgumentParser):
-    """argparse, but a bad option is one line on stderr and exit code 2."""
+    """argparse, but a bad option is one line on stderr and exit code 2, and ``--lr -1e-3`` is a number."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = list(sys.argv[1:] if args is None else args)
+        joined = []
+        for arg in args:  # argparse reads "-1e-3" as an option; "--lr=-1e-3" is unambiguous
+            if joined and _NEGATIVE_NUMBER.fullmatch(arg) and joined[-1].startswith("--") and "=" not in joined[-1]:
+                joined[-1] = f"{joined[-1]}={arg}"
+            else:
+                joined.append(arg)
+        return super().parse_known_args(joined, namespace)
 
     def error(self, message: str) -> typing.NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
@@ -72,6 +86,11 @@ def config_from_args(config_cls, args: argparse.Namespace, overrides: dict | Non
             value = overrides[f.name]
         values[f.name] = value
     return config_cls(**values)
+
+
+def show_progress(wanted: bool) -> bool:
+    """Progress bars on a terminal or in a notebook; not in pipes and log files, where they are noise."""
+    return wanted and (sys.stderr.isatty() or "ipykernel" in sys.modules)
 
 
 def die(message: str) -> typing.NoReturn:

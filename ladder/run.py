@@ -59,7 +59,8 @@ def make_config(name: str, rung, argv: list[str]):
         # Continue with the options the run started with; only the bookkeeping flags may change.
         saved = RunLog.read_config(args.resume)
         if saved.get("rung") != name:
-            raise UsageError(f"--resume {args.resume} is a '{saved.get('rung')}' run, not '{name}'")
+            raise UsageError(f"--resume {args.resume} is a '{saved.get('rung')}' run, not '{name}'; resume it with "
+                             f"`python -m ladder.run {saved.get('rung')} --resume {args.resume}`")
         keep = {"resume", "progress", "device"}
         overrides = {f.name: saved[f.name] for f in fields(rung.Config) if f.name in saved and f.name not in keep}
         args.out = args.resume
@@ -68,6 +69,15 @@ def make_config(name: str, rung, argv: list[str]):
     if cfg.out is None:
         cfg.out = str(Path("runs") / f"{name}-seed{cfg.seed}")
     return cfg
+
+
+def _close_progress_bars() -> None:
+    """Erase any open progress bar, so an error message starts on a clean line and stays one line."""
+    from tqdm import tqdm
+
+    for bar in list(getattr(tqdm, "_instances", ())):
+        bar.leave = False
+        bar.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -86,11 +96,13 @@ def main(argv: list[str] | None = None) -> int:
         with use_exercises(enabled=getattr(cfg, "use_exercises", False)):
             summary = rung.train(cfg)
     except UsageError as e:
+        _close_progress_bars()
         # Nothing half-written: a directory this run created is removed again.
         if not out_existed and "cfg" in locals() and getattr(cfg, "resume", None) is None and Path(cfg.out).exists():
             shutil.rmtree(cfg.out, ignore_errors=True)
         die(str(e))
     except RunStopped as e:
+        _close_progress_bars()
         print(f"ladder: stopped: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -14,7 +14,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ladder import core
-from ladder.cli import RunOptions, option
+from ladder.cli import RunOptions, option, show_progress
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
 from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, seed_everything, set_rng_state
@@ -137,7 +137,7 @@ def train(cfg: Config) -> dict:
     solved = bool(evals) and evals[-1][1] >= cfg.solve_return
     t0 = time.perf_counter() - wall_before
     bar = tqdm(total=num_updates * steps_per_update, initial=env_steps, unit="step", desc=NAME,
-               disable=not cfg.progress)
+               disable=not show_progress(cfg.progress))
     for u in range(start_update, num_updates):
         if solved and cfg.stop_on_solve:
             break

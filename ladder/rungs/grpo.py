@@ -21,7 +21,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ladder import core, hub
-from ladder.cli import RunOptions, option
+from ladder.cli import RunOptions, option, show_progress
 from ladder.distributed import Processes, weights_digest
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
@@ -275,6 +275,10 @@ def train(cfg: Config) -> dict:
     tokenizer = quant.load_tokenizer(model_path)
     lm_eval.check_context(tokenizer, quant.load_config(model_path), problems + held_out, system_prompt,
                           cfg.max_new_tokens)
+    # The output directory is checked (finished run? --overwrite?) before the model takes time to load.
+    log = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg), "processes": procs.world},
+                 resume=cfg.resume is not None, overwrite=cfg.overwrite, tensorboard=cfg.tensorboard,
+                 writes=procs.is_main)
     grad_ckpt = cfg.qlora if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing
     model = quant.load_causal_lm(model_path, device, qlora=cfg.qlora, lora=cfg.lora, lora_r=cfg.lora_r,
                                  lora_alpha=cfg.lora_alpha, gradient_checkpointing=grad_ckpt)
@@ -283,9 +287,6 @@ def train(cfg: Config) -> dict:
         ref_model = quant.load_causal_lm(model_path, device)  # full fine-tuning needs a frozen copy
     policy = CausalLMPolicy(model, temperature=cfg.temperature, chunk_size=cfg.chunk_size, ref_model=ref_model)
     optimizer = quant.make_optimizer(policy.parameters(), cfg.lr, optim, device)
-    log = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg), "processes": procs.world},
-                 resume=cfg.resume is not None, overwrite=cfg.overwrite, tensorboard=cfg.tensorboard,
-                 writes=procs.is_main)
     guard = NonFiniteGuard(cfg.max_nonfinite_updates, log.dir, warn=tqdm.write)
     update_cfg = update_config(cfg)
     my_held_out = held_out[procs.rank::procs.world]
@@ -317,7 +318,8 @@ def train(cfg: Config) -> dict:
     if not evals:
         evals.append((0, evaluate()))
     first_rewards = state["first_rewards"] if state else []
-    bar = tqdm(total=cfg.steps, initial=step, unit="update", desc=NAME, disable=not (cfg.progress and procs.is_main))
+    bar = tqdm(total=cfg.steps, initial=step, unit="update", desc=NAME,
+               disable=not show_progress(cfg.progress and procs.is_main))
     while step < cfg.steps:
         picked = []
         for _ in range(cfg.prompts_per_step):

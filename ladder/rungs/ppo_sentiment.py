@@ -32,7 +32,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ladder import core
-from ladder.cli import RunOptions, option
+from ladder.cli import RunOptions, option, show_progress
 from ladder.distributed import Processes, weights_digest
 from ladder.policies.causal_lm import CausalLMPolicy, is_peft, lm_batch
 from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, seed_everything, set_rng_state
@@ -293,7 +293,7 @@ def train(cfg: Config) -> dict:
     update_cfg = update_config(cfg)
     t0 = time.perf_counter() - wall_before
     bar = tqdm(total=cfg.num_updates, initial=start_update, unit="update", desc=NAME,
-               disable=not (cfg.progress and procs.is_main))
+               disable=not show_progress(cfg.progress and procs.is_main))
     for u in range(start_update, cfg.num_updates):
         prompts = procs.shard(prompt_rng.choices(prompt_pool, k=cfg.batch_size))
         batch, completions, texts = rollout(policy, tokenizer, prompts, cfg)

@@ -16,7 +16,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ladder import core
-from ladder.cli import RunOptions, option
+from ladder.cli import RunOptions, option, show_progress
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
 from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, seed_everything, set_rng_state
@@ -130,7 +130,8 @@ def train(cfg: Config) -> dict:
     solved = bool(evals) and evals[-1][1] >= cfg.solve_return
     next_eval = (env_steps // cfg.eval_every + 1) * cfg.eval_every
     t0 = time.perf_counter() - wall_before
-    bar = tqdm(total=cfg.total_steps, initial=env_steps, unit="step", desc=NAME, disable=not cfg.progress)
+    bar = tqdm(total=cfg.total_steps, initial=env_steps, unit="step", desc=NAME,
+               disable=not show_progress(cfg.progress))
     while env_steps < cfg.total_steps and not (solved and cfg.stop_on_solve):
         obs, actions, rewards, mask = collect_episodes(policy, envs, seeds)
         seeds = None  # seeded once; later resets continue each env's own RNG
