@@ -10,7 +10,7 @@ from matplotlib.figure import Figure
 
 from ladder.viz import lm_lab
 from ladder.viz._widget import View
-from ladder.viz.views import _SLIDER
+from ladder.viz.views import _SLIDER, mu_figure
 
 
 # ------------------------------------------------------------------------------------- (e) β trade-off
@@ -112,51 +112,12 @@ def lm_mu_view(mu: int = 4, lr: float = 3e-4, clip_eps: float = 0.2, seed: int =
     def draw(v: dict):
         n, eps = v["mu"], v["clip_eps"]
         run = lm_lab.lm_mu_passes(n, v["lr"], eps, seed=seed, warmup_updates=warmup_updates, qlora=qlora)
-        passes = np.arange(1, n + 1)
         run["ratio_std"] = [float(np.std(r)) for r in run["ratios"]]
         run["bias_biased"] = [b - e for b, e in zip(run["kl_ref_biased"], run["kl_ref_exact"])]
         run["bias_corrected"] = [c - e for c, e in zip(run["kl_ref_corrected"], run["kl_ref_exact"])]
         run["bias_biased_expected"] = [b - e for b, e in zip(run["kl_ref_biased_expected"], run["kl_ref_exact"])]
-        fig = Figure(figsize=(11, 6.5))
-        ax = fig.add_subplot(2, 2, 1)
-        last = run["ratios"][-1]
-        lo_r = min(float(np.quantile(last, 0.005)), 1 - eps) - 0.02
-        hi_r = max(float(np.quantile(last, 0.995)), 1 + eps) + 0.02
-        bins = np.linspace(lo_r, hi_r, 60)
-        colors = [(0.1, 0.3 + 0.6 * k / max(n - 1, 1), 0.9 - 0.6 * k / max(n - 1, 1)) for k in range(n)]
-        for k, r in enumerate(run["ratios"]):
-            ax.hist(np.clip(r, lo_r, hi_r), bins=bins, histtype="step", color=colors[k], label=f"after pass {k + 1}")
-        for x in (1 - eps, 1 + eps):
-            ax.axvline(x, color="C3", ls="--", lw=1)
-        ax.set_yscale("log")
-        ax.set_title(f"ratio r = π_θ/π_old over {run['num_tokens']} completion tokens")
-        ax.set_xlabel("r (outliers at the edges)")
-        ax.legend(fontsize=6)
-        ax = fig.add_subplot(2, 2, 2)
-        ax.plot(passes, run["clip_frac"], "o-", label="during the pass (core.update)")
-        ax.plot(passes, run["clip_frac_after"], "s--", label="after the pass")
-        ax.set_title("clip fraction")
-        ax.set_xlabel("pass")
-        ax.legend(fontsize=7)
-        ax = fig.add_subplot(2, 2, 3)
-        ax.plot(passes, run["kl_old_exact"], "o-", label="KL(π_θ‖π_old)")
-        ax.plot(passes, run["kl_ref_exact"], "s-", label="KL(π_θ‖π_ref)")
-        ax.axhline(run["kl_ref_exact_old"], color="grey", ls=":", label="KL(π_old‖π_ref)")
-        ax.set_title("exact KLs per token, over the vocabulary")
-        ax.set_xlabel("pass")
-        ax.legend(fontsize=7)
-        ax = fig.add_subplot(2, 2, 4)
-        ax.plot(passes, run["kl_ref_exact"], "k-", lw=2, label="exact")
-        for name, color, marker, label in (("biased", "C3", "o", "k3 on π_old samples (biased)"),
-                                           ("corrected", "C2", "s", "k3 · π_θ/π_old (corrected)")):
-            mean, std = np.asarray(run[f"kl_ref_{name}_expected"]), np.asarray(run[f"kl_ref_{name}_std"])
-            ax.plot(passes, run[f"kl_ref_{name}"], marker + "--", color=color, label=label)
-            ax.fill_between(passes, mean - std, mean + std, color=color, alpha=0.15,
-                            label=f"E ± std over fresh π_old samples ({name})")
-        ax.set_title("KL(π_θ‖π_ref) from the batch")
-        ax.set_xlabel("pass")
-        ax.legend(fontsize=6)
-        fig.tight_layout()
+        fig = mu_figure(run, eps, ratio_title=f"ratio r = π_θ/π_old over {run['num_tokens']} completion tokens",
+                        kl_title="exact KLs per token, over the vocabulary", log_counts=True, bands=True)
         run["summary"] = (f"last pass: ratio std {run['ratio_std'][-1]:.3f}, clip fraction "
                           f"{run['clip_frac_after'][-1]:.3f}, KL(π_θ‖π_old) {run['kl_old_exact'][-1]:.4f}, "
                           f"KL(π_θ‖π_ref) exact {run['kl_ref_exact'][-1]:.4f} · biased {run['kl_ref_biased'][-1]:.4f}"

@@ -78,6 +78,60 @@ def clipped_objective_view(ratios=None, advantages=None, eps_low: float = 0.2, e
 
 
 # ------------------------------------------------------------------------------------------ (b) μ
+def mu_figure(run: dict, eps: float, ratio_title: str, kl_title: str, log_counts: bool = False,
+              bands: bool = False) -> Figure:
+    """The four μ panels from ``run`` (lists per pass): ratio histograms, clip fraction, exact KLs,
+    and KL(π_θ‖π_ref) estimated from π_old samples, biased and corrected, next to the exact value.
+
+    ``bands``: also shade each estimate's mean ± std over fresh π_old samples (``kl_ref_*_expected/_std``).
+    """
+    n = len(run["ratios"])
+    passes = np.arange(1, n + 1)
+    fig = Figure(figsize=(11, 6.5))
+    ax = fig.add_subplot(2, 2, 1)
+    last = run["ratios"][-1]
+    lo_r = min(float(np.quantile(last, 0.005)), 1 - eps) - 0.02
+    hi_r = max(float(np.quantile(last, 0.995)), 1 + eps) + 0.02
+    bins = np.linspace(lo_r, hi_r, 60)
+    colors = [(0.1, 0.3 + 0.6 * k / max(n - 1, 1), 0.9 - 0.6 * k / max(n - 1, 1)) for k in range(n)]
+    for k, r in enumerate(run["ratios"]):
+        ax.hist(np.clip(r, lo_r, hi_r), bins=bins, histtype="step", color=colors[k], label=f"after pass {k + 1}")
+    for x in (1 - eps, 1 + eps):
+        ax.axvline(x, color="C3", ls="--", lw=1)
+    if log_counts:
+        ax.set_yscale("log")
+    ax.set_title(ratio_title)
+    ax.set_xlabel("r (outliers at the edges)")
+    ax.legend(fontsize=6)
+    ax = fig.add_subplot(2, 2, 2)
+    ax.plot(passes, run["clip_frac"], "o-", label="during the pass (core.update)")
+    ax.plot(passes, run["clip_frac_after"], "s--", label="after the pass")
+    ax.set_title("clip fraction")
+    ax.set_xlabel("pass")
+    ax.legend(fontsize=7)
+    ax = fig.add_subplot(2, 2, 3)
+    ax.plot(passes, run["kl_old_exact"], "o-", label="KL(π_θ‖π_old)")
+    ax.plot(passes, run["kl_ref_exact"], "s-", label="KL(π_θ‖π_ref)")
+    ax.axhline(run["kl_ref_exact_old"], color="grey", ls=":", label="KL(π_old‖π_ref)")
+    ax.set_title(kl_title)
+    ax.set_xlabel("pass")
+    ax.legend(fontsize=7)
+    ax = fig.add_subplot(2, 2, 4)
+    ax.plot(passes, run["kl_ref_exact"], "k-", lw=2, label="exact")
+    for name, color, marker, label in (("biased", "C3", "o", "k3 on π_old samples (biased)"),
+                                       ("corrected", "C2", "s", "k3 · π_θ/π_old (corrected)")):
+        ax.plot(passes, run[f"kl_ref_{name}"], marker + "--", color=color, label=label)
+        if bands:
+            mean, std = np.asarray(run[f"kl_ref_{name}_expected"]), np.asarray(run[f"kl_ref_{name}_std"])
+            ax.fill_between(passes, mean - std, mean + std, color=color, alpha=0.15,
+                            label=f"E ± std over fresh π_old samples ({name})")
+    ax.set_title("KL(π_θ‖π_ref) from the batch")
+    ax.set_xlabel("pass")
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    return fig
+
+
 def mu_view(mu: int = 4, lr: float = 2e-3, clip_eps: float = 0.2, seed: int = 0) -> View:
     """μ real passes of ``core.update`` over one fixed CartPole batch; what the ratio and the KLs do.
 
@@ -94,45 +148,11 @@ def mu_view(mu: int = 4, lr: float = 2e-3, clip_eps: float = 0.2, seed: int = 0)
 
     def draw(v: dict):
         run = cartpole_lab.mu_passes(v["mu"], v["lr"], v["clip_eps"], seed=seed)
-        n = v["mu"]
-        passes = np.arange(1, n + 1)
         run["ratio_std"] = [float(np.std(r)) for r in run["ratios"]]
         run["bias_biased"] = [b - e for b, e in zip(run["kl_ref_biased"], run["kl_ref_exact"])]
         run["bias_corrected"] = [c - e for c, e in zip(run["kl_ref_corrected"], run["kl_ref_exact"])]
-        fig = Figure(figsize=(11, 6.5))
-        ax = fig.add_subplot(2, 2, 1)
-        lo_r = min(float(np.min(run["ratios"][-1])), 1 - v["clip_eps"]) - 0.02
-        hi_r = max(float(np.max(run["ratios"][-1])), 1 + v["clip_eps"]) + 0.02
-        bins = np.linspace(lo_r, hi_r, 60)
-        colors = [(0.1, 0.3 + 0.6 * k / max(n - 1, 1), 0.9 - 0.6 * k / max(n - 1, 1)) for k in range(n)]
-        for k, r in enumerate(run["ratios"]):
-            ax.hist(r, bins=bins, histtype="step", color=colors[k], label=f"after pass {k + 1}")
-        for x in (1 - v["clip_eps"], 1 + v["clip_eps"]):
-            ax.axvline(x, color="C3", ls="--", lw=1)
-        ax.set_title("ratio r = π_θ/π_old over the batch")
-        ax.set_xlabel("r")
-        ax.legend(fontsize=6)
-        ax = fig.add_subplot(2, 2, 2)
-        ax.plot(passes, run["clip_frac"], "o-", label="during the pass (core.update)")
-        ax.plot(passes, run["clip_frac_after"], "s--", label="after the pass")
-        ax.set_title("clip fraction")
-        ax.set_xlabel("pass")
-        ax.legend(fontsize=7)
-        ax = fig.add_subplot(2, 2, 3)
-        ax.plot(passes, run["kl_old_exact"], "o-", label="KL(π_θ‖π_old)")
-        ax.plot(passes, run["kl_ref_exact"], "s-", label="KL(π_θ‖π_ref)")
-        ax.axhline(run["kl_ref_exact_old"], color="grey", ls=":", label="KL(π_old‖π_ref)")
-        ax.set_title("exact KLs at the batch's states")
-        ax.set_xlabel("pass")
-        ax.legend(fontsize=7)
-        ax = fig.add_subplot(2, 2, 4)
-        ax.plot(passes, run["kl_ref_exact"], "k-", lw=2, label="exact")
-        ax.plot(passes, run["kl_ref_biased"], "o--", color="C3", label="k3 on π_old samples (biased)")
-        ax.plot(passes, run["kl_ref_corrected"], "s--", color="C2", label="k3 · π_θ/π_old (corrected)")
-        ax.set_title("KL(π_θ‖π_ref) from the batch")
-        ax.set_xlabel("pass")
-        ax.legend(fontsize=7)
-        fig.tight_layout()
+        fig = mu_figure(run, v["clip_eps"], ratio_title="ratio r = π_θ/π_old over the batch",
+                        kl_title="exact KLs at the batch's states")
         run["summary"] = (f"last pass: ratio std {run['ratio_std'][-1]:.3f}, "
                           f"clip fraction {run['clip_frac_after'][-1]:.3f}"
                           f", KL(π_θ‖π_ref) exact {run['kl_ref_exact'][-1]:.4f} · biased "
