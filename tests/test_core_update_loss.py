@@ -1,0 +1,185 @@
+"""``update`` and ``compute_loss``: the KL to π_ref, the documented loss and its aggregations."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from core_update_helpers import ACT, LinearPolicy, make_batch, params_of, same_params, single_thread, true_kl  # noqa: F401 (autouse fixture)
+
+from ladder.core import UpdateConfig, update
+
+# --------------------------------------------------------------------------- update: KL to pi_ref
+
+
+@pytest.mark.parametrize("estimator,correction", [
+    ("k1", True), ("k2", True), ("k3", True),
+    # plain k1 is left out: as a loss its gradient, -grad log pi, has zero mean on-policy
+    ("k2", False), ("k3", False),
+])
+def test_update_kl_coef_moves_policy_towards_ref(estimator, correction):
+    policy, ref = LinearPolicy(critic=False, seed=3), LinearPolicy(critic=False, seed=4)
+    batch = make_batch(policy, B=16, T=6, seed=3)
+    batch.advantages = torch.zeros_like(batch.advantages)    # no reward signal: only the KL acts
+    with torch.no_grad():
+        batch.ref_logp = ref.evaluate(batch)[0]
+    obs, mask = batch.inputs["obs"], batch.mask
+    kl_before = true_kl(policy, ref, obs, mask)
+    assert kl_before > 0.1
+
+    still = copy.deepcopy(policy)
+    before = params_of(still)
+    update(still, copy.deepcopy(batch), torch.optim.Adam(still.parameters(), lr=0.02),
+           UpdateConfig(mu=5, kl_coef=0.0, kl_estimator=estimator, kl_correction=correction))
+    assert same_params(before, params_of(still))              # kl_coef = 0: nothing pulls
+
+    opt = torch.optim.Adam(policy.parameters(), lr=0.02)
+    cfg = UpdateConfig(mu=5, kl_coef=1.0, kl_estimator=estimator, kl_correction=correction)
+    passes = update(policy, batch, opt, cfg)
+    kl_after = true_kl(policy, ref, obs, mask)
+    assert kl_after < 0.8 * kl_before
+    assert passes[-1]["kl_ref"] < passes[0]["kl_ref"]
+
+
+# --------------------------------------------------------------------------- update: the loss
+
+
+def reference_loss(policy, batch, old_logp, cfg: UpdateConfig, num_tokens: float):
+    """L = agg(L_clip) + c_v agg(L_V) - c_H agg(H) + beta agg(w * k3), written out by hand."""
+    logp, entropy, values = policy.evaluate(batch)
+    m = batch.mask
+    B, T = m.shape
+    adv = batch.advantages
+    if cfg.normalize_advantages:
+        n = m.sum()
+        mean = (adv * m).sum() / n
+        var = (((adv - mean) * m) ** 2).sum() / (n - 1)
+        adv = (adv - mean) / torch.sqrt(var + 1e-8) * m
+
+    def agg(x):
+        if cfg.aggregation == "token_mean":
+            return (x * m).sum() / m.sum()
+        if cfg.aggregation == "seq_mean_token_mean":
+            return ((x * m).sum(1) / m.sum(1)).sum() / B
+        if cfg.aggregation == "dr_grpo":
+            return (x * m).sum() / (B * T)
+        return (x * m).sum() / num_tokens
+
+    r = torch.exp(logp - old_logp)
+    lo, hi = 1 - cfg.clip_eps_low, 1 + cfg.clip_eps_high
+    l_pg = -torch.minimum(r * adv, torch.where(r < lo, lo, torch.where(r > hi, hi, r)) * adv)
+    dv = values - batch.values
+    v_clip = batch.values + torch.where(dv > cfg.value_clip, cfg.value_clip,
+                                        torch.where(dv < -cfg.value_clip, -cfg.value_clip, dv))
+    l_v = 0.5 * torch.maximum((values - batch.returns) ** 2, (v_clip - batch.returns) ** 2)
+    ell = batch.ref_logp - logp
+    kl = torch.exp(logp - old_logp) * (torch.exp(ell) - 1 - ell)
+    return agg(l_pg) + cfg.value_coef * agg(l_v) - cfg.entropy_coef * agg(entropy) + cfg.kl_coef * agg(kl)
+
+
+@pytest.mark.parametrize("aggregation", ["token_mean", "seq_mean_token_mean", "dr_grpo", "dapo"])
+@pytest.mark.parametrize("normalize", [False, True])
+def test_update_step_is_gradient_of_the_documented_loss(aggregation, normalize):
+    policy = LinearPolicy(seed=5)
+    twin = copy.deepcopy(policy)
+    batch = make_batch(policy, B=6, T=5, seed=5, ref=True, old_logp=True)
+    g = torch.Generator().manual_seed(50)
+    batch.old_logp = batch.old_logp + 0.4 * torch.randn(batch.old_logp.shape, generator=g)
+    batch.values = batch.returns + torch.randn(batch.returns.shape, generator=g)
+    cfg = UpdateConfig(clip_eps_low=0.2, clip_eps_high=0.3, aggregation=aggregation, value_coef=0.7,
+                       value_clip=0.2, entropy_coef=0.05, kl_coef=0.3, kl_estimator="k3",
+                       normalize_advantages=normalize, max_grad_norm=None)
+    before = params_of(policy)
+    stats = update(policy, batch, torch.optim.SGD(policy.parameters(), lr=1.0), cfg)[0]
+    assert 0 < stats["clip_frac"] < 1                        # the clip is active somewhere
+
+    loss = reference_loss(twin, batch, batch.old_logp, cfg, float(batch.num_tokens))
+    loss.backward()
+    assert stats["loss"] == pytest.approx(loss.item(), rel=1e-5, abs=1e-6)
+    for p0, p1, p in zip(before, params_of(policy), twin.parameters()):
+        assert torch.allclose(p0 - p1, p.grad, atol=1e-5, rtol=1e-5)
+
+
+def test_compute_loss_matches_the_documented_loss():
+    from ladder.core import compute_loss
+
+    policy = LinearPolicy(seed=11)
+    batch = make_batch(policy, B=6, T=5, seed=11, ref=True, old_logp=True)
+    g = torch.Generator().manual_seed(110)
+    batch.old_logp = batch.old_logp + 0.4 * torch.randn(batch.old_logp.shape, generator=g)
+    cfg = UpdateConfig(clip_eps_low=0.2, clip_eps_high=0.3, aggregation="dapo", value_coef=0.7,
+                       value_clip=0.2, entropy_coef=0.05, kl_coef=0.3)
+    loss, stats, _ = compute_loss(policy, batch, cfg, 11.0)
+    expected = reference_loss(policy, batch, batch.old_logp, cfg, 11.0)
+    assert loss.item() == pytest.approx(expected.item(), rel=1e-5)
+    assert {"loss_pg", "value_loss", "entropy", "kl_ref", "clip_frac", "ratio_max"} <= set(stats)
+
+
+@pytest.mark.parametrize("aggregation", ["token_mean", "seq_mean_token_mean", "dr_grpo", "dapo"])
+def test_update_aggregation_per_minibatch(aggregation):
+    # lr = 0: the policy never moves, so each minibatch's loss can be recomputed afterwards.
+    # dapo divides by the whole batch's token count shared out over the minibatches.
+    policy = LinearPolicy(critic=False, seed=6)
+    batch = make_batch(policy, B=8, T=5, seed=6)
+    cfg = UpdateConfig(num_minibatches=2, objective="reinforce", aggregation=aggregation)
+    stats = update(policy, batch, torch.optim.SGD(policy.parameters(), lr=0.0), cfg,
+                   generator=torch.Generator().manual_seed(7))[0]
+    losses = []
+    with torch.no_grad():
+        for mb in batch.minibatches(2, torch.Generator().manual_seed(7)):
+            logp = policy.evaluate(mb)[0].tolist()
+            x = [[-mb.advantages[b, i].item() * logp[b][i] for i in range(5)] for b in range(4)]
+            m = mb.mask.tolist()
+            total = sum(x[b][i] for b in range(4) for i in range(5) if m[b][i])
+            if aggregation == "token_mean":
+                losses.append(total / sum(map(sum, m)))
+            elif aggregation == "seq_mean_token_mean":
+                per_seq = [sum(x[b][i] for i in range(5) if m[b][i]) / sum(m[b]) for b in range(4)]
+                losses.append(sum(per_seq) / 4)
+            elif aggregation == "dr_grpo":
+                losses.append(total / 20)
+            else:
+                losses.append(total / (batch.num_tokens / 2))
+    assert stats["loss_pg"] == pytest.approx(sum(losses) / 2, rel=1e-5)
+
+
+def test_update_padding_does_not_change_the_update():
+    def run(batch):
+        policy = LinearPolicy(seed=8)
+        opt = torch.optim.SGD(policy.parameters(), lr=0.1)
+        cfg = UpdateConfig(mu=2, num_minibatches=2, kl_coef=0.1, entropy_coef=0.01, value_clip=0.3,
+                           normalize_advantages=True)
+        stats = update(policy, batch, opt, cfg, generator=torch.Generator().manual_seed(1))
+        return params_of(policy), stats
+
+    base = make_batch(LinearPolicy(seed=8), B=8, T=6, seed=8, ref=True, old_logp=True)
+    pad = base.mask == 0
+    assert pad.any()
+    g = torch.Generator().manual_seed(80)
+
+    def perturb(x, where):
+        return torch.where(where, x + torch.randn(x.shape, generator=g), x)
+
+    def perturbed(where):
+        b = copy.deepcopy(base)
+        for name in ("advantages", "values", "returns", "old_logp", "ref_logp"):
+            setattr(b, name, perturb(getattr(b, name), where))
+        b.inputs["obs"] = perturb(b.inputs["obs"], where[..., None])
+        b.actions = torch.where(where, (b.actions + 1) % ACT, b.actions)
+        return b
+
+    p0, s0 = run(copy.deepcopy(base))
+    p1, s1 = run(perturbed(pad))
+    for a, b in zip(p0, p1):
+        assert torch.allclose(a, b, atol=1e-7, rtol=0)
+    assert len(s0) == len(s1) == 2
+    for r0, r1 in zip(s0, s1):
+        assert r0.keys() == r1.keys()
+        for k in r0:
+            assert r0[k] == pytest.approx(r1[k], rel=1e-6, abs=1e-7), k
+    # control: the same perturbation of one real cell does change the result
+    real = torch.zeros_like(pad)
+    real[1, 0] = True
+    p2, _ = run(perturbed(real))
+    assert not all(torch.allclose(a, b, atol=1e-4, rtol=0) for a, b in zip(p0, p2))
