@@ -31,8 +31,19 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
+def process_device(device: torch.device) -> torch.device:
+    """The device of this process: ``cuda:LOCAL_RANK`` when launched on GPUs, else ``device``."""
+    if device.type == "cuda" and launched_processes() > 1:
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+    return device
+
+
 class Processes:
-    """This process's place among the data-parallel processes (rank 0 of 1 when not launched)."""
+    """This process's place among the data-parallel processes (rank 0 of 1 when not launched).
+
+    Creating it joins the process group. Build or download anything cached before that: once the
+    group exists, transformers' ``save_pretrained`` writes files on rank 0 only.
+    """
 
     def __init__(self, device: torch.device):
         self.world, self.rank, self.local_rank = 1, 0, 0
@@ -41,7 +52,7 @@ class Processes:
 
             state = PartialState(cpu=device.type == "cpu")
             self.world, self.rank, self.local_rank = state.num_processes, state.process_index, state.local_process_index
-        self.device = torch.device("cuda", self.local_rank) if device.type == "cuda" and self.world > 1 else device
+        self.device = process_device(device)
 
     @property
     def is_main(self) -> bool:

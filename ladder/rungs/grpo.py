@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 
 from ladder import core, hub
 from ladder.cli import RunOptions, option, show_progress
-from ladder.distributed import Processes, weights_digest
+from ladder.distributed import Processes, launched_processes, process_device, weights_digest
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
 from ladder.rungs import lm_eval
@@ -255,11 +255,10 @@ def train(cfg: Config) -> dict:
     validate(cfg)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    procs = Processes(quant.check_device(cfg.device))
-    device = procs.device
-    if cfg.prompts_per_step % procs.world:
-        raise UsageError(f"--prompts-per-step {cfg.prompts_per_step} cannot be shared equally by {procs.world} "
-                         f"processes; use a multiple of {procs.world}")
+    device = process_device(quant.check_device(cfg.device))
+    if cfg.prompts_per_step % launched_processes():
+        raise UsageError(f"--prompts-per-step {cfg.prompts_per_step} cannot be shared equally by "
+                         f"{launched_processes()} processes; use a multiple of {launched_processes()}")
     optim = cfg.optim if cfg.optim != "auto" else ("paged_adamw_8bit" if cfg.qlora and device.type == "cuda"
                                                    else "adamw")
     if optim == "paged_adamw_8bit" and device.type != "cuda":
@@ -275,6 +274,7 @@ def train(cfg: Config) -> dict:
     tokenizer = quant.load_tokenizer(model_path)
     lm_eval.check_context(tokenizer, quant.load_config(model_path), problems + held_out, system_prompt,
                           cfg.max_new_tokens)
+    procs = Processes(device)  # after the tiny model is built and cached (see ladder.distributed)
     # The output directory is checked (finished run? --overwrite?) before the model takes time to load.
     log = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg), "processes": procs.world},
                  resume=cfg.resume is not None, overwrite=cfg.overwrite, tensorboard=cfg.tensorboard,

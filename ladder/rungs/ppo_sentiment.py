@@ -33,7 +33,7 @@ from tqdm.auto import tqdm
 
 from ladder import core
 from ladder.cli import RunOptions, option, show_progress
-from ladder.distributed import Processes, weights_digest
+from ladder.distributed import Processes, launched_processes, process_device, weights_digest
 from ladder.policies.causal_lm import CausalLMPolicy, is_peft, lm_batch
 from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, seed_everything, set_rng_state
 from ladder.tasks import sentiment
@@ -250,13 +250,14 @@ def train(cfg: Config) -> dict:
     validate(cfg)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
-    procs = Processes(torch.device(cfg.device))  # under accelerate launch: this process's share (ladder.distributed)
-    cfg.device = str(procs.device)
-    if cfg.batch_size % procs.world:
-        raise UsageError(f"--batch-size {cfg.batch_size} cannot be shared equally by {procs.world} processes")
+    cfg.device = str(process_device(torch.device(cfg.device)))
+    if cfg.batch_size % launched_processes():
+        raise UsageError(f"--batch-size {cfg.batch_size} cannot be shared equally by {launched_processes()} "
+                         f"processes")
     seed_everything(cfg.seed)
     t_load = time.perf_counter()
     model, tokenizer, reward_fn, prompt_pool = load_parts(cfg)
+    procs = Processes(torch.device(cfg.device))  # after the tiny models are cached (see ladder.distributed)
     seed_everything(cfg.seed)  # building a tiny model on first use must not change the run
     policy = build_policy(cfg, model).to(cfg.device)
     trainer = procs.wrap(policy)

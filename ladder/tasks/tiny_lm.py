@@ -32,9 +32,13 @@ def cached(name: str, build: Callable[[Path], None]) -> Path:
     if (target / "config.json").exists():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists():  # left incomplete by an interrupted or broken build
+        shutil.rmtree(target, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     try:
         build(tmp)
+        if not (tmp / "config.json").exists():
+            raise RuntimeError(f"building {name} wrote no config.json into {tmp}")
         try:
             os.replace(tmp, target)
         except OSError:  # another process built it first
