@@ -8,23 +8,21 @@ surrogate and β·KL(π_θ‖π_ref) (k3, importance-corrected) in the loss. Wit
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import random
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from ladder import core, hub
+from ladder import core, hub, rewards
 from ladder.cli import RunOptions, option, show_progress
 from ladder.distributed import Processes, launched_processes, process_device, weights_digest
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
+from ladder.rewards import score
 from ladder.rungs import lm_eval
 from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, seed_everything, set_rng_state
 from ladder.tasks import arithmetic
@@ -116,96 +114,14 @@ def validate(cfg: Config) -> None:
     reward_weights(cfg)
 
 
-def load_reward_function(spec: str) -> tuple[str, Callable]:
-    """A built-in name, ``FILE.py:FUNCTION`` or ``MODULE:FUNCTION`` → (its name, the function)."""
-    if spec in arithmetic.REWARD_FUNCTIONS:
-        return spec, arithmetic.REWARD_FUNCTIONS[spec]
-    where, _, attr = spec.rpartition(":")
-    if not where or not attr:
-        raise UsageError(f"--reward-funcs: {spec!r} is neither a built-in ({', '.join(arithmetic.REWARD_FUNCTIONS)}) "
-                         f"nor FILE.py:FUNCTION / MODULE:FUNCTION")
-    try:
-        if where.endswith(".py"):
-            module_spec = importlib.util.spec_from_file_location(Path(where).stem, where)
-            if module_spec is None or not Path(where).is_file():
-                raise FileNotFoundError(where)
-            module = importlib.util.module_from_spec(module_spec)
-            module_spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(where)
-        fn = getattr(module, attr)
-    except Exception as e:  # noqa: BLE001 - whatever the user's file does wrong, it is one line for them
-        raise UsageError(f"--reward-funcs: cannot load {spec!r} ({type(e).__name__}: {_one_line(e)})") from None
-    if not callable(fn):
-        raise UsageError(f"--reward-funcs: {spec!r} is not a function")
-    return attr, fn
-
-
-def _reward_specs(cfg: Config) -> list[str]:
-    specs = [spec.strip() for spec in cfg.reward_funcs.split(",") if spec.strip()]
-    names = [spec.rpartition(":")[2] for spec in specs]
-    if not specs or len(set(names)) < len(names):
-        raise UsageError(f"--reward-funcs needs one or more functions with distinct names, got {cfg.reward_funcs!r}")
-    return specs
-
-
 def reward_functions(cfg: Config) -> dict[str, Callable]:
     """Name → function for ``--reward-funcs`` (a user's file is imported here)."""
-    return dict(load_reward_function(spec) for spec in _reward_specs(cfg))
+    return rewards.load_all(cfg.reward_funcs)
 
 
 def reward_weights(cfg: Config) -> dict[str, float]:
-    """Name → weight w_f of each reward function."""
-    names = [spec.rpartition(":")[2] for spec in _reward_specs(cfg)]
-    if cfg.reward_weights is None:
-        return dict.fromkeys(names, 1.0)
-    try:
-        weights = [float(w) for w in cfg.reward_weights.split(",")]
-    except ValueError:
-        weights = []
-    if len(weights) != len(names):
-        raise UsageError(f"--reward-weights needs {len(names)} numbers ({','.join(names)}), "
-                         f"got {cfg.reward_weights!r}")
-    return dict(zip(names, weights))
-
-
-def _one_line(error: Exception, limit: int = 120) -> str:
-    text = " ".join(str(error).split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
-
-
-def _sample(completions: list[str], i: int) -> str:
-    text = completions[i] if len(completions[i]) <= 60 else completions[i][:59] + "…"
-    return f"completion {i}: {text!r}"
-
-
-def call_reward(name: str, fn: Callable, completions: list[str], answers: list[str]) -> torch.Tensor:
-    """``fn(completions, answers)`` as a float tensor ``[N]``; a failing, short or non-finite result is one line."""
-    try:
-        values = fn(completions, answers)
-    except Exception as e:  # noqa: BLE001 - the user's function: name it and the sample it failed on
-        where = ""
-        for i in range(len(completions)):  # find the first sample it fails on alone
-            try:
-                fn(completions[i:i + 1], answers[i:i + 1])
-            except Exception:  # noqa: BLE001
-                where = f" on {_sample(completions, i)}"
-                break
-        where = where or f" on the batch of {len(completions)} completions (each one alone scores fine)"
-        raise UsageError(f"reward function {name!r} raised {type(e).__name__}: {_one_line(e)}{where}") from None
-    try:
-        rewards = torch.tensor([float(v) for v in values], dtype=torch.float32)
-    except (TypeError, ValueError):
-        raise UsageError(f"reward function {name!r} must return a list of numbers, "
-                         f"got {_one_line(ValueError(repr(values)), 80)}") from None
-    if len(rewards) != len(completions):
-        raise UsageError(f"reward function {name!r} returned {len(rewards)} rewards for {len(completions)} completions")
-    bad = (~torch.isfinite(rewards)).nonzero()
-    if len(bad):
-        i = int(bad[0])
-        raise UsageError(f"reward function {name!r} returned {rewards[i].item()} for {_sample(completions, i)}; "
-                         f"rewards must be finite numbers")
-    return rewards
+    """Name → weight w_f of each reward function (``--reward-weights``)."""
+    return rewards.weights(cfg.reward_funcs, cfg.reward_weights)
 
 
 def load_problems(cfg: Config) -> tuple[list[dict], list[dict]]:
@@ -227,15 +143,6 @@ def load_problems(cfg: Config) -> tuple[list[dict], list[dict]]:
 
 def resolve_model(model: str) -> str:
     return str(arithmetic.tiny_math_model()) if model == "@tiny-math" else model
-
-
-def score(completions: list[str], answers: list[str], weights: dict[str, float],
-          functions: dict[str, Callable] | None = None) -> tuple[torch.Tensor, dict]:
-    """r_i = Σ_f w_f · f(completion_i), and each function's rewards for the logs."""
-    functions = functions if functions is not None else {name: arithmetic.REWARD_FUNCTIONS[name] for name in weights}
-    per_function = {name: call_reward(name, fn, completions, answers) for name, fn in functions.items()}
-    total = sum(weights[name] * r for name, r in per_function.items())
-    return total, per_function
 
 
 def update_config(cfg: Config) -> core.UpdateConfig:
