@@ -67,9 +67,10 @@ class Processes:
         """Concatenate ``x`` (same shape in every process) over the processes, in rank order."""
         if self.world == 1:
             return x
-        parts = [torch.empty_like(x) for _ in range(self.world)]
-        torch.distributed.all_gather(parts, x.contiguous())
-        return torch.cat(parts)
+        y = x.to(self._comm_device).contiguous()  # NCCL moves GPU tensors only; gloo, CPU ones
+        parts = [torch.empty_like(y) for _ in range(self.world)]
+        torch.distributed.all_gather(parts, y)
+        return torch.cat(parts).to(x.device)
 
     def gather_object(self, obj) -> list:
         """``[obj of rank 0, obj of rank 1, ...]`` in every process."""
@@ -84,7 +85,7 @@ class Processes:
         if self.world == 1:
             return record
         keys = sorted(k for k, v in record.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
-        values = torch.tensor([float(record[k]) for k in keys], dtype=torch.float64, device=self._comm_device)
+        values = torch.tensor([float(record[k]) for k in keys], dtype=torch.float64)
         stacked = self.gather(values[None]).view(self.world, -1)
         out = dict(record)
         for i, key in enumerate(keys):

@@ -302,10 +302,10 @@ def grpo_step(policy: CausalLMPolicy, tokenizer, optimizer, update_cfg: core.Upd
                                    skip_special_tokens=True)
     answers = [p["answer"] for p in problems for _ in range(G)]
     my_rewards, my_per_function = score(texts, answers, weights, functions)
-    rewards = procs.gather(my_rewards)                                     # [P·G], all processes
+    all_rewards = procs.gather(my_rewards)                                 # [P·G], all processes
     mine = slice(procs.rank * len(my_rewards), (procs.rank + 1) * len(my_rewards))
 
-    advantages = core.group_relative(rewards, G, cfg.scale_rewards)[mine]  # Â from whole groups
+    advantages = core.group_relative(all_rewards, G, cfg.scale_rewards)[mine]  # Â from whole groups
     batch = lm_batch(prompt_ids, prompt_mask, completion, mask.to(device), tokenizer.pad_token_id,
                      advantages=advantages.to(device)[:, None] * mask.to(device), rewards=None)
     if cfg.kl_coef > 0:
@@ -314,8 +314,8 @@ def grpo_step(policy: CausalLMPolicy, tokenizer, optimizer, update_cfg: core.Upd
 
     lengths = procs.gather(mask.sum(1).cpu())
     ended = procs.gather((completion == tokenizer.eos_token_id).any(1).float().cpu()).bool()
-    grouped = rewards.view(-1, G)
-    record = {"reward": rewards.mean().item(), "reward_std": rewards.std().item(),
+    grouped = all_rewards.view(-1, G)
+    record = {"reward": all_rewards.mean().item(), "reward_std": all_rewards.std().item(),
               "frac_reward_zero_std": (grouped.std(1) == 0).float().mean().item(),
               "completions/mean_length": lengths.float().mean().item(),
               "completions/min_length": lengths.min().item(), "completions/max_length": lengths.max().item(),
