@@ -34,3 +34,15 @@ def test_notebook_teaches_and_uses_the_package(path):
     longest = max((len("".join(c["source"]).splitlines()) for c in nb["cells"] if c["cell_type"] == "code"),
                   default=0)
     assert longest <= 25, f"{path.name}: a code cell of {longest} lines — import it from ladder instead"
+
+
+def test_committed_notebooks_are_what_build_py_writes(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("notebook_build", NOTEBOOKS[0].parent / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)
+    written = build.build(tmp_path)
+    assert [p.name for p in written] == [p.name for p in NOTEBOOKS]
+    for fresh, committed in zip(written, NOTEBOOKS):
+        assert fresh.read_text() == committed.read_text(), f"{committed.name}: run python notebooks/build.py"
