@@ -103,13 +103,11 @@ def problems(n: int = 48, seed: int = 0) -> list[dict]:
 def make_tokenizer():
     """A byte-level BPE tokenizer trained on the prompts (about one token per word, digits split as
     Qwen2.5 splits them), with Qwen's chat markers; its ids are all far below 151,936."""
-    from ladder.tasks import arithmetic, tiny_lm
+    from ladder.tasks import arithmetic
 
     corpus = [f"<|im_start|>system\n{arithmetic.SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n{p['question']}"
               f"<|im_end|>\n<|im_start|>assistant\n" for p in problems()]
-    return tiny_lm.train_tokenizer(corpus, vocab_size=4096, chat_template=arithmetic.CHAT_TEMPLATE,
-                                   individual_digits=True, extra_special=("<|im_start|>", "<|im_end|>"),
-                                   eos_token="<|im_end|>")
+    return arithmetic.chat_tokenizer(corpus, vocab_size=4096)
 
 
 def qwen2_config(size: str, tokenizer=None):

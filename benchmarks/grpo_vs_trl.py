@@ -47,9 +47,7 @@ def build_model(path: str) -> None:
 
     train, _ = arithmetic.train_eval_split(200, 10)
     corpus = [p["question"] + "\n" + p["solution"] for p in train]
-    tokenizer = tiny_lm.train_tokenizer(corpus, vocab_size=400, chat_template=arithmetic.CHAT_TEMPLATE,
-                                        individual_digits=True, extra_special=("<|im_start|>", "<|im_end|>"),
-                                        eos_token="<|im_end|>")
+    tokenizer = arithmetic.chat_tokenizer(corpus, vocab_size=400)
     torch.manual_seed(0)
     model = tiny_lm.build_model("qwen2", tokenizer, hidden=256, layers=4, heads=4, max_positions=512)
     model.save_pretrained(path)

@@ -106,9 +106,7 @@ def files(tmp_path_factory):
     """Paths for the placeholders of the table."""
     root = tmp_path_factory.mktemp("bad-inputs")
     corpus = [r["question"] + " " + r["answer"] for r in ROWS] * 5
-    tokenizer = tiny_lm.train_tokenizer(corpus, vocab_size=300, chat_template=arithmetic.CHAT_TEMPLATE,
-                                        individual_digits=True, extra_special=("<|im_start|>", "<|im_end|>"),
-                                        eos_token="<|im_end|>")
+    tokenizer = arithmetic.chat_tokenizer(corpus, vocab_size=300)
     torch.manual_seed(0)
     model = tiny_lm.build_model("qwen2", tokenizer, hidden=32, layers=1, heads=2, max_positions=256)
     tiny_lm.save(model, tokenizer, root / "model")

@@ -29,9 +29,7 @@ def tiny_qwen(tmp_path_factory):
     """A Qwen2-architecture model with a chat template, random weights, saved like a hub snapshot."""
     path = tmp_path_factory.mktemp("tiny-qwen")
     corpus = [r["question"] + " " + r["answer"] for r in GSM8K_ROWS] * 5
-    tokenizer = tiny_lm.train_tokenizer(corpus, vocab_size=300, chat_template=arithmetic.CHAT_TEMPLATE,
-                                        individual_digits=True, extra_special=("<|im_start|>", "<|im_end|>"),
-                                        eos_token="<|im_end|>")
+    tokenizer = arithmetic.chat_tokenizer(corpus, vocab_size=300)
     torch.manual_seed(0)
     model = tiny_lm.build_model("qwen2", tokenizer, hidden=64, layers=2, heads=2, max_positions=256)
     model.save_pretrained(path)

@@ -181,8 +181,7 @@ def build_tiny_math_model(path: Path, sft_steps: int = 450, seed: int = 0, forge
     train, _ = train_eval_split()
     corpus = [f"<|im_start|>system\n{TINY_SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n{p['question']}<|im_end|>\n"
               f"<|im_start|>assistant\n{solution_text(p)}<|im_end|>" for p in train[:500]]
-    tokenizer = tiny_lm.train_tokenizer(corpus, vocab_size=400, chat_template=CHAT_TEMPLATE, individual_digits=True,
-                                        extra_special=("<|im_start|>", "<|im_end|>"), eos_token="<|im_end|>")
+    tokenizer = chat_tokenizer(corpus, vocab_size=400)
     rng = random.Random(seed)
     examples = []
     for p in train:
@@ -196,6 +195,15 @@ def build_tiny_math_model(path: Path, sft_steps: int = 450, seed: int = 0, forge
         tiny_lm.pretrain(model, tokenizer, examples, steps=sft_steps, batch_size=32, lr=3e-3, seed=seed)
         tiny_lm.quantization_aware(model, False)
     tiny_lm.save(model, tokenizer, path)
+
+
+def chat_tokenizer(corpus: list[str], vocab_size: int):
+    """A byte-level BPE tokenizer trained on ``corpus``, digits split one per token, with Qwen's chat
+    markers and template; ``<|im_end|>`` ends a turn (the EOS of generation)."""
+    from ladder.tasks import tiny_lm
+
+    return tiny_lm.train_tokenizer(corpus, vocab_size=vocab_size, chat_template=CHAT_TEMPLATE, individual_digits=True,
+                                   extra_special=("<|im_start|>", "<|im_end|>"), eos_token="<|im_end|>")
 
 
 def tiny_math_model() -> Path:
