@@ -6,14 +6,16 @@ is a real design choice: it decides how much a long completion weighs against a 
     token_mean           Σ m·x / Σ m                   every real action counts once
     seq_mean_token_mean  (1/B) Σ_b [Σ_t m·x / Σ_t m]   GRPO's "grpo": every sequence counts once
                                                        (an empty row contributes 0, still counts in B)
-    dr_grpo              Σ m·x / (B · T)               Dr. GRPO: a constant normaliser, no length bias
+    dr_grpo              Σ m·x / num_tokens            Dr. GRPO: a constant normaliser, no length bias:
+                                                       the generation budget B · L_max, given
+                                                       (num_tokens None: B · T, the padded batch)
     dapo                 Σ m·x / num_tokens            DAPO: the whole batch's real-token count, given
                                                        (num_tokens None: same as token_mean)
 
     per_action  [B, T]  the loss per action (padding may hold anything, even inf or nan)
     mask        [B, T]  1 for real actions
     mode        str     one of the four above
-    num_tokens  float   DAPO's normaliser (use at least 1)
+    num_tokens  float   dr_grpo's budget B · L_max or dapo's token count (use at least 1)
     result      []      a scalar tensor, with gradient
 
 Careful: inf · 0 is nan. Select the real entries (``torch.where``) rather than multiplying by the mask,
@@ -24,6 +26,12 @@ and never divide by 0 (a row or a batch without real actions).
     [2.5, 3.0, 1.6667]
     >>> aggregate(x, m, "dapo", num_tokens=8.0)
     tensor(1.2500)
+
+With a budget of L_max = 5 new tokens per completion, dr_grpo divides by B · L_max = 2 · 5 = 10, not by
+the padded B · T = 6 (T is only the longest completion of this batch, and changes from batch to batch):
+
+    >>> aggregate(x, m, "dr_grpo", num_tokens=2 * 5.0)
+    tensor(1.)
 
 Mirrors ``ladder.core.aggregate``. Grade it: ``pytest exercises/``; once it passes,
 ``python -m ladder.run cartpole --use-exercises`` trains with it.

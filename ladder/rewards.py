@@ -121,3 +121,15 @@ def score(completions: list[str], answers: list[str], weights: dict[str, float],
     per_function = {name: call_reward(name, fn, completions, answers) for name, fn in functions.items()}
     total = sum(weights[name] * r for name, r in per_function.items())
     return total, per_function
+
+
+def overlong_penalty(lengths: torch.Tensor, max_tokens: int, buffer: int, penalty: float = 1.0) -> torch.Tensor:
+    """DAPO's soft overlong punishment: a reward that falls linearly over the last ``buffer`` tokens.
+
+        R(L) = 0                                  L ≤ L_max − L_buf
+        R(L) = −p · (L − (L_max − L_buf)) / L_buf  L_max − L_buf < L ≤ L_max
+
+    so a completion that uses the whole budget gets −p, one that stops in time gets nothing.
+    """
+    over = (lengths.float() - (max_tokens - buffer)).clamp(min=0.0, max=float(buffer))
+    return -penalty * over / buffer

@@ -44,6 +44,11 @@ def build_parser(name: str, rung, suppress_defaults: bool = False) -> argparse.A
                            else argparse.ArgumentDefaultsHelpFormatter)
     presets = ", ".join(getattr(rung, "PRESETS", {})) or "none"
     parser.add_argument("--preset", default=None, help=f"named configuration ({presets})")
+    algos = getattr(rung, "ALGOS", {})
+    if algos:
+        parser.add_argument("--algo", default=None, choices=tuple(algos), metavar="ALGO",
+                            help=f"a method's flags as its paper sets them ({', '.join(algos)}); applied over "
+                                 "--preset, and any flag you give wins")
     add_config_args(parser, rung.Config, suppress_defaults)
     return parser
 
@@ -55,6 +60,7 @@ def make_config(name: str, rung, argv: list[str]):
     if args.preset is not None and args.preset not in presets:
         raise UsageError(f"unknown preset {args.preset!r} for {name}; choose one of: {', '.join(presets) or 'none'}")
     overrides = dict(presets.get(args.preset, {}))
+    overrides.update(getattr(rung, "ALGOS", {}).get(getattr(args, "algo", None), {}))
     if getattr(args, "resume", None) is not None:
         # Continue with the options the run started with; only the bookkeeping flags may change.
         saved = RunLog.read_config(args.resume)

@@ -114,11 +114,13 @@ estimated with $k_3$ and importance-corrected when $\mu > 1$ (notebook 3):
 $$L = \operatorname{agg}\Big(-\min(r_t\hat A_t, \operatorname{clip}(r_t)\hat A_t) + \beta\,\tfrac{\pi_\theta}{\pi_{\text{old}}}k_3\Big)$$
 
 `--loss-type` chooses $\operatorname{agg}$ (`core.aggregate`): `grpo` averages tokens within each sequence,
-then sequences; `bnpo` averages all tokens; `dr_grpo` divides by the constant $B\cdot T_{\max}$;
-`dapo` by the batch's token count. Long and short completions weigh differently:""",
+then sequences; `bnpo` averages all tokens; `dr_grpo` divides by the constant $B\cdot L_{\max}$, the
+generation budget (`max_new_tokens` per completion); `dapo` by the batch's token count. Long and short
+completions weigh differently:""",
     """per_token = torch.tensor([[1.0, 1.0, 1.0, 1.0], [3.0, 0.0, 0.0, 0.0]])
 mask = torch.tensor([[1., 1., 1., 1.], [1., 0., 0., 0.]])   # a long and a short completion
-{mode: round(core.aggregate(per_token, mask, mode, num_tokens=5).item(), 3)
+num_tokens = {"dr_grpo": 2 * 8, "dapo": 5}                  # B · L_max (L_max = 8), the real-token count
+{mode: round(core.aggregate(per_token, mask, mode, num_tokens=num_tokens.get(mode)).item(), 3)
  for mode in ("seq_mean_token_mean", "token_mean", "dr_grpo", "dapo")}""",
     r"""md:## Memory: 4-bit + LoRA + the disabled adapter
 

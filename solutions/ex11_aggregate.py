@@ -18,7 +18,7 @@ def aggregate(per_action: Tensor, mask: Tensor, mode: str = "token_mean",
         per_seq = per_action.sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
         return per_seq.mean()                                       # every sequence counts once
     if mode == "dr_grpo":
-        return total / mask.numel()                                 # / (B · T)
+        return total / (mask.numel() if num_tokens is None else max(num_tokens, 1.0))  # / B · L_max (None: B · T)
     if mode == "dapo":
         return total / max(num_tokens, 1.0)                         # / the batch's real tokens
     raise ValueError(f"mode must be token_mean, seq_mean_token_mean, dr_grpo or dapo, got {mode!r}")

@@ -129,12 +129,15 @@ def _whiten(eps_guard: bool = True, unbiased: bool = True, use_mask: bool = True
     return whiten
 
 
-def _clip(sign: float = -1.0, reduce=torch.min, swap_eps: bool = False, low_only: bool = False):
-    def clipped_surrogate(ratio, advantages, clip_eps_low, clip_eps_high=None):
+def _clip(sign: float = -1.0, reduce=torch.min, swap_eps: bool = False, low_only: bool = False,
+          delta_on: str = "ratio"):
+    def clipped_surrogate(ratio, advantages, clip_eps_low, clip_eps_high=None, delta=None):
         high = clip_eps_low if clip_eps_high is None else clip_eps_high
         low, high = (high, clip_eps_low) if swap_eps else (clip_eps_low, high)
         clipped = torch.clamp(ratio, min=1 - low) if low_only else torch.clamp(ratio, 1 - low, 1 + high)
-        return sign * reduce(ratio * advantages, clipped * advantages)
+        capped = ratio if delta is None or delta_on != "ratio" else torch.clamp(ratio, max=delta)
+        loss = sign * reduce(capped * advantages, clipped * advantages)
+        return torch.clamp(loss, max=delta) if delta is not None and delta_on == "loss" else loss
     return clipped_surrogate
 
 
@@ -183,7 +186,8 @@ def _group(eps_guard: bool = True, unbiased: bool = True, batch_mean: bool = Fal
     return group_relative
 
 
-def _aggregate(multiply: bool = False, use_mask: bool = True, dr_by_tokens: bool = False, seq_nonempty: bool = False):
+def _aggregate(multiply: bool = False, use_mask: bool = True, dr_by_tokens: bool = False, seq_nonempty: bool = False,
+               dr_budget: bool = True):
     def aggregate(per_action, mask, mode="token_mean", num_tokens=None):
         mask = mask if use_mask else torch.ones_like(mask)
         x = per_action * mask if multiply else torch.where(mask.bool(), per_action, 0.0)
@@ -192,7 +196,8 @@ def _aggregate(multiply: bool = False, use_mask: bool = True, dr_by_tokens: bool
             per_seq = x.sum(1) / mask.sum(1).clamp(min=1)
             return per_seq.sum() / (mask.sum(1) > 0).sum() if seq_nonempty else per_seq.mean()
         if mode == "dr_grpo":
-            return x.sum() / (n if dr_by_tokens else mask.numel())
+            budget = mask.numel() if num_tokens is None or not dr_budget else max(num_tokens, 1.0)
+            return x.sum() / (n if dr_by_tokens else budget)
         if mode == "dapo" and num_tokens is not None:
             return x.sum() / num_tokens
         return x.sum() / n
@@ -226,6 +231,8 @@ PLANTED = {
         "max instead of min": _clip(reduce=torch.max),
         "clipping on the wrong side (ε_low and ε_high swapped)": _clip(swap_eps=True),
         "only clipped below": _clip(low_only=True),
+        "delta ignored (no two-sided cap)": _clip(delta_on="nothing"),
+        "the loss capped at δ, not the ratio": _clip(delta_on="loss"),
     },
     "ex06_value_loss": {
         "min instead of max": _value_loss(reduce=torch.min),
@@ -258,6 +265,7 @@ PLANTED = {
         "mask multiplied (inf padding leaks)": _aggregate(multiply=True),
         "mask ignored": _aggregate(use_mask=False),
         "dr_grpo divided by the token count": _aggregate(dr_by_tokens=True),
+        "dr_grpo ignores num_tokens (always B · T)": _aggregate(dr_budget=False),
         "grpo averages only over non-empty rows": _aggregate(seq_nonempty=True),
     },
 }

@@ -104,7 +104,7 @@ def test_training_with_the_solutions_is_exactly_the_core(rung, steps, tmp_path, 
 def test_a_swapped_in_bug_changes_training(tmp_path, monkeypatch):
     bug = write_stubs(tmp_path / "bug")
     (bug / "ex05_clipped_surrogate.py").write_text(          # the sign flipped: gradient ascent on the loss
-        "import torch\n\n\ndef clipped_surrogate(ratio, advantages, clip_eps_low, clip_eps_high=None):\n"
+        "import torch\n\n\ndef clipped_surrogate(ratio, advantages, clip_eps_low, clip_eps_high=None, delta=None):\n"
         "    clipped = torch.clamp(ratio, 1 - clip_eps_low, 1 + clip_eps_low)\n"
         "    return torch.min(ratio * advantages, clipped * advantages)\n")
     args = ["cartpole", "--total-steps", "1024", "--eval-every", "1024", "--no-progress"]

@@ -81,6 +81,29 @@ def group_relative(rewards: Tensor, group_size: int, scale: str = "group", eps: 
     return (centred / (std + eps)).reshape(-1)
 
 
+def leave_one_out(rewards: Tensor, group_size: int, scale: str = "none", eps: float = 1e-4) -> Tensor:
+    """RLOO's advantage (Kool et al. 2019; Ahmadian et al. 2024): the baseline of completion i is the
+    mean reward of the *other* G − 1 completions of its prompt, so it does not depend on r_i itself.
+
+        Â_i = r_i − (1/(G−1)) Σ_{j≠i} r_j  =  G/(G−1) · (r_i − mean(r_group))
+
+    ``scale="batch"`` then whitens Â over the whole batch, (Â − mean Â)/(std Â + ε) (TRL's
+    ``normalize_advantages``); ``"none"`` leaves it as is (the paper). Returns [N], groups adjacent.
+    """
+    if group_size < 2:
+        raise ValueError(f"group_size must be at least 2, got {group_size}")
+    if rewards.numel() % group_size:
+        raise ValueError(f"{rewards.numel()} rewards do not form groups of {group_size}")
+    grouped = rewards.view(-1, group_size)
+    baseline = (grouped.sum(dim=1, keepdim=True) - grouped) / (group_size - 1)
+    advantages = (grouped - baseline).reshape(-1)
+    if scale == "batch":
+        return (advantages - advantages.mean()) / (advantages.std() + eps)
+    if scale != "none":
+        raise ValueError(f"scale must be 'none' or 'batch' for leave-one-out, got {scale!r}")
+    return advantages
+
+
 def whiten(x: Tensor, mask: Tensor | None = None, shift_mean: bool = True, eps: float = 1e-8) -> Tensor:
     """Normalise to zero mean and unit variance over the real entries.
 

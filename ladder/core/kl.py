@@ -62,6 +62,23 @@ def kl_penalized_rewards(scores: Tensor, logp: Tensor, ref_logp: Tensor, mask: T
     return rewards, kl
 
 
+def kl_in_reward(rewards: Tensor, old_logp: Tensor, ref_logp: Tensor, mask: Tensor, kl_coef: float,
+                 estimator: str = "k1") -> tuple[Tensor, Tensor]:
+    """Critic-free KL shaping: one KL per completion, subtracted from its reward before advantages.
+
+        KL_i = Σ_t m_t · k(log π_old(a_t), log π_ref(a_t))          (k1: log π_old − log π_ref)
+        r̃_i  = r_i − β · KL_i
+
+    The estimate is taken on π_old, the policy that sampled the batch, and is a constant (no
+    gradient): the KL reaches θ only through the advantages, so it is the same number on every
+    one of the μ passes — the seeds' second fix for μ ≠ 1, and TRL's RLOO (k1, summed per
+    completion). ``rewards`` [B]; returns (shaped rewards [B], KL_i [B]).
+    """
+    per_token = kl_estimate(old_logp, ref_logp, estimator)
+    kl = torch.where(mask.bool(), per_token, 0.0).sum(dim=1).detach()
+    return rewards - kl_coef * kl, kl
+
+
 class FixedKLController:
     """β stays where it is set."""
 

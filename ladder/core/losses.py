@@ -20,20 +20,52 @@ def pg_loss(logp: Tensor, advantages: Tensor) -> Tensor:
     return -advantages * logp
 
 
+def sequence_log_ratio(logp: Tensor, old_logp: Tensor, mask: Tensor) -> Tensor:
+    """GSPO's importance ratio, one per completion (Zheng et al. 2025), as a log, ``[B, 1]``:
+
+        log s_i = (1/|y_i|) Σ_t m_t · (log π_θ(a_t) − log π_old(a_t))
+        s_i     = (π_θ(y_i) / π_old(y_i))^(1/|y_i|)       the geometric mean of the token ratios
+
+    Every token of completion i then shares s_i, and the clip keeps or drops the whole completion.
+    An empty row gets log s = 0.
+    """
+    real = mask.bool()
+    total = torch.where(real, logp - old_logp, 0.0).sum(dim=1, keepdim=True)
+    return total / real.sum(dim=1, keepdim=True).clamp(min=1).to(total.dtype)
+
+
 def clipped_surrogate(ratio: Tensor, advantages: Tensor, clip_eps_low: float,
-                      clip_eps_high: float | None = None) -> Tensor:
+                      clip_eps_high: float | None = None, delta: float | None = None) -> Tensor:
     """PPO's clipped surrogate (Schulman et al. 2017), with clip-higher (DAPO: ε_high ≥ ε_low).
 
         r_t = π_θ(a_t|s_t) / π_old(a_t|s_t)
         L_t = −min( r_t · Â_t,  clip(r_t, 1 − ε_low, 1 + ε_high) · Â_t )
 
     The gradient is zero exactly where the clipped branch is the smaller one: r > 1 + ε_high with
-    Â > 0, and r < 1 − ε_low with Â < 0.
+    Â > 0, and r < 1 − ε_low with Â < 0. Where Â < 0 and r is large, nothing bounds the term;
+    two-sided clipping (INTELLECT-2, ``delta`` = δ > 1 + ε_high) caps the unclipped branch too:
+
+        L_t = −min( min(r_t, δ) · Â_t,  clip(r_t, 1 − ε_low, 1 + ε_high) · Â_t )
     """
     if clip_eps_high is None:
         clip_eps_high = clip_eps_low
     clipped = torch.clamp(ratio, 1.0 - clip_eps_low, 1.0 + clip_eps_high)
+    if delta is not None:
+        ratio = torch.clamp(ratio, max=delta)
     return -torch.min(ratio * advantages, clipped * advantages)
+
+
+def cispo_loss(logp: Tensor, ratio: Tensor, advantages: Tensor, max_weight: float) -> Tensor:
+    """CISPO (MiniMax-M1 2025; ScaleRL's cap): clip the importance weight, not the update.
+
+        L_t = −sg( min(r_t, ε_max) ) · Â_t · log π_θ(a_t|s_t)
+
+    sg = stop-gradient. The weight is a constant per token, so every token keeps a REINFORCE
+    gradient −w_t · Â_t · ∇log π_θ, only scaled down where π_θ has run far ahead of π_old; no
+    token is dropped, where PPO's clip zeroes the gradient of the tokens outside [1 − ε, 1 + ε].
+    """
+    weight = torch.clamp(ratio, max=max_weight).detach()
+    return -weight * advantages * logp
 
 
 def value_loss(values: Tensor, old_values: Tensor, returns: Tensor, clip: float | None = None) -> Tensor:
@@ -60,7 +92,9 @@ def aggregate(per_action: Tensor, mask: Tensor, mode: str = "token_mean",
 
         token_mean           Σ_{b,t} m·x / Σ_{b,t} m                    every action equal (TRL "bnpo")
         seq_mean_token_mean  (1/B) Σ_b [ Σ_t m·x / Σ_t m ]             GRPO: every sequence equal
-        dr_grpo              Σ_{b,t} m·x / (B · T)                      Dr. GRPO: constant normaliser
+        dr_grpo              Σ_{b,t} m·x / num_tokens                   Dr. GRPO: a constant, the
+                                                                        generation budget B · L_max
+                                                                        (num_tokens None: B · T)
         dapo                 Σ_{b,t} m·x / num_tokens                   DAPO: the active-token count
                                                                         of the whole batch, scaled to
                                                                         this minibatch's share of rows
@@ -75,7 +109,7 @@ def aggregate(per_action: Tensor, mask: Tensor, mode: str = "token_mean",
         per_seq = per_action.sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
         return per_seq.mean()
     if mode == "dr_grpo":
-        return total / mask.numel()
+        return total / (mask.numel() if num_tokens is None else max(num_tokens, 1.0))
     if mode == "dapo":
         return total / max(num_tokens, 1.0)
     raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {mode!r}")

@@ -3,8 +3,11 @@
 For each minibatch:
 
     logp, H, V  = policy.evaluate(minibatch)              log π_θ, entropy, values  [b, T]
-    r           = exp(logp − old_logp)                    ratio π_θ / π_old
-    L_pg        = clipped_surrogate(r, Â)  or  −Â·logp    (objective "clipped" | "reinforce")
+    r           = exp(logp − old_logp)                    ratio π_θ / π_old, per token
+                  (or GSPO's one ratio per row: ratio_level "sequence")
+    L_pg        = clipped_surrogate(r, Â, δ)              objective "clipped"   (PPO / GRPO)
+                  cispo_loss(logp, r, Â)                  objective "cispo"
+                  −Â·logp                                 objective "reinforce"
     L           = agg(L_pg) + c_v·agg(L_V) − c_H·agg(H) + β·agg(KL(π_θ‖π_ref))
 
 then one optimiser step with the gradient norm clipped. REINFORCE, PPO and GRPO differ only in
@@ -27,7 +30,10 @@ from . import stats
 from .advantages import whiten
 from .batch import Batch
 from .kl import kl_estimate
-from .losses import aggregate, clipped_surrogate, entropy_bonus, pg_loss, value_loss
+from .losses import aggregate, cispo_loss, clipped_surrogate, entropy_bonus, pg_loss, sequence_log_ratio, value_loss
+
+OBJECTIVES = ("clipped", "cispo", "reinforce")
+RATIO_LEVELS = ("token", "sequence")
 
 
 class Policy(Protocol):
@@ -40,10 +46,14 @@ class UpdateConfig:
 
     mu: int = 1                          # μ: optimisation passes over one batch
     num_minibatches: int = 1             # shuffled minibatches per pass (each one optimiser step)
-    objective: str = "clipped"           # "clipped" (PPO / GRPO) or "reinforce"
+    objective: str = "clipped"           # "clipped" (PPO / GRPO), "cispo" or "reinforce"
+    ratio_level: str = "token"           # "token": r per action; "sequence": GSPO's s_i per row
     clip_eps_low: float = 0.2            # ε_low:  r is clipped below at 1 − ε_low
     clip_eps_high: float | None = None   # ε_high: r is clipped above at 1 + ε_high (None: ε_low)
+    delta: float | None = None           # δ: two-sided clipping caps r at δ where Â < 0 too (None: off)
+    cispo_max_weight: float = 5.0        # ε_max: CISPO's cap on the detached importance weight
     aggregation: str = "token_mean"      # see losses.aggregate
+    max_tokens: int | None = None        # L_max: per-row token budget, dr_grpo's constant (None: width T)
     value_coef: float = 0.5              # c_v (ignored when the policy has no critic)
     value_clip: float | None = None      # clip of V around V_old in the value loss
     entropy_coef: float = 0.0            # c_H
@@ -73,7 +83,9 @@ def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float
                  ) -> tuple[Tensor, dict, dict]:
     """The scalar loss of one minibatch, its statistics, and the tensors behind them.
 
-    ``num_tokens`` is DAPO's normaliser (see ``losses.aggregate``).
+    ``num_tokens`` is DAPO's normaliser (see ``losses.aggregate``); dr_grpo's is len(mb) · L_max.
+    The KL's importance weight stays per token at either ratio level: it corrects each token's KL
+    estimate for the token having been sampled by π_old, which a per-row average would not.
     Returns (loss, stats, tensors) with tensors = ratio, advantages, mask, values, returns.
     """
     eps_high = cfg.clip_eps_low if cfg.clip_eps_high is None else cfg.clip_eps_high
@@ -83,16 +95,27 @@ def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float
     mask = mb.mask.float()
     adv = whiten(mb.advantages, mask) if cfg.normalize_advantages else mb.advantages
 
+    if cfg.aggregation == "dr_grpo":  # a constant: rows × budget, whatever the longest completion
+        num_tokens = len(mb) * (mb.mask.shape[1] if cfg.max_tokens is None else cfg.max_tokens)
+
     def agg(x: Tensor) -> Tensor:
         return aggregate(x, mask, cfg.aggregation, num_tokens)
 
-    ratio = torch.exp(torch.where(mask.bool(), logp - old_logp, 0.0))  # padding: r = 1
+    if cfg.ratio_level == "token":
+        log_ratio = torch.where(mask.bool(), logp - old_logp, 0.0)  # padding: r = 1
+    elif cfg.ratio_level == "sequence":
+        log_ratio = sequence_log_ratio(logp, old_logp, mask).expand_as(logp)
+    else:
+        raise ValueError(f"ratio_level must be one of {RATIO_LEVELS}, got {cfg.ratio_level!r}")
+    ratio = torch.exp(log_ratio)
     if cfg.objective == "clipped":
-        loss_pg = agg(clipped_surrogate(ratio, adv, cfg.clip_eps_low, eps_high))
+        loss_pg = agg(clipped_surrogate(ratio, adv, cfg.clip_eps_low, eps_high, cfg.delta))
+    elif cfg.objective == "cispo":
+        loss_pg = agg(cispo_loss(logp, ratio, adv, cfg.cispo_max_weight))
     elif cfg.objective == "reinforce":
         loss_pg = agg(pg_loss(logp, adv))
     else:
-        raise ValueError(f"objective must be 'clipped' or 'reinforce', got {cfg.objective!r}")
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {cfg.objective!r}")
     loss = loss_pg
     out = {"loss_pg": loss_pg}
 
@@ -124,9 +147,12 @@ def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float
 
 
 def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: UpdateConfig,
-           generator: torch.Generator | None = None) -> list[dict]:
+           generator: torch.Generator | None = None, num_tokens: float | None = None) -> list[dict]:
     """Run μ passes of shuffled minibatches; return one dict of statistics per pass.
 
+    ``num_tokens`` is DAPO's whole-batch count of active tokens per process — with P processes
+    each holding part of the batch, (Σ over processes) / P, so that the gradients the processes
+    average add up to one process's on the whole batch (None: this batch's own count).
     A minibatch whose loss or gradient is not finite changes nothing: its step is skipped and
     counted in ``skipped_steps``.
     """
@@ -137,7 +163,7 @@ def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: 
     if batch.old_logp is None and (cfg.mu > 1 or cfg.num_minibatches > 1):
         batch.old_logp = _record_old_logp(policy, batch, cfg.num_minibatches)
     # DAPO: normalise by the whole batch's active tokens, shared out over the minibatches.
-    tokens_per_minibatch = batch.num_tokens / cfg.num_minibatches
+    tokens_per_minibatch = (batch.num_tokens if num_tokens is None else num_tokens) / cfg.num_minibatches
     params = _trainable(optimizer)
     max_norm = cfg.max_grad_norm if cfg.max_grad_norm is not None else math.inf
 

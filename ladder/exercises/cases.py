@@ -157,14 +157,25 @@ def clipped_surrogate() -> list[Case]:
         Case("clip_eps_high=None means ε_high = ε_low",
              dict(ratio=t([[0.7, 1.3]]), advantages=t([[-2, 2]]), clip_eps_low=0.2, clip_eps_high=None),
              grad=("ratio",)),
+        Case("two-sided (δ = 2): with Â < 0 the unclipped branch stops at min(r, δ) = 2; under δ, or Â > 0, as before",
+             dict(ratio=t([[3.0, 2.5, 1.5, 3.0]]), advantages=t([[-2, -0.5, -1, 1]]), clip_eps_low=0.2, delta=2.0),
+             grad=("ratio",)),
+        Case("two-sided with clip-higher: δ = 1.5 above 1 + ε_high = 1.28",
+             dict(ratio=t([[1.4, 1.7, 0.6]]), advantages=t([[-1, -3, -1]]), clip_eps_low=0.2, clip_eps_high=0.28,
+                  delta=1.5), grad=("ratio",)),
+        Case("delta=None: no cap, a large r with Â < 0 keeps growing",
+             dict(ratio=t([[3.0, 0.5]]), advantages=t([[-2, -1]]), clip_eps_low=0.2, delta=None), grad=("ratio",)),
     ]
     g = torch.Generator().manual_seed(5)
-    for B, T, _ in shapes(g, 5):
-        inputs = dict(ratio=torch.exp(randn(g, B, T, scale=0.4)), advantages=randn(g, B, T),
+    for B, T, _ in shapes(g, 6):
+        inputs = dict(ratio=torch.exp(randn(g, B, T, scale=0.5)), advantages=randn(g, B, T),
                       clip_eps_low=pick(g, (0.1, 0.2)))
         if pick(g, (True, False)):
             inputs["clip_eps_high"] = pick(g, (0.2, 0.28, 0.4))
-        cases.append(Case(f"random {B}×{T}", inputs, grad=("ratio",)))
+        if pick(g, (True, False)):
+            inputs["delta"] = pick(g, (1.5, 2.0))
+        cases.append(Case(f"random {B}×{T}" + (f", δ = {inputs['delta']}" if "delta" in inputs else ""), inputs,
+                          grad=("ratio",)))
     return cases
 
 
@@ -274,7 +285,10 @@ def aggregate() -> list[Case]:
     cases += [
         Case("seq_mean_token_mean (GRPO): every sequence counts once",
              dict(per_action=x, mask=mask, mode="seq_mean_token_mean"), grad=("per_action",)),
-        Case("dr_grpo: divide by B · T", dict(per_action=x, mask=mask, mode="dr_grpo"), grad=("per_action",)),
+        Case("dr_grpo without num_tokens: divide by B · T", dict(per_action=x, mask=mask, mode="dr_grpo"),
+             grad=("per_action",)),
+        Case("dr_grpo: divide by num_tokens = B · L_max, the generation budget (here 2 · 5, not B · T = 6)",
+             dict(per_action=x, mask=mask, mode="dr_grpo", num_tokens=10.0), grad=("per_action",)),
         Case("dapo: divide by num_tokens", dict(per_action=x, mask=mask, mode="dapo", num_tokens=8.0),
              grad=("per_action",)),
     ]
@@ -294,7 +308,10 @@ def aggregate() -> list[Case]:
         inputs = dict(per_action=padded(randn(g, B, T), mask), mask=mask, mode=mode)
         if mode == "dapo":
             inputs["num_tokens"] = float(mask.sum()) * pick(g, (1.0, 1.5))
-        cases.append(Case(f"random {B}×{T}, {mode}", inputs, grad=("per_action",)))
+        if mode == "dr_grpo" and pick(g, (True, False)):
+            inputs["num_tokens"] = float(B * (T + pick(g, (0, 2, 5))))   # B · L_max, L_max ≥ T
+        budget = f", B · L_max = {inputs['num_tokens']:g}" if mode == "dr_grpo" and "num_tokens" in inputs else ""
+        cases.append(Case(f"random {B}×{T}, {mode}{budget}", inputs, grad=("per_action",)))
     return cases
 
 

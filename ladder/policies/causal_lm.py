@@ -23,13 +23,15 @@ in sampling, in the π_ref and π_old forwards, and in the training forward and 
 
 from __future__ import annotations
 
-from contextlib import nullcontext
+from contextlib import contextmanager
 
 import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from ladder.core import Batch
+from ladder.core import Batch, soft_update
+
+REFERENCE_ADAPTER = "ref"
 
 
 def position_ids_for(attention_mask: Tensor) -> Tensor:
@@ -81,7 +83,8 @@ class CausalLMPolicy(nn.Module):
     """π_θ = a Hugging Face causal LM (optionally with peft adapters), plus an optional value head.
 
     π_ref is ``ref_model`` (a frozen copy) or, for a peft model, the same weights with the adapter
-    disabled — no second copy.
+    disabled — no second copy. ``make_reference_refreshable`` gives a peft model a second, frozen
+    adapter as π_ref's instead (still one base), which ``refresh_reference`` can move towards π_θ.
     """
 
     def __init__(self, model: nn.Module, value_head: bool = False, temperature: float = 1.0,
@@ -142,11 +145,26 @@ class CausalLMPolicy(nn.Module):
         """``evaluate`` (the call DistributedDataParallel wraps)."""
         return self.evaluate(batch)
 
+    def _has_reference_adapter(self) -> bool:
+        return is_peft(self.model) and REFERENCE_ADAPTER in self.model.peft_config
+
+    @contextmanager
     def reference_context(self):
-        """Inside it, ``self.model`` is π_ref when the reference is the disabled adapter."""
-        if self.ref_model is None and is_peft(self.model):
-            return self.model.disable_adapter()
-        return nullcontext()
+        """Inside it, ``self.model`` is π_ref when the reference lives in the same model (the disabled
+        adapter, or the frozen reference adapter)."""
+        if self.ref_model is not None or not is_peft(self.model):
+            yield
+        elif self._has_reference_adapter():
+            active = self.model.active_adapter
+            self.model.set_adapter(REFERENCE_ADAPTER, inference_mode=True)
+            try:
+                yield
+            finally:
+                self.model.set_adapter(active)
+                self.model.set_requires_grad(REFERENCE_ADAPTER, requires_grad=False)
+        else:
+            with self.model.disable_adapter():
+                yield
 
     @torch.no_grad()
     def ref_logp(self, batch: Batch) -> Tensor:
@@ -155,8 +173,49 @@ class CausalLMPolicy(nn.Module):
             return self._forward(self.ref_model, batch, want_values=False)[0]
         if not is_peft(self.model):
             raise ValueError("no reference: pass ref_model, or wrap the model with a peft adapter")
-        with self.model.disable_adapter():
+        with self.reference_context():
             return self._forward(self.model, batch, want_values=False)[0]
+
+    def make_reference_refreshable(self) -> None:
+        """Give π_ref parameters of its own that ``refresh_reference`` can move.
+
+        A peft model gets a second adapter, frozen, as π_ref's: LoRA starts it at B = 0, so π_ref is
+        still exactly the base model; the base itself is shared, never copied. A full model needs
+        ``ref_model`` (its frozen copy), which is refreshable as it is.
+        """
+        if self.ref_model is None and not self._has_reference_adapter():
+            if not is_peft(self.model):
+                raise ValueError("a refreshable reference needs ref_model or a peft adapter")
+            active = self.model.active_adapter
+            self.model.add_adapter(REFERENCE_ADAPTER, self.model.peft_config[active])
+            self.model.set_adapter(active)
+            self.model.set_requires_grad(REFERENCE_ADAPTER, requires_grad=False)
+
+    def _reference_pairs(self) -> list[tuple[str, Tensor, Tensor]]:
+        """(name, π_ref's tensor, π_θ's tensor) for every parameter the refresh mixes."""
+        if self.ref_model is not None:
+            theta = dict(self.model.named_parameters())
+            return [(n, p, theta[n]) for n, p in self.ref_model.named_parameters()]
+        active = self.model.active_adapter
+        params = dict(self.model.named_parameters())
+        return [(n, p, params[n.replace(f".{REFERENCE_ADAPTER}.", f".{active}.")]) for n, p in params.items()
+                if f".{REFERENCE_ADAPTER}." in n]
+
+    def refresh_reference(self, alpha: float) -> None:
+        """π_ref ← α·π_θ + (1 − α)·π_ref (``core.soft_update``); α = 1 copies π_θ."""
+        pairs = self._reference_pairs()
+        if not pairs:
+            raise ValueError("no refreshable reference: call make_reference_refreshable first")
+        soft_update([ref for _, ref, _ in pairs], [theta for _, _, theta in pairs], alpha)
+
+    def reference_state(self) -> dict[str, Tensor]:
+        """π_ref's own parameters (for a checkpoint)."""
+        return {n: ref.detach().clone() for n, ref, _ in self._reference_pairs()}
+
+    def load_reference_state(self, state: dict[str, Tensor]) -> None:
+        with torch.no_grad():
+            for n, ref, _ in self._reference_pairs():
+                ref.copy_(state[n])
 
     @torch.no_grad()
     def old_logp_and_values(self, batch: Batch) -> tuple[Tensor, Tensor | None]:

@@ -4,6 +4,9 @@ Each update: P prompts × G sampled completions → rule rewards → Â_i = (r_i
 every token of completion i gets Â_i → ``Batch`` → ``ladder.core.update`` with the clipped
 surrogate and β·KL(π_θ‖π_ref) (k3, importance-corrected) in the loss. With ``--qlora`` the base is
 4-bit and only LoRA adapters train; π_ref is the base with the adapter disabled.
+
+The same rung runs GRPO's design space (``ladder.rungs.grpo_options``): Dr. GRPO, DAPO, GSPO,
+CISPO and RLOO are flags, and ``--algo NAME`` sets the flags of each as its paper does.
 """
 
 from __future__ import annotations
@@ -11,117 +14,35 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 from ladder import core, hub, rewards
-from ladder.cli import RunOptions, option, show_progress
+from ladder.cli import show_progress
 from ladder.distributed import Processes, launched_processes, process_device, weights_digest
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
-from ladder.rewards import score
 from ladder.rungs import lm_eval
+from ladder.rungs.grpo_options import ALGOS, LOSS_TYPES, PRESETS, Config, reward_weights, update_config, validate
+from ladder.rungs.grpo_rollout import Rollout, dynamic_sample, sample
 from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, seed_everything, set_rng_state
 from ladder.tasks import arithmetic
 
+# The rung's options live in grpo_options; they are read from here too (grpo.Config, grpo.PRESETS, …).
+__all__ = ["ALGOS", "LOSS_TYPES", "PRESETS", "Config", "validate", "update_config", "reward_weights", "train",
+           "grpo_step", "NAME"]
 NAME = "grpo"
-LOSS_TYPES = {"grpo": "seq_mean_token_mean", "bnpo": "token_mean", "dr_grpo": "dr_grpo", "dapo": "dapo"}
 CURVES = {"reward": "reward (mean)", "eval_accuracy": "greedy accuracy (held-out)",
           "rewards/correctness/mean": "correctness reward", "kl_ref": "KL(π_θ‖π_ref)",
           "completions/mean_length": "completion length", "frac_reward_zero_std": "groups with zero spread"}
 
 
-@dataclass
-class Config(RunOptions):
-    model: str = option("Qwen/Qwen2.5-0.5B-Instruct", "causal LM: hub id or local directory")
-    task: str = option("gsm8k", "gsm8k (GSM8K word problems) or arithmetic (synthetic, offline)",
-                       choices=("gsm8k", "arithmetic"))
-    dataset: str = option("openai/gsm8k", "GSM8K hub id or a local .json/.jsonl with question/answer")
-    system_prompt: str | None = option(None, "system prompt (default: the task's)")
-    qlora: bool = option(False, "4-bit nf4 base (double quantisation) + LoRA adapters + checkpointing")
-    lora: bool = option(False, "LoRA adapters on a full-precision base")
-    lora_r: int = option(16, "LoRA rank")
-    lora_alpha: int = option(32, "LoRA alpha")
-    gradient_checkpointing: bool | None = option(None, "recompute activations in backward (default: on with --qlora)")
-    optim: str = option("auto", "auto (8-bit paged AdamW on CUDA with --qlora, else AdamW), adamw, paged_adamw_8bit")
-    steps: int = option(200, "updates (each: P prompts × G completions)")
-    prompts_per_step: int = option(4, "P: prompts per update")
-    group_size: int = option(8, "G: completions sampled per prompt (at least 2)")
-    mu: int = option(1, "μ: optimisation passes over each batch")
-    num_minibatches: int = option(1, "shuffled minibatches per pass (each one optimiser step)")
-    lr: float = option(1e-5, "learning rate")
-    warmup_steps: int = option(0, "linear learning-rate warmup over the first N updates (0: none)")
-    max_grad_norm: float = option(1.0, "gradient-norm clip")
-    clip_eps_low: float = option(0.2, "ε_low (ratio clipped below at 1 − ε_low)")
-    clip_eps_high: float = option(0.2, "ε_high (ratio clipped above at 1 + ε_high; 0.28 is DAPO's clip-higher)")
-    kl_coef: float = option(0.04, "β of KL(π_θ‖π_ref) in the loss (0: no reference computed at all)")
-    kl_correction: str = option("on", "importance-weight the KL term by π_θ/π_old (off: the biased form)",
-                                choices=("on", "off"))
-    loss_type: str = option("grpo", "loss aggregation: grpo | bnpo | dr_grpo | dapo", choices=tuple(LOSS_TYPES))
-    scale_rewards: str = option("group", "advantage scale: group std | batch std | none",
-                                choices=("group", "batch", "none"))
-    reward_funcs: str = option("correctness,format", "reward functions, comma-separated: built-in names "
-                               "(correctness, format) or FILE.py:FUNCTION or MODULE:FUNCTION, each called as "
-                               "fn(completions, answers) -> list of floats")
-    reward_weights: str | None = option(None, "one weight per reward function, comma-separated (default: all 1)")
-    max_new_tokens: int = option(256, "completion length limit")
-    min_new_tokens: int = option(0, "force at least this many tokens (EOS suppressed until then; for benchmarks)")
-    temperature: float = option(1.0, "sampling temperature (log-probs use the same)")
-    top_p: float = option(1.0, "nucleus sampling p")
-    chunk_size: int = option(16, "positions per chunk of the lm_head / log-softmax (rows·chunk·vocab floats at once)")
-    eval_every: int = option(25, "greedy held-out accuracy every N updates (0: only before and after)")
-    eval_size: int = option(200, "held-out problems in the evaluation")
-    train_size: int = option(0, "limit the training problems (0: all)")
-    print_samples: int = option(25, "print a sample prompt → completion → reward every N updates (0: never)")
-    threads: int = option(0, "torch CPU threads (0: torch's default)")
-
-
-# The tiny preset's model imitates a tutor who forgets to carry (see arithmetic.build_tiny_math_model):
-# greedy accuracy starts near the share of sums without a carry and GRPO lifts it by teaching the carry.
-PRESETS = {
-    "tiny": dict(model="@tiny-math", task="arithmetic", lora=True, lora_r=16, lora_alpha=32, steps=60,
-                 prompts_per_step=8, group_size=8, lr=1e-3, warmup_steps=10, temperature=1.0, max_new_tokens=28,
-                 kl_coef=0.04, eval_every=10, eval_size=200, print_samples=10, threads=1),
-}
-
-
-def validate(cfg: Config) -> None:
-    if cfg.group_size < 2:
-        raise UsageError(f"--group-size must be at least 2 (advantages compare completions of a prompt), "
-                         f"got {cfg.group_size}")
-    if cfg.mu < 1:
-        raise UsageError(f"--mu must be at least 1, got {cfg.mu}")
-    for name in ("clip_eps_low", "clip_eps_high"):
-        value = getattr(cfg, name)
-        if not 0.0 < value < 1.0:
-            raise UsageError(f"--{name.replace('_', '-')} must be in (0, 1), got {value}")
-    if cfg.lr <= 0:
-        raise UsageError(f"--lr must be positive, got {cfg.lr}")
-    if cfg.warmup_steps < 0:
-        raise UsageError(f"--warmup-steps must be ≥ 0, got {cfg.warmup_steps}")
-    if cfg.kl_coef < 0:
-        raise UsageError(f"--kl-coef must be ≥ 0, got {cfg.kl_coef}")
-    if cfg.steps < 1 or cfg.prompts_per_step < 1 or cfg.max_new_tokens < 1:
-        raise UsageError("--steps, --prompts-per-step and --max-new-tokens must be positive")
-    if (cfg.prompts_per_step * cfg.group_size) % cfg.num_minibatches or cfg.num_minibatches < 1:
-        raise UsageError(f"{cfg.prompts_per_step} prompts × {cfg.group_size} completions cannot be split into "
-                         f"{cfg.num_minibatches} equal minibatches")
-    if cfg.temperature <= 0:
-        raise UsageError(f"--temperature must be positive, got {cfg.temperature}")
-    reward_weights(cfg)
-
-
 def reward_functions(cfg: Config) -> dict[str, Callable]:
     """Name → function for ``--reward-funcs`` (a user's file is imported here)."""
     return rewards.load_all(cfg.reward_funcs)
-
-
-def reward_weights(cfg: Config) -> dict[str, float]:
-    """Name → weight w_f of each reward function (``--reward-weights``)."""
-    return rewards.weights(cfg.reward_funcs, cfg.reward_weights)
 
 
 def load_problems(cfg: Config) -> tuple[list[dict], list[dict]]:
@@ -143,14 +64,6 @@ def load_problems(cfg: Config) -> tuple[list[dict], list[dict]]:
 
 def resolve_model(model: str) -> str:
     return str(arithmetic.tiny_math_model()) if model == "@tiny-math" else model
-
-
-def update_config(cfg: Config) -> core.UpdateConfig:
-    """GRPO's ``core.update``: the clipped surrogate (ε_low, ε_high) + β·k3 KL to π_ref in the loss."""
-    return core.UpdateConfig(
-        mu=cfg.mu, num_minibatches=cfg.num_minibatches, objective="clipped", clip_eps_low=cfg.clip_eps_low,
-        clip_eps_high=cfg.clip_eps_high, aggregation=LOSS_TYPES[cfg.loss_type], kl_coef=cfg.kl_coef,
-        kl_estimator="k3", kl_correction=cfg.kl_correction == "on", max_grad_norm=cfg.max_grad_norm)
 
 
 def train(cfg: Config) -> dict:
@@ -193,6 +106,8 @@ def train(cfg: Config) -> dict:
     if cfg.kl_coef > 0 and not (cfg.qlora or cfg.lora):
         ref_model = quant.load_causal_lm(model_path, device)  # full fine-tuning needs a frozen copy
     policy = CausalLMPolicy(model, temperature=cfg.temperature, chunk_size=cfg.chunk_size, ref_model=ref_model)
+    if cfg.ref_sync_every:
+        policy.make_reference_refreshable()  # a second, frozen adapter (LoRA) or the frozen copy (full)
     optimizer = quant.make_optimizer(policy.parameters(), cfg.lr, optim, device)
     guard = NonFiniteGuard(cfg.max_nonfinite_updates, log.dir, warn=tqdm.write)
     update_cfg = update_config(cfg)
@@ -206,7 +121,7 @@ def train(cfg: Config) -> dict:
 
     order_rng = random.Random(cfg.seed)  # the same prompt order in every process; each takes its share
     order: list[int] = []
-    step, tokens, wall_before, evals = 0, 0, 0.0, []
+    step, tokens, completions, wall_before, evals = 0, 0, 0, 0.0, []
     if procs.world > 1:
         torch.manual_seed(cfg.seed + 1 + procs.rank)  # same initial weights (above), different samples
     trainer = procs.wrap(policy)
@@ -221,29 +136,44 @@ def train(cfg: Config) -> dict:
         order_rng.setstate(state["order_rng"])
         order, step, tokens, wall_before, evals = (state["order"], state["step"], state["tokens"], state["wall_s"],
                                                    state["evals"])
+        completions = state["completions"]
+        if "reference" in state:
+            policy.load_reference_state(state["reference"])
     t0 = time.perf_counter() - wall_before
     if not evals:
         evals.append((0, evaluate()))
     first_rewards = state["first_rewards"] if state else []
     bar = tqdm(total=cfg.steps, initial=step, unit="update", desc=NAME,
                disable=not show_progress(cfg.progress and procs.is_main))
-    while step < cfg.steps:
+
+    def draw(n: int) -> list[dict]:
+        """The next ``n`` problems of the shuffled order (the same in every process)."""
+        nonlocal order
         picked = []
-        for _ in range(cfg.prompts_per_step):
+        for _ in range(n):
             if not order:
                 order = list(range(len(problems)))
                 order_rng.shuffle(order)
             picked.append(problems[order.pop()])
+        return picked
+
+    done = False
+    while not done:
         for group in optimizer.param_groups:  # from the step count alone, so --resume needs no scheduler state
             group["lr"] = cfg.lr * min(1.0, (step + 1) / cfg.warmup_steps) if cfg.warmup_steps else cfg.lr
-        record, batch_texts = grpo_step(trainer, tokenizer, optimizer, update_cfg, cfg, picked, system_prompt,
-                                        weights, device, functions, guard, procs)
+        record, batch_texts = grpo_step(trainer, tokenizer, optimizer, update_cfg, cfg, draw(cfg.prompts_per_step),
+                                        system_prompt, weights, device, functions, guard, procs, draw)
         step += 1
         tokens += record["tokens"]
-        record.update(step=step, tokens_total=tokens, lr=optimizer.param_groups[0]["lr"])
+        completions += record["sampling/completions"]
+        if cfg.ref_sync_every and step % cfg.ref_sync_every == 0:
+            policy.refresh_reference(cfg.ref_mixup)  # every process alike: the weights are equal everywhere
+        record.update(step=step, tokens_total=tokens, completions_total=completions,
+                      lr=optimizer.param_groups[0]["lr"])
         if len(first_rewards) < 5:
             first_rewards.append(record["reward"])
-        if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps:
+        done = step >= cfg.steps or bool(cfg.max_completions and completions >= cfg.max_completions)
+        if (cfg.eval_every and step % cfg.eval_every == 0) or done:
             record["eval_accuracy"] = evaluate()
             evals.append((step, record["eval_accuracy"]))
         record["wall_s"] = time.perf_counter() - t0
@@ -253,20 +183,26 @@ def train(cfg: Config) -> dict:
         if cfg.print_samples and step % cfg.print_samples == 0 and procs.is_main:
             q, c, r = batch_texts
             tqdm.write(f"[{step}] {q!r} → {c!r} → reward {r:.2f}")
-        if step % cfg.checkpoint_every == 0 and step < cfg.steps:
+        if step % cfg.checkpoint_every == 0 and not done:
             rng = procs.gather_object(rng_state())  # every process's generator, for an exact resume
             trainable = {n: p.detach().clone() for n, p in policy.named_parameters() if p.requires_grad}
+            reference = {"reference": policy.reference_state()} if cfg.ref_sync_every else {}
             log.save_checkpoint({"trainable": trainable, "optimizer": optimizer.state_dict(), "rng": rng,
                                  "processes": procs.world, "order_rng": order_rng.getstate(), "order": order,
-                                 "step": step, "tokens": tokens, "wall_s": time.perf_counter() - t0,
-                                 "evals": evals, "first_rewards": first_rewards})
+                                 "step": step, "tokens": tokens, "completions": completions,
+                                 "wall_s": time.perf_counter() - t0, "evals": evals, "first_rewards": first_rewards,
+                                 **reference})
     bar.close()
 
     digests = procs.gather_object(weights_digest(policy))
     if procs.is_main:
-        model.save_pretrained(log.dir / ("adapter" if (cfg.qlora or cfg.lora) else "model"))
+        if cfg.qlora or cfg.lora:  # the trained adapter only (π_ref's adapter, if any, stays out)
+            model.save_pretrained(log.dir / "adapter", selected_adapters=[model.active_adapter])
+        else:
+            model.save_pretrained(log.dir / "model")
     records = log.records()
     summary = {"rung": NAME, "model": cfg.model, "task": cfg.task, "steps": step, "tokens": tokens,
+               "completions": completions,
                "accuracy_before": evals[0][1], "accuracy_after": evals[-1][1],
                "accuracy_gain": evals[-1][1] - evals[0][1], "evals": evals,
                "reward_first5": float(np.mean(first_rewards)) if first_rewards else None,
@@ -282,52 +218,82 @@ def train(cfg: Config) -> dict:
 def grpo_step(policy: CausalLMPolicy, tokenizer, optimizer, update_cfg: core.UpdateConfig, cfg: Config,
               problems: list[dict], system_prompt: str, weights: dict, device,
               functions: dict[str, Callable] | None = None, guard: NonFiniteGuard | None = None,
-              procs: Processes | None = None) -> tuple[dict, tuple]:
+              procs: Processes | None = None, draw: Callable[[int], list[dict]] | None = None) -> tuple[dict, tuple]:
     """Sample G completions per prompt, score them, and run one ``core.update``.
 
     With several processes each one takes its share of ``problems``; rewards are gathered so that
-    the advantages and the statistics cover the whole batch.
+    the advantages and the statistics cover the whole batch. ``draw(n)`` gives further problems
+    (dynamic sampling).
     """
     procs = procs or Processes(torch.device(device))
-    G = cfg.group_size
-    problems = procs.shard(problems)
-    prompts = [arithmetic.chat_prompt(tokenizer, p["question"], system_prompt) for p in problems]
-    enc = tokenizer(prompts, return_tensors="pt", padding=True).to(device)
-    prompt_ids = enc.input_ids.repeat_interleave(G, dim=0)
-    prompt_mask = enc.attention_mask.repeat_interleave(G, dim=0)
-    completion, mask = policy.generate(prompt_ids, prompt_mask, cfg.max_new_tokens, tokenizer.pad_token_id,
-                                       tokenizer.eos_token_id, do_sample=True, top_p=cfg.top_p,
-                                       min_new_tokens=cfg.min_new_tokens)
-    texts = tokenizer.batch_decode(torch.where(mask.bool(), completion, tokenizer.pad_token_id),
-                                   skip_special_tokens=True)
-    answers = [p["answer"] for p in problems for _ in range(G)]
-    my_rewards, my_per_function = score(texts, answers, weights, functions)
-    all_rewards = procs.gather(my_rewards)                                 # [P·G], all processes
-    mine = slice(procs.rank * len(my_rewards), (procs.rank + 1) * len(my_rewards))
+    G, pad = cfg.group_size, tokenizer.pad_token_id
 
-    advantages = core.group_relative(all_rewards, G, cfg.scale_rewards)[mine]  # Â from whole groups
-    batch = lm_batch(prompt_ids, prompt_mask, completion, mask.to(device), tokenizer.pad_token_id,
-                     advantages=advantages.to(device)[:, None] * mask.to(device), rewards=None)
+    def sample_share(problems: list[dict]) -> Rollout:
+        return sample(policy, tokenizer, cfg, procs.shard(problems), system_prompt, weights, functions, device)
+
+    rollout = sample_share(problems)
+    rounds, generated = 1, len(rollout)
+    if cfg.dynamic_sampling:
+        if draw is None:
+            raise ValueError("dynamic sampling needs draw(n), the source of further problems")
+
+        def sample_more(wanted: bool) -> Rollout | None:
+            more = draw(cfg.prompts_per_step)  # every process draws, so the order stays the same everywhere
+            return sample_share(more) if wanted else None
+
+        def all_done(mine: bool) -> bool:
+            return bool(procs.gather(torch.tensor([float(mine)])).min().item())
+
+        rollout, rounds, generated = dynamic_sample(rollout, sample_more, G, cfg.max_sampling_rounds, all_done, pad)
+    record = _advantages_and_update(policy, optimizer, update_cfg, cfg, rollout, procs, pad, guard)
+    record["sampling/rounds"] = rounds
+    record["sampling/completions"] = int(procs.gather(torch.tensor([float(generated)])).sum().item())
+    return record, (rollout.questions[0], rollout.texts[0], rollout.rewards[0].item())
+
+
+def _advantages_and_update(policy, optimizer, update_cfg: core.UpdateConfig, cfg: Config, rollout: Rollout,
+                           procs: Processes, pad: int, guard: NonFiniteGuard | None) -> dict:
+    """Rewards (− β·KL with ``--kl-in reward``) → advantages over whole groups → ``core.update``."""
+    G, device, mask = cfg.group_size, rollout.completion.device, rollout.mask
+    batch = lm_batch(rollout.prompt_ids, rollout.prompt_mask, rollout.completion, mask, pad)
     if cfg.kl_coef > 0:
         batch.ref_logp = policy.ref_logp(batch)
-    passes = core.update(policy, batch, optimizer, update_cfg)
+    all_rewards = procs.gather(rollout.rewards)                                 # [P·G], all processes
+    mine = slice(procs.rank * len(rollout), (procs.rank + 1) * len(rollout))
+    shaped = all_rewards
+    if cfg.kl_in == "reward" and cfg.kl_coef > 0:
+        batch.old_logp = policy.old_logp_and_values(batch)[0].float()        # π_old, used by the update too
+        my_shaped, _ = core.kl_in_reward(rollout.rewards.to(device), batch.old_logp, batch.ref_logp, mask,
+                                         cfg.kl_coef, cfg.kl_estimator)
+        shaped = procs.gather(my_shaped.cpu())
+    if cfg.advantage == "rloo":
+        advantages = core.leave_one_out(shaped, G, cfg.scale_rewards)[mine]
+    else:
+        advantages = core.group_relative(shaped, G, cfg.scale_rewards)[mine]  # Â from whole groups
+    loss_mask = mask * (~rollout.truncated).to(device)[:, None] if cfg.mask_truncated else mask
+    batch.mask = loss_mask.float()
+    batch.advantages = advantages.to(device)[:, None] * loss_mask
+    # DAPO normalises by the active tokens of the whole batch, shared out over the processes.
+    num_tokens = procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
+    passes = core.update(policy, batch, optimizer, update_cfg, num_tokens=num_tokens)
 
     lengths = procs.gather(mask.sum(1).cpu())
-    ended = procs.gather((completion == tokenizer.eos_token_id).any(1).float().cpu()).bool()
+    truncated = procs.gather(rollout.truncated.float().cpu())
     grouped = all_rewards.view(-1, G)
     record = {"reward": all_rewards.mean().item(), "reward_std": all_rewards.std().item(),
               "frac_reward_zero_std": (grouped.std(1) == 0).float().mean().item(),
               "completions/mean_length": lengths.float().mean().item(),
               "completions/min_length": lengths.min().item(), "completions/max_length": lengths.max().item(),
-              "completions/clipped_ratio": (~ended).float().mean().item(), "tokens": int(lengths.sum().item()),
+              "completions/clipped_ratio": truncated.mean().item(), "tokens": int(lengths.sum().item()),
               "num_passes": len(passes)}
-    for name, r in my_per_function.items():
+    if shaped is not all_rewards:
+        record["reward_shaped"] = shaped.mean().item()
+    for name, r in rollout.per_function.items():
         r = procs.gather(r)
         record[f"rewards/{name}/mean"] = r.mean().item()
         record[f"rewards/{name}/std"] = r.std().item()
-    last = procs.mean(passes[-1])
-    record.update(last)
+    record.update(procs.mean(passes[-1]))
     skipped = procs.mean({"skipped_steps": sum(p["skipped_steps"] for p in passes)})["skipped_steps"]
     record["skipped_steps"] = guard([{"skipped_steps": skipped}], update_cfg.num_minibatches * len(passes)) \
         if guard is not None else skipped
-    return record, (problems[0]["question"], texts[0], my_rewards[0].item())
+    return record

@@ -77,6 +77,8 @@ class Config(RunOptions):
     kl_target: float = option(6.0, "target of the mean per-sequence KL(π‖π_ref)")
     kl_horizon: float = option(10_000.0, "horizon of the adaptive controller (in completions)")
     kl_estimator: str = option("k1", "per-token KL estimator in the reward", choices=("k1", "k2", "k3"))
+    ref_sync_every: int = option(0, "refresh π_ref every N updates: π_ref ← α·π_θ + (1 − α)·π_ref (0: never)")
+    ref_mixup: float = option(0.6, "α of the π_ref refresh, in [0, 1]")
     lora: bool = option(False, "train LoRA adapters only; π_ref = the model with its adapter disabled (no copy)")
     lora_r: int = option(16, "LoRA rank")
     lora_alpha: float = option(32.0, "LoRA α")
@@ -111,6 +113,10 @@ def validate(cfg: Config) -> None:
         raise UsageError("--top-k must be ≥ 0 and --top-p in (0, 1]")
     if cfg.kl_coef < 0 or cfg.kl_target <= 0 or cfg.kl_horizon <= 0:
         raise UsageError("--kl-coef must be ≥ 0, --kl-target and --kl-horizon positive")
+    if cfg.ref_sync_every < 0 or not 0.0 <= cfg.ref_mixup <= 1.0:
+        raise UsageError("--ref-sync-every must be ≥ 0 and --ref-mixup in [0, 1]")
+    if cfg.ref_sync_every and cfg.kl_coef == 0:
+        raise UsageError("--ref-sync-every refreshes π_ref, but --kl-coef 0 never uses it; set --kl-coef > 0")
     if not (0.0 <= cfg.gamma <= 1.0 and 0.0 <= cfg.gae_lambda <= 1.0):
         raise UsageError("--gamma and --gae-lambda must be in [0, 1]")
     if cfg.value_clip <= 0 or cfg.value_coef < 0:
@@ -143,10 +149,13 @@ def build_policy(cfg: Config, model) -> CausalLMPolicy:
         lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, target_modules="all-linear",
                           task_type="CAUSAL_LM")
         model = get_peft_model(model, lora)
-        return CausalLMPolicy(model, value_head=True, temperature=cfg.temperature, chunk_size=cfg.chunk_size)
-    ref = copy.deepcopy(model)
-    return CausalLMPolicy(model, value_head=True, temperature=cfg.temperature, chunk_size=cfg.chunk_size,
-                          ref_model=ref)
+        policy = CausalLMPolicy(model, value_head=True, temperature=cfg.temperature, chunk_size=cfg.chunk_size)
+    else:
+        policy = CausalLMPolicy(model, value_head=True, temperature=cfg.temperature, chunk_size=cfg.chunk_size,
+                                ref_model=copy.deepcopy(model))
+    if cfg.ref_sync_every:
+        policy.make_reference_refreshable()  # LoRA: a second, frozen adapter; full: the copy above
+    return policy
 
 
 def trainable_state(policy: CausalLMPolicy) -> dict:
@@ -288,6 +297,8 @@ def train(cfg: Config) -> dict:
         prompt_rng.setstate(state["prompt_rng"])
         set_rng_state(state["rng"][procs.rank])
         start_update, wall_before, before = state["update"], state["wall_s"], state["before"]
+        if "reference" in state:
+            policy.load_reference_state(state["reference"])
     if before is None:
         before = sample_table(policy, tokenizer, reward_fn, eval_prompts, cfg)
 
@@ -310,6 +321,8 @@ def train(cfg: Config) -> dict:
 
         # statistics of the whole batch, gathered from every process
         kl_per_seq = procs.gather(kl.sum(dim=1))
+        if cfg.ref_sync_every and (u + 1) % cfg.ref_sync_every == 0:
+            policy.refresh_reference(cfg.ref_mixup)
         controller.update(kl_per_seq.mean().item(), cfg.batch_size)
         shaped, scores = procs.gather(batch.rewards.sum(dim=1)), procs.gather(scores)
         last = procs.mean(dict(passes[-1]))
@@ -337,7 +350,8 @@ def train(cfg: Config) -> dict:
                 "policy": trainable_state(policy), "optimizer": optimizer.state_dict(),
                 "controller": controller.state_dict(), "generator": generator.get_state(),
                 "prompt_rng": prompt_rng.getstate(), "rng": rng, "processes": procs.world, "before": before,
-                "update": u + 1, "wall_s": time.perf_counter() - t0})
+                "update": u + 1, "wall_s": time.perf_counter() - t0,
+                **({"reference": policy.reference_state()} if cfg.ref_sync_every else {})})
     bar.close()
 
     after = sample_table(policy, tokenizer, reward_fn, eval_prompts, cfg)

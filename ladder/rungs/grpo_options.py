@@ -1,0 +1,200 @@
+"""The GRPO rung's options: one ``Config``, the ``tiny`` preset, the ``--algo`` bundles, and the
+rules that relate several options.
+
+The design space of GRPO-style training, each choice a flag (and a short function in ladder.core):
+
+    advantage      group (GRPO: r − mean, ÷ std)  |  rloo (leave-one-out baseline)
+    KL to π_ref    in the loss (k3, importance-corrected)  |  in the reward (one KL per completion)
+    π_ref          fixed  |  refreshed: every N updates π_ref ← α·π_θ + (1 − α)·π_ref
+    ratio          per token (GRPO)  |  per sequence (GSPO)
+    policy loss    clipped surrogate (ε_low, ε_high, optional δ)  |  CISPO
+    aggregation    grpo | bnpo | dr_grpo | dapo
+    batch shaping  dynamic sampling, truncated completions masked, soft overlong penalty
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ladder import core, rewards
+from ladder.cli import RunOptions, option
+from ladder.core.kl import ESTIMATORS
+from ladder.core.update import RATIO_LEVELS
+from ladder.runlog import UsageError
+
+# --loss-type → (policy loss, aggregation), TRL's names.
+LOSS_TYPES = {"grpo": ("clipped", "seq_mean_token_mean"), "bnpo": ("clipped", "token_mean"),
+              "dr_grpo": ("clipped", "dr_grpo"), "dapo": ("clipped", "dapo"), "cispo": ("cispo", "dapo")}
+
+# --algo: the flags each method's paper sets (explicit flags still win; see the README's table).
+ALGOS = {
+    "grpo": dict(loss_type="grpo", advantage="group", scale_rewards="group", kl_in="loss", ratio_level="token"),
+    "dr_grpo": dict(loss_type="dr_grpo", scale_rewards="none", kl_coef=0.0),
+    "dapo": dict(loss_type="dapo", clip_eps_low=0.2, clip_eps_high=0.28, kl_coef=0.0, dynamic_sampling=True,
+                 mask_truncated=True, overlong_buffer=0.2, overlong_penalty=1.0),
+    "gspo": dict(ratio_level="sequence", loss_type="grpo", clip_eps_low=3e-4, clip_eps_high=4e-4, kl_coef=0.0,
+                 num_minibatches=4),
+    "cispo": dict(loss_type="cispo", cispo_max_weight=5.0, scale_rewards="batch", kl_coef=0.0),
+    "rloo": dict(advantage="rloo", scale_rewards="none", kl_in="reward", kl_estimator="k1", kl_coef=0.03),
+}
+
+
+@dataclass
+class Config(RunOptions):
+    model: str = option("Qwen/Qwen2.5-0.5B-Instruct", "causal LM: hub id or local directory")
+    task: str = option("gsm8k", "gsm8k (GSM8K word problems) or arithmetic (synthetic, offline)",
+                       choices=("gsm8k", "arithmetic"))
+    dataset: str = option("openai/gsm8k", "GSM8K hub id or a local .json/.jsonl with question/answer")
+    system_prompt: str | None = option(None, "system prompt (default: the task's)")
+    qlora: bool = option(False, "4-bit nf4 base (double quantisation) + LoRA adapters + checkpointing")
+    lora: bool = option(False, "LoRA adapters on a full-precision base")
+    lora_r: int = option(16, "LoRA rank")
+    lora_alpha: int = option(32, "LoRA alpha")
+    gradient_checkpointing: bool | None = option(None, "recompute activations in backward (default: on with --qlora)")
+    optim: str = option("auto", "auto (8-bit paged AdamW on CUDA with --qlora, else AdamW), adamw, paged_adamw_8bit")
+    steps: int = option(200, "updates (each: P prompts × G completions)")
+    max_completions: int = option(0, "also stop once this many completions have been sampled (0: no limit); "
+                                     "a budget that compares methods fairly when dynamic sampling samples more")
+    prompts_per_step: int = option(4, "P: prompts per update")
+    group_size: int = option(8, "G: completions sampled per prompt (at least 2)")
+    mu: int = option(1, "μ: optimisation passes over each batch")
+    num_minibatches: int = option(1, "shuffled minibatches per pass (each one optimiser step)")
+    lr: float = option(1e-5, "learning rate")
+    warmup_steps: int = option(0, "linear learning-rate warmup over the first N updates (0: none)")
+    max_grad_norm: float = option(1.0, "gradient-norm clip")
+    advantage: str = option("group", "group: Â_i = (r_i − mean_group) / scale (GRPO); rloo: Â_i = r_i − mean of "
+                                     "the other G − 1 rewards (leave-one-out)", choices=("group", "rloo"))
+    scale_rewards: str = option("group", "advantage scale: group std | batch std | none (rloo: none | batch, "
+                                         "which whitens Â over the batch)", choices=("group", "batch", "none"))
+    ratio_level: str = option("token", "importance ratio per token (GRPO) or per sequence (GSPO: the geometric "
+                                       "mean of the token ratios; use ε ≈ 3e-4/4e-4, as --algo gspo does)",
+                              choices=RATIO_LEVELS)
+    loss_type: str = option("grpo", "policy loss and aggregation: grpo (per-sequence mean) | bnpo (token mean) | "
+                                    "dr_grpo (÷ P·G·max-new-tokens) | dapo (÷ active tokens) | cispo (clipped "
+                                    "detached weight × log π, ÷ active tokens)", choices=tuple(LOSS_TYPES))
+    clip_eps_low: float = option(0.2, "ε_low (ratio clipped below at 1 − ε_low)")
+    clip_eps_high: float = option(0.2, "ε_high (ratio clipped above at 1 + ε_high; 0.28 is DAPO's clip-higher)")
+    delta: float | None = option(None, "δ > 1 + ε_high: two-sided clipping also caps the ratio at δ where Â < 0 "
+                                       "(INTELLECT-2; None: off)")
+    cispo_max_weight: float = option(5.0, "ε_max: CISPO's cap on the detached importance weight (ScaleRL: 5)")
+    kl_coef: float = option(0.04, "β of the KL to π_ref (0: no reference computed at all)")
+    kl_in: str = option("loss", "where the KL to π_ref goes: loss (β·KL per token in the loss) or reward "
+                                "(r_i − β·Σ_t KL_t on π_old's log-probs, before the advantages; RLOO's choice)",
+                        choices=("loss", "reward"))
+    kl_estimator: str = option("k3", "KL estimator: k1 | k2 | k3 (k3 in the loss is GRPO's; k1 in the reward is "
+                                     "RLOO's)", choices=ESTIMATORS)
+    kl_correction: str | None = option(None, "importance-weight the KL term in the loss by π_θ/π_old (off: the "
+                                             "biased form; default on with --kl-in loss)", choices=("on", "off"))
+    ref_sync_every: int = option(0, "refresh π_ref every N updates: π_ref ← α·π_θ + (1 − α)·π_ref (0: π_ref stays "
+                                    "the starting model; TRL's ref_model_sync_steps)")
+    ref_mixup: float = option(0.6, "α of the π_ref refresh, in [0, 1] (TRL's ref_model_mixup_alpha)")
+    dynamic_sampling: bool = option(False, "drop groups whose rewards are all equal (no signal) and sample further "
+                                           "prompts until the update has P informative groups (DAPO)")
+    max_sampling_rounds: int = option(4, "dynamic sampling: at most this many rounds of P prompts per update; "
+                                         "then the update is filled with uninformative groups")
+    mask_truncated: bool = option(False, "completions that reach --max-new-tokens without EOS take no part in the "
+                                         "loss (DAPO's overlong filtering)")
+    overlong_buffer: float = option(0.0, "DAPO's soft overlong penalty: the last fraction of --max-new-tokens in "
+                                         "which the reward falls linearly to −penalty (0: off; DAPO 0.2)")
+    overlong_penalty: float = option(1.0, "the penalty at --max-new-tokens with --overlong-buffer")
+    reward_funcs: str = option("correctness,format", "reward functions, comma-separated: built-in names "
+                               "(correctness, format) or FILE.py:FUNCTION or MODULE:FUNCTION, each called as "
+                               "fn(completions, answers) -> list of floats")
+    reward_weights: str | None = option(None, "one weight per reward function, comma-separated (default: all 1)")
+    max_new_tokens: int = option(256, "completion length limit")
+    min_new_tokens: int = option(0, "force at least this many tokens (EOS suppressed until then; for benchmarks)")
+    temperature: float = option(1.0, "sampling temperature (log-probs use the same)")
+    top_p: float = option(1.0, "nucleus sampling p")
+    chunk_size: int = option(16, "positions per chunk of the lm_head / log-softmax (rows·chunk·vocab floats at once)")
+    eval_every: int = option(25, "greedy held-out accuracy every N updates (0: only before and after)")
+    eval_size: int = option(200, "held-out problems in the evaluation")
+    train_size: int = option(0, "limit the training problems (0: all)")
+    print_samples: int = option(25, "print a sample prompt → completion → reward every N updates (0: never)")
+    threads: int = option(0, "torch CPU threads (0: torch's default)")
+
+
+# The tiny preset's model imitates a tutor who forgets to carry (see arithmetic.build_tiny_math_model):
+# greedy accuracy starts near the share of sums without a carry and GRPO lifts it by teaching the carry.
+PRESETS = {
+    "tiny": dict(model="@tiny-math", task="arithmetic", lora=True, lora_r=16, lora_alpha=32, steps=60,
+                 prompts_per_step=8, group_size=8, lr=1e-3, warmup_steps=10, temperature=1.0, max_new_tokens=28,
+                 kl_coef=0.04, eval_every=10, eval_size=200, print_samples=10, threads=1),
+}
+
+
+def validate(cfg: Config) -> None:
+    """Refuse values and combinations that make no sense, before any model loads."""
+    if cfg.group_size < 2:
+        raise UsageError(f"--group-size must be at least 2 (advantages compare completions of a prompt), "
+                         f"got {cfg.group_size}")
+    if cfg.mu < 1:
+        raise UsageError(f"--mu must be at least 1, got {cfg.mu}")
+    for name in ("clip_eps_low", "clip_eps_high"):
+        value = getattr(cfg, name)
+        if not 0.0 < value < 1.0:
+            raise UsageError(f"--{name.replace('_', '-')} must be in (0, 1), got {value}")
+    if cfg.lr <= 0:
+        raise UsageError(f"--lr must be positive, got {cfg.lr}")
+    if cfg.warmup_steps < 0:
+        raise UsageError(f"--warmup-steps must be ≥ 0, got {cfg.warmup_steps}")
+    if cfg.kl_coef < 0:
+        raise UsageError(f"--kl-coef must be ≥ 0, got {cfg.kl_coef}")
+    if cfg.steps < 1 or cfg.prompts_per_step < 1 or cfg.max_new_tokens < 1:
+        raise UsageError("--steps, --prompts-per-step and --max-new-tokens must be positive")
+    if cfg.max_completions < 0 or cfg.ref_sync_every < 0 or cfg.max_sampling_rounds < 1:
+        raise UsageError("--max-completions and --ref-sync-every must be ≥ 0, --max-sampling-rounds ≥ 1")
+    if (cfg.prompts_per_step * cfg.group_size) % cfg.num_minibatches or cfg.num_minibatches < 1:
+        raise UsageError(f"{cfg.prompts_per_step} prompts × {cfg.group_size} completions cannot be split into "
+                         f"{cfg.num_minibatches} equal minibatches")
+    if cfg.temperature <= 0:
+        raise UsageError(f"--temperature must be positive, got {cfg.temperature}")
+    if not 0.0 <= cfg.ref_mixup <= 1.0:
+        raise UsageError(f"--ref-mixup must be in [0, 1], got {cfg.ref_mixup}")
+    if not 0.0 <= cfg.overlong_buffer < 1.0 or cfg.overlong_penalty < 0:
+        raise UsageError(f"--overlong-buffer must be in [0, 1) and --overlong-penalty ≥ 0, got "
+                         f"{cfg.overlong_buffer} and {cfg.overlong_penalty}")
+    if cfg.cispo_max_weight <= 0:
+        raise UsageError(f"--cispo-max-weight must be positive, got {cfg.cispo_max_weight}")
+    _validate_combinations(cfg)
+    reward_weights(cfg)
+
+
+def _validate_combinations(cfg: Config) -> None:
+    if cfg.kl_in == "reward" and cfg.kl_correction is not None:
+        raise UsageError("--kl-correction weighs the KL term of the loss; with --kl-in reward the KL is a constant "
+                         "in the reward, taken on π_old, and needs no correction: drop --kl-correction")
+    if cfg.ref_sync_every and cfg.kl_coef == 0:
+        raise UsageError("--ref-sync-every refreshes π_ref, but --kl-coef 0 never uses it; set --kl-coef > 0 "
+                         "or drop --ref-sync-every")
+    if cfg.advantage == "rloo" and cfg.scale_rewards == "group":
+        raise UsageError("--advantage rloo takes --scale-rewards none or batch; dividing by the group's std turns "
+                         "it into GRPO's advantage times G/(G−1)")
+    if cfg.ratio_level == "sequence" and cfg.loss_type == "cispo":
+        raise UsageError("--loss-type cispo weighs every token by its own ratio; --ratio-level sequence is GSPO's "
+                         "clipped objective (--algo gspo)")
+    if cfg.delta is not None:
+        if cfg.loss_type == "cispo":
+            raise UsageError("--delta caps the clipped surrogate's ratio; --loss-type cispo caps its weight with "
+                             "--cispo-max-weight instead")
+        if cfg.delta <= 1.0 + cfg.clip_eps_high:
+            raise UsageError(f"--delta must exceed 1 + --clip-eps-high = {1.0 + cfg.clip_eps_high:g}, got {cfg.delta}")
+    if cfg.overlong_buffer and int(cfg.overlong_buffer * cfg.max_new_tokens) < 1:
+        raise UsageError(f"--overlong-buffer {cfg.overlong_buffer} of --max-new-tokens {cfg.max_new_tokens} is "
+                         f"less than one token")
+
+
+def reward_weights(cfg: Config) -> dict[str, float]:
+    """Name → weight w_f of each reward function (``--reward-weights``)."""
+    return rewards.weights(cfg.reward_funcs, cfg.reward_weights)
+
+
+def update_config(cfg: Config) -> core.UpdateConfig:
+    """GRPO's ``core.update``: the policy loss and aggregation of ``--loss-type``, the ratio level,
+    and β·KL(π_θ‖π_ref) in the loss (only with ``--kl-in loss``)."""
+    objective, aggregation = LOSS_TYPES[cfg.loss_type]
+    return core.UpdateConfig(
+        mu=cfg.mu, num_minibatches=cfg.num_minibatches, objective=objective, ratio_level=cfg.ratio_level,
+        clip_eps_low=cfg.clip_eps_low, clip_eps_high=cfg.clip_eps_high, delta=cfg.delta,
+        cispo_max_weight=cfg.cispo_max_weight, aggregation=aggregation, max_tokens=cfg.max_new_tokens,
+        kl_coef=cfg.kl_coef if cfg.kl_in == "loss" else 0.0, kl_estimator=cfg.kl_estimator,
+        kl_correction=cfg.kl_correction != "off", max_grad_norm=cfg.max_grad_norm)

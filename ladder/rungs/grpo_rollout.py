@@ -1,0 +1,132 @@
+"""GRPO's rollout: sample G completions per prompt, score them, and shape the batch before the core
+sees it — dynamic sampling (keep only groups with a reward spread) and the overlong handling.
+
+These choices decide *which* completions make up a batch; none of them changes the update, so they
+live here, in the rung, and not in ladder.core.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields, replace
+
+import torch
+from torch import Tensor
+
+from ladder.rewards import overlong_penalty, score
+from ladder.tasks import arithmetic
+
+
+@dataclass
+class Rollout:
+    """This process's sampled groups: G adjacent rows per prompt."""
+
+    prompt_ids: Tensor     # [n, P] left-padded
+    prompt_mask: Tensor    # [n, P]
+    completion: Tensor     # [n, T] right-padded
+    mask: Tensor           # [n, T] 1 up to and including EOS
+    rewards: Tensor        # [n] r_i = Σ_f w_f · f(completion_i) (+ the overlong penalty)
+    per_function: dict     # name → [n]
+    truncated: Tensor      # [n] bool: reached --max-new-tokens without EOS
+    texts: list
+    questions: list
+
+    def __len__(self) -> int:
+        return len(self.rewards)
+
+    def groups(self, index: Tensor, group_size: int) -> Rollout:
+        """The rollout made of the given groups (indices over groups, not rows)."""
+        rows = (index[:, None] * group_size + torch.arange(group_size)).reshape(-1)
+        picked = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Tensor):
+                picked[f.name] = value[rows.to(value.device)]
+            elif isinstance(value, dict):
+                picked[f.name] = {k: v[rows] for k, v in value.items()}
+            else:
+                picked[f.name] = [value[i] for i in rows.tolist()]
+        return replace(self, **picked)
+
+
+def _pad_to(x: Tensor, width: int, value, left: bool) -> Tensor:
+    pad = x.new_full((x.shape[0], width - x.shape[1]), value)
+    return torch.cat([pad, x] if left else [x, pad], dim=1)
+
+
+def concat(rollouts: list[Rollout], pad_token_id: int) -> Rollout:
+    """Rows of several rollouts in one: prompts left-padded, completions right-padded to one width."""
+    if len(rollouts) == 1:
+        return rollouts[0]
+    P = max(r.prompt_ids.shape[1] for r in rollouts)
+    T = max(r.completion.shape[1] for r in rollouts)
+    return Rollout(
+        prompt_ids=torch.cat([_pad_to(r.prompt_ids, P, pad_token_id, left=True) for r in rollouts]),
+        prompt_mask=torch.cat([_pad_to(r.prompt_mask, P, 0, left=True) for r in rollouts]),
+        completion=torch.cat([_pad_to(r.completion, T, pad_token_id, left=False) for r in rollouts]),
+        mask=torch.cat([_pad_to(r.mask, T, 0, left=False) for r in rollouts]),
+        rewards=torch.cat([r.rewards for r in rollouts]),
+        per_function={k: torch.cat([r.per_function[k] for r in rollouts]) for k in rollouts[0].per_function},
+        truncated=torch.cat([r.truncated for r in rollouts]),
+        texts=[t for r in rollouts for t in r.texts], questions=[q for r in rollouts for q in r.questions])
+
+
+def sample(policy, tokenizer, cfg, problems: list[dict], system_prompt: str, weights: dict,
+           functions: dict[str, Callable] | None, device) -> Rollout:
+    """G completions of each problem, scored: r_i = Σ_f w_f · f(completion_i) − overlong penalty."""
+    G = cfg.group_size
+    prompts = [arithmetic.chat_prompt(tokenizer, p["question"], system_prompt) for p in problems]
+    enc = tokenizer(prompts, return_tensors="pt", padding=True).to(device)
+    prompt_ids = enc.input_ids.repeat_interleave(G, dim=0)
+    prompt_mask = enc.attention_mask.repeat_interleave(G, dim=0)
+    completion, mask = policy.generate(prompt_ids, prompt_mask, cfg.max_new_tokens, tokenizer.pad_token_id,
+                                       tokenizer.eos_token_id, do_sample=True, top_p=cfg.top_p,
+                                       min_new_tokens=cfg.min_new_tokens)
+    mask = mask.to(device)
+    texts = tokenizer.batch_decode(torch.where(mask.bool(), completion, tokenizer.pad_token_id),
+                                   skip_special_tokens=True)
+    answers = [p["answer"] for p in problems for _ in range(G)]
+    rewards, per_function = score(texts, answers, weights, functions)
+    lengths = mask.sum(1).cpu()
+    if cfg.overlong_buffer:
+        penalty = overlong_penalty(lengths, cfg.max_new_tokens, round(cfg.overlong_buffer * cfg.max_new_tokens),
+                                   cfg.overlong_penalty)
+        rewards = rewards + penalty
+        per_function = {**per_function, "overlong": penalty}
+    truncated = ~(completion == tokenizer.eos_token_id).any(1).cpu() & (lengths >= cfg.max_new_tokens)
+    return Rollout(prompt_ids, prompt_mask, completion, mask, rewards, per_function, truncated, texts,
+                   [p["question"] for p in problems for _ in range(G)])
+
+
+def informative(rewards: Tensor, group_size: int) -> Tensor:
+    """[groups] bool: the groups whose rewards are not all equal (only they carry a signal)."""
+    grouped = rewards.view(-1, group_size)
+    return (grouped != grouped[:, :1]).any(dim=1)
+
+
+def dynamic_sample(first: Rollout, sample_more: Callable[[bool], Rollout | None], group_size: int,
+                   max_rounds: int, all_done: Callable[[bool], bool], pad_token_id: int) -> tuple[Rollout, int, int]:
+    """DAPO's dynamic sampling: keep the groups with a reward spread, sample further rounds until
+    this process has as many informative groups as it first had groups, or ``max_rounds`` rounds
+    ran (then uninformative groups fill the rest).
+
+    ``sample_more(wanted)`` draws the next round's prompts (every process draws, so the prompt order
+    stays the same everywhere) and samples them only if ``wanted``; ``all_done(mine)`` is True once
+    every process is done. Returns (rollout, rounds, completions sampled here).
+    """
+    need = len(first) // group_size
+    kept, spare, generated, rounds = [], [], 0, 0
+    current: Rollout | None = first
+    while True:
+        if current is not None:
+            generated += len(current)
+            keep = informative(current.rewards, group_size)
+            kept.append(current.groups(keep.nonzero().flatten(), group_size))
+            spare.append(current.groups((~keep).nonzero().flatten(), group_size))
+        rounds += 1
+        have = sum(len(r) for r in kept) // group_size
+        if all_done(have >= need) or rounds >= max_rounds:
+            break
+        current = sample_more(have < need)
+    pool = concat(kept + spare, pad_token_id)  # informative groups first, then the fill
+    return pool.groups(torch.arange(need), group_size), rounds, generated
