@@ -246,3 +246,36 @@ def test_offline_hub_id_is_one_line_naming_the_tiny_preset(tmp_path):
 def test_bad_options_are_usage_errors(tmp_path, override, needle):
     with pytest.raises(UsageError, match=needle):
         ps.validate(tiny_config(tmp_path, **override))
+
+
+@pytest.mark.parametrize("lora", [True, False])
+def test_reference_refresh_moves_pi_ref_to_pi_theta(tmp_path, tiny_model_dir, lora):
+    cfg = tiny_config(tmp_path, lora=lora, lora_r=4, lr=1e-2, ref_sync_every=1)
+    model, tokenizer = sentiment.load_causal_lm(cfg.model)
+    policy = ps.build_policy(cfg, model)
+    assert (policy.ref_model is None) == lora                      # LoRA: a second adapter, no copy of the base
+    batch, _, _ = ps.rollout(policy, tokenizer, ["This movie", "The plot was"] * 4, cfg)
+    old, values, ref_start = ps.old_and_ref(policy, batch, 8)
+    batch.old_logp, batch.values, batch.returns = old, values, torch.ones_like(old) * batch.mask
+    batch.advantages = torch.randn_like(old) * batch.mask
+    optimizer = torch.optim.Adam([p for p in policy.parameters() if p.requires_grad], lr=cfg.lr)
+    ladder.core.update(policy, batch, optimizer, ps.update_config(cfg))
+    theta = policy.evaluate(batch)[0].detach()
+    policy.refresh_reference(0.0)                                  # α = 0: π_ref stays where it was
+    torch.testing.assert_close(policy.ref_logp(batch), ref_start)
+    assert not torch.allclose(theta, ref_start)
+    policy.refresh_reference(1.0)                                  # α = 1: π_ref = π_θ, KL(π_θ‖π_ref) = 0
+    torch.testing.assert_close(policy.ref_logp(batch), theta, rtol=0, atol=1e-6)
+
+
+def test_resume_after_a_reference_refresh_continues_exactly(tmp_path, tiny_model_dir):
+    def metrics(out):
+        return [{k: v for k, v in json.loads(line).items() if k != "wall_s"} for line in open(out / "metrics.jsonl")]
+
+    options = dict(num_updates=3, checkpoint_every=2, ref_sync_every=1, ref_mixup=0.5)
+    ps.train(tiny_config(tmp_path / "a", **options))
+    cut = tmp_path / "b"
+    ps.train(tiny_config(cut, **options))
+    (cut / "run" / "summary.json").unlink()                       # as if it died after the checkpoint at 2
+    ps.train(tiny_config(cut, **options, resume=str(cut / "run")))
+    assert metrics(cut / "run") == metrics(tmp_path / "a" / "run")
