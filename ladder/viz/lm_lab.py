@@ -48,6 +48,7 @@ import torch
 from ladder import core
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch, position_ids_for
+from ladder.rewards import score
 from ladder.rungs import grpo, ppo_sentiment
 from ladder.runlog import rng_state, set_rng_state
 from ladder.tasks import arithmetic
@@ -215,7 +216,7 @@ def _fixed_grpo_batch(seed: int, warmup_updates: int, prompts: int, group_size: 
                                        tokenizer.eos_token_id, do_sample=True, top_p=cfg.top_p)
     decoded = tokenizer.batch_decode(torch.where(mask.bool(), completion, tokenizer.pad_token_id),
                                      skip_special_tokens=True)
-    rewards, _ = grpo.score(decoded, [p["answer"] for p in picked for _ in range(group_size)], weights)
+    rewards, _ = score(decoded, [p["answer"] for p in picked for _ in range(group_size)], weights)
     advantages = core.group_relative(rewards, group_size, cfg.scale_rewards)
     batch = lm_batch(prompt_ids, prompt_mask, completion, mask, tokenizer.pad_token_id,
                      advantages=advantages[:, None] * mask)
