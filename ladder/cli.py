@@ -1,35 +1,234 @@
-"""Options from dataclasses: every hyperparameter is a ``--flag`` with its default in ``--help``."""
+"""Options from dataclasses: every hyperparameter is a ``--flag`` with its default, help and domain.
+
+An option declares, once, what values it accepts (``option(default, help, domain)``): an integer
+with bounds, a number in an interval (finite unless it says otherwise), a probability, one of some
+choices, text, a path of a given kind, or a torch device this machine has. Every config checks its
+fields on construction — from the command line (one line, exit code 2) and from Python
+(``ValueError`` naming the field and its domain) alike; a rung's ``validate()`` keeps only the
+rules that relate several options.
+"""
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import re
 import sys
 import types
 import typing
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from ladder.runlog import UsageError
 
 
-def option(default, help: str, choices: tuple | None = None):
-    """A config field with its ``--help`` text (and allowed values)."""
-    return field(default=default, metadata={"help": help, "choices": choices})
+class OptionError(UsageError, ValueError):
+    """A value outside its option's domain: one line at the command line, a ValueError in Python."""
+
+
+@dataclass(frozen=True)
+class Number:
+    """An int or a float in [low, high] (either end open or absent); finite unless ``finite=False``."""
+
+    kind: type = float
+    low: float | None = None
+    high: float | None = None
+    open_low: bool = False
+    open_high: bool = False
+    finite: bool = True
+
+    def words(self) -> str:
+        lo = None if self.low is None else f"{self.low:g}"
+        hi = None if self.high is None else f"{self.high:g}"
+        if lo is not None and hi is not None:
+            return f"in {'(' if self.open_low else '['}{lo}, {hi}{')' if self.open_high else ']'}"
+        if lo is not None:
+            if self.low == 0 and self.open_low:
+                return "positive"
+            if self.kind is int and not self.open_low:
+                return f"at least {lo}"
+            return f"{'>' if self.open_low else '≥'} {lo}"
+        if hi is not None:
+            return f"{'<' if self.open_high else '≤'} {hi}"
+        return "a finite number" if self.finite else "a number"
+
+    def problem(self, value) -> str | None:
+        kinds = (int,) if self.kind is int else (int, float)
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            return "an integer" if self.kind is int else "a number"
+        if self.kind is float and math.isnan(value):
+            return self.words() if self.low is not None or self.high is not None else "a number"
+        if self.finite and not math.isfinite(value):
+            return "a finite number"
+        below = self.low is not None and (value <= self.low if self.open_low else value < self.low)
+        above = self.high is not None and (value >= self.high if self.open_high else value > self.high)
+        return self.words() if below or above else None
+
+
+@dataclass(frozen=True)
+class OneOf:
+    choices: tuple
+
+    def words(self) -> str:
+        return "one of " + ", ".join(map(str, self.choices))
+
+    def problem(self, value) -> str | None:
+        return None if value in self.choices else self.words()
+
+
+@dataclass(frozen=True)
+class Text:
+    """A non-empty string (a hub id, a file, a comma-separated list: the rung reads it further)."""
+
+    def words(self) -> str:
+        return "a non-empty text"
+
+    def problem(self, value) -> str | None:
+        return None if isinstance(value, str) and value.strip() else self.words()
+
+
+@dataclass(frozen=True)
+class Flag:
+    def words(self) -> str:
+        return "on or off (--flag / --no-flag)"
+
+    def problem(self, value) -> str | None:
+        return None if isinstance(value, bool) else self.words()
+
+
+@dataclass(frozen=True)
+class PathKind:
+    """``dir``: a directory to create or reuse; ``run``: a run directory (resume); ``existing_dir``."""
+
+    kind: str
+
+    def words(self) -> str:
+        return {"dir": "a directory to create or reuse (not a file)", "run": "a run directory (with config.json)",
+                "existing_dir": "an existing directory"}[self.kind]
+
+    def problem(self, value) -> str | None:
+        if not isinstance(value, str) or not value.strip():
+            return self.words()
+        path = Path(value)
+        if self.kind == "dir":
+            blocked = [q for q in (path, *path.parents) if q.exists() and not q.is_dir()]
+            return None if not blocked else self.words()
+        if self.kind == "run":
+            return None if (path / "config.json").is_file() else self.words()
+        return None if path.is_dir() else self.words()
+
+
+@dataclass(frozen=True)
+class Device:
+    """A torch device this torch build and this machine really have."""
+
+    def words(self) -> str:
+        import torch
+
+        here = ", ".join(available_devices()) + ("" if torch.cuda.is_available() else "; no CUDA GPU here")
+        return f"a torch device that exists here ({here})"
+
+    def problem(self, value) -> str | None:
+        import torch
+
+        try:
+            dev = torch.device(value)
+        except (RuntimeError, TypeError):
+            return self.words()
+        if dev.type == "cpu":
+            return None
+        if dev.type == "cuda" and torch.cuda.is_available() and (dev.index or 0) < torch.cuda.device_count():
+            return None
+        if dev.type == "mps" and getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+            return None
+        return self.words()
+
+
+def available_devices() -> list[str]:
+    import torch
+
+    devices = ["cpu"] + (["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+                         if torch.cuda.is_available() else [])
+    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        devices.append("mps")
+    return devices
+
+
+# Shorthands for the common domains.
+def at_least(k: int) -> Number:
+    return Number(int, low=k)
+
+
+def positive() -> Number:
+    return Number(float, low=0.0, open_low=True)
+
+
+def non_negative() -> Number:
+    return Number(float, low=0.0)
+
+
+def interval(low: float, high: float, open_low: bool = False, open_high: bool = False) -> Number:
+    return Number(float, low=low, high=high, open_low=open_low, open_high=open_high)
+
+
+def probability() -> Number:
+    return interval(0.0, 1.0)
+
+
+def option(default, help: str, domain=None, choices: tuple | None = None, why: str = ""):
+    """A config field with its ``--help`` text and its domain (``choices`` make a ``OneOf``).
+
+    ``why`` is added to the error message (``--group-size must be at least 2 (why), got 1``).
+    A field whose default is None also accepts None (the help says what None means).
+    """
+    if choices is not None:
+        domain = OneOf(tuple(choices))
+    return field(default=default, metadata={"help": help, "choices": choices, "domain": domain, "why": why})
+
+
+def domain_of(f: dataclasses.Field):
+    """The declared domain of a config field (a bool field is a ``Flag``); None if it has none."""
+    if _base_type(f.type) is bool:
+        return Flag()
+    return f.metadata.get("domain")
+
+
+def check_options(config) -> None:
+    """Raise ``OptionError`` for the first field whose value is outside its domain."""
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        domain = domain_of(f)
+        if domain is None or (value is None and f.default is None):
+            continue
+        wanted = domain.problem(value)
+        if wanted is not None:
+            why = f" ({f.metadata['why']})" if f.metadata.get("why") else ""
+            shown = repr(value) if isinstance(value, str) else value
+            raise OptionError(f"--{f.name.replace('_', '-')} must be {wanted}{why}, got {shown}")
+
+
+class Checked:
+    """A config dataclass that checks every field's domain when it is built (and on ``replace``)."""
+
+    def __post_init__(self):
+        check_options(self)
 
 
 @dataclass
-class RunOptions:
+class RunOptions(Checked):
     """Options every rung shares."""
 
-    out: str | None = option(None, "output directory (default: runs/RUNG-seedN)")
-    seed: int = option(0, "random seed (torch, numpy, python, environments)")
-    device: str = option("cpu", "torch device, e.g. cpu, cuda, cuda:1")
+    out: str | None = option(None, "output directory (default: runs/RUNG-seedN)", PathKind("dir"))
+    seed: int = option(0, "random seed (torch, numpy, python, environments)", at_least(0))
+    device: str = option("cpu", "torch device, e.g. cpu, cuda, cuda:1", Device())
     tensorboard: bool = option(False, "also write TensorBoard logs to OUT/tb")
-    resume: str | None = option(None, "continue the run saved in this directory")
+    resume: str | None = option(None, "continue the run saved in this directory", PathKind("run"))
     overwrite: bool = option(False, "replace an existing --out directory")
-    checkpoint_every: int = option(10, "save a resumable checkpoint every N updates")
+    checkpoint_every: int = option(10, "save a resumable checkpoint every N updates", at_least(1))
     progress: bool = option(True, "show a progress bar")
     max_nonfinite_updates: int = option(10, "stop after this many updates in a row whose every step had a "
-                                            "non-finite loss or gradient (0: never)")
+                                            "non-finite loss or gradient (0: never)", at_least(0))
     use_exercises: bool = option(False, "train with your implemented functions from exercises/ "
                                         "(or $LADDER_EXERCISES) in place of the core's")
 

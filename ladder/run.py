@@ -16,7 +16,7 @@ import importlib
 import json
 import shutil
 import sys
-from dataclasses import fields
+from dataclasses import asdict, fields
 from pathlib import Path
 
 from ladder.cli import OneLineParser, add_config_args, config_from_args, die
@@ -44,6 +44,8 @@ def build_parser(name: str, rung, suppress_defaults: bool = False) -> argparse.A
                            else argparse.ArgumentDefaultsHelpFormatter)
     presets = ", ".join(getattr(rung, "PRESETS", {})) or "none"
     parser.add_argument("--preset", default=None, help=f"named configuration ({presets})")
+    parser.add_argument("--print-config", action="store_true", help="check the options, print the ones this run "
+                        "would use (after --preset, --algo and your flags) as JSON, and exit without training")
     algos = getattr(rung, "ALGOS", {})
     if algos:
         parser.add_argument("--algo", default=None, choices=tuple(algos), metavar="ALGO",
@@ -96,6 +98,10 @@ def main(argv: list[str] | None = None) -> int:
     out_existed = False
     try:
         cfg = make_config(name, rung, rest)
+        if "--print-config" in rest:
+            getattr(rung, "validate", lambda cfg: None)(cfg)  # the rules that relate several options
+            print(json.dumps(asdict(cfg), indent=2))
+            return 0
         out_existed = Path(cfg.out).exists()
         from ladder.exercises.swap import use_exercises  # the rung has imported torch already
 

@@ -69,6 +69,26 @@ def _trainable(optimizer: torch.optim.Optimizer) -> list[Tensor]:
     return [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
 
 
+def _step_keeping_weights_finite(optimizer: torch.optim.Optimizer, params: list[Tensor]) -> bool:
+    """``optimizer.step()``, undone if it leaves any weight non-finite: the weights and the optimiser's
+    state are put back as they were before it. Returns whether the step was kept."""
+    saved = [p.detach().clone() for p in params]
+    state = {p: {k: v.clone() if torch.is_tensor(v) else v for k, v in optimizer.state[p].items()}
+             for p in params if p in optimizer.state}
+    optimizer.step()
+    if torch.stack([torch.isfinite(p).all() for p in params]).all().item():
+        return True
+    with torch.no_grad():
+        for p, before in zip(params, saved):
+            p.copy_(before)
+    for p in params:
+        if p in state:
+            optimizer.state[p] = state[p]
+        else:
+            optimizer.state.pop(p, None)
+    return False
+
+
 @torch.no_grad()
 def _record_old_logp(policy: Policy, batch: Batch, num_minibatches: int) -> Tensor:
     """log π_old for the whole batch, evaluated minibatch by minibatch (π_old = π_θ now)."""
@@ -94,6 +114,7 @@ def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float
     old_logp = logp.detach() if mb.old_logp is None else mb.old_logp
     mask = mb.mask.float()
     adv = whiten(mb.advantages, mask) if cfg.normalize_advantages else mb.advantages
+    adv = torch.where(mask.bool(), adv, 0.0)  # padding carries no advantage, not even in the backward pass
 
     if cfg.aggregation == "dr_grpo":  # a constant: rows × budget, whatever the longest completion
         num_tokens = len(mb) * (mb.mask.shape[1] if cfg.max_tokens is None else cfg.max_tokens)
@@ -154,7 +175,7 @@ def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: 
     each holding part of the batch, (Σ over processes) / P, so that the gradients the processes
     average add up to one process's on the whole batch (None: this batch's own count).
     A minibatch whose loss or gradient is not finite changes nothing: its step is skipped and
-    counted in ``skipped_steps``.
+    counted in ``skipped_steps``; so is a step that would leave a weight non-finite (it is undone).
     """
     if cfg.mu < 1:
         raise ValueError(f"mu must be at least 1, got {cfg.mu}")
@@ -182,10 +203,9 @@ def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: 
             skipped = not (loss_finite and torch.isfinite(grad_norm).item())
             if not skipped:
                 step["grad_norm"] = grad_norm.item()
+                skipped = not _step_keeping_weights_finite(optimizer, params)
             if skipped:
                 optimizer.zero_grad(set_to_none=True)
-            else:
-                optimizer.step()
             step["skipped_steps"] = float(skipped)
             if tensors["values"] is not None and tensors["returns"] is not None:
                 critic.append((tensors["values"], tensors["returns"], tensors["mask"]))

@@ -14,7 +14,18 @@ import torch
 from tqdm.auto import tqdm
 
 from ladder import core
-from ladder.cli import RunOptions, option, show_progress
+from ladder.cli import (
+    Number,
+    RunOptions,
+    Text,
+    at_least,
+    interval,
+    non_negative,
+    option,
+    positive,
+    probability,
+    show_progress,
+)
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
 from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, seed_everything, set_rng_state
@@ -27,41 +38,35 @@ CURVES = {"episode_return": "training episode return", "eval_return_mean": "gree
 
 @dataclass
 class Config(RunOptions):
-    env_id: str = option("CartPole-v1", "gymnasium environment id (vector obs, discrete actions)")
-    total_steps: int = option(100_000, "environment steps to train for at most")
-    num_envs: int = option(8, "parallel environments N")
-    num_steps: int = option(32, "steps per env per rollout T (batch = N·T transitions)")
-    lr: float = option(2e-3, "Adam learning rate, annealed linearly to 0")
-    gamma: float = option(0.98, "discount γ")
-    gae_lambda: float = option(0.8, "GAE λ")
-    mu: int = option(15, "μ: optimisation passes over each batch")
-    num_minibatches: int = option(1, "shuffled minibatches per pass")
-    clip_eps: float = option(0.2, "PPO clip ε (ratio clipped to [1 − ε, 1 + ε])")
-    value_coef: float = option(0.5, "value-loss coefficient")
-    entropy_coef: float = option(0.0, "entropy bonus coefficient")
-    max_grad_norm: float = option(0.5, "gradient-norm clip")
-    target_kl: float | None = option(None, "stop an update's passes once KL(π_old‖π_θ) exceeds this")
-    hidden: int = option(64, "hidden units per layer")
-    eval_every: int = option(5_000, "evaluate every N env steps")
-    eval_episodes: int = option(20, "greedy episodes per evaluation")
-    solve_return: float = option(475.0, "evaluation mean that counts as solved")
+    env_id: str = option("CartPole-v1", "gymnasium environment id (vector obs, discrete actions)", Text())
+    total_steps: int = option(100_000, "environment steps to train for at most", at_least(1))
+    num_envs: int = option(8, "parallel environments N", at_least(1))
+    num_steps: int = option(32, "steps per env per rollout T (batch = N·T transitions)", at_least(1))
+    lr: float = option(2e-3, "Adam learning rate, annealed linearly to 0", positive())
+    gamma: float = option(0.98, "discount γ", probability())
+    gae_lambda: float = option(0.8, "GAE λ", probability())
+    mu: int = option(15, "μ: optimisation passes over each batch", at_least(1))
+    num_minibatches: int = option(1, "shuffled minibatches per pass", at_least(1))
+    clip_eps: float = option(0.2, "PPO clip ε (ratio clipped to [1 − ε, 1 + ε])",
+                             interval(0, 1, open_low=True, open_high=True))
+    value_coef: float = option(0.5, "value-loss coefficient", non_negative())
+    entropy_coef: float = option(0.0, "entropy bonus coefficient", non_negative())
+    max_grad_norm: float = option(0.5, "gradient-norm clip", positive())
+    target_kl: float | None = option(None, "stop an update's passes once KL(π_old‖π_θ) exceeds this", positive())
+    hidden: int = option(64, "hidden units per layer", at_least(1))
+    eval_every: int = option(5_000, "evaluate every N env steps", at_least(1))
+    eval_episodes: int = option(20, "greedy episodes per evaluation", at_least(1))
+    solve_return: float = option(475.0, "evaluation mean that counts as solved", Number(float))
     stop_on_solve: bool = option(True, "stop once an evaluation reaches --solve-return")
-    threads: int = option(1, "torch CPU threads (small MLPs run fastest on one)")
+    threads: int = option(1, "torch CPU threads (small MLPs run fastest on one)", at_least(0))
 
 
 PRESETS = {"tiny": {"total_steps": 20_000, "eval_every": 2_500}}
 
 
 def validate(cfg: Config) -> None:
-    if cfg.total_steps <= 0 or cfg.num_envs <= 0 or cfg.num_steps <= 0:
-        raise UsageError("--total-steps, --num-envs and --num-steps must be positive")
-    if cfg.mu < 1:
-        raise UsageError(f"--mu must be at least 1, got {cfg.mu}")
-    if not 0.0 < cfg.clip_eps < 1.0:
-        raise UsageError(f"--clip-eps must be in (0, 1), got {cfg.clip_eps}")
-    if cfg.lr <= 0:
-        raise UsageError(f"--lr must be positive, got {cfg.lr}")
-    if (cfg.num_envs * cfg.num_steps) % max(cfg.num_minibatches, 1) or cfg.num_minibatches < 1:
+    """Rules that relate several options (each option's domain is checked when the Config is built)."""
+    if (cfg.num_envs * cfg.num_steps) % cfg.num_minibatches:
         raise UsageError(f"a batch of {cfg.num_envs}×{cfg.num_steps} transitions cannot be split into "
                          f"{cfg.num_minibatches} equal minibatches")
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ladder import core, rewards
-from ladder.cli import RunOptions, option
+from ladder.cli import Number, OneOf, RunOptions, Text, at_least, interval, non_negative, option, positive, probability
 from ladder.core.kl import ESTIMATORS
 from ladder.core.update import RATIO_LEVELS
 from ladder.runlog import UsageError
@@ -41,27 +41,30 @@ ALGOS = {
 
 @dataclass
 class Config(RunOptions):
-    model: str = option("Qwen/Qwen2.5-0.5B-Instruct", "causal LM: hub id or local directory")
+    model: str = option("Qwen/Qwen2.5-0.5B-Instruct", "causal LM: hub id or local directory", Text())
     task: str = option("gsm8k", "gsm8k (GSM8K word problems) or arithmetic (synthetic, offline)",
                        choices=("gsm8k", "arithmetic"))
-    dataset: str = option("openai/gsm8k", "GSM8K hub id or a local .json/.jsonl with question/answer")
-    system_prompt: str | None = option(None, "system prompt (default: the task's)")
+    dataset: str = option("openai/gsm8k", "GSM8K hub id or a local .json/.jsonl with question/answer", Text())
+    system_prompt: str | None = option(None, "system prompt (default: the task's)", Text())
     qlora: bool = option(False, "4-bit nf4 base (double quantisation) + LoRA adapters + checkpointing")
     lora: bool = option(False, "LoRA adapters on a full-precision base")
-    lora_r: int = option(16, "LoRA rank")
-    lora_alpha: int = option(32, "LoRA alpha")
+    lora_r: int = option(16, "LoRA rank", at_least(1))
+    lora_alpha: int = option(32, "LoRA alpha", at_least(1))
     gradient_checkpointing: bool | None = option(None, "recompute activations in backward (default: on with --qlora)")
-    optim: str = option("auto", "auto (8-bit paged AdamW on CUDA with --qlora, else AdamW), adamw, paged_adamw_8bit")
-    steps: int = option(200, "updates (each: P prompts × G completions)")
+    optim: str = option("auto", "auto (8-bit paged AdamW on CUDA with --qlora, else AdamW), adamw, paged_adamw_8bit",
+                        OneOf(("auto", "adamw", "paged_adamw_8bit")))
+    steps: int = option(200, "updates (each: P prompts × G completions)", at_least(1))
     max_completions: int = option(0, "also stop once this many completions have been sampled (0: no limit); "
-                                     "a budget that compares methods fairly when dynamic sampling samples more")
-    prompts_per_step: int = option(4, "P: prompts per update")
-    group_size: int = option(8, "G: completions sampled per prompt (at least 2)")
-    mu: int = option(1, "μ: optimisation passes over each batch")
-    num_minibatches: int = option(1, "shuffled minibatches per pass (each one optimiser step)")
-    lr: float = option(1e-5, "learning rate")
-    warmup_steps: int = option(0, "linear learning-rate warmup over the first N updates (0: none)")
-    max_grad_norm: float = option(1.0, "gradient-norm clip")
+                                     "a budget that compares methods fairly when dynamic sampling samples more",
+                                     at_least(0))
+    prompts_per_step: int = option(4, "P: prompts per update", at_least(1))
+    group_size: int = option(8, "G: completions sampled per prompt (at least 2)",
+                             at_least(2), why="advantages compare completions of a prompt")
+    mu: int = option(1, "μ: optimisation passes over each batch", at_least(1))
+    num_minibatches: int = option(1, "shuffled minibatches per pass (each one optimiser step)", at_least(1))
+    lr: float = option(1e-5, "learning rate", positive())
+    warmup_steps: int = option(0, "linear learning-rate warmup over the first N updates (0: none)", at_least(0))
+    max_grad_norm: float = option(1.0, "gradient-norm clip", positive())
     advantage: str = option("group", "group: Â_i = (r_i − mean_group) / scale (GRPO); rloo: Â_i = r_i − mean of "
                                      "the other G − 1 rewards (leave-one-out)", choices=("group", "rloo"))
     scale_rewards: str = option("group", "advantage scale: group std | batch std | none (rloo: none | batch, "
@@ -72,12 +75,15 @@ class Config(RunOptions):
     loss_type: str = option("grpo", "policy loss and aggregation: grpo (per-sequence mean) | bnpo (token mean) | "
                                     "dr_grpo (÷ P·G·max-new-tokens) | dapo (÷ active tokens) | cispo (clipped "
                                     "detached weight × log π, ÷ active tokens)", choices=tuple(LOSS_TYPES))
-    clip_eps_low: float = option(0.2, "ε_low (ratio clipped below at 1 − ε_low)")
-    clip_eps_high: float = option(0.2, "ε_high (ratio clipped above at 1 + ε_high; 0.28 is DAPO's clip-higher)")
+    clip_eps_low: float = option(0.2, "ε_low (ratio clipped below at 1 − ε_low)",
+                                 interval(0, 1, open_low=True, open_high=True))
+    clip_eps_high: float = option(0.2, "ε_high (ratio clipped above at 1 + ε_high; 0.28 is DAPO's clip-higher)",
+                                  interval(0, 1, open_low=True, open_high=True))
     delta: float | None = option(None, "δ > 1 + ε_high: two-sided clipping also caps the ratio at δ where Â < 0 "
-                                       "(INTELLECT-2; None: off)")
-    cispo_max_weight: float = option(5.0, "ε_max: CISPO's cap on the detached importance weight (ScaleRL: 5)")
-    kl_coef: float = option(0.04, "β of the KL to π_ref (0: no reference computed at all)")
+                                       "(INTELLECT-2; None: off)", Number(float, low=1.0, open_low=True))
+    cispo_max_weight: float = option(5.0, "ε_max: CISPO's cap on the detached importance weight (ScaleRL: 5)",
+                                     positive())
+    kl_coef: float = option(0.04, "β of the KL to π_ref (0: no reference computed at all)", non_negative())
     kl_in: str = option("loss", "where the KL to π_ref goes: loss (β·KL per token in the loss) or reward "
                                 "(r_i − β·Σ_t KL_t on π_old's log-probs, before the advantages; RLOO's choice)",
                         choices=("loss", "reward"))
@@ -86,31 +92,36 @@ class Config(RunOptions):
     kl_correction: str | None = option(None, "importance-weight the KL term in the loss by π_θ/π_old (off: the "
                                              "biased form; default on with --kl-in loss)", choices=("on", "off"))
     ref_sync_every: int = option(0, "refresh π_ref every N updates: π_ref ← α·π_θ + (1 − α)·π_ref (0: π_ref stays "
-                                    "the starting model; TRL's ref_model_sync_steps)")
-    ref_mixup: float = option(0.6, "α of the π_ref refresh, in [0, 1] (TRL's ref_model_mixup_alpha)")
+                                    "the starting model; TRL's ref_model_sync_steps)", at_least(0))
+    ref_mixup: float = option(0.6, "α of the π_ref refresh, in [0, 1] (TRL's ref_model_mixup_alpha)", probability())
     dynamic_sampling: bool = option(False, "drop groups whose rewards are all equal (no signal) and sample further "
                                            "prompts until the update has P informative groups (DAPO)")
     max_sampling_rounds: int = option(4, "dynamic sampling: at most this many rounds of P prompts per update; "
-                                         "then the update is filled with uninformative groups")
+                                         "then the update is filled with uninformative groups", at_least(1))
     mask_truncated: bool = option(False, "completions that reach --max-new-tokens without EOS take no part in the "
                                          "loss (DAPO's overlong filtering)")
     overlong_buffer: float = option(0.0, "DAPO's soft overlong penalty: the last fraction of --max-new-tokens in "
-                                         "which the reward falls linearly to −penalty (0: off; DAPO 0.2)")
-    overlong_penalty: float = option(1.0, "the penalty at --max-new-tokens with --overlong-buffer")
+                                         "which the reward falls linearly to −penalty (0: off; DAPO 0.2)",
+                                         interval(0, 1, open_high=True))
+    overlong_penalty: float = option(1.0, "the penalty at --max-new-tokens with --overlong-buffer", non_negative())
     reward_funcs: str = option("correctness,format", "reward functions, comma-separated: built-in names "
                                "(correctness, format) or FILE.py:FUNCTION or MODULE:FUNCTION, each called as "
-                               "fn(completions, answers) -> list of floats")
-    reward_weights: str | None = option(None, "one weight per reward function, comma-separated (default: all 1)")
-    max_new_tokens: int = option(256, "completion length limit")
-    min_new_tokens: int = option(0, "force at least this many tokens (EOS suppressed until then; for benchmarks)")
-    temperature: float = option(1.0, "sampling temperature (log-probs use the same)")
-    top_p: float = option(1.0, "nucleus sampling p")
-    chunk_size: int = option(16, "positions per chunk of the lm_head / log-softmax (rows·chunk·vocab floats at once)")
-    eval_every: int = option(25, "greedy held-out accuracy every N updates (0: only before and after)")
-    eval_size: int = option(200, "held-out problems in the evaluation")
-    train_size: int = option(0, "limit the training problems (0: all)")
-    print_samples: int = option(25, "print a sample prompt → completion → reward every N updates (0: never)")
-    threads: int = option(0, "torch CPU threads (0: torch's default)")
+                               "fn(completions, answers) -> list of floats", Text())
+    reward_weights: str | None = option(None, "one weight per reward function, comma-separated (default: all 1)",
+                                        Text())
+    max_new_tokens: int = option(256, "completion length limit", at_least(1))
+    min_new_tokens: int = option(0, "force at least this many tokens (EOS suppressed until then; for benchmarks)",
+                                 at_least(0))
+    temperature: float = option(1.0, "sampling temperature (log-probs use the same)", positive())
+    top_p: float = option(1.0, "nucleus sampling p", interval(0, 1, open_low=True))
+    chunk_size: int = option(16, "positions per chunk of the lm_head / log-softmax (rows·chunk·vocab floats at once)",
+                             at_least(1))
+    eval_every: int = option(25, "greedy held-out accuracy every N updates (0: only before and after)", at_least(0))
+    eval_size: int = option(200, "held-out problems in the evaluation", at_least(1))
+    train_size: int = option(0, "limit the training problems (0: all)", at_least(0))
+    print_samples: int = option(25, "print a sample prompt → completion → reward every N updates (0: never)",
+                                at_least(0))
+    threads: int = option(0, "torch CPU threads (0: torch's default)", at_least(0))
 
 
 # The tiny preset's model imitates a tutor who forgets to carry (see arithmetic.build_tiny_math_model):
@@ -123,38 +134,11 @@ PRESETS = {
 
 
 def validate(cfg: Config) -> None:
-    """Refuse values and combinations that make no sense, before any model loads."""
-    if cfg.group_size < 2:
-        raise UsageError(f"--group-size must be at least 2 (advantages compare completions of a prompt), "
-                         f"got {cfg.group_size}")
-    if cfg.mu < 1:
-        raise UsageError(f"--mu must be at least 1, got {cfg.mu}")
-    for name in ("clip_eps_low", "clip_eps_high"):
-        value = getattr(cfg, name)
-        if not 0.0 < value < 1.0:
-            raise UsageError(f"--{name.replace('_', '-')} must be in (0, 1), got {value}")
-    if cfg.lr <= 0:
-        raise UsageError(f"--lr must be positive, got {cfg.lr}")
-    if cfg.warmup_steps < 0:
-        raise UsageError(f"--warmup-steps must be ≥ 0, got {cfg.warmup_steps}")
-    if cfg.kl_coef < 0:
-        raise UsageError(f"--kl-coef must be ≥ 0, got {cfg.kl_coef}")
-    if cfg.steps < 1 or cfg.prompts_per_step < 1 or cfg.max_new_tokens < 1:
-        raise UsageError("--steps, --prompts-per-step and --max-new-tokens must be positive")
-    if cfg.max_completions < 0 or cfg.ref_sync_every < 0 or cfg.max_sampling_rounds < 1:
-        raise UsageError("--max-completions and --ref-sync-every must be ≥ 0, --max-sampling-rounds ≥ 1")
-    if (cfg.prompts_per_step * cfg.group_size) % cfg.num_minibatches or cfg.num_minibatches < 1:
+    """Refuse combinations that make no sense, before any model loads (each option's own domain is
+    checked when the Config is built)."""
+    if (cfg.prompts_per_step * cfg.group_size) % cfg.num_minibatches:
         raise UsageError(f"{cfg.prompts_per_step} prompts × {cfg.group_size} completions cannot be split into "
                          f"{cfg.num_minibatches} equal minibatches")
-    if cfg.temperature <= 0:
-        raise UsageError(f"--temperature must be positive, got {cfg.temperature}")
-    if not 0.0 <= cfg.ref_mixup <= 1.0:
-        raise UsageError(f"--ref-mixup must be in [0, 1], got {cfg.ref_mixup}")
-    if not 0.0 <= cfg.overlong_buffer < 1.0 or cfg.overlong_penalty < 0:
-        raise UsageError(f"--overlong-buffer must be in [0, 1) and --overlong-penalty ≥ 0, got "
-                         f"{cfg.overlong_buffer} and {cfg.overlong_penalty}")
-    if cfg.cispo_max_weight <= 0:
-        raise UsageError(f"--cispo-max-weight must be positive, got {cfg.cispo_max_weight}")
     _validate_combinations(cfg)
     reward_weights(cfg)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 from ladder import hub
-from ladder.cli import option
+from ladder.cli import Checked, Device, PathKind, Text, at_least, option
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy
 from ladder.runlog import UsageError, seed_everything
@@ -56,18 +56,19 @@ def check_context(tokenizer, config, problems: list[dict], system_prompt: str, m
 
 
 @dataclass
-class Config:
-    model: str = option("Qwen/Qwen2.5-0.5B-Instruct", "causal LM: hub id or local directory")
-    adapter: str | None = option(None, "a LoRA adapter directory saved by a grpo run (OUT/adapter)")
+class Config(Checked):
+    model: str = option("Qwen/Qwen2.5-0.5B-Instruct", "causal LM: hub id or local directory", Text())
+    adapter: str | None = option(None, "a LoRA adapter directory saved by a grpo run (OUT/adapter)",
+                                 PathKind("existing_dir"))
     task: str = option("gsm8k", "gsm8k or arithmetic", choices=("gsm8k", "arithmetic"))
-    dataset: str = option("openai/gsm8k", "GSM8K hub id or a local .json/.jsonl")
-    eval_size: int = option(200, "held-out problems")
-    max_new_tokens: int = option(256, "completion length limit")
-    system_prompt: str | None = option(None, "system prompt (default: the task's)")
+    dataset: str = option("openai/gsm8k", "GSM8K hub id or a local .json/.jsonl", Text())
+    eval_size: int = option(200, "held-out problems", at_least(1))
+    max_new_tokens: int = option(256, "completion length limit", at_least(1))
+    system_prompt: str | None = option(None, "system prompt (default: the task's)", Text())
     qlora: bool = option(False, "load the base in 4-bit nf4")
-    out: str | None = option(None, "write summary.json and completions.jsonl here")
-    device: str = option("cpu", "torch device")
-    seed: int = option(0, "random seed")
+    out: str | None = option(None, "write summary.json and completions.jsonl here", PathKind("dir"))
+    device: str = option("cpu", "torch device", Device())
+    seed: int = option(0, "random seed", at_least(0))
 
 
 PRESETS = {"tiny": {"model": "@tiny-math", "task": "arithmetic", "max_new_tokens": 28}}

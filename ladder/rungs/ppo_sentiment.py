@@ -32,7 +32,7 @@ import torch
 from tqdm.auto import tqdm
 
 from ladder import core
-from ladder.cli import RunOptions, option, show_progress
+from ladder.cli import RunOptions, Text, at_least, interval, non_negative, option, positive, probability, show_progress
 from ladder.distributed import Processes, launched_processes, process_device, weights_digest
 from ladder.policies.causal_lm import CausalLMPolicy, is_peft, lm_batch
 from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, seed_everything, set_rng_state
@@ -48,45 +48,52 @@ CURVES = {"score_mean": "reward-model score", "reward_mean": "score − β·KL (
 @dataclass
 class Config(RunOptions):
     model: str = option(sentiment.DEFAULT_MODEL, "policy: causal LM hub id or directory ('tiny': the project's tiny "
-                                                 "review model, built and cached offline)")
+                                                 "review model, built and cached offline)", Text())
     reward_model: str = option(sentiment.DEFAULT_REWARD_MODEL, "reward: sequence-classifier id or directory (its "
-                                                               "POSITIVE logit), or 'vader'")
+                                                               "POSITIVE logit), or 'vader'", Text())
     dataset: str = option(sentiment.DEFAULT_DATASET, "prompts: dataset id, a local .jsonl/.json/.csv/.txt file of "
-                                                     "reviews, or 'bundled' (review openings shipped with ladder)")
-    max_prompts: int = option(25_000, "use at most this many reviews of --dataset")
-    min_prompt_tokens: int = option(2, "shortest review prefix used as a prompt (tokens)")
-    max_prompt_tokens: int = option(8, "longest review prefix used as a prompt (tokens)")
-    num_updates: int = option(200, "PPO updates (each one batch of fresh completions)")
-    batch_size: int = option(128, "completions per update B")
-    num_minibatches: int = option(4, "shuffled minibatches per pass")
-    mu: int = option(4, "μ: optimisation passes over each batch")
-    forward_batch_size: int = option(32, "rows per gradient-free forward (π_old, π_ref, V_old, reward model)")
-    max_new_tokens: int = option(16, "completion length at most (tokens)")
-    temperature: float = option(1.0, "sampling temperature τ (log-probs use the same τ)")
-    top_k: int = option(0, "top-k sampling (0: off)")
-    top_p: float = option(1.0, "nucleus sampling p (1: off)")
-    lr: float = option(1.41e-5, "Adam learning rate")
-    clip_eps: float = option(0.2, "PPO clip ε of the ratio π_θ/π_old")
-    value_clip: float = option(0.2, "clip of V around V_old in the value loss")
-    value_coef: float = option(0.1, "value-loss coefficient c_v")
-    max_grad_norm: float | None = option(1.0, "gradient-norm clip")
-    gamma: float = option(1.0, "discount γ over completion tokens")
-    gae_lambda: float = option(0.95, "GAE λ")
-    kl_coef: float = option(0.2, "β: initial (adaptive) or fixed coefficient of the KL penalty in the reward")
+                                                     "reviews, or 'bundled' (review openings shipped with ladder)",
+                                                     Text())
+    max_prompts: int = option(25_000, "use at most this many reviews of --dataset", at_least(1))
+    min_prompt_tokens: int = option(2, "shortest review prefix used as a prompt (tokens)", at_least(1))
+    max_prompt_tokens: int = option(8, "longest review prefix used as a prompt (tokens)", at_least(1))
+    num_updates: int = option(200, "PPO updates (each one batch of fresh completions)", at_least(1))
+    batch_size: int = option(128, "completions per update B", at_least(1))
+    num_minibatches: int = option(4, "shuffled minibatches per pass", at_least(1))
+    mu: int = option(4, "μ: optimisation passes over each batch", at_least(1))
+    forward_batch_size: int = option(32, "rows per gradient-free forward (π_old, π_ref, V_old, reward model)",
+                                     at_least(1))
+    max_new_tokens: int = option(16, "completion length at most (tokens)", at_least(1))
+    temperature: float = option(1.0, "sampling temperature τ (log-probs use the same τ)", positive())
+    top_k: int = option(0, "top-k sampling (0: off)", at_least(0))
+    top_p: float = option(1.0, "nucleus sampling p (1: off)", interval(0, 1, open_low=True))
+    lr: float = option(1.41e-5, "Adam learning rate", positive())
+    clip_eps: float = option(0.2, "PPO clip ε of the ratio π_θ/π_old", interval(0, 1, open_low=True, open_high=True))
+    value_clip: float = option(0.2, "clip of V around V_old in the value loss", positive())
+    value_coef: float = option(0.1, "value-loss coefficient c_v", non_negative())
+    max_grad_norm: float | None = option(1.0, "gradient-norm clip", positive())
+    gamma: float = option(1.0, "discount γ over completion tokens", probability())
+    gae_lambda: float = option(0.95, "GAE λ", probability())
+    kl_coef: float = option(0.2, "β: initial (adaptive) or fixed coefficient of the KL penalty in the reward",
+                            non_negative())
     adaptive_kl: bool = option(True, "steer β towards --kl-target (Ziegler et al. 2019); off: fixed β")
-    kl_target: float = option(6.0, "target of the mean per-sequence KL(π‖π_ref)")
-    kl_horizon: float = option(10_000.0, "horizon of the adaptive controller (in completions)")
+    kl_target: float = option(6.0, "target of the mean per-sequence KL(π‖π_ref)", positive())
+    kl_horizon: float = option(10_000.0, "horizon of the adaptive controller (in completions)", positive())
     kl_estimator: str = option("k1", "per-token KL estimator in the reward", choices=("k1", "k2", "k3"))
-    ref_sync_every: int = option(0, "refresh π_ref every N updates: π_ref ← α·π_θ + (1 − α)·π_ref (0: never)")
-    ref_mixup: float = option(0.6, "α of the π_ref refresh, in [0, 1]")
+    ref_sync_every: int = option(0, "refresh π_ref every N updates: π_ref ← α·π_θ + (1 − α)·π_ref (0: never)",
+                                 at_least(0))
+    ref_mixup: float = option(0.6, "α of the π_ref refresh, in [0, 1]", probability())
     lora: bool = option(False, "train LoRA adapters only; π_ref = the model with its adapter disabled (no copy)")
-    lora_r: int = option(16, "LoRA rank")
-    lora_alpha: float = option(32.0, "LoRA α")
-    chunk_size: int = option(64, "positions per chunk when computing token log-probs (bounds [B, T, V] memory)")
-    sample_every: int = option(10, "print a few prompt → completion → score lines every N updates (0: never)")
-    num_samples: int = option(3, "lines printed each --sample-every")
-    num_eval_prompts: int = option(16, "prompts in the before/after table (same prompts and sampling seed)")
-    threads: int = option(0, "torch CPU threads (0: torch's default)")
+    lora_r: int = option(16, "LoRA rank", at_least(1))
+    lora_alpha: float = option(32.0, "LoRA α", positive())
+    chunk_size: int = option(64, "positions per chunk when computing token log-probs (bounds [B, T, V] memory)",
+                             at_least(1))
+    sample_every: int = option(10, "print a few prompt → completion → score lines every N updates (0: never)",
+                               at_least(0))
+    num_samples: int = option(3, "lines printed each --sample-every", at_least(0))
+    num_eval_prompts: int = option(16, "prompts in the before/after table (same prompts and sampling seed)",
+                                   at_least(0))
+    threads: int = option(0, "torch CPU threads (0: torch's default)", at_least(0))
 
 
 PRESETS = {
@@ -96,35 +103,14 @@ PRESETS = {
 
 
 def validate(cfg: Config) -> None:
-    if cfg.num_updates < 1 or cfg.batch_size < 1 or cfg.forward_batch_size < 1 or cfg.max_new_tokens < 1:
-        raise UsageError("--num-updates, --batch-size, --forward-batch-size and --max-new-tokens must be positive")
-    if cfg.mu < 1:
-        raise UsageError(f"--mu must be at least 1, got {cfg.mu}")
-    if cfg.num_minibatches < 1 or cfg.batch_size % cfg.num_minibatches:
+    """Rules that relate several options (each option's domain is checked when the Config is built)."""
+    if cfg.batch_size % cfg.num_minibatches:
         raise UsageError(f"a batch of {cfg.batch_size} completions cannot be split into {cfg.num_minibatches} "
                          f"equal minibatches")
-    if not 1 <= cfg.min_prompt_tokens <= cfg.max_prompt_tokens:
-        raise UsageError("need 1 ≤ --min-prompt-tokens ≤ --max-prompt-tokens")
-    if not 0.0 < cfg.clip_eps < 1.0:
-        raise UsageError(f"--clip-eps must be in (0, 1), got {cfg.clip_eps}")
-    if cfg.lr <= 0 or cfg.temperature <= 0:
-        raise UsageError("--lr and --temperature must be positive")
-    if cfg.top_k < 0 or not 0.0 < cfg.top_p <= 1.0:
-        raise UsageError("--top-k must be ≥ 0 and --top-p in (0, 1]")
-    if cfg.kl_coef < 0 or cfg.kl_target <= 0 or cfg.kl_horizon <= 0:
-        raise UsageError("--kl-coef must be ≥ 0, --kl-target and --kl-horizon positive")
-    if cfg.ref_sync_every < 0 or not 0.0 <= cfg.ref_mixup <= 1.0:
-        raise UsageError("--ref-sync-every must be ≥ 0 and --ref-mixup in [0, 1]")
+    if cfg.min_prompt_tokens > cfg.max_prompt_tokens:
+        raise UsageError("need --min-prompt-tokens ≤ --max-prompt-tokens")
     if cfg.ref_sync_every and cfg.kl_coef == 0:
         raise UsageError("--ref-sync-every refreshes π_ref, but --kl-coef 0 never uses it; set --kl-coef > 0")
-    if not (0.0 <= cfg.gamma <= 1.0 and 0.0 <= cfg.gae_lambda <= 1.0):
-        raise UsageError("--gamma and --gae-lambda must be in [0, 1]")
-    if cfg.value_clip <= 0 or cfg.value_coef < 0:
-        raise UsageError("--value-clip must be positive and --value-coef ≥ 0")
-    if cfg.lora and (cfg.lora_r < 1 or cfg.lora_alpha <= 0):
-        raise UsageError("--lora-r and --lora-alpha must be positive")
-    if cfg.chunk_size < 1 or cfg.num_eval_prompts < 0 or cfg.num_samples < 0 or cfg.sample_every < 0:
-        raise UsageError("--chunk-size must be positive; --num-eval-prompts, --num-samples, --sample-every ≥ 0")
 
 
 def update_config(cfg: Config) -> core.UpdateConfig:

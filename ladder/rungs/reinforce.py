@@ -16,10 +16,10 @@ import torch
 from tqdm.auto import tqdm
 
 from ladder import core
-from ladder.cli import RunOptions, option, show_progress
+from ladder.cli import Number, RunOptions, Text, at_least, non_negative, option, positive, probability, show_progress
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
-from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, seed_everything, set_rng_state
+from ladder.runlog import NonFiniteGuard, RunLog, rng_state, seed_everything, set_rng_state
 
 NAME = "reinforce"
 CURVES = {"episode_return": "training episode return", "eval_return_mean": "greedy eval return (20 eps)",
@@ -29,34 +29,29 @@ BASELINES = ("none", "whiten", "value")
 
 @dataclass
 class Config(RunOptions):
-    env_id: str = option("CartPole-v1", "gymnasium environment id (vector obs, discrete actions)")
-    total_steps: int = option(300_000, "environment steps to train for at most")
-    episodes_per_update: int = option(8, "complete episodes per batch (one env each)")
-    lr: float = option(5e-3, "Adam learning rate")
-    gamma: float = option(0.99, "discount γ of the returns-to-go")
+    env_id: str = option("CartPole-v1", "gymnasium environment id (vector obs, discrete actions)", Text())
+    total_steps: int = option(300_000, "environment steps to train for at most", at_least(1))
+    episodes_per_update: int = option(8, "complete episodes per batch (one env each)", at_least(1))
+    lr: float = option(5e-3, "Adam learning rate", positive())
+    gamma: float = option(0.99, "discount γ of the returns-to-go", probability())
     baseline: str = option("whiten", "b(s_t): none (Â = G_t), whiten (standardised G_t) or value "
                            "(a learned critic V(s_t))", choices=BASELINES)
-    value_coef: float = option(0.5, "value-loss coefficient (baseline=value)")
-    entropy_coef: float = option(0.0, "entropy bonus coefficient")
-    max_grad_norm: float = option(1.0, "gradient-norm clip")
-    hidden: int = option(64, "hidden units per layer")
-    eval_every: int = option(10_000, "evaluate every N env steps")
-    eval_episodes: int = option(20, "greedy episodes per evaluation")
-    solve_return: float = option(400.0, "evaluation mean that counts as solved")
+    value_coef: float = option(0.5, "value-loss coefficient (baseline=value)", non_negative())
+    entropy_coef: float = option(0.0, "entropy bonus coefficient", non_negative())
+    max_grad_norm: float = option(1.0, "gradient-norm clip", positive())
+    hidden: int = option(64, "hidden units per layer", at_least(1))
+    eval_every: int = option(10_000, "evaluate every N env steps", at_least(1))
+    eval_episodes: int = option(20, "greedy episodes per evaluation", at_least(1))
+    solve_return: float = option(400.0, "evaluation mean that counts as solved", Number(float))
     stop_on_solve: bool = option(True, "stop once an evaluation reaches --solve-return")
-    threads: int = option(1, "torch CPU threads (small MLPs run fastest on one)")
+    threads: int = option(1, "torch CPU threads (small MLPs run fastest on one)", at_least(0))
 
 
 PRESETS = {"tiny": {"total_steps": 40_000, "eval_every": 5_000}}
 
 
 def validate(cfg: Config) -> None:
-    if cfg.total_steps <= 0 or cfg.episodes_per_update <= 0:
-        raise UsageError("--total-steps and --episodes-per-update must be positive")
-    if cfg.lr <= 0:
-        raise UsageError(f"--lr must be positive, got {cfg.lr}")
-    if not 0.0 <= cfg.gamma <= 1.0:
-        raise UsageError(f"--gamma must be in [0, 1], got {cfg.gamma}")
+    """Nothing relates several options here; each option's domain is checked when the Config is built."""
 
 
 def collect_episodes(policy: MLPActorCritic, envs: list, seeds: list | None):

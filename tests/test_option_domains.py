@@ -1,0 +1,156 @@
+"""Every option of every rung declares its domain, and no value outside it gets past parsing.
+
+The bad values are derived from each option's declared domain (below the minimum, above the
+maximum, nan, ±inf, the wrong type, an empty string, a path of the wrong kind, a device this
+machine lacks) and run through the real command line with ``--print-config`` (parse and validate,
+no training): exit code 2, one line on stderr, no traceback, nothing created.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from ladder import cli, run
+from ladder.core import Batch, UpdateConfig, update
+
+RUNGS = {name: run.load_rung(name) for name in run.RUNGS}
+
+
+def _flag(f: dataclasses.Field) -> str:
+    return "--" + f.name.replace("_", "-")
+
+
+def _number_bad_values(d: cli.Number) -> list[str]:
+    bad = ["abc", ""]
+    if d.low is not None:
+        bad.append(repr(d.low if d.open_low else d.low - 1))
+    if d.high is not None:
+        bad.append(repr(d.high if d.open_high else d.high + 1))
+    if d.kind is int:
+        bad.append("1.5")
+    bad += ["nan"] + (["inf", "-inf"] if d.finite else [])
+    return bad
+
+
+def bad_values(domain, tmp_path) -> list[str]:
+    """Values outside ``domain``, as they would be typed on the command line."""
+    if isinstance(domain, cli.Number):
+        return _number_bad_values(domain)
+    if isinstance(domain, cli.OneOf):
+        return ["no-such-choice", ""]
+    if isinstance(domain, cli.Text):
+        return ["", "   "]
+    if isinstance(domain, cli.PathKind):
+        a_file = tmp_path / "a-file.txt"
+        a_file.write_text("not a directory")
+        empty = tmp_path / "empty-dir"
+        empty.mkdir(exist_ok=True)
+        return {"dir": [str(a_file), str(a_file / "sub"), ""], "run": [str(empty), str(a_file), ""],
+                "existing_dir": [str(tmp_path / "missing"), str(a_file), ""]}[domain.kind]
+    if isinstance(domain, cli.Device):
+        return ["banana", "", "cuda:99"] + ([] if torch.cuda.is_available() else ["cuda"])
+    if isinstance(domain, cli.Flag):
+        return ["=maybe"]
+    raise AssertionError(f"no bad values for {domain!r}")
+
+
+def cases():
+    for name, rung in RUNGS.items():
+        for f in dataclasses.fields(rung.Config):
+            domain = cli.domain_of(f)
+            if domain is not None:
+                yield pytest.param(name, f, domain, id=f"{name}{_flag(f)}")
+
+
+@pytest.mark.parametrize("name", list(RUNGS))
+def test_every_option_declares_its_domain(name):
+    missing = [f.name for f in dataclasses.fields(RUNGS[name].Config) if cli.domain_of(f) is None]
+    assert not missing, f"{name}: options without a declared domain: {missing}"
+
+
+@pytest.mark.parametrize("name, f, domain", cases())
+def test_bad_values_are_one_line_exit_2_and_create_nothing(name, f, domain, tmp_path, monkeypatch, capsys):
+    workdir = tmp_path / "cwd"
+    workdir.mkdir()
+    monkeypatch.chdir(workdir)
+    for value in bad_values(domain, tmp_path):
+        argv = [name, _flag(f) + value] if isinstance(domain, cli.Flag) else [name, _flag(f), value]
+        with pytest.raises(SystemExit) as stop:
+            run.main([*argv, "--print-config"])
+        err = capsys.readouterr().err
+        assert stop.value.code == 2, (argv, err)
+        assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, (argv, err)
+        assert list(workdir.iterdir()) == [], (argv, "created", list(workdir.iterdir()))
+
+
+@pytest.mark.parametrize("name", list(RUNGS))
+def test_defaults_and_presets_are_inside_their_domains(name, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert run.main([name, "--print-config"]) == 0
+    for preset in getattr(RUNGS[name], "PRESETS", {}):
+        assert run.main([name, "--preset", preset, "--print-config"]) == 0
+    for algo in getattr(RUNGS[name], "ALGOS", {}):
+        assert run.main([name, "--algo", algo, "--print-config"]) == 0
+    capsys.readouterr()
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["grpo", "--preset", "tiny", "--num-minibatches", "0"], "--num-minibatches must be at least 1, got 0"),
+    (["cartpole", "--lr", "inf"], "--lr must be a finite number, got inf"),
+    (["cartpole", "--out", "README.md"], "--out must be a directory to create or reuse (not a file)"),
+])
+def test_the_issue_examples(argv, needle, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "README.md").write_text("a file")
+    with pytest.raises(SystemExit) as stop:
+        run.main(argv)                                   # no --print-config: the real run stops first
+    assert stop.value.code == 2 and needle in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md"]
+
+
+def test_python_api_raises_value_error_naming_the_field():
+    grpo = RUNGS["grpo"]
+    with pytest.raises(ValueError, match=r"--lr must be positive, got nan"):
+        grpo.Config(lr=float("nan"))
+    with pytest.raises(ValueError, match=r"--group-size must be at least 2"):
+        grpo.Config(group_size=1)
+    with pytest.raises(ValueError, match=r"--mu must be an integer, got 2.5"):
+        grpo.Config(mu=2.5)
+    cfg = grpo.Config()
+    with pytest.raises(ValueError, match=r"--temperature must be a finite number, got inf"):
+        dataclasses.replace(cfg, temperature=math.inf)
+
+
+class OnePolicy(torch.nn.Module):
+    """π(a) = softmax(w) over two actions, whatever the state."""
+
+    def __init__(self):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.tensor([0.0, 0.0]))
+
+    def evaluate(self, batch):
+        logp = torch.log_softmax(self.w, -1)[batch.actions]
+        return logp, None, None
+
+
+def test_a_step_that_would_leave_a_weight_non_finite_is_undone():
+    policy = OnePolicy()
+    optimizer = torch.optim.Adam(policy.parameters(), lr=1e-2)
+    batch = Batch(actions=torch.tensor([[0, 1]]), mask=torch.ones(1, 2), advantages=torch.tensor([[1.0, -1.0]]))
+    cfg = UpdateConfig(objective="reinforce", max_grad_norm=None)
+    update(policy, batch, optimizer, cfg)                        # a normal step: Adam has state now
+    weights, state = policy.w.detach().clone(), {k: v.clone() for k, v in optimizer.state[policy.w].items()}
+    optimizer.param_groups[0]["lr"] = math.inf                   # the next step would send w to ±inf
+    stats = update(policy, batch, optimizer, cfg)[0]
+    assert stats["skipped_steps"] == 1
+    assert torch.equal(policy.w.detach(), weights)
+    for key, value in state.items():
+        assert torch.equal(optimizer.state[policy.w][key], value), key
+    optimizer.param_groups[0]["lr"] = 1e-2
+    assert update(policy, batch, optimizer, cfg)[0]["skipped_steps"] == 0
+    assert not torch.equal(policy.w.detach(), weights)
