@@ -136,7 +136,7 @@ def train(cfg: Config) -> dict:
         order_rng.setstate(state["order_rng"])
         order, step, tokens, wall_before, evals = (state["order"], state["step"], state["tokens"], state["wall_s"],
                                                    state["evals"])
-        completions = state["completions"]
+        completions = state.get("completions", 0)  # checkpoints from before the budget had no count
         if "reference" in state:
             policy.load_reference_state(state["reference"])
     t0 = time.perf_counter() - wall_before
