@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import doctest
 import inspect
 import os
@@ -204,6 +205,81 @@ def _aggregate(multiply: bool = False, use_mask: bool = True, dr_by_tokens: bool
     return aggregate
 
 
+def _seq_ratio(reduce: str = "mean", multiply: bool = False, clamp: bool = True, keepdim: bool = True,
+               exp: bool = False):
+    def sequence_log_ratio(logp, old_logp, mask):
+        real = mask.bool()
+        diff = (logp - old_logp) * mask if multiply else torch.where(real, logp - old_logp, 0.0)
+        total = diff.sum(dim=1, keepdim=True)
+        count = real.sum(dim=1, keepdim=True).float()
+        out = {"mean": total / (count.clamp(min=1) if clamp else count), "sum": total,
+               "over_T": total / mask.shape[1]}[reduce]
+        out = torch.exp(out) if exp else out
+        return out if keepdim else out.squeeze(1)
+    return sequence_log_ratio
+
+
+def _loo(divide_by: str = "G-1", scale_used: bool = True, unbiased: bool = True, eps_guard: bool = True,
+         check_group: bool = True, check_size: bool = True, check_scale: bool = True):
+    def leave_one_out(rewards, group_size, scale="none", eps=1e-4):
+        if check_group and group_size < 2:
+            raise ValueError("group_size")
+        if check_size and rewards.numel() % group_size:
+            raise ValueError("size")
+        g = rewards.view(-1, group_size)
+        if divide_by == "self":      # r_i in its own baseline: GRPO's group mean
+            baseline = g.mean(1, keepdim=True)
+        else:
+            baseline = (g.sum(1, keepdim=True) - g) / (group_size - (1 if divide_by == "G-1" else 0))
+        adv = (g - baseline).reshape(-1)
+        if scale == "batch" and scale_used:
+            std = adv.std(unbiased=unbiased)
+            return (adv - adv.mean()) / (std + eps if eps_guard else std)
+        if check_scale and scale not in ("none", "batch"):
+            raise ValueError("scale")
+        return adv
+    return leave_one_out
+
+
+def _kl_in_reward(detach: bool = True, reduce: str = "sum", sign: float = -1.0, multiply: bool = False,
+                  swap: bool = False, per_token: bool = False):
+    def kl_in_reward(rewards, old_logp, ref_logp, mask, kl_coef, estimator="k1"):
+        from ladder.core import kl_estimate
+        k = kl_estimate(ref_logp, old_logp, estimator) if swap else kl_estimate(old_logp, ref_logp, estimator)
+        k = k * mask if multiply else torch.where(mask.bool(), k, 0.0)
+        if per_token:
+            return rewards[:, None] + sign * kl_coef * k, k
+        kl = k.sum(1) if reduce == "sum" else k.sum(1) / mask.sum(1).clamp(min=1)
+        kl = kl.detach() if detach else kl
+        return rewards + sign * kl_coef * kl, kl
+    return kl_in_reward
+
+
+def _soft(formula: str = "lerp", no_grad: bool = True, check_length: bool = True, cast: bool = True,
+          in_place: bool = True, target: str = "reference"):
+    def soft_update(reference, policy, alpha):
+        reference, policy = list(reference), list(policy)
+        if check_length and len(reference) != len(policy):
+            raise ValueError("lengths")
+        with torch.no_grad() if no_grad else contextlib.nullcontext():
+            new = []
+            for ref, theta in zip(reference, policy):
+                theta = theta.to(ref.dtype) if cast else theta
+                if target == "policy":       # θ ← …: moves π_θ, not π_ref
+                    theta.lerp_(ref, 1 - alpha)
+                    continue
+                if not in_place:
+                    new.append(torch.lerp(ref, theta, alpha))
+                elif formula == "lerp":
+                    ref.lerp_(theta, alpha)
+                elif formula == "swapped":   # α and 1 − α swapped
+                    ref.mul_(alpha).add_((1 - alpha) * theta)
+                elif formula == "difference":  # θ_ref + α(θ − θ_ref): not exact at α = 1
+                    ref.add_(alpha * (theta - ref))
+        return None if in_place else new
+    return soft_update
+
+
 PLANTED = {
     "ex01_discounted_returns": {
         "G_t leaves out r_t": _returns_without_r_t,
@@ -268,6 +344,41 @@ PLANTED = {
         "dr_grpo ignores num_tokens (always B · T)": _aggregate(dr_budget=False),
         "grpo averages only over non-empty rows": _aggregate(seq_nonempty=True),
     },
+    "ex12_sequence_ratio": {
+        "sum instead of mean (GSPO's ratio grows with the length)": _seq_ratio(reduce="sum"),
+        "mean over T instead of over the real tokens": _seq_ratio(reduce="over_T"),
+        "mask multiplied (inf/nan padding leaks)": _seq_ratio(multiply=True),
+        "an empty row divides 0 by 0": _seq_ratio(clamp=False),
+        "[B] instead of [B, 1]": _seq_ratio(keepdim=False),
+        "s_i instead of log s_i": _seq_ratio(exp=True),
+    },
+    "ex13_leave_one_out": {
+        "baseline includes r_i itself (GRPO's group mean)": _loo(divide_by="self"),
+        "the others' sum divided by G, not G − 1": _loo(divide_by="G"),
+        "scale ignored": _loo(scale_used=False),
+        "batch scale with the population std": _loo(unbiased=False),
+        "batch scale without ε (all equal: nan)": _loo(eps_guard=False),
+        "group_size 1 not refused": _loo(check_group=False),
+        "N not a multiple of G: view's RuntimeError, not ValueError": _loo(check_size=False),
+        "an unknown scale not refused": _loo(check_scale=False),
+    },
+    "ex14_kl_in_reward": {
+        "KL with gradient (not detached, as if π_old were π_θ)": _kl_in_reward(detach=False),
+        "KL averaged over the tokens, not summed": _kl_in_reward(reduce="mean"),
+        "+β·KL": _kl_in_reward(sign=1.0),
+        "mask multiplied (inf/nan padding leaks)": _kl_in_reward(multiply=True),
+        "KL the wrong way round: k(log π_ref, log π_old)": _kl_in_reward(swap=True),
+        "per-token rewards [B, T], not summed per completion": _kl_in_reward(per_token=True),
+    },
+    "ex15_soft_update": {
+        "α and 1 − α swapped": _soft(formula="swapped"),
+        "θ_ref + α(θ − θ_ref): not exact at α = 1": _soft(formula="difference"),
+        "new tensors returned, π_ref left as it was": _soft(in_place=False),
+        "π_θ moved towards π_ref instead": _soft(target="policy"),
+        "different lengths not refused (zip stops at the shorter)": _soft(check_length=False),
+        "outside torch.no_grad()": _soft(no_grad=False),
+        "θ not cast to π_ref's dtype": _soft(cast=False),
+    },
 }
 
 
@@ -300,6 +411,26 @@ def test_shape_error_and_in_place_change_are_explained():
         return advantages * logp
 
     assert "in place" in grade(in_place, exercise).message
+
+
+def test_errors_in_place_changes_and_detached_inputs_are_explained():
+    def message(stem, label):
+        return grade(PLANTED[stem][label], BY_STEM[stem]).message
+
+    assert "should raise ValueError, as the core does" in message("ex13_leave_one_out", "group_size 1 not refused")
+    assert "raised RuntimeError" in message("ex13_leave_one_out",
+                                            "N not a multiple of G: view's RuntimeError, not ValueError")
+    assert "in place and return None" in message("ex15_soft_update", "new tensors returned, π_ref left as it was")
+    assert "torch.no_grad()" in message("ex15_soft_update", "outside torch.no_grad()")
+    assert "detach it" in message("ex14_kl_in_reward", "KL with gradient (not detached, as if π_old were π_θ)")
+
+    def moves_policy(reference, policy, alpha):   # π_ref right, but π_θ overwritten with it
+        with torch.no_grad():
+            for ref, theta in zip(reference, policy):
+                ref.lerp_(theta.to(ref.dtype), alpha)
+                theta.copy_(ref)
+
+    assert "changed its input policy in place" in grade(moves_policy, BY_STEM["ex15_soft_update"]).message
 
 
 def _pytest_exercises(directory: Path | str) -> subprocess.CompletedProcess:

@@ -48,6 +48,11 @@ EXERCISES = (
     Exercise("ex09_kl_rewards", "kl_penalized_rewards", "kl"),
     Exercise("ex10_group_relative", "group_relative", "advantages"),
     Exercise("ex11_aggregate", "aggregate", "losses"),
+    # GRPO's design space: GSPO's ratio, RLOO's advantage, the KL in the reward, a moving π_ref.
+    Exercise("ex12_sequence_ratio", "sequence_log_ratio", "losses"),
+    Exercise("ex13_leave_one_out", "leave_one_out", "advantages"),
+    Exercise("ex14_kl_in_reward", "kl_in_reward", "kl"),
+    Exercise("ex15_soft_update", "soft_update", "reference"),   # in place: graded on the tensors it changes
 )
 
 ORIGINALS = {e.function: getattr(importlib.import_module(f"ladder.core.{e.module}"), e.function)

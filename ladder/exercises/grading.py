@@ -4,6 +4,12 @@ A case is a handful of small inputs. The learner's function and the core's run o
 the outputs must match (shape, and values to within 1e-5), the inputs must come back unchanged,
 and where a loss is differentiated, the gradient of ``result.sum()`` must match too. The first
 case that differs is reported with its inputs, what was expected and what came back.
+
+Two kinds of case compare something else than a return value. ``Case.raises``: the core rejects
+these inputs, and the learner's function must raise the same kind of exception (its message is
+free). ``Case.updates``: a function that changes some inputs in place and returns None
+(``soft_update``); those inputs, after the call, are what is compared, and they must not have
+joined the autograd graph unless the core's did.
 """
 
 from __future__ import annotations
@@ -47,12 +53,22 @@ def _describe(outputs: tuple, names: tuple[str, ...]) -> str:
     return "  ".join(f"{n}={fmt(o)}" for n, o in zip(names, outputs))
 
 
+def _copy(value):
+    """A fresh copy of one input; in a list of tensors, each is copied as a leaf of its own."""
+    if isinstance(value, Tensor):
+        return value.clone()
+    if isinstance(value, list):
+        return [v.detach().clone().requires_grad_(v.requires_grad) if isinstance(v, Tensor) else v for v in value]
+    return value
+
+
 def _call(fn, case: Case, grad: bool):
-    inputs = {k: v.clone() if isinstance(v, Tensor) else v for k, v in case.inputs.items()}
+    inputs = {k: _copy(v) for k, v in case.inputs.items()}
     if grad:
         for name in case.grad:
             inputs[name].requires_grad_(True)
-    out = fn(**inputs)
+    # the function gets lists of its own: what counts is what it does to the tensors, not to the list
+    out = fn(**{k: list(v) if isinstance(v, list) else v for k, v in inputs.items()})
     return out, inputs
 
 
@@ -66,8 +82,19 @@ def _where_in_file(filename: str | None, error: BaseException) -> str:
     return f" (at {Path(filename).name}:{frames[-1].lineno})" if frames else ""
 
 
+def _updated(inputs: dict, case: Case) -> tuple[tuple[str, ...], tuple]:
+    """(names, tensors) of the inputs ``case.updates`` names, as they are after the call."""
+    pairs = []
+    for name in case.updates:
+        value = inputs[name]
+        pairs += [(f"{name}[{i}]", x) for i, x in enumerate(value)] if isinstance(value, list) else [(name, value)]
+    return tuple(n for n, _ in pairs), tuple(x for _, x in pairs)
+
+
 def check_case(fn, core, case: Case, names: tuple[str, ...]) -> None:
     """Raise ``Mismatch`` if ``fn`` differs from ``core`` on this case; NotImplementedError passes through."""
+    if case.raises is not None:
+        return _check_raises(fn, core, case)
     expected, core_inputs = _call(core, case, grad=bool(case.grad))
     expected_t = expected if isinstance(expected, tuple) else (expected,)
     try:
@@ -77,6 +104,12 @@ def check_case(fn, core, case: Case, names: tuple[str, ...]) -> None:
     except Exception as e:  # any error of the learner's is a finding
         raise Mismatch(f"raised {type(e).__name__}: {e}{_where_in(fn, e)}") from None
     got_t = got if isinstance(got, tuple) else (got,)
+    if case.updates:        # changes its inputs in place: compare those, after the call
+        if got is not None and expected is None:
+            raise Mismatch(f"should change {', '.join(case.updates)} in place and return None, "
+                           f"returned {type(got).__name__} {fmt(got)}")
+        names, expected_t = _updated(core_inputs, case)
+        got_t = _updated(inputs, case)[1]
     if len(got_t) != len(expected_t):
         want = "a tensor" if len(names) == 1 else f"a tuple ({', '.join(names)})"
         raise Mismatch(f"should return {want}, returned {type(got).__name__} {fmt(got)}")
@@ -89,8 +122,12 @@ def check_case(fn, core, case: Case, names: tuple[str, ...]) -> None:
         if not torch.allclose(g.detach().to(e.dtype), e.detach(), rtol=RTOL, atol=ATOL, equal_nan=True):
             raise Mismatch(f"wrong values\n  expected  {_describe(expected_t, names)}\n"
                            f"  got       {_describe(got_t, names)}")
+        if case.updates and g.requires_grad != e.requires_grad:
+            raise Mismatch(f"right values, but {name}.requires_grad is {g.requires_grad}, the core's {e.requires_grad}"
+                           + (": it has joined the autograd graph; change it under torch.no_grad()"
+                              if g.requires_grad else ""))
     for name, value in case.inputs.items():
-        if isinstance(value, Tensor) and not _same(inputs[name].detach(), value):
+        if name not in case.updates and not _unchanged(inputs[name], value):
             raise Mismatch(f"changed its input {name} in place; build new tensors instead")
     if case.grad:
         _check_gradients(case, expected_t[0], core_inputs, got_t[0], inputs)
@@ -98,6 +135,34 @@ def check_case(fn, core, case: Case, names: tuple[str, ...]) -> None:
 
 def _same(a: Tensor, b: Tensor) -> bool:
     return torch.equal(a, b) or (a.is_floating_point() and torch.allclose(a, b, rtol=0, atol=0, equal_nan=True))
+
+
+def _unchanged(now, before) -> bool:
+    """A tensor input, or each tensor of a list input, holds what the case gave."""
+    if isinstance(before, Tensor):
+        return _same(now.detach(), before.detach())
+    if isinstance(before, list):
+        return all(_unchanged(a, b) for a, b in zip(now, before))
+    return True
+
+
+def _check_raises(fn, core, case: Case) -> None:
+    """The core rejects these inputs with ``case.raises``: the learner's function must raise that kind too."""
+    try:
+        _call(core, case, grad=False)
+    except case.raises as error:
+        reason = f"{case.raises.__name__}, as the core does ({error})"
+    else:
+        raise AssertionError(f"case {case.label!r}: the core does not raise {case.raises.__name__}")
+    try:
+        got, _ = _call(fn, case, grad=False)
+    except NotImplementedError:
+        raise
+    except case.raises:
+        return
+    except Exception as e:
+        raise Mismatch(f"raised {type(e).__name__}: {e}{_where_in(fn, e)}\n  should raise {reason}") from None
+    raise Mismatch(f"should raise {reason}, but returned {fmt(got)}")
 
 
 def _check_gradients(case: Case, expected: Tensor, core_inputs: dict, got: Tensor, inputs: dict) -> None:
@@ -108,6 +173,11 @@ def _check_gradients(case: Case, expected: Tensor, core_inputs: dict, got: Tenso
     got.sum().backward()
     for name in case.grad:
         want, have = core_inputs[name].grad, inputs[name].grad
+        if want is None:    # the core lets no gradient reach this input: none may reach the learner's (0 at most)
+            if have is None or not have.any():
+                continue
+            raise Mismatch(f"right values, but a gradient of result.sum() reaches {name}, where the core's lets "
+                           f"none through (a constant: detach it)\n  expected  None\n  got       {fmt(have)}")
         if have is None or not torch.allclose(have, want, rtol=RTOL, atol=ATOL, equal_nan=True):
             raise Mismatch(f"right values, but the gradient of result.sum() with respect to {name} is wrong\n"
                            f"  expected  {fmt(want)}\n  got       {fmt(have) if have is not None else None}")
