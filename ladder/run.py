@@ -69,7 +69,7 @@ def make_config(name: str, rung, argv: list[str]):
         if saved.get("rung") != name:
             raise UsageError(f"--resume {args.resume} is a '{saved.get('rung')}' run, not '{name}'; resume it with "
                              f"`python -m ladder.run {saved.get('rung')} --resume {args.resume}`")
-        keep = {"resume", "progress", "device"}
+        keep = {"resume", "progress", "device", "out"}  # out: the directory resumed, even if moved or copied
         overrides = {f.name: saved[f.name] for f in fields(rung.Config) if f.name in saved and f.name not in keep}
         args.out = args.resume
         given = set()  # a resumed run keeps the options it started with

@@ -66,7 +66,8 @@ CASES = [
                  id="reward-weights-count"),
     pytest.param(GRPO + " --model Qwen/Qwen2.5-0.5B-Instruct",
                  "--model 'Qwen/Qwen2.5-0.5B-Instruct' is not a local path .* use --preset tiny", id="model-offline"),
-    pytest.param(GRPO + " --device cuda", "asked for CUDA, but no CUDA GPU is available here; use --device cpu",
+    pytest.param(GRPO + " --device cuda", r"--device must be a torch device that exists here \(cpu; no CUDA GPU here\), "
+                 "got 'cuda'",
                  id="cuda-device", marks=NO_CUDA),
     pytest.param(GRPO + " --optim paged_adamw_8bit", "--optim paged_adamw_8bit needs a CUDA GPU; use --optim adamw",
                  id="cuda-optimizer", marks=NO_CUDA),
@@ -98,6 +99,21 @@ CASES = [
                  id="resume-other-rung"),
     pytest.param("reinforce --out {finished} --total-steps 300",
                  "--out .*finished already holds a finished run; pass --overwrite", id="out-holds-finished-run"),
+    pytest.param(GRPO + " --kl-in reward --kl-correction on", "--kl-correction weighs the KL term of the loss; with "
+                 "--kl-in reward .* drop --kl-correction", id="kl-in-reward-with-correction"),
+    pytest.param(GRPO + " --ref-sync-every 5 --kl-coef 0", "--ref-sync-every refreshes π_ref, but --kl-coef 0 never "
+                 "uses it", id="ref-sync-without-kl"),
+    pytest.param(GRPO + " --advantage rloo --scale-rewards group", "--advantage rloo takes --scale-rewards none or "
+                 "batch", id="rloo-group-scale"),
+    pytest.param(GRPO + " --ratio-level sequence --loss-type cispo", "--loss-type cispo weighs every token by its own "
+                 "ratio; --ratio-level sequence is GSPO's", id="sequence-ratio-cispo"),
+    pytest.param(GRPO + " --delta 1.1", r"--delta must exceed 1 \+ --clip-eps-high = 1.2, got 1.1",
+                 id="delta-inside-clip"),
+    pytest.param(GRPO + " --delta 2 --loss-type cispo", "--delta caps the clipped surrogate's ratio; --loss-type "
+                 "cispo caps its weight with --cispo-max-weight", id="delta-cispo"),
+    pytest.param(GRPO + " --ref-mixup 1.5", r"--ref-mixup must be in \[0, 1\], got 1.5", id="ref-mixup-above-1"),
+    pytest.param(GRPO + " --overlong-buffer 1.0", r"--overlong-buffer must be in \[0, 1\), got 1.0",
+                 id="overlong-buffer-1"),
 ]
 
 
