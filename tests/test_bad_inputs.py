@@ -66,8 +66,8 @@ CASES = [
                  id="reward-weights-count"),
     pytest.param(GRPO + " --model Qwen/Qwen2.5-0.5B-Instruct",
                  "--model 'Qwen/Qwen2.5-0.5B-Instruct' is not a local path .* use --preset tiny", id="model-offline"),
-    pytest.param(GRPO + " --device cuda", r"--device must be a torch device that exists here \(cpu; no CUDA GPU here\), "
-                 "got 'cuda'",
+    pytest.param(GRPO + " --device cuda",
+                 r"--device must be a torch device that exists here \(cpu; no CUDA GPU here\), got 'cuda'",
                  id="cuda-device", marks=NO_CUDA),
     pytest.param(GRPO + " --optim paged_adamw_8bit", "--optim paged_adamw_8bit needs a CUDA GPU; use --optim adamw",
                  id="cuda-optimizer", marks=NO_CUDA),
