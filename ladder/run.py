@@ -69,7 +69,7 @@ def make_config(name: str, rung, argv: list[str]):
         if saved.get("rung") != name:
             raise UsageError(f"--resume {args.resume} is a '{saved.get('rung')}' run, not '{name}'; resume it with "
                              f"`python -m ladder.run {saved.get('rung')} --resume {args.resume}`")
-        keep = {"resume", "progress", "device", "out"}  # out: the directory resumed, even if moved or copied
+        keep = {"resume", "progress", "device", "out", "export_trl"}  # out: the directory resumed, even if moved
         overrides = {f.name: saved[f.name] for f in fields(rung.Config) if f.name in saved and f.name not in keep}
         args.out = args.resume
         given = set()  # a resumed run keeps the options it started with
@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     if is_main_process():  # under accelerate launch, one report
         print(json.dumps({k: v for k, v in summary.items() if not isinstance(v, (list, dict))}, indent=2))
-        print(f"wrote {cfg.out}/metrics.jsonl, summary.json, curves.png")
+        print(f"wrote {summary['export_trl']}" if "export_trl" in summary
+              else f"wrote {cfg.out}/metrics.jsonl, summary.json, curves.png")
     return 0
 
 

@@ -73,6 +73,10 @@ def train(cfg: Config) -> dict:
     ``ladder.distributed``); only the main process writes.
     """
     validate(cfg)
+    if cfg.export_trl:  # write the TRL script for this run and stop: no model loaded, no run directory
+        from ladder import export_trl
+
+        return export_trl.write(cfg, cfg.export_trl)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     device = process_device(quant.check_device(cfg.device))

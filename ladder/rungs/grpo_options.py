@@ -122,6 +122,8 @@ class Config(RunOptions):
     print_samples: int = option(25, "print a sample prompt → completion → reward every N updates (0: never)",
                                 at_least(0))
     threads: int = option(0, "torch CPU threads (0: torch's default)", at_least(0))
+    export_trl: str | None = option(None, "write this run as a runnable TRL script (trl.GRPOTrainer) to this file "
+                                          "and exit: nothing is trained, no run directory is created", Text())
 
 
 # The tiny preset's model imitates a tutor who forgets to carry (see arithmetic.build_tiny_math_model):

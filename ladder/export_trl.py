@@ -1,0 +1,390 @@
+"""Write a grpo run as a runnable TRL script: the same model, data, prompts, rewards and options, trained by
+``trl.GRPOTrainer`` instead of ``ladder.core.update``.
+
+Usage::
+
+    python -m ladder.run grpo --preset tiny --qlora --export-trl grpo_trl.py   # writes the script, trains nothing
+    python grpo_trl.py                                  # trains with TRL, saves the adapter in OUT-trl
+    python grpo_trl.py --max-steps 2 --output-dir /tmp/trl-run --device cpu
+    python grpo_trl.py --set per_device_train_batch_size=8 --set logging_steps=10   # any GRPOConfig field
+    accelerate launch grpo_trl.py --device cuda         # several GPUs (per_device_train_batch_size ÷ WORLD_SIZE)
+
+Any grpo flag works with ``--export-trl`` (``--algo dapo``, ``--reward-funcs correctness,my.py:fn``,
+``--dataset rows.jsonl``, …); the options are checked as for a run, and no model is loaded and no run
+directory is created (``@tiny-math`` is built into ladder's cache first if it is not there yet). In
+Python: ``export_trl.write(grpo.Config(...), "grpo_trl.py")``.
+
+The script's ``GRPOConfig`` comes from ``ladder.trl_map`` alone: every row with a value gives one field
+and its comment (the ladder option, the ``ladder.core`` function, what differs). The options TRL cannot
+reproduce are listed in a comment block, those this run really uses first. The script imports ladder
+for the task's data, the system prompts and the built-in reward functions; a user's ``FILE.py:FN`` is
+imported with importlib from the path as given (relative paths: from the working directory, else from
+the directory the export was made in).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import textwrap
+from dataclasses import fields
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+
+from ladder import rewards, trl_map
+from ladder.rungs.grpo_options import Config
+from ladder.tasks import arithmetic
+
+DEVICES = ("cpu", "cuda")
+
+
+def _trl_version() -> str:
+    try:
+        return version("trl")
+    except PackageNotFoundError:
+        return "not installed where exported"
+
+
+def _device_type(device: str) -> str:
+    return device.split(":")[0]
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _comment(text: str, indent: str = "", width: int = 116) -> list[str]:
+    """``text`` as comment lines: ``indent`` (spaces, or "#" plus spaces inside a comment block) then "# "."""
+    first = f"{indent}# " if not indent.startswith("#") else indent
+    return textwrap.wrap(text, width=width, initial_indent=first, subsequent_indent=first + "  ",
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def _row_comment(row: trl_map.Mapping) -> str:
+    source = _flag(row.ladder_option) if row.ladder_option else "(no ladder flag)"
+    core = f" · core.{row.core_function}" if row.core_function else ""
+    return f"← {source}{core}" + (f": {row.note}" if row.note else "")
+
+
+def config_values(cfg: Config) -> tuple[dict, dict]:
+    """(GRPOConfig fields that do not depend on the device, device type → the fields that do), from the map."""
+    by_device = {}
+    for device in dict.fromkeys((*DEVICES, _device_type(cfg.device))):
+        on = copy.copy(cfg)  # not dataclasses.replace: a CUDA script can be written on a machine without CUDA
+        on.device = device
+        by_device[device] = trl_map.trl_values(on)
+    here = by_device[_device_type(cfg.device)]
+    shared = {k: v for k, v in here.items() if all(k in d and d[k][0] == v[0] for d in by_device.values())}
+    return shared, {d: {k: v for k, v in values.items() if k not in shared} for d, values in by_device.items()}
+
+
+def _dict_lines(values: dict, indent: str) -> list[str]:
+    lines = []
+    for name, (value, row) in values.items():
+        lines += _comment(_row_comment(row), indent)
+        lines.append(f"{indent}{name}={value!r},")
+    return lines
+
+
+def _differences(cfg: Config) -> list[str]:
+    """The comment block: ladder options TRL cannot reproduce (active here first), GRPOConfig names not set."""
+    active, inactive = [], []
+    for row in trl_map.not_in_trl("grpo"):
+        (active if row.applies is not None and row.applies_to(cfg) else inactive).append(row)
+    given = trl_map.trl_values(cfg)
+    unset = list({r.trl_field: r for r in trl_map.rows("GRPOConfig") if r.trl_field and r.trl_field not in given}
+                 .values())
+    lines = ["# " + "-" * 114, "# What TRL does differently, or not at all (ladder.trl_map).", "#"]
+    lines.append("# Used by this run, and GRPOTrainer has no equivalent:" if active else
+                 "# This run uses no ladder option that GRPOTrainer lacks.")
+    for row in active:
+        lines += _comment(f"{_flag(row.ladder_option)} = {getattr(cfg, row.ladder_option)!r}: {row.note}", "#   ")
+    if cfg.ref_sync_every and (cfg.lora or cfg.qlora):
+        lines += _comment(f"--ref-sync-every = {cfg.ref_sync_every}: " + trl_map.for_field(
+            "GRPOConfig", "sync_ref_model")[0].note, "#   ")
+    lines += ["#", "# ladder options with no TRL equivalent, not used by this run (or bookkeeping only):"]
+    for row in inactive:
+        lines += _comment(f"{_flag(row.ladder_option)}: {row.note}", "#   ")
+    lines += ["#", "# GRPOConfig fields left at TRL's default:"]
+    for row in unset:
+        lines += _comment(f"{row.trl_field} ({_row_comment(row)})", "#   ")
+    lines += ["#", *_comment(f"The schedule: {trl_map.SCHEDULE}.", "# ")]
+    return lines + ["# " + "-" * 114]
+
+
+def _non_default_options(cfg: Config) -> list[str]:
+    shown = []
+    for f in fields(cfg):
+        value = getattr(cfg, f.name)
+        if f.name != "export_trl" and value != f.default:
+            shown.append(_flag(f.name) if value is True else f"--no-{f.name.replace('_', '-')}" if value is False
+                         else f"{_flag(f.name)} {value}")
+    return shown
+
+
+def _json_field(path: Path) -> str | None:
+    """A .json file holding {"train": [...]} or {"rows": [...]} (which ladder reads too) needs load_dataset's field."""
+    if path.suffix == ".jsonl":
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except ValueError:
+        return None
+    if isinstance(data, dict):
+        return "train" if "train" in data else "rows"
+    return None
+
+
+def _system_prompt(cfg: Config) -> str:
+    if cfg.system_prompt is not None:
+        return repr(cfg.system_prompt)
+    return "arithmetic.TINY_SYSTEM_PROMPT" if cfg.task == "arithmetic" else "arithmetic.SYSTEM_PROMPT"
+
+
+def _problems_code(cfg: Config) -> list[str]:
+    if cfg.task == "arithmetic":
+        return ['def train_problems() -> list[dict]:',
+                '    """ladder\'s synthetic two-digit sums; the first EVAL_SIZE are held out, as in the grpo rung."""',
+                '    train, _held_out = arithmetic.train_eval_split(None, EVAL_SIZE)',
+                '    return train']
+    path = Path(cfg.dataset)
+    if path.is_file():
+        field = _json_field(path)
+        extra = f", field={field!r}" if field else ""
+        return ['def train_problems() -> list[dict]:',
+                '    """The local file\'s rows; ladder holds out their tail for evaluation (one split)."""',
+                f'    rows = load_dataset("json", data_files=str(local_path(DATASET)), split="train"{extra})',
+                '    problems = [{"question": r["question"], "answer": arithmetic.gold_answer(str(r["answer"]))}'
+                ' for r in rows]',
+                '    cut = max(1, min(EVAL_SIZE, len(problems) // 5))',
+                '    return problems[:-cut]']
+    return ['def train_problems() -> list[dict]:',
+            '    """GSM8K\'s train split (ladder evaluates on its test split); the answer is the number after ####."""',
+            f'    rows = load_dataset({json.dumps(cfg.dataset)}, "main", split="train")',
+            '    return [{"question": r["question"], "answer": arithmetic.gold_answer(str(r["answer"]))}',
+            '            for r in rows]']
+
+
+def _rewards_code(cfg: Config) -> list[str]:
+    lines = ["def reward_funcs() -> list:",
+             '    """--reward-funcs in TRL\'s form, in the order of GRPO_CONFIG["reward_weights"]."""',
+             "    return ["]
+    for spec in [s.strip() for s in cfg.reward_funcs.split(",") if s.strip()]:
+        name = spec.rpartition(":")[2]
+        if spec in arithmetic.REWARD_FUNCTIONS:
+            fn = arithmetic.REWARD_FUNCTIONS[spec]
+            lines.append(f"        for_trl({name!r}, arithmetic.{fn.__name__}),")
+        else:
+            lines.append(f"        for_trl({name!r}, load_user_function({spec!r})),")
+    if cfg.overlong_buffer:
+        cache = round(cfg.overlong_buffer * cfg.max_new_tokens)
+        lines.append(f"        get_soft_overlong_punishment(max_completion_len={cfg.max_new_tokens}, "
+                     f"soft_punish_cache={cache}),  # --overlong-buffer {cfg.overlong_buffer}")
+    return lines + ["    ]"]
+
+
+def _model_code(cfg: Config) -> list[str]:
+    lines = []
+    if cfg.qlora:
+        lines += ["def quantization_config(device: str):",
+                  '    """--qlora: the frozen base in 4-bit NormalFloat with double quantisation (bitsandbytes)."""',
+                  "    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\", "
+                  "bnb_4bit_use_double_quant=True,",
+                  "                              bnb_4bit_compute_dtype=torch.bfloat16 if device == \"cuda\" "
+                  "else torch.float32)",
+                  "", ""]
+    else:
+        lines += ["def quantization_config(device: str):", "    return None  # no --qlora: full-precision base", "",
+                  ""]
+    if cfg.qlora or cfg.lora:
+        lines += ["# LoRA on every linear layer (--lora-r, --lora-alpha), as ladder.policies.quant.lora_config.",
+                  f"PEFT_CONFIG = LoraConfig(r={cfg.lora_r}, lora_alpha={cfg.lora_alpha}, lora_dropout=0.0, "
+                  "target_modules=\"all-linear\", task_type=\"CAUSAL_LM\",",
+                  "                         bias=\"none\")"]
+        if cfg.qlora:
+            lines += ["# TRL casts a quantised model's LoRA weights to bfloat16 (the QLoRA paper); ladder keeps them "
+                      "float32."]
+    else:
+        lines += ["PEFT_CONFIG = None  # no --lora/--qlora: every weight trains, π_ref is a frozen copy"]
+    return lines
+
+
+HELPERS = '''
+def local_path(path: str) -> Path:
+    """A relative path as given: from the working directory, else from where the script was exported."""
+    p = Path(path).expanduser()
+    return p if p.is_absolute() or p.exists() else Path(EXPORTED_FROM) / p
+
+
+def load_user_function(spec: str):
+    """FILE.py:FUNCTION or MODULE:FUNCTION, as ladder's --reward-funcs reads it."""
+    where, _, name = spec.rpartition(":")
+    if where.endswith(".py"):
+        path = local_path(where)
+        module_spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+    else:
+        module = importlib.import_module(where)
+    return getattr(module, name)
+
+
+def completion_text(completion) -> str:
+    """TRL hands a conversational completion over as [{"role": "assistant", "content": ...}]."""
+    return completion[-1]["content"] if isinstance(completion, list) else completion
+
+
+def for_trl(name: str, fn):
+    """ladder's reward fn(completions, answers) -> list[float] as TRL's fn(completions, **columns): the
+    dataset's columns arrive as keywords, the reference answers as `answer`."""
+    def reward(completions, answer, **columns):
+        return [float(r) for r in fn([completion_text(c) for c in completions], list(answer))]
+
+    reward.__name__ = name  # TRL logs rewards/NAME/mean, as ladder does
+    return reward
+
+
+def chat(question: str) -> list[dict]:
+    """The prompt as ladder builds it: the system prompt, then the question (TRL applies the chat template)."""
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}]
+
+
+def train_dataset() -> Dataset:
+    problems = train_problems()
+    if TRAIN_SIZE:
+        problems = problems[:TRAIN_SIZE]
+    return Dataset.from_list([{"prompt": chat(p["question"]), "answer": p["answer"]} for p in problems])
+
+
+def literal(text: str):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return text
+
+
+def grpo_config(args) -> GRPOConfig:
+    kwargs = {**GRPO_CONFIG, **BY_DEVICE[args.device]}
+    world = int(os.environ.get("WORLD_SIZE", "1"))  # ladder's --prompts-per-step is a total over all processes
+    if kwargs["per_device_train_batch_size"] % world:
+        sys.exit(f"per_device_train_batch_size {kwargs['per_device_train_batch_size']} cannot be shared by "
+                 f"{world} processes")
+    kwargs["per_device_train_batch_size"] //= world
+    if args.max_steps is not None:
+        kwargs["max_steps"] = args.max_steps
+    if args.output_dir is not None:
+        kwargs["output_dir"] = args.output_dir
+    for item in args.set:
+        name, _, text = item.partition("=")
+        kwargs[name.strip()] = literal(text.strip())
+    return GRPOConfig(**kwargs)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--max-steps", type=int, help=f"optimiser steps (default {GRPO_CONFIG['max_steps']})")
+    parser.add_argument("--output-dir", help=f"default {GRPO_CONFIG['output_dir']}")
+    parser.add_argument("--device", choices=tuple(BY_DEVICE), default=DEVICE, help=f"default {DEVICE}")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="any GRPOConfig field (a Python literal, else text); repeatable")
+    args = parser.parse_args(argv)
+    if THREADS:
+        torch.set_num_threads(THREADS)
+    config = grpo_config(args)
+    tokenizer = AutoTokenizer.from_pretrained(MODEL)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token is None:  # as ladder: pad with EOS (padding is masked out)
+        tokenizer.pad_token = tokenizer.eos_token
+    trainer = GRPOTrainer(model=MODEL, reward_funcs=reward_funcs(), args=config, train_dataset=train_dataset(),
+                          processing_class=tokenizer, peft_config=PEFT_CONFIG,
+                          quantization_config=quantization_config(args.device))
+    if config.use_cpu:
+        # bitsandbytes repacks 4-bit weights for fast CPU inference on a no-grad forward in eval mode (CPUs with
+        # AVX512-BF16); a later forward with gradients then fails. Keep the training layout (ladder.policies.quant).
+        for module in trainer.model.modules():
+            if hasattr(module, "support_avx512bf16_for_cpu"):
+                module.support_avx512bf16_for_cpu = False
+    trainer.train()
+    trainer.save_model(config.output_dir)  # the adapter with --lora/--qlora, else the model
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def script(cfg: Config, exported_from: str | os.PathLike | None = None) -> str:
+    """The text of the TRL script for ``cfg`` (a validated grpo ``Config``)."""
+    from ladder.rungs.grpo import resolve_model  # the grpo rung imports this module lazily
+
+    shared, by_device = config_values(cfg)
+    flags = " ".join(_non_default_options(cfg)) or "(all defaults)"
+    imports = ["import argparse", "import ast", "import importlib", "import importlib.util", "import os", "import sys",
+               "from pathlib import Path", "", "import torch", "from datasets import Dataset"
+               + (", load_dataset" if cfg.task != "arithmetic" else "")]
+    if cfg.qlora or cfg.lora:
+        imports.append("from peft import LoraConfig")
+    imports.append("from transformers import AutoTokenizer" + (", BitsAndBytesConfig" if cfg.qlora else ""))
+    imports.append("from trl import GRPOConfig, GRPOTrainer")
+    if cfg.overlong_buffer:
+        imports.append("from trl.rewards import get_soft_overlong_punishment")
+    imports += ["", "from ladder.tasks import arithmetic"]
+
+    eval_cmd = (f"python -m ladder.run eval --model {cfg.model} --task {cfg.task}"
+                + (f" --dataset {cfg.dataset}" if cfg.task == "gsm8k" else "")
+                + f" --eval-size {cfg.eval_size} --max-new-tokens {cfg.max_new_tokens}"
+                + (" --qlora" if cfg.qlora else "") + " --adapter OUTPUT_DIR")
+    head = [
+        "#!/usr/bin/env python",
+        f'"""GRPO with TRL: ladder\'s grpo run, exported by `--export-trl` (ladder.export_trl; TRL {_trl_version()}).',
+        "",
+        "ladder options (those not at their default):",
+        *textwrap.wrap(flags, 116, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False),
+        "",
+        "Run:",
+        "    python THIS.py [--max-steps N] [--output-dir DIR] [--device cpu|cuda] [--set FIELD=VALUE ...]",
+        "    accelerate launch THIS.py --device cuda",
+        "",
+        "Greedy held-out accuracy as ladder measures it, after training (with a LoRA/QLoRA adapter):",
+        f"    {eval_cmd}",
+        '"""',
+        "",
+    ]
+    constants = [
+        "",
+        f"MODEL = {resolve_model(cfg.model)!r}" + ("  # --model @tiny-math, ladder's cached tiny model"
+                                                  if cfg.model == "@tiny-math" else ""),
+        f"SYSTEM_PROMPT = {_system_prompt(cfg)}",
+    ]
+    if cfg.task == "gsm8k":
+        constants.append(f"DATASET = {cfg.dataset!r}")
+    constants += [
+        f"EVAL_SIZE = {cfg.eval_size}  # --eval-size: problems held out of training",
+        f"TRAIN_SIZE = {cfg.train_size}  # --train-size (0: all)",
+        f"THREADS = {cfg.threads}  # --threads (0: torch's default)",
+        f"DEVICE = {_device_type(cfg.device)!r}  # --device",
+        f"EXPORTED_FROM = {str(Path(exported_from or Path.cwd()).resolve())!r}",
+        "",
+    ]
+    config = ["# GRPOConfig, field by field from ladder.trl_map: the ladder option and core function behind each.",
+              "GRPO_CONFIG = dict(", *_dict_lines(shared, "    "), ")", "",
+              "# The fields that depend on the device (the script's --device picks one).", "BY_DEVICE = {"]
+    for device, values in by_device.items():
+        config += [f"    {device!r}: dict(", *_dict_lines(values, "        "), "    ),"]
+    config += ["}", ""]
+    body = [*_differences(cfg), "", "", *_problems_code(cfg), "", "", *_rewards_code(cfg), "", "",
+            *_model_code(cfg), "", ""]
+    return "\n".join(head + imports + constants + config + body) + HELPERS
+
+
+def write(cfg: Config, path: str | os.PathLike) -> dict:
+    """Write the script for ``cfg`` to ``path``; the summary the grpo rung returns (nothing is trained)."""
+    rewards.load_all(cfg.reward_funcs)  # a missing FILE.py:FN is one line now, as in a run, not in the script
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(script(cfg))
+    shared, _ = config_values(cfg)
+    unsupported = [r.ladder_option for r in trl_map.not_in_trl("grpo") if r.applies is not None and r.applies_to(cfg)]
+    return {"rung": "grpo", "export_trl": str(path), "model": cfg.model, "trainer": "trl.GRPOTrainer",
+            "max_steps": shared["max_steps"][0], "not_in_trl": ", ".join(unsupported) or "none"}

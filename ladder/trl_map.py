@@ -1,0 +1,418 @@
+"""TRL's names → ladder's options → the ``ladder.core`` function that computes them, kept as data.
+
+One row per (TRL name, ladder option) pair::
+
+    Mapping(trl_class, trl_field, ladder_rung, ladder_option, core_function, note, value, applies)
+
+``trl_class`` is a TRL config (``GRPOConfig``, ``RLOOConfig``; ``PPOConfig`` is the *classic* one of
+the RLHF articles, TRL ≤ 0.11, which TRL 1.16 no longer ships, not even under ``trl.experimental``),
+a trainer's argument (``GRPOTrainer``: ``__init__``'s parameters; ``GRPOTrainer.train``), the classic
+``PPOTrainer``'s methods, or the module ``trl.rewards``. ``trl_field`` None: the ladder option has no
+TRL equivalent (the note says what to do instead). ``ladder_option`` None: a TRL setting with no
+ladder flag (the note says what ladder does). ``core_function`` names an attribute of ``ladder.core``.
+
+``value(cfg)`` (GRPOConfig rows only) is the TRL value that reproduces a grpo ``Config``;
+``ladder.export_trl`` builds its ``GRPOConfig`` from these rows and nothing else. ``applies(cfg)``
+says whether a row concerns this run (None: always): a conditional mapping (``epsilon_high`` is
+``clip_eps_high``, or ``cispo_max_weight`` with ``--loss-type cispo``), or for a row without a TRL
+field, whether the run really uses the option TRL cannot reproduce.
+
+    >>> from ladder import trl_map
+    >>> [r.ladder_option for r in trl_map.for_field("GRPOConfig", "num_iterations")]
+    ['mu']
+    >>> [r.trl_field for r in trl_map.for_option("kl_coef", rung="ppo-sentiment") if r.trl_class == "PPOConfig"]
+    ['init_kl_coef']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Mapping:
+    trl_class: str
+    trl_field: str | None
+    ladder_rung: str
+    ladder_option: str | None
+    core_function: str | None
+    note: str = ""
+    value: Callable[[Any], Any] | None = field(default=None, compare=False, repr=False)
+    applies: Callable[[Any], bool] | None = field(default=None, compare=False, repr=False)
+
+    def applies_to(self, cfg) -> bool:
+        return self.applies is None or bool(self.applies(cfg))
+
+
+# TRL ≤ 0.11's PPOConfig (trl/trainer/ppo_config.py of the classic PPOTrainer): the names the rows below
+# use, recorded here because no installed TRL (1.x) has the class to check them against.
+CLASSIC_PPO_CONFIG_FIELDS = frozenset((
+    "exp_name", "seed", "log_with", "task_name", "model_name", "query_dataset", "reward_model",
+    "remove_unused_columns", "tracker_kwargs", "accelerator_kwargs", "project_kwargs", "tracker_project_name",
+    "push_to_hub_if_best_kwargs", "steps", "learning_rate", "adap_kl_ctrl", "init_kl_coef", "kl_penalty", "target",
+    "horizon", "gamma", "lam", "cliprange", "cliprange_value", "vf_coef", "batch_size", "forward_batch_size",
+    "mini_batch_size", "gradient_accumulation_steps", "world_size", "ppo_epochs", "max_grad_norm",
+    "optimize_cuda_cache", "optimize_device_cache", "early_stopping", "target_kl", "compare_steps", "ratio_threshold",
+    "use_score_scaling", "use_score_norm", "score_clip",
+))
+CLASSIC = ("PPOConfig", "PPOTrainer")  # rows named after TRL ≤ 0.11, not checkable against TRL 1.x
+
+
+# --- values: a grpo Config → the GRPOConfig value -----------------------------------------------
+
+def _same(option: str) -> Callable[[Any], Any]:
+    def value(cfg):
+        return getattr(cfg, option)
+
+    value.__qualname__ = value.__name__ = f"same_{option}"
+    return value
+
+
+def _const(constant) -> Callable[[Any], Any]:
+    def value(cfg):
+        return constant
+
+    return value
+
+
+def optimizer_steps(cfg, updates: int) -> int:
+    """ladder counts updates (P·G sampled completions, μ passes × M minibatches); TRL counts optimiser
+    steps, μ·M of them per generation batch (with gradient_accumulation_steps = 1)."""
+    return updates * cfg.mu * cfg.num_minibatches
+
+
+def _on_cuda(cfg) -> bool:
+    return str(cfg.device).startswith("cuda")
+
+
+def _reward_weights(cfg) -> list[float]:
+    from ladder import rewards
+
+    weights = list(rewards.weights(cfg.reward_funcs, cfg.reward_weights).values())
+    return weights + ([cfg.overlong_penalty] if cfg.overlong_buffer else [])
+
+
+def _optim(cfg) -> str:
+    paged = cfg.optim == "paged_adamw_8bit" or (cfg.optim == "auto" and cfg.qlora and _on_cuda(cfg))
+    return "paged_adamw_8bit" if paged else "adamw_torch"
+
+
+def _peft(cfg) -> bool:
+    return cfg.lora or cfg.qlora
+
+
+SCHEDULE = ("ladder: each update samples P·G completions and makes μ passes over them, each pass a fresh "
+            "shuffle into M minibatches, one optimiser step each. TRL: a generation batch of "
+            "per_device_train_batch_size × steps_per_generation × processes completions is shuffled once "
+            "and cut into steps_per_generation micro-batches, reused in the same order for num_iterations "
+            "passes; one optimiser step per gradient_accumulation_steps micro-batches. With "
+            "gradient_accumulation_steps = 1, steps_per_generation = M, per_device_train_batch_size = P·G/M "
+            "every TRL step sees one ladder minibatch; only the reshuffle between passes differs (none for μ = 1)")
+
+G = "GRPOConfig"
+GT = "GRPOTrainer"
+NONE = None  # no TRL equivalent
+
+# --- GRPO: GRPOConfig, GRPOTrainer's arguments, and the grpo options TRL has no name for -------------
+
+GRPO_ROWS = (
+    # batch and schedule
+    Mapping(G, "num_generations", "grpo", "group_size", "group_relative", "G completions per prompt",
+            _same("group_size")),
+    Mapping(G, "per_device_train_batch_size", "grpo", "prompts_per_step", "update",
+            "P·G/M completions per optimiser step (ladder's --prompts-per-step × --group-size ÷ --num-minibatches); "
+            "ladder's P is the total over all processes, TRL's batch is per device: the script divides by WORLD_SIZE",
+            lambda cfg: cfg.prompts_per_step * cfg.group_size // cfg.num_minibatches),
+    Mapping(G, "gradient_accumulation_steps", "grpo", None, "update",
+            "1: ladder takes one optimiser step per minibatch and accumulates nothing", _const(1)),
+    Mapping(G, "steps_per_generation", "grpo", "num_minibatches", "update", SCHEDULE, _same("num_minibatches")),
+    Mapping(G, "num_iterations", "grpo", "mu", "update",
+            "μ passes over each generation batch (TRL keeps the micro-batches of the first pass; ladder reshuffles)",
+            _same("mu")),
+    Mapping(G, "max_steps", "grpo", "steps", None,
+            "TRL counts optimiser steps: --steps × μ × M (one ladder update = one generation batch)",
+            lambda cfg: optimizer_steps(cfg, cfg.steps)),
+    Mapping(G, "num_train_epochs", "grpo", "steps", None,
+            "not set: max_steps > 0 overrides epochs (ladder reshuffles the problems whenever it runs out)"),
+    # the loss
+    Mapping(G, "beta", "grpo", "kl_coef", "kl_estimate",
+            "β of β·k3(π_θ‖π_ref) per token in the loss; 0 loads no reference model (ladder: computes no π_ref). "
+            "TRL's default is 0, ladder's 0.04", _same("kl_coef")),
+    Mapping(G, "epsilon", "grpo", "clip_eps_low", "clipped_surrogate", "ratio clipped below at 1 − ε_low",
+            _same("clip_eps_low")),
+    Mapping(G, "epsilon_high", "grpo", "clip_eps_high", "clipped_surrogate", "ratio clipped above at 1 + ε_high",
+            _same("clip_eps_high"), lambda cfg: cfg.loss_type != "cispo"),
+    Mapping(G, "epsilon_high", "grpo", "cispo_max_weight", "cispo_loss",
+            "with loss_type cispo TRL's epsilon_high is CISPO's cap ε_max on the detached weight",
+            _same("cispo_max_weight"), lambda cfg: cfg.loss_type == "cispo"),
+    Mapping(G, "delta", "grpo", "delta", "clipped_surrogate", "two-sided clipping: ratio capped at δ where Â < 0",
+            _same("delta")),
+    Mapping(G, "loss_type", "grpo", "loss_type", "aggregate",
+            "grpo | bnpo | dr_grpo | dapo | cispo, the same names (TRL's default is dapo, ladder's grpo)",
+            _same("loss_type")),
+    Mapping(G, "scale_rewards", "grpo", "scale_rewards", "group_relative", "group | batch | none",
+            _same("scale_rewards")),
+    Mapping(G, "importance_sampling_level", "grpo", "ratio_level", "sequence_log_ratio",
+            "token (GRPO) | sequence (GSPO)", _same("ratio_level")),
+    Mapping(G, "use_bias_correction_kl", "grpo", "kl_correction", "kl_estimate",
+            "the KL term weighted by π_θ/π_old (ladder: on by default with --kl-in loss; TRL: off by default). "
+            "At ratio level sequence TRL weights by the sequence ratio, ladder by each token's (tests/test_trl_parity)",
+            lambda cfg: cfg.kl_in == "loss" and cfg.kl_correction != "off"),
+    Mapping(G, "sync_ref_model", "grpo", "ref_sync_every", "soft_update",
+            "TRL 1.16 refuses sync_ref_model with a PEFT model (ladder refreshes a second, frozen adapter): "
+            "with --lora/--qlora the export leaves π_ref fixed",
+            lambda cfg: bool(cfg.ref_sync_every) and not _peft(cfg)),
+    Mapping(G, "ref_model_sync_steps", "grpo", "ref_sync_every", "soft_update",
+            "TRL counts optimiser steps: --ref-sync-every × μ × M",
+            lambda cfg: optimizer_steps(cfg, cfg.ref_sync_every), lambda cfg: bool(cfg.ref_sync_every)),
+    Mapping(G, "ref_model_mixup_alpha", "grpo", "ref_mixup", "soft_update", "π_ref ← α·π_θ + (1 − α)·π_ref",
+            _same("ref_mixup")),
+    Mapping(G, "mask_truncated_completions", "grpo", "mask_truncated", None,
+            "completions cut at the length limit take no part in the loss (ladder: grpo_rollout)",
+            _same("mask_truncated")),
+    Mapping(G, "multi_objective_aggregation", "grpo", None, "group_relative",
+            "r_i = Σ_f w_f · f(completion_i) first, then the advantage: ladder's order",
+            _const("sum_then_normalize")),
+    Mapping(G, "reward_weights", "grpo", "reward_weights", None,
+            "one weight per reward function (+ --overlong-penalty for the overlong reward)", _reward_weights),
+    # sampling
+    Mapping(G, "max_completion_length", "grpo", "max_new_tokens", "aggregate",
+            "completion length limit (and dr_grpo's constant L_max)", _same("max_new_tokens")),
+    Mapping(G, "generation_kwargs", "grpo", "min_new_tokens", None, "EOS suppressed until min_new_tokens",
+            lambda cfg: {"min_new_tokens": cfg.min_new_tokens}, lambda cfg: cfg.min_new_tokens > 0),
+    Mapping(G, "temperature", "grpo", "temperature", None, "sampling τ; log-probs use the same τ in both",
+            _same("temperature")),
+    Mapping(G, "top_p", "grpo", "top_p", None, "nucleus sampling", _same("top_p")),
+    # optimiser
+    Mapping(G, "learning_rate", "grpo", "lr", None, "", _same("lr")),
+    Mapping(G, "lr_scheduler_type", "grpo", "warmup_steps", None,
+            "ladder keeps the rate constant after the warmup; TRL's default decays it linearly to 0",
+            lambda cfg: "constant_with_warmup" if cfg.warmup_steps else "constant"),
+    Mapping(G, "warmup_steps", "grpo", "warmup_steps", None,
+            "× μ × M optimiser steps; TRL's first step has rate 0, ladder's lr/N",
+            lambda cfg: optimizer_steps(cfg, cfg.warmup_steps)),
+    Mapping(G, "max_grad_norm", "grpo", "max_grad_norm", "update", "gradient-norm clip per optimiser step",
+            _same("max_grad_norm")),
+    Mapping(G, "optim", "grpo", "optim", None,
+            "auto: paged_adamw_8bit with --qlora on CUDA, else AdamW (weight decay 0 in both)", _optim),
+    Mapping(G, "gradient_checkpointing", "grpo", "gradient_checkpointing", None,
+            "default: on with --qlora (TRL's default: on)",
+            lambda cfg: cfg.qlora if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing),
+    Mapping(G, "disable_dropout", "grpo", None, None, "ladder always turns dropout off in the policy",
+            _const(True)),
+    # where and how it runs
+    Mapping(G, "use_cpu", "grpo", "device", None, "the script's --device overrides it",
+            lambda cfg: cfg.device == "cpu"),
+    Mapping(G, "bf16", "grpo", "device", None,
+            "ladder computes in bfloat16 on a CUDA GPU that has it, float32 on the CPU (TRL's default: bf16 on)",
+            _on_cuda),
+    Mapping(G, "model_init_kwargs", "grpo", "device", None, "the dtype the model loads in",
+            lambda cfg: {"dtype": "bfloat16" if _on_cuda(cfg) else "float32"}),
+    Mapping(G, "seed", "grpo", "seed", None, "", _same("seed")),
+    Mapping(G, "output_dir", "grpo", "out", None,
+            "OUT-trl (the adapter or model is saved there; the script's --output-dir overrides it)",
+            lambda cfg: f"{cfg.out or f'runs/grpo-seed{cfg.seed}'}-trl"),
+    Mapping(G, "save_steps", "grpo", "checkpoint_every", None, "× μ × M optimiser steps",
+            lambda cfg: optimizer_steps(cfg, cfg.checkpoint_every)),
+    Mapping(G, "save_total_limit", "grpo", "checkpoint_every", None, "ladder keeps only the latest checkpoint",
+            _const(1)),
+    Mapping(G, "report_to", "grpo", "tensorboard", None, "TensorBoard logs (TRL writes them under output_dir)",
+            lambda cfg: ["tensorboard"] if cfg.tensorboard else "none"),
+    Mapping(G, "logging_steps", "grpo", None, None, "ladder logs every update", _const(1)),
+    Mapping(G, "disable_tqdm", "grpo", "progress", None, "", lambda cfg: not cfg.progress),
+    Mapping(G, "log_completions", "grpo", "print_samples", None,
+            "not set: TRL prints a table of completions every logging step, not every N updates"),
+    Mapping(G, "eval_steps", "grpo", "eval_every", None,
+            "not set: TRL's evaluation samples and scores completions; ladder's is greedy held-out accuracy "
+            "(run `python -m ladder.run eval --adapter OUTPUT_DIR`)"),
+    # GRPOTrainer's arguments: written out as code by the export
+    Mapping(GT, "model", "grpo", "model", None,
+            "a hub id or a local directory; @tiny-math is ladder's cached tiny model (grpo.resolve_model)"),
+    Mapping(GT, "train_dataset", "grpo", "task", None,
+            "gsm8k: load_dataset(dataset, 'main'); arithmetic: ladder.tasks.arithmetic.train_eval_split"),
+    Mapping(GT, "train_dataset", "grpo", "dataset", None,
+            "a hub id, or a local .json/.jsonl through load_dataset('json', data_files=...) "
+            "(its tail held out, as ladder does)"),
+    Mapping(GT, "train_dataset", "grpo", "system_prompt", None, "chat messages: system, then the question"),
+    Mapping(GT, "train_dataset", "grpo", "train_size", None, "the first N training problems"),
+    Mapping(GT, "train_dataset", "grpo", "eval_size", None,
+            "arithmetic: the first N sums are held out; a local file: min(N, rows/5) of its tail"),
+    Mapping(GT, "reward_funcs", "grpo", "reward_funcs", None,
+            "ladder's fn(completions, answers) wrapped as TRL's fn(completions, answer, **columns)"),
+    Mapping("trl.rewards", "get_soft_overlong_punishment", "grpo", "overlong_buffer", None,
+            "DAPO's soft overlong punishment as one more reward function (soft_punish_cache = buffer × L_max)",
+            applies=lambda cfg: cfg.overlong_buffer > 0),
+    Mapping("trl.rewards", "get_soft_overlong_punishment", "grpo", "overlong_penalty", None,
+            "its weight in reward_weights", applies=lambda cfg: cfg.overlong_buffer > 0),
+    Mapping(GT, "quantization_config", "grpo", "qlora", None,
+            "BitsAndBytesConfig: 4-bit nf4, double quantisation, compute dtype bf16 (CUDA) / float32 (CPU)"),
+    Mapping(GT, "peft_config", "grpo", "qlora", None, "LoRA on every linear layer"),
+    Mapping(GT, "peft_config", "grpo", "lora", None, "LoraConfig(target_modules='all-linear', dropout 0)"),
+    Mapping(GT, "peft_config", "grpo", "lora_r", None, "LoraConfig.r"),
+    Mapping(GT, "peft_config", "grpo", "lora_alpha", None, "LoraConfig.lora_alpha"),
+    Mapping("GRPOTrainer.train", "resume_from_checkpoint", "grpo", "resume", None,
+            "TRL resumes its own checkpoints (output_dir/checkpoint-N), not ladder's run directories"),
+    # no TRL equivalent
+    Mapping(G, NONE, "grpo", "advantage", "leave_one_out",
+            "GRPOTrainer has no leave-one-out advantage; with the same --scale-rewards none it is the group "
+            "advantage × G/(G−1), i.e. a learning rate × G/(G−1) (batch: whitened the same way). "
+            "TRL's RLOOTrainer has it", applies=lambda cfg: cfg.advantage == "rloo"),
+    Mapping(G, NONE, "grpo", "kl_in", "kl_in_reward",
+            "--kl-in reward (r_i − β·Σ_t KL_t on π_old, before the advantages) is RLOOTrainer's, not "
+            "GRPOTrainer's: the script keeps β·k3 in the loss", applies=lambda cfg: cfg.kl_in == "reward"
+            and cfg.kl_coef > 0),
+    Mapping(G, NONE, "grpo", "kl_estimator", "kl_estimate", "GRPOTrainer's KL in the loss is k3 only",
+            applies=lambda cfg: cfg.kl_in == "loss" and cfg.kl_coef > 0 and cfg.kl_estimator != "k3"),
+    Mapping(G, NONE, "grpo", "dynamic_sampling", None,
+            "DAPO's dynamic sampling (drop groups without a reward spread, sample more prompts): not in "
+            "GRPOTrainer; its frac_reward_zero_std metric counts those groups",
+            applies=lambda cfg: cfg.dynamic_sampling),
+    Mapping(G, NONE, "grpo", "max_sampling_rounds", None, "dynamic sampling's budget",
+            applies=lambda cfg: cfg.dynamic_sampling),
+    Mapping(G, NONE, "grpo", "max_completions", None, "a budget of sampled completions: use max_steps",
+            applies=lambda cfg: cfg.max_completions > 0),
+    Mapping(G, NONE, "grpo", "chunk_size", None, "ladder's chunked lm_head/log-softmax: memory only"),
+    Mapping(G, NONE, "grpo", "threads", None, "the script calls torch.set_num_threads itself",
+            applies=lambda cfg: cfg.threads > 0),
+    Mapping(G, NONE, "grpo", "print_samples", None, "see log_completions"),
+    Mapping(G, NONE, "grpo", "eval_every", None, "see eval_steps"),
+    Mapping(G, NONE, "grpo", "overwrite", None, "TRL writes into output_dir as it is"),
+    Mapping(G, NONE, "grpo", "max_nonfinite_updates", None,
+            "ladder skips (and counts) non-finite steps and stops after N in a row; TRL steps anyway"),
+    Mapping(G, NONE, "grpo", "use_exercises", None, "TRL computes the loss with its own code"),
+    Mapping(G, NONE, "grpo", "export_trl", None, "the switch that writes this script"),
+)
+
+# --- RLOO: RLOOConfig ↔ the grpo rung with --algo rloo (advantage rloo, KL in the reward, k1) --------
+
+R = "RLOOConfig"
+RLOO_ROWS = (
+    Mapping(R, "num_generations", "grpo", "group_size", "leave_one_out", "G completions per prompt"),
+    Mapping(R, "beta", "grpo", "kl_coef", "kl_in_reward",
+            "β of the KL in the reward: --kl-in reward --kl-estimator k1 (Σ_t over the completion, on π_old)"),
+    Mapping(R, "normalize_advantages", "grpo", "scale_rewards", "leave_one_out",
+            "True ↔ --scale-rewards batch (Â whitened over the batch), False ↔ none"),
+    Mapping(R, "epsilon", "grpo", "clip_eps_low", "clipped_surrogate",
+            "RLOOTrainer clips one ratio of summed log-probs per completion, ladder per token "
+            "(tests/test_trl_parity pins the difference)"),
+    Mapping(R, "epsilon_high", "grpo", "clip_eps_high", "clipped_surrogate", ""),
+    Mapping(R, "num_iterations", "grpo", "mu", "update", "as GRPOConfig's"),
+    Mapping(R, "steps_per_generation", "grpo", "num_minibatches", "update", "as GRPOConfig's"),
+    Mapping(R, "per_device_train_batch_size", "grpo", "prompts_per_step", "update", "as GRPOConfig's: P·G/M"),
+    Mapping(R, "max_steps", "grpo", "steps", None, "as GRPOConfig's: --steps × μ × M"),
+    Mapping(R, "max_completion_length", "grpo", "max_new_tokens", None, ""),
+    Mapping(R, "temperature", "grpo", "temperature", None, ""),
+    Mapping(R, "top_p", "grpo", "top_p", None, ""),
+    Mapping(R, "learning_rate", "grpo", "lr", None, ""),
+    Mapping(R, "max_grad_norm", "grpo", "max_grad_norm", "update", ""),
+    Mapping(R, "reward_weights", "grpo", "reward_weights", None, ""),
+    Mapping(R, "mask_truncated_completions", "grpo", "mask_truncated", None, ""),
+    Mapping(R, "sync_ref_model", "grpo", "ref_sync_every", "soft_update", "as GRPOConfig's"),
+    Mapping(R, "ref_model_sync_steps", "grpo", "ref_sync_every", "soft_update", "optimiser steps"),
+    Mapping(R, "ref_model_mixup_alpha", "grpo", "ref_mixup", "soft_update", ""),
+    Mapping(R, "reward_clip_range", "grpo", None, None, "ladder does not clip rewards"),
+    Mapping(R, "seed", "grpo", "seed", None, ""),
+)
+
+# --- classic PPO (TRL ≤ 0.11: PPOConfig + PPOTrainer.step, the RLHF articles) ↔ ppo-sentiment ----------
+
+P = "PPOConfig"
+PT = "PPOTrainer"
+PPO_ROWS = (
+    Mapping(P, "init_kl_coef", "ppo-sentiment", "kl_coef", "kl_penalized_rewards",
+            "β of −β·KL_t in the per-token reward (the adaptive controller's start)"),
+    Mapping(P, "adap_kl_ctrl", "ppo-sentiment", "adaptive_kl", "AdaptiveKLController",
+            "off: FixedKLController"),
+    Mapping(P, "target", "ppo-sentiment", "kl_target", "AdaptiveKLController", "target per-sequence KL"),
+    Mapping(P, "horizon", "ppo-sentiment", "kl_horizon", "AdaptiveKLController", "in completions"),
+    Mapping(P, "kl_penalty", "ppo-sentiment", "kl_estimator", "kl_estimate",
+            "'kl' ↔ k1, 'mse' ↔ k2 (½ℓ²); 'abs' and 'full' have no ladder estimator"),
+    Mapping(P, "cliprange", "ppo-sentiment", "clip_eps", "clipped_surrogate", "PPO's ε"),
+    Mapping(P, "cliprange_value", "ppo-sentiment", "value_clip", "value_loss", "V clipped around V_old"),
+    Mapping(P, "vf_coef", "ppo-sentiment", "value_coef", "value_loss", "c_v of the value loss in core.update"),
+    Mapping(P, "gamma", "ppo-sentiment", "gamma", "gae", ""),
+    Mapping(P, "lam", "ppo-sentiment", "gae_lambda", "gae", ""),
+    Mapping(P, "ppo_epochs", "ppo-sentiment", "mu", "update", "μ passes over each batch"),
+    Mapping(P, "mini_batch_size", "ppo-sentiment", "num_minibatches", "update",
+            "num_minibatches = batch_size / (mini_batch_size × gradient_accumulation_steps)"),
+    Mapping(P, "gradient_accumulation_steps", "ppo-sentiment", "num_minibatches", "update",
+            "ladder accumulates nothing: one optimiser step per minibatch (see mini_batch_size)"),
+    Mapping(P, "batch_size", "ppo-sentiment", "batch_size", None, "completions per PPOTrainer.step / update"),
+    Mapping(P, "learning_rate", "ppo-sentiment", "lr", None, "the articles' 1.41e-5 is ladder's default"),
+    Mapping(P, "max_grad_norm", "ppo-sentiment", "max_grad_norm", "update", ""),
+    Mapping(P, "steps", "ppo-sentiment", "num_updates", None,
+            "counts samples: ppo epochs = ceil(steps / batch_size), so num_updates = steps / batch_size"),
+    Mapping(P, "seed", "ppo-sentiment", "seed", None, ""),
+    Mapping(P, "model_name", "ppo-sentiment", "model", None,
+            "tracking only in TRL; the articles load lvwerra/gpt2-imdb"),
+    Mapping(P, "query_dataset", "ppo-sentiment", "dataset", None, "tracking only in TRL; the articles use imdb"),
+    Mapping(P, "reward_model", "ppo-sentiment", "reward_model", None,
+            "tracking only in TRL; the articles score with lvwerra/distilbert-imdb's POSITIVE logit"),
+    Mapping(P, "forward_batch_size", "ppo-sentiment", None, None,
+            "a deprecated alias of mini_batch_size; not ladder's --forward-batch-size (rows per no-grad forward)"),
+    Mapping(P, "target_kl", "ppo-sentiment", None, "update",
+            "with early_stopping: skip the rest once KL(π_old‖π_θ) > 1.5·target_kl; core.UpdateConfig.target_kl "
+            "stops after a pass instead, and ppo-sentiment has no flag for it"),
+    Mapping(P, "ratio_threshold", "ppo-sentiment", None, None, "ladder skips only non-finite steps"),
+    Mapping(P, "use_score_scaling", "ppo-sentiment", None, None, "ladder does not rescale scores"),
+    Mapping(PT, "step", "ppo-sentiment", None, "update",
+            "PPOTrainer.step(queries, responses, scores) = one ladder update: π_old, V_old, π_ref forwards → "
+            "rewards → GAE → μ passes of minibatches → β update"),
+    Mapping(PT, "compute_rewards", "ppo-sentiment", "kl_coef", "kl_penalized_rewards",
+            "r_t = −β·KL_t + [t = last]·score"),
+    Mapping(PT, "compute_advantages", "ppo-sentiment", "gae_lambda", "gae", "GAE, then Â whitened"),
+    Mapping(PT, "compute_advantages", "ppo-sentiment", None, "whiten", "Â whitened over the batch's tokens"),
+    Mapping(PT, "loss", "ppo-sentiment", "clip_eps", "clipped_surrogate", "policy loss"),
+    Mapping(PT, "loss", "ppo-sentiment", "value_clip", "value_loss", "clipped value loss"),
+    Mapping(PT, "kl_ctl", "ppo-sentiment", "adaptive_kl", "AdaptiveKLController",
+            "updated after every step with the batch's mean KL"),
+)
+
+ROWS = GRPO_ROWS + RLOO_ROWS + PPO_ROWS
+
+
+# --- lookups ---------------------------------------------------------------------------------------
+
+def rows(trl_class: str) -> tuple[Mapping, ...]:
+    """The rows of one TRL class (``"GRPOConfig"``, ``"RLOOConfig"``, ``"PPOConfig"``, ``"GRPOTrainer"``, …)."""
+    return tuple(r for r in ROWS if r.trl_class == trl_class)
+
+
+def trl_classes() -> tuple[str, ...]:
+    return tuple(dict.fromkeys(r.trl_class for r in ROWS))
+
+
+def for_field(trl_class: str, trl_field: str) -> tuple[Mapping, ...]:
+    """The rows of one TRL name (several when it maps several ladder options, or depends on one)."""
+    return tuple(r for r in ROWS if r.trl_class == trl_class and r.trl_field == trl_field)
+
+
+def for_option(option: str, rung: str = "grpo") -> tuple[Mapping, ...]:
+    """The rows of one ladder option of ``rung``."""
+    return tuple(r for r in ROWS if r.ladder_rung == rung and r.ladder_option == option)
+
+
+def ladder_options(rung: str) -> set[str]:
+    """Every ladder option the map mentions for ``rung``."""
+    return {r.ladder_option for r in ROWS if r.ladder_rung == rung and r.ladder_option is not None}
+
+
+def not_in_trl(rung: str = "grpo") -> tuple[Mapping, ...]:
+    """The rows of ladder options with no TRL equivalent."""
+    return tuple(r for r in ROWS if r.ladder_rung == rung and r.trl_field is None)
+
+
+def trl_values(cfg, trl_class: str = "GRPOConfig") -> dict[str, tuple[Any, Mapping]]:
+    """TRL field → (its value for the ladder ``cfg``, the row that gave it), from the rows that carry a value
+    and apply to ``cfg``. Two applying rows for one field are a bug in the map."""
+    values: dict[str, tuple[Any, Mapping]] = {}
+    for row in rows(trl_class):
+        if row.value is None or row.trl_field is None or not row.applies_to(cfg):
+            continue
+        if row.trl_field in values:
+            raise ValueError(f"{trl_class}.{row.trl_field} is given by two rows: "
+                             f"{values[row.trl_field][1].ladder_option} and {row.ladder_option}")
+        values[row.trl_field] = (row.value(cfg), row)
+    return values
