@@ -157,7 +157,7 @@ GRPO_ROWS = (
     Mapping(G, "importance_sampling_level", "grpo", "ratio_level", "sequence_log_ratio",
             "token (GRPO) | sequence (GSPO)", _same("ratio_level")),
     Mapping(G, "use_bias_correction_kl", "grpo", "kl_correction", "kl_estimate",
-            "the KL term weighted by π_θ/π_old (ladder: on by default with --kl-in loss; TRL: off by default). "
+            "the KL term weighted by π_θ/π_old (on by default in both: ladder with --kl-in loss, TRL 1.16 True). "
             "At ratio level sequence TRL weights by the sequence ratio, ladder by each token's (tests/test_trl_parity)",
             lambda cfg: cfg.kl_in == "loss" and cfg.kl_correction != "off"),
     Mapping(G, "sync_ref_model", "grpo", "ref_sync_every", "soft_update",

@@ -66,6 +66,7 @@ print(core.last_step_mask(batch.mask))""",
 | PPO on CartPole | 2, 3 | `python -m ladder.run cartpole` |
 | RLHF-PPO, GPT-2 sentiment | 4 | `python -m ladder.run ppo-sentiment` (`--preset tiny` on a CPU) |
 | GRPO with QLoRA on GSM8K | 5 | `python -m ladder.run grpo --qlora` (`--preset tiny` on a CPU) |
+| GRPO's design space, TRL side by side | 6 | `python -m ladder.run grpo --preset tiny --algo NAME` (grpo, dr_grpo, dapo, gspo, cispo, rloo) |
 
 Every run writes `metrics.jsonl`, `summary.json` and `curves.png`; `--help` lists every knob.""",
     """import subprocess, sys

@@ -9,10 +9,29 @@ Each view returns a ``View`` (an ``ipywidgets.VBox``): ``view.controls`` are its
     group_advantages_view    GRPO's group-relative advantages under each reward scale
     kl_tradeoff_view         RLHF-PPO runs at fixed β: reward-model score vs KL to π_ref, samples before/after
     lm_mu_view               μ real passes on one GRPO batch of the tiny LM: ratios, clipping, three KLs
+    schedule_view            TRL's GRPO schedule (generation batches, π_old per micro-step) and ladder's equivalent
+    parity_view              TRL's GRPOTrainer._compute_loss vs core.compute_loss on the same model and tensors
+    kl_gradient_view         the exact expected gradient of each way of putting the KL into training
+    token_view               a tiny-GRPO batch as text, tokens coloured; token- vs sequence-level clipping
+    league_view              the --algo bundles trained by the grpo rung at one budget of completions
 """
 
 from ladder.viz._widget import View
 from ladder.viz.cartpole_lab import fixed_batch, mu_passes
+from ladder.viz.design_views import (
+    gradient_mask,
+    kl_gradient_view,
+    kl_gradients,
+    league,
+    league_view,
+    parity_view,
+    schedule_view,
+    token_passes,
+    token_view,
+    trl_map_markdown,
+    trl_parity,
+    trl_schedule,
+)
 from ladder.viz.lm_lab import beta_sweep, fixed_grpo_batch, lm_mu_passes, ppo_run
 from ladder.viz.lm_views import kl_tradeoff_view, lm_mu_view
 from ladder.viz.views import (
@@ -25,4 +44,6 @@ from ladder.viz.views import (
 
 __all__ = ["View", "fixed_batch", "mu_passes", "clipped_objective_view", "mu_view", "kl_estimators_view",
            "kl_estimator_stats", "group_advantages_view", "ppo_run", "beta_sweep", "kl_tradeoff_view",
-           "fixed_grpo_batch", "lm_mu_passes", "lm_mu_view"]
+           "fixed_grpo_batch", "lm_mu_passes", "lm_mu_view", "trl_map_markdown", "trl_schedule", "schedule_view",
+           "trl_parity", "parity_view", "kl_gradients", "kl_gradient_view", "gradient_mask", "token_passes",
+           "token_view", "league", "league_view"]

@@ -1,0 +1,321 @@
+"""Notebook 6's widgets: drive every control and check what each one claims.
+
+The schedule and the KL gradients are pure functions (milliseconds); the token view runs μ passes on a
+real tiny-GRPO batch (about ten seconds, once); the parity view builds TRL's GRPOTrainer offline (needs
+trl ≥ 1.16, skipped otherwise); the league trains two methods for two updates each.
+"""
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import ipywidgets  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from ladder import core, viz  # noqa: E402
+from ladder.viz import design_views as dv  # noqa: E402
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+# ------------------------------------------------------------------------------------------ the map
+def test_map_table_has_every_row_of_trl_map():
+    from ladder import trl_map
+
+    text = viz.trl_map_markdown()
+    for cls in dv.MAP_CLASSES:
+        rows = trl_map.rows(cls)
+        assert f"({len(rows)} rows)" in text and len(dv.trl_map_rows(cls)) == len(rows) > 5
+        for r in rows:
+            if r.core_function is not None:
+                assert hasattr(core, r.core_function), r.core_function    # every core function named exists
+    assert "| `num_iterations` | grpo `--mu` | `core.update` |" in text
+
+
+# ------------------------------------------------------------------------------------- the schedule
+def test_schedule_of_trls_own_diagram():
+    """grpo_trainer.py's figure: 2 processes × 3 rows, G = 2, gas = 2, spg = 4, num_iterations = 1."""
+    s = viz.trl_schedule(num_iterations=1, steps_per_generation=4, gradient_accumulation_steps=2,
+                         per_device_train_batch_size=3, num_processes=2, num_generations=2, optimizer_steps=4)
+    assert s["generation_batch_size"] == 24 and s["generate_every"] == 4
+    micro = s["micro"]
+    assert [m.step for m in micro] == [0, 0, 1, 1, 2, 2, 3, 3]
+    assert [m.generation for m in micro] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert [m.slice for m in micro] == [0, 1, 2, 3, 0, 1, 2, 3]
+    assert [m.old_version for m in micro] == [0, 0, 0, 0, 2, 2, 2, 2]   # generated at global steps 0 and 2
+    assert [m.stale for m in micro] == [0, 0, 1, 1, 0, 0, 1, 1]        # the second step of each uses an old π_old
+    assert s["computes_old_logp"] and s["off_policy"]
+    lad = s["ladder"]
+    assert lad["exact"] and (lad["mu"], lad["num_minibatches"], lad["prompts_per_step"]) == (1, 2, 12)
+
+
+@pytest.mark.parametrize("case,expected", [
+    (dict(), (1, 1, 1, False)),                                                           # TRL's defaults
+    (dict(num_iterations=2, steps_per_generation=1, gradient_accumulation_steps=2), (1, 1, 1, False)),
+    (dict(num_iterations=4, steps_per_generation=2), (4, 2, 2, True)),
+    (dict(num_iterations=3, steps_per_generation=4, gradient_accumulation_steps=4), (3, 1, 4, True)),
+    (dict(num_iterations=2, steps_per_generation=1, gradient_accumulation_steps=4), (1, 1, 2, False)),  # 2 gens/step
+    (dict(num_iterations=4, steps_per_generation=1, gradient_accumulation_steps=2), (2, 1, 1, True)),
+], ids=["defaults", "iterations-inside-one-step", "mu4-M2", "spg=gas", "two-generations-per-step",
+        "mu2-from-accumulation"])
+def test_schedule_hand_cases(case, expected):
+    s = viz.trl_schedule(per_device_train_batch_size=8, num_generations=8, **case)
+    lad = s["ladder"]
+    assert (lad["mu"], lad["num_minibatches"], lad["prompts_per_step"], s["computes_old_logp"]) == expected
+    assert lad["records_old_logp"] == s["computes_old_logp"]     # ladder records π_old exactly when TRL does
+
+
+def test_schedule_without_a_ladder_equivalent():
+    s = viz.trl_schedule(steps_per_generation=3, gradient_accumulation_steps=2, optimizer_steps=3)
+    assert not s["ladder"]["exact"] and "straddles" in s["ladder"]["reason"] and s["ladder_steps"] is None
+    # step 1 takes the last slice of generation 0 and the first of generation 1
+    assert [(m.generation, m.slice) for m in s["micro"] if m.step == 1] == [(0, 2), (1, 0)]
+    s = viz.trl_schedule(num_iterations=2, steps_per_generation=3, gradient_accumulation_steps=2, optimizer_steps=3)
+    assert not s["ladder"]["exact"] and "the end of one pass" in s["ladder"]["reason"]
+    # one generation per 3 steps, but step 1 takes slice 2 of the first pass and slice 0 of the second
+    assert [(m.generation, m.slice, m.iteration) for m in s["micro"] if m.step == 1] == [(0, 2, 0), (0, 0, 1)]
+
+
+def test_schedule_rules_agree_on_a_grid():
+    """TRL's skip rule (gas mod generate_every = 0) is the timeline's own answer, and wherever ladder has an
+    equivalent, ladder's schedule (updates × μ × M) gives every optimiser step the π_old TRL gives it."""
+    for ni in range(1, 5):
+        for spg in range(1, 7):
+            for gas in range(1, 7):
+                s = viz.trl_schedule(ni, spg, gas, per_device_train_batch_size=4, num_generations=2,
+                                     optimizer_steps=2 * math.lcm(spg * ni, gas))
+                assert s["computes_old_logp"] == s["off_policy"], (ni, spg, gas)
+                if s["ladder"]["exact"]:
+                    lad = s["ladder"]
+                    assert lad["records_old_logp"] == s["computes_old_logp"], (ni, spg, gas)
+                    assert lad["rows"] == lad["prompts_per_step"] * lad["group_size"]
+                    for st in s["ladder_steps"]:
+                        versions = {m.old_version for m in s["micro"] if m.step == st["step"]}
+                        assert versions == {st["old_version"]}, (ni, spg, gas, st)
+
+
+def test_generation_batch_size_is_resolved_as_grpoconfig_does():
+    s = viz.trl_schedule(gradient_accumulation_steps=3, per_device_train_batch_size=4, num_generations=4)
+    assert (s["steps_per_generation"], s["generation_batch_size"]) == (3, 12)     # spg defaults to gas
+    s = viz.trl_schedule(generation_batch_size=32, per_device_train_batch_size=8, num_generations=4)
+    assert s["steps_per_generation"] == 4
+    with pytest.raises(ValueError, match="can not be both"):
+        viz.trl_schedule(steps_per_generation=2, generation_batch_size=16)
+    with pytest.raises(ValueError, match="divisible by the global batch"):
+        viz.trl_schedule(generation_batch_size=12, per_device_train_batch_size=8)
+    with pytest.raises(ValueError, match="divisible by num_generations"):
+        viz.trl_schedule(per_device_train_batch_size=3, num_generations=2)
+
+
+def test_schedule_view_controls():
+    view = viz.schedule_view(num_iterations=2, steps_per_generation=4, gradient_accumulation_steps=2)
+    assert isinstance(view, ipywidgets.VBox) and view.image.value[:8] == PNG
+    assert set(view.controls) == {"num_iterations", "steps_per_generation", "gradient_accumulation_steps",
+                                  "per_device_train_batch_size"}
+    assert view.data["ladder"]["mu"] == 2 and view.data["ladder"]["num_minibatches"] == 2
+    view.controls["steps_per_generation"].value = 3
+    assert not view.data["ladder"]["exact"] and "the end of one pass" in view.data["summary"]   # ni = 2, gas = 2
+    view.controls["steps_per_generation"].value = 2
+    view.controls["gradient_accumulation_steps"].value = 4
+    view.controls["num_iterations"].value = 1
+    assert not view.data["computes_old_logp"] and view.data["ladder"]["generations_per_update"] == 2
+    view.controls["per_device_train_batch_size"].value = 16
+    assert view.data["generation_batch_size"] == 32 and view.data["ladder"]["prompts_per_step"] == 8
+
+
+# ---------------------------------------------------------------------------------- the KL's gradient
+@pytest.mark.parametrize("ref_distance", [0.3, 1.0, 2.5])
+def test_kl_gradients_on_policy(ref_distance):
+    g = viz.kl_gradients(ref_distance, old_distance=0.0)
+    rev, fwd = g["error_reverse"], g["error_forward"]
+    assert np.linalg.norm(g["grads"]["k1 in the loss"]) < 1e-12              # k1 in the loss: no gradient at all
+    assert rev["k2 in the loss"] < 1e-6 and rev["k3·π_θ/π_old in the loss"] < 1e-6 and rev["k1 in the reward"] < 1e-6
+    assert fwd["k3 in the loss"] < 1e-6                                       # plain k3 follows the forward KL
+    assert rev["k3 in the loss"] > 1e-3 and fwd["k2 in the loss"] > 1e-3      # ... and the two gradients differ
+    assert g["norm_reverse"] > 0.1
+
+
+@pytest.mark.parametrize("old_distance", [0.3, 0.8, 2.0])
+def test_kl_gradients_off_policy_only_the_weighted_k3_stays_exact(old_distance):
+    g = viz.kl_gradients(1.0, old_distance)
+    assert g["error_reverse"]["k3·π_θ/π_old in the loss"] < 1e-6
+    for way in ("k1 in the loss", "k2 in the loss", "k3 in the loss", "k1 in the reward"):
+        assert min(g["error_reverse"][way], g["error_forward"][way]) > 1e-3, way
+
+
+def test_kl_gradients_match_autograd_of_the_core_estimators_by_hand():
+    """The k2 entry is Σ_a π_old(a) ∇k2(a) written out: −Σ_a π_old(a) ℓ(a) (onehot(a) − π_θ)."""
+    g = viz.kl_gradients(1.5, 0.5)
+    p, q, w = (torch.as_tensor(g[k], dtype=torch.float64) for k in ("p_theta", "p_ref", "p_old"))
+    ell = q.log() - p.log()
+    jac = torch.eye(5, dtype=torch.float64) - p[None]                        # ∇_θ log π_θ(a), row a
+    assert np.allclose(g["grads"]["k2 in the loss"], (-(w * ell)[:, None] * jac).sum(0).numpy(), atol=1e-12)
+    assert np.allclose(g["forward"], (-(q[:, None] * jac)).sum(0).numpy(), atol=1e-12)
+
+
+def test_kl_gradient_view_sliders():
+    view = viz.kl_gradient_view(ref_distance=1.0, old_distance=0.0)
+    assert view.image.value[:8] == PNG and len(view.data["sweep"]["ref_distance"]) == 16
+    assert view.data["error_forward"]["k3 in the loss"] < 1e-6
+    view.controls["old_distance"].value = 1.0
+    d = view.data
+    assert d["old_distance"] == 1.0 and d["error_reverse"]["k3·π_θ/π_old in the loss"] < 1e-6
+    assert d["error_forward"]["k3 in the loss"] > 1e-3
+    assert all(e < 1e-6 for e in d["sweep"]["k3·π_θ/π_old in the loss"])
+    view.controls["ref_distance"].value = 0.0                                # π_ref = π_θ: the true gradients vanish
+    assert view.data["norm_reverse"] < 1e-12 and view.data["norm_forward"] < 1e-12
+
+
+# ------------------------------------------------------------------------------------------- tokens
+def constructed_table(mu: int = 1) -> dv.TokenTable:
+    """Four completions, ε = 0.2 throughout:
+
+        row 0  Â > 0  r = 1.5, 0.8, 0.8     token level clips token 0; s = 0.96^(1/3) ≈ 0.986: no clip
+        row 1  Â < 0  r = 0.7, 0.7, 0.7     both levels clip the whole row (s = 0.7)
+        row 2  Â > 0  r = 1.19, 1.19, 1.25  token level clips token 2; s ≈ 1.21 > 1.2: the whole row
+        row 3  Â = 0                        no signal: nothing to clip
+    """
+    ratios = torch.tensor([[1.5, 0.8, 0.8], [0.7, 0.7, 0.7], [1.19, 1.19, 1.25], [1.0, 1.3, 1.0]])
+    old = torch.full((4, 3), -1.0)
+    mask = torch.ones(4, 3)
+    return dv.TokenTable(pieces=[["a", "b", "c"], ["d", "e", "f"], ["g", "h", "i"], ["j", "k", "l"]],
+                         logp=old + ratios.log(), old_logp=old, advantages=torch.tensor([1.0, -1.0, 1.0, 0.0]),
+                         mask=mask, kl_ref=torch.rand(4, 3), entropy=torch.rand(4, 3), rewards=[1.0, 0.0, 1.0, 1.0],
+                         prompts=["p0", "p0", "p1", "p1"], group_size=2, mu=mu)
+
+
+def _cells(mask):
+    return {tuple(ix) for ix in mask.nonzero().tolist()}
+
+
+def test_gradient_mask_token_vs_sequence_on_a_constructed_case():
+    t = constructed_table()
+    tok = viz.gradient_mask(t.logp, t.old_logp, t.advantages, t.mask, 0.2, 0.2, "token")
+    seq = viz.gradient_mask(t.logp, t.old_logp, t.advantages, t.mask, 0.2, 0.2, "sequence")
+    assert _cells(tok["no_grad"]) == {(0, 0), (1, 0), (1, 1), (1, 2), (2, 2)}
+    assert _cells(seq["no_grad"]) == {(1, 0), (1, 1), (1, 2), (2, 0), (2, 1), (2, 2)}
+    assert tok["rows_dropped"].tolist() == [False, True, False, False]
+    assert seq["rows_dropped"].tolist() == [False, True, True, False]
+    assert seq["ratio"][2, 0].item() == pytest.approx((1.19 * 1.19 * 1.25) ** (1 / 3), rel=1e-6)
+    # the token level's set is core.clip_fractions' count
+    frac = core.clip_fractions(tok["ratio"], t.advantages[:, None].expand(4, 3), t.mask, 0.2, 0.2)["clip_frac"]
+    assert frac == pytest.approx(5 / 12)
+    # padding: a padded position never counts, whatever it holds
+    t.mask[0, 2] = 0.0
+    t.logp[0, 2] = float("nan")
+    tok = viz.gradient_mask(t.logp, t.old_logp, t.advantages, t.mask, 0.2, 0.2, "token")
+    assert (0, 2) not in _cells(tok["no_grad"]) and torch.isfinite(tok["grad"]).all()
+
+
+def test_token_view_controls_on_the_constructed_case():
+    calls = []
+
+    def passes(mu):
+        calls.append(mu)
+        return constructed_table(mu)
+
+    view = viz.token_view(mu=1, eps=0.2, level="token", passes=passes)
+    assert isinstance(view, ipywidgets.VBox) and view.text in view.children and view.image.value[:8] == PNG
+    token_set = _cells(view.data["clip"]["no_grad"])
+    assert view.data["html"].count("line-through") == len(token_set) == 5
+    view.controls["level"].value = "sequence"
+    assert _cells(view.data["clip"]["no_grad"]) != token_set
+    assert view.text.value.count("whole completion clipped") == 2 and "s=1.210" in view.text.value
+    assert view.data["frac_rows"] == {"token": pytest.approx(1 / 3), "sequence": pytest.approx(2 / 3)}
+    view.controls["eps"].value = 0.4                      # s_i within [0.6, 1.4] for every row: nothing clipped
+    assert not view.data["clip"]["no_grad"].any()
+    assert _cells(view.data["clips"]["token"]["no_grad"]) == {(0, 0)}    # but r = 1.5 > 1.4, with Â > 0
+    for quantity in dv.TOKEN_QUANTITIES:
+        view.controls["quantity"].value = quantity
+        assert view.text.value.count("<span title=") == 12
+    view.controls["mu"].value = 3
+    assert calls[-1] == 3 and view.data["table"].mu == 3
+
+
+@pytest.fixture(scope="module")
+def real_token_view():
+    return viz.token_view(mu=1, eps=0.2)
+
+
+def test_token_view_on_a_real_tiny_grpo_batch(real_token_view):
+    view = real_token_view
+    t = view.data["table"]
+    real = t.mask.bool()
+    ratio = torch.exp(t.logp - t.old_logp)[real]
+    assert t.mu == 1 and len(t.pieces) == 16 and sum(len(p) for p in t.pieces) == int(real.sum())
+    assert ratio.std() > 1e-3                                   # one pass moved π_θ off π_old
+    assert (t.kl_ref[real] > -1e-5).all() and (t.entropy[real] >= -1e-5).all() and t.kl_ref[real].max() > 0
+    view.controls["mu"].value = 3
+    t3 = view.data["table"]
+    assert torch.exp(t3.logp - t3.old_logp)[real].std() > ratio.std()          # more passes, wider ratios
+    assert torch.equal(t3.old_logp, t.old_logp)                                # the same batch, the same π_old
+    view.controls["eps"].value = 3e-3
+    d = view.data
+    assert d["frac_tokens"]["sequence"] > d["frac_tokens"]["token"] and d["frac_rows"]["sequence"] > 0
+    tok, seq = d["clips"]["token"]["no_grad"], d["clips"]["sequence"]["no_grad"]
+    assert _cells(tok) != _cells(seq)
+    # at the sequence level a completion is all in or all out
+    for i in range(len(seq)):
+        row = seq[i][d["clips"]["sequence"]["signal"][i]]
+        assert row.all() or not row.any()
+
+
+# ------------------------------------------------------------------------------------------- parity
+@pytest.fixture(scope="module")
+def parity():
+    pytest.importorskip("trl", minversion="1.16")
+    view = viz.parity_view("grpo")
+    yield view
+    from accelerate.state import AcceleratorState, GradientState
+
+    dv.parity_bench.cache_clear()       # the trainer's accelerate state goes: later tests start clean
+    AcceleratorState._reset_state(reset_partial_state=True)
+    GradientState._reset_state()
+
+
+def test_parity_view_every_loss_type_matches_trl(parity):
+    assert parity.image.value[:8] == PNG
+    for loss_type in dv.PARITY_LOSS_TYPES:
+        parity.controls["loss_type"].value = loss_type
+        for level in ("token", "sequence"):
+            parity.controls["level"].value = level
+            parity.controls["correction"].value = level == "token"
+            d = parity.data
+            assert d["loss_type"] == loss_type and d["level"] == level and d["same_by_design"]
+            assert d["loss_diff"] < 1e-5 and d["max_grad_diff"] < 1e-5, (loss_type, level, d["summary"])
+            assert d["max_grad"] > 0.1 and d["num_params"] > 10
+    parity.controls["level"].value = "token"
+    parity.controls["correction"].value = True
+
+
+def test_parity_view_shows_the_deliberate_difference(parity):
+    parity.controls["loss_type"].value = "grpo"
+    parity.controls["level"].value = "sequence"
+    parity.controls["correction"].value = True
+    d = parity.data
+    assert not d["same_by_design"] and d["loss_diff"] > 1e-6 and "by design" in d["summary"]
+    parity.controls["level"].value = "token"
+    assert parity.data["max_grad_diff"] < 1e-5
+
+
+# ------------------------------------------------------------------------------------------- league
+def test_league_view_trains_each_method_at_the_same_budget():
+    from ladder.rungs import grpo
+
+    view = viz.league_view(methods=("grpo", "rloo"), max_completions=64, prompts_per_step=4, eval_size=8,
+                           eval_every=1)
+    runs = view.data["runs"]
+    assert set(runs) == {"grpo", "rloo"} and view.image.value[:8] == PNG
+    for method, r in runs.items():
+        assert r["completions_total"] == 64 and r["completions"] == [32, 64] and r["updates"] == 2
+        assert [c for c, _ in r["eval_accuracy"]] == [0, 32, 64]
+        assert r["flags"] == grpo.ALGOS[method] and 0 <= r["accuracy_after"] <= 1
+    assert abs(runs["rloo"]["kl_ref"][-1]) > 0       # rloo keeps a reference (β = 0.03, in the reward)
+    view.controls["metric"].value = "reward"
+    assert view.data["metric"] == "reward"
+    view.controls["highlight"].value = "rloo"
+    assert view.data["summary"].startswith("rloo") and "| rloo |" in view.data["table"]
