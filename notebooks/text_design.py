@@ -90,14 +90,14 @@ the token's own $\pi_\theta/\pi_{\text{old}}$ (the weight that makes *that token
 
 **Exercise:** `ex12_sequence_ratio.py` is `importance_sampling_level="sequence"`; once it passes,
 `python -m ladder.run grpo --preset tiny --qlora --algo gspo --use-exercises` trains with it.""",
-    """if viz.design_views.trl_available():
+    """if viz.trl_loss_parity.trl_available():
     view = viz.parity_view("grpo")
     display(view)
 else:
     print("pip install 'trl>=1.16' (Python ≥ 3.11) to compare with TRL's GRPOTrainer")""",
-    """if viz.design_views.trl_available():
+    """if viz.trl_loss_parity.trl_available():
     from trl import GRPOConfig
-    for loss_type in viz.design_views.PARITY_LOSS_TYPES:
+    for loss_type in viz.trl_loss_parity.PARITY_LOSS_TYPES:
         r = viz.trl_parity(loss_type)
         print(f"{loss_type:8s} loss TRL {r['trl_loss']:.7f}  ladder {r['ladder_loss']:.7f}  "
               f"largest gradient difference {r['max_grad_diff']:.1e} (largest entry {r['max_grad']:.2f})")
@@ -133,7 +133,7 @@ view""",
     g = viz.kl_gradients(ref_distance=1.0, old_distance=old)
     print(f"π_old {'= π_θ (on-policy)' if old == 0 else '≠ π_θ (off-policy)'}:  ‖∇KL rev‖ {g['norm_reverse']:.3f}, "
           f"‖∇KL fwd‖ {g['norm_forward']:.3f}")
-    for way in viz.design_views.KL_WAYS:
+    for way in viz.exact_kl_gradients.KL_WAYS:
         print(f"   {way:26s} error vs reverse {g['error_reverse'][way]:.1e}   vs forward {g['error_forward'][way]:.1e}")""",
     r"""md:## 5 · Tokens: who loses the gradient
 

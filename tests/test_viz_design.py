@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from ladder import core, viz  # noqa: E402
-from ladder.viz import design_views as dv  # noqa: E402
+from ladder.viz import token_clipping, trl_loss_parity, trl_map_schedule  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -27,9 +27,9 @@ def test_map_table_has_every_row_of_trl_map():
     from ladder import trl_map
 
     text = viz.trl_map_markdown()
-    for cls in dv.MAP_CLASSES:
+    for cls in trl_map_schedule.MAP_CLASSES:
         rows = trl_map.rows(cls)
-        assert f"({len(rows)} rows)" in text and len(dv.trl_map_rows(cls)) == len(rows) > 5
+        assert f"({len(rows)} rows)" in text and len(trl_map_schedule.trl_map_rows(cls)) == len(rows) > 5
         for r in rows:
             if r.core_function is not None:
                 assert hasattr(core, r.core_function), r.core_function    # every core function named exists
@@ -171,7 +171,7 @@ def test_kl_gradient_view_sliders():
 
 
 # ------------------------------------------------------------------------------------------- tokens
-def constructed_table(mu: int = 1) -> dv.TokenTable:
+def constructed_table(mu: int = 1) -> token_clipping.TokenTable:
     """Four completions, ε = 0.2 throughout:
 
         row 0  Â > 0  r = 1.5, 0.8, 0.8     token level clips token 0; s = 0.96^(1/3) ≈ 0.986: no clip
@@ -182,7 +182,7 @@ def constructed_table(mu: int = 1) -> dv.TokenTable:
     ratios = torch.tensor([[1.5, 0.8, 0.8], [0.7, 0.7, 0.7], [1.19, 1.19, 1.25], [1.0, 1.3, 1.0]])
     old = torch.full((4, 3), -1.0)
     mask = torch.ones(4, 3)
-    return dv.TokenTable(pieces=[["a", "b", "c"], ["d", "e", "f"], ["g", "h", "i"], ["j", "k", "l"]],
+    return token_clipping.TokenTable(pieces=[["a", "b", "c"], ["d", "e", "f"], ["g", "h", "i"], ["j", "k", "l"]],
                          logp=old + ratios.log(), old_logp=old, advantages=torch.tensor([1.0, -1.0, 1.0, 0.0]),
                          mask=mask, kl_ref=torch.rand(4, 3), entropy=torch.rand(4, 3), rewards=[1.0, 0.0, 1.0, 1.0],
                          prompts=["p0", "p0", "p1", "p1"], group_size=2, mu=mu)
@@ -229,7 +229,7 @@ def test_token_view_controls_on_the_constructed_case():
     view.controls["eps"].value = 0.4                      # s_i within [0.6, 1.4] for every row: nothing clipped
     assert not view.data["clip"]["no_grad"].any()
     assert _cells(view.data["clips"]["token"]["no_grad"]) == {(0, 0)}    # but r = 1.5 > 1.4, with Â > 0
-    for quantity in dv.TOKEN_QUANTITIES:
+    for quantity in token_clipping.TOKEN_QUANTITIES:
         view.controls["quantity"].value = quantity
         assert view.text.value.count("<span title=") == 12
     view.controls["mu"].value = 3
@@ -272,14 +272,14 @@ def parity():
     yield view
     from accelerate.state import AcceleratorState, GradientState
 
-    dv.parity_bench.cache_clear()       # the trainer's accelerate state goes: later tests start clean
+    trl_loss_parity.parity_bench.cache_clear()       # the trainer's accelerate state goes: later tests start clean
     AcceleratorState._reset_state(reset_partial_state=True)
     GradientState._reset_state()
 
 
 def test_parity_view_every_loss_type_matches_trl(parity):
     assert parity.image.value[:8] == PNG
-    for loss_type in dv.PARITY_LOSS_TYPES:
+    for loss_type in trl_loss_parity.PARITY_LOSS_TYPES:
         parity.controls["loss_type"].value = loss_type
         for level in ("token", "sequence"):
             parity.controls["level"].value = level

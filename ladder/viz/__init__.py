@@ -17,23 +17,14 @@ Each view returns a ``View`` (an ``ipywidgets.VBox``): ``view.controls`` are its
 """
 
 from ladder.viz._widget import View
+from ladder.viz.algo_league import league, league_view
 from ladder.viz.cartpole_lab import fixed_batch, mu_passes
-from ladder.viz.design_views import (
-    gradient_mask,
-    kl_gradient_view,
-    kl_gradients,
-    league,
-    league_view,
-    parity_view,
-    schedule_view,
-    token_passes,
-    token_view,
-    trl_map_markdown,
-    trl_parity,
-    trl_schedule,
-)
+from ladder.viz.exact_kl_gradients import kl_gradient_view, kl_gradients
 from ladder.viz.lm_lab import beta_sweep, fixed_grpo_batch, lm_mu_passes, ppo_run
 from ladder.viz.lm_views import kl_tradeoff_view, lm_mu_view
+from ladder.viz.token_clipping import gradient_mask, token_passes, token_view
+from ladder.viz.trl_loss_parity import parity_view, trl_parity
+from ladder.viz.trl_map_schedule import schedule_view, trl_map_markdown, trl_schedule
 from ladder.viz.views import (
     clipped_objective_view,
     group_advantages_view,
