@@ -57,6 +57,11 @@ class NonFiniteGuard:
         return skipped
 
 
+def without_timings(record: dict) -> dict:
+    """A record without its clock readings (``wall_s`` and the ``time/…`` phases), which differ run to run."""
+    return {k: v for k, v in record.items() if k != "wall_s" and not k.startswith("time/")}
+
+
 def _clean(value):
     """JSON-safe floats: NaN and ±inf become null."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -206,6 +211,8 @@ def plot_curves(records: list[dict], curves: dict[str, str], path: Path, x: str 
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(keys):]:
         ax.axis("off")
-    fig.tight_layout()
+    # Fixed margins (in inches, so any number of rows looks alike): tight_layout would render the figure twice.
+    height = 3.2 * rows
+    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.5 / height, top=1 - 0.35 / height, wspace=0.28, hspace=0.5)
     fig.savefig(path, dpi=90)
     plt.close(fig)

@@ -274,6 +274,8 @@ GRPO_ROWS = (
     Mapping(G, NONE, "grpo", "max_completions", None, "a budget of sampled completions: use max_steps",
             applies=lambda cfg: cfg.max_completions > 0),
     Mapping(G, NONE, "grpo", "chunk_size", None, "ladder's chunked lm_head/log-softmax: memory only"),
+    Mapping(G, NONE, "grpo", "dequantize_once", None, "ladder's 4-bit sampling on the CPU: speed only",
+            applies=lambda cfg: cfg.qlora),
     Mapping(G, NONE, "grpo", "threads", None, "the script calls torch.set_num_threads itself",
             applies=lambda cfg: cfg.threads > 0),
     Mapping(G, NONE, "grpo", "print_samples", None, "see log_completions"),

@@ -11,6 +11,7 @@ import time
 import pytest
 from safetensors.torch import load_file
 
+from ladder.runlog import without_timings
 from ladder.tasks import arithmetic
 
 ARGS = ["grpo", "--preset", "tiny", "--steps", "8", "--checkpoint-every", "3", "--eval-every", "3",
@@ -29,7 +30,7 @@ def _cli(*args, cwd):
 
 
 def _metrics(lines):
-    return [{k: v for k, v in json.loads(line).items() if k != "wall_s"} for line in lines]
+    return [without_timings(json.loads(line)) for line in lines]
 
 
 def _summary(out):

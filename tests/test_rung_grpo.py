@@ -147,16 +147,48 @@ def test_shared_prompt_forward_equals_the_plain_forward(tiny_qwen, qlora):
     assert torch.equal(samples[0][0], samples[1][0])
     batch = lm_batch(ids, mask, *samples[0], tokenizer.pad_token_id)
 
-    results = []
+    results, tokens_seen = [], []
+    embed = model.get_input_embeddings()
     for policy in (shared, plain):
         model.zero_grad()
+        seen = []
+        hook = embed.register_forward_hook(lambda module, args, out, seen=seen: seen.append(args[0].numel()))
         logp, entropy, _ = policy.evaluate(batch)
+        hook.remove()
+        tokens_seen.append(sum(seen))
         (logp * batch.mask).sum().backward()
         grads = torch.cat([p.grad.flatten() for p in model.parameters() if p.requires_grad])
         results.append((logp.detach(), entropy.detach(), grads, policy.ref_logp(batch)))
     for a, b in zip(*results):
         assert torch.allclose(a, b, atol=1e-5, rtol=1e-4)
     assert results[0][2].abs().sum() > 0
+    # the training forward (checkpointed or not) encodes each of the 2 prompts once, not once per row
+    P, T = ids.shape[1], batch.actions.shape[1]
+    assert tokens_seen == [2 * (P - 1) + len(ids) * (T + 1), len(ids) * (P + T)]
+
+
+def test_sampling_with_the_base_dequantized_once_gives_the_same_samples(tiny_qwen):
+    """quant.dequantized_once: the same logits and samples as dequantizing on every call, layers restored after."""
+    import bitsandbytes as bnb
+
+    model = quant.load_causal_lm(tiny_qwen, torch.device("cpu"), qlora=True, gradient_checkpointing=True)
+    tokenizer = quant.load_tokenizer(tiny_qwen)
+    enc = tokenizer([arithmetic.chat_prompt(tokenizer, q["question"], "Solve.") for q in GSM8K_ROWS[:2]],
+                    return_tensors="pt", padding=True)
+    ids, mask = enc.input_ids.repeat_interleave(3, 0), enc.attention_mask.repeat_interleave(3, 0)
+    samples = []
+    for once in (True, False):
+        torch.manual_seed(5)
+        policy = CausalLMPolicy(model, dequantize_once=once)
+        samples.append(policy.generate(ids, mask, 12, tokenizer.pad_token_id, tokenizer.eos_token_id))
+    assert torch.equal(samples[0][0], samples[1][0]) and torch.equal(samples[0][1], samples[1][1])
+    layers = [m for m in model.modules() if isinstance(m, bnb.nn.Linear4bit)]
+    assert layers and all("forward" not in vars(m) for m in layers)  # the 4-bit layers are themselves again
+    with torch.no_grad(), quant.dequantized_once(model):
+        dense = model(input_ids=ids, attention_mask=mask).logits
+        assert all("forward" in vars(m) for m in layers)
+    with torch.no_grad():
+        assert torch.equal(dense, model(input_ids=ids, attention_mask=mask).logits)
 
 
 def test_grpo_qlora_run_on_cpu(tmp_path, tiny_qwen, gsm8k_file):

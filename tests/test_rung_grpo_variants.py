@@ -18,7 +18,7 @@ from ladder.policies.causal_lm import REFERENCE_ADAPTER, CausalLMPolicy, complet
 from ladder.rungs import grpo, grpo_rollout
 from ladder.rungs.grpo_options import ALGOS
 from ladder.rungs.grpo_rollout import Rollout
-from ladder.runlog import RunLog
+from ladder.runlog import RunLog, without_timings
 from ladder.tasks import arithmetic
 
 # Rewards with a spread on a random model (the built-in ones are all 0 there, so nothing would move).
@@ -238,7 +238,7 @@ def straight_run(tiny_qwen, files, tmp_path_factory):
 
 
 def _metrics(out):
-    return [{k: v for k, v in r.items() if k != "wall_s"} for r in _records(out)]
+    return [without_timings(r) for r in _records(out)]
 
 
 def _summary(out):

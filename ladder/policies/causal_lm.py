@@ -18,18 +18,21 @@ Rows that share a prompt (GRPO's G completions of one question) share its forwar
 prompt's key/value cache is computed once per distinct prompt and indexed out to its rows, then
 only the completions run through the model. The result is the same function of θ (the gradient
 reaches the prompt's activations once, summed over its rows); the work on the prompt drops G-fold
-in sampling, in the π_ref and π_old forwards, and in the training forward and backward.
+in sampling, in the π_ref and π_old forwards, and in the training forward and backward. With
+activation checkpointing the prompts' keys and values are one checkpointed computation, which the
+checkpointed layers of the completions read and never write, so their recomputation is exact.
 """
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from ladder.core import Batch, soft_update
+from ladder.policies import quant
 
 REFERENCE_ADAPTER = "ref"
 
@@ -88,9 +91,11 @@ class CausalLMPolicy(nn.Module):
     """
 
     def __init__(self, model: nn.Module, value_head: bool = False, temperature: float = 1.0,
-                 chunk_size: int = 64, ref_model: nn.Module | None = None, share_prompts: bool = True):
+                 chunk_size: int = 64, ref_model: nn.Module | None = None, share_prompts: bool = True,
+                 dequantize_once: bool = False):
         super().__init__()
         self.share_prompts = share_prompts
+        self.dequantize_once = dequantize_once  # sample with the 4-bit base dequantized once (quant.dequantized_once)
         disable_dropout(model)
         model.train()  # dropout is off; train mode keeps activation checkpointing active
         self.model = model
@@ -113,18 +118,21 @@ class CausalLMPolicy(nn.Module):
         decoder = model.get_decoder()
         positions = position_ids_for(attention_mask)
         shared = shared_prompts(input_ids[:, :P - 1], attention_mask[:, :P - 1]) if self.share_prompts else None
-        if shared is not None and torch.is_grad_enabled() and _checkpointing(model):
-            shared = None  # checkpointed layers drop the cache; the plain forward is the only correct one
         if shared is None:
             out = decoder(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions, use_cache=False)
             return out[0][:, P - 1:P - 1 + T]
         first, rows = shared
-        with _eval_mode(model):  # no dropout anywhere (disable_dropout), so eval mode changes only checkpointing
-            cache = decoder(input_ids=input_ids[first, :P - 1], attention_mask=attention_mask[first, :P - 1],
-                            position_ids=positions[first, :P - 1], use_cache=True).past_key_values
-            cache.batch_select_indices(rows)
+        prompt = (input_ids[first, :P - 1], attention_mask[first, :P - 1], positions[first, :P - 1])
+        if torch.is_grad_enabled() and _checkpointing(model):
+            # Checkpointed layers are recomputed in the backward pass, so the prompts' keys and values are
+            # kept as one checkpointed computation and the completions only read them (never append).
+            keys_values = checkpoint(_prompt_keys_values, model, *prompt, use_reentrant=False)
+        else:
+            keys_values = _prompt_keys_values(model, *prompt)
+        cache = _read_only_cache(keys_values, rows)
+        with _cache_survives_checkpointing(decoder):
             out = decoder(input_ids=input_ids[:, P - 1:], attention_mask=attention_mask,
-                          position_ids=positions[:, P - 1:], past_key_values=cache, use_cache=True)
+                          position_ids=positions[:, P - 1:], past_key_values=cache, use_cache=False)
         return out[0][:, :T]
 
     def _forward(self, model: nn.Module, batch: Batch, want_values: bool):
@@ -237,7 +245,8 @@ class CausalLMPolicy(nn.Module):
             kwargs.update(do_sample=True, temperature=self.temperature, top_k=top_k, top_p=top_p)
         else:
             kwargs.update(do_sample=False, temperature=None, top_k=None, top_p=None)
-        with _eval_mode(self.model):
+        dense = quant.dequantized_once(self.model) if self.dequantize_once else nullcontext()
+        with _eval_mode(self.model), dense:
             shared = shared_prompts(prompt_ids[:, :-1], prompt_mask[:, :-1]) if self.share_prompts else None
             if shared is not None:  # encode each distinct prompt once; generate continues from its cache
                 first, rows = shared
@@ -262,6 +271,43 @@ def shared_prompts(prompt_ids: Tensor, prompt_mask: Tensor) -> tuple[Tensor, Ten
     first = torch.full((len(distinct),), len(keys), dtype=torch.long, device=keys.device)
     first = first.scatter_reduce(0, rows, torch.arange(len(keys), device=keys.device), reduce="amin")
     return first, rows
+
+
+def _prompt_keys_values(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, positions: Tensor
+                        ) -> tuple[Tensor, ...]:
+    """Every layer's keys and values for the distinct prompts: (k_0, v_0, k_1, v_1, …)."""
+    with _eval_mode(model):  # no dropout anywhere (disable_dropout): eval mode changes only checkpointing
+        cache = model.get_decoder()(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions,
+                                    use_cache=True).past_key_values
+    return tuple(t for layer in cache.layers for t in (layer.keys, layer.values))
+
+
+def _read_only_cache(keys_values: tuple[Tensor, ...], rows: Tensor):
+    """A cache holding the prompts' keys and values for each row (``rows``: the row's prompt) that the
+    forward reads and never writes: layer ℓ attends to [prompt keys ‖ the completion's own keys]."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache()
+    for layer_idx in range(len(keys_values) // 2):
+        cache.update(keys_values[2 * layer_idx][rows], keys_values[2 * layer_idx + 1][rows], layer_idx)
+    for layer in cache.layers:
+        def read(key_states, value_states, *args, layer=layer, **kwargs):
+            return torch.cat([layer.keys, key_states], dim=-2), torch.cat([layer.values, value_states], dim=-2)
+        layer.update = read
+    return cache
+
+
+@contextmanager
+def _cache_survives_checkpointing(decoder: nn.Module):
+    """Checkpointed layers drop a cache unless they declare that they only read it (ours do)."""
+    layers = [m for m in decoder.modules() if hasattr(type(m), "_can_checkpoint_with_cache")]
+    for layer in layers:
+        layer._can_checkpoint_with_cache = True
+    try:
+        yield
+    finally:
+        for layer in layers:
+            del layer._can_checkpoint_with_cache
 
 
 def _checkpointing(model: nn.Module) -> bool:

@@ -7,8 +7,10 @@ higher precision. π_ref is then free: the same base with the adapter disabled.
 
 from __future__ import annotations
 
+import copy
 import logging
 import warnings
+from contextlib import contextmanager
 
 import torch
 
@@ -124,5 +126,38 @@ def make_optimizer(params, lr: float, name: str, device: torch.device):
 
         return bnb.optim.PagedAdamW8bit(params, lr=lr)
     if name == "adamw":
-        return torch.optim.AdamW(params, lr=lr, weight_decay=0.0)
+        return torch.optim.AdamW(params, lr=lr, weight_decay=0.0, fused=device.type in ("cpu", "cuda"))
     raise UsageError(f"--optim must be adamw or paged_adamw_8bit, got {name!r}")
+
+
+def has_4bit_layers(model: torch.nn.Module) -> bool:
+    return any(hasattr(getattr(m, "weight", None), "quant_state") for m in model.modules())
+
+
+@contextmanager
+def dequantized_once(model: torch.nn.Module):
+    """Inside, every 4-bit linear layer multiplies by its weight dequantized once, on entry.
+
+    bitsandbytes' CPU path computes ``linear(x, dequantize(W₄), b)`` on every call, so sampling T
+    tokens dequantizes the whole base T times. Here W = dequantize(W₄) is made once and reused:
+    the same numbers, the same products, the same samples, at the cost of holding the dequantized
+    base (4 bytes per weight in float32) while inside. On exit the layers are as they were.
+    """
+    import bitsandbytes as bnb
+
+    layers = [m for m in model.modules() if isinstance(m, bnb.nn.Linear4bit)]
+    for layer in layers:
+        state = copy.copy(layer.weight.quant_state)  # dequantize straight to the compute dtype, as each call does
+        state.dtype = layer.compute_dtype or state.dtype
+        dense = bnb.functional.dequantize_4bit(layer.weight.data, state)
+
+        def forward(x, layer=layer, dense=dense):
+            bias = None if layer.bias is None else layer.bias.to(dense.dtype)
+            return torch.nn.functional.linear(x.to(dense.dtype), dense, bias).to(x.dtype)
+
+        layer.forward = forward
+    try:
+        yield
+    finally:
+        for layer in layers:
+            del layer.forward

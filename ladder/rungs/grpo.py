@@ -109,7 +109,9 @@ def train(cfg: Config) -> dict:
     ref_model = None
     if cfg.kl_coef > 0 and not (cfg.qlora or cfg.lora):
         ref_model = quant.load_causal_lm(model_path, device)  # full fine-tuning needs a frozen copy
-    policy = CausalLMPolicy(model, temperature=cfg.temperature, chunk_size=cfg.chunk_size, ref_model=ref_model)
+    dequantize_once = cfg.qlora and device.type == "cpu" if cfg.dequantize_once is None else cfg.dequantize_once
+    policy = CausalLMPolicy(model, temperature=cfg.temperature, chunk_size=cfg.chunk_size, ref_model=ref_model,
+                            dequantize_once=dequantize_once)
     if cfg.ref_sync_every:
         policy.make_reference_refreshable()  # a second, frozen adapter (LoRA) or the frozen copy (full)
     optimizer = quant.make_optimizer(policy.parameters(), cfg.lr, optim, device)
@@ -231,6 +233,7 @@ def grpo_step(policy: CausalLMPolicy, tokenizer, optimizer, update_cfg: core.Upd
     """
     procs = procs or Processes(torch.device(device))
     G, pad = cfg.group_size, tokenizer.pad_token_id
+    started = time.perf_counter()
 
     def sample_share(problems: list[dict]) -> Rollout:
         return sample(policy, tokenizer, cfg, procs.shard(problems), system_prompt, weights, functions, device)
@@ -249,7 +252,9 @@ def grpo_step(policy: CausalLMPolicy, tokenizer, optimizer, update_cfg: core.Upd
             return bool(procs.gather(torch.tensor([float(mine)])).min().item())
 
         rollout, rounds, generated = dynamic_sample(rollout, sample_more, G, cfg.max_sampling_rounds, all_done, pad)
+    sampled = time.perf_counter()
     record = _advantages_and_update(policy, optimizer, update_cfg, cfg, rollout, procs, pad, guard)
+    record["time/sampling_s"] = sampled - started
     record["sampling/rounds"] = rounds
     record["sampling/completions"] = int(procs.gather(torch.tensor([float(generated)])).sum().item())
     return record, (rollout.questions[0], rollout.texts[0], rollout.rewards[0].item())
@@ -260,8 +265,10 @@ def _advantages_and_update(policy, optimizer, update_cfg: core.UpdateConfig, cfg
     """Rewards (− β·KL with ``--kl-in reward``) → advantages over whole groups → ``core.update``."""
     G, device, mask = cfg.group_size, rollout.completion.device, rollout.mask
     batch = lm_batch(rollout.prompt_ids, rollout.prompt_mask, rollout.completion, mask, pad)
+    started = time.perf_counter()
     if cfg.kl_coef > 0:
         batch.ref_logp = policy.ref_logp(batch)
+    reference_done = time.perf_counter()
     all_rewards = procs.gather(rollout.rewards)                                 # [P·G], all processes
     mine = slice(procs.rank * len(rollout), (procs.rank + 1) * len(rollout))
     shaped = all_rewards
@@ -279,7 +286,9 @@ def _advantages_and_update(policy, optimizer, update_cfg: core.UpdateConfig, cfg
     batch.advantages = advantages.to(device)[:, None] * loss_mask
     # DAPO normalises by the active tokens of the whole batch, shared out over the processes.
     num_tokens = procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
+    update_started = time.perf_counter()
     passes = core.update(policy, batch, optimizer, update_cfg, num_tokens=num_tokens)
+    timings = {"time/reference_s": reference_done - started, "time/update_s": time.perf_counter() - update_started}
 
     lengths = procs.gather(mask.sum(1).cpu())
     truncated = procs.gather(rollout.truncated.float().cpu())
@@ -289,7 +298,7 @@ def _advantages_and_update(policy, optimizer, update_cfg: core.UpdateConfig, cfg
               "completions/mean_length": lengths.float().mean().item(),
               "completions/min_length": lengths.min().item(), "completions/max_length": lengths.max().item(),
               "completions/clipped_ratio": truncated.mean().item(), "tokens": int(lengths.sum().item()),
-              "num_passes": len(passes)}
+              "num_passes": len(passes), **timings}
     if shaped is not all_rewards:
         record["reward_shaped"] = shaped.mean().item()
     for name, r in rollout.per_function.items():

@@ -51,6 +51,9 @@ class Config(RunOptions):
     lora_r: int = option(16, "LoRA rank", at_least(1))
     lora_alpha: int = option(32, "LoRA alpha", at_least(1))
     gradient_checkpointing: bool | None = option(None, "recompute activations in backward (default: on with --qlora)")
+    dequantize_once: bool | None = option(None, "sample with the 4-bit base dequantized once per batch, not once "
+                                                "per token: the same samples, faster, the dequantized base held "
+                                                "while sampling (default: on with --qlora on the CPU)")
     optim: str = option("auto", "auto (8-bit paged AdamW on CUDA with --qlora, else AdamW), adamw, paged_adamw_8bit",
                         OneOf(("auto", "adamw", "paged_adamw_8bit")))
     steps: int = option(200, "updates (each: P prompts × G completions)", at_least(1))
