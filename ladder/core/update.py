@@ -69,6 +69,11 @@ def _trainable(optimizer: torch.optim.Optimizer) -> list[Tensor]:
     return [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
 
 
+def _all_finite(tensors: list[Tensor]) -> bool:
+    """No NaN or ±inf anywhere (each tensor's largest |x| is finite), read back in one synchronisation."""
+    return bool(torch.isfinite(torch.stack(torch._foreach_norm(tensors, math.inf))).all().item())
+
+
 def _step_keeping_weights_finite(optimizer: torch.optim.Optimizer, params: list[Tensor]) -> bool:
     """``optimizer.step()``, undone if it leaves any weight non-finite: the weights and the optimiser's
     state are put back as they were before it. Returns whether the step was kept."""
@@ -76,7 +81,7 @@ def _step_keeping_weights_finite(optimizer: torch.optim.Optimizer, params: list[
     state = {p: {k: v.clone() if torch.is_tensor(v) else v for k, v in optimizer.state[p].items()}
              for p in params if p in optimizer.state}
     optimizer.step()
-    if torch.stack([torch.isfinite(p).all() for p in params]).all().item():
+    if _all_finite([p.detach() for p in params]):
         return True
     with torch.no_grad():
         for p, before in zip(params, saved):
