@@ -44,13 +44,14 @@ import importlib.util
 import json
 import os
 import random
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from memory import mark_loaded, memory_now_mb, memory_peak_mb, training_peak_mb
 
 G, PROMPTS_PER_STEP, LENGTH, BETA, LR, LORA_R, LORA_ALPHA = 8, 2, 512, 0.04, 1e-5, 16, 32
 PEAK_GOAL_GB, SPEED_GOAL = 5.0, 1.5
@@ -148,29 +149,6 @@ def build_model(size: str, path: str, device: str) -> None:
     tiny_lm.save(model, tokenizer, path)
 
 
-# --- memory ------------------------------------------------------------------------------------
-
-def memory_now_mb(device: str) -> float:
-    import torch
-
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-        return torch.cuda.memory_allocated() / 2**20
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
-
-
-def memory_peak_mb(device: str) -> tuple[float, float]:
-    """(peak allocated, peak reserved) on CUDA; (peak RSS, peak RSS) on the CPU."""
-    import torch
-
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-        return torch.cuda.max_memory_allocated() / 2**20, torch.cuda.max_memory_reserved() / 2**20
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    return peak, peak
-
-
 # --- the two implementations, each in its own process -----------------------------------------
 
 def run_ladder(model_dir: str, dataset: str, args) -> dict:
@@ -183,7 +161,7 @@ def run_ladder(model_dir: str, dataset: str, args) -> dict:
 
     def load_and_measure(*a, **kw):
         model = load(*a, **kw)
-        loaded.append(memory_now_mb(args.device))
+        loaded.append(mark_loaded(args.device))
         return model
 
     quant.load_causal_lm = load_and_measure  # the rung calls quant.load_causal_lm: measure right after it
@@ -201,7 +179,8 @@ def run_ladder(model_dir: str, dataset: str, args) -> dict:
     # step 1 also holds the initial evaluation, the last step the final one (both left out of the timing)
     per_step = [walls[0]] + [b - a for a, b in zip(walls, walls[1:])]
     return {"per_step": per_step, "tokens": [r["tokens"] for r in records],
-            "mean_length": [r["completions/mean_length"] for r in records], "loaded_mb": loaded[0]}
+            "mean_length": [r["completions/mean_length"] for r in records], "loaded_mb": loaded[0],
+            "phases": [{k: v for k, v in r.items() if k.startswith("time/")} for r in records]}
 
 
 def run_trl(model_dir: str, dataset: str, args) -> dict:
@@ -269,7 +248,7 @@ def run_trl(model_dir: str, dataset: str, args) -> dict:
         trainer = GRPOTrainer(model=model, reward_funcs=[correctness, fmt], args=config,
                               train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
                               peft_config=peft_config, callbacks=[Clock()])
-        loaded = memory_now_mb(args.device)
+        loaded = mark_loaded(args.device)
         trainer.train()
     # with μ = 1 one step = one generation + one optimiser step; every completion is forced to full length
     return {"per_step": times, "tokens": [round(m * completions) for m in lengths] or [completions * args.tokens]
@@ -281,11 +260,20 @@ def child(which: str, model_dir: str, args) -> None:
 
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    # Both implementations' libraries are imported before the baseline, in every child alike.
+    import ladder.rungs.grpo  # noqa: F401
+    if importlib.util.find_spec("trl") is not None:
+        import datasets  # noqa: F401
+        import trl  # noqa: F401
+    start_mb = memory_now_mb(args.device)
     if which == "build":
         build_model(args.sizes[0], model_dir, args.device)
         return
     result = (run_ladder if which == "ladder" else run_trl)(model_dir, args.dataset, args)
     result["peak_mb"], result["reserved_mb"] = memory_peak_mb(args.device)
+    result["start_mb"] = start_mb
+    if not args.device.startswith("cuda"):
+        result["training_peak_mb"] = training_peak_mb()
     print(json.dumps(result))
 
 
