@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -147,6 +148,7 @@ def main() -> None:
                                       model_dir], capture_output=True, text=True, check=True)
                 results[which].append(json.loads(out.stdout.strip().splitlines()[-1]))
     print(f"# GRPO on CPU, ladder vs TRL {trl.__version__} -- {time.strftime('%Y-%m-%d %H:%M')}")
+    print(f"# {platform.platform()}, {os.cpu_count()} CPUs; python {platform.python_version()}")
     print(f"# torch {torch.__version__}, transformers {transformers.__version__}; tiny Qwen2 (hidden 256, 4 layers), "
           f"G={G}, {COMPLETIONS_PER_STEP} completions x {LENGTH} tokens per step, beta={BETA}, loss grpo, "
           f"1 thread, {args.steps} steps ({args.warmup} warm-up), {args.repeats} alternating repeat(s); "
