@@ -167,6 +167,30 @@ def test_shared_prompt_forward_equals_the_plain_forward(tiny_qwen, qlora):
     assert tokens_seen == [2 * (P - 1) + len(ids) * (T + 1), len(ids) * (P + T)]
 
 
+def test_entropy_is_a_statistic_unless_asked_for_its_graph(tiny_qwen):
+    """H has no graph by default (its backward would hold [B, n, V] probabilities); entropy_grad=True
+    gives the same values with a graph, and an entropy bonus on a graphless H is refused."""
+    model = quant.load_causal_lm(tiny_qwen, torch.device("cpu"), lora=True)
+    tokenizer = quant.load_tokenizer(tiny_qwen)
+    enc = tokenizer([arithmetic.chat_prompt(tokenizer, GSM8K_ROWS[0]["question"], "Solve.")], return_tensors="pt")
+    ids, mask = enc.input_ids.repeat(2, 1), enc.attention_mask.repeat(2, 1)
+    torch.manual_seed(0)
+    statistic, graphed = CausalLMPolicy(model, chunk_size=3), CausalLMPolicy(model, chunk_size=3, entropy_grad=True)
+    batch = lm_batch(ids, mask, *statistic.generate(ids, mask, 7, tokenizer.pad_token_id, None),
+                     tokenizer.pad_token_id)
+    (logp_a, h_a, _), (logp_b, h_b, _) = statistic.evaluate(batch), graphed.evaluate(batch)
+    assert logp_a.requires_grad and not h_a.requires_grad and h_b.requires_grad
+    assert torch.equal(logp_a, logp_b) and torch.equal(h_a, h_b.detach())
+    (h_b * batch.mask).sum().backward()
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters() if p.requires_grad)
+
+    batch.advantages = torch.ones(len(ids), 1).expand_as(batch.mask).clone()
+    opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.0)
+    with pytest.raises(ValueError, match="entropy_grad=True"):
+        ladder.core.update(statistic, batch, opt, ladder.core.UpdateConfig(entropy_coef=0.01))
+    assert ladder.core.update(graphed, batch, opt, ladder.core.UpdateConfig(entropy_coef=0.01))[0]["entropy"] > 0
+
+
 def test_sampling_with_the_base_dequantized_once_gives_the_same_samples(tiny_qwen):
     """quant.dequantized_once: the same logits and samples as dequantizing on every call, layers restored after."""
     import bitsandbytes as bnb

@@ -153,6 +153,9 @@ def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float
     if entropy is not None:
         loss_h = agg(entropy_bonus(entropy))
         if cfg.entropy_coef:
+            if torch.is_grad_enabled() and not entropy.requires_grad:
+                raise ValueError("entropy_coef > 0 needs an entropy with a graph; this policy returns it as a "
+                                 "statistic (CausalLMPolicy: entropy_grad=True)")
             loss = loss + cfg.entropy_coef * loss_h
         out["entropy"] = -loss_h
     if mb.ref_logp is not None:

@@ -42,26 +42,30 @@ def position_ids_for(attention_mask: Tensor) -> Tensor:
     return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
 
 
-def _token_logp_entropy(hidden: Tensor, lm_head: nn.Module, targets: Tensor, temperature: float
-                        ) -> tuple[Tensor, Tensor]:
-    """log π(target) and entropy from hidden states ``[B, n, H]`` → each ``[B, n]`` (float32)."""
+def _token_logp_entropy(hidden: Tensor, lm_head: nn.Module, targets: Tensor, temperature: float,
+                        entropy_grad: bool = False) -> tuple[Tensor, Tensor]:
+    """log π(target) and entropy H = log Z − Σ_v softmax(z)_v z_v from hidden states ``[B, n, H]``
+    → each ``[B, n]`` (float32). Without ``entropy_grad`` H is a statistic with no graph: its
+    backward would keep the [B, n, V] probabilities alive until H itself is freed."""
     logits = lm_head(hidden).float() / temperature
     log_z = torch.logsumexp(logits, dim=-1)
     logp = logits.gather(-1, targets[..., None]).squeeze(-1) - log_z
-    entropy = log_z - (torch.softmax(logits, dim=-1) * logits).sum(-1)
+    with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
+        entropy = log_z - (torch.softmax(logits, dim=-1) * logits).sum(-1)
     return logp, entropy
 
 
 def chunked_logp_entropy(hidden: Tensor, lm_head: nn.Module, targets: Tensor, temperature: float = 1.0,
-                         chunk_size: int = 64) -> tuple[Tensor, Tensor]:
+                         chunk_size: int = 64, entropy_grad: bool = False) -> tuple[Tensor, Tensor]:
     """``_token_logp_entropy`` over chunks of ``chunk_size`` positions, checkpointed when grad is on."""
     logps, entropies = [], []
     for start in range(0, targets.shape[1], chunk_size):
         h, y = hidden[:, start:start + chunk_size], targets[:, start:start + chunk_size]
         if torch.is_grad_enabled() and h.requires_grad:
-            lp, ent = checkpoint(_token_logp_entropy, h, lm_head, y, temperature, use_reentrant=False)
+            lp, ent = checkpoint(_token_logp_entropy, h, lm_head, y, temperature, entropy_grad,
+                                 use_reentrant=False)
         else:
-            lp, ent = _token_logp_entropy(h, lm_head, y, temperature)
+            lp, ent = _token_logp_entropy(h, lm_head, y, temperature, entropy_grad)
         logps.append(lp)
         entropies.append(ent)
     return torch.cat(logps, dim=1), torch.cat(entropies, dim=1)
@@ -92,8 +96,9 @@ class CausalLMPolicy(nn.Module):
 
     def __init__(self, model: nn.Module, value_head: bool = False, temperature: float = 1.0,
                  chunk_size: int = 64, ref_model: nn.Module | None = None, share_prompts: bool = True,
-                 dequantize_once: bool = False):
+                 dequantize_once: bool = False, entropy_grad: bool = False):
         super().__init__()
+        self.entropy_grad = entropy_grad  # H with its graph, for an entropy bonus (c_H > 0); else a statistic
         self.share_prompts = share_prompts
         self.dequantize_once = dequantize_once  # sample with the 4-bit base dequantized once (quant.dequantized_once)
         disable_dropout(model)
@@ -139,7 +144,7 @@ class CausalLMPolicy(nn.Module):
         input_ids, attention_mask = batch.inputs["input_ids"], batch.inputs["attention_mask"]
         hidden = self._hidden(model, input_ids, attention_mask, batch.actions.shape[1])
         logp, entropy = chunked_logp_entropy(hidden, model.get_output_embeddings(), batch.actions,
-                                             self.temperature, self.chunk_size)
+                                             self.temperature, self.chunk_size, self.entropy_grad)
         values = None
         if want_values and self.value_head is not None:
             values = self.value_head(hidden.to(self.value_head.weight.dtype)).squeeze(-1).float()
