@@ -43,7 +43,6 @@ import argparse
 import importlib.util
 import json
 import os
-import random
 import shutil
 import statistics
 import subprocess
@@ -51,6 +50,7 @@ import sys
 import tempfile
 import time
 
+from gsm8k_like import problems
 from memory import mark_loaded, memory_now_mb, memory_peak_mb, training_peak_mb
 
 G, PROMPTS_PER_STEP, LENGTH, BETA, LR, LORA_R, LORA_ALPHA = 8, 2, 512, 0.04, 1e-5, 16, 32
@@ -69,37 +69,6 @@ ARCHS = {
                  num_attention_heads=4, num_key_value_heads=2, max_window_layers=2, max_position_embeddings=2048),
 }
 NAMES = {"0.5b": "Qwen2.5-0.5B", "1.5b": "Qwen2.5-1.5B", "tiny": "tiny Qwen2 (smoke test)"}
-
-NAMES_POOL = ["Natalia", "Weng", "Betty", "Julie", "James", "Albert", "Mark", "Tina", "Randy", "Alexis"]
-TEMPLATES = [
-    ("{n} sold clips to {a} of her friends in April, and then she sold half as many clips in May. How many "
-     "clips did {n} sell altogether in April and May?", lambda a, b: a + a // 2),
-    ("{n} earns ${a} an hour for babysitting. Yesterday, she just did {b} hours of babysitting and was paid for "
-     "every one of them. How much did she earn in total?", lambda a, b: a * b),
-    ("{n} is saving money for a new wallet which costs ${a}. She has only half of the money she needs. Her "
-     "parents decided to give her ${b} for that purpose. How much more money does she need to buy the wallet?",
-     lambda a, b: a - a // 2 - b),
-    ("{n} is reading a {a}-page book. Yesterday, she was able to read {b} pages and today, she read twice as "
-     "many pages as yesterday. How many pages are left for her to read tomorrow?", lambda a, b: a - 3 * b),
-    ("{n} writes a {b}-page letter to 2 different friends twice a week. The letters are {a} pages long in "
-     "total over a month of 4 weeks. How many pages does he write a year if he keeps this pace?",
-     lambda a, b: a * 12),
-    ("{n} has a garden with flowers. He planted {a} yellow flowers, and there are {b} more purple flowers than "
-     "yellow ones. How many yellow and purple flowers does he have in his garden altogether?",
-     lambda a, b: 2 * a + b),
-]
-
-
-def problems(n: int = 48, seed: int = 0) -> list[dict]:
-    """GSM8K-style word problems (about GSM8K's length) with '#### N' answers."""
-    rng = random.Random(seed)
-    rows = []
-    for i in range(n):
-        template, solve = TEMPLATES[i % len(TEMPLATES)]
-        a, b = rng.randrange(40, 400, 2), rng.randrange(2, 12)
-        rows.append({"question": template.format(n=rng.choice(NAMES_POOL), a=a, b=b), "answer": f"#### {solve(a, b)}"})
-    return rows
-
 
 def make_tokenizer():
     """A byte-level BPE tokenizer trained on the prompts (about one token per word, digits split as
@@ -151,7 +120,7 @@ def build_model(size: str, path: str, device: str) -> None:
 
 # --- the two implementations, each in its own process -----------------------------------------
 
-def run_ladder(model_dir: str, dataset: str, args) -> dict:
+def run_ladder(model_dir: str, dataset: str, args, release_memory: bool | None = None) -> dict:
     from ladder.policies import quant
     from ladder.rungs import grpo
     from ladder.tasks import arithmetic
@@ -171,7 +140,8 @@ def run_ladder(model_dir: str, dataset: str, args) -> dict:
                           prompts_per_step=args.prompts_per_step, group_size=G, lr=LR, kl_coef=BETA, loss_type="grpo",
                           max_new_tokens=args.tokens, min_new_tokens=args.tokens, temperature=1.0, eval_every=0,
                           eval_size=1, out=os.path.join(out, "run"), progress=False, print_samples=0,
-                          checkpoint_every=10**9, device=args.device, threads=args.threads)
+                          checkpoint_every=10**9, device=args.device, threads=args.threads,
+                          release_memory=release_memory)
         grpo.train(cfg)
         with open(os.path.join(out, "run", "metrics.jsonl")) as f:
             records = [json.loads(line) for line in f]
@@ -269,7 +239,10 @@ def child(which: str, model_dir: str, args) -> None:
     if which == "build":
         build_model(args.sizes[0], model_dir, args.device)
         return
-    result = (run_ladder if which == "ladder" else run_trl)(model_dir, args.dataset, args)
+    if which == "trl":
+        result = run_trl(model_dir, args.dataset, args)
+    else:  # "ladder", or "ladder-heap": the rung with --no-release-memory (glibc's dynamic mmap threshold)
+        result = run_ladder(model_dir, args.dataset, args, release_memory=False if which == "ladder-heap" else None)
     result["peak_mb"], result["reserved_mb"] = memory_peak_mb(args.device)
     result["start_mb"] = start_mb
     if not args.device.startswith("cuda"):

@@ -104,6 +104,9 @@ def train(cfg: Config) -> dict:
                  resume=cfg.resume is not None, overwrite=cfg.overwrite, tensorboard=cfg.tensorboard,
                  writes=procs.is_main)
     grad_ckpt = cfg.qlora if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing
+    release_memory = cfg.qlora and device.type == "cpu" if cfg.release_memory is None else cfg.release_memory
+    if release_memory:
+        quant.release_freed_memory()  # before loading: see its docstring
     model = quant.load_causal_lm(model_path, device, qlora=cfg.qlora, lora=cfg.lora, lora_r=cfg.lora_r,
                                  lora_alpha=cfg.lora_alpha, gradient_checkpointing=grad_ckpt)
     ref_model = None

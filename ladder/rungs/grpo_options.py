@@ -54,6 +54,9 @@ class Config(RunOptions):
     dequantize_once: bool | None = option(None, "sample with the 4-bit base dequantized once per batch, not once "
                                                 "per token: the same samples, faster, the dequantized base held "
                                                 "while sampling (default: on with --qlora on the CPU)")
+    release_memory: bool | None = option(None, "glibc: a fixed mmap threshold, so freed buffers leave RSS at once: "
+                                               "far less peak memory, a slower update (default: on with --qlora "
+                                               "on the CPU)")
     optim: str = option("auto", "auto (8-bit paged AdamW on CUDA with --qlora, else AdamW), adamw, paged_adamw_8bit",
                         OneOf(("auto", "adamw", "paged_adamw_8bit")))
     steps: int = option(200, "updates (each: P prompts × G completions)", at_least(1))
