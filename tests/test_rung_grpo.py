@@ -308,6 +308,7 @@ if sys.argv[1] == "release":
     assert quant.release_freed_memory()
 def rss_mb():
     return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
+torch.ones(1024).add_(1)  # torch's own first-use setup, before the baseline
 before = rss_mb()
 for _ in range(3):  # glibc's default raises its mmap threshold on the first free; the next buffers stay resident
     x = torch.ones(16 * 2**20 // 4)
@@ -321,4 +322,4 @@ def test_release_freed_memory_returns_freed_buffers_to_the_system():
     grown = {mode: float(subprocess.run([sys.executable, "-c", RSS_AFTER_FREEING, mode], capture_output=True,
                                         text=True, check=True, timeout=120).stdout)
              for mode in ("release", "default")}
-    assert grown["release"] < 4 < 12 < grown["default"]
+    assert grown["release"] < 8 and grown["default"] > 14  # a 16 MB buffer: gone, or still resident
