@@ -218,7 +218,7 @@ def test_sampling_with_the_base_dequantized_once_gives_the_same_samples(tiny_qwe
 
 def test_grpo_qlora_run_on_cpu(tmp_path, tiny_qwen, gsm8k_file, monkeypatch):
     released = []
-    monkeypatch.setattr(quant, "release_freed_memory", lambda: released.append(True))  # the process keeps glibc's
+    monkeypatch.setattr(quant, "release_freed_memory", lambda: released.append(True))  # keep pytest's glibc default
     summary = grpo.train(_config(tmp_path, tiny_qwen, gsm8k_file, lora=False, qlora=True, steps=1))
     assert summary["steps"] == 1 and released == [True]  # --release-memory: on by default with --qlora on the CPU
     assert (tmp_path / "run" / "adapter" / "adapter_config.json").exists()
@@ -302,12 +302,12 @@ def test_eval_with_qlora_loads_the_saved_adapter_not_a_fresh_one(tmp_path, tiny_
 
 
 RSS_AFTER_FREEING = """
-import sys, torch
+import os, sys, torch
 from ladder.policies import quant
 if sys.argv[1] == "release":
     assert quant.release_freed_memory()
 def rss_mb():
-    return int(open("/proc/self/statm").read().split()[1]) * 4096 / 2**20
+    return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 torch.ones(1024).add_(1)  # torch's own first-use setup, before the baseline
 before = rss_mb()
 for _ in range(3):  # glibc's default raises its mmap threshold on the first free; the next buffers stay resident
