@@ -32,6 +32,7 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from ladder.core import Batch, soft_update
+from ladder.patches import cache_of, with_cache
 from ladder.policies import quant
 
 REFERENCE_ADAPTER = "ref"
@@ -137,7 +138,7 @@ class CausalLMPolicy(nn.Module):
         cache = _read_only_cache(keys_values, rows)
         with _cache_survives_checkpointing(decoder):
             out = decoder(input_ids=input_ids[:, P - 1:], attention_mask=attention_mask,
-                          position_ids=positions[:, P - 1:], past_key_values=cache, use_cache=False)
+                          position_ids=positions[:, P - 1:], use_cache=False, **with_cache(cache))
         return out[0][:, :T]
 
     def _forward(self, model: nn.Module, batch: Batch, want_values: bool):
@@ -255,11 +256,11 @@ class CausalLMPolicy(nn.Module):
             shared = shared_prompts(prompt_ids[:, :-1], prompt_mask[:, :-1]) if self.share_prompts else None
             if shared is not None:  # encode each distinct prompt once; generate continues from its cache
                 first, rows = shared
-                cache = self.model.get_decoder()(
+                cache = cache_of(self.model.get_decoder()(
                     input_ids=prompt_ids[first, :-1], attention_mask=prompt_mask[first, :-1],
-                    position_ids=position_ids_for(prompt_mask[first, :-1]), use_cache=True).past_key_values
+                    position_ids=position_ids_for(prompt_mask[first, :-1]), use_cache=True))
                 cache.batch_select_indices(rows)
-                kwargs["past_key_values"] = cache
+                kwargs.update(with_cache(cache))
             out = self.model.generate(input_ids=prompt_ids, attention_mask=prompt_mask, **kwargs)
         completion = out[:, prompt_ids.shape[1]:]
         return completion, completion_mask(completion, eos_token_id)
@@ -282,8 +283,8 @@ def _prompt_keys_values(model: nn.Module, input_ids: Tensor, attention_mask: Ten
                         ) -> tuple[Tensor, ...]:
     """Every layer's keys and values for the distinct prompts: (k_0, v_0, k_1, v_1, …)."""
     with _eval_mode(model):  # no dropout anywhere (disable_dropout): eval mode changes only checkpointing
-        cache = model.get_decoder()(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions,
-                                    use_cache=True).past_key_values
+        cache = cache_of(model.get_decoder()(input_ids=input_ids, attention_mask=attention_mask,
+                                             position_ids=positions, use_cache=True))
     return tuple(t for layer in cache.layers for t in (layer.keys, layer.values))
 
 

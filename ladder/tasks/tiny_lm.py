@@ -194,7 +194,9 @@ def pretrain(model, tokenizer, examples: list[tuple[str, str]], steps: int, batc
             ids[i, :len(seq)] = torch.tensor(seq)
             labels[i, len(c):len(seq)] = torch.tensor(t)
             attention[i, :len(seq)] = 1
-        loss = model(input_ids=ids, attention_mask=attention, labels=labels).loss
+        logits = model(input_ids=ids, attention_mask=attention).logits  # position i predicts token i + 1
+        loss = torch.nn.functional.cross_entropy(logits[:, :-1].float().flatten(0, 1), labels[:, 1:].flatten(),
+                                                 ignore_index=-100)
         optimizer.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -1,0 +1,56 @@
+"""No library deprecation reaches a run's output: the next transformers/peft/accelerate/bitsandbytes
+release that deprecates a call ladder makes fails here (and in the notebooks, ``notebooks/conftest.py``),
+not in front of a learner."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from ladder.patches import cache_arg, library_deprecations
+from ladder.tasks import arithmetic, sentiment
+
+
+def test_deprecations_of_the_watched_libraries_are_found_and_torchs_own_are_not():
+    output = "\n".join([
+        "[transformers] `past_key_values`/`cache_params` are deprecated. Use `cache` instead.",
+        "/venv/lib/python3.11/site-packages/peft/tuners/lora.py:12: FutureWarning: `x` is deprecated",
+        "/venv/lib/python3.11/site-packages/accelerate/state.py:3: DeprecationWarning: old",
+        "/home/me/ladder/.venv/lib/python3.11/site-packages/torch/jit/_script.py:365: DeprecationWarning: "
+        "`torch.jit.script_method` is deprecated.",
+        "ladder: error: --lr must be > 0, got 0",
+        "update 3: reward 0.41",
+    ])
+    assert library_deprecations(output) == [output.splitlines()[i] for i in (0, 1, 2)]
+
+
+def test_the_cache_travels_under_the_name_this_transformers_expects():
+    from transformers.modeling_outputs import BaseModelOutputWithPast
+
+    assert cache_arg() in BaseModelOutputWithPast.__dataclass_fields__
+
+
+def _run(*args, tmp_path) -> str:
+    env = {**os.environ, "PYTHONWARNINGS": "default"}  # DeprecationWarnings are hidden outside __main__ otherwise
+    result = subprocess.run([sys.executable, "-m", "ladder.run", *args, "--out", str(tmp_path / "run"),
+                             "--no-progress"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("qlora", [False, True], ids=["full", "qlora"])
+def test_a_tiny_grpo_run_prints_no_library_deprecation(tmp_path, qlora):
+    arithmetic.tiny_math_model()  # built once into the cache, outside the run's output
+    output = _run("grpo", "--preset", "tiny", "--steps", "2", "--eval-size", "8", "--print-samples", "1",
+                  "--qlora" if qlora else "--no-qlora", tmp_path=tmp_path)
+    assert library_deprecations(output) == []
+
+
+def test_a_tiny_ppo_sentiment_run_prints_no_library_deprecation(tmp_path):
+    sentiment.tiny_model_path()
+    output = _run("ppo-sentiment", "--preset", "tiny", "--num-updates", "2", "--batch-size", "16",
+                  "--num-eval-prompts", "4", tmp_path=tmp_path)
+    assert library_deprecations(output) == []
