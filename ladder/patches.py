@@ -8,9 +8,9 @@ fails as soon as a release deprecates something ladder calls.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from pathlib import Path
-import functools
 
 TRANSFORMERS_TESTED = "5.24"  # the newest transformers these patches were checked against
 
