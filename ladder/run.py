@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
-import shutil
 import sys
 from dataclasses import asdict, fields
 from pathlib import Path
@@ -95,30 +94,29 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
     rung = load_rung(name)
-    out_existed = False
+    cfg = None
     try:
         cfg = make_config(name, rung, rest)
         if "--print-config" in rest:
             getattr(rung, "validate", lambda cfg: None)(cfg)  # the rules that relate several options
             print(json.dumps(asdict(cfg), indent=2))
             return 0
-        out_existed = Path(cfg.out).exists()
         from ladder.exercises.swap import use_exercises  # the rung has imported torch already
 
         with use_exercises(enabled=getattr(cfg, "use_exercises", False)):
-            summary = rung.train(cfg)
+            summary = rung.train(cfg)  # a directory it created and must not keep, it removes itself
     except UsageError as e:
         _close_progress_bars()
-        # Nothing half-written: a directory this run created is removed again.
-        if not out_existed and "cfg" in locals() and getattr(cfg, "resume", None) is None and Path(cfg.out).exists():
-            shutil.rmtree(cfg.out, ignore_errors=True)
         die(str(e))
     except RunStopped as e:
         _close_progress_bars()
         print(f"ladder: stopped: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print(f"\ninterrupted; continue with: python -m ladder.run {name} --resume {cfg.out}", file=sys.stderr)
+        _close_progress_bars()
+        resumable = cfg is not None and (Path(cfg.out) / "config.json").exists()
+        print("\ninterrupted" + (f"; continue with: python -m ladder.run {name} --resume {cfg.out}" if resumable
+                                 else ""), file=sys.stderr)
         return 130
     if is_main_process():  # under accelerate launch, one report
         print(json.dumps({k: v for k, v in summary.items() if not isinstance(v, (list, dict))}, indent=2))

@@ -6,15 +6,23 @@
     curves.png      learning curves
     checkpoint.pt   the latest resumable state (written atomically)
     tb/             TensorBoard event files (``--tensorboard``)
+    .lock           held by the process writing the directory: one run at a time
+
+A directory belongs to one run at a time: a second start on it, or a ``--resume`` of a run that is
+still going, is refused with one line naming the process that holds it. The lock goes with its
+process (``flock``), so the lock of a killed run is simply taken over. When a start fails before
+training, only a directory that this process itself created (and locked) is removed again.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
 import random
 import shutil
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -74,19 +82,60 @@ def _clean(value):
 
 
 def rng_state() -> dict:
-    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
+    """Every random generator a run draws from: torch's (CPU, and every CUDA device's once CUDA is in
+    use), NumPy's and Python's."""
+    state = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        state["cuda"] = torch.cuda.get_rng_state_all()
+    return state
 
 
 def set_rng_state(state: dict) -> None:
     torch.set_rng_state(state["torch"])
     np.random.set_state(state["numpy"])
     random.setstate(state["python"])
+    if "cuda" in state and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
+
+
+LOCK_NAME = ".lock"
+
+
+def _cannot_write(what: str, error: OSError) -> str:
+    return f"cannot write {what} ({error.strerror or type(error).__name__})"
+
+
+class DirectoryLock:
+    """An exclusive ``flock`` on ``DIR/.lock`` that names its holder; released when its process ends."""
+
+    def __init__(self, directory: Path):
+        self.fd = None
+        if sys.platform == "win32":  # no flock: one run per directory is then the user's to keep
+            return
+        import fcntl
+
+        fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise UsageError(f"--out {directory} is in use by another run (process {holder}); wait for it to "
+                             f"finish, or choose another --out") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.close(self.fd)  # closing the descriptor releases the flock
+            self.fd = None
 
 
 class RunLog:
@@ -100,25 +149,63 @@ class RunLog:
         self.metrics_path = self.dir / "metrics.jsonl"
         self.checkpoint_path = self.dir / "checkpoint.pt"
         self.writes, self.kept = writes, []
-        self.writer = None
+        self.writer, self.lock, self.created = None, None, False
         if not writes:
             return
-        if resume:
-            self._check_resumable()
-        else:
-            if self.dir.exists() and any(self.dir.iterdir()):
-                if not overwrite:
-                    finished = (self.dir / "summary.json").exists()
-                    what = "a finished run" if finished else "files"
-                    raise UsageError(f"--out {self.dir} already holds {what}; pass --overwrite to replace it "
-                                     f"or choose another --out")
-                shutil.rmtree(self.dir)
-            self.dir.mkdir(parents=True, exist_ok=True)
-            (self.dir / "config.json").write_text(json.dumps(_clean(config), indent=2))
-            self.metrics_path.write_text("")
-        if tensorboard:
-            from torch.utils.tensorboard import SummaryWriter
-            self.writer = SummaryWriter(str(self.dir / "tb"))
+        self._claim()
+        try:
+            if resume:
+                self._check_resumable()
+            else:
+                self._start_fresh(config, overwrite)
+            if tensorboard:
+                from torch.utils.tensorboard import SummaryWriter
+                self.writer = SummaryWriter(str(self.dir / "tb"))
+        except OSError as e:
+            self.close(discard=True)
+            raise UsageError(f"--out {self.dir}: {_cannot_write('there', e)}") from None
+        except BaseException:
+            self.close(discard=True)
+            raise
+
+    def _claim(self) -> None:
+        """Create the directory if need be and lock it; remember it as ours only if this call created it."""
+        try:
+            self.dir.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                self.dir.mkdir()
+                created = True
+            except FileExistsError:
+                created = False
+            self.lock = DirectoryLock(self.dir)
+        except OSError as e:
+            raise UsageError(f"--out {self.dir}: {_cannot_write('there', e)}") from None
+        self.created = created  # only now, holding the lock, is a directory this call made ours to remove
+
+    def _start_fresh(self, config: dict, overwrite: bool) -> None:
+        others = [p for p in self.dir.iterdir() if p.name != LOCK_NAME]
+        if others:
+            if not overwrite:
+                finished = (self.dir / "summary.json").exists()
+                what = "a finished run" if finished else "files"
+                raise UsageError(f"--out {self.dir} already holds {what}; pass --overwrite to replace it "
+                                 f"or choose another --out")
+            for path in others:  # the lock stays: this run holds it
+                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+        (self.dir / "config.json").write_text(json.dumps(_clean(config), indent=2))
+        self.metrics_path.write_text("")
+
+    def close(self, discard: bool = False) -> None:
+        """Release the directory. ``discard`` (a start that failed on bad input): remove it too if this
+        run created it — never a directory that existed before, nor one another process holds."""
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+        if discard and self.created and self.lock is not None:
+            shutil.rmtree(self.dir, ignore_errors=True)
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
 
     @staticmethod
     def read_config(out: str | os.PathLike) -> dict:
@@ -141,8 +228,11 @@ class RunLog:
         if not self.writes:
             self.kept.append(record)
             return
-        with self.metrics_path.open("a") as f:
-            f.write(json.dumps(record) + "\n")
+        try:
+            with self.metrics_path.open("a") as f:
+                f.write(json.dumps(record) + "\n")
+        except OSError as e:
+            raise RunStopped(f"{_cannot_write(str(self.metrics_path), e)}; the last checkpoint is kept") from None
         if self.writer is not None:
             step = record.get("step", 0)
             for key, value in record.items():
@@ -161,12 +251,20 @@ class RunLog:
             return
         state = dict(state, rung=self.rung, metrics_lines=len(self.records()))
         tmp = self.checkpoint_path.with_suffix(".pt.tmp")
-        torch.save(state, tmp)
-        os.replace(tmp, self.checkpoint_path)
+        try:
+            torch.save(state, tmp)
+            os.replace(tmp, self.checkpoint_path)
+        except OSError as e:  # a full disk, say: the previous checkpoint is still whole
+            tmp.unlink(missing_ok=True)
+            raise RunStopped(f"{_cannot_write(str(self.checkpoint_path), e)}; the last good checkpoint is kept"
+                             f"{'' if e.errno != errno.ENOSPC else ' (the disk is full)'}") from None
 
     def load_checkpoint(self) -> dict | None:
-        """The last checkpoint, with metrics.jsonl cut back to what it had seen (None: no checkpoint)."""
+        """The last checkpoint, with metrics.jsonl cut back to what it had seen. None: no checkpoint yet,
+        and the run starts again from its first update (metrics.jsonl emptied)."""
         if not self.checkpoint_path.exists():
+            if self.writes:
+                self.metrics_path.write_text("")
             return None
         try:
             state = torch.load(self.checkpoint_path, weights_only=False)
@@ -184,10 +282,14 @@ class RunLog:
         """Write curves.png, then summary.json (last, so it marks a complete run)."""
         if not self.writes:
             return
-        plot_curves(self.records(), curves, self.dir / "curves.png", x=x)
-        if self.writer is not None:
-            self.writer.close()
-        (self.dir / "summary.json").write_text(json.dumps(_clean(summary), indent=2))
+        try:
+            plot_curves(self.records(), curves, self.dir / "curves.png", x=x)
+            if self.writer is not None:
+                self.writer.close()
+                self.writer = None
+            (self.dir / "summary.json").write_text(json.dumps(_clean(summary), indent=2))
+        except OSError as e:
+            raise RunStopped(f"{_cannot_write(str(self.dir), e)}; the last checkpoint is kept") from None
 
 
 def plot_curves(records: list[dict], curves: dict[str, str], path: Path, x: str = "step") -> None:

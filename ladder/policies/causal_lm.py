@@ -266,6 +266,19 @@ class CausalLMPolicy(nn.Module):
         return completion, completion_mask(completion, eos_token_id)
 
 
+class ReferenceWeights:
+    """π_ref's own parameters as a checkpoint part: a refreshed reference moves during the run."""
+
+    def __init__(self, policy: CausalLMPolicy):
+        self.policy = policy
+
+    def state_dict(self) -> dict[str, Tensor]:
+        return self.policy.reference_state()
+
+    def load_state_dict(self, state: dict[str, Tensor]) -> None:
+        self.policy.load_reference_state(state)
+
+
 def shared_prompts(prompt_ids: Tensor, prompt_mask: Tensor) -> tuple[Tensor, Tensor] | None:
     """(first row of each distinct prompt, each row's prompt) when some rows repeat a prompt, else None."""
     if prompt_ids.shape[1] == 0 or len(prompt_ids) < 2:

@@ -6,12 +6,10 @@ Each update: N envs × T steps of experience → GAE advantages on the ``[N, T]`
 
 from __future__ import annotations
 
-import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from ladder import core
 from ladder.cli import (
@@ -24,11 +22,11 @@ from ladder.cli import (
     option,
     positive,
     probability,
-    show_progress,
 )
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
-from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, seed_everything, set_rng_state
+from ladder.runlog import UsageError, seed_everything
+from ladder.session import RunSession
 
 NAME = "cartpole"
 CURVES = {"episode_return": "training episode return", "eval_return_mean": "greedy eval return (20 eps)",
@@ -119,71 +117,46 @@ def train(cfg: Config) -> dict:
     policy = MLPActorCritic(obs_dim, n_actions, cfg.hidden).to(cfg.device)
     optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, eps=1e-5, fused=cfg.device == "cpu")
     generator = torch.Generator().manual_seed(cfg.seed)
-    log = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg)}, resume=cfg.resume is not None,
-                 overwrite=cfg.overwrite, tensorboard=cfg.tensorboard)
-    guard = NonFiniteGuard(cfg.max_nonfinite_updates, log.dir, warn=tqdm.write)
-
     steps_per_update = cfg.num_envs * cfg.num_steps
     num_updates = -(-cfg.total_steps // steps_per_update)
-    obs, _ = envs.reset(seed=cfg.seed)
-    episode = {"return": np.zeros(cfg.num_envs), "length": np.zeros(cfg.num_envs), "finished": []}
-    start_update, env_steps, wall_before, evals = 0, 0, 0.0, []
-    state = log.load_checkpoint() if cfg.resume else None
-    if state is not None:
-        policy.load_state_dict(state["policy"])
-        optimizer.load_state_dict(state["optimizer"])
-        generator.set_state(state["generator"])
-        set_rng_state(state["rng"])
-        gym_common.restore_envs(envs, state["envs"])
-        obs, episode, evals = state["obs"], state["episode"], state["evals"]
-        start_update, env_steps, wall_before = state["update"], state["env_steps"], state["wall_s"]
-
     update_cfg = update_config(cfg)
-    solved = bool(evals) and evals[-1][1] >= cfg.solve_return
-    t0 = time.perf_counter() - wall_before
-    bar = tqdm(total=num_updates * steps_per_update, initial=env_steps, unit="step", desc=NAME,
-               disable=not show_progress(cfg.progress))
-    for u in range(start_update, num_updates):
-        if solved and cfg.stop_on_solve:
-            break
-        for group in optimizer.param_groups:
-            group["lr"] = cfg.lr * (1.0 - u / num_updates)
-        obs, obs_nt, actions, logp, values, rewards, dones, last_values = collect(policy, envs, obs, cfg, episode)
-        advantages, returns = core.gae(rewards, values, dones, cfg.gamma, cfg.gae_lambda, last_values)
-        batch = core.Batch(actions=actions, mask=torch.ones_like(rewards), advantages=advantages,
-                           old_logp=logp, values=values, rewards=rewards, returns=returns,
-                           inputs={"obs": obs_nt}).as_transitions()
-        passes = core.update(policy, batch, optimizer, update_cfg, generator)
-        env_steps += steps_per_update
-        bar.update(steps_per_update)
-
-        finished, episode["finished"] = episode["finished"], []
-        record = {"step": u + 1, "env_steps": env_steps, "num_passes": len(passes),
-                  "episode_return": float(np.mean(finished)) if finished else None,
-                  "episodes": len(finished), "lr": optimizer.param_groups[0]["lr"], **passes[-1]}
-        record["skipped_steps"] = guard(passes, update_cfg.num_minibatches)
-        if env_steps // cfg.eval_every > (env_steps - steps_per_update) // cfg.eval_every or u == num_updates - 1:
-            eval_returns = gym_common.evaluate(gym_common.greedy(policy), cfg.env_id, cfg.eval_episodes,
-                                               seed=cfg.seed + 10_000)
-            record["eval_return_mean"] = float(np.mean(eval_returns))
-            evals.append((env_steps, record["eval_return_mean"]))
-            solved = record["eval_return_mean"] >= cfg.solve_return
-            bar.set_postfix(eval=f"{record['eval_return_mean']:.0f}")
-        record["wall_s"] = time.perf_counter() - t0
-        log.log(record)
-        if (u + 1) % cfg.checkpoint_every == 0:
-            log.save_checkpoint({
-                "policy": policy.state_dict(), "optimizer": optimizer.state_dict(),
-                "generator": generator.get_state(), "rng": rng_state(),
-                "envs": gym_common.snapshot_envs(envs), "obs": obs, "episode": episode, "evals": evals,
-                "update": u + 1, "env_steps": env_steps, "wall_s": time.perf_counter() - t0})
-    bar.close()
-    envs.close()
-
-    first_solve = next((s for s, r in evals if r >= cfg.solve_return), None)
-    summary = {"rung": NAME, "solved": first_solve is not None, "solved_at_env_steps": first_solve,
-               "env_steps": env_steps, "wall_s": time.perf_counter() - t0,
-               "eval_return_mean": evals[-1][1] if evals else None, "evals": evals, "seed": cfg.seed}
-    torch.save(policy.state_dict(), log.dir / "policy.pt")
-    log.finish(summary, CURVES, x="env_steps")
-    return summary
+    parts = {"policy": policy, "optimizer": optimizer, "generator": generator, "envs": gym_common.EnvState(envs)}
+    with RunSession(cfg, NAME, asdict(cfg), total=num_updates * steps_per_update, unit="step") as run:
+        obs, _ = envs.reset(seed=cfg.seed)
+        progress = {"obs": obs, "env_steps": 0, "evals": [],
+                    "episode": {"return": np.zeros(cfg.num_envs), "length": np.zeros(cfg.num_envs), "finished": []}}
+        progress = run.resume(**parts, progress=None).get("progress") or progress
+        obs, episode, evals = progress["obs"], progress["episode"], progress["evals"]
+        env_steps = progress["env_steps"]
+        solved = bool(evals) and evals[-1][1] >= cfg.solve_return
+        for u in range(run.step, num_updates):
+            if solved and cfg.stop_on_solve:
+                break
+            for group in optimizer.param_groups:
+                group["lr"] = cfg.lr * (1.0 - u / num_updates)
+            obs, obs_nt, actions, logp, values, rewards, dones, last_values = collect(policy, envs, obs, cfg, episode)
+            advantages, returns = core.gae(rewards, values, dones, cfg.gamma, cfg.gae_lambda, last_values)
+            batch = core.Batch(actions=actions, mask=torch.ones_like(rewards), advantages=advantages,
+                               old_logp=logp, values=values, rewards=rewards, returns=returns,
+                               inputs={"obs": obs_nt}).as_transitions()
+            passes = core.update(policy, batch, optimizer, update_cfg, generator)
+            env_steps += steps_per_update
+            finished, episode["finished"] = episode["finished"], []
+            record = {"env_steps": env_steps, "num_passes": len(passes),
+                      "episode_return": float(np.mean(finished)) if finished else None,
+                      "episodes": len(finished), "lr": optimizer.param_groups[0]["lr"], **passes[-1],
+                      "skipped_steps": run.skipped_steps(passes, update_cfg.num_minibatches)}
+            if env_steps // cfg.eval_every > (env_steps - steps_per_update) // cfg.eval_every or u == num_updates - 1:
+                record["eval_return_mean"] = float(np.mean(gym_common.evaluate(
+                    gym_common.greedy(policy), cfg.env_id, cfg.eval_episodes, seed=cfg.seed + 10_000)))
+                evals.append((env_steps, record["eval_return_mean"]))
+                solved = record["eval_return_mean"] >= cfg.solve_return
+            run.log(record, advance=steps_per_update, **({"eval": f"{evals[-1][1]:.0f}"} if evals else {}))
+            run.checkpoint(**parts, progress={"obs": obs, "episode": episode, "evals": evals, "env_steps": env_steps})
+        envs.close()
+        first_solve = next((s for s, r in evals if r >= cfg.solve_return), None)
+        summary = {"rung": NAME, "solved": first_solve is not None, "solved_at_env_steps": first_solve,
+                   "env_steps": env_steps, "wall_s": run.wall_s,
+                   "eval_return_mean": evals[-1][1] if evals else None, "evals": evals, "seed": cfg.seed}
+        torch.save(policy.state_dict(), run.dir / "policy.pt")
+        return run.finish(summary, CURVES, x="env_steps")

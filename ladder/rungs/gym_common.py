@@ -69,3 +69,16 @@ def snapshot_envs(envs) -> bytes:
 
 def restore_envs(envs, snapshot: bytes) -> None:
     envs.envs = pickle.loads(snapshot)  # noqa: S301 - our own checkpoint
+
+
+class EnvState:
+    """A vector env as a checkpoint part: ``state_dict`` is the snapshot, ``load_state_dict`` restores it."""
+
+    def __init__(self, envs):
+        self.envs = envs
+
+    def state_dict(self) -> bytes:
+        return snapshot_envs(self.envs)
+
+    def load_state_dict(self, snapshot: bytes) -> None:
+        restore_envs(self.envs, snapshot)

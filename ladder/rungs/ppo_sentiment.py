@@ -25,17 +25,17 @@ from __future__ import annotations
 import copy
 import random
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
-from tqdm.auto import tqdm
 
 from ladder import core
-from ladder.cli import RunOptions, Text, at_least, interval, non_negative, option, positive, probability, show_progress
+from ladder.cli import RunOptions, Text, at_least, interval, non_negative, option, positive, probability
 from ladder.distributed import Processes, launched_processes, process_device, weights_digest
-from ladder.policies.causal_lm import CausalLMPolicy, is_peft, lm_batch
-from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, seed_everything, set_rng_state
+from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, is_peft, lm_batch
+from ladder.runlog import UsageError, seed_everything
+from ladder.session import RunSession
 from ladder.tasks import sentiment
 
 NAME = "ppo-sentiment"
@@ -144,11 +144,6 @@ def build_policy(cfg: Config, model) -> CausalLMPolicy:
     return policy
 
 
-def trainable_state(policy: CausalLMPolicy) -> dict:
-    """The parameters being optimised (π_ref and frozen base weights excluded)."""
-    return {name: p.detach().clone() for name, p in policy.named_parameters() if p.requires_grad}
-
-
 @torch.no_grad()
 def old_and_ref(policy: CausalLMPolicy, batch: core.Batch, rows_per_forward: int):
     """log π_old, V_old and log π_ref of the completion tokens, ``rows_per_forward`` rows at a time."""
@@ -240,6 +235,49 @@ def _mean_std(x: torch.Tensor) -> tuple[float, float]:
     return x.mean().item(), (x.std().item() if x.numel() > 1 else 0.0)
 
 
+@dataclass
+class Parts:
+    """What one RLHF-PPO update works with (built once by ``train``)."""
+
+    policy: CausalLMPolicy
+    trainer: object            # the policy, or its data-parallel wrapper
+    tokenizer: object
+    reward_fn: object
+    optimizer: torch.optim.Optimizer
+    controller: core.FixedKLController
+    generator: torch.Generator
+    update_cfg: core.UpdateConfig
+    procs: Processes
+
+
+def ppo_step(parts: Parts, prompts: list[str], cfg: Config, skipped_steps) -> tuple[dict, list]:
+    """Sample → score → KL-shaped rewards, GAE → ``core.update`` → β update; the record and
+    (prompt, completion, score) triples of this process."""
+    policy, procs = parts.policy, parts.procs
+    batch, completions, texts = rollout(policy, parts.tokenizer, prompts, cfg)
+    old_logp, values, ref_logp = old_and_ref(policy, batch, cfg.forward_batch_size)
+    my_scores = score(parts.reward_fn, texts, cfg.forward_batch_size).to(old_logp.device)
+    kl_coef = parts.controller.value
+    targets = ppo_targets(my_scores, old_logp, ref_logp, values, batch.mask, kl_coef, cfg)
+    batch = replace(batch, old_logp=old_logp, ref_logp=ref_logp, values=targets["values"],
+                    rewards=targets["rewards"], advantages=targets["advantages"], returns=targets["returns"])
+    passes = core.update(parts.trainer, batch, parts.optimizer, parts.update_cfg, parts.generator)
+    kl_per_seq = procs.gather(targets["kl"].sum(dim=1))  # statistics of the whole batch, from every process
+    parts.controller.update(kl_per_seq.mean().item(), cfg.batch_size)
+    shaped, scores = procs.gather(batch.rewards.sum(dim=1)), procs.gather(my_scores)
+    last = procs.mean(dict(passes[-1]))
+    last["kl_ref_token_k3"] = last.pop("kl_ref", None)
+    record = {"num_passes": len(passes), **last,
+              "skipped_steps": skipped_steps(passes, parts.update_cfg.num_minibatches)}
+    record["score_mean"], record["score_std"] = _mean_std(scores)
+    record["reward_mean"], record["reward_std"] = _mean_std(shaped)
+    record["non_score_reward_mean"] = (shaped - scores).mean().item()
+    record["kl_ref"] = kl_per_seq.mean().item()
+    record["kl_coef"] = kl_coef
+    record["response_length"] = procs.gather(batch.mask.sum(dim=1)).mean().item()
+    return record, list(zip(prompts, completions, my_scores.tolist()))
+
+
 def train(cfg: Config) -> dict:
     """Run RLHF-PPO; write metrics.jsonl, summary.json, samples.md and curves.png into ``cfg.out``."""
     validate(cfg)
@@ -255,121 +293,64 @@ def train(cfg: Config) -> dict:
     procs = Processes(torch.device(cfg.device))  # after the tiny models are cached (see ladder.distributed)
     seed_everything(cfg.seed)  # building a tiny model on first use must not change the run
     policy = build_policy(cfg, model).to(cfg.device)
-    trainer = procs.wrap(policy)
+    optimizer = torch.optim.Adam([p for p in policy.parameters() if p.requires_grad], lr=cfg.lr)
+    parts = Parts(policy, procs.wrap(policy), tokenizer, reward_fn, optimizer, kl_controller(cfg),
+                  torch.Generator().manual_seed(cfg.seed), update_config(cfg), procs)
     load_s = time.perf_counter() - t_load
-    params = [p for p in policy.parameters() if p.requires_grad]
-    optimizer = torch.optim.Adam(params, lr=cfg.lr)
-    controller = kl_controller(cfg)
-    generator = torch.Generator().manual_seed(cfg.seed)
     prompt_rng = random.Random(cfg.seed)
     eval_prompts = random.Random(cfg.seed + 1).sample(prompt_pool, min(cfg.num_eval_prompts, len(prompt_pool)))
-    log = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg), "processes": procs.world},
-                 resume=cfg.resume is not None, overwrite=cfg.overwrite, tensorboard=cfg.tensorboard,
-                 writes=procs.is_main)
-    guard = NonFiniteGuard(cfg.max_nonfinite_updates, log.dir, warn=tqdm.write)
+    state = {"policy": policy, "optimizer": optimizer, "controller": parts.controller, "generator": parts.generator,
+             "prompt_rng": prompt_rng, **({"reference": ReferenceWeights(policy)} if cfg.ref_sync_every else {})}
+    with RunSession(cfg, NAME, asdict(cfg), total=cfg.num_updates, procs=procs) as run:
+        if procs.world > 1:
+            torch.manual_seed(cfg.seed + 1 + procs.rank)  # same initial weights, different samples
+        before = run.resume(**state, before=None).get("before") or sample_table(
+            policy, tokenizer, reward_fn, eval_prompts, cfg)
+        while run.step < cfg.num_updates:
+            prompts = procs.shard(prompt_rng.choices(prompt_pool, k=cfg.batch_size))
+            record, samples = ppo_step(parts, prompts, cfg, run.skipped_steps)
+            if cfg.ref_sync_every and (run.step + 1) % cfg.ref_sync_every == 0:
+                policy.refresh_reference(cfg.ref_mixup)
+            run.log({"completions": (run.step + 1) * cfg.batch_size, **record}, score=f"{record['score_mean']:+.3f}",
+                    kl=f"{record['kl_ref']:.2f}", beta=f"{record['kl_coef']:.3f}")
+            if cfg.sample_every and run.step % cfg.sample_every == 0:
+                run.write(f"update {run.step}: score {record['score_mean']:+.3f}  KL {record['kl_ref']:.2f}  "
+                          f"β {record['kl_coef']:.3f}")
+                for p, c, s in samples[:cfg.num_samples]:
+                    run.write(f"  {p!r} → {c!r} → {s:+.3f}")
+            run.checkpoint(**state, before=before)
+        after = sample_table(policy, tokenizer, reward_fn, eval_prompts, cfg)
+        table = before_after_table(before, after)
+        summary = summarize(run.records(), before, after, cfg, parts.controller.value,
+                            {"wall_s": run.wall_s, "load_s": load_s, "processes": procs.world,
+                             "weights_digest_per_process": procs.gather_object(weights_digest(policy))})
+        if procs.is_main:
+            print("\nSample completions before → after training (same prompts, same sampling seed):\n" + table)
+            (run.dir / "samples.md").write_text(table + "\n")
+            save_policy(policy, tokenizer, run.dir)
+        run.finish(summary, CURVES, x="step")
+    procs.barrier()
+    return summary
 
-    start_update, wall_before, before = 0, 0.0, None
-    if procs.world > 1:
-        torch.manual_seed(cfg.seed + 1 + procs.rank)  # same initial weights, different samples
-    state = log.load_checkpoint() if cfg.resume else None
-    if state is not None:
-        if state.get("processes", 1) != procs.world:
-            raise UsageError(f"--resume {cfg.out}: the run was saved by {state.get('processes', 1)} process(es), "
-                             f"this is {procs.world}; resume it with the same number")
-        policy.load_state_dict(state["policy"], strict=False)
-        optimizer.load_state_dict(state["optimizer"])
-        controller.load_state_dict(state["controller"])
-        generator.set_state(state["generator"])
-        prompt_rng.setstate(state["prompt_rng"])
-        set_rng_state(state["rng"][procs.rank])
-        start_update, wall_before, before = state["update"], state["wall_s"], state["before"]
-        if "reference" in state:
-            policy.load_reference_state(state["reference"])
-    if before is None:
-        before = sample_table(policy, tokenizer, reward_fn, eval_prompts, cfg)
 
-    update_cfg = update_config(cfg)
-    t0 = time.perf_counter() - wall_before
-    bar = tqdm(total=cfg.num_updates, initial=start_update, unit="update", desc=NAME,
-               disable=not show_progress(cfg.progress and procs.is_main))
-    for u in range(start_update, cfg.num_updates):
-        prompts = procs.shard(prompt_rng.choices(prompt_pool, k=cfg.batch_size))
-        batch, completions, texts = rollout(policy, tokenizer, prompts, cfg)
-        old_logp, values, ref_logp = old_and_ref(policy, batch, cfg.forward_batch_size)
-        scores = score(reward_fn, texts, cfg.forward_batch_size).to(old_logp.device)
-        mask = batch.mask
-        kl_coef = controller.value
-        targets = ppo_targets(scores, old_logp, ref_logp, values, mask, kl_coef, cfg)
-        batch.old_logp, batch.ref_logp = old_logp, ref_logp
-        batch.values, batch.rewards, kl = targets["values"], targets["rewards"], targets["kl"]
-        batch.advantages, batch.returns = targets["advantages"], targets["returns"]
-        passes = core.update(trainer, batch, optimizer, update_cfg, generator)
-
-        # statistics of the whole batch, gathered from every process
-        kl_per_seq = procs.gather(kl.sum(dim=1))
-        if cfg.ref_sync_every and (u + 1) % cfg.ref_sync_every == 0:
-            policy.refresh_reference(cfg.ref_mixup)
-        controller.update(kl_per_seq.mean().item(), cfg.batch_size)
-        shaped, scores = procs.gather(batch.rewards.sum(dim=1)), procs.gather(scores)
-        last = procs.mean(dict(passes[-1]))
-        last["kl_ref_token_k3"] = last.pop("kl_ref", None)
-        record = {"step": u + 1, "completions": (u + 1) * cfg.batch_size, "num_passes": len(passes), **last}
-        record["skipped_steps"] = guard(passes, update_cfg.num_minibatches)
-        record["score_mean"], record["score_std"] = _mean_std(scores)
-        record["reward_mean"], record["reward_std"] = _mean_std(shaped)
-        record["non_score_reward_mean"] = (shaped - scores).mean().item()
-        record["kl_ref"] = kl_per_seq.mean().item()
-        record["kl_coef"] = kl_coef
-        record["response_length"] = procs.gather(mask.sum(dim=1)).mean().item()
-        record["wall_s"] = time.perf_counter() - t0
-        log.log(record)
-        bar.update(1)
-        bar.set_postfix(score=f"{record['score_mean']:+.3f}", kl=f"{record['kl_ref']:.2f}", beta=f"{kl_coef:.3f}")
-        if cfg.sample_every and (u + 1) % cfg.sample_every == 0 and procs.is_main:
-            tqdm.write(f"update {u + 1}: score {record['score_mean']:+.3f}  KL {record['kl_ref']:.2f}  "
-                       f"β {kl_coef:.3f}")
-            for p, c, s in list(zip(prompts, completions, scores.tolist()))[:cfg.num_samples]:
-                tqdm.write(f"  {p!r} → {c!r} → {s:+.3f}")
-        if (u + 1) % cfg.checkpoint_every == 0:
-            rng = procs.gather_object(rng_state())
-            log.save_checkpoint({
-                "policy": trainable_state(policy), "optimizer": optimizer.state_dict(),
-                "controller": controller.state_dict(), "generator": generator.get_state(),
-                "prompt_rng": prompt_rng.getstate(), "rng": rng, "processes": procs.world, "before": before,
-                "update": u + 1, "wall_s": time.perf_counter() - t0,
-                **({"reference": policy.reference_state()} if cfg.ref_sync_every else {})})
-    bar.close()
-
-    after = sample_table(policy, tokenizer, reward_fn, eval_prompts, cfg)
-    table = before_after_table(before, after)
-    if procs.is_main:
-        print("\nSample completions before → after training (same prompts, same sampling seed):\n" + table)
-        (log.dir / "samples.md").write_text(table + "\n")
-
-    records = log.records()
-    scores_per_update = [r["score_mean"] for r in records]
+def summarize(records: list[dict], before: list[dict], after: list[dict], cfg: Config, kl_coef: float,
+              extra: dict) -> dict:
+    """summary.json: first and last scores and rewards, the final KL and β, the before/after samples."""
+    scores = [r["score_mean"] for r in records]
     k = min(5, len(records))
     summary = {
         "rung": NAME, "seed": cfg.seed, "model": cfg.model, "reward_model": cfg.reward_model,
         "dataset": cfg.dataset, "lora": cfg.lora, "updates": len(records),
-        "score_first": scores_per_update[0], "score_last": scores_per_update[-1],
-        "score_first5_mean": sum(scores_per_update[:k]) / k, "score_last5_mean": sum(scores_per_update[-k:]) / k,
+        "score_first": scores[0], "score_last": scores[-1],
+        "score_first5_mean": sum(scores[:k]) / k, "score_last5_mean": sum(scores[-k:]) / k,
         "reward_first": records[0]["reward_mean"], "reward_last": records[-1]["reward_mean"],
-        "kl_final": records[-1]["kl_ref"], "kl_max": max(r["kl_ref"] for r in records),
-        "kl_coef_final": controller.value,
+        "kl_final": records[-1]["kl_ref"], "kl_max": max(r["kl_ref"] for r in records), "kl_coef_final": kl_coef,
         "eval_score_before": sum(b["score"] for b in before) / max(len(before), 1),
         "eval_score_after": sum(a["score"] for a in after) / max(len(after), 1),
-        "wall_s": time.perf_counter() - t0, "load_s": load_s,
         "samples": [{"prompt": b["prompt"], "before": b["completion"], "before_score": b["score"],
                      "after": a["completion"], "after_score": a["score"]} for b, a in zip(before, after)],
-    }
+        **extra}
     summary["score_gain"] = summary["score_last5_mean"] - summary["score_first5_mean"]
-    summary["processes"], summary["weights_digest_per_process"] = procs.world, procs.gather_object(
-        weights_digest(policy))
-    if procs.is_main:
-        save_policy(policy, tokenizer, log.dir)
-    log.finish(summary, CURVES, x="step")
-    procs.barrier()
     return summary
 
 

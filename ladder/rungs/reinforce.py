@@ -8,18 +8,17 @@ policy-gradient loss −Â·log π_θ, one pass (on-policy: REINFORCE cannot reu
 from __future__ import annotations
 
 import pickle
-import time
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from ladder import core
-from ladder.cli import Number, RunOptions, Text, at_least, non_negative, option, positive, probability, show_progress
+from ladder.cli import Number, RunOptions, Text, at_least, non_negative, option, positive, probability
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
-from ladder.runlog import NonFiniteGuard, RunLog, rng_state, seed_everything, set_rng_state
+from ladder.runlog import seed_everything
+from ladder.session import RunSession
 
 NAME = "reinforce"
 CURVES = {"episode_return": "training episode return", "eval_return_mean": "greedy eval return (20 eps)",
@@ -96,6 +95,19 @@ def advantages_for(cfg: Config, policy: MLPActorCritic, obs, returns, mask):
         return (returns - policy.value(obs)) * mask
 
 
+class EpisodeEnvs:
+    """The update's N single envs as a checkpoint part (their full state, RNGs included)."""
+
+    def __init__(self, envs: list):
+        self.envs = envs
+
+    def state_dict(self) -> bytes:
+        return pickle.dumps(self.envs)
+
+    def load_state_dict(self, snapshot: bytes) -> None:
+        self.envs[:] = pickle.loads(snapshot)  # noqa: S301 - our own checkpoint
+
+
 def train(cfg: Config) -> dict:
     """Train REINFORCE on CartPole; write metrics.jsonl, summary.json and curves.png into ``cfg.out``."""
     validate(cfg)
@@ -105,63 +117,40 @@ def train(cfg: Config) -> dict:
     obs_dim, n_actions = gym_common.env_dims(cfg.env_id)
     policy = MLPActorCritic(obs_dim, n_actions, cfg.hidden, critic=cfg.baseline == "value").to(cfg.device)
     optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, fused=cfg.device == "cpu")
-    log = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg)}, resume=cfg.resume is not None,
-                 overwrite=cfg.overwrite, tensorboard=cfg.tensorboard)
-    guard = NonFiniteGuard(cfg.max_nonfinite_updates, log.dir, warn=tqdm.write)
     update_cfg = core.UpdateConfig(mu=1, num_minibatches=1, objective="reinforce", value_coef=cfg.value_coef,
                                    entropy_coef=cfg.entropy_coef, max_grad_norm=cfg.max_grad_norm)
-
-    u, env_steps, wall_before, evals = 0, 0, 0.0, []
-    seeds = [cfg.seed * 1000 + i for i in range(cfg.episodes_per_update)]
-    state = log.load_checkpoint() if cfg.resume else None
-    if state is not None:
-        policy.load_state_dict(state["policy"])
-        optimizer.load_state_dict(state["optimizer"])
-        set_rng_state(state["rng"])
-        envs = pickle.loads(state["envs"])  # noqa: S301 - our own checkpoint
-        u, env_steps, wall_before, evals, seeds = (state["update"], state["env_steps"], state["wall_s"],
-                                                   state["evals"], None)
-
-    solved = bool(evals) and evals[-1][1] >= cfg.solve_return
-    next_eval = (env_steps // cfg.eval_every + 1) * cfg.eval_every
-    t0 = time.perf_counter() - wall_before
-    bar = tqdm(total=cfg.total_steps, initial=env_steps, unit="step", desc=NAME,
-               disable=not show_progress(cfg.progress))
-    while env_steps < cfg.total_steps and not (solved and cfg.stop_on_solve):
-        obs, actions, rewards, mask = collect_episodes(policy, envs, seeds)
-        seeds = None  # seeded once; later resets continue each env's own RNG
-        returns = core.discounted_returns(rewards, mask, cfg.gamma)
-        batch = core.Batch(actions=actions, mask=mask, rewards=rewards, returns=returns,
-                           advantages=advantages_for(cfg, policy, obs, returns, mask), inputs={"obs": obs})
-        passes = core.update(policy, batch, optimizer, update_cfg)
-        u += 1
-        steps = batch.num_tokens
-        env_steps += steps
-        bar.update(steps)
-        record = {"step": u, "env_steps": env_steps, "episode_return": rewards.sum(1).mean().item(),
-                  "episodes": len(batch), **passes[-1]}
-        record["skipped_steps"] = guard(passes, update_cfg.num_minibatches)
-        if env_steps >= next_eval or env_steps >= cfg.total_steps:
-            next_eval = (env_steps // cfg.eval_every + 1) * cfg.eval_every
-            returns_eval = gym_common.evaluate(gym_common.greedy(policy), cfg.env_id, cfg.eval_episodes,
-                                               seed=cfg.seed + 10_000)
-            record["eval_return_mean"] = float(np.mean(returns_eval))
-            evals.append((env_steps, record["eval_return_mean"]))
-            solved = record["eval_return_mean"] >= cfg.solve_return
-            bar.set_postfix(eval=f"{record['eval_return_mean']:.0f}")
-        record["wall_s"] = time.perf_counter() - t0
-        log.log(record)
-        if u % cfg.checkpoint_every == 0:
-            log.save_checkpoint({"policy": policy.state_dict(), "optimizer": optimizer.state_dict(),
-                                 "rng": rng_state(), "envs": pickle.dumps(envs), "evals": evals,
-                                 "update": u, "env_steps": env_steps, "wall_s": time.perf_counter() - t0})
-    bar.close()
-
-    first_solve = next((s for s, r in evals if r >= cfg.solve_return), None)
-    summary = {"rung": NAME, "solved": first_solve is not None, "solved_at_env_steps": first_solve,
-               "env_steps": env_steps, "wall_s": time.perf_counter() - t0,
-               "eval_return_mean": evals[-1][1] if evals else None,
-               "best_eval_return_mean": max((r for _, r in evals), default=None), "evals": evals, "seed": cfg.seed}
-    torch.save(policy.state_dict(), log.dir / "policy.pt")
-    log.finish(summary, CURVES, x="env_steps")
-    return summary
+    parts = {"policy": policy, "optimizer": optimizer, "envs": EpisodeEnvs(envs)}
+    with RunSession(cfg, NAME, asdict(cfg), total=cfg.total_steps, unit="step") as run:
+        progress = run.resume(**parts, progress=None).get("progress") or {"env_steps": 0, "evals": []}
+        env_steps, evals = progress["env_steps"], progress["evals"]
+        # Seeded once at the start; later resets (and a resumed run) continue each env's own RNG.
+        seeds = [cfg.seed * 1000 + i for i in range(cfg.episodes_per_update)] if run.step == 0 else None
+        solved = bool(evals) and evals[-1][1] >= cfg.solve_return
+        next_eval = (env_steps // cfg.eval_every + 1) * cfg.eval_every
+        while env_steps < cfg.total_steps and not (solved and cfg.stop_on_solve):
+            obs, actions, rewards, mask = collect_episodes(policy, envs, seeds)
+            seeds = None
+            returns = core.discounted_returns(rewards, mask, cfg.gamma)
+            batch = core.Batch(actions=actions, mask=mask, rewards=rewards, returns=returns,
+                               advantages=advantages_for(cfg, policy, obs, returns, mask), inputs={"obs": obs})
+            passes = core.update(policy, batch, optimizer, update_cfg)
+            env_steps += batch.num_tokens
+            record = {"env_steps": env_steps, "episode_return": rewards.sum(1).mean().item(),
+                      "episodes": len(batch), **passes[-1],
+                      "skipped_steps": run.skipped_steps(passes, update_cfg.num_minibatches)}
+            if env_steps >= next_eval or env_steps >= cfg.total_steps:
+                next_eval = (env_steps // cfg.eval_every + 1) * cfg.eval_every
+                record["eval_return_mean"] = float(np.mean(gym_common.evaluate(
+                    gym_common.greedy(policy), cfg.env_id, cfg.eval_episodes, seed=cfg.seed + 10_000)))
+                evals.append((env_steps, record["eval_return_mean"]))
+                solved = record["eval_return_mean"] >= cfg.solve_return
+            run.log(record, advance=batch.num_tokens, **({"eval": f"{evals[-1][1]:.0f}"} if evals else {}))
+            run.checkpoint(**parts, progress={"env_steps": env_steps, "evals": evals})
+        first_solve = next((s for s, r in evals if r >= cfg.solve_return), None)
+        summary = {"rung": NAME, "solved": first_solve is not None, "solved_at_env_steps": first_solve,
+                   "env_steps": env_steps, "wall_s": run.wall_s,
+                   "eval_return_mean": evals[-1][1] if evals else None,
+                   "best_eval_return_mean": max((r for _, r in evals), default=None), "evals": evals,
+                   "seed": cfg.seed}
+        torch.save(policy.state_dict(), run.dir / "policy.pt")
+        return run.finish(summary, CURVES, x="env_steps")

@@ -46,9 +46,10 @@ import numpy as np
 import torch
 
 from ladder import core
+from ladder.distributed import Processes
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch, position_ids_for
-from ladder.rewards import score
+from ladder.rewards import load_all, score
 from ladder.rungs import grpo, ppo_sentiment
 from ladder.runlog import rng_state, set_rng_state
 from ladder.tasks import arithmetic
@@ -184,6 +185,17 @@ def fixed_grpo_batch(seed: int = 0, warmup_updates: int = 8, prompts: int = 8, g
         return _fixed_grpo_batch(seed, warmup_updates, prompts, group_size, qlora)
 
 
+class _InOrder:
+    """The problems one after the other (the rung's ``ProblemStream`` without the shuffle)."""
+
+    def __init__(self, problems: list[dict]):
+        self.problems, self.next = problems, 0
+
+    def draw(self, n: int) -> list[dict]:
+        self.next += n
+        return self.problems[self.next - n:self.next]
+
+
 def _fixed_grpo_batch(seed: int, warmup_updates: int, prompts: int, group_size: int, qlora: bool) -> FixedGRPOBatch:
     preset = {**grpo.PRESETS["tiny"], "qlora": qlora, "lora": not qlora, "prompts_per_step": prompts,
               "group_size": group_size, "seed": seed}
@@ -199,12 +211,12 @@ def _fixed_grpo_batch(seed: int, warmup_updates: int, prompts: int, group_size: 
     weights = grpo.reward_weights(cfg)
     system_prompt = arithmetic.TINY_SYSTEM_PROMPT
     problems, _ = arithmetic.train_eval_split(None, cfg.eval_size)
-    update_cfg = grpo_update_config(cfg)
-    for step in range(warmup_updates):  # the rung's own update, with its learning-rate warmup
+    step = grpo.Step(cfg, policy, policy, tokenizer, optimizer, grpo_update_config(cfg), _InOrder(problems),
+                     system_prompt, load_all(cfg.reward_funcs), weights, Processes(device))
+    for update in range(warmup_updates):  # the rung's own update, with its learning-rate warmup
         for group in optimizer.param_groups:
-            group["lr"] = cfg.lr * min(1.0, (step + 1) / cfg.warmup_steps) if cfg.warmup_steps else cfg.lr
-        picked = problems[step * prompts:(step + 1) * prompts]
-        grpo.grpo_step(policy, tokenizer, optimizer, update_cfg, cfg, picked, system_prompt, weights, device)
+            group["lr"] = cfg.lr * min(1.0, (update + 1) / cfg.warmup_steps) if cfg.warmup_steps else cfg.lr
+        grpo.grpo_step(step)
 
     # The fixed batch, sampled by π_old exactly as grpo_step samples one.
     picked = problems[warmup_updates * prompts:(warmup_updates + 1) * prompts]
