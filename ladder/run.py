@@ -103,10 +103,16 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(asdict(cfg), indent=2))
             return 0
         out_existed = Path(cfg.out).exists()
-        from ladder.exercises.swap import use_exercises  # the rung has imported torch already
+        export_to = getattr(cfg, "export_trl", None) if name == "grpo" else None
+        if export_to:  # grpo --export-trl FILE: the run as a TRL script; nothing trained, no run directory
+            from ladder import export_trl
 
-        with use_exercises(enabled=getattr(cfg, "use_exercises", False)):
-            summary = rung.train(cfg)
+            summary = export_trl.write(cfg, export_to)
+        else:
+            from ladder.exercises.swap import use_exercises  # the rung has imported torch already
+
+            with use_exercises(enabled=getattr(cfg, "use_exercises", False)):
+                summary = rung.train(cfg)
     except UsageError as e:
         _close_progress_bars()
         # Nothing half-written: a directory this run created is removed again.

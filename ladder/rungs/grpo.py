@@ -25,11 +25,10 @@ from ladder.cli import show_progress
 from ladder.distributed import Processes, launched_processes, process_device, weights_digest
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
-from ladder.rungs import lm_eval
 from ladder.rungs.grpo_options import ALGOS, LOSS_TYPES, PRESETS, Config, reward_weights, update_config, validate
 from ladder.rungs.grpo_rollout import Rollout, dynamic_sample, sample
 from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, seed_everything, set_rng_state
-from ladder.tasks import arithmetic
+from ladder.tasks import arithmetic, math_eval, math_problems
 
 # The rung's options live in grpo_options; they are read from here too (grpo.Config, grpo.PRESETS, …).
 __all__ = ["ALGOS", "LOSS_TYPES", "PRESETS", "Config", "validate", "update_config", "reward_weights", "train",
@@ -45,27 +44,6 @@ def reward_functions(cfg: Config) -> dict[str, Callable]:
     return rewards.load_all(cfg.reward_funcs)
 
 
-def load_problems(cfg: Config) -> tuple[list[dict], list[dict]]:
-    """(training problems, fixed held-out evaluation problems)."""
-    if cfg.task == "arithmetic":
-        return arithmetic.train_eval_split(None, cfg.eval_size)
-    train = arithmetic.load_gsm8k(cfg.dataset, "train")
-    try:
-        held_out = arithmetic.load_gsm8k(cfg.dataset, "test", limit=cfg.eval_size)
-    except UsageError:
-        held_out = None
-    if held_out is None or held_out == train[:len(held_out)]:  # a local file has one split: hold out its tail
-        if len(train) < 2:
-            raise UsageError(f"--dataset {cfg.dataset}: need at least 2 rows to hold some out for evaluation")
-        cut = max(1, min(cfg.eval_size, len(train) // 5))
-        train, held_out = train[:-cut], train[-cut:]
-    return train, held_out
-
-
-def resolve_model(model: str) -> str:
-    return str(arithmetic.tiny_math_model()) if model == "@tiny-math" else model
-
-
 def train(cfg: Config) -> dict:
     """Train with GRPO; write metrics.jsonl, summary.json, curves.png and the adapter into ``cfg.out``.
 
@@ -73,10 +51,6 @@ def train(cfg: Config) -> dict:
     ``ladder.distributed``); only the main process writes.
     """
     validate(cfg)
-    if cfg.export_trl:  # write the TRL script for this run and stop: no model loaded, no run directory
-        from ladder import export_trl
-
-        return export_trl.write(cfg, cfg.export_trl)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     device = process_device(quant.check_device(cfg.device))
@@ -91,13 +65,11 @@ def train(cfg: Config) -> dict:
     functions, weights = reward_functions(cfg), reward_weights(cfg)
     system_prompt = cfg.system_prompt or (arithmetic.TINY_SYSTEM_PROMPT if cfg.task == "arithmetic"
                                           else arithmetic.SYSTEM_PROMPT)
-    problems, held_out = load_problems(cfg)
-    if cfg.train_size:
-        problems = problems[:cfg.train_size]
-    model_path = hub.resolve(resolve_model(cfg.model), "--model")
+    problems, held_out = math_problems.split(cfg.task, cfg.dataset, cfg.eval_size, cfg.train_size, cfg.prompts_per_step)
+    model_path = hub.resolve(math_problems.resolve_model(cfg.model), "--model")
     tokenizer = quant.load_tokenizer(model_path)
-    lm_eval.check_context(tokenizer, quant.load_config(model_path), problems + held_out, system_prompt,
-                          cfg.max_new_tokens)
+    math_eval.check_context(tokenizer, quant.load_config(model_path), problems + held_out, system_prompt,
+                            cfg.max_new_tokens)
     procs = Processes(device)  # after the tiny model is built and cached (see ladder.distributed)
     # The output directory is checked (finished run? --overwrite?) before the model takes time to load.
     log = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg), "processes": procs.world},
@@ -124,8 +96,8 @@ def train(cfg: Config) -> dict:
 
     def evaluate() -> float:
         """Greedy accuracy on the held-out problems, each process scoring its share."""
-        correct = round(lm_eval.accuracy(policy, tokenizer, my_held_out, system_prompt, cfg.max_new_tokens,
-                                         device)["accuracy"] * len(my_held_out))
+        correct = round(math_eval.accuracy(policy, tokenizer, my_held_out, system_prompt, cfg.max_new_tokens,
+                                           device)["accuracy"] * len(my_held_out))
         return procs.gather(torch.tensor([correct], dtype=torch.float64)).sum().item() / len(held_out)
 
     order_rng = random.Random(cfg.seed)  # the same prompt order in every process; each takes its share
