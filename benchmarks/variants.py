@@ -77,13 +77,12 @@ def drift_child(run_dir: str) -> None:
     from ladder.core.kl import kl_estimate
     from ladder.policies import quant
     from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
-    from ladder.rungs.grpo import resolve_model
-    from ladder.tasks import arithmetic
+    from ladder.tasks import arithmetic, math_problems
 
     torch.set_num_threads(1)
     torch.manual_seed(12345)
     cfg = json.loads((Path(run_dir) / "config.json").read_text())
-    path, device = resolve_model(cfg["model"]), torch.device("cpu")
+    path, device = math_problems.resolve_model(cfg["model"]), torch.device("cpu")
     tokenizer = quant.load_tokenizer(path)
     model = PeftModel.from_pretrained(quant.load_causal_lm(path, device, qlora=cfg["qlora"], new_adapter=False),
                                       str(Path(run_dir) / "adapter"))

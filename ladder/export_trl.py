@@ -12,29 +12,31 @@ Usage::
 Any grpo flag works with ``--export-trl`` (``--algo dapo``, ``--reward-funcs correctness,my.py:fn``,
 ``--dataset rows.jsonl``, …); the options are checked as for a run, and no model is loaded and no run
 directory is created (``@tiny-math`` is built into ladder's cache first if it is not there yet). In
-Python: ``export_trl.write(grpo.Config(...), "grpo_trl.py")``.
+Python: ``export_trl.write(grpo.Config(...), "grpo_trl.py")`` (``grpo.train`` only trains).
 
 The script's ``GRPOConfig`` comes from ``ladder.trl_map`` alone: every row with a value gives one field
 and its comment (the ladder option, the ``ladder.core`` function, what differs). The options TRL cannot
 reproduce are listed in a comment block, those this run really uses first. The script imports ladder
-for the task's data, the system prompts and the built-in reward functions; a user's ``FILE.py:FN`` is
-imported with importlib from the path as given (relative paths: from the working directory, else from
-the directory the export was made in).
+for the task's data, the system prompts and the built-in reward functions. It trains on the training
+problems of ``ladder.tasks.math_problems.split``, the grpo rung's rule, so the problems it holds out are
+those that ``python -m ladder.run eval`` (the command in its docstring) scores. A user's ``FILE.py:FN``
+is imported with importlib from the path as given (relative paths: from the working directory, else
+from the directory the export was made in).
 """
 
 from __future__ import annotations
 
 import copy
-import json
 import os
+import shlex
 import textwrap
 from dataclasses import fields
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from ladder import rewards, trl_map
-from ladder.rungs.grpo_options import Config
-from ladder.tasks import arithmetic
+from ladder.rungs.grpo_options import Config, validate
+from ladder.tasks import arithmetic, math_problems
 
 DEVICES = ("cpu", "cuda")
 
@@ -123,47 +125,24 @@ def _non_default_options(cfg: Config) -> list[str]:
     return shown
 
 
-def _json_field(path: Path) -> str | None:
-    """A .json file holding {"train": [...]} or {"rows": [...]} (which ladder reads too) needs load_dataset's field."""
-    if path.suffix == ".jsonl":
-        return None
-    try:
-        data = json.loads(path.read_text())
-    except ValueError:
-        return None
-    if isinstance(data, dict):
-        return "train" if "train" in data else "rows"
-    return None
-
-
 def _system_prompt(cfg: Config) -> str:
-    if cfg.system_prompt is not None:
+    if cfg.system_prompt:
         return repr(cfg.system_prompt)
     return "arithmetic.TINY_SYSTEM_PROMPT" if cfg.task == "arithmetic" else "arithmetic.SYSTEM_PROMPT"
 
 
 def _problems_code(cfg: Config) -> list[str]:
     if cfg.task == "arithmetic":
-        return ['def train_problems() -> list[dict]:',
-                '    """ladder\'s synthetic two-digit sums; the first EVAL_SIZE are held out, as in the grpo rung."""',
-                '    train, _held_out = arithmetic.train_eval_split(None, EVAL_SIZE)',
-                '    return train']
-    path = Path(cfg.dataset)
-    if path.is_file():
-        field = _json_field(path)
-        extra = f", field={field!r}" if field else ""
-        return ['def train_problems() -> list[dict]:',
-                '    """The local file\'s rows; ladder holds out their tail for evaluation (one split)."""',
-                f'    rows = load_dataset("json", data_files=str(local_path(DATASET)), split="train"{extra})',
-                '    problems = [{"question": r["question"], "answer": arithmetic.gold_answer(str(r["answer"]))}'
-                ' for r in rows]',
-                '    cut = max(1, min(EVAL_SIZE, len(problems) // 5))',
-                '    return problems[:-cut]']
+        dataset = "None"
+    elif Path(cfg.dataset).is_file():
+        dataset = "str(local_path(DATASET))"
+    else:
+        dataset = "DATASET"
     return ['def train_problems() -> list[dict]:',
-            '    """GSM8K\'s train split (ladder evaluates on its test split); the answer is the number after ####."""',
-            f'    rows = load_dataset({json.dumps(cfg.dataset)}, "main", split="train")',
-            '    return [{"question": r["question"], "answer": arithmetic.gold_answer(str(r["answer"]))}',
-            '            for r in rows]']
+            '    """ladder\'s training problems, as the grpo rung splits them: EVAL_SIZE held out (a one-split file:',
+            '    its last rows, at most a fifth), the first TRAIN_SIZE of the rest (0: all)."""',
+            f'    train, _held_out = math_problems.split({cfg.task!r}, {dataset}, EVAL_SIZE, TRAIN_SIZE)',
+            '    return train']
 
 
 def _rewards_code(cfg: Config) -> list[str]:
@@ -252,8 +231,6 @@ def chat(question: str) -> list[dict]:
 
 def train_dataset() -> Dataset:
     problems = train_problems()
-    if TRAIN_SIZE:
-        problems = problems[:TRAIN_SIZE]
     return Dataset.from_list([{"prompt": chat(p["question"]), "answer": p["answer"]} for p in problems])
 
 
@@ -316,24 +293,22 @@ if __name__ == "__main__":
 
 def script(cfg: Config, exported_from: str | os.PathLike | None = None) -> str:
     """The text of the TRL script for ``cfg`` (a validated grpo ``Config``)."""
-    from ladder.rungs.grpo import resolve_model  # the grpo rung imports this module lazily
-
     shared, by_device = config_values(cfg)
     flags = " ".join(_non_default_options(cfg)) or "(all defaults)"
     imports = ["import argparse", "import ast", "import importlib", "import importlib.util", "import os", "import sys",
-               "from pathlib import Path", "", "import torch", "from datasets import Dataset"
-               + (", load_dataset" if cfg.task != "arithmetic" else "")]
+               "from pathlib import Path", "", "import torch", "from datasets import Dataset"]
     if cfg.qlora or cfg.lora:
         imports.append("from peft import LoraConfig")
     imports.append("from transformers import AutoTokenizer" + (", BitsAndBytesConfig" if cfg.qlora else ""))
     imports.append("from trl import GRPOConfig, GRPOTrainer")
     if cfg.overlong_buffer:
         imports.append("from trl.rewards import get_soft_overlong_punishment")
-    imports += ["", "from ladder.tasks import arithmetic"]
+    imports += ["", "from ladder.tasks import arithmetic, math_problems"]
 
-    eval_cmd = (f"python -m ladder.run eval --model {cfg.model} --task {cfg.task}"
-                + (f" --dataset {cfg.dataset}" if cfg.task == "gsm8k" else "")
+    eval_cmd = (f"python -m ladder.run eval --model {shlex.quote(cfg.model)} --task {cfg.task}"
+                + (f" --dataset {shlex.quote(cfg.dataset)}" if cfg.task == "gsm8k" else "")
                 + f" --eval-size {cfg.eval_size} --max-new-tokens {cfg.max_new_tokens}"
+                + (f" --system-prompt {shlex.quote(cfg.system_prompt)}" if cfg.system_prompt else "")
                 + (" --qlora" if cfg.qlora else "") + " --adapter OUTPUT_DIR")
     head = [
         "#!/usr/bin/env python",
@@ -346,14 +321,14 @@ def script(cfg: Config, exported_from: str | os.PathLike | None = None) -> str:
         "    python THIS.py [--max-steps N] [--output-dir DIR] [--device cpu|cuda] [--set FIELD=VALUE ...]",
         "    accelerate launch THIS.py --device cuda",
         "",
-        "Greedy held-out accuracy as ladder measures it, after training (with a LoRA/QLoRA adapter):",
+        "Greedy accuracy as ladder measures it, on the problems held out of training (with a LoRA/QLoRA adapter):",
         f"    {eval_cmd}",
         '"""',
         "",
     ]
     constants = [
         "",
-        f"MODEL = {resolve_model(cfg.model)!r}" + ("  # --model @tiny-math, ladder's cached tiny model"
+        f"MODEL = {math_problems.resolve_model(cfg.model)!r}" + ("  # --model @tiny-math, ladder's cached tiny model"
                                                   if cfg.model == "@tiny-math" else ""),
         f"SYSTEM_PROMPT = {_system_prompt(cfg)}",
     ]
@@ -379,8 +354,15 @@ def script(cfg: Config, exported_from: str | os.PathLike | None = None) -> str:
 
 
 def write(cfg: Config, path: str | os.PathLike) -> dict:
-    """Write the script for ``cfg`` to ``path``; the summary the grpo rung returns (nothing is trained)."""
-    rewards.load_all(cfg.reward_funcs)  # a missing FILE.py:FN is one line now, as in a run, not in the script
+    """Write the script for ``cfg`` to ``path``; a summary like a run's (nothing is trained).
+
+    The options are checked as for a run first: a missing ``FILE.py:FN``, and sizes that do not fit the
+    data when it is at hand (the arithmetic task, a local file; a hub dataset is loaded by the script),
+    are one line now, not an error in the script."""
+    validate(cfg)
+    rewards.load_all(cfg.reward_funcs)
+    if cfg.task == "arithmetic" or Path(cfg.dataset).is_file():
+        math_problems.split(cfg.task, cfg.dataset, cfg.eval_size, cfg.train_size, cfg.prompts_per_step)
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(script(cfg))

@@ -101,10 +101,16 @@ def main(argv: list[str] | None = None) -> int:
             getattr(rung, "validate", lambda cfg: None)(cfg)  # the rules that relate several options
             print(json.dumps(asdict(cfg), indent=2))
             return 0
-        from ladder.exercises.swap import use_exercises  # the rung has imported torch already
+        export_to = getattr(cfg, "export_trl", None) if name == "grpo" else None
+        if export_to:  # grpo --export-trl FILE: the run as a TRL script; nothing trained, no run directory
+            from ladder import export_trl
 
-        with use_exercises(enabled=getattr(cfg, "use_exercises", False)):
-            summary = rung.train(cfg)  # a directory it created and must not keep, it removes itself
+            summary = export_trl.write(cfg, export_to)
+        else:
+            from ladder.exercises.swap import use_exercises  # the rung has imported torch already
+
+            with use_exercises(enabled=getattr(cfg, "use_exercises", False)):
+                summary = rung.train(cfg)  # a directory it created and must not keep, it removes itself
     except UsageError as e:
         _close_progress_bars()
         die(str(e))

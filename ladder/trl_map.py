@@ -229,12 +229,12 @@ GRPO_ROWS = (
             "(run `python -m ladder.run eval --adapter OUTPUT_DIR`)"),
     # GRPOTrainer's arguments: written out as code by the export
     Mapping(GT, "model", "grpo", "model", None,
-            "a hub id or a local directory; @tiny-math is ladder's cached tiny model (grpo.resolve_model)"),
+            "a hub id or a local directory; @tiny-math is ladder's cached tiny model (math_problems.resolve_model)"),
     Mapping(GT, "train_dataset", "grpo", "task", None,
-            "gsm8k: load_dataset(dataset, 'main'); arithmetic: ladder.tasks.arithmetic.train_eval_split"),
+            "the training problems of ladder.tasks.math_problems.split, the grpo rung's: gsm8k's train split, or "
+            "the synthetic sums not held out"),
     Mapping(GT, "train_dataset", "grpo", "dataset", None,
-            "a hub id, or a local .json/.jsonl through load_dataset('json', data_files=...) "
-            "(its tail held out, as ladder does)"),
+            "a hub id, or a local .json/.jsonl (one split: its tail held out, as ladder does)"),
     Mapping(GT, "train_dataset", "grpo", "system_prompt", None, "chat messages: system, then the question"),
     Mapping(GT, "train_dataset", "grpo", "train_size", None, "the first N training problems"),
     Mapping(GT, "train_dataset", "grpo", "eval_size", None,

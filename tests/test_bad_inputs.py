@@ -76,6 +76,18 @@ CASES = [
                  id="dataset-malformed"),
     pytest.param(GRPO + " --dataset {fields}", "every row needs 'question' and 'answer' fields",
                  id="dataset-missing-fields"),
+    pytest.param(GRPO + " --dataset {one}", r"--dataset .*one.jsonl: 1 row, nothing left to train on; a dataset "
+                 r"with one split holds out its last rows", id="dataset-one-row"),
+    pytest.param(GRPO + " --train-size 9", r"--train-size 9 is more than the 5 training problems in --dataset "
+                 r".*gsm8k.jsonl \(6 rows, the last 1 held out\); use at most 5, or 0 for all",
+                 id="train-size-too-large"),
+    pytest.param(GRPO + " --prompts-per-step 6", "--prompts-per-step 6 is more than the 5 training problems in "
+                 "--dataset .*; use at most 5", id="prompts-per-step-too-many"),
+    pytest.param("grpo --task arithmetic --model {model} --eval-size 8100 --steps 1 --no-progress",
+                 "--eval-size 8100 leaves no problem to train on: the arithmetic task has 8,100 sums; hold out at "
+                 "most 8,099", id="eval-size-leaves-no-training"),
+    pytest.param("eval --task arithmetic --model {model} --eval-size 8100", "--eval-size 8100 leaves no problem to "
+                 "train on", id="eval-command-eval-size"),
     pytest.param(GRPO + " --dataset {long}", r"a prompt of \d+ tokens plus --max-new-tokens 8 exceeds the model's "
                  "context of 256 tokens", id="prompt-too-long"),
     pytest.param(GRPO + " --reward-funcs {rewards}:missing",
@@ -135,6 +147,7 @@ def files(tmp_path_factory):
         (root / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
 
     jsonl("gsm8k.jsonl", ROWS)
+    jsonl("one.jsonl", ROWS[:1])
     jsonl("fields.jsonl", [{"q": r["question"], "a": r["answer"]} for r in ROWS])
     jsonl("long.jsonl", [*ROWS, {"question": "What is 1 + 1? " * 60, "answer": "#### 2"}])
     (root / "empty.jsonl").write_text("")
@@ -144,8 +157,8 @@ def files(tmp_path_factory):
     reinforce.train(reinforce.Config(out=str(root / "finished"), total_steps=300, progress=False))
     shutil.copytree(root / "finished", root / "interrupted")
     (root / "interrupted" / "summary.json").unlink()
-    names = ["model", "nopad", "gsm8k.jsonl", "fields.jsonl", "long.jsonl", "empty.jsonl", "malformed.jsonl",
-             "rewards.py", "finished", "interrupted"]
+    names = ["model", "nopad", "gsm8k.jsonl", "one.jsonl", "fields.jsonl", "long.jsonl", "empty.jsonl",
+             "malformed.jsonl", "rewards.py", "finished", "interrupted"]
     return {name.split(".")[0]: str(root / name) for name in names}
 
 

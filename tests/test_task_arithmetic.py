@@ -7,6 +7,7 @@ import torch
 
 from ladder.runlog import UsageError
 from ladder.tasks import arithmetic as A
+from ladder.tasks import math_problems
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -76,7 +77,7 @@ def test_load_gsm8k_from_local_jsonl(tmp_path):
             {"question": "A pen costs $1,200 cents...", "answer": "#### 1,200"}]
     path = tmp_path / "gsm8k.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows))
-    problems = A.load_gsm8k(str(path))
+    problems = math_problems.load_gsm8k(str(path))
     assert problems == [{"question": rows[0]["question"], "answer": "5"},
                         {"question": rows[1]["question"], "answer": "1200"}]
 
@@ -90,4 +91,4 @@ def test_bad_dataset_files_are_one_line_errors(tmp_path, content, needle):
     path = tmp_path / "bad.jsonl"
     path.write_text(content)
     with pytest.raises(UsageError, match=needle):
-        A.load_gsm8k(str(path))
+        math_problems.load_gsm8k(str(path))

@@ -21,9 +21,10 @@ from pathlib import Path
 import pytest
 
 import ladder.core
-from ladder import trl_map
+from ladder import export_trl, trl_map
 from ladder.rungs import grpo, ppo_sentiment
 from ladder.runlog import UsageError
+from ladder.tasks import math_problems
 
 CONFIGS = {"grpo": grpo.Config, "ppo-sentiment": ppo_sentiment.Config}
 ROOT = Path(__file__).resolve().parents[1]
@@ -185,7 +186,7 @@ def test_script_config_is_the_maps_and_a_user_reward_is_referenced(tmp_path, mon
                                             "    return [1.0 if len(c) < 10 else 0.0 for c in completions]\n")
     cfg = _tiny(reward_funcs="correctness,my_rewards.py:brevity", reward_weights="1,0.5", overlong_buffer=0.25,
                 mu=2, export_trl=str(tmp_path / "s.py"), out=str(tmp_path / "run"))
-    summary = grpo.train(cfg)
+    summary = export_trl.write(cfg, cfg.export_trl)
     assert summary["export_trl"] == cfg.export_trl and not (tmp_path / "run").exists()
     text = Path(cfg.export_trl).read_text()
     assert "load_user_function('my_rewards.py:brevity')" in text
@@ -214,19 +215,28 @@ def test_local_dataset_and_missing_user_reward(tmp_path, monkeypatch):
     rows = [{"question": f"What is {a} + 1?", "answer": f"{a}+1\n#### {a + 1:,}"} for a in range(998, 1018)]
     (tmp_path / "rows.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     cfg = _tiny(task="gsm8k", dataset="rows.jsonl", export_trl="gsm.py")
-    grpo.train(cfg)
+    export_trl.write(cfg, cfg.export_trl)
     text = Path("gsm.py").read_text()
-    assert 'load_dataset("json", data_files=str(local_path(DATASET)), split="train")' in text
+    assert "math_problems.split('gsm8k', str(local_path(DATASET)), EVAL_SIZE, TRAIN_SIZE)" in text
     assert "SYSTEM_PROMPT = arithmetic.SYSTEM_PROMPT" in text
     data = _load_script(tmp_path / "gsm.py").train_dataset()
     assert len(data) == 16  # the last 20 // 5 rows are held out, as ladder does with a one-split file
     assert data[0]["answer"] == "999" and data[15]["answer"] == "1014"
     assert data[0]["prompt"][0] == {"role": "system", "content": grpo.arithmetic.SYSTEM_PROMPT}
+    # the evaluation the script names scores the rows held out of its training data
+    assert f"ladder.run eval --model @tiny-math --task gsm8k --dataset rows.jsonl --eval-size {cfg.eval_size}" in text
+    _, held_out = math_problems.split("gsm8k", "rows.jsonl", cfg.eval_size)
+    assert [p["answer"] for p in held_out] == ["1015", "1016", "1017", "1018"]
+    assert not {p["question"] for p in held_out} & {d["prompt"][1]["content"] for d in data}
 
     default = grpo.Config(export_trl="default.py")
-    grpo.train(default)
-    assert 'load_dataset("openai/gsm8k", "main", split="train")' in Path("default.py").read_text()
+    export_trl.write(default, default.export_trl)
+    assert "math_problems.split('gsm8k', DATASET, EVAL_SIZE, TRAIN_SIZE)" in Path("default.py").read_text()
+    assert "DATASET = 'openai/gsm8k'" in Path("default.py").read_text()
 
     with pytest.raises(UsageError, match="cannot load 'nowhere.py:fn'"):
-        grpo.train(_tiny(reward_funcs="correctness,nowhere.py:fn", export_trl="bad.py"))
+        export_trl.write(_tiny(reward_funcs="correctness,nowhere.py:fn"), "bad.py")
     assert not Path("bad.py").exists()
+    with pytest.raises(UsageError, match="--train-size 17 is more than the 16 training problems"):
+        export_trl.write(_tiny(task="gsm8k", dataset="rows.jsonl", train_size=17), "big.py")
+    assert not Path("big.py").exists()

@@ -23,12 +23,11 @@ from ladder import core, hub, rewards
 from ladder.distributed import Processes, launched_processes, process_device, weights_digest
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, lm_batch
-from ladder.rungs import lm_eval
 from ladder.rungs.grpo_options import ALGOS, LOSS_TYPES, PRESETS, Config, reward_weights, update_config, validate
 from ladder.rungs.grpo_rollout import Rollout, dynamic_sample, sample
 from ladder.runlog import UsageError, seed_everything
 from ladder.session import RunSession
-from ladder.tasks import arithmetic
+from ladder.tasks import math_eval, math_problems
 
 # The rung's options live in grpo_options; they are read from here too (grpo.Config, grpo.PRESETS, …).
 __all__ = ["ALGOS", "LOSS_TYPES", "PRESETS", "Config", "validate", "update_config", "reward_weights", "train",
@@ -37,27 +36,6 @@ NAME = "grpo"
 CURVES = {"reward": "reward (mean)", "eval_accuracy": "greedy accuracy (held-out)",
           "rewards/correctness/mean": "correctness reward", "kl_ref": "KL(π_θ‖π_ref)",
           "completions/mean_length": "completion length", "frac_reward_zero_std": "groups with zero spread"}
-
-
-def load_problems(cfg: Config) -> tuple[list[dict], list[dict]]:
-    """(training problems, fixed held-out evaluation problems)."""
-    if cfg.task == "arithmetic":
-        return arithmetic.train_eval_split(None, cfg.eval_size)
-    train = arithmetic.load_gsm8k(cfg.dataset, "train")
-    try:
-        held_out = arithmetic.load_gsm8k(cfg.dataset, "test", limit=cfg.eval_size)
-    except UsageError:
-        held_out = None
-    if held_out is None or held_out == train[:len(held_out)]:  # a local file has one split: hold out its tail
-        if len(train) < 2:
-            raise UsageError(f"--dataset {cfg.dataset}: need at least 2 rows to hold some out for evaluation")
-        cut = max(1, min(cfg.eval_size, len(train) // 5))
-        train, held_out = train[:-cut], train[-cut:]
-    return train, held_out
-
-
-def resolve_model(model: str) -> str:
-    return str(arithmetic.tiny_math_model()) if model == "@tiny-math" else model
 
 
 class ProblemStream:
@@ -215,7 +193,7 @@ def load_policy(cfg: Config, model_path: str, device: torch.device) -> tuple[Cau
 def held_out_accuracy(step: Step, held_out: list[dict]) -> float:
     """Greedy accuracy on the held-out problems, each process scoring its share."""
     procs, mine = step.procs, held_out[step.procs.rank::step.procs.world]
-    result = lm_eval.accuracy(step.policy, step.tokenizer, mine, step.system_prompt, step.cfg.max_new_tokens,
+    result = math_eval.accuracy(step.policy, step.tokenizer, mine, step.system_prompt, step.cfg.max_new_tokens,
                               procs.device)
     correct = round(result["accuracy"] * len(mine))
     return procs.gather(torch.tensor([correct], dtype=torch.float64)).sum().item() / len(held_out)
@@ -228,10 +206,6 @@ def train(cfg: Config) -> dict:
     ``ladder.distributed``); only the main process writes.
     """
     validate(cfg)
-    if cfg.export_trl:  # write the TRL script for this run and stop: no model loaded, no run directory
-        from ladder import export_trl
-
-        return export_trl.write(cfg, cfg.export_trl)
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     device = process_device(quant.check_device(cfg.device))
@@ -241,13 +215,12 @@ def train(cfg: Config) -> dict:
     if cfg.optim == "paged_adamw_8bit" and device.type != "cuda":
         raise UsageError("--optim paged_adamw_8bit needs a CUDA GPU; use --optim adamw on the CPU")
     seed_everything(cfg.seed)
-    system_prompt = cfg.system_prompt or (arithmetic.TINY_SYSTEM_PROMPT if cfg.task == "arithmetic"
-                                          else arithmetic.SYSTEM_PROMPT)
-    problems, held_out = load_problems(cfg)
-    problems = problems[:cfg.train_size] if cfg.train_size else problems
-    model_path = hub.resolve(resolve_model(cfg.model), "--model")
+    system_prompt = math_problems.system_prompt(cfg.task, cfg.system_prompt)
+    problems, held_out = math_problems.split(cfg.task, cfg.dataset, cfg.eval_size, cfg.train_size,
+                                             cfg.prompts_per_step)
+    model_path = hub.resolve(math_problems.resolve_model(cfg.model), "--model")
     tokenizer = quant.load_tokenizer(model_path)
-    lm_eval.check_context(tokenizer, quant.load_config(model_path), problems + held_out, system_prompt,
+    math_eval.check_context(tokenizer, quant.load_config(model_path), problems + held_out, system_prompt,
                           cfg.max_new_tokens)
     procs = Processes(device)  # after the tiny model is built and cached (see ladder.distributed)
     # The output directory is claimed (finished run? --overwrite? another run in it?) before the model loads.

@@ -1,7 +1,9 @@
-"""The fixed evaluation protocol for math problems: greedy decoding, rule-checked answers.
+"""The ``eval`` command: greedy accuracy of a model (and adapter) on a math task's held-out problems.
 
-``python -m ladder.run eval --task gsm8k --model PATH_OR_ID [--adapter DIR]`` runs it alone, so
-numbers before and after training are measured the same way.
+``python -m ladder.run eval --task gsm8k --model PATH_OR_ID [--adapter DIR]`` runs the task's fixed
+protocol (``ladder.tasks.math_eval``) on the problems a grpo run with the same ``--task``, ``--dataset``
+and ``--eval-size`` holds out (``ladder.tasks.math_problems.split``; a local file: its last rows), so
+numbers before and after training are measured the same way, on problems the run never trained on.
 """
 
 from __future__ import annotations
@@ -11,48 +13,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
 from ladder import hub
 from ladder.cli import Checked, Device, PathKind, Text, at_least, option
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy
 from ladder.runlog import UsageError, seed_everything
-from ladder.tasks import arithmetic
+from ladder.tasks import math_eval, math_problems
 
 NAME = "eval"
-
-
-@torch.no_grad()
-def accuracy(policy: CausalLMPolicy, tokenizer, problems: list[dict], system_prompt: str, max_new_tokens: int,
-             device, batch_size: int = 64) -> dict:
-    """Greedy accuracy and format rate on ``problems``, with the completions."""
-    completions = []
-    for start in range(0, len(problems), batch_size):
-        chunk = problems[start:start + batch_size]
-        prompts = [arithmetic.chat_prompt(tokenizer, p["question"], system_prompt) for p in chunk]
-        enc = tokenizer(prompts, return_tensors="pt", padding=True).to(device)
-        ids, mask = policy.generate(enc.input_ids, enc.attention_mask, max_new_tokens, tokenizer.pad_token_id,
-                                    tokenizer.eos_token_id, do_sample=False)
-        ids = torch.where(mask.bool(), ids, tokenizer.pad_token_id)
-        completions += tokenizer.batch_decode(ids, skip_special_tokens=True)
-    answers = [p["answer"] for p in problems]
-    correct = arithmetic.correctness_reward(completions, answers)
-    formatted = arithmetic.format_reward(completions, answers)
-    n = max(len(problems), 1)
-    return {"accuracy": sum(correct) / n, "format": sum(formatted) / n, "completions": completions}
-
-
-def check_context(tokenizer, config, problems: list[dict], system_prompt: str, max_new_tokens: int) -> None:
-    """A prompt plus its completion must fit the model's context window (checked before loading weights)."""
-    limit = getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
-    if limit is None:
-        return
-    longest = max(problems, key=lambda p: len(p["question"]))
-    prompt_len = len(tokenizer(arithmetic.chat_prompt(tokenizer, longest["question"], system_prompt)).input_ids)
-    if prompt_len + max_new_tokens > limit:
-        raise UsageError(f"a prompt of {prompt_len} tokens plus --max-new-tokens {max_new_tokens} exceeds the "
-                         f"model's context of {limit} tokens; lower --max-new-tokens or use shorter prompts")
 
 
 @dataclass
@@ -60,9 +28,10 @@ class Config(Checked):
     model: str = option("Qwen/Qwen2.5-0.5B-Instruct", "causal LM: hub id or local directory", Text())
     adapter: str | None = option(None, "a LoRA adapter directory saved by a grpo run (OUT/adapter)",
                                  PathKind("existing_dir"))
-    task: str = option("gsm8k", "gsm8k or arithmetic", choices=("gsm8k", "arithmetic"))
+    task: str = option("gsm8k", "gsm8k or arithmetic", choices=math_problems.TASKS)
     dataset: str = option("openai/gsm8k", "GSM8K hub id or a local .json/.jsonl", Text())
-    eval_size: int = option(200, "held-out problems", at_least(1))
+    eval_size: int = option(200, "held-out problems (as grpo holds them out; a one-split file: its last rows, "
+                                 "at most a fifth of them)", at_least(1))
     max_new_tokens: int = option(256, "completion length limit", at_least(1))
     system_prompt: str | None = option(None, "system prompt (default: the task's)", Text())
     qlora: bool = option(False, "load the base in 4-bit nf4")
@@ -76,19 +45,13 @@ PRESETS = {"tiny": {"model": "@tiny-math", "task": "arithmetic", "max_new_tokens
 
 def train(cfg: Config) -> dict:
     """Evaluate (nothing is trained): greedy accuracy on the task's fixed held-out problems."""
-    from ladder.rungs.grpo import resolve_model
-
     seed_everything(cfg.seed)
     device = quant.check_device(cfg.device)
-    if cfg.task == "arithmetic":
-        _, problems = arithmetic.train_eval_split(None, cfg.eval_size)
-        system_prompt = cfg.system_prompt or arithmetic.TINY_SYSTEM_PROMPT
-    else:
-        problems = arithmetic.load_gsm8k(cfg.dataset, "test", limit=cfg.eval_size)
-        system_prompt = cfg.system_prompt or arithmetic.SYSTEM_PROMPT
-    model_path = hub.resolve(resolve_model(cfg.model), "--model")
+    _, problems = math_problems.split(cfg.task, cfg.dataset, cfg.eval_size)
+    system_prompt = math_problems.system_prompt(cfg.task, cfg.system_prompt)
+    model_path = hub.resolve(math_problems.resolve_model(cfg.model), "--model")
     tokenizer = quant.load_tokenizer(model_path)
-    check_context(tokenizer, quant.load_config(model_path), problems, system_prompt, cfg.max_new_tokens)
+    math_eval.check_context(tokenizer, quant.load_config(model_path), problems, system_prompt, cfg.max_new_tokens)
     model = quant.load_causal_lm(model_path, device, qlora=cfg.qlora, new_adapter=False)
     if cfg.adapter is not None:
         from peft import PeftModel
@@ -97,7 +60,7 @@ def train(cfg: Config) -> dict:
             raise UsageError(f"--adapter {cfg.adapter}: no adapter_config.json there")
         model = PeftModel.from_pretrained(model, cfg.adapter)
     t0 = time.perf_counter()
-    result = accuracy(CausalLMPolicy(model), tokenizer, problems, system_prompt, cfg.max_new_tokens, device)
+    result = math_eval.accuracy(CausalLMPolicy(model), tokenizer, problems, system_prompt, cfg.max_new_tokens, device)
     summary = {"rung": NAME, "model": cfg.model, "adapter": cfg.adapter, "task": cfg.task,
                "problems": len(problems), "accuracy": result["accuracy"], "format": result["format"],
                "wall_s": time.perf_counter() - t0}

@@ -2,6 +2,8 @@
 
 A problem is ``{"question": str, "answer": str}`` where ``answer`` is the gold number as text.
 The model is asked to reason and to end with a line ``#### <number>`` (GSM8K's own format).
+Which problems train and which are held out is ``ladder.tasks.math_problems`` (GSM8K's loading
+included); the evaluation protocol is ``ladder.tasks.math_eval``.
 
 Reward functions have TRL's shape, ``fn(completions, answers) -> list[float]``, and each is logged
 under its own name.
@@ -9,12 +11,9 @@ under its own name.
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from pathlib import Path
-
-from ladder.runlog import UsageError
 
 SYSTEM_PROMPT = ("You are a careful math tutor. Reason step by step, then give the final answer on its own "
                  "last line in the form '#### <number>'.")
@@ -97,7 +96,8 @@ def synthetic_problem(a: int, b: int) -> dict:
 
 def train_eval_split(n_train: int | None = None, n_eval: int = 200, seed: int = 0) -> tuple[list[dict], list[dict]]:
     """All 8,100 sums of two 2-digit numbers, shuffled once: the first ``n_eval`` are held out for
-    evaluation (never trained on), the rest (or ``n_train`` of them) are for training."""
+    evaluation (never trained on), the rest (or ``n_train`` of them) are for training — the arithmetic
+    task's rule in ``math_problems.split``."""
     pairs = [(a, b) for a in range(10, 100) for b in range(10, 100)]
     random.Random(seed).shuffle(pairs)
     problems = [synthetic_problem(a, b) for a, b in pairs]
@@ -108,44 +108,6 @@ def train_eval_split(n_train: int | None = None, n_eval: int = 200, seed: int = 
 def solution_text(problem: dict) -> str:
     """The completion a model should produce: the worked columns, then the final-answer line."""
     return problem["solution"]
-
-
-# --- GSM8K ------------------------------------------------------------------------------------
-
-def _rows_from_file(path: Path) -> list[dict]:
-    text = path.read_text()
-    try:
-        if path.suffix == ".jsonl":
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
-        data = json.loads(text)
-        return data if isinstance(data, list) else data.get("train", data.get("rows", []))
-    except (ValueError, AttributeError) as e:
-        raise UsageError(f"--dataset {path}: not valid JSON/JSONL ({e.__class__.__name__})") from None
-
-
-def load_gsm8k(dataset: str = "openai/gsm8k", split: str = "train", limit: int | None = None) -> list[dict]:
-    """GSM8K as problems: from the hub through ``datasets`` or from a local .json/.jsonl file
-    whose rows have 'question' and 'answer' (the answer ending in '#### N')."""
-    path = Path(dataset)
-    if path.is_file():
-        rows = _rows_from_file(path)
-    else:
-        from ladder.hub import resolve
-
-        source = resolve(dataset, "--dataset", kind="dataset")
-        try:
-            from datasets import load_dataset
-
-            rows = list(load_dataset(source, "main", split=split))
-        except Exception as e:  # noqa: BLE001 - unknown id, no such split, bad files: one message
-            raise UsageError(f"--dataset {dataset!r}: cannot load split {split!r} ({e.__class__.__name__}); "
-                             f"pass a local .jsonl file with question/answer rows, or use --preset tiny") from None
-    if not rows:
-        raise UsageError(f"--dataset {dataset}: no rows")
-    if not all(isinstance(r, dict) and "question" in r and "answer" in r for r in rows):
-        raise UsageError(f"--dataset {dataset}: every row needs 'question' and 'answer' fields")
-    problems = [{"question": r["question"], "answer": gold_answer(str(r["answer"]))} for r in rows]
-    return problems[:limit] if limit else problems
 
 
 # --- the tiny instruct model (offline) --------------------------------------------------------

@@ -1,0 +1,144 @@
+"""The math tasks' data: which problems train and which are held out — one rule for every command.
+
+    arithmetic   ladder's 8,100 synthetic sums of two 2-digit numbers (offline; ladder.tasks.arithmetic)
+    gsm8k        GSM8K word problems: a hub id (train and test splits) or a local .json/.jsonl (one split)
+
+``split`` is the rule: the grpo rung trains on its first list and evaluates on its second, the ``eval``
+command (``python -m ladder.run eval``) scores the same second list, and the script ``--export-trl`` writes
+trains on the same first list. ``resolve_model`` turns the ``@tiny-math`` alias into the cached tiny model.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ladder.runlog import UsageError
+from ladder.tasks import arithmetic
+
+TASKS = ("gsm8k", "arithmetic")
+TINY_MODEL = "@tiny-math"
+SYSTEM_PROMPTS = {"gsm8k": arithmetic.SYSTEM_PROMPT, "arithmetic": arithmetic.TINY_SYSTEM_PROMPT}
+ARITHMETIC_PROBLEMS = 90 * 90  # every sum of two 2-digit numbers
+HELD_OUT_FRACTION = 5  # a one-split dataset holds out at most 1/5 of its rows
+
+
+def resolve_model(model: str) -> str:
+    """``@tiny-math`` → the directory of ladder's cached tiny instruct model (built on first use); any other
+    name (hub id, local directory) as given."""
+    return str(arithmetic.tiny_math_model()) if model == TINY_MODEL else model
+
+
+def system_prompt(task: str, given: str | None = None) -> str:
+    """``given`` (``--system-prompt``), or the task's own when none (or an empty one) is given."""
+    return given or SYSTEM_PROMPTS[task]
+
+
+# --- GSM8K ------------------------------------------------------------------------------------
+
+def _rows_from_file(path: Path) -> list[dict]:
+    text = path.read_text()
+    try:
+        if path.suffix == ".jsonl":
+            return [json.loads(line) for line in text.splitlines() if line.strip()]
+        data = json.loads(text)
+        return data if isinstance(data, list) else data.get("train", data.get("rows", []))
+    except (ValueError, AttributeError) as e:
+        raise UsageError(f"--dataset {path}: not valid JSON/JSONL ({e.__class__.__name__})") from None
+
+
+def load_gsm8k(dataset: str = "openai/gsm8k", split: str = "train", limit: int | None = None) -> list[dict]:
+    """GSM8K as problems: from the hub through ``datasets`` or from a local .json/.jsonl file
+    whose rows have 'question' and 'answer' (the answer ending in '#### N'). A file has one split:
+    ``split`` is ignored for it (``split()`` below holds out its tail)."""
+    path = Path(dataset)
+    if path.is_file():
+        rows = _rows_from_file(path)
+    else:
+        from ladder.hub import resolve
+
+        source = resolve(dataset, "--dataset", kind="dataset")
+        try:
+            from datasets import load_dataset
+
+            rows = list(load_dataset(source, "main", split=split))
+        except Exception as e:  # noqa: BLE001 - unknown id, no such split, bad files: one message
+            raise UsageError(f"--dataset {dataset!r}: cannot load split {split!r} ({e.__class__.__name__}); "
+                             f"pass a local .jsonl file with question/answer rows, or use --preset tiny") from None
+    if not rows:
+        raise UsageError(f"--dataset {dataset}: no rows")
+    if not all(isinstance(r, dict) and "question" in r and "answer" in r for r in rows):
+        raise UsageError(f"--dataset {dataset}: every row needs 'question' and 'answer' fields")
+    problems = [{"question": r["question"], "answer": arithmetic.gold_answer(str(r["answer"]))} for r in rows]
+    return problems[:limit] if limit else problems
+
+
+def hold_out_tail(problems: list[dict], eval_size: int, dataset: str) -> tuple[list[dict], list[dict]]:
+    """One split: (its head, its last ``min(eval_size, n // 5)`` rows, at least one) — at most a fifth is held
+    out, so at least four fifths train whatever ``--eval-size`` says; two rows at least."""
+    if len(problems) < 2:
+        raise UsageError(f"--dataset {dataset}: {len(problems)} row, nothing left to train on; a dataset with one "
+                         f"split holds out its last rows for evaluation (up to --eval-size, at most a fifth) and "
+                         f"needs at least 2")
+    cut = max(1, min(eval_size, len(problems) // HELD_OUT_FRACTION))
+    return problems[:-cut], problems[-cut:]
+
+
+# --- the rule ---------------------------------------------------------------------------------
+
+def split(task: str, dataset: str | None, eval_size: int, train_size: int = 0,
+          prompts_per_step: int = 1) -> tuple[list[dict], list[dict]]:
+    """(training problems, held-out evaluation problems) of ``task``, never overlapping.
+
+    - ``arithmetic``: the 8,100 sums shuffled once (seed 0); the first ``eval_size`` are held out, the rest
+      train. ``eval_size`` may be at most 8,099 (one sum at least must be left to train on).
+    - ``gsm8k`` with a train and a test split (the hub's GSM8K): the train split trains, the first
+      ``eval_size`` problems of the test split (all of them if fewer) are held out.
+    - ``gsm8k`` with one split (a local .json/.jsonl file, or a hub dataset without a test split): its
+      last ``min(eval_size, rows // 5)`` rows, at least one, are held out and the rows before them train —
+      at most a fifth is held out, so a 5-row file with ``--eval-size 200`` trains on 4 and evaluates on 1.
+      Such a dataset needs at least 2 rows.
+
+    ``dataset`` is ignored for ``arithmetic``. ``train_size`` (0: all) keeps the first ``train_size``
+    training problems and may not exceed their number; ``prompts_per_step`` (one update's prompts) may not
+    exceed the training problems kept either. A size that does not fit the data is a ``UsageError``
+    naming the flag and the largest value that fits.
+    """
+    if task == "arithmetic":
+        if eval_size >= ARITHMETIC_PROBLEMS:
+            raise UsageError(f"--eval-size {eval_size} leaves no problem to train on: the arithmetic task has "
+                             f"{ARITHMETIC_PROBLEMS:,} sums; hold out at most {ARITHMETIC_PROBLEMS - 1:,}")
+        train, held_out = arithmetic.train_eval_split(None, eval_size)
+        where = f"of the arithmetic task ({ARITHMETIC_PROBLEMS:,} sums, {len(held_out)} held out)"
+    elif task == "gsm8k":
+        train, held_out, where = _gsm8k_split(dataset, eval_size)
+    else:
+        raise UsageError(f"--task {task!r}: choose one of {', '.join(TASKS)}")
+    if train_size > len(train):
+        raise UsageError(f"--train-size {train_size} is more than the {len(train)} training problems {where}; "
+                         f"use at most {len(train)}, or 0 for all")
+    if train_size:
+        train = train[:train_size]
+    if not train:  # every loader above refuses this already; one line, should a new one not
+        raise UsageError(f"no training problems {where}")
+    if prompts_per_step > len(train):
+        raise UsageError(f"--prompts-per-step {prompts_per_step} is more than the {len(train)} training problems "
+                         f"{where}; use at most {len(train)}" + (" or a larger --train-size" if train_size else ""))
+    return train, held_out
+
+
+def _gsm8k_split(dataset: str, eval_size: int) -> tuple[list[dict], list[dict], str]:
+    if Path(dataset).is_file():
+        problems = load_gsm8k(dataset)
+        train, held_out = hold_out_tail(problems, eval_size, dataset)
+        return train, held_out, f"in --dataset {dataset} ({len(problems)} rows, the last {len(held_out)} held out)"
+    train = load_gsm8k(dataset, "train")
+    try:
+        held_out = load_gsm8k(dataset, "test", limit=eval_size)
+    except UsageError:
+        held_out = None
+    if held_out is None or held_out == train[:len(held_out)]:  # one split after all: hold out its tail
+        rows = len(train)
+        train, held_out = hold_out_tail(train, eval_size, dataset)
+        return train, held_out, f"in --dataset {dataset} ({rows} rows, the last {len(held_out)} held out)"
+    return train, held_out, f"in the train split of --dataset {dataset}"
