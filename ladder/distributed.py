@@ -108,9 +108,10 @@ class Processes:
             return policy
         from torch.nn.parallel import DistributedDataParallel
 
-        frozen = [n for n, p in policy.named_parameters() if not p.requires_grad] + [n for n, _ in
-                                                                                    policy.named_buffers()]
-        DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(policy, frozen)
+        from ladder.patches import ddp_ignores
+
+        ddp_ignores(policy, [n for n, p in policy.named_parameters() if not p.requires_grad] +
+                    [n for n, _ in policy.named_buffers()])
         ddp = DistributedDataParallel(policy, device_ids=[self.device.index] if self.device.type == "cuda" else None,
                                       broadcast_buffers=False)
         return DataParallelPolicy(policy, ddp)

@@ -10,7 +10,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+import warnings
+from contextlib import contextmanager
 from pathlib import Path
+
+import torch
+from torch import Tensor, nn
 
 TRANSFORMERS_TESTED = "5.24"  # the newest transformers these patches were checked against
 
@@ -37,6 +42,81 @@ def cache_of(output):
     """The key/value cache a forward with ``use_cache=True`` returned."""
     return getattr(output, cache_arg())
 
+
+
+# --- transformers: a prompt cache shared by the completions (ladder.policies.causal_lm) ---------
+
+def read_only_cache(keys_values: tuple[Tensor, ...], rows: Tensor):
+    """A cache holding the prompts' keys and values for each row (``rows``: the row's prompt) that the
+    forward reads and never writes: layer ℓ attends to [prompt keys ‖ the completion's own keys].
+
+    Private API: each cache layer's ``update`` is replaced, so the forward of the completions (run again
+    by activation checkpointing in the backward) never appends to the shared prompt cache."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache()
+    for layer_idx in range(len(keys_values) // 2):
+        cache.update(keys_values[2 * layer_idx][rows], keys_values[2 * layer_idx + 1][rows], layer_idx)
+    for layer in cache.layers:
+        def read(key_states, value_states, *args, layer=layer, **kwargs):
+            return torch.cat([layer.keys, key_states], dim=-2), torch.cat([layer.values, value_states], dim=-2)
+        layer.update = read
+    return cache
+
+
+@contextmanager
+def cache_survives_checkpointing(decoder: nn.Module):
+    """Checkpointed layers drop a cache unless they declare that they only read it (ours do).
+
+    Private API: transformers' ``GradientCheckpointingLayer`` checks ``_can_checkpoint_with_cache``."""
+    layers = [m for m in decoder.modules() if hasattr(type(m), "_can_checkpoint_with_cache")]
+    for layer in layers:
+        layer._can_checkpoint_with_cache = True
+    try:
+        yield
+    finally:
+        for layer in layers:
+            del layer._can_checkpoint_with_cache
+
+
+# --- peft ------------------------------------------------------------------------------------------
+
+@contextmanager
+def peft_wraps_quietly():
+    """peft 0.21 reads ``model.is_gradient_checkpointing``, which transformers 5 renamed to
+    ``is_activation_checkpointing``: every ``get_peft_model`` and ``PeftModel.from_pretrained`` would
+    print a FutureWarning about peft's own code. Wrap and load adapters inside this."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        yield
+
+
+# --- bitsandbytes ----------------------------------------------------------------------------------
+
+def keep_4bit_training_layout(model: nn.Module) -> None:
+    """bitsandbytes repacks 4-bit weights for fast CPU *inference* on the first no-grad forward; the
+    repacked layout breaks a later forward with gradients, so keep the training layout (private flag
+    ``support_avx512bf16_for_cpu`` of its 4-bit layers)."""
+    for module in model.modules():
+        if hasattr(module, "support_avx512bf16_for_cpu"):
+            module.support_avx512bf16_for_cpu = False
+
+
+# --- torch -----------------------------------------------------------------------------------------
+
+def ddp_ignores(policy: nn.Module, names: list[str]) -> None:
+    """DistributedDataParallel neither syncs nor waits for these parameters and buffers (the frozen base,
+    π_ref's adapter): private API, the one DDP offers for it."""
+    from torch.nn.parallel import DistributedDataParallel
+
+    DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(policy, names)
+
+
+def open_progress_bars() -> list:
+    """tqdm's open bars (its private ``_instances``), to close them before a one-line error."""
+    from tqdm import tqdm
+
+    return list(getattr(tqdm, "_instances", ()))
 
 DEPRECATION = re.compile(r"(FutureWarning|DeprecationWarning|PendingDeprecationWarning)\b|\bdeprecated\b", re.I)
 WATCHED = ("transformers", "peft", "accelerate", "bitsandbytes")

@@ -80,9 +80,9 @@ def make_config(name: str, rung, argv: list[str]):
 
 def _close_progress_bars() -> None:
     """Erase any open progress bar, so an error message starts on a clean line and stays one line."""
-    from tqdm import tqdm
+    from ladder.patches import open_progress_bars
 
-    for bar in list(getattr(tqdm, "_instances", ())):
+    for bar in open_progress_bars():
         bar.leave = False
         bar.close()
 

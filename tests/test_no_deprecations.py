@@ -33,24 +33,29 @@ def test_the_cache_travels_under_the_name_this_transformers_expects():
     assert cache_arg() in BaseModelOutputWithPast.__dataclass_fields__
 
 
-def _run(*args, tmp_path) -> str:
+def _run(*args, tmp_path, out: str = "run") -> str:
     env = {**os.environ, "PYTHONWARNINGS": "default"}  # DeprecationWarnings are hidden outside __main__ otherwise
-    result = subprocess.run([sys.executable, "-m", "ladder.run", *args, "--out", str(tmp_path / "run"),
-                             "--no-progress"], capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    progress = ["--no-progress"] if args[0] != "eval" else []
+    result = subprocess.run([sys.executable, "-m", "ladder.run", *args, "--out", str(tmp_path / out), *progress],
+                            capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("qlora", [False, True], ids=["full", "qlora"])
-def test_a_tiny_grpo_run_prints_no_library_deprecation(tmp_path, qlora):
+@pytest.mark.parametrize("qlora", [False, True], ids=["lora", "qlora"])
+def test_a_tiny_grpo_run_and_the_eval_of_its_adapter_print_no_library_deprecation(tmp_path, qlora):
     arithmetic.tiny_math_model()  # built once into the cache, outside the run's output
-    output = _run("grpo", "--preset", "tiny", "--steps", "2", "--eval-size", "8", "--print-samples", "1",
-                  "--qlora" if qlora else "--no-qlora", tmp_path=tmp_path)
+    flag = "--qlora" if qlora else "--no-qlora"
+    output = _run("grpo", "--preset", "tiny", "--steps", "2", "--eval-size", "8", "--print-samples", "1", flag,
+                  tmp_path=tmp_path)
+    output += _run("eval", "--preset", "tiny", "--eval-size", "4", flag, "--adapter", str(tmp_path / "run/adapter"),
+                   tmp_path=tmp_path, out="eval")
     assert library_deprecations(output) == []
 
 
-def test_a_tiny_ppo_sentiment_run_prints_no_library_deprecation(tmp_path):
+@pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
+def test_a_tiny_ppo_sentiment_run_prints_no_library_deprecation(tmp_path, lora):
     sentiment.tiny_model_path()
     output = _run("ppo-sentiment", "--preset", "tiny", "--num-updates", "2", "--batch-size", "16",
-                  "--num-eval-prompts", "4", tmp_path=tmp_path)
+                  "--num-eval-prompts", "4", "--lora" if lora else "--no-lora", tmp_path=tmp_path)
     assert library_deprecations(output) == []

@@ -32,7 +32,7 @@ from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
 from ladder.core import Batch, soft_update
-from ladder.patches import cache_of, with_cache
+from ladder.patches import cache_of, cache_survives_checkpointing, read_only_cache, with_cache
 from ladder.policies import quant
 
 REFERENCE_ADAPTER = "ref"
@@ -135,8 +135,8 @@ class CausalLMPolicy(nn.Module):
             keys_values = checkpoint(_prompt_keys_values, model, *prompt, use_reentrant=False)
         else:
             keys_values = _prompt_keys_values(model, *prompt)
-        cache = _read_only_cache(keys_values, rows)
-        with _cache_survives_checkpointing(decoder):
+        cache = read_only_cache(keys_values, rows)
+        with cache_survives_checkpointing(decoder):
             out = decoder(input_ids=input_ids[:, P - 1:], attention_mask=attention_mask,
                           position_ids=positions[:, P - 1:], use_cache=False, **with_cache(cache))
         return out[0][:, :T]
@@ -299,34 +299,6 @@ def _prompt_keys_values(model: nn.Module, input_ids: Tensor, attention_mask: Ten
         cache = cache_of(model.get_decoder()(input_ids=input_ids, attention_mask=attention_mask,
                                              position_ids=positions, use_cache=True))
     return tuple(t for layer in cache.layers for t in (layer.keys, layer.values))
-
-
-def _read_only_cache(keys_values: tuple[Tensor, ...], rows: Tensor):
-    """A cache holding the prompts' keys and values for each row (``rows``: the row's prompt) that the
-    forward reads and never writes: layer ℓ attends to [prompt keys ‖ the completion's own keys]."""
-    from transformers import DynamicCache
-
-    cache = DynamicCache()
-    for layer_idx in range(len(keys_values) // 2):
-        cache.update(keys_values[2 * layer_idx][rows], keys_values[2 * layer_idx + 1][rows], layer_idx)
-    for layer in cache.layers:
-        def read(key_states, value_states, *args, layer=layer, **kwargs):
-            return torch.cat([layer.keys, key_states], dim=-2), torch.cat([layer.values, value_states], dim=-2)
-        layer.update = read
-    return cache
-
-
-@contextmanager
-def _cache_survives_checkpointing(decoder: nn.Module):
-    """Checkpointed layers drop a cache unless they declare that they only read it (ours do)."""
-    layers = [m for m in decoder.modules() if hasattr(type(m), "_can_checkpoint_with_cache")]
-    for layer in layers:
-        layer._can_checkpoint_with_cache = True
-    try:
-        yield
-    finally:
-        for layer in layers:
-            del layer._can_checkpoint_with_cache
 
 
 def _checkpointing(model: nn.Module) -> bool:

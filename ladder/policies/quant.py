@@ -10,11 +10,11 @@ from __future__ import annotations
 import copy
 import ctypes
 import logging
-import warnings
 from contextlib import contextmanager
 
 import torch
 
+from ladder.patches import keep_4bit_training_layout, peft_wraps_quietly
 from ladder.runlog import UsageError
 
 # bitsandbytes logs a hint about an optional faster CPU kernel package at import; training is correct without it.
@@ -100,19 +100,14 @@ def load_causal_lm(model_id: str, device: torch.device, *, qlora: bool = False, 
         # to float32 would double the embedding's memory and the activations'); peft keeps the adapters in
         # float32. Non-reentrant checkpointing needs no input-gradient hooks.
         model.requires_grad_(False)
-        for module in model.modules():
-            # bitsandbytes repacks 4-bit weights for fast CPU *inference* on the first no-grad forward;
-            # the repacked layout breaks a later forward with gradients, so keep the training layout.
-            if hasattr(module, "support_avx512bf16_for_cpu"):
-                module.support_avx512bf16_for_cpu = False
+        keep_4bit_training_layout(model)
     if gradient_checkpointing:
         # Non-reentrant: gradients reach adapters inside checkpointed blocks without input hooks.
         model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     if (qlora or lora) and new_adapter:
         from peft import get_peft_model
 
-        with warnings.catch_warnings():  # peft reads an attribute transformers 5 has renamed
-            warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
+        with peft_wraps_quietly():
             model = get_peft_model(model, lora_config(lora_r, lora_alpha))
     return model
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ladder import hub
 from ladder.cli import Checked, Device, PathKind, Text, at_least, option
+from ladder.patches import peft_wraps_quietly
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy
 from ladder.runlog import UsageError, seed_everything
@@ -58,7 +59,8 @@ def train(cfg: Config) -> dict:
 
         if not (Path(cfg.adapter) / "adapter_config.json").exists():
             raise UsageError(f"--adapter {cfg.adapter}: no adapter_config.json there")
-        model = PeftModel.from_pretrained(model, cfg.adapter)
+        with peft_wraps_quietly():
+            model = PeftModel.from_pretrained(model, cfg.adapter)
     t0 = time.perf_counter()
     result = math_eval.accuracy(CausalLMPolicy(model), tokenizer, problems, system_prompt, cfg.max_new_tokens, device)
     summary = {"rung": NAME, "model": cfg.model, "adapter": cfg.adapter, "task": cfg.task,

@@ -33,6 +33,7 @@ import torch
 from ladder import core
 from ladder.cli import RunOptions, Text, at_least, interval, non_negative, option, positive, probability
 from ladder.distributed import Processes, launched_processes, process_device, weights_digest
+from ladder.patches import peft_wraps_quietly
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, is_peft, lm_batch
 from ladder.runlog import UsageError, seed_everything
 from ladder.session import RunSession
@@ -134,7 +135,8 @@ def build_policy(cfg: Config, model) -> CausalLMPolicy:
 
         lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, target_modules="all-linear",
                           task_type="CAUSAL_LM")
-        model = get_peft_model(model, lora)
+        with peft_wraps_quietly():
+            model = get_peft_model(model, lora)
         policy = CausalLMPolicy(model, value_head=True, temperature=cfg.temperature, chunk_size=cfg.chunk_size)
     else:
         policy = CausalLMPolicy(model, value_head=True, temperature=cfg.temperature, chunk_size=cfg.chunk_size,
