@@ -25,7 +25,7 @@ from ladder.cli import show_progress
 from ladder.distributed import Processes, launched_processes, process_device, weights_digest
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
-from ladder.rungs import lm_eval
+from ladder.rungs import grpo_options, lm_eval
 from ladder.rungs.grpo_options import ALGOS, LOSS_TYPES, PRESETS, Config, reward_weights, update_config, validate
 from ladder.rungs.grpo_rollout import Rollout, dynamic_sample, sample
 from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, seed_everything, set_rng_state
@@ -287,8 +287,10 @@ def _advantages_and_update(policy, optimizer, update_cfg: core.UpdateConfig, cfg
     loss_mask = mask * (~rollout.truncated).to(device)[:, None] if cfg.mask_truncated else mask
     batch.mask = loss_mask.float()
     batch.advantages = advantages.to(device)[:, None] * loss_mask
-    # DAPO normalises by the active tokens of the whole batch, shared out over the processes.
-    num_tokens = procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
+    # The loss's constant normaliser: the active tokens of the whole batch, shared out over the processes
+    # (dapo, cispo), or this process's rows × --max-new-tokens (dr_grpo).
+    active_tokens = procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
+    num_tokens = grpo_options.loss_normaliser(cfg.loss_type, len(batch), cfg.max_new_tokens, active_tokens)
     update_started = time.perf_counter()
     passes = core.update(policy, batch, optimizer, update_cfg, num_tokens=num_tokens)
     timings = {"time/reference_s": reference_done - started, "time/update_s": time.perf_counter() - update_started}
