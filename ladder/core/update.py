@@ -20,7 +20,7 @@ A policy is anything with ``evaluate(batch) -> (logp, entropy | None, values | N
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import torch
@@ -181,6 +181,7 @@ def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: 
     share N / M. With P processes each holding part of the batch, N is this process's part of the
     whole, so that the gradients the processes average add up to one process's on the whole batch.
     The averaging aggregations ignore it (None).
+    ``batch`` is left as it was: π_old, when it has to be recorded, goes into a copy.
     A minibatch whose loss or gradient is not finite changes nothing: its step is skipped and
     counted in ``skipped_steps``; so is a step that would leave a weight non-finite (it is undone).
     """
@@ -189,7 +190,7 @@ def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: 
     if len(batch) % cfg.num_minibatches:
         raise ValueError(f"batch of {len(batch)} rows cannot be split into {cfg.num_minibatches} minibatches")
     if batch.old_logp is None and (cfg.mu > 1 or cfg.num_minibatches > 1):
-        batch.old_logp = _record_old_logp(policy, batch, cfg.num_minibatches)
+        batch = replace(batch, old_logp=_record_old_logp(policy, batch, cfg.num_minibatches))
     tokens_per_minibatch = None if num_tokens is None else num_tokens / cfg.num_minibatches
     params = _trainable(optimizer)
     max_norm = cfg.max_grad_norm if cfg.max_grad_norm is not None else math.inf
