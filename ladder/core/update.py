@@ -197,7 +197,7 @@ def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: 
 
     passes = []
     for k in range(cfg.mu):
-        acc: dict[str, list[float]] = {}
+        steps = []
         critic = []
         for mb in batch.minibatches(cfg.num_minibatches, generator):
             loss, step, tensors = compute_loss(policy, mb, cfg, tokens_per_minibatch)
@@ -216,13 +216,10 @@ def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: 
             step["skipped_steps"] = float(skipped)
             if tensors["values"] is not None and tensors["returns"] is not None:
                 critic.append((tensors["values"], tensors["returns"], tensors["mask"]))
-            for key, value in step.items():
-                acc.setdefault(key, []).append(value)
+            steps.append(step)
 
-        record = {key: sum(v) / len(v) for key, v in acc.items()}
-        record["skipped_steps"] = sum(acc["skipped_steps"])
-        record["ratio_min"] = min(acc["ratio_min"])
-        record["ratio_max"] = max(acc["ratio_max"])
+        record = stats.reduce_stats(steps)
+        record["skipped_steps"] = sum(step["skipped_steps"] for step in steps)  # a count of steps, not an average
         if critic:
             v, r, m = (torch.cat([c[i].reshape(-1) for c in critic]) for i in range(3))
             record["explained_variance"] = stats.explained_variance(v, r, m)
