@@ -4,33 +4,32 @@ Every loss so far is ``[B, T]``, one value per action, and padding must not coun
 is a real design choice: it decides how much a long completion weighs against a short one.
 
     token_mean           Σ m·x / Σ m                   every real action counts once
-    seq_mean_token_mean  (1/B) Σ_b [Σ_t m·x / Σ_t m]   GRPO's "grpo": every sequence counts once
+    seq_mean_token_mean  (1/B) Σ_b [Σ_t m·x / Σ_t m]   GRPO: every sequence counts once
                                                        (an empty row contributes 0, still counts in B)
-    dr_grpo              Σ m·x / num_tokens            Dr. GRPO: a constant normaliser, no length bias:
-                                                       the generation budget B · L_max, given
-                                                       (num_tokens None: B · T, the padded batch)
-    dapo                 Σ m·x / num_tokens            DAPO: the whole batch's real-token count, given
-                                                       (num_tokens None: same as token_mean)
+    sum_over_constant    Σ m·x / num_tokens            a constant the caller computes, no length bias:
+                                                       Dr. GRPO's generation budget B · L_max, or
+                                                       DAPO's real-token count of the whole batch
 
     per_action  [B, T]  the loss per action (padding may hold anything, even inf or nan)
     mask        [B, T]  1 for real actions
-    mode        str     one of the four above
-    num_tokens  float   dr_grpo's budget B · L_max or dapo's token count (use at least 1)
+    mode        str     one of the three above
+    num_tokens  float   sum_over_constant's constant (divide by at least 1); required there (None:
+                        raise ValueError), ignored by the two means
     result      []      a scalar tensor, with gradient
 
 Careful: inf · 0 is nan. Select the real entries (``torch.where``) rather than multiplying by the mask,
 and never divide by 0 (a row or a batch without real actions).
 
     >>> x = torch.tensor([[1., 2., 3.], [4., 99., 99.]]); m = torch.tensor([[1., 1., 1.], [1., 0., 0.]])
-    >>> [round(aggregate(x, m, mode).item(), 4) for mode in ("token_mean", "seq_mean_token_mean", "dr_grpo")]
-    [2.5, 3.0, 1.6667]
-    >>> aggregate(x, m, "dapo", num_tokens=8.0)
+    >>> [round(aggregate(x, m, mode).item(), 4) for mode in ("token_mean", "seq_mean_token_mean")]
+    [2.5, 3.0]
+    >>> aggregate(x, m, "sum_over_constant", num_tokens=8.0)    # DAPO: 8 real tokens in the whole batch
     tensor(1.2500)
 
-With a budget of L_max = 5 new tokens per completion, dr_grpo divides by B · L_max = 2 · 5 = 10, not by
+With a budget of L_max = 5 new tokens per completion, Dr. GRPO divides by B · L_max = 2 · 5 = 10, not by
 the padded B · T = 6 (T is only the longest completion of this batch, and changes from batch to batch):
 
-    >>> aggregate(x, m, "dr_grpo", num_tokens=2 * 5.0)
+    >>> aggregate(x, m, "sum_over_constant", num_tokens=2 * 5.0)
     tensor(1.)
 
 Mirrors ``ladder.core.aggregate``. Grade it: ``pytest exercises/``; once it passes,
@@ -45,5 +44,5 @@ from torch import Tensor
 
 def aggregate(per_action: Tensor, mask: Tensor, mode: str = "token_mean",
               num_tokens: float | None = None) -> Tensor:
-    """The masked average of a per-action loss, in one of four modes."""
+    """The masked average of a per-action loss, in one of three modes."""
     raise NotImplementedError

@@ -10,7 +10,8 @@ Every process holds the same weights. In each update every process samples and s
 share of the prompts; the rewards are gathered, so advantages are computed on whole groups (and
 on the whole batch for ``--scale-rewards batch``); DistributedDataParallel averages the gradients
 during the backward pass, so every process takes the identical optimiser step; statistics are
-averaged over the processes; only the main process writes files and prints.
+combined over the processes (the mean, or what ``core.stats.REDUCTIONS`` names); only the main process
+writes files and prints.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import os
 
 import torch
 from torch import Tensor, nn
+
+from ladder.core.stats import reduce_stats
 
 
 def launched_processes() -> int:
@@ -81,18 +84,14 @@ class Processes:
         return out
 
     def mean(self, record: dict) -> dict:
-        """Average numeric statistics over the processes (``*_min`` keys: minimum, ``*_max``: maximum)."""
+        """Numeric statistics combined over the processes by ``core.stats.reduce_stats``: the mean, or the
+        reduction its table ``REDUCTIONS`` names (``ratio_min``: minimum, ...). Other values stay this process's."""
         if self.world == 1:
             return record
         keys = sorted(k for k, v in record.items() if isinstance(v, (int, float)) and not isinstance(v, bool))
         values = torch.tensor([float(record[k]) for k in keys], dtype=torch.float64)
         stacked = self.gather(values[None]).view(self.world, -1)
-        out = dict(record)
-        for i, key in enumerate(keys):
-            column = stacked[:, i]
-            reduced = column.min() if key.endswith("_min") else column.max() if key.endswith("_max") else column.mean()
-            out[key] = reduced.item()
-        return out
+        return {**record, **reduce_stats(dict(zip(keys, row)) for row in stacked.tolist())}
 
     def barrier(self) -> None:
         if self.world > 1:

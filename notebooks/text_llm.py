@@ -113,15 +113,17 @@ estimated with $k_3$ and importance-corrected when $\mu > 1$ (notebook 3):
 
 $$L = \operatorname{agg}\Big(-\min(r_t\hat A_t, \operatorname{clip}(r_t)\hat A_t) + \beta\,\tfrac{\pi_\theta}{\pi_{\text{old}}}k_3\Big)$$
 
-`--loss-type` chooses $\operatorname{agg}$ (`core.aggregate`): `grpo` averages tokens within each sequence,
-then sequences; `bnpo` averages all tokens; `dr_grpo` divides by the constant $B\cdot L_{\max}$, the
-generation budget (`max_new_tokens` per completion); `dapo` by the batch's token count. Long and short
+`--loss-type` chooses $\operatorname{agg}$ (a mode of `core.aggregate`): `grpo` averages tokens within each
+sequence, then sequences (`seq_mean_token_mean`); `bnpo` averages all tokens (`token_mean`); `dr_grpo` and
+`dapo` divide the sum by a constant the rung computes (`sum_over_constant`): $B\cdot L_{\max}$, the
+generation budget (`max_new_tokens` per completion), or the batch's token count. Long and short
 completions weigh differently:""",
     """per_token = torch.tensor([[1.0, 1.0, 1.0, 1.0], [3.0, 0.0, 0.0, 0.0]])
 mask = torch.tensor([[1., 1., 1., 1.], [1., 0., 0., 0.]])   # a long and a short completion
-num_tokens = {"dr_grpo": 2 * 8, "dapo": 5}                  # B · L_max (L_max = 8), the real-token count
-{mode: round(core.aggregate(per_token, mask, mode, num_tokens=num_tokens.get(mode)).item(), 3)
- for mode in ("seq_mean_token_mean", "token_mean", "dr_grpo", "dapo")}""",
+modes = {"grpo": ("seq_mean_token_mean", None), "bnpo": ("token_mean", None),   # --loss-type → mode, constant
+         "dr_grpo": ("sum_over_constant", 2 * 8), "dapo": ("sum_over_constant", 5)}  # B · L_max (L_max = 8); tokens
+{loss_type: round(core.aggregate(per_token, mask, mode, num_tokens).item(), 3)
+ for loss_type, (mode, num_tokens) in modes.items()}""",
     r"""md:## Memory: 4-bit + LoRA + the disabled adapter
 
 `--qlora` loads the base model in 4-bit NF4 (double quantisation), trains only small LoRA adapters, and

@@ -66,7 +66,7 @@ def ref_aggregate(x, mask, mode, num_tokens=None):
     B, T = len(x), len(x[0])
     total = sum(x[b][i] for b in range(B) for i in range(T) if mask[b][i])
     n = sum(1 for b in range(B) for i in range(T) if mask[b][i])
-    if mode == "token_mean" or (mode == "dapo" and num_tokens is None):
+    if mode == "token_mean":
         return total / n
     if mode == "seq_mean_token_mean":
         per_seq = []
@@ -74,9 +74,8 @@ def ref_aggregate(x, mask, mode, num_tokens=None):
             real = [x[b][i] for i in range(T) if mask[b][i]]
             per_seq.append(sum(real) / len(real))
         return sum(per_seq) / B
-    if mode == "dr_grpo":
-        return total / (B * T)
-    return total / num_tokens
+    assert mode == "sum_over_constant"
+    return total / max(num_tokens, 1.0)
 
 
 def ref_last_step(mask):

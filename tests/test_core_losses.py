@@ -29,6 +29,7 @@ from ladder.core import (
     ratio_stats,
     value_loss,
 )
+from ladder.core.losses import AGGREGATIONS
 
 # --------------------------------------------------------------------------- pg_loss / entropy
 
@@ -145,28 +146,31 @@ def test_aggregate_hand_case_all_modes():
     mask = t([[1, 1, 1, 1], [1, 1, 0, 0]])
     assert aggregate(x, mask, "token_mean").item() == pytest.approx(3.5)              # 21/6
     assert aggregate(x, mask, "seq_mean_token_mean").item() == pytest.approx(4.0)     # (10/4 + 11/2)/2
-    assert aggregate(x, mask, "dr_grpo").item() == pytest.approx(2.625)               # 21/(2*4)
-    assert aggregate(x, mask, "dapo", num_tokens=12).item() == pytest.approx(1.75)    # 21/12
-    assert aggregate(x, mask, "dapo").item() == pytest.approx(3.5)                    # None: token_mean
+    assert aggregate(x, mask, "sum_over_constant", 2 * 5).item() == pytest.approx(2.1)   # 21/(B·L_max), L_max 5
+    assert aggregate(x, mask, "sum_over_constant", 12).item() == pytest.approx(1.75)     # 21/12
+    assert aggregate(x, mask, "sum_over_constant", 0.0).item() == pytest.approx(21.0)    # at least 1
+    assert aggregate(x, mask, "token_mean", 12).item() == pytest.approx(3.5)             # the means ignore it
+    with pytest.raises(ValueError, match="num_tokens"):
+        aggregate(x, mask, "sum_over_constant")
     with pytest.raises(ValueError):
         aggregate(x, mask, "sum")
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
-@pytest.mark.parametrize("mode", ["token_mean", "seq_mean_token_mean", "dr_grpo", "dapo"])
+@pytest.mark.parametrize("mode", AGGREGATIONS)
 def test_aggregate_matches_loops(seed, mode):
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     B, T = 5, 9
     x = torch.randn(B, T, dtype=D)
     mask = right_padded_mask(B, T, g)
-    num_tokens = 17.0 if mode == "dapo" else None
+    num_tokens = 17.0 if mode == "sum_over_constant" else None
     out = aggregate(x, mask, mode, num_tokens)
     expected = ref_aggregate(x.tolist(), mask.tolist(), mode, num_tokens)
     assert out.item() == pytest.approx(expected, abs=1e-12)
 
 
-@pytest.mark.parametrize("mode", ["token_mean", "seq_mean_token_mean", "dr_grpo", "dapo"])
+@pytest.mark.parametrize("mode", AGGREGATIONS)
 def test_aggregate_ignores_padding_values_and_gradients(mode):
     torch.manual_seed(15)
     g = torch.Generator().manual_seed(15)
@@ -188,7 +192,7 @@ def test_aggregate_ignores_padding_values_and_gradients(mode):
 def test_aggregate_empty_rows_are_finite():
     x = t([[1.0, 2.0], [3.0, 4.0]])
     mask = t([[1, 1], [0, 0]])
-    for mode in ("token_mean", "seq_mean_token_mean", "dr_grpo", "dapo"):
+    for mode in AGGREGATIONS:
         assert torch.isfinite(aggregate(x, mask, mode, 0.0))
         assert torch.isfinite(aggregate(x, torch.zeros_like(mask), mode, 0.0))
 

@@ -1,4 +1,5 @@
-"""``ladder.core`` is pure torch: no environments, tokenizers, adapters or quantisation."""
+"""``ladder.core`` is pure torch: no environments, tokenizers, adapters or quantisation; and it names
+no method or class of the layers above it (the rungs map methods onto the core's math)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CORE = ROOT / "ladder" / "core"
 FORBIDDEN = ("gymnasium", "transformers", "peft", "bitsandbytes")
+NAMES_ABOVE_THE_CORE = ("dr_grpo", "dapo", "CausalLMPolicy")  # a method's flag, a policy class of ladder.policies
 
 
 def forbidden_imports(source: str, filename: str = "<source>") -> list[str]:
@@ -62,6 +64,14 @@ def test_core_sources_have_no_forbidden_import_statement():
         if bad:
             offenders[str(f.relative_to(ROOT))] = bad
     assert not offenders, offenders
+
+
+def test_core_sources_name_no_method_and_no_class_above_them():
+    """Case-sensitive: a docstring may cite the DAPO or Dr. GRPO paper, the code never picks by method."""
+    files = sorted(CORE.rglob("*.py"))
+    offenders = {str(f.relative_to(ROOT)): [n for n in NAMES_ABOVE_THE_CORE if n in f.read_text(encoding="utf-8")]
+                 for f in files}
+    assert len(files) >= 6 and not any(offenders.values()), offenders
 
 
 @pytest.mark.parametrize("source", [

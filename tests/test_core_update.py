@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import sys
+from dataclasses import fields
 
 import pytest
 import torch
@@ -35,8 +37,7 @@ def test_update_single_pass_ratio_is_exactly_one():
 def test_update_first_minibatch_of_first_pass_has_ratio_one():
     policy = LinearPolicy()
     batch = make_batch(policy, B=8)
-    with torch.no_grad():
-        before = policy.evaluate(batch)[0]
+    twin = copy.deepcopy(policy)                            # π_old: the policy before any step
     calls = []
     original = policy.evaluate
 
@@ -52,9 +53,10 @@ def test_update_first_minibatch_of_first_pass_has_ratio_one():
     passes = update(policy, batch, opt, cfg, generator=torch.Generator().manual_seed(0))
     assert len(passes) == 3 and len(calls) == 6
 
-    # old_logp was recorded once, from the policy before any step
-    assert batch.old_logp is not None and batch.old_logp.shape == batch.actions.shape
-    assert torch.allclose(batch.old_logp, before, atol=1e-6, rtol=0)
+    # old_logp was recorded once, from the policy before any step, into a copy of the batch
+    assert batch.old_logp is None
+    with torch.no_grad():
+        assert all(torch.allclose(mb.old_logp, twin.evaluate(mb)[0], atol=1e-6, rtol=0) for mb, _ in calls)
 
     mb, logp = calls[0]
     real = mb.mask.bool()
@@ -84,17 +86,26 @@ def test_update_uses_given_old_logp():
     assert s["approx_kl_old_k1"] == pytest.approx(-0.1, rel=1e-4)
 
 
-def test_update_records_old_logp_only_when_reused():
+@pytest.mark.parametrize("mu,num_minibatches", [(2, 1), (1, 2), (2, 2), (1, 1)])
+def test_update_leaves_the_callers_batch_as_it_was(monkeypatch, mu, num_minibatches):
+    """π_old, recorded only when it is reused (μ > 1 or several minibatches), goes into a copy: the
+    caller's old_logp None stays None and every tensor of its batch holds what it held."""
+    recorded = []
+    real = update_module._record_old_logp
+    monkeypatch.setattr(update_module, "_record_old_logp", lambda *a: recorded.append(1) or real(*a))
     policy = LinearPolicy()
-    b1 = make_batch(policy)
-    update(policy, b1, torch.optim.SGD(policy.parameters(), lr=0.0), UpdateConfig(mu=2))
-    assert b1.old_logp is not None
-    b2 = make_batch(policy)
-    update(policy, b2, torch.optim.SGD(policy.parameters(), lr=0.0), UpdateConfig(num_minibatches=2))
-    assert b2.old_logp is not None
-    b3 = make_batch(policy)
-    update(policy, b3, torch.optim.SGD(policy.parameters(), lr=0.0), UpdateConfig())
-    assert b3.old_logp is None
+    batch = make_batch(policy, B=8, ref=True)
+    before = copy.deepcopy(batch)
+    cfg = UpdateConfig(mu=mu, num_minibatches=num_minibatches, kl_coef=0.1, normalize_advantages=True)
+    update(policy, batch, torch.optim.SGD(policy.parameters(), lr=0.5), cfg)
+    assert len(recorded) == (mu > 1 or num_minibatches > 1)
+    assert batch.old_logp is None
+    for f in fields(Batch):
+        mine, theirs = getattr(batch, f.name), getattr(before, f.name)
+        if f.name == "inputs":
+            assert mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)
+        else:
+            assert (mine is None) == (theirs is None) and (mine is None or torch.equal(mine, theirs)), f.name
 
 
 # --------------------------------------------------------------------------- update: statistics

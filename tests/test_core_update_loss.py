@@ -49,7 +49,7 @@ def reference_loss(policy, batch, old_logp, cfg: UpdateConfig, num_tokens: float
     """L = agg(L_clip) + c_v agg(L_V) - c_H agg(H) + beta agg(w * k3), written out by hand."""
     logp, entropy, values = policy.evaluate(batch)
     m = batch.mask
-    B, T = m.shape
+    B = m.shape[0]
     adv = batch.advantages
     if cfg.normalize_advantages:
         n = m.sum()
@@ -62,8 +62,6 @@ def reference_loss(policy, batch, old_logp, cfg: UpdateConfig, num_tokens: float
             return (x * m).sum() / m.sum()
         if cfg.aggregation == "seq_mean_token_mean":
             return ((x * m).sum(1) / m.sum(1)).sum() / B
-        if cfg.aggregation == "dr_grpo":
-            return (x * m).sum() / (B * T)
         return (x * m).sum() / num_tokens
 
     r = torch.exp(logp - old_logp)
@@ -78,9 +76,14 @@ def reference_loss(policy, batch, old_logp, cfg: UpdateConfig, num_tokens: float
     return agg(l_pg) + cfg.value_coef * agg(l_v) - cfg.entropy_coef * agg(entropy) + cfg.kl_coef * agg(kl)
 
 
-@pytest.mark.parametrize("aggregation", ["token_mean", "seq_mean_token_mean", "dr_grpo", "dapo"])
+# sum_over_constant with a budget rows · L_max (Dr. GRPO, L_max = 8 > T) and with a token count (DAPO)
+AGGREGATIONS = [("token_mean", None), ("seq_mean_token_mean", None), ("sum_over_constant", 6 * 8.0),
+                ("sum_over_constant", 17.0)]
+
+
+@pytest.mark.parametrize("aggregation,num_tokens", AGGREGATIONS)
 @pytest.mark.parametrize("normalize", [False, True])
-def test_update_step_is_gradient_of_the_documented_loss(aggregation, normalize):
+def test_update_step_is_gradient_of_the_documented_loss(aggregation, num_tokens, normalize):
     policy = LinearPolicy(seed=5)
     twin = copy.deepcopy(policy)
     batch = make_batch(policy, B=6, T=5, seed=5, ref=True, old_logp=True)
@@ -91,10 +94,10 @@ def test_update_step_is_gradient_of_the_documented_loss(aggregation, normalize):
                        value_clip=0.2, entropy_coef=0.05, kl_coef=0.3, kl_estimator="k3",
                        normalize_advantages=normalize, max_grad_norm=None)
     before = params_of(policy)
-    stats = update(policy, batch, torch.optim.SGD(policy.parameters(), lr=1.0), cfg)[0]
+    stats = update(policy, batch, torch.optim.SGD(policy.parameters(), lr=1.0), cfg, num_tokens=num_tokens)[0]
     assert 0 < stats["clip_frac"] < 1                        # the clip is active somewhere
 
-    loss = reference_loss(twin, batch, batch.old_logp, cfg, float(batch.num_tokens))
+    loss = reference_loss(twin, batch, batch.old_logp, cfg, num_tokens)
     loss.backward()
     assert stats["loss"] == pytest.approx(loss.item(), rel=1e-5, abs=1e-6)
     for p0, p1, p in zip(before, params_of(policy), twin.parameters()):
@@ -108,7 +111,7 @@ def test_compute_loss_matches_the_documented_loss():
     batch = make_batch(policy, B=6, T=5, seed=11, ref=True, old_logp=True)
     g = torch.Generator().manual_seed(110)
     batch.old_logp = batch.old_logp + 0.4 * torch.randn(batch.old_logp.shape, generator=g)
-    cfg = UpdateConfig(clip_eps_low=0.2, clip_eps_high=0.3, aggregation="dapo", value_coef=0.7,
+    cfg = UpdateConfig(clip_eps_low=0.2, clip_eps_high=0.3, aggregation="sum_over_constant", value_coef=0.7,
                        value_clip=0.2, entropy_coef=0.05, kl_coef=0.3)
     loss, stats, _ = compute_loss(policy, batch, cfg, 11.0)
     expected = reference_loss(policy, batch, batch.old_logp, cfg, 11.0)
@@ -116,15 +119,16 @@ def test_compute_loss_matches_the_documented_loss():
     assert {"loss_pg", "value_loss", "entropy", "kl_ref", "clip_frac", "ratio_max"} <= set(stats)
 
 
-@pytest.mark.parametrize("aggregation", ["token_mean", "seq_mean_token_mean", "dr_grpo", "dapo"])
-def test_update_aggregation_per_minibatch(aggregation):
+@pytest.mark.parametrize("aggregation,num_tokens", [*AGGREGATIONS, ("sum_over_constant", "real tokens")])
+def test_update_aggregation_per_minibatch(aggregation, num_tokens):
     # lr = 0: the policy never moves, so each minibatch's loss can be recomputed afterwards.
-    # dapo divides by the whole batch's token count shared out over the minibatches.
+    # sum_over_constant: each minibatch divides by its share of the whole batch's constant.
     policy = LinearPolicy(critic=False, seed=6)
     batch = make_batch(policy, B=8, T=5, seed=6)
+    num_tokens = float(batch.num_tokens) if num_tokens == "real tokens" else num_tokens
     cfg = UpdateConfig(num_minibatches=2, objective="reinforce", aggregation=aggregation)
     stats = update(policy, batch, torch.optim.SGD(policy.parameters(), lr=0.0), cfg,
-                   generator=torch.Generator().manual_seed(7))[0]
+                   generator=torch.Generator().manual_seed(7), num_tokens=num_tokens)[0]
     losses = []
     with torch.no_grad():
         for mb in batch.minibatches(2, torch.Generator().manual_seed(7)):
@@ -137,10 +141,8 @@ def test_update_aggregation_per_minibatch(aggregation):
             elif aggregation == "seq_mean_token_mean":
                 per_seq = [sum(x[b][i] for i in range(5) if m[b][i]) / sum(m[b]) for b in range(4)]
                 losses.append(sum(per_seq) / 4)
-            elif aggregation == "dr_grpo":
-                losses.append(total / 20)
             else:
-                losses.append(total / (batch.num_tokens / 2))
+                losses.append(total / (num_tokens / 2))
     assert stats["loss_pg"] == pytest.approx(sum(losses) / 2, rel=1e-5)
 
 

@@ -357,7 +357,7 @@ def test_soft_update_rejects_mismatched_lists():
     assert same_params(params_of(ref), before)
 
 
-# --------------------------------------------------------------------------- dr_grpo: a constant normaliser
+# --------------------------------------------------------------------------- sum_over_constant: N given
 
 
 def widen(batch: Batch, extra: int, seed: int) -> Batch:
@@ -376,26 +376,25 @@ def widen(batch: Batch, extra: int, seed: int) -> Batch:
     return out
 
 
-def test_dr_grpo_max_tokens_makes_the_loss_independent_of_the_width():
+def test_a_constant_normaliser_makes_the_loss_independent_of_the_width():
     policy = LinearPolicy(seed=40)
     narrow = make_batch(policy, B=6, T=5, seed=40, ref=True, old_logp=True)
     narrow.old_logp += 0.3 * torch.randn(narrow.old_logp.shape, generator=torch.Generator().manual_seed(41))
     wide = widen(narrow, 3, seed=42)
 
-    def loss_and_grad(batch, cfg):
+    def loss_and_grad(batch, num_tokens):
         p = copy.deepcopy(policy)
-        loss, _, _ = compute_loss(p, batch, cfg)
+        loss, _, _ = compute_loss(p, batch, cfg, num_tokens)
         loss.backward()
         return loss.item(), [q.grad.clone() for q in p.parameters()]
 
-    cfg = UpdateConfig(aggregation="dr_grpo", max_tokens=8, kl_coef=0.1, entropy_coef=0.01)
-    (l5, g5), (l8, g8) = loss_and_grad(narrow, cfg), loss_and_grad(wide, cfg)
+    cfg = UpdateConfig(aggregation="sum_over_constant", kl_coef=0.1, entropy_coef=0.01)
+    (l5, g5), (l8, g8) = loss_and_grad(narrow, 6 * 8), loss_and_grad(wide, 6 * 8)  # Dr. GRPO: B · L_max, L_max 8
     assert l5 == pytest.approx(l8, rel=1e-6)
     for a, b in zip(g5, g8):
         assert torch.allclose(a, b, atol=1e-7, rtol=1e-6)
-    # without max_tokens the normaliser is B · T: the same sums over 6 · 5 and 6 · 8
-    old = UpdateConfig(aggregation="dr_grpo", kl_coef=0.1, entropy_coef=0.01)
-    (m5, h5), (m8, h8) = loss_and_grad(narrow, old), loss_and_grad(wide, old)
+    # dividing by the padded B · T instead: the same sums over 6 · 5 and 6 · 8
+    (m5, h5), (m8, h8) = loss_and_grad(narrow, 6 * 5), loss_and_grad(wide, 6 * 8)
     assert m5 == pytest.approx(l5 * 8 / 5, rel=1e-6)
     assert m8 == pytest.approx(l8, rel=1e-6)
     assert m5 != pytest.approx(m8, rel=1e-3)
@@ -403,27 +402,30 @@ def test_dr_grpo_max_tokens_makes_the_loss_independent_of_the_width():
         assert torch.allclose(a * 5, b * 8, atol=1e-6, rtol=1e-5)
 
 
-def test_dr_grpo_normaliser_is_minibatch_rows_times_max_tokens():
-    # lr = 0: the policy does not move; each minibatch's REINFORCE loss is Σ m·(−Â·logp) / (4 · L)
-    policy = LinearPolicy(critic=False, seed=43)
-    batch = make_batch(policy, B=8, T=5, seed=43)
-    cfg = UpdateConfig(num_minibatches=2, objective="reinforce", aggregation="dr_grpo", max_tokens=7)
+@pytest.mark.parametrize("num_tokens", [8 * 7, 10.0])  # rows · L_max (Dr. GRPO: len(mb) · 7 each); a token count
+def test_num_tokens_is_shared_over_minibatches(num_tokens):
+    # lr = 0: the policy does not move; each minibatch's REINFORCE loss is Σ m·(−Â·logp) / (N / 2)
+    policy = LinearPolicy(critic=False, seed=50)
+    batch = make_batch(policy, B=8, T=5, seed=50)
+    cfg = UpdateConfig(num_minibatches=2, objective="reinforce", aggregation="sum_over_constant")
     stats = update(policy, batch, torch.optim.SGD(policy.parameters(), lr=0.0), cfg,
-                   generator=torch.Generator().manual_seed(9))[0]
+                   generator=torch.Generator().manual_seed(5), num_tokens=num_tokens)[0]
     losses = []
     with torch.no_grad():
-        for mb in batch.minibatches(2, torch.Generator().manual_seed(9)):
+        for mb in batch.minibatches(2, torch.Generator().manual_seed(5)):
             x = -mb.advantages * policy.evaluate(mb)[0]
-            losses.append((x * mb.mask).sum().item() / (4 * 7))
+            losses.append((x * mb.mask).sum().item() / (num_tokens / 2))
     assert stats["loss_pg"] == pytest.approx(sum(losses) / 2, rel=1e-5)
+    with pytest.raises(ValueError, match="num_tokens"):   # the constant is the caller's: never guessed
+        update(policy, batch, torch.optim.SGD(policy.parameters(), lr=0.0), cfg)
 
 
-def test_dr_grpo_update_is_independent_of_the_width():
+def test_a_constant_normaliser_update_is_independent_of_the_width():
     def run(batch):
         policy = LinearPolicy(seed=44)
-        cfg = UpdateConfig(mu=2, num_minibatches=2, aggregation="dr_grpo", max_tokens=9, kl_coef=0.1)
+        cfg = UpdateConfig(mu=2, num_minibatches=2, aggregation="sum_over_constant", kl_coef=0.1)
         update(policy, batch, torch.optim.SGD(policy.parameters(), lr=0.5), cfg,
-               generator=torch.Generator().manual_seed(3))
+               generator=torch.Generator().manual_seed(3), num_tokens=8 * 9)
         return params_of(policy)
 
     narrow = make_batch(LinearPolicy(seed=44), B=8, T=6, seed=44, ref=True, old_logp=True)
@@ -431,26 +433,12 @@ def test_dr_grpo_update_is_independent_of_the_width():
         assert torch.allclose(a, b, atol=1e-6, rtol=0)
 
 
-# --------------------------------------------------------------------------- DAPO: num_tokens
-
-
-def test_dapo_num_tokens_is_shared_over_minibatches():
-    policy = LinearPolicy(critic=False, seed=50)
-    batch = make_batch(policy, B=8, T=5, seed=50)
-    cfg = UpdateConfig(num_minibatches=2, objective="reinforce", aggregation="dapo")
-    stats = update(policy, batch, torch.optim.SGD(policy.parameters(), lr=0.0), cfg,
-                   generator=torch.Generator().manual_seed(5), num_tokens=10.0)[0]
-    losses = []
-    with torch.no_grad():
-        for mb in batch.minibatches(2, torch.Generator().manual_seed(5)):
-            x = -mb.advantages * policy.evaluate(mb)[0]
-            losses.append((x * mb.mask).sum().item() / (10.0 / 2))
-    assert stats["loss_pg"] == pytest.approx(sum(losses) / 2, rel=1e-5)
+# --------------------------------------------------------------------------- DAPO's N: the whole batch's tokens
 
 
 # Four rows: the first two (process 0) hold 6 + 5 = 11 active tokens, the last two (process 1) 1 + 2 = 3.
 DAPO_LENGTHS = [6, 5, 1, 2]
-DAPO_CFG = dict(mu=2, aggregation="dapo", max_grad_norm=None, value_coef=0.5, entropy_coef=0.01)
+DAPO_CFG = dict(mu=2, aggregation="sum_over_constant", max_grad_norm=None, value_coef=0.5, entropy_coef=0.01)
 
 
 class DDPLinearPolicy(LinearPolicy):
@@ -495,7 +483,8 @@ def test_dapo_two_processes_match_one_process_on_the_whole_batch(tmp_path):
 
     policy, batch = dapo_setup()
     before = params_of(policy)
-    update(policy, batch, torch.optim.SGD(policy.parameters(), lr=1.0), UpdateConfig(**DAPO_CFG))
+    update(policy, batch, torch.optim.SGD(policy.parameters(), lr=1.0), UpdateConfig(**DAPO_CFG),
+           num_tokens=float(sum(DAPO_LENGTHS)))
     whole = params_of(policy)
     assert not same_params(before, whole)
 

@@ -20,6 +20,41 @@ def test_single_process_is_a_no_op():
     assert procs.gather(x) is x and procs.mean({"a": 1.0}) == {"a": 1.0}
 
 
+def test_statistics_reduce_as_the_one_table_says(monkeypatch):
+    """``core.stats.REDUCTIONS`` alone decides how a statistic combines, over minibatches (``core.update``)
+    and over processes (``Processes.mean``): a new ``*_max`` statistic is averaged, whatever its name,
+    until the table names it; then both take its maximum."""
+    from core_update_helpers import LinearPolicy, make_batch
+
+    from ladder.core import UpdateConfig, stats, update
+
+    update_module = sys.modules["ladder.core.update"]
+    real = update_module.compute_loss
+    calls = []
+
+    def with_new_statistic(policy, mb, cfg, num_tokens=None):  # 1.0 on the first minibatch, 3.0 on the second
+        loss, step, tensors = real(policy, mb, cfg, num_tokens)
+        calls.append(mb)
+        return loss, {**step, "entropy_max": 1.0 if len(calls) % 2 else 3.0}, tensors
+
+    monkeypatch.setattr(update_module, "compute_loss", with_new_statistic)
+    procs = Processes(torch.device("cpu"))
+    procs.world = 2                                     # a second process holding three times this one's values
+    monkeypatch.setattr(procs, "gather", lambda x: torch.cat([x, 3.0 * x]))
+    policy = LinearPolicy(seed=1)
+
+    def reduced():
+        record = update(policy, make_batch(policy, B=8), torch.optim.SGD(policy.parameters(), lr=0.0),
+                        UpdateConfig(num_minibatches=2))[0]
+        return record["entropy_max"], procs.mean({"entropy_max": 1.0, "ratio_min": 0.5, "a": 1.0})
+
+    assert reduced() == (2.0, {"entropy_max": 2.0, "ratio_min": 0.5, "a": 2.0})   # no rule from the suffix
+    monkeypatch.setitem(stats.REDUCTIONS, "entropy_max", max)
+    assert reduced() == (3.0, {"entropy_max": 3.0, "ratio_min": 0.5, "a": 2.0})
+    assert stats.reduce_stats([{"entropy_max": 1.0, "b": 1.0}, {"entropy_max": 4.0}]) == {"entropy_max": 4.0,
+                                                                                         "b": 1.0}
+
+
 def _worker(rank: int, port: int, results) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", RANK=str(rank),
                       LOCAL_RANK=str(rank))

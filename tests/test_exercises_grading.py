@@ -187,8 +187,8 @@ def _group(eps_guard: bool = True, unbiased: bool = True, batch_mean: bool = Fal
     return group_relative
 
 
-def _aggregate(multiply: bool = False, use_mask: bool = True, dr_by_tokens: bool = False, seq_nonempty: bool = False,
-               dr_budget: bool = True):
+def _aggregate(multiply: bool = False, use_mask: bool = True, constant_by_tokens: bool = False,
+               seq_nonempty: bool = False, missing_raises: bool = True):
     def aggregate(per_action, mask, mode="token_mean", num_tokens=None):
         mask = mask if use_mask else torch.ones_like(mask)
         x = per_action * mask if multiply else torch.where(mask.bool(), per_action, 0.0)
@@ -196,11 +196,11 @@ def _aggregate(multiply: bool = False, use_mask: bool = True, dr_by_tokens: bool
         if mode == "seq_mean_token_mean":
             per_seq = x.sum(1) / mask.sum(1).clamp(min=1)
             return per_seq.sum() / (mask.sum(1) > 0).sum() if seq_nonempty else per_seq.mean()
-        if mode == "dr_grpo":
-            budget = mask.numel() if num_tokens is None or not dr_budget else max(num_tokens, 1.0)
-            return x.sum() / (n if dr_by_tokens else budget)
-        if mode == "dapo" and num_tokens is not None:
-            return x.sum() / num_tokens
+        if mode == "sum_over_constant":
+            if num_tokens is None and missing_raises:
+                raise ValueError("num_tokens")
+            constant = mask.numel() if num_tokens is None else max(num_tokens, 1.0)
+            return x.sum() / (n if constant_by_tokens else constant)
         return x.sum() / n
     return aggregate
 
@@ -340,8 +340,8 @@ PLANTED = {
     "ex11_aggregate": {
         "mask multiplied (inf padding leaks)": _aggregate(multiply=True),
         "mask ignored": _aggregate(use_mask=False),
-        "dr_grpo divided by the token count": _aggregate(dr_by_tokens=True),
-        "dr_grpo ignores num_tokens (always B · T)": _aggregate(dr_budget=False),
+        "sum_over_constant divided by the token count": _aggregate(constant_by_tokens=True),
+        "sum_over_constant without num_tokens divides by B · T": _aggregate(missing_raises=False),
         "grpo averages only over non-empty rows": _aggregate(seq_nonempty=True),
     },
     "ex12_sequence_ratio": {

@@ -106,18 +106,19 @@ def test_grpo_and_the_eval_command_hold_out_the_same_rows_of_a_local_file(tmp_pa
     assert scored == expected
 
     evaluated, trained = [], []
-    real_accuracy, real_step = math_eval.accuracy, grpo.grpo_step
+    real_accuracy, real_draw = math_eval.accuracy, grpo.ProblemStream.draw
 
     def accuracy(policy, tokenizer, problems, *args, **kwargs):
         evaluated.append(_questions(problems))
         return real_accuracy(policy, tokenizer, problems, *args, **kwargs)
 
-    def grpo_step(*args, **kwargs):
-        trained.extend(_questions(kwargs["problems"] if "problems" in kwargs else args[5]))
-        return real_step(*args, **kwargs)
+    def draw(stream, n):
+        picked = real_draw(stream, n)
+        trained.extend(_questions(picked))
+        return picked
 
     monkeypatch.setattr(math_eval, "accuracy", accuracy)
-    monkeypatch.setattr(grpo, "grpo_step", grpo_step)
+    monkeypatch.setattr(grpo.ProblemStream, "draw", draw)
     grpo.train(grpo.Config(model=tiny_qwen, dataset=dataset, eval_size=4, steps=4, prompts_per_step=4, group_size=2,
                            max_new_tokens=2, kl_coef=0.0, lora=True, eval_every=0, out=str(tmp_path / "run"),
                            progress=False, print_samples=0, threads=1))

@@ -13,7 +13,7 @@ from lm_helpers import GSM8K_ROWS, save_tiny_qwen
 import ladder.core
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
-from ladder.rungs import grpo
+from ladder.rungs import grpo, grpo_options
 from ladder.tasks import arithmetic
 
 
@@ -90,6 +90,45 @@ def test_mu_one_skips_the_old_logp_forward_and_kl_zero_skips_reference(tmp_path,
     calls["evaluate"] = 0
     grpo.train(_config(tmp_path, tiny_qwen, gsm8k_file, steps=1, kl_coef=0.0, mu=2, overwrite=True))
     assert calls["evaluate"] == 1 + 2  # π_old recorded once, then two passes
+
+
+@pytest.mark.parametrize("loss_type", list(grpo.LOSS_TYPES))
+def test_each_minibatch_divides_by_the_loss_types_constant(loss_type, monkeypatch):
+    """The rung computes the constant, core.update shares it out over the M minibatches: len(mb) · L_max for
+    dr_grpo (Dr. GRPO's budget), the whole batch's active tokens (Σ over processes ÷ P) ÷ M for dapo and cispo;
+    grpo and bnpo average and need none."""
+    from core_update_helpers import LinearPolicy, make_batch
+
+    update_module, seen = sys.modules["ladder.core.update"], []
+    real = update_module.compute_loss
+
+    def spy(policy, mb, cfg, num_tokens=None):
+        seen.append((len(mb), num_tokens))
+        return real(policy, mb, cfg, num_tokens)
+
+    monkeypatch.setattr(update_module, "compute_loss", spy)
+    cfg = grpo.Config(loss_type=loss_type, max_new_tokens=7, mu=2, num_minibatches=2)
+    policy = LinearPolicy(seed=1)
+    batch = make_batch(policy, B=8, T=5, seed=1)
+    num_tokens = grpo_options.loss_normaliser(loss_type, len(batch), cfg.max_new_tokens, active_tokens=12.5)
+    ladder.core.update(policy, batch, torch.optim.SGD(policy.parameters(), lr=0.1), grpo.update_config(cfg),
+                       num_tokens=num_tokens)
+    assert seen == [(4, {"dr_grpo": 4 * 7, "dapo": 12.5 / 2, "cispo": 12.5 / 2}.get(loss_type))] * 4
+
+
+def test_the_rung_hands_its_normaliser_to_core_update(tmp_path, tiny_qwen, gsm8k_file, monkeypatch):
+    """dr_grpo: this process's rows × --max-new-tokens, whatever the active tokens (truncated rows masked out)."""
+    seen, real = [], ladder.core.update
+
+    def spy(policy, batch, optimizer, cfg, **kwargs):
+        seen.append((len(batch), batch.num_tokens, kwargs))
+        return real(policy, batch, optimizer, cfg, **kwargs)
+
+    monkeypatch.setattr(ladder.core, "update", spy)
+    grpo.train(_config(tmp_path, tiny_qwen, gsm8k_file, steps=1, kl_coef=0.0, loss_type="dr_grpo",
+                       mask_truncated=True))
+    ((rows, active, kwargs),) = seen
+    assert rows == 2 * 4 and kwargs == {"num_tokens": rows * 8} and active < rows * 8
 
 
 def test_qlora_loads_4bit_and_reference_is_the_base_model(tiny_qwen):
@@ -187,7 +226,7 @@ def test_entropy_is_a_statistic_unless_asked_for_its_graph(tiny_qwen):
 
     batch.advantages = torch.ones(len(ids), 1).expand_as(batch.mask).clone()
     opt = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.0)
-    with pytest.raises(ValueError, match="entropy_grad=True"):
+    with pytest.raises(ValueError, match="needs an entropy with a graph"):   # CausalLMPolicy(entropy_grad=True)
         ladder.core.update(statistic, batch, opt, ladder.core.UpdateConfig(entropy_coef=0.01))
     assert ladder.core.update(graphed, batch, opt, ladder.core.UpdateConfig(entropy_coef=0.01))[0]["entropy"] > 0
 

@@ -3,12 +3,13 @@
 GRPO: ``GRPOTrainer._compute_loss`` (the trainer built offline on a tiny saved Qwen2) against
 ``core.compute_loss`` with a ``CausalLMPolicy`` on the very same model, for every loss type ×
 ratio level × KL correction × clipping variant both implement: equal loss and equal gradient of
-every parameter. Mapping of TRL's options onto ``core.UpdateConfig``:
+every parameter. Mapping of TRL's options onto ``core.UpdateConfig`` (loss types: the GRPO rung's own
+``LOSS_TYPES`` and ``loss_normaliser``, so the rung's mapping is what is checked):
 
-    loss_type grpo / bnpo / dr_grpo / dapo     objective "clipped", aggregation seq_mean_token_mean /
-                                               token_mean / dr_grpo (max_tokens = max_completion_length) /
-                                               dapo (num_tokens = num_items_in_batch / processes · accum / spg)
-    loss_type cispo                            objective "cispo", aggregation "dapo", cispo_max_weight = ε_high
+    loss_type grpo / bnpo                      objective "clipped", aggregation seq_mean_token_mean / token_mean
+    loss_type dr_grpo / dapo                   objective "clipped", aggregation sum_over_constant, num_tokens
+                                               rows · max_completion_length / num_items_in_batch / P · accum / spg
+    loss_type cispo                            objective "cispo", otherwise as dapo, cispo_max_weight = ε_high
     epsilon, epsilon_high, delta               clip_eps_low, clip_eps_high, delta
     beta, use_bias_correction_kl               kl_coef (kl_estimator "k3"), kl_correction
     importance_sampling_level                  ratio_level
@@ -43,6 +44,7 @@ from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer  # noqa: E402
 
 from ladder import core  # noqa: E402
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch  # noqa: E402
+from ladder.rungs.grpo_options import LOSS_TYPES, loss_normaliser  # noqa: E402
 from ladder.tasks import arithmetic, tiny_lm  # noqa: E402
 
 TEMPERATURE = 0.7
@@ -52,8 +54,6 @@ EPSILON = 0.2
 G = 2
 ATOL, RTOL = 1e-6, 1e-5
 
-LOSS_TYPES = {"grpo": ("clipped", "seq_mean_token_mean"), "bnpo": ("clipped", "token_mean"),
-              "dr_grpo": ("clipped", "dr_grpo"), "dapo": ("clipped", "dapo"), "cispo": ("cispo", "dapo")}
 # (epsilon_high, delta); for cispo epsilon_high is the cap on the detached weight and delta is unused
 CLIPS = {"eps_high=eps": (EPSILON, None), "eps_high=0.28": (0.28, None), "delta=1.5": (0.28, 1.5)}
 CISPO_CLIPS = {"eps_high=eps": (EPSILON, None), "eps_high=0.28": (0.28, None), "cap=1.3": (1.3, None)}
@@ -201,13 +201,14 @@ def ladder_config(trainer, loss_type, level, correction, eps_high, delta, beta) 
     return core.UpdateConfig(objective=objective, aggregation=aggregation, ratio_level=level,
                              clip_eps_low=EPSILON, clip_eps_high=eps_high, delta=delta,
                              cispo_max_weight=eps_high, kl_coef=beta, kl_estimator="k3", kl_correction=correction,
-                             max_tokens=trainer.max_completion_length, normalize_advantages=False)
+                             normalize_advantages=False)
 
 
-def ladder_num_tokens(trainer, inputs) -> float:
-    """TRL's DAPO / CISPO normaliser for one micro-batch in training."""
-    return (inputs["num_items_in_batch"].clamp(min=1.0).item() / trainer.accelerator.num_processes
-            * trainer.current_gradient_accumulation_steps / trainer.args.steps_per_generation)
+def ladder_num_tokens(trainer, inputs) -> float | None:
+    """The rung's normaliser, given TRL's active tokens for one micro-batch in training (DAPO / CISPO's)."""
+    active = (inputs["num_items_in_batch"].clamp(min=1.0).item() / trainer.accelerator.num_processes
+              * trainer.current_gradient_accumulation_steps / trainer.args.steps_per_generation)
+    return loss_normaliser(trainer.loss_type, len(inputs["advantages"]), trainer.max_completion_length, active)
 
 
 def _grads(model):
@@ -442,8 +443,8 @@ def test_rloo_loss_ratio_is_sequence_level_of_summed_logps(rloo_trainer, rloo_ro
     """Documents (does not match) TRL's RLOO loss: one ratio per completion, exp(Σ_t log π_θ − Σ_t log π_old),
     clipped, averaged over completions. ladder's rloo preset keeps GRPO's per-token clipped surrogate
     (aggregation seq_mean_token_mean). On-policy the two gradients differ only by the per-completion
-    weight: TRL's Σ_t is ladder's clipped loss with aggregation dr_grpo and max_tokens = 1 (Σ over tokens,
-    mean over rows); off-policy TRL clips whole completions on the product of their token ratios."""
+    weight: TRL's Σ_t is ladder's clipped loss with aggregation sum_over_constant and num_tokens = rows (Σ over
+    tokens, mean over rows); off-policy TRL clips whole completions on the product of their token ratios."""
     trainer, r = rloo_trainer, rloo_rollout
     pad = r["pad"]
     prompt_ids = torch.tensor([[pad] * (3 - len(p)) + p for p in r["prompt_ids"]])
@@ -464,17 +465,16 @@ def test_rloo_loss_ratio_is_sequence_level_of_summed_logps(rloo_trainer, rloo_ro
         loss.backward()
         return loss.detach(), _grads(trainer.model)
 
-    def ladder(old_per_token, aggregation, max_tokens=None):
+    def ladder(old_per_token, aggregation, num_tokens=None):
         batch.old_logp = old_per_token
-        cfg = core.UpdateConfig(objective="clipped", aggregation=aggregation, max_tokens=max_tokens,
-                                clip_eps_low=EPSILON)
+        cfg = core.UpdateConfig(objective="clipped", aggregation=aggregation, clip_eps_low=EPSILON)
         trainer.model.zero_grad(set_to_none=True)
-        loss, _, _ = core.compute_loss(policy, batch, cfg)
+        loss, _, _ = core.compute_loss(policy, batch, cfg, num_tokens)
         loss.backward()
         return loss.detach(), _grads(trainer.model)
 
     # on-policy: the same gradient as Σ over tokens, mean over rows; not the length-normalised preset's
-    on_trl, on_sum = trl_rloo(logp), ladder(logp, "dr_grpo", max_tokens=1)
+    on_trl, on_sum = trl_rloo(logp), ladder(logp, "sum_over_constant", num_tokens=len(batch))
     for name in on_trl[1]:
         close(on_sum[1][name], on_trl[1][name], name)
     preset = ladder(logp, "seq_mean_token_mean")
@@ -488,4 +488,4 @@ def test_rloo_loss_ratio_is_sequence_level_of_summed_logps(rloo_trainer, rloo_ro
     off_trl = trl_rloo(old)
     close(off_trl[0], expected, "TRL RLOO loss")
     assert ((seq_ratio - 1).abs() > EPSILON).any()
-    assert abs(ladder(old, "dr_grpo", max_tokens=1)[0] - off_trl[0]) > 1e-4
+    assert abs(ladder(old, "sum_over_constant", num_tokens=len(batch))[0] - off_trl[0]) > 1e-4

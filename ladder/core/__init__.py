@@ -9,7 +9,7 @@ from .batch import Batch, last_step_mask
 from .kl import AdaptiveKLController, FixedKLController, kl_estimate, kl_in_reward, kl_penalized_rewards
 from .losses import aggregate, cispo_loss, clipped_surrogate, entropy_bonus, pg_loss, sequence_log_ratio, value_loss
 from .reference import soft_update
-from .stats import approx_kl_old, clip_fractions, explained_variance, masked_mean, ratio_stats
+from .stats import REDUCTIONS, approx_kl_old, clip_fractions, explained_variance, masked_mean, ratio_stats, reduce_stats
 from .update import Policy, UpdateConfig, compute_loss, update
 
 __all__ = [
@@ -18,6 +18,6 @@ __all__ = [
     "kl_estimate", "kl_penalized_rewards", "kl_in_reward", "FixedKLController", "AdaptiveKLController",
     "pg_loss", "clipped_surrogate", "cispo_loss", "sequence_log_ratio", "value_loss", "entropy_bonus", "aggregate",
     "soft_update",
-    "clip_fractions", "approx_kl_old", "ratio_stats", "explained_variance", "masked_mean",
+    "clip_fractions", "approx_kl_old", "ratio_stats", "explained_variance", "masked_mean", "REDUCTIONS", "reduce_stats",
     "Policy", "UpdateConfig", "compute_loss", "update",
 ]

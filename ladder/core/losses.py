@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-AGGREGATIONS = ("token_mean", "seq_mean_token_mean", "dr_grpo", "dapo")
+AGGREGATIONS = ("token_mean", "seq_mean_token_mean", "sum_over_constant")
 
 
 def pg_loss(logp: Tensor, advantages: Tensor) -> Tensor:
@@ -90,26 +90,32 @@ def aggregate(per_action: Tensor, mask: Tensor, mode: str = "token_mean",
               num_tokens: float | None = None) -> Tensor:
     """Masked average of a per-action loss ``[B, T]`` → scalar.
 
-        token_mean           Σ_{b,t} m·x / Σ_{b,t} m                    every action equal (TRL "bnpo")
-        seq_mean_token_mean  (1/B) Σ_b [ Σ_t m·x / Σ_t m ]             GRPO: every sequence equal
-        dr_grpo              Σ_{b,t} m·x / num_tokens                   Dr. GRPO: a constant, the
-                                                                        generation budget B · L_max
-                                                                        (num_tokens None: B · T)
-        dapo                 Σ_{b,t} m·x / num_tokens                   DAPO: the active-token count
-                                                                        of the whole batch, scaled to
-                                                                        this minibatch's share of rows
-    ``dapo`` with ``num_tokens = None`` is ``token_mean``.
+        token_mean           Σ_{b,t} m·x / Σ_{b,t} m                    every action weighs the same
+        seq_mean_token_mean  (1/B) Σ_b [ Σ_t m·x / Σ_t m ]             every sequence weighs the same
+        sum_over_constant    Σ_{b,t} m·x / N                            N = num_tokens, a constant the
+                                                                        caller computes (at least 1)
+
+    The papers differ only in N, which the caller knows and the batch does not:
+
+        GRPO (Shao et al. 2024)       seq_mean_token_mean
+        TRL's "bnpo"                  token_mean
+        Dr. GRPO (Liu et al. 2025)    sum_over_constant, N = rows · L_max: the generation budget, the same
+                                      whatever the completions' lengths, so no length bias
+        DAPO (Yu et al. 2025)         sum_over_constant, N = the real tokens of the whole batch over all
+                                      processes ÷ processes, each minibatch dividing by its share of it
+
+    ``num_tokens`` is required by ``sum_over_constant`` and ignored by the two averages.
     """
     per_action = torch.where(mask.bool(), per_action, 0.0)  # padding never leaks in, not even inf
     mask = mask.to(per_action.dtype)
     total = per_action.sum()
-    if mode == "token_mean" or (mode == "dapo" and num_tokens is None):
+    if mode == "token_mean":
         return total / mask.sum().clamp(min=1.0)
     if mode == "seq_mean_token_mean":
         per_seq = per_action.sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
         return per_seq.mean()
-    if mode == "dr_grpo":
-        return total / (mask.numel() if num_tokens is None else max(num_tokens, 1.0))
-    if mode == "dapo":
+    if mode == "sum_over_constant":
+        if num_tokens is None:
+            raise ValueError("aggregation sum_over_constant divides by num_tokens: pass the constant N")
         return total / max(num_tokens, 1.0)
     raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {mode!r}")

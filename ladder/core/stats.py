@@ -2,8 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 import torch
 from torch import Tensor
+
+# How a statistic combines over several records (the minibatches of a pass, the data-parallel processes):
+# the mean, unless named here. The one table both ``update`` and ``ladder.distributed`` read.
+REDUCTIONS: dict[str, Callable[[list[float]], float]] = {"ratio_min": min, "ratio_max": max}
+
+
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values)
+
+
+def reduce_stats(records: Iterable[dict[str, float]]) -> dict[str, float]:
+    """One record from many: each key's values, over the records that hold it, reduced by
+    ``REDUCTIONS[key]`` (the mean for a key not in the table).
+
+        ratio_min = min_k ratio_min_k      ratio_max = max_k ratio_max_k      x = (1/K) Σ_k x_k
+    """
+    values: dict[str, list[float]] = {}
+    for record in records:
+        for key, value in record.items():
+            values.setdefault(key, []).append(value)
+    return {key: REDUCTIONS.get(key, _mean)(v) for key, v in values.items()}
 
 
 def masked_mean(x: Tensor, mask: Tensor) -> Tensor:

@@ -20,7 +20,7 @@ A policy is anything with ``evaluate(batch) -> (logp, entropy | None, values | N
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import torch
@@ -52,8 +52,7 @@ class UpdateConfig:
     clip_eps_high: float | None = None   # ε_high: r is clipped above at 1 + ε_high (None: ε_low)
     delta: float | None = None           # δ: two-sided clipping caps r at δ where Â < 0 too (None: off)
     cispo_max_weight: float = 5.0        # ε_max: CISPO's cap on the detached importance weight
-    aggregation: str = "token_mean"      # see losses.aggregate
-    max_tokens: int | None = None        # L_max: per-row token budget, dr_grpo's constant (None: width T)
+    aggregation: str = "token_mean"      # see losses.aggregate ("sum_over_constant": update's num_tokens)
     value_coef: float = 0.5              # c_v (ignored when the policy has no critic)
     value_clip: float | None = None      # clip of V around V_old in the value loss
     entropy_coef: float = 0.0            # c_H
@@ -108,7 +107,8 @@ def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float
                  ) -> tuple[Tensor, dict, dict]:
     """The scalar loss of one minibatch, its statistics, and the tensors behind them.
 
-    ``num_tokens`` is DAPO's normaliser (see ``losses.aggregate``); dr_grpo's is len(mb) · L_max.
+    ``num_tokens`` is this minibatch's constant N of the aggregation "sum_over_constant" (see
+    ``losses.aggregate``); the averaging aggregations ignore it.
     The KL's importance weight stays per token at either ratio level: it corrects each token's KL
     estimate for the token having been sampled by π_old, which a per-row average would not.
     Returns (loss, stats, tensors) with tensors = ratio, advantages, mask, values, returns.
@@ -120,9 +120,6 @@ def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float
     mask = mb.mask.float()
     adv = whiten(mb.advantages, mask) if cfg.normalize_advantages else mb.advantages
     adv = torch.where(mask.bool(), adv, 0.0)  # padding carries no advantage, not even in the backward pass
-
-    if cfg.aggregation == "dr_grpo":  # a constant: rows × budget, whatever the longest completion
-        num_tokens = len(mb) * (mb.mask.shape[1] if cfg.max_tokens is None else cfg.max_tokens)
 
     def agg(x: Tensor) -> Tensor:
         return aggregate(x, mask, cfg.aggregation, num_tokens)
@@ -154,8 +151,8 @@ def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float
         loss_h = agg(entropy_bonus(entropy))
         if cfg.entropy_coef:
             if torch.is_grad_enabled() and not entropy.requires_grad:
-                raise ValueError("entropy_coef > 0 needs an entropy with a graph; this policy returns it as a "
-                                 "statistic (CausalLMPolicy: entropy_grad=True)")
+                raise ValueError("entropy_coef > 0 needs an entropy with a graph; this policy's evaluate returns "
+                                 "it as a detached statistic: ask the policy for the entropy's graph")
             loss = loss + cfg.entropy_coef * loss_h
         out["entropy"] = -loss_h
     if mb.ref_logp is not None:
@@ -179,9 +176,12 @@ def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: 
            generator: torch.Generator | None = None, num_tokens: float | None = None) -> list[dict]:
     """Run μ passes of shuffled minibatches; return one dict of statistics per pass.
 
-    ``num_tokens`` is DAPO's whole-batch count of active tokens per process — with P processes
-    each holding part of the batch, (Σ over processes) / P, so that the gradients the processes
-    average add up to one process's on the whole batch (None: this batch's own count).
+    ``num_tokens`` is the constant N of the aggregation "sum_over_constant" for the whole batch,
+    computed by the caller (see ``losses.aggregate``); each of the M minibatches divides by its
+    share N / M. With P processes each holding part of the batch, N is this process's part of the
+    whole, so that the gradients the processes average add up to one process's on the whole batch.
+    The averaging aggregations ignore it (None).
+    ``batch`` is left as it was: π_old, when it has to be recorded, goes into a copy.
     A minibatch whose loss or gradient is not finite changes nothing: its step is skipped and
     counted in ``skipped_steps``; so is a step that would leave a weight non-finite (it is undone).
     """
@@ -190,15 +190,14 @@ def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: 
     if len(batch) % cfg.num_minibatches:
         raise ValueError(f"batch of {len(batch)} rows cannot be split into {cfg.num_minibatches} minibatches")
     if batch.old_logp is None and (cfg.mu > 1 or cfg.num_minibatches > 1):
-        batch.old_logp = _record_old_logp(policy, batch, cfg.num_minibatches)
-    # DAPO: normalise by the whole batch's active tokens, shared out over the minibatches.
-    tokens_per_minibatch = (batch.num_tokens if num_tokens is None else num_tokens) / cfg.num_minibatches
+        batch = replace(batch, old_logp=_record_old_logp(policy, batch, cfg.num_minibatches))
+    tokens_per_minibatch = None if num_tokens is None else num_tokens / cfg.num_minibatches
     params = _trainable(optimizer)
     max_norm = cfg.max_grad_norm if cfg.max_grad_norm is not None else math.inf
 
     passes = []
     for k in range(cfg.mu):
-        acc: dict[str, list[float]] = {}
+        steps = []
         critic = []
         for mb in batch.minibatches(cfg.num_minibatches, generator):
             loss, step, tensors = compute_loss(policy, mb, cfg, tokens_per_minibatch)
@@ -217,13 +216,10 @@ def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: 
             step["skipped_steps"] = float(skipped)
             if tensors["values"] is not None and tensors["returns"] is not None:
                 critic.append((tensors["values"], tensors["returns"], tensors["mask"]))
-            for key, value in step.items():
-                acc.setdefault(key, []).append(value)
+            steps.append(step)
 
-        record = {key: sum(v) / len(v) for key, v in acc.items()}
-        record["skipped_steps"] = sum(acc["skipped_steps"])
-        record["ratio_min"] = min(acc["ratio_min"])
-        record["ratio_max"] = max(acc["ratio_max"])
+        record = stats.reduce_stats(steps)
+        record["skipped_steps"] = sum(step["skipped_steps"] for step in steps)  # a count of steps, not an average
         if critic:
             v, r, m = (torch.cat([c[i].reshape(-1) for c in critic]) for i in range(3))
             record["explained_variance"] = stats.explained_variance(v, r, m)

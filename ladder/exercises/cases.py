@@ -290,15 +290,17 @@ def aggregate() -> list[Case]:
     cases += [
         Case("seq_mean_token_mean (GRPO): every sequence counts once",
              dict(per_action=x, mask=mask, mode="seq_mean_token_mean"), grad=("per_action",)),
-        Case("dr_grpo without num_tokens: divide by B · T", dict(per_action=x, mask=mask, mode="dr_grpo"),
-             grad=("per_action",)),
-        Case("dr_grpo: divide by num_tokens = B · L_max, the generation budget (here 2 · 5, not B · T = 6)",
-             dict(per_action=x, mask=mask, mode="dr_grpo", num_tokens=10.0), grad=("per_action",)),
-        Case("dapo: divide by num_tokens", dict(per_action=x, mask=mask, mode="dapo", num_tokens=8.0),
-             grad=("per_action",)),
+        Case("sum_over_constant, Dr. GRPO's num_tokens = B · L_max, the generation budget (2 · 5, not B · T = 6)",
+             dict(per_action=x, mask=mask, mode="sum_over_constant", num_tokens=10.0), grad=("per_action",)),
+        Case("sum_over_constant, DAPO's num_tokens: the whole batch's real tokens (8, over every minibatch)",
+             dict(per_action=x, mask=mask, mode="sum_over_constant", num_tokens=8.0), grad=("per_action",)),
+        Case("sum_over_constant with num_tokens = 0 (no real token anywhere): divide by 1, never by 0",
+             dict(per_action=x, mask=mask, mode="sum_over_constant", num_tokens=0.0), grad=("per_action",)),
+        Case("sum_over_constant without num_tokens: a ValueError, the constant is the caller's to give",
+             dict(per_action=x, mask=mask, mode="sum_over_constant"), raises=ValueError),
     ]
     cases += [
-        Case("dapo without num_tokens is token_mean", dict(per_action=x, mask=mask, mode="dapo"),
+        Case("token_mean ignores num_tokens", dict(per_action=x, mask=mask, mode="token_mean", num_tokens=8.0),
              grad=("per_action",)),
         Case("padding holding inf and nan never leaks in",
              dict(per_action=t([[1, float("inf")], [2, float("nan")]]), mask=lengths_mask([1, 1], 2)),
@@ -309,14 +311,14 @@ def aggregate() -> list[Case]:
     ]
     g = torch.Generator().manual_seed(11)
     for B, T, mask in shapes(g, 6):
-        mode = pick(g, ("token_mean", "seq_mean_token_mean", "dr_grpo", "dapo"))
+        mode = pick(g, ("token_mean", "seq_mean_token_mean", "sum_over_constant"))
         inputs = dict(per_action=padded(randn(g, B, T), mask), mask=mask, mode=mode)
-        if mode == "dapo":
-            inputs["num_tokens"] = float(mask.sum()) * pick(g, (1.0, 1.5))
-        if mode == "dr_grpo" and pick(g, (True, False)):
-            inputs["num_tokens"] = float(B * (T + pick(g, (0, 2, 5))))   # B · L_max, L_max ≥ T
-        budget = f", B · L_max = {inputs['num_tokens']:g}" if mode == "dr_grpo" and "num_tokens" in inputs else ""
-        cases.append(Case(f"random {B}×{T}, {mode}{budget}", inputs, grad=("per_action",)))
+        if mode == "sum_over_constant":
+            real_tokens = float(mask.sum()) * pick(g, (1.0, 1.5))    # DAPO: the real tokens (or a share of them)
+            budget = float(B * (T + pick(g, (0, 2, 5))))              # Dr. GRPO: B · L_max, L_max ≥ T
+            inputs["num_tokens"] = pick(g, (real_tokens, budget))
+        constant = f", num_tokens = {inputs['num_tokens']:g}" if "num_tokens" in inputs else ""
+        cases.append(Case(f"random {B}×{T}, {mode}{constant}", inputs, grad=("per_action",)))
     return cases
 
 

@@ -23,7 +23,16 @@ from ladder import core, hub, rewards
 from ladder.distributed import Processes, launched_processes, process_device, weights_digest
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, lm_batch
-from ladder.rungs.grpo_options import ALGOS, LOSS_TYPES, PRESETS, Config, reward_weights, update_config, validate
+from ladder.rungs.grpo_options import (
+    ALGOS,
+    LOSS_TYPES,
+    PRESETS,
+    Config,
+    loss_normaliser,
+    reward_weights,
+    update_config,
+    validate,
+)
 from ladder.rungs.grpo_rollout import Rollout, dynamic_sample, sample
 from ladder.runlog import UsageError, seed_everything
 from ladder.session import RunSession
@@ -105,8 +114,10 @@ def grpo_step(step: Step) -> tuple[dict, tuple]:
         else rollout.mask
     batch = replace(inputs, mask=loss_mask.float(), advantages=advantages.to(loss_mask.device)[:, None] * loss_mask,
                     old_logp=old_logp, ref_logp=ref_logp)
-    # DAPO normalises by the active tokens of the whole batch, shared out over the processes.
-    num_tokens = procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
+    # The loss's constant normaliser: the active tokens of the whole batch, shared out over the processes
+    # (dapo, cispo), or this process's rows × --max-new-tokens (dr_grpo).
+    active_tokens = procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
+    num_tokens = loss_normaliser(cfg.loss_type, len(batch), cfg.max_new_tokens, active_tokens)
     referenced = time.perf_counter()
     passes = core.update(step.trainer, batch, step.optimizer, step.update_cfg, num_tokens=num_tokens)
     record = batch_statistics(rollout, rewards, procs, cfg.group_size)

@@ -8,7 +8,7 @@ The design space of GRPO-style training, each choice a flag (and a short functio
     π_ref          fixed  |  refreshed: every N updates π_ref ← α·π_θ + (1 − α)·π_ref
     ratio          per token (GRPO)  |  per sequence (GSPO)
     policy loss    clipped surrogate (ε_low, ε_high, optional δ)  |  CISPO
-    aggregation    grpo | bnpo | dr_grpo | dapo
+    aggregation    grpo | bnpo | dr_grpo | dapo   (core.aggregate's mode, and its constant from loss_normaliser)
     batch shaping  dynamic sampling, truncated completions masked, soft overlong penalty
 """
 
@@ -22,9 +22,11 @@ from ladder.core.kl import ESTIMATORS
 from ladder.core.update import RATIO_LEVELS
 from ladder.runlog import UsageError
 
-# --loss-type → (policy loss, aggregation), TRL's names.
+# --loss-type (TRL's names) → (core objective, core.aggregate mode); the constant of "sum_over_constant"
+# comes from loss_normaliser.
 LOSS_TYPES = {"grpo": ("clipped", "seq_mean_token_mean"), "bnpo": ("clipped", "token_mean"),
-              "dr_grpo": ("clipped", "dr_grpo"), "dapo": ("clipped", "dapo"), "cispo": ("cispo", "dapo")}
+              "dr_grpo": ("clipped", "sum_over_constant"), "dapo": ("clipped", "sum_over_constant"),
+              "cispo": ("cispo", "sum_over_constant")}
 
 # --algo: the flags each method's paper sets (explicit flags still win; see the README's table).
 ALGOS = {
@@ -187,6 +189,22 @@ def update_config(cfg: Config) -> core.UpdateConfig:
     return core.UpdateConfig(
         mu=cfg.mu, num_minibatches=cfg.num_minibatches, objective=objective, ratio_level=cfg.ratio_level,
         clip_eps_low=cfg.clip_eps_low, clip_eps_high=cfg.clip_eps_high, delta=cfg.delta,
-        cispo_max_weight=cfg.cispo_max_weight, aggregation=aggregation, max_tokens=cfg.max_new_tokens,
+        cispo_max_weight=cfg.cispo_max_weight, aggregation=aggregation,
         kl_coef=cfg.kl_coef if cfg.kl_in == "loss" else 0.0, kl_estimator=cfg.kl_estimator,
         kl_correction=cfg.kl_correction != "off", max_grad_norm=cfg.max_grad_norm)
+
+
+def loss_normaliser(loss_type: str, rows: int, max_new_tokens: int, active_tokens: float) -> float | None:
+    """The constant N that ``core.aggregate`` divides the summed loss by ("sum_over_constant") for this
+    process's whole batch of ``rows`` completions; ``core.update`` gives each minibatch its share.
+
+        dr_grpo        N = rows · L_max          the generation budget (Dr. GRPO), L_max = --max-new-tokens
+        dapo, cispo    N = active_tokens         the real tokens of the whole batch, summed over the P
+                                                 processes ÷ P (DAPO's token-level normaliser)
+        grpo, bnpo     None                      they average: no constant
+    """
+    if LOSS_TYPES[loss_type][1] != "sum_over_constant":
+        return None
+    if loss_type == "dr_grpo":
+        return float(rows * max_new_tokens)
+    return active_tokens

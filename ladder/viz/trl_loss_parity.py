@@ -23,11 +23,11 @@ from matplotlib.figure import Figure
 
 from ladder import core
 from ladder.hub import quiet_progress
+from ladder.rungs.grpo_options import LOSS_TYPES, loss_normaliser
 from ladder.viz._widget import View
 from ladder.viz.cartpole_lab import one_thread
 
-PARITY_LOSS_TYPES = {"grpo": ("clipped", "seq_mean_token_mean"), "bnpo": ("clipped", "token_mean"),
-                     "dr_grpo": ("clipped", "dr_grpo"), "dapo": ("clipped", "dapo"), "cispo": ("cispo", "dapo")}
+PARITY_LOSS_TYPES = LOSS_TYPES  # the GRPO rung's --loss-type → (objective, aggregation), checked against TRL's
 
 
 def trl_available() -> bool:
@@ -140,7 +140,7 @@ class ParityBench:
         return core.UpdateConfig(objective=objective, aggregation=aggregation, ratio_level=level,
                                  clip_eps_low=self.EPSILON, clip_eps_high=eps_high, delta=delta,
                                  cispo_max_weight=eps_high, kl_coef=beta, kl_estimator="k3", kl_correction=correction,
-                                 max_tokens=t.max_completion_length, normalize_advantages=False)
+                                 normalize_advantages=False)
 
     def _grads(self) -> dict:
         return {n: p.grad.detach().clone() for n, p in self.trainer.model.named_parameters() if p.grad is not None}
@@ -160,9 +160,10 @@ class ParityBench:
             batch = self._lm_batch(inputs["prompt_ids"], inputs["prompt_mask"], inputs["completion_ids"], mask,
                                    model.config.pad_token_id, advantages=inputs["advantages"][:, None] * mask,
                                    old_logp=inputs["old_per_token_logps"], ref_logp=inputs["ref_per_token_logps"])
-            # TRL's DAPO / CISPO normaliser for one micro-batch: num_items_in_batch / processes · accumulation / spg
-            num_tokens = (inputs["num_items_in_batch"].clamp(min=1.0).item() / self.trainer.accelerator.num_processes
-                          * self.trainer.current_gradient_accumulation_steps / self.trainer.args.steps_per_generation)
+            # TRL's active tokens for one micro-batch: num_items_in_batch / processes · accumulation / spg
+            active = (inputs["num_items_in_batch"].clamp(min=1.0).item() / self.trainer.accelerator.num_processes
+                      * self.trainer.current_gradient_accumulation_steps / self.trainer.args.steps_per_generation)
+            num_tokens = loss_normaliser(loss_type, len(mask), self.trainer.max_completion_length, active)
             model.zero_grad(set_to_none=True)
             ladder_loss, _, _ = core.compute_loss(self.policy, batch, cfg, num_tokens)
             ladder_loss.backward()
