@@ -59,13 +59,13 @@ CLIPS = {"eps_high=eps": (EPSILON, None), "eps_high=0.28": (0.28, None), "delta=
 CISPO_CLIPS = {"eps_high=eps": (EPSILON, None), "eps_high=0.28": (0.28, None), "cap=1.3": (1.3, None)}
 
 
-def close(actual, expected, what=""):
+def close(actual, expected, what="", rtol=RTOL):
     """|actual − expected| ≤ atol + rtol · max|expected|, over the whole tensor (float32 rounding in a sum
     scales with its largest terms, not with an element that happens to cancel to near zero)."""
     actual, expected = torch.as_tensor(actual).double(), torch.as_tensor(expected).double()
     assert actual.shape == expected.shape, f"{what}: shapes {actual.shape} vs {expected.shape}"
     error = (actual - expected).abs().max().item()
-    bound = ATOL + RTOL * expected.abs().max().item()
+    bound = ATOL + rtol * expected.abs().max().item()
     assert error <= bound, f"{what}: max |difference| {error:.3g} > {bound:.3g} = atol + rtol · max |expected|"
 
 
@@ -473,10 +473,12 @@ def test_rloo_loss_ratio_is_sequence_level_of_summed_logps(rloo_trainer, rloo_ro
         loss.backward()
         return loss.detach(), _grads(trainer.model)
 
-    # on-policy: the same gradient as Σ over tokens, mean over rows; not the length-normalised preset's
+    # on-policy: the same gradient as Σ over tokens, mean over rows; not the length-normalised preset's.
+    # Equal in exact arithmetic only: TRL differentiates exp(Σ_t log π_θ − Σ_t log π_old) of float32 sums of
+    # up to T log-probs, ladder sums T per-token exp(0)·∇log π; rounding differs by ~1e-5 of the largest entry.
     on_trl, on_sum = trl_rloo(logp), ladder(logp, "sum_over_constant", num_tokens=len(batch))
     for name in on_trl[1]:
-        close(on_sum[1][name], on_trl[1][name], name)
+        close(on_sum[1][name], on_trl[1][name], name, rtol=5 * RTOL)
     preset = ladder(logp, "seq_mean_token_mean")
     assert max((preset[1][n] - on_trl[1][n]).abs().max() for n in on_trl[1]) > 1e-3
 
@@ -486,6 +488,6 @@ def test_rloo_loss_ratio_is_sequence_level_of_summed_logps(rloo_trainer, rloo_ro
     seq_ratio = torch.exp(((logp - old) * mask).sum(1))
     expected = -torch.min(seq_ratio * advantages, seq_ratio.clamp(1 - EPSILON, 1 + EPSILON) * advantages).mean()
     off_trl = trl_rloo(old)
-    close(off_trl[0], expected, "TRL RLOO loss")
+    close(off_trl[0], expected, "TRL RLOO loss", rtol=5 * RTOL)  # TRL's own forward vs ladder's log-probs, summed
     assert ((seq_ratio - 1).abs() > EPSILON).any()
     assert abs(ladder(old, "sum_over_constant", num_tokens=len(batch))[0] - off_trl[0]) > 1e-4

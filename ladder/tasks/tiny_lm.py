@@ -18,6 +18,8 @@ from pathlib import Path
 
 import torch
 
+from ladder.runlog import UsageError
+
 SPECIAL = {"pad": "<|pad|>", "eos": "<|endoftext|>", "bos": "<|startoftext|>"}
 
 
@@ -26,12 +28,26 @@ def cache_dir() -> Path:
     return Path(os.environ.get("LADDER_CACHE", Path.home() / ".cache" / "ladder"))
 
 
+def _usable_cache_dir() -> Path:
+    """``cache_dir()``, created if need be; a path that is not a writable directory is a one-line error."""
+    where = cache_dir()
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+        probe = Path(tempfile.mkdtemp(prefix=".probe-", dir=where))
+        probe.rmdir()
+    except OSError as e:
+        raise UsageError(f"the model cache {where} ($LADDER_CACHE, default ~/.cache/ladder) is not a usable "
+                         f"directory ({e.strerror or type(e).__name__}); point LADDER_CACHE at a writable "
+                         f"directory") from None
+    return where
+
+
 def cached(name: str, build: Callable[[Path], None]) -> Path:
     """The directory ``cache_dir()/name``, built by ``build(tmp_dir)`` on first use (atomically)."""
     target = cache_dir() / name
     if (target / "config.json").exists():
         return target
-    target.parent.mkdir(parents=True, exist_ok=True)
+    _usable_cache_dir()
     if target.exists():  # left incomplete by an interrupted or broken build
         shutil.rmtree(target, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))

@@ -1,0 +1,183 @@
+"""The run session every rung shares (``ladder.session``, ``ladder.runlog``): one run per directory,
+checkpoints of named parts with every generator, and the faults around a run that end in one line."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import torch
+
+from ladder import run as ladder_run
+from ladder import runlog
+from ladder.rungs import cartpole
+from ladder.runlog import RunLog, RunStopped, UsageError, rng_state, set_rng_state
+from ladder.session import RunSession
+
+
+
+def _cfg(tmp_path, **overrides) -> cartpole.Config:
+    values = {**cartpole.PRESETS["tiny"], "out": str(tmp_path / "run"), "progress": False, "checkpoint_every": 1000}
+    return cartpole.Config(**{**values, **overrides})
+
+
+def _cli(*args, cwd, env=None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ladder.run", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300, env=env)
+
+
+# --- one run per directory -------------------------------------------------------------------------
+
+def test_a_second_start_on_a_directory_in_use_is_refused_and_touches_nothing(tmp_path):
+    cfg = _cfg(tmp_path)
+    with RunSession(cfg, "cartpole", {}, total=1) as first:
+        first.resume()
+        first.log({"x": 1.0})
+        for second in (cfg, replace(cfg, overwrite=True), replace(cfg, resume=cfg.out)):
+            with pytest.raises(UsageError, match=rf"in use by another run \(process {os.getpid()}\)"):
+                RunSession(second, "cartpole", {}, total=1)
+        assert (tmp_path / "run" / "config.json").exists() and first.records()[0]["x"] == 1.0
+        first.log({"x": 2.0})  # the holder goes on writing
+    assert [r["x"] for r in RunLog(cfg.out, "cartpole", {}, resume=True).records()] == [1.0, 2.0]
+
+
+def test_the_lock_of_a_finished_or_killed_run_is_taken_over(tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / ".lock").write_text("999999\n")  # a lock file no process holds
+    log = RunLog(tmp_path / "run", "cartpole", {})
+    assert (tmp_path / "run" / ".lock").read_text() == f"{os.getpid()}\n"
+    log.close()
+
+
+def test_a_refused_start_does_not_remove_the_directory_another_run_created(tmp_path):
+    """Two starts on the same new --out: the refused one must not remove what the other one created."""
+    cfg = _cfg(tmp_path)
+    with RunSession(cfg, "cartpole", {}, total=1):
+        with pytest.raises(UsageError):
+            with RunSession(cfg, "cartpole", {}, total=1):
+                pass
+        assert (tmp_path / "run" / "config.json").exists()
+
+
+def test_bad_input_during_a_run_removes_the_directory_this_run_created(tmp_path):
+    with pytest.raises(UsageError, match="bad reward"):
+        with RunSession(_cfg(tmp_path), "cartpole", {}, total=1) as run:
+            run.resume()
+            raise UsageError("bad reward")
+    assert not (tmp_path / "run").exists()
+
+
+def test_two_processes_on_one_new_directory_one_runs_one_is_refused(tmp_path):
+    out = tmp_path / "run"
+    args = ["cartpole", "--preset", "tiny", "--no-stop-on-solve", "--out", str(out), "--no-progress"]
+    first = subprocess.Popen([sys.executable, "-m", "ladder.run", *args], cwd=tmp_path, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while not (out / "metrics.jsonl").exists() and first.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    second = _cli(*args, cwd=tmp_path)
+    stdout, stderr = first.communicate(timeout=300)
+    assert first.returncode == 0, stderr[-2000:]
+    assert second.returncode == 2 and second.stderr.strip().splitlines() == [
+        f"ladder: error: --out {out} is in use by another run (process {first.pid}); wait for it to finish, "
+        f"or choose another --out"]
+    assert (out / "summary.json").exists()  # the first run finished untouched
+
+
+# --- resume ----------------------------------------------------------------------------------------
+
+def test_resume_before_the_first_checkpoint_starts_the_metrics_again(tmp_path):
+    cfg = _cfg(tmp_path)
+    with RunSession(cfg, "cartpole", {}, total=5) as run:  # interrupted before its first checkpoint
+        run.resume()
+        for _ in range(5):
+            run.log({})
+    with RunSession(replace(cfg, resume=cfg.out), "cartpole", {}, total=5) as run:
+        assert run.resume() == {} and run.step == 0
+        for _ in range(3):
+            run.log({})
+        assert [r["step"] for r in run.records()] == [1, 2, 3]
+
+
+def test_a_checkpoint_restores_its_named_parts_and_the_generators(tmp_path):
+    cfg = _cfg(tmp_path, checkpoint_every=2)
+    net, gen = torch.nn.Linear(2, 2), torch.Generator().manual_seed(5)
+    with RunSession(cfg, "cartpole", {}, total=4) as run:
+        run.resume(net=net, gen=gen, counters=None)
+        run.log({})
+        run.log({})
+        run.checkpoint(net=net, gen=gen, counters={"seen": 7})
+        want = (net.weight.detach().clone(), torch.rand(3, generator=gen), torch.rand(3))
+        run.log({})  # after the checkpoint: cut back on resume
+    torch.nn.init.zeros_(net.weight)
+    with RunSession(replace(cfg, resume=cfg.out), "cartpole", {}, total=4) as run:
+        saved = run.resume(net=net, gen=gen, counters=None)
+        assert saved["counters"] == {"seen": 7} and run.step == 2 and len(run.records()) == 2
+        assert torch.equal(net.weight, want[0])
+        assert torch.equal(torch.rand(3, generator=gen), want[1]) and torch.equal(torch.rand(3), want[2])
+
+
+def test_the_cuda_generators_are_saved_and_restored(monkeypatch):
+    """A GPU resume is exact only if every CUDA device's generator comes back too."""
+    devices = {"state": [torch.tensor([1, 2, 3], dtype=torch.uint8)]}
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_rng_state_all", lambda: [s.clone() for s in devices["state"]])
+    monkeypatch.setattr(torch.cuda, "set_rng_state_all", lambda states: devices.update(state=list(states)))
+    saved = rng_state()
+    devices["state"] = [torch.tensor([9, 9, 9], dtype=torch.uint8)]
+    set_rng_state(saved)
+    assert torch.equal(devices["state"][0], torch.tensor([1, 2, 3], dtype=torch.uint8))
+
+
+# --- faults around a run: one line -----------------------------------------------------------------
+
+def test_ctrl_c_while_the_options_are_read_ends_without_a_traceback(monkeypatch, capsys):
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ladder_run, "make_config", interrupted)
+    assert ladder_run.main(["cartpole"]) == 130
+    assert capsys.readouterr().err.strip() == "interrupted"
+
+
+def test_an_out_that_cannot_be_written_is_one_line(tmp_path):
+    result = _cli("cartpole", "--preset", "tiny", "--out", "/proc/ladder-cannot-write-here", cwd=tmp_path)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "cannot write there" in result.stderr and not Path("/proc/ladder-cannot-write-here").exists()
+
+
+def test_a_full_disk_while_checkpointing_stops_the_run_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
+    saves, real_save = [], torch.save
+
+    def save(obj, path, *args, **kwargs):
+        saves.append(path)
+        if len(saves) > 1:
+            Path(path).write_bytes(b"partial")
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_save(obj, path, *args, **kwargs)
+
+    monkeypatch.setattr(runlog.torch, "save", save)
+    cfg = _cfg(tmp_path, checkpoint_every=1, stop_on_solve=False)
+    with pytest.raises(RunStopped, match=r"the last good checkpoint is kept \(the disk is full\)"):
+        cartpole.train(cfg)
+    monkeypatch.setattr(runlog.torch, "save", real_save)
+    run_dir = tmp_path / "run"
+    assert not (run_dir / "checkpoint.pt.tmp").exists()
+    assert torch.load(run_dir / "checkpoint.pt", weights_only=False)["step"] == 1
+    assert RunLog(run_dir, "cartpole", {}, resume=True).lock is not None  # released: resumable at once
+
+
+def test_an_unusable_model_cache_is_one_line(tmp_path):
+    not_a_directory = tmp_path / "cache"
+    not_a_directory.write_text("")
+    env = {**os.environ, "LADDER_CACHE": str(not_a_directory)}
+    result = _cli("grpo", "--preset", "tiny", "--out", str(tmp_path / "run"), cwd=tmp_path, env=env)
+    assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
+    assert "LADDER_CACHE" in result.stderr and not (tmp_path / "run").exists()
