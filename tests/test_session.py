@@ -21,7 +21,6 @@ from ladder.runlog import RunLog, RunStopped, UsageError, rng_state, set_rng_sta
 from ladder.session import RunSession
 
 
-
 def _cfg(tmp_path, **overrides) -> cartpole.Config:
     values = {**cartpole.PRESETS["tiny"], "out": str(tmp_path / "run"), "progress": False, "checkpoint_every": 1000}
     return cartpole.Config(**{**values, **overrides})
