@@ -176,15 +176,17 @@ def probability() -> Number:
     return interval(0.0, 1.0)
 
 
-def option(default, help: str, domain=None, choices: tuple | None = None, why: str = ""):
+def option(default, help: str, domain=None, choices: tuple | None = None, why: str = "", aliases: tuple = ()):
     """A config field with its ``--help`` text and its domain (``choices`` make a ``OneOf``).
 
     ``why`` is added to the error message (``--group-size must be at least 2 (why), got 1``).
     A field whose default is None also accepts None (the help says what None means).
+    ``aliases``: former flag names still accepted (``("--num-updates",)``).
     """
     if choices is not None:
         domain = OneOf(tuple(choices))
-    return field(default=default, metadata={"help": help, "choices": choices, "domain": domain, "why": why})
+    return field(default=default, metadata={"help": help, "choices": choices, "domain": domain, "why": why,
+                                            "aliases": tuple(aliases)})
 
 
 def domain_of(f: dataclasses.Field):
@@ -263,15 +265,17 @@ def _base_type(tp):
 def add_config_args(parser: argparse.ArgumentParser, config_cls, suppress_defaults: bool = False) -> None:
     """One ``--flag`` per field. With ``suppress_defaults`` only the flags actually given are parsed."""
     for f in dataclasses.fields(config_cls):
-        flag = "--" + f.name.replace("_", "-")
+        flags = ["--" + f.name.replace("_", "-"), *f.metadata.get("aliases", ())]
         kind = _base_type(f.type)
         help_text = f.metadata.get("help", "")
+        if f.metadata.get("aliases"):
+            help_text += f" (formerly {', '.join(f.metadata['aliases'])})"
         default = argparse.SUPPRESS if suppress_defaults else f.default
         if kind is bool:
-            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=default,
+            parser.add_argument(*flags, dest=f.name, action=argparse.BooleanOptionalAction, default=default,
                                 help=help_text)
         else:
-            parser.add_argument(flag, dest=f.name, type=kind, default=default, help=help_text,
+            parser.add_argument(*flags, dest=f.name, type=kind, default=default, help=help_text,
                                 choices=f.metadata.get("choices"), metavar=f.name.upper())
 
 

@@ -68,15 +68,22 @@ def read_only_cache(keys_values: tuple[Tensor, ...], rows: Tensor):
 def cache_survives_checkpointing(decoder: nn.Module):
     """Checkpointed layers drop a cache unless they declare that they only read it (ours do).
 
-    Private API: transformers' ``GradientCheckpointingLayer`` checks ``_can_checkpoint_with_cache``."""
+    Private API: transformers' ``GradientCheckpointingLayer`` checks ``_can_checkpoint_with_cache``; and
+    GPT-2's model hands its blocks no cache at all while its own ``gradient_checkpointing`` is on in
+    training mode, so that flag is off inside (its blocks checkpoint on their own flags)."""
     layers = [m for m in decoder.modules() if hasattr(type(m), "_can_checkpoint_with_cache")]
+    model_flag = getattr(decoder, "gradient_checkpointing", None)
     for layer in layers:
         layer._can_checkpoint_with_cache = True
+    if model_flag:
+        decoder.gradient_checkpointing = False
     try:
         yield
     finally:
         for layer in layers:
             del layer._can_checkpoint_with_cache
+        if model_flag:
+            decoder.gradient_checkpointing = model_flag
 
 
 # --- peft ------------------------------------------------------------------------------------------

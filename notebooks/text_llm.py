@@ -49,8 +49,8 @@ USE_GPU = False
 if USE_GPU:
     cfg = ppo_sentiment.Config(device="cuda", out=str(RUNS / "sentiment"))
 else:
-    cfg = ppo_sentiment.Config(**{**ppo_sentiment.PRESETS["tiny"], "num_updates": 4, "batch_size": 16,
-                                  "num_eval_prompts": 4, "sample_every": 0}, out=str(RUNS / "sentiment"),
+    cfg = ppo_sentiment.Config(**{**ppo_sentiment.PRESETS["tiny"], "steps": 4, "batch_size": 16,
+                                  "num_eval_prompts": 4, "print_samples": 0}, out=str(RUNS / "sentiment"),
                                progress=False)
 summary = ppo_sentiment.train(cfg)
 {k: summary[k] for k in ("updates", "score_first", "score_last", "kl_final", "kl_coef_final")}""",

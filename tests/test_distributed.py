@@ -92,7 +92,7 @@ def _accelerate() -> str | None:
 @pytest.mark.parametrize("rung_args, saved", [
     (["grpo", "--preset", "tiny", "--steps", "2", "--eval-size", "8", "--prompts-per-step", "4"],
      "adapter/adapter_model.safetensors"),
-    (["ppo-sentiment", "--preset", "tiny", "--num-updates", "2", "--batch-size", "16"], "policy/value_head.pt"),
+    (["ppo-sentiment", "--preset", "tiny", "--steps", "2", "--batch-size", "16"], "policy/value_head.pt"),
 ])
 def test_two_processes_train_the_same_weights(tmp_path, rung_args, saved):
     """``accelerate launch`` with two CPU processes (torchrun + gloo): one writer, identical weights."""

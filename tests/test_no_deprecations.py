@@ -56,6 +56,6 @@ def test_a_tiny_grpo_run_and_the_eval_of_its_adapter_print_no_library_deprecatio
 @pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
 def test_a_tiny_ppo_sentiment_run_prints_no_library_deprecation(tmp_path, lora):
     sentiment.tiny_model_path()
-    output = _run("ppo-sentiment", "--preset", "tiny", "--num-updates", "2", "--batch-size", "16",
+    output = _run("ppo-sentiment", "--preset", "tiny", "--steps", "2", "--batch-size", "16",
                   "--num-eval-prompts", "4", "--lora" if lora else "--no-lora", tmp_path=tmp_path)
     assert library_deprecations(output) == []

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 import torch
 
 import ladder.core
+from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, is_peft, lm_batch, position_ids_for
 from ladder.rungs import cartpole
 from ladder.rungs import ppo_sentiment as ps
@@ -25,8 +28,8 @@ def tiny_model_dir():
 
 def tiny_config(tmp_path, **overrides) -> ps.Config:
     """The tiny preset, shortened."""
-    values = {**ps.PRESETS["tiny"], "out": str(tmp_path / "run"), "progress": False, "num_updates": 2,
-              "batch_size": 16, "num_minibatches": 2, "num_eval_prompts": 4, "sample_every": 0}
+    values = {**ps.PRESETS["tiny"], "out": str(tmp_path / "run"), "progress": False, "steps": 2,
+              "batch_size": 16, "num_minibatches": 2, "num_eval_prompts": 4, "print_samples": 0}
     values.update(overrides)
     return ps.Config(**values)
 
@@ -136,7 +139,7 @@ def test_chunked_logp_equals_full_logits_reference(temperature):
 
 def test_value_head_starts_at_zero(tiny_model_dir, tmp_path):
     cfg = tiny_config(tmp_path)
-    model, tokenizer = sentiment.load_causal_lm(cfg.model)
+    model, tokenizer = ps.load_model(cfg)
     policy = ps.build_policy(cfg, model)
     assert torch.count_nonzero(policy.value_head.weight) == 0 and policy.value_head.bias.item() == 0.0
     batch, _, _ = ps.rollout(policy, tokenizer, ["This movie", "The acting was"], cfg)
@@ -145,7 +148,7 @@ def test_value_head_starts_at_zero(tiny_model_dir, tmp_path):
 
 
 def test_short_seeded_tiny_run_raises_the_reward(tmp_path, tiny_model_dir):
-    cfg = tiny_config(tmp_path, num_updates=20, batch_size=32, num_eval_prompts=6)
+    cfg = tiny_config(tmp_path, steps=20, batch_size=32, num_eval_prompts=6)
     summary = ps.train(cfg)
     records = [json.loads(line) for line in open(tmp_path / "run" / "metrics.jsonl")]
     assert len(records) == 20
@@ -166,23 +169,23 @@ def test_same_seed_same_metrics_and_resume_continues_exactly(tmp_path, tiny_mode
     def metrics(out):
         return [{k: v for k, v in json.loads(line).items() if k != "wall_s"} for line in open(out / "metrics.jsonl")]
 
-    ps.train(tiny_config(tmp_path / "a", num_updates=3, checkpoint_every=2))
+    ps.train(tiny_config(tmp_path / "a", steps=3, checkpoint_every=2))
     cut = tmp_path / "b"
-    ps.train(tiny_config(cut, num_updates=3, checkpoint_every=2))
+    ps.train(tiny_config(cut, steps=3, checkpoint_every=2))
     assert metrics(tmp_path / "a" / "run") == metrics(cut / "run")
     # pretend the run died after the checkpoint at update 2, then resume it
     (cut / "run" / "summary.json").unlink()
     with open(cut / "run" / "metrics.jsonl", "a") as f:
         f.write('{"step": 99}\n')
-    ps.train(tiny_config(cut, num_updates=3, checkpoint_every=2, resume=str(cut / "run")))
+    ps.train(tiny_config(cut, steps=3, checkpoint_every=2, resume=str(cut / "run")))
     assert metrics(cut / "run") == metrics(tmp_path / "a" / "run")
 
 
 def test_lora_reference_is_the_disabled_adapter(tmp_path, tiny_model_dir, spy_update):
     calls, _ = spy_update
     cfg = tiny_config(tmp_path, lora=True, lora_r=4, lr=1e-2)
-    model, tokenizer = sentiment.load_causal_lm(cfg.model)
-    original, _ = sentiment.load_causal_lm(cfg.model)
+    model, tokenizer = ps.load_model(cfg)
+    original, _ = ps.load_model(replace(cfg, lora=False))
     policy = ps.build_policy(cfg, model)
     assert policy.ref_model is None and is_peft(policy.model)
     trainable = {n for n, p in policy.named_parameters() if p.requires_grad}
@@ -251,7 +254,7 @@ def test_bad_options_are_usage_errors(tmp_path, override, needle):
 @pytest.mark.parametrize("lora", [True, False])
 def test_reference_refresh_moves_pi_ref_to_pi_theta(tmp_path, tiny_model_dir, lora):
     cfg = tiny_config(tmp_path, lora=lora, lora_r=4, lr=1e-2, ref_sync_every=1)
-    model, tokenizer = sentiment.load_causal_lm(cfg.model)
+    model, tokenizer = ps.load_model(cfg)
     policy = ps.build_policy(cfg, model)
     assert (policy.ref_model is None) == lora                      # LoRA: a second adapter, no copy of the base
     batch, _, _ = ps.rollout(policy, tokenizer, ["This movie", "The plot was"] * 4, cfg)
@@ -272,10 +275,44 @@ def test_resume_after_a_reference_refresh_continues_exactly(tmp_path, tiny_model
     def metrics(out):
         return [{k: v for k, v in json.loads(line).items() if k != "wall_s"} for line in open(out / "metrics.jsonl")]
 
-    options = dict(num_updates=3, checkpoint_every=2, ref_sync_every=1, ref_mixup=0.5)
+    options = dict(steps=3, checkpoint_every=2, ref_sync_every=1, ref_mixup=0.5)
     ps.train(tiny_config(tmp_path / "a", **options))
     cut = tmp_path / "b"
     ps.train(tiny_config(cut, **options))
     (cut / "run" / "summary.json").unlink()                       # as if it died after the checkpoint at 2
     ps.train(tiny_config(cut, **options, resume=str(cut / "run")))
     assert metrics(cut / "run") == metrics(tmp_path / "a" / "run")
+
+
+def test_qlora_trains_adapters_on_a_4bit_base(tmp_path, tiny_model_dir):
+    """--qlora through the one loader both LM rungs use: a 4-bit base, LoRA adapters the only weights trained,
+    π_ref the base with the adapter disabled, the adapter saved."""
+    cfg = tiny_config(tmp_path, qlora=True, lora_r=4, steps=2)
+    model, _ = ps.load_model(cfg)
+    assert quant.has_4bit_layers(model) and is_peft(model)
+    assert all("lora_" in n for n, p in model.named_parameters() if p.requires_grad)
+    summary = ps.train(cfg)
+    assert summary["updates"] == 2 and all(map(math.isfinite, (summary["score_last"], summary["kl_final"])))
+    assert (tmp_path / "run" / "policy" / "adapter_config.json").exists()
+
+
+def test_shared_prompts_under_activation_checkpointing_equal_the_plain_forward(tiny_model_dir):
+    """GPT-2 hands its blocks no cache while checkpointing in training mode: the shared-prompt forward must
+    still see each row's prompt (log-probs and gradients as without sharing)."""
+    model = quant.load_causal_lm(str(tiny_model_dir), torch.device("cpu"), lora=True, lora_r=4,
+                                 gradient_checkpointing=True)
+    tokenizer = quant.load_tokenizer(str(tiny_model_dir))
+    enc = tokenizer(["This movie", "The acting was", "This movie"], padding=True, return_tensors="pt")
+    completion = torch.tensor([[5, 6, 7], [8, 9, 10], [11, 12, 13]])
+    batch = lm_batch(enc.input_ids, enc.attention_mask, completion, torch.ones(3, 3), tokenizer.pad_token_id)
+    results = []
+    for share in (True, False):
+        policy = CausalLMPolicy(model, share_prompts=share)
+        model.zero_grad(set_to_none=True)
+        logp = policy.evaluate(batch)[0]
+        logp.sum().backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
+        results.append((logp.detach(), grads))
+    torch.testing.assert_close(results[0][0], results[1][0], atol=1e-5, rtol=1e-5)
+    for name, grad in results[1][1].items():
+        torch.testing.assert_close(results[0][1][name], grad, atol=1e-5, rtol=1e-4)

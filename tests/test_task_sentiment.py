@@ -8,8 +8,16 @@ import json
 import pytest
 import torch
 
+from ladder import hub
+from ladder.policies import quant
 from ladder.runlog import UsageError
 from ladder.tasks import sentiment, tiny_lm
+
+
+def _load_lm(name: str):
+    """(model, tokenizer) through the one causal-LM loader every rung uses."""
+    path = hub.resolve(sentiment.resolve_model(name), "--model")
+    return quant.load_causal_lm(path, torch.device("cpu")), quant.load_tokenizer(path)
 
 
 @pytest.fixture(scope="session")
@@ -72,7 +80,7 @@ def test_classifier_reward_is_the_positive_logit_in_batches(tmp_path, id2label):
 
 def test_causal_lm_without_pad_token_pads_left_with_eos(tmp_path):
     path = sentiment.save_random_gpt2(tmp_path / "gpt2")
-    model, tokenizer = sentiment.load_causal_lm(str(path))
+    model, tokenizer = _load_lm(str(path))
     assert tokenizer.pad_token == tokenizer.eos_token and tokenizer.padding_side == "left"
     enc = tokenizer(["This movie", "The acting was really"], padding=True, return_tensors="pt")
     assert enc["attention_mask"][0, 0] == 0 and enc["attention_mask"][:, -1].all()
@@ -103,7 +111,7 @@ REVIEWS = ["This movie was a wonderful surprise from the very first scene to the
 
 @pytest.mark.parametrize("suffix", [".jsonl", ".json", ".csv", ".txt"])
 def test_local_dataset_files_become_2_to_8_token_prompts(tmp_path, suffix, tiny_model_dir):
-    _, tokenizer = sentiment.load_causal_lm(str(tiny_model_dir))
+    _, tokenizer = _load_lm(str(tiny_model_dir))
     path = _write(tmp_path / f"reviews{suffix}", REVIEWS)
     assert sentiment.read_texts(path) == REVIEWS
     prompts = sentiment.load_prompts(str(path), tokenizer, 2, 8, seed=0)
@@ -114,7 +122,7 @@ def test_local_dataset_files_become_2_to_8_token_prompts(tmp_path, suffix, tiny_
 
 
 def test_prompt_lengths_cover_the_range_and_follow_the_seed(tiny_model_dir):
-    _, tokenizer = sentiment.load_causal_lm(str(tiny_model_dir))
+    _, tokenizer = _load_lm(str(tiny_model_dir))
     texts = sentiment.review_corpus(200, seed=1)
     prompts = sentiment.truncate_prompts(texts, tokenizer, 2, 8, seed=5)
     lengths = {len(tokenizer(p, add_special_tokens=False)["input_ids"]) for p in prompts}
@@ -123,7 +131,7 @@ def test_prompt_lengths_cover_the_range_and_follow_the_seed(tiny_model_dir):
 
 
 def test_prompt_limit_samples_across_a_label_sorted_file(tmp_path, tiny_model_dir):
-    _, tokenizer = sentiment.load_causal_lm(str(tiny_model_dir))
+    _, tokenizer = _load_lm(str(tiny_model_dir))
     rows = [f"Bad review number {i} here." for i in range(50)] + [f"Good review number {i} here." for i in range(50)]
     prompts = sentiment.load_prompts(str(_write(tmp_path / "sorted.txt", rows)), tokenizer, 2, 2, limit=20, seed=0)
     assert len(prompts) == 20
@@ -142,7 +150,7 @@ def test_hub_ids_offline_fail_at_once_naming_the_tiny_preset(monkeypatch):
     from ladder import hub
 
     monkeypatch.setattr(hub, "hub_reachable", lambda timeout=3.0: False)
-    for call in (lambda: sentiment.load_causal_lm("no-such-user/no-such-model"),
+    for call in (lambda: _load_lm("no-such-user/no-such-model"),
                  lambda: sentiment.load_reward("no-such-user/no-such-classifier"),
                  lambda: sentiment.load_review_texts("no-such-user/no-such-dataset")):
         with pytest.raises(UsageError, match="--preset tiny") as info:
@@ -153,14 +161,14 @@ def test_hub_ids_offline_fail_at_once_naming_the_tiny_preset(monkeypatch):
 def test_broken_local_model_is_one_line(tmp_path):
     (tmp_path / "config.json").write_text("{not json")
     with pytest.raises(UsageError, match="--model") as info:
-        sentiment.load_causal_lm(str(tmp_path))
+        _load_lm(str(tmp_path))
     assert "\n" not in str(info.value)
 
 
 def test_tiny_model_is_cached_and_writes_reviews(tiny_model_dir):
     assert sentiment.tiny_model_path() == tiny_model_dir
     assert tiny_model_dir.parent == tiny_lm.cache_dir()
-    model, tokenizer = sentiment.load_causal_lm("tiny")
+    model, tokenizer = _load_lm("tiny")
     enc = tokenizer(["This movie", "The acting was"], padding=True, return_tensors="pt")
     torch.manual_seed(0)
     out = model.generate(**enc, do_sample=False, max_new_tokens=12, pad_token_id=tokenizer.pad_token_id,

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 
 import torch
 
+from ladder.hub import quiet_progress
 from ladder.patches import keep_4bit_training_layout, peft_wraps_quietly
 from ladder.runlog import UsageError
 
@@ -21,8 +22,8 @@ from ladder.runlog import UsageError
 logging.getLogger("bitsandbytes").setLevel(logging.ERROR)
 
 
-def offline_hint(model_id: str, error: Exception) -> UsageError:
-    return UsageError(f"cannot load model {model_id!r} ({type(error).__name__}); offline or a wrong id? "
+def offline_hint(model_id: str, error: Exception, flag: str = "--model") -> UsageError:
+    return UsageError(f"{flag} {model_id}: cannot load the model ({type(error).__name__}); offline or a wrong id? "
                       f"try --preset tiny, or pass a local directory")
 
 
@@ -37,38 +38,45 @@ def check_device(device: str) -> torch.device:
     return dev
 
 
-def load_tokenizer(model_id: str):
+def load_tokenizer(model_id: str, flag: str = "--model"):
+    """The model's tokenizer, padding on the left (prompts end where the completion starts). One without a
+    pad token (GPT-2 and friends) pads with EOS: padding is masked out everywhere."""
     from transformers import AutoTokenizer
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(model_id)
+        with quiet_progress():
+            tokenizer = AutoTokenizer.from_pretrained(model_id)
     except Exception as e:  # noqa: BLE001 - OSError offline, ValueError for odd ids, HF errors: one message
-        raise offline_hint(model_id, e) from None
-    if tokenizer.pad_token is None:  # GPT-2 and friends: pad with EOS (padding is masked out everywhere anyway)
-        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token or tokenizer.convert_ids_to_tokens(0)
+        raise offline_hint(model_id, e, flag) from None
+    if tokenizer.pad_token is None:
+        if tokenizer.eos_token is None:
+            raise UsageError(f"{flag} {model_id}: the tokenizer has neither a pad nor an EOS token; cannot pad "
+                             f"prompts")
+        tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
     return tokenizer
 
 
-def load_config(model_id: str):
+def load_config(model_id: str, flag: str = "--model"):
     from transformers import AutoConfig
 
     try:
         return AutoConfig.from_pretrained(model_id)
     except Exception as e:  # noqa: BLE001
-        raise offline_hint(model_id, e) from None
+        raise offline_hint(model_id, e, flag) from None
 
 
-def lora_config(r: int, alpha: int, dropout: float = 0.0):
+def lora_config(r: int, alpha: int, dropout: float = 0.0, fan_in_fan_out: bool = False):
+    """LoRA on every linear layer; ``fan_in_fan_out`` for GPT-2's Conv1D layers (weights stored transposed)."""
     from peft import LoraConfig
 
     return LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules="all-linear",
-                      task_type="CAUSAL_LM", bias="none")
+                      task_type="CAUSAL_LM", bias="none", fan_in_fan_out=fan_in_fan_out)
 
 
 def load_causal_lm(model_id: str, device: torch.device, *, qlora: bool = False, lora: bool = False,
                    lora_r: int = 16, lora_alpha: int = 32, gradient_checkpointing: bool = False,
-                   dtype: torch.dtype | None = None, new_adapter: bool = True):
+                   dtype: torch.dtype | None = None, new_adapter: bool = True, flag: str = "--model"):
     """``from_pretrained`` of a hub id or a local directory, prepared for training.
 
     qlora: nf4 + double quantisation (bitsandbytes), LoRA on every linear layer (peft).
@@ -90,9 +98,12 @@ def load_causal_lm(model_id: str, device: torch.device, *, qlora: bool = False, 
         kwargs["device_map"] = {"": device.index if device.type == "cuda" and device.index is not None
                                 else device.type}
     try:
-        model = AutoModelForCausalLM.from_pretrained(model_id, **kwargs)
+        with quiet_progress():
+            model = AutoModelForCausalLM.from_pretrained(model_id, **kwargs)
     except Exception as e:  # noqa: BLE001
-        raise offline_hint(model_id, e) from None
+        raise offline_hint(model_id, e, flag) from None
+    if model.generation_config.pad_token_id is None:  # as load_tokenizer pads: with EOS
+        model.generation_config.pad_token_id = model.generation_config.eos_token_id
     if not qlora:
         model.to(device)
     if qlora:
@@ -107,8 +118,9 @@ def load_causal_lm(model_id: str, device: torch.device, *, qlora: bool = False, 
     if (qlora or lora) and new_adapter:
         from peft import get_peft_model
 
+        conv1d = any(type(m).__name__ == "Conv1D" for m in model.modules())  # GPT-2 without 4-bit layers
         with peft_wraps_quietly():
-            model = get_peft_model(model, lora_config(lora_r, lora_alpha))
+            model = get_peft_model(model, lora_config(lora_r, lora_alpha, fan_in_fan_out=conv1d))
     return model
 
 

@@ -17,9 +17,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ladder import core, rewards
-from ladder.cli import Number, OneOf, RunOptions, Text, at_least, interval, non_negative, option, positive, probability
+from ladder.cli import Number, OneOf, Text, at_least, interval, non_negative, option, positive, probability
 from ladder.core.kl import ESTIMATORS
 from ladder.core.update import RATIO_LEVELS
+from ladder.rungs.lm_options import LMOptions
 from ladder.runlog import UsageError
 
 # --loss-type (TRL's names) → (core objective, core.aggregate mode); the constant of "sum_over_constant"
@@ -42,17 +43,12 @@ ALGOS = {
 
 
 @dataclass
-class Config(RunOptions):
+class Config(LMOptions):
     model: str = option("Qwen/Qwen2.5-0.5B-Instruct", "causal LM: hub id or local directory", Text())
     task: str = option("gsm8k", "gsm8k (GSM8K word problems) or arithmetic (synthetic, offline)",
                        choices=("gsm8k", "arithmetic"))
     dataset: str = option("openai/gsm8k", "GSM8K hub id or a local .json/.jsonl with question/answer", Text())
     system_prompt: str | None = option(None, "system prompt (default: the task's)", Text())
-    qlora: bool = option(False, "4-bit nf4 base (double quantisation) + LoRA adapters + checkpointing")
-    lora: bool = option(False, "LoRA adapters on a full-precision base")
-    lora_r: int = option(16, "LoRA rank", at_least(1))
-    lora_alpha: int = option(32, "LoRA alpha", at_least(1))
-    gradient_checkpointing: bool | None = option(None, "recompute activations in backward (default: on with --qlora)")
     dequantize_once: bool | None = option(None, "sample with the 4-bit base dequantized once per batch, not once "
                                                 "per token: the same samples, faster, the dequantized base held "
                                                 "while sampling (default: on with --qlora on the CPU)")
@@ -117,19 +113,13 @@ class Config(RunOptions):
                                "fn(completions, answers) -> list of floats", Text())
     reward_weights: str | None = option(None, "one weight per reward function, comma-separated (default: all 1)",
                                         Text())
-    max_new_tokens: int = option(256, "completion length limit", at_least(1))
+    print_samples: int = option(25, "print a sample prompt → completion → reward every N updates (0: never)",
+                                at_least(0))
     min_new_tokens: int = option(0, "force at least this many tokens (EOS suppressed until then; for benchmarks)",
                                  at_least(0))
-    temperature: float = option(1.0, "sampling temperature (log-probs use the same)", positive())
-    top_p: float = option(1.0, "nucleus sampling p", interval(0, 1, open_low=True))
-    chunk_size: int = option(16, "positions per chunk of the lm_head / log-softmax (rows·chunk·vocab floats at once)",
-                             at_least(1))
     eval_every: int = option(25, "greedy held-out accuracy every N updates (0: only before and after)", at_least(0))
     eval_size: int = option(200, "held-out problems in the evaluation", at_least(1))
     train_size: int = option(0, "limit the training problems (0: all)", at_least(0))
-    print_samples: int = option(25, "print a sample prompt → completion → reward every N updates (0: never)",
-                                at_least(0))
-    threads: int = option(0, "torch CPU threads (0: torch's default)", at_least(0))
     export_trl: str | None = option(None, "write this run as a runnable TRL script (trl.GRPOTrainer) to this file "
                                           "and exit: nothing is trained, no run directory is created", Text())
 

@@ -30,11 +30,12 @@ from pathlib import Path
 
 import torch
 
-from ladder import core
-from ladder.cli import RunOptions, Text, at_least, interval, non_negative, option, positive, probability
+from ladder import core, hub
+from ladder.cli import Text, at_least, interval, non_negative, option, positive, probability
 from ladder.distributed import Processes, launched_processes, process_device, weights_digest
-from ladder.patches import peft_wraps_quietly
+from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, is_peft, lm_batch
+from ladder.rungs.lm_options import LMOptions
 from ladder.runlog import UsageError, seed_everything
 from ladder.session import RunSession
 from ladder.tasks import sentiment
@@ -47,7 +48,7 @@ CURVES = {"score_mean": "reward-model score", "reward_mean": "score − β·KL (
 
 
 @dataclass
-class Config(RunOptions):
+class Config(LMOptions):
     model: str = option(sentiment.DEFAULT_MODEL, "policy: causal LM hub id or directory ('tiny': the project's tiny "
                                                  "review model, built and cached offline)", Text())
     reward_model: str = option(sentiment.DEFAULT_REWARD_MODEL, "reward: sequence-classifier id or directory (its "
@@ -58,16 +59,15 @@ class Config(RunOptions):
     max_prompts: int = option(25_000, "use at most this many reviews of --dataset", at_least(1))
     min_prompt_tokens: int = option(2, "shortest review prefix used as a prompt (tokens)", at_least(1))
     max_prompt_tokens: int = option(8, "longest review prefix used as a prompt (tokens)", at_least(1))
-    num_updates: int = option(200, "PPO updates (each one batch of fresh completions)", at_least(1))
+    steps: int = option(200, "PPO updates (each one batch of fresh completions)", at_least(1),
+                        aliases=("--num-updates",))
     batch_size: int = option(128, "completions per update B", at_least(1))
     num_minibatches: int = option(4, "shuffled minibatches per pass", at_least(1))
     mu: int = option(4, "μ: optimisation passes over each batch", at_least(1))
     forward_batch_size: int = option(32, "rows per gradient-free forward (π_old, π_ref, V_old, reward model)",
                                      at_least(1))
-    max_new_tokens: int = option(16, "completion length at most (tokens)", at_least(1))
-    temperature: float = option(1.0, "sampling temperature τ (log-probs use the same τ)", positive())
+    max_new_tokens: int = option(16, "completion length limit (tokens)", at_least(1))
     top_k: int = option(0, "top-k sampling (0: off)", at_least(0))
-    top_p: float = option(1.0, "nucleus sampling p (1: off)", interval(0, 1, open_low=True))
     lr: float = option(1.41e-5, "Adam learning rate", positive())
     clip_eps: float = option(0.2, "PPO clip ε of the ratio π_θ/π_old", interval(0, 1, open_low=True, open_high=True))
     value_clip: float = option(0.2, "clip of V around V_old in the value loss", positive())
@@ -84,22 +84,18 @@ class Config(RunOptions):
     ref_sync_every: int = option(0, "refresh π_ref every N updates: π_ref ← α·π_θ + (1 − α)·π_ref (0: never)",
                                  at_least(0))
     ref_mixup: float = option(0.6, "α of the π_ref refresh, in [0, 1]", probability())
-    lora: bool = option(False, "train LoRA adapters only; π_ref = the model with its adapter disabled (no copy)")
-    lora_r: int = option(16, "LoRA rank", at_least(1))
-    lora_alpha: float = option(32.0, "LoRA α", positive())
-    chunk_size: int = option(64, "positions per chunk when computing token log-probs (bounds [B, T, V] memory)",
-                             at_least(1))
-    sample_every: int = option(10, "print a few prompt → completion → score lines every N updates (0: never)",
-                               at_least(0))
-    num_samples: int = option(3, "lines printed each --sample-every", at_least(0))
+    chunk_size: int = option(64, "positions per chunk of the lm_head / log-softmax (rows·chunk·vocab floats at "
+                                 "once)", at_least(1))
+    print_samples: int = option(10, "print a few prompt → completion → score lines every N updates (0: never)",
+                                at_least(0), aliases=("--sample-every",))
+    num_samples: int = option(3, "lines printed each --print-samples", at_least(0))
     num_eval_prompts: int = option(16, "prompts in the before/after table (same prompts and sampling seed)",
                                    at_least(0))
-    threads: int = option(0, "torch CPU threads (0: torch's default)", at_least(0))
 
 
 PRESETS = {
-    "tiny": {"model": "tiny", "reward_model": "vader", "dataset": "bundled", "num_updates": 100, "batch_size": 64,
-             "num_minibatches": 2, "lr": 5e-5, "threads": 1, "sample_every": 20},
+    "tiny": {"model": "tiny", "reward_model": "vader", "dataset": "bundled", "steps": 100, "batch_size": 64,
+             "num_minibatches": 2, "lr": 5e-5, "threads": 1, "print_samples": 20},
 }
 
 
@@ -129,18 +125,10 @@ def kl_controller(cfg: Config) -> core.FixedKLController:
 
 
 def build_policy(cfg: Config, model) -> CausalLMPolicy:
-    """π_θ with a zero-initialised value head; π_ref a frozen copy, or the disabled LoRA adapter."""
-    if cfg.lora:
-        from peft import LoraConfig, get_peft_model
-
-        lora = LoraConfig(r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=0.0, target_modules="all-linear",
-                          task_type="CAUSAL_LM")
-        with peft_wraps_quietly():
-            model = get_peft_model(model, lora)
-        policy = CausalLMPolicy(model, value_head=True, temperature=cfg.temperature, chunk_size=cfg.chunk_size)
-    else:
-        policy = CausalLMPolicy(model, value_head=True, temperature=cfg.temperature, chunk_size=cfg.chunk_size,
-                                ref_model=copy.deepcopy(model))
+    """π_θ with a zero-initialised value head; π_ref the disabled adapter (LoRA, QLoRA) or a frozen copy."""
+    ref_model = None if is_peft(model) else copy.deepcopy(model)
+    policy = CausalLMPolicy(model, value_head=True, temperature=cfg.temperature, chunk_size=cfg.chunk_size,
+                            ref_model=ref_model)
     if cfg.ref_sync_every:
         policy.make_reference_refreshable()  # LoRA: a second, frozen adapter; full: the copy above
     return policy
@@ -224,9 +212,20 @@ def before_after_table(before: list[dict], after: list[dict], width: int = 44) -
     return "\n".join(lines)
 
 
+def load_model(cfg: Config):
+    """(policy model, tokenizer), loaded as every causal LM of the ladder is (``quant.load_causal_lm``):
+    full precision, LoRA adapters, or QLoRA's 4-bit base with LoRA adapters."""
+    path = hub.resolve(sentiment.resolve_model(cfg.model), "--model")
+    grad_ckpt = cfg.qlora if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing
+    model = quant.load_causal_lm(path, torch.device(cfg.device), qlora=cfg.qlora, lora=cfg.lora, lora_r=cfg.lora_r,
+                                 lora_alpha=cfg.lora_alpha, gradient_checkpointing=grad_ckpt,
+                                 dtype=None if cfg.qlora else torch.float32)
+    return model, quant.load_tokenizer(path)
+
+
 def load_parts(cfg: Config):
     """(model, tokenizer, reward function, prompt pool); any loading problem is one UsageError line."""
-    model, tokenizer = sentiment.load_causal_lm(cfg.model)
+    model, tokenizer = load_model(cfg)
     reward_fn = sentiment.load_reward(cfg.reward_model, cfg.device, cfg.forward_batch_size)
     prompts = sentiment.load_prompts(cfg.dataset, tokenizer, cfg.min_prompt_tokens, cfg.max_prompt_tokens,
                                      cfg.max_prompts, cfg.seed)
@@ -303,19 +302,19 @@ def train(cfg: Config) -> dict:
     eval_prompts = random.Random(cfg.seed + 1).sample(prompt_pool, min(cfg.num_eval_prompts, len(prompt_pool)))
     state = {"policy": policy, "optimizer": optimizer, "controller": parts.controller, "generator": parts.generator,
              "prompt_rng": prompt_rng, **({"reference": ReferenceWeights(policy)} if cfg.ref_sync_every else {})}
-    with RunSession(cfg, NAME, asdict(cfg), total=cfg.num_updates, procs=procs) as run:
+    with RunSession(cfg, NAME, asdict(cfg), total=cfg.steps, procs=procs) as run:
         if procs.world > 1:
             torch.manual_seed(cfg.seed + 1 + procs.rank)  # same initial weights, different samples
         before = run.resume(**state, before=None).get("before") or sample_table(
             policy, tokenizer, reward_fn, eval_prompts, cfg)
-        while run.step < cfg.num_updates:
+        while run.step < cfg.steps:
             prompts = procs.shard(prompt_rng.choices(prompt_pool, k=cfg.batch_size))
             record, samples = ppo_step(parts, prompts, cfg, run.skipped_steps)
             if cfg.ref_sync_every and (run.step + 1) % cfg.ref_sync_every == 0:
                 policy.refresh_reference(cfg.ref_mixup)
             run.log({"completions": (run.step + 1) * cfg.batch_size, **record}, score=f"{record['score_mean']:+.3f}",
                     kl=f"{record['kl_ref']:.2f}", beta=f"{record['kl_coef']:.3f}")
-            if cfg.sample_every and run.step % cfg.sample_every == 0:
+            if cfg.print_samples and run.step % cfg.print_samples == 0:
                 run.write(f"update {run.step}: score {record['score_mean']:+.3f}  KL {record['kl_ref']:.2f}  "
                           f"β {record['kl_coef']:.3f}")
                 for p, c, s in samples[:cfg.num_samples]:

@@ -202,30 +202,10 @@ def hub_or_local(name: str, what: str, flag: str, load: Callable[[str], object],
                          f"offline? {OFFLINE_HINT}") from None
 
 
-def load_causal_lm(name: str, flag: str = "--model"):
-    """(model, tokenizer) for a causal LM id or directory; ``"tiny"`` is the project's tiny review model.
-
-    The tokenizer pads on the left; one without a pad token pads with EOS.
-    """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    path = str(tiny_model_path()) if name == "tiny" else name
-    tokenizer = hub_or_local(path, "model's tokenizer", flag, AutoTokenizer.from_pretrained)
-    model = hub_or_local(path, "causal LM", flag, AutoModelForCausalLM.from_pretrained)
-    prepare_tokenizer(tokenizer)
-    if model.generation_config.pad_token_id is None:
-        model.generation_config.pad_token_id = tokenizer.pad_token_id
-    return model, tokenizer
-
-
-def prepare_tokenizer(tokenizer):
-    """Left padding (prompts end where the completion starts); pad = EOS when there is no pad token."""
-    tokenizer.padding_side = "left"
-    if tokenizer.pad_token is None:
-        if tokenizer.eos_token is None:
-            raise UsageError("the tokenizer has neither a pad nor an EOS token; cannot pad prompts")
-        tokenizer.pad_token = tokenizer.eos_token
-    return tokenizer
+def resolve_model(name: str) -> str:
+    """``"tiny"``: the project's tiny review model (built and cached on first use); any other name as given.
+    The model itself loads through ``ladder.policies.quant``, as every causal LM of the ladder does."""
+    return str(tiny_model_path()) if name == "tiny" else name
 
 
 # --- rewards -----------------------------------------------------------------------------------

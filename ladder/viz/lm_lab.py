@@ -78,8 +78,8 @@ def ppo_run(beta: float, steps: int = 30, batch_size: int = 32, seed: int = 0, n
     Cached: each β trains once per process.
     """
     out = Path(tempfile.mkdtemp(prefix="ladder-beta-"))
-    overrides = {"num_updates": steps, "batch_size": batch_size, "kl_coef": float(beta), "adaptive_kl": False,
-                 "num_eval_prompts": num_eval_prompts, "sample_every": 0, "seed": seed}
+    overrides = {"steps": steps, "batch_size": batch_size, "kl_coef": float(beta), "adaptive_kl": False,
+                 "num_eval_prompts": num_eval_prompts, "print_samples": 0, "seed": seed}
     cfg = ppo_sentiment.Config(**{**ppo_sentiment.PRESETS["tiny"], **overrides}, out=str(out / "run"),
                                progress=False)
     try:

@@ -1,0 +1,32 @@
+"""The options both language-model rungs share (``ppo-sentiment``, ``grpo``), declared once.
+
+A rung's ``Config`` inherits them and re-declares a field only to give it its own default (the model,
+the completion length, the chunk size).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ladder.cli import RunOptions, Text, at_least, interval, option, positive
+
+
+@dataclass
+class LMOptions(RunOptions):
+    model: str = option("gpt2", "causal LM: hub id or local directory", Text())
+    qlora: bool = option(False, "4-bit nf4 base (double quantisation) + LoRA adapters + activation checkpointing; "
+                                "π_ref = the base with the adapter disabled")
+    lora: bool = option(False, "LoRA adapters on a full-precision base; π_ref = the base with the adapter "
+                               "disabled (no copy)")
+    lora_r: int = option(16, "LoRA rank r", at_least(1))
+    lora_alpha: int = option(32, "LoRA α (the adapter's update is scaled by α / r)", at_least(1))
+    gradient_checkpointing: bool | None = option(None, "recompute activations in backward (default: on with "
+                                                       "--qlora)")
+    max_new_tokens: int = option(256, "completion length limit (tokens)", at_least(1))
+    temperature: float = option(1.0, "sampling temperature τ (log-probs use the same τ)", positive())
+    top_p: float = option(1.0, "nucleus sampling p (1: off)", interval(0, 1, open_low=True))
+    chunk_size: int = option(16, "positions per chunk of the lm_head / log-softmax (rows·chunk·vocab floats at "
+                                 "once)", at_least(1))
+    print_samples: int = option(10, "print sample prompt → completion → reward lines every N updates (0: never)",
+                                at_least(0), aliases=("--sample-every",))
+    threads: int = option(0, "torch CPU threads (0: torch's default)", at_least(0))
