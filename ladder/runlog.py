@@ -112,28 +112,38 @@ def _cannot_write(what: str, error: OSError) -> str:
 
 
 class DirectoryLock:
-    """An exclusive ``flock`` on ``DIR/.lock`` that names its holder; released when its process ends."""
+    """An exclusive ``flock`` on ``DIR/.lock``, released when its process ends. ``claim`` writes the holder's
+    process id into it (once the run really takes the directory), which a refused start then names."""
 
     def __init__(self, directory: Path):
-        self.fd = None
+        self.fd, self.path, self.made_file = None, directory / LOCK_NAME, False
         if sys.platform == "win32":  # no flock: one run per directory is then the user's to keep
             return
         import fcntl
 
-        fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+            self.made_file = True
+        except FileExistsError:
+            fd = os.open(self.path, os.O_RDWR)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.read(fd, 64).decode(errors="replace").strip() or "unknown"
+            holder = os.read(fd, 64).decode(errors="replace").strip() or "starting"
             os.close(fd)
             raise UsageError(f"--out {directory} is in use by another run (process {holder}); wait for it to "
                              f"finish, or choose another --out") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
         self.fd = fd
 
-    def release(self) -> None:
+    def claim(self) -> None:
         if self.fd is not None:
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
+
+    def release(self, remove_file: bool = False) -> None:
+        if self.fd is not None:
+            if remove_file:  # a refused start leaves the directory as it found it
+                self.path.unlink(missing_ok=True)
             os.close(self.fd)  # closing the descriptor releases the flock
             self.fd = None
 
@@ -158,6 +168,7 @@ class RunLog:
                 self._check_resumable()
             else:
                 self._start_fresh(config, overwrite)
+            self.lock.claim()
             if tensorboard:
                 from torch.utils.tensorboard import SummaryWriter
                 self.writer = SummaryWriter(str(self.dir / "tb"))
@@ -204,7 +215,7 @@ class RunLog:
         if discard and self.created and self.lock is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
         if self.lock is not None:
-            self.lock.release()
+            self.lock.release(remove_file=discard and self.lock.made_file)
             self.lock = None
 
     @staticmethod

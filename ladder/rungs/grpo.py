@@ -210,13 +210,8 @@ def held_out_accuracy(step: Step, held_out: list[dict]) -> float:
     return procs.gather(torch.tensor([correct], dtype=torch.float64)).sum().item() / len(held_out)
 
 
-def train(cfg: Config) -> dict:
-    """Train with GRPO; write metrics.jsonl, summary.json, curves.png and the adapter into ``cfg.out``.
-
-    Under ``accelerate launch`` every process runs this function on its share of the prompts (see
-    ``ladder.distributed``); only the main process writes.
-    """
-    validate(cfg)
+def placement(cfg: Config) -> torch.device:
+    """This process's device and thread count; what cannot run here is a one-line error."""
     if cfg.threads:
         torch.set_num_threads(cfg.threads)
     device = process_device(quant.check_device(cfg.device))
@@ -225,14 +220,32 @@ def train(cfg: Config) -> dict:
                          f"{launched_processes()} processes; use a multiple of {launched_processes()}")
     if cfg.optim == "paged_adamw_8bit" and device.type != "cuda":
         raise UsageError("--optim paged_adamw_8bit needs a CUDA GPU; use --optim adamw on the CPU")
-    seed_everything(cfg.seed)
+    return device
+
+
+def load_task(cfg: Config) -> tuple[str, list[dict], list[dict], str, object]:
+    """(system prompt, training problems, held-out problems, model path, tokenizer), checked to fit the
+    model's context before any weight loads."""
     system_prompt = math_problems.system_prompt(cfg.task, cfg.system_prompt)
     problems, held_out = math_problems.split(cfg.task, cfg.dataset, cfg.eval_size, cfg.train_size,
                                              cfg.prompts_per_step)
     model_path = hub.resolve(math_problems.resolve_model(cfg.model), "--model")
     tokenizer = quant.load_tokenizer(model_path)
     math_eval.check_context(tokenizer, quant.load_config(model_path), problems + held_out, system_prompt,
-                          cfg.max_new_tokens)
+                            cfg.max_new_tokens)
+    return system_prompt, problems, held_out, model_path, tokenizer
+
+
+def train(cfg: Config) -> dict:
+    """Train with GRPO; write metrics.jsonl, summary.json, curves.png and the adapter into ``cfg.out``.
+
+    Under ``accelerate launch`` every process runs this function on its share of the prompts (see
+    ``ladder.distributed``); only the main process writes.
+    """
+    validate(cfg)
+    device = placement(cfg)
+    seed_everything(cfg.seed)
+    system_prompt, problems, held_out, model_path, tokenizer = load_task(cfg)
     procs = Processes(device)  # after the tiny model is built and cached (see ladder.distributed)
     # The output directory is claimed (finished run? --overwrite? another run in it?) before the model loads.
     with RunSession(cfg, NAME, asdict(cfg), total=cfg.steps, procs=procs) as run:
