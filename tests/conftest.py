@@ -73,3 +73,10 @@ def spy_grpo_rollouts(monkeypatch):
     monkeypatch.setattr(grpo, "sample", spy)
     return rollouts
 
+
+@pytest.fixture(scope="session")
+def parity_model_dir(tmp_path_factory):
+    """The TRL parity tests' tiny Qwen2 (``trl_helpers.save_parity_model``), saved once for both trainers."""
+    from trl_helpers import save_parity_model
+
+    return save_parity_model(tmp_path_factory.mktemp("tiny-qwen-parity"))
