@@ -1,12 +1,16 @@
-"""A tiny linear categorical policy and batches for the ``ladder.core`` update tests (CPU only)."""
+"""A tiny linear categorical policy, batches and the two-process DAPO setup for the ``ladder.core`` update
+tests (CPU only)."""
 
 from __future__ import annotations
+
+import copy
+import os
 
 import pytest
 import torch
 from torch import nn
 
-from ladder.core import Batch
+from ladder.core import Batch, UpdateConfig, update
 
 OBS, ACT = 4, 3
 
@@ -85,3 +89,81 @@ def true_kl(policy: LinearPolicy, ref: LinearPolicy, obs: torch.Tensor, mask: to
         lp, lq = policy.log_probs(obs), ref.log_probs(obs)
         kl = (lp.exp() * (lp - lq)).sum(-1)
         return ((kl * mask).sum() / mask.sum()).item()
+
+
+class FixedLogp:
+    """A "policy" whose log-probs are one leaf tensor: the gradient of the loss per token is ``logp.grad``."""
+
+    def __init__(self, logp: torch.Tensor):
+        self.logp = logp.detach().clone().requires_grad_()
+
+    def evaluate(self, batch: Batch):
+        return self.logp, None, None
+
+
+def fixed_batch(mask, advantages, old_logp) -> Batch:
+    """A batch for ``FixedLogp``: ``advantages`` per token [B, T] or per row [B]."""
+    mask = torch.tensor(mask, dtype=torch.float32)
+    adv = torch.tensor(advantages, dtype=torch.float32)
+    if adv.dim() == 1:
+        adv = adv[:, None].expand(mask.shape).clone()
+    return Batch(actions=torch.zeros(mask.shape, dtype=torch.long), mask=mask, advantages=adv,
+                 old_logp=torch.tensor(old_logp, dtype=torch.float32))
+
+
+def widen(batch: Batch, extra: int, seed: int) -> Batch:
+    """Append ``extra`` all-padding columns holding random (finite) data, as a longer completion elsewhere would."""
+    g = torch.Generator().manual_seed(seed)
+    B, T = batch.mask.shape
+    out = copy.deepcopy(batch)
+    for name in ("advantages", "values", "returns", "old_logp", "ref_logp"):
+        x = getattr(out, name)
+        if x is not None:
+            setattr(out, name, torch.cat([x, torch.randn(B, extra, generator=g)], dim=1))
+    out.actions = torch.cat([out.actions, torch.zeros(B, extra, dtype=out.actions.dtype)], dim=1)
+    out.mask = torch.cat([out.mask, torch.zeros(B, extra)], dim=1)
+    obs = out.inputs["obs"]
+    out.inputs["obs"] = torch.cat([obs, torch.randn(B, extra, obs.shape[-1], generator=g)], dim=1)
+    return out
+
+
+# DAPO's N over two data-parallel processes (a module-level worker, so a fork server can start it)
+
+# Four rows: the first two (process 0) hold 6 + 5 = 11 active tokens, the last two (process 1) 1 + 2 = 3.
+DAPO_LENGTHS = [6, 5, 1, 2]
+DAPO_CFG = dict(mu=2, aggregation="sum_over_constant", max_grad_norm=None, value_coef=0.5, entropy_coef=0.01)
+
+
+class DDPLinearPolicy(LinearPolicy):
+    """DistributedDataParallel calls ``forward``: make it ``evaluate``."""
+
+    def forward(self, batch: Batch):
+        return self.evaluate(batch)
+
+
+def dapo_setup() -> tuple[DDPLinearPolicy, Batch]:
+    policy = DDPLinearPolicy(seed=60)
+    batch = make_batch(policy, B=4, T=6, seed=60, old_logp=True)
+    batch.mask = (torch.arange(6)[None, :] < torch.tensor(DAPO_LENGTHS)[:, None]).float()
+    batch.old_logp += 0.3 * torch.randn(batch.old_logp.shape, generator=torch.Generator().manual_seed(61))
+    return policy, batch
+
+
+def dapo_worker(rank: int, port: int, out_dir: str) -> None:
+    """Process ``rank`` of two: its half of ``dapo_setup``'s batch, updated with the whole batch's N, then its own."""
+    from ladder.distributed import Processes
+
+    torch.set_num_threads(1)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", RANK=str(rank),
+                      LOCAL_RANK=str(rank))
+    procs = Processes(torch.device("cpu"))
+    policy, batch = dapo_setup()
+    local = batch.select(torch.arange(2 * rank, 2 * rank + 2))
+    out = {"local_tokens": local.num_tokens}
+    for name, num_tokens in (("global", sum(DAPO_LENGTHS) / 2), ("local", float(local.num_tokens))):
+        p = copy.deepcopy(policy)
+        update(procs.wrap(p), copy.deepcopy(local), torch.optim.SGD(p.parameters(), lr=1.0), UpdateConfig(**DAPO_CFG),
+               num_tokens=num_tokens)
+        out[name] = params_of(p)
+    torch.save(out, os.path.join(out_dir, f"rank{rank}.pt"))
+    torch.distributed.destroy_process_group()

@@ -1,9 +1,14 @@
-"""What the GRPO tests share: GSM8K-style rows and a tiny Qwen2 saved like a hub snapshot."""
+"""What the GRPO tests share: GSM8K-style rows, a tiny Qwen2 saved like a hub snapshot, a small run's
+config and its metrics."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
 import torch
 
+from ladder.rungs import grpo
 from ladder.tasks import arithmetic, tiny_lm
 
 GSM8K_ROWS = [
@@ -25,3 +30,25 @@ def save_tiny_qwen(path) -> str:
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return str(path)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread_then_back():
+    """The runs use --threads 1 (bit-for-bit repeatable on the CPU; torch's reductions over several
+    threads differ in the last bits from run to run), which train() sets for the whole process."""
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def grpo_config(tmp_path, model, dataset, **kw):
+    """A two-step GRPO run of 2 prompts × 4 completions of 8 tokens on one thread, writing to tmp_path/run."""
+    base = dict(model=model, dataset=dataset, steps=2, prompts_per_step=2, group_size=4, max_new_tokens=8,
+                eval_size=2, eval_every=0, lr=1e-3, lora=True, out=str(tmp_path / "run"), progress=False,
+                print_samples=0, threads=1)
+    return grpo.Config(**{**base, **kw})
+
+
+def read_metrics(out) -> list[dict]:
+    """The records of ``out``/metrics.jsonl."""
+    return [json.loads(line) for line in open(f"{out}/metrics.jsonl")]

@@ -6,20 +6,9 @@ import math
 
 import pytest
 import torch
+from core_loss_refs import D, right_padded_mask, t
 
-from ladder.core import discounted_returns, gae, group_relative, whiten
-
-D = torch.float64
-
-
-def t(x) -> torch.Tensor:
-    return torch.tensor(x, dtype=D)
-
-
-def right_padded_mask(B: int, T: int, g: torch.Generator, min_len: int = 1) -> torch.Tensor:
-    lengths = torch.randint(min_len, T + 1, (B,), generator=g)
-    return (torch.arange(T)[None, :] < lengths[:, None]).to(D)
-
+from ladder.core import discounted_returns, gae, group_relative, leave_one_out, whiten
 
 # --------------------------------------------------------------------------- slow references
 
@@ -350,3 +339,43 @@ def test_whiten_all_padding_returns_zeros():
     out = whiten(x, torch.zeros_like(x))
     assert torch.isfinite(out).all()
     assert torch.all(out == 0)
+
+
+# --------------------------------------------------------------------------- leave_one_out (RLOO)
+
+
+def test_leave_one_out_hand_case():
+    rewards = t([1, 0, 0, 1, 2, 2, 2, 2])
+    adv = leave_one_out(rewards, 4)
+    # r = 1: baseline (0 + 0 + 1) / 3 = 1/3 -> 2/3; r = 0: baseline 2/3 -> −2/3; all-equal group -> 0
+    assert torch.allclose(adv, t([2 / 3, -2 / 3, -2 / 3, 2 / 3, 0, 0, 0, 0]), atol=1e-12, rtol=0)
+    assert torch.equal(adv[4:], torch.zeros(4, dtype=D))
+    std = math.sqrt(4 * (2 / 3) ** 2 / 7)                       # batch std of Â (unbiased), mean 0
+    whitened = leave_one_out(rewards, 4, scale="batch")
+    expected = t([1, -1, -1, 1, 0, 0, 0, 0]) * (2 / 3) / (std + 1e-4)
+    assert torch.allclose(whitened, expected, atol=1e-12, rtol=0)
+
+
+def test_leave_one_out_is_a_rescaled_group_mean_baseline():
+    g = torch.Generator().manual_seed(4)
+    for G in (2, 3, 5):
+        rewards = torch.randn(4 * G, generator=g, dtype=D)
+        adv = leave_one_out(rewards, G).tolist()
+        r = rewards.tolist()
+        for k in range(4):
+            group = r[k * G:(k + 1) * G]
+            for i, ri in enumerate(group):
+                loo = ri - (sum(group) - ri) / (G - 1)
+                assert adv[k * G + i] == pytest.approx(loo, abs=1e-12)
+                assert adv[k * G + i] == pytest.approx(G / (G - 1) * (ri - sum(group) / G), abs=1e-12)
+    assert torch.equal(leave_one_out(torch.full((6,), 3.0), 3), torch.zeros(6))
+
+
+def test_leave_one_out_rejects_bad_arguments():
+    rewards = torch.arange(8.0)
+    with pytest.raises(ValueError, match="scale"):
+        leave_one_out(rewards, 4, scale="group")
+    with pytest.raises(ValueError, match="group_size"):
+        leave_one_out(rewards, 1)
+    with pytest.raises(ValueError, match="groups"):
+        leave_one_out(rewards, 3)

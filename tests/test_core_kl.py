@@ -12,6 +12,7 @@ from ladder.core import (
     AdaptiveKLController,
     FixedKLController,
     kl_estimate,
+    kl_in_reward,
     kl_penalized_rewards,
     last_step_mask,
 )
@@ -187,3 +188,30 @@ def test_fixed_kl_controller():
         assert c.update(kl, n) == 0.05
     c.load_state_dict({"value": 0.3})
     assert c.value == 0.3 and c.state_dict() == {"value": 0.3}
+
+
+# --------------------------------------------------------------------------- kl_in_reward
+
+
+def test_kl_in_reward_hand_case_k1_k3_padding_and_no_gradient():
+    old = t([[-1.0, -2.0, -3.0], [-0.5, -1.0, math.nan]]).requires_grad_()
+    ref = t([[-1.5, -1.0, -3.0], [-1.0, -1.0, math.inf]])
+    mask = t([[1, 1, 1], [1, 1, 0]])
+    rewards = t([1.0, 2.0])
+    shaped, kl = kl_in_reward(rewards, old, ref, mask, kl_coef=0.1, estimator="k1")
+    # k1 = old − ref: row 0: 0.5 − 1 + 0 = −0.5; row 1: 0.5 + 0 (padding ignored, even NaN/inf)
+    assert torch.allclose(kl, t([-0.5, 0.5]), atol=1e-12, rtol=0)
+    assert torch.allclose(shaped, t([1.05, 1.95]), atol=1e-12, rtol=0)
+    assert not kl.requires_grad and not shaped.requires_grad      # a constant: θ is reached only via Â
+
+    shaped, kl = kl_in_reward(rewards, old, ref, mask, kl_coef=0.1, estimator="k3")
+
+    def k3(ell):
+        return math.expm1(ell) - ell                                 # ell = ref − old
+
+    row0, row1 = k3(-0.5) + k3(1.0) + k3(0.0), k3(-0.5) + k3(0.0)
+    assert torch.allclose(kl, t([row0, row1]), atol=1e-12, rtol=0)
+    assert torch.allclose(shaped, rewards - 0.1 * t([row0, row1]), atol=1e-12, rtol=0)
+    assert not shaped.requires_grad
+    with pytest.raises(ValueError, match="estimator"):
+        kl_in_reward(rewards, old, ref, mask, 0.1, estimator="k4")

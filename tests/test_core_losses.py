@@ -20,6 +20,7 @@ from core_loss_refs import (
 from ladder.core import (
     aggregate,
     approx_kl_old,
+    cispo_loss,
     clip_fractions,
     clipped_surrogate,
     entropy_bonus,
@@ -27,6 +28,7 @@ from ladder.core import (
     masked_mean,
     pg_loss,
     ratio_stats,
+    sequence_log_ratio,
     value_loss,
 )
 from ladder.core.losses import AGGREGATIONS
@@ -274,3 +276,95 @@ def test_approx_kl_old_ratio_stats_masked_mean_hand_case():
     assert rs == pytest.approx({"ratio_min": 1.0, "ratio_mean": 1.5, "ratio_max": 2.0})
     assert ratio_stats(t([3.0]), t([0])) == {"ratio_min": 1.0, "ratio_mean": 1.0, "ratio_max": 1.0}
     assert masked_mean(t([1.0, 3.0, 100.0]), t([1, 1, 0])).item() == 2.0
+
+
+# --------------------------------------------------------------------------- sequence_log_ratio (GSPO)
+
+
+def test_sequence_log_ratio_hand_case_and_gradient():
+    # row 0: log ratios 0.5, 0, -1 -> mean -1/6; row 1: one real token, 0.5; row 2: empty -> 0
+    nan, inf = math.nan, math.inf
+    logp = t([[-1.0, -2.0, -3.0], [-0.5, inf, nan], [-inf, nan, 1.0]]).requires_grad_()
+    old = t([[-1.5, -2.0, -2.0], [-1.0, nan, -inf], [nan, inf, 0.0]])
+    mask = t([[1, 1, 1], [1, 0, 0], [0, 0, 0]])
+    out = sequence_log_ratio(logp, old, mask)
+    assert out.shape == (3, 1)
+    assert torch.allclose(out, t([[-1 / 6], [0.5], [0.0]]), atol=1e-12, rtol=0)
+    out.sum().backward()       # d log s_i / d logp_t = m_t / |y_i|: nothing reaches the padding
+    assert torch.equal(logp.grad, t([[1 / 3, 1 / 3, 1 / 3], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]]))
+
+
+def test_gspo_ratio_is_the_geometric_mean_of_the_token_ratios():
+    g = torch.Generator().manual_seed(1)
+    logp, old = -torch.rand(4, 6, generator=g, dtype=D), -torch.rand(4, 6, generator=g, dtype=D)
+    lengths = [6, 3, 1, 4]
+    mask = (torch.arange(6)[None, :] < torch.tensor(lengths)[:, None]).to(D)
+    s = torch.exp(sequence_log_ratio(logp, old, mask))
+    for b, n in enumerate(lengths):
+        token_ratios = [math.exp(logp[b, i].item() - old[b, i].item()) for i in range(n)]
+        assert s[b, 0].item() == pytest.approx(math.prod(token_ratios) ** (1 / n), rel=1e-12)
+    garbage = torch.where(mask.bool(), logp, torch.randn(4, 6, generator=g, dtype=D) * 100)
+    assert torch.equal(sequence_log_ratio(garbage, old, mask), sequence_log_ratio(logp, old, mask))
+
+
+# --------------------------------------------------------------------------- clipped_surrogate: delta
+
+
+def test_clipped_surrogate_delta_hand_cases():
+    # eps = 0.2 (clip range [0.8, 1.2]), delta = 3
+    ratio = t([5.0, 2.0, 5.0, 0.5, 0.5, 1.1]).requires_grad_()
+    adv = t([-1.0, -1.0, 1.0, 1.0, -1.0, 1.0])
+    plain = clipped_surrogate(ratio, adv, 0.2)
+    capped = clipped_surrogate(ratio, adv, 0.2, delta=3.0)
+    assert torch.allclose(plain, t([5.0, 2.0, -1.2, -0.5, 0.8, -1.1]), atol=1e-12, rtol=0)
+    # only the first term changes: Â < 0 with r = 5 > delta is capped at delta · |Â| = 3
+    assert torch.allclose(capped, t([3.0, 2.0, -1.2, -0.5, 0.8, -1.1]), atol=1e-12, rtol=0)
+    (g_plain,) = torch.autograd.grad(plain.sum(), ratio)
+    (g_capped,) = torch.autograd.grad(capped.sum(), ratio)
+    assert torch.equal(g_plain, t([1.0, 1.0, 0.0, -1.0, 0.0, -1.0]))
+    assert torch.equal(g_capped, t([0.0, 1.0, 0.0, -1.0, 0.0, -1.0]))   # zero above delta where Â < 0
+
+
+def test_clipped_surrogate_delta_none_is_unchanged_and_positive_advantages_unaffected():
+    g = torch.Generator().manual_seed(3)
+    ratio = torch.exp(torch.randn(40, generator=g, dtype=D))
+    adv = torch.randn(40, generator=g, dtype=D)
+    base = clipped_surrogate(ratio, adv, 0.2, 0.28)
+    assert torch.equal(clipped_surrogate(ratio, adv, 0.2, 0.28, delta=None), base)
+    assert torch.allclose(base, t(ref_clipped_surrogate(ratio.tolist(), adv.tolist(), 0.2, 0.28)),
+                          atol=1e-12, rtol=0)
+    capped = clipped_surrogate(ratio, adv, 0.2, 0.28, delta=1.5)
+    pos = adv > 0
+    assert torch.equal(capped[pos], base[pos])                      # Â > 0: the clip at 1 + eps already binds
+    big = (adv < 0) & (ratio > 1.5)
+    assert big.any()
+    assert torch.allclose(capped[big], 1.5 * adv[big].abs(), atol=1e-12, rtol=0)
+    assert torch.equal(capped[~big], base[~big])
+
+
+# --------------------------------------------------------------------------- cispo_loss
+
+
+def test_cispo_hand_case_gradient_and_detached_weight():
+    logp = t([-1.0, -2.0, -0.5, -1.0]).requires_grad_()
+    ratio = t([0.5, 3.0, 10.0, 1.0]).requires_grad_()
+    adv = t([1.0, -2.0, 1.0, -1.0])
+    out = cispo_loss(logp, ratio, adv, max_weight=5.0)
+    # weight = min(r, 5) = [0.5, 3, 5, 1]; L = −w · Â · logp
+    assert torch.allclose(out, t([0.5, -12.0, 2.5, -1.0]), atol=1e-12, rtol=0)
+    g_logp, g_ratio = torch.autograd.grad(out.sum(), [logp, ratio], allow_unused=True)
+    assert torch.equal(g_logp, t([-0.5, 6.0, -5.0, 1.0]))            # −min(r, ε_max) · Â
+    assert g_ratio is None                                           # nothing flows through the weight
+
+
+def test_cispo_keeps_the_tokens_ppo_clip_drops():
+    # r = exp(logp − old): [0.5, 1.0, 1.5, 8.0] with Â = [−1, 1, 1, 1]; eps = 0.2, ε_max = 4
+    logp = t([-1.0, -1.0, -1.0, -1.0]).requires_grad_()
+    old = logp.detach() - t([math.log(0.5), 0.0, math.log(1.5), math.log(8.0)])
+    adv = t([-1.0, 1.0, 1.0, 1.0])
+    ratio = torch.exp(logp - old)
+    (g_ppo,) = torch.autograd.grad(clipped_surrogate(ratio, adv, 0.2).sum(), logp)
+    (g_cispo,) = torch.autograd.grad(cispo_loss(logp, ratio, adv, 4.0).sum(), logp)
+    assert torch.allclose(g_ppo, t([0.0, -1.0, 0.0, 0.0]), atol=1e-12, rtol=0)   # PPO: 3 of 4 tokens dropped
+    assert torch.allclose(g_cispo, t([0.5, -1.0, -1.5, -4.0]), atol=1e-12, rtol=0)
+    assert (g_cispo != 0).all()

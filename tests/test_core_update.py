@@ -1,4 +1,5 @@
-"""``update``: ratio 1 at sampling, statistics per pass, skipped non-finite steps, determinism."""
+"""``update``: ratio 1 at sampling, statistics per pass, skipped non-finite steps, determinism, the
+sequence-level ratio and the objectives, padding that never reaches the gradient."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 import torch
 from core_update_helpers import LinearPolicy, make_batch, params_of, same_params, single_thread  # noqa: F401 (autouse fixture)
 
-from ladder.core import Batch, UpdateConfig, update
+from ladder.core import Batch, UpdateConfig, compute_loss, update
 
 # ``ladder.core.update`` the attribute is the function; the module itself lives in sys.modules
 update_module = sys.modules["ladder.core.update"]
@@ -127,9 +128,13 @@ def test_update_statistics_keys_per_pass():
         assert not missing, missing
         assert all(math.isfinite(v) for v in p.values())
         assert p["ratio_min"] <= p["ratio_mean"] <= p["ratio_max"]
-        assert 0.0 <= p["clip_frac_low"] <= 1 and 0.0 <= p["clip_frac_high"] <= 1
+        assert p["clip_frac"] == pytest.approx(p["clip_frac_low"] + p["clip_frac_high"])  # two disjoint sides
         assert p["skipped_steps"] == 0.0
         assert p["entropy"] > 0 and p["kl_ref"] > 0
+    # nothing clipped while the ratio stays within 1 ± ε (pass 0: 0.90 to 1.09); clipped below and above once
+    # the steps have pushed it past (pass 1: 0.70 to 1.20)
+    assert passes[0]["ratio_min"] > 0.8 and passes[0]["ratio_max"] < 1.2 and passes[0]["clip_frac"] == 0
+    assert passes[1]["clip_frac_low"] > 0 and passes[1]["clip_frac_high"] > 0
 
     # no reference policy: no kl_ref; no critic: no value_loss / explained_variance
     actor = LinearPolicy(critic=False)
@@ -306,3 +311,70 @@ def test_update_first_ratio_is_one_seen_through_torch_exp():
     assert len(seen) >= 6
     assert torch.all(seen[0] == 1.0)
     assert not torch.all(seen[-1] == 1.0)
+
+
+# --------------------------------------------------------------------------- update: ratio level, objective
+
+
+def test_update_sequence_ratio_drops_clipped_rows_that_token_level_keeps():
+    # Every row: first token r = 1, the others r = e (log ratio 1): s_i = e^((n−1)/n) ≥ e^0.5 > 1.2,
+    # Â > 0, so GSPO clips every row and the step is zero; token level still learns from column 0.
+    def run(level):
+        policy = LinearPolicy(critic=False, seed=21)
+        batch = make_batch(policy, B=6, T=4, seed=21, old_logp=True)
+        batch.mask = (torch.arange(4)[None, :] < torch.tensor([2, 4, 3, 2, 4, 3])[:, None]).float()
+        batch.old_logp[:, 1:] -= 1.0
+        batch.advantages = batch.advantages.abs() + 0.1
+        before = params_of(policy)
+        stats = update(policy, batch, torch.optim.SGD(policy.parameters(), lr=1.0),
+                       UpdateConfig(ratio_level=level, max_grad_norm=None))[0]
+        return before, params_of(policy), stats
+
+    before, after, stats = run("sequence")
+    assert same_params(before, after)
+    assert stats["clip_frac"] == 1.0
+    before, after, stats = run("token")
+    assert not same_params(before, after)
+    assert 0 < stats["clip_frac"] < 1
+
+
+@pytest.mark.parametrize("objective,level", [("clipped", "sequence"), ("cispo", "token"), ("cispo", "sequence")])
+def test_update_variants_ignore_finite_garbage_in_padding(objective, level):
+    def run(batch):
+        policy = LinearPolicy(seed=22)
+        cfg = UpdateConfig(mu=2, num_minibatches=2, objective=objective, ratio_level=level, cispo_max_weight=1.1,
+                           kl_coef=0.1, value_clip=0.3)
+        update(policy, batch, torch.optim.SGD(policy.parameters(), lr=0.3), cfg,
+               generator=torch.Generator().manual_seed(2))
+        return params_of(policy)
+
+    base = make_batch(LinearPolicy(seed=22), B=8, T=5, seed=22, ref=True, old_logp=True)
+    g = torch.Generator().manual_seed(220)
+    base.old_logp += 0.3 * torch.randn(base.old_logp.shape, generator=g)
+    pad = base.mask == 0
+    noisy = copy.deepcopy(base)
+    for name in ("advantages", "values", "returns", "old_logp", "ref_logp"):
+        x = getattr(noisy, name)
+        setattr(noisy, name, torch.where(pad, x + 5 * torch.randn(x.shape, generator=g), x))
+    for a, b in zip(run(copy.deepcopy(base)), run(noisy)):
+        assert torch.allclose(a, b, atol=1e-7, rtol=0)
+
+
+@pytest.mark.parametrize("objective,level", [("clipped", "token"), ("clipped", "sequence"), ("cispo", "token"),
+                                             ("reinforce", "token")])
+def test_non_finite_advantages_in_padding_never_reach_the_gradient(objective, level):
+    policy = LinearPolicy(seed=23)
+    batch = make_batch(policy, B=6, T=5, seed=23, ref=True, old_logp=True)
+    batch.advantages = torch.where(batch.mask == 0, torch.full_like(batch.advantages, math.nan), batch.advantages)
+    cfg = UpdateConfig(objective=objective, ratio_level=level, kl_coef=0.1, max_grad_norm=None)
+    stats = update(policy, batch, torch.optim.SGD(policy.parameters(), lr=0.1), cfg)[0]
+    assert stats["skipped_steps"] == 0 and math.isfinite(stats["grad_norm"])
+
+
+def test_update_rejects_unknown_ratio_level_and_objective():
+    policy = LinearPolicy(seed=23)
+    batch = make_batch(policy, B=2, T=3, seed=23)
+    with pytest.raises(ValueError, match="ratio_level"):
+        compute_loss(policy, batch, UpdateConfig(ratio_level="row"))
+    with pytest.raises(ValueError, match="objective"):
+        compute_loss(policy, batch, UpdateConfig(objective="gspo"))

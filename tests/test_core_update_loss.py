@@ -1,14 +1,33 @@
-"""``update`` and ``compute_loss``: the KL to π_ref, the documented loss and its aggregations."""
+"""``update`` and ``compute_loss``: the KL to π_ref, the documented loss and its aggregations, the
+sequence ratio (GSPO), δ and CISPO in the loss, Dr. GRPO's constant normaliser and DAPO's token count
+across data-parallel processes."""
 
 from __future__ import annotations
 
 import copy
+import math
+import socket
 
 import pytest
 import torch
-from core_update_helpers import ACT, LinearPolicy, make_batch, params_of, same_params, single_thread, true_kl  # noqa: F401 (autouse fixture)
+from core_update_helpers import (
+    ACT,
+    DAPO_CFG,
+    DAPO_LENGTHS,
+    FixedLogp,
+    LinearPolicy,
+    dapo_setup,
+    dapo_worker,
+    fixed_batch,
+    make_batch,
+    params_of,
+    same_params,
+    single_thread,  # noqa: F401 (autouse fixture)
+    true_kl,
+    widen,
+)
 
-from ladder.core import UpdateConfig, update
+from ladder.core import UpdateConfig, compute_loss, update
 
 # --------------------------------------------------------------------------- update: KL to pi_ref
 
@@ -185,3 +204,157 @@ def test_update_padding_does_not_change_the_update():
     real[1, 0] = True
     p2, _ = run(perturbed(real))
     assert not all(torch.allclose(a, b, atol=1e-4, rtol=0) for a, b in zip(p0, p2))
+
+
+# --------------------------------------------------------------------------- compute_loss: GSPO, δ, CISPO
+
+
+# row 0: token log ratios 0, 0, 1.5 (r = 1, 1, 4.48): GSPO's s = e^0.5 = 1.65 > 1.2, whole row clipped
+# row 1: token log ratios 0.1, -0.1 and padding: s = 1, unclipped; its tokens' r = e^±0.1 lie in [0.8, 1.2]
+SEQ_LOGP = [[-1.0, -1.0, -1.0], [-1.0, -1.0, 0.0]]
+SEQ_OLD = [[-1.0, -1.0, -2.5], [-1.1, -0.9, 7.0]]
+SEQ_MASK = [[1, 1, 1], [1, 1, 0]]
+
+
+def test_compute_loss_sequence_ratio_is_shared_and_clips_whole_rows():
+    batch = fixed_batch(SEQ_MASK, [1.0, -1.0], SEQ_OLD)
+    N = 5.0
+    policy = FixedLogp(torch.tensor(SEQ_LOGP))
+    loss, stats, tensors = compute_loss(policy, batch, UpdateConfig(ratio_level="sequence"))
+    ratio = tensors["ratio"]
+    assert torch.allclose(ratio[0], torch.full((3,), math.exp(0.5)))
+    assert torch.allclose(ratio[1, :2], torch.ones(2))     # every real token of a row shares s_i
+    # L = [3 · (−1.2 · 1) + 2 · (−1 · −1)] / 5 : row 0 sits on the clip, row 1 is the unclipped s · Â
+    assert loss.item() == pytest.approx((3 * -1.2 + 2 * 1.0) / N, rel=1e-6)
+    loss.backward()
+    # a clipped row: no gradient at all; an unclipped row: −Â · s / N on every real token
+    assert torch.equal(policy.logp.grad[0], torch.zeros(3))
+    assert torch.allclose(policy.logp.grad[1], torch.tensor([1 / N, 1 / N, 0.0]), atol=1e-7)
+
+    token = FixedLogp(torch.tensor(SEQ_LOGP))
+    loss, _, tensors = compute_loss(token, batch, UpdateConfig(ratio_level="token"))
+    loss.backward()
+    r = tensors["ratio"]
+    # token level clips only the one token with r = e^1.5; the other two of row 0 keep −Â · r_t / N
+    expected = torch.tensor([[-1 / N, -1 / N, 0.0], [r[1, 0].item() / N, r[1, 1].item() / N, 0.0]])
+    assert torch.allclose(token.logp.grad, expected, atol=1e-7)
+
+
+def test_compute_loss_passes_delta():
+    # two tokens, Â = −1: r = e^2 = 7.39 (capped at delta = 4) and r = 1; token_mean over 2
+    batch = fixed_batch([[1, 1]], [-1.0], [[-3.0, -1.0]])
+    capped = FixedLogp(torch.tensor([[-1.0, -1.0]]))
+    loss, _, _ = compute_loss(capped, batch, UpdateConfig(delta=4.0))
+    assert loss.item() == pytest.approx((4.0 + 1.0) / 2, rel=1e-6)
+    loss.backward()
+    assert torch.allclose(capped.logp.grad, torch.tensor([[0.0, 0.5]]))
+    plain = FixedLogp(torch.tensor([[-1.0, -1.0]]))
+    loss, _, _ = compute_loss(plain, batch, UpdateConfig())
+    assert loss.item() == pytest.approx((math.exp(2) + 1.0) / 2, rel=1e-6)
+    loss.backward()
+    assert torch.allclose(plain.logp.grad, torch.tensor([[math.exp(2) / 2, 0.5]]))
+
+
+def test_compute_loss_cispo_objective():
+    batch = fixed_batch([[1, 1, 0]], [2.0], [[-1.0 - math.log(8.0), -1.0, 0.0]])
+    policy = FixedLogp(torch.tensor([[-1.0, -1.0, math.nan]]))
+    loss, _, _ = compute_loss(policy, batch, UpdateConfig(objective="cispo", cispo_max_weight=3.0))
+    # weights min(8, 3) = 3 and 1: L = −(3 · 2 · −1 + 1 · 2 · −1) / 2 = 4
+    assert loss.item() == pytest.approx(4.0, rel=1e-6)
+    loss.backward()
+    assert torch.allclose(policy.logp.grad, torch.tensor([[-3.0, -1.0, 0.0]]))
+
+
+# --------------------------------------------------------------------------- sum_over_constant: N given
+
+
+def test_a_constant_normaliser_makes_the_loss_independent_of_the_width():
+    policy = LinearPolicy(seed=40)
+    narrow = make_batch(policy, B=6, T=5, seed=40, ref=True, old_logp=True)
+    narrow.old_logp += 0.3 * torch.randn(narrow.old_logp.shape, generator=torch.Generator().manual_seed(41))
+    wide = widen(narrow, 3, seed=42)
+
+    def loss_and_grad(batch, num_tokens):
+        p = copy.deepcopy(policy)
+        loss, _, _ = compute_loss(p, batch, cfg, num_tokens)
+        loss.backward()
+        return loss.item(), [q.grad.clone() for q in p.parameters()]
+
+    cfg = UpdateConfig(aggregation="sum_over_constant", kl_coef=0.1, entropy_coef=0.01)
+    (l5, g5), (l8, g8) = loss_and_grad(narrow, 6 * 8), loss_and_grad(wide, 6 * 8)  # Dr. GRPO: B · L_max, L_max 8
+    assert l5 == pytest.approx(l8, rel=1e-6)
+    for a, b in zip(g5, g8):
+        assert torch.allclose(a, b, atol=1e-7, rtol=1e-6)
+    # dividing by the padded B · T instead: the same sums over 6 · 5 and 6 · 8
+    (m5, h5), (m8, h8) = loss_and_grad(narrow, 6 * 5), loss_and_grad(wide, 6 * 8)
+    assert m5 == pytest.approx(l5 * 8 / 5, rel=1e-6)
+    assert m8 == pytest.approx(l8, rel=1e-6)
+    assert m5 != pytest.approx(m8, rel=1e-3)
+    for a, b in zip(h5, h8):
+        assert torch.allclose(a * 5, b * 8, atol=1e-6, rtol=1e-5)
+
+
+@pytest.mark.parametrize("num_tokens", [8 * 7, 10.0])  # rows · L_max (Dr. GRPO: len(mb) · 7 each); a token count
+def test_num_tokens_is_shared_over_minibatches(num_tokens):
+    # lr = 0: the policy does not move; each minibatch's REINFORCE loss is Σ m·(−Â·logp) / (N / 2)
+    policy = LinearPolicy(critic=False, seed=50)
+    batch = make_batch(policy, B=8, T=5, seed=50)
+    cfg = UpdateConfig(num_minibatches=2, objective="reinforce", aggregation="sum_over_constant")
+    stats = update(policy, batch, torch.optim.SGD(policy.parameters(), lr=0.0), cfg,
+                   generator=torch.Generator().manual_seed(5), num_tokens=num_tokens)[0]
+    losses = []
+    with torch.no_grad():
+        for mb in batch.minibatches(2, torch.Generator().manual_seed(5)):
+            x = -mb.advantages * policy.evaluate(mb)[0]
+            losses.append((x * mb.mask).sum().item() / (num_tokens / 2))
+    assert stats["loss_pg"] == pytest.approx(sum(losses) / 2, rel=1e-5)
+    with pytest.raises(ValueError, match="num_tokens"):   # the constant is the caller's: never guessed
+        update(policy, batch, torch.optim.SGD(policy.parameters(), lr=0.0), cfg)
+
+
+def test_a_constant_normaliser_update_is_independent_of_the_width():
+    def run(batch):
+        policy = LinearPolicy(seed=44)
+        cfg = UpdateConfig(mu=2, num_minibatches=2, aggregation="sum_over_constant", kl_coef=0.1)
+        update(policy, batch, torch.optim.SGD(policy.parameters(), lr=0.5), cfg,
+               generator=torch.Generator().manual_seed(3), num_tokens=8 * 9)
+        return params_of(policy)
+
+    narrow = make_batch(LinearPolicy(seed=44), B=8, T=6, seed=44, ref=True, old_logp=True)
+    for a, b in zip(run(copy.deepcopy(narrow)), run(widen(narrow, 3, seed=45))):
+        assert torch.allclose(a, b, atol=1e-6, rtol=0)
+
+
+# --------------------------------------------------------------------------- DAPO's N: the whole batch's tokens
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning", "ignore::FutureWarning")
+def test_dapo_two_processes_match_one_process_on_the_whole_batch(tmp_path):
+    import multiprocessing
+
+    import torch.multiprocessing as mp
+
+    policy, batch = dapo_setup()
+    before = params_of(policy)
+    update(policy, batch, torch.optim.SGD(policy.parameters(), lr=1.0), UpdateConfig(**DAPO_CFG),
+           num_tokens=float(sum(DAPO_LENGTHS)))
+    whole = params_of(policy)
+    assert not same_params(before, whole)
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    # Not fork: a child forked from a process whose OpenMP pool has run hangs in its first parallel op.
+    # A fork server imports torch and DistributedDataParallel's torch._dynamo once, for both children.
+    multiprocessing.set_forkserver_preload(["torch", "torch._dynamo", "ladder.core", "ladder.distributed"])
+    mp.start_processes(dapo_worker, args=(port, str(tmp_path)), nprocs=2, start_method="forkserver")
+    results = [torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1)]
+
+    assert [r["local_tokens"] for r in results] == [11, 3]
+    for r in results:
+        for a, b in zip(r["global"], whole):
+            assert torch.allclose(a, b, atol=1e-6, rtol=0)
+    # each process dividing by its own count weights process 1's 3 tokens like process 0's 11: wrong
+    assert same_params(results[0]["local"], results[1]["local"])      # still in step with each other
+    diff = max((a - b).abs().max().item() for a, b in zip(results[0]["local"], whole))
+    assert diff > 1e-3

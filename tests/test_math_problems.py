@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import pytest
-from lm_helpers import save_tiny_qwen
 
 from ladder.rungs import grpo
 from ladder.runlog import UsageError
@@ -24,11 +23,6 @@ def _rows_file(tmp_path, n: int = len(ROWS)) -> str:
 
 def _questions(problems) -> list[str]:
     return [p["question"] for p in problems]
-
-
-@pytest.fixture(scope="module")
-def tiny_qwen(tmp_path_factory):
-    return save_tiny_qwen(tmp_path_factory.mktemp("tiny-qwen"))
 
 
 def test_arithmetic_held_out_set_is_the_first_sums_of_the_fixed_shuffle():

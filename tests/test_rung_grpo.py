@@ -8,19 +8,13 @@ import sys
 
 import pytest
 import torch
-from lm_helpers import GSM8K_ROWS, save_tiny_qwen
+from lm_helpers import GSM8K_ROWS
 
 import ladder.core
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
 from ladder.rungs import grpo, grpo_options
 from ladder.tasks import arithmetic
-
-
-@pytest.fixture(scope="module")
-def tiny_qwen(tmp_path_factory):
-    """A Qwen2-architecture model with a chat template, random weights, saved like a hub snapshot."""
-    return save_tiny_qwen(tmp_path_factory.mktemp("tiny-qwen"))
 
 
 @pytest.fixture
@@ -296,8 +290,14 @@ def test_eval_command_scores_a_model_and_adapter(tmp_path, tiny_qwen, gsm8k_file
     cfg = lm_eval.Config(model=tiny_qwen, adapter=str(tmp_path / "run" / "adapter"), dataset=gsm8k_file,
                          eval_size=3, max_new_tokens=6, out=str(tmp_path / "eval"))
     summary = lm_eval.train(cfg)
-    assert summary["problems"] == 1 and 0.0 <= summary["accuracy"] <= 1.0  # 6 rows: the last one is held out
-    assert len(open(tmp_path / "eval" / "completions.jsonl").readlines()) == 1
+    assert summary["problems"] == 1  # 6 rows: the last one is held out
+    scored = [json.loads(line) for line in open(tmp_path / "eval" / "completions.jsonl")]
+    assert [(r["question"], r["answer"]) for r in scored] == [(GSM8K_ROWS[-1]["question"], "12")]
+    # the accuracy and format rate are those of the completions written, checked again by the task's rules
+    completions, answers = [r["completion"] for r in scored], [r["answer"] for r in scored]
+    assert summary["accuracy"] == sum(arithmetic.correctness_reward(completions, answers)) / len(scored)
+    assert summary["format"] == sum(arithmetic.format_reward(completions, answers)) / len(scored)
+    assert json.loads((tmp_path / "eval" / "summary.json").read_text()) == summary
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
-"""ladder.core computes TRL's math: the same tensors through TRL 1.16's trainers and through ladder.
+"""ladder.core computes TRL's GRPO loss: the same tensors through TRL 1.16's ``GRPOTrainer`` and through ladder.
 
-GRPO: ``GRPOTrainer._compute_loss`` (the trainer built offline on a tiny saved Qwen2) against
+``GRPOTrainer._compute_loss`` (the trainer built offline on a tiny saved Qwen2) against
 ``core.compute_loss`` with a ``CausalLMPolicy`` on the very same model, for every loss type ×
 ratio level × KL correction × clipping variant both implement: equal loss and equal gradient of
 every parameter. Mapping of TRL's options onto ``core.UpdateConfig`` (loss types: the GRPO rung's own
@@ -18,103 +18,39 @@ One deliberate difference is pinned rather than matched: with a sequence-level r
 correction, TRL weights each token's KL by the row's sequence ratio, ladder by the token's own
 π_θ/π_old (TRL issue #6586).
 
-RLOO: ``RLOOTrainer._generate_and_score_completions`` run for real (generation, rewards and the
-log-prob forwards replaced by fixed tensors) against ``core.kl_in_reward`` + ``core.leave_one_out``.
-
-Tolerance: float32 everywhere; TRL's fused, chunked log-prob kernel (positions 0.. over the left
-padding) and ladder's chunked one (positions skipping it, the prompt's KV cache shared over its
-group) round differently. ``close`` allows atol 1e-6 + rtol 1e-5 × the tensor's largest |entry|;
-measured: losses (≈ 0.01–0.3) agree within 2e-7, gradients (entries up to ≈ 3) within 5e-6.
+The RLOO advantages: tests/test_trl_parity_rloo.py; the tolerance of ``close``: tests/trl_helpers.py.
 """
 
 from __future__ import annotations
 
-import random
-from contextlib import contextmanager
-
-import numpy as np
 import pytest
 import torch
+from trl_helpers import (
+    ATOL,
+    EPSILON,
+    MAX_COMPLETION_LENGTH,
+    TEMPERATURE,
+    AutoModelForCausalLM,
+    Dataset,
+    GRPOConfig,
+    GRPOTrainer,
+    close,
+    grads,
+    kept_rng,
+    one_thread,  # noqa: F401 (autouse fixture)
+    tokenizer_of,
+)
 
-trl = pytest.importorskip("trl", minversion="1.16")
+from ladder import core
+from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
+from ladder.rungs.grpo_options import LOSS_TYPES, loss_normaliser
 
-from datasets import Dataset  # noqa: E402
-from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
-from trl import GRPOConfig, GRPOTrainer, RLOOConfig, RLOOTrainer  # noqa: E402
-
-from ladder import core  # noqa: E402
-from ladder.policies.causal_lm import CausalLMPolicy, lm_batch  # noqa: E402
-from ladder.rungs.grpo_options import LOSS_TYPES, loss_normaliser  # noqa: E402
-from ladder.tasks import arithmetic, tiny_lm  # noqa: E402
-
-TEMPERATURE = 0.7
-MAX_COMPLETION_LENGTH = 8  # > the completions' width below, so dr_grpo's constant is not the width
 BETA = 0.04
-EPSILON = 0.2
 G = 2
-ATOL, RTOL = 1e-6, 1e-5
 
 # (epsilon_high, delta); for cispo epsilon_high is the cap on the detached weight and delta is unused
 CLIPS = {"eps_high=eps": (EPSILON, None), "eps_high=0.28": (0.28, None), "delta=1.5": (0.28, 1.5)}
 CISPO_CLIPS = {"eps_high=eps": (EPSILON, None), "eps_high=0.28": (0.28, None), "cap=1.3": (1.3, None)}
-
-
-def close(actual, expected, what="", rtol=RTOL):
-    """|actual − expected| ≤ atol + rtol · max|expected|, over the whole tensor (float32 rounding in a sum
-    scales with its largest terms, not with an element that happens to cancel to near zero)."""
-    actual, expected = torch.as_tensor(actual).double(), torch.as_tensor(expected).double()
-    assert actual.shape == expected.shape, f"{what}: shapes {actual.shape} vs {expected.shape}"
-    error = (actual - expected).abs().max().item()
-    bound = ATOL + rtol * expected.abs().max().item()
-    assert error <= bound, f"{what}: max |difference| {error:.3g} > {bound:.3g} = atol + rtol · max |expected|"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """A model this small runs fastest on one thread, and a busy CI machine hurts it least. On the way
-    out, drop the accelerate state the trainers created, so later tests in this process start clean."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-    from accelerate.state import AcceleratorState, GradientState
-
-    AcceleratorState._reset_state(reset_partial_state=True)
-    GradientState._reset_state()
-
-
-@contextmanager
-def kept_rng():
-    """``Trainer.__init__`` seeds random, numpy and torch (args.seed); leave the caller's generators as they were."""
-    py, np_state = random.getstate(), np.random.get_state()
-    with torch.random.fork_rng(devices=[]):
-        yield
-    random.setstate(py)
-    np.random.set_state(np_state)
-
-
-@pytest.fixture(scope="module")
-def model_dir(tmp_path_factory):
-    """A tiny Qwen2 with a chat tokenizer, saved like a hub snapshot. Its weights are drawn wide enough
-    (std 0.3) that the next-token distributions are far from uniform and the gradients are not tiny."""
-    path = tmp_path_factory.mktemp("tiny-qwen-parity")
-    corpus = ["What is 2 + 3? 5", "Tom has 4 apples and buys 3 more. 7", "How many are left? 6"] * 5
-    tokenizer = arithmetic.chat_tokenizer(corpus, vocab_size=300)
-    with tiny_lm.isolated_build(seed=0):
-        model = tiny_lm.build_model("qwen2", tokenizer, hidden=32, layers=2, heads=2, max_positions=64)
-        with torch.no_grad():
-            for p in model.parameters():
-                if p.dim() > 1:
-                    p.normal_(0.0, 0.3)
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return str(path)
-
-
-def _tokenizer(model_dir):
-    tokenizer = AutoTokenizer.from_pretrained(model_dir)
-    tokenizer.padding_side = "left"
-    return tokenizer
 
 
 def _zero_reward(completions, **_):
@@ -122,15 +58,15 @@ def _zero_reward(completions, **_):
 
 
 @pytest.fixture(scope="module")
-def grpo_trainer(model_dir, tmp_path_factory):
+def grpo_trainer(parity_model_dir, tmp_path_factory):
     args = GRPOConfig(output_dir=str(tmp_path_factory.mktemp("grpo-out")), report_to=[], use_cpu=True, bf16=False,
                       per_device_train_batch_size=2 * G, num_generations=G, max_completion_length=MAX_COMPLETION_LENGTH,
                       temperature=TEMPERATURE, beta=BETA, epsilon=EPSILON, gradient_checkpointing=False,
                       disable_dropout=True, logging_steps=10**9, save_strategy="no", dataloader_num_workers=0)
     with kept_rng():
-        trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(model_dir), reward_funcs=_zero_reward,
+        trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(parity_model_dir), reward_funcs=_zero_reward,
                               args=args, train_dataset=Dataset.from_list([{"prompt": "What is 2 + 3?"}] * 4),
-                              processing_class=_tokenizer(model_dir))
+                              processing_class=tokenizer_of(parity_model_dir))
     assert not hasattr(trainer, "current_gradient_accumulation_steps")
     # What the DAPO / CISPO normaliser and the other losses' 1/accumulation assume: one process, no accumulation.
     assert trainer.accelerator.num_processes == 1
@@ -148,12 +84,12 @@ def policy(grpo_trainer):
 
 
 @pytest.fixture(scope="module")
-def grpo_inputs(grpo_trainer, policy, model_dir):
+def grpo_inputs(grpo_trainer, policy, parity_model_dir):
     """What ``_generate_and_score_completions`` hands to ``_compute_loss``, made by hand: two prompts
     (one left-padded) × G = 2 completions (right-padded, one ending at EOS), advantages of both signs,
     π_old = π_θ perturbed per row and per token (so ratios ≠ 1, clipped at both ends, within-row
     variation), π_ref another perturbation."""
-    tokenizer = _tokenizer(model_dir)
+    tokenizer = tokenizer_of(parity_model_dir)
     enc = tokenizer(["What is 2 + 3?", "Tom has 4 apples and buys 3 more. How many?"], return_tensors="pt",
                     padding=True)
     prompt_ids = enc["input_ids"].repeat_interleave(G, dim=0)
@@ -211,16 +147,12 @@ def ladder_num_tokens(trainer, inputs) -> float | None:
     return loss_normaliser(trainer.loss_type, len(inputs["advantages"]), trainer.max_completion_length, active)
 
 
-def _grads(model):
-    return {n: p.grad.detach().clone() for n, p in model.named_parameters() if p.grad is not None}
-
-
 def trl_loss(trainer, inputs):
     model = trainer.model
     model.zero_grad(set_to_none=True)
     loss = trainer._compute_loss(model, inputs)
     loss.backward()
-    return loss.detach(), _grads(model)
+    return loss.detach(), grads(model)
 
 
 def ladder_loss(policy, inputs, cfg, num_tokens):
@@ -231,7 +163,7 @@ def ladder_loss(policy, inputs, cfg, num_tokens):
     policy.model.zero_grad(set_to_none=True)
     loss, stats, _ = core.compute_loss(policy, batch, cfg, num_tokens)
     loss.backward()
-    return loss.detach(), _grads(policy.model), stats
+    return loss.detach(), grads(policy.model), stats
 
 
 def assert_same(trl_result, ladder_result):
@@ -353,7 +285,7 @@ def test_sequence_ratio_kl_correction_is_per_token_in_ladder(grpo_trainer, polic
                                                                grpo_inputs["completion_ids"].size(1))[0]
         loss = _trl_formula(grpo_trainer, grpo_inputs, logp, kl_weight)
         loss.backward()
-        by_hand[kl_weight] = (loss.detach(), _grads(model))
+        by_hand[kl_weight] = (loss.detach(), grads(model))
     assert_same(trl_result, by_hand["sequence"])  # the formula is TRL's
     assert_same(by_hand["token"], got)            # ladder = TRL's formula with the per-token KL weight
 
@@ -368,126 +300,3 @@ def test_sequence_ratio_kl_correction_is_per_token_in_ladder(grpo_trainer, polic
     configure(grpo_trainer, loss_type, "sequence", True, eps_high, delta, 0.0)
     close(torch.tensor(got[2]["loss_pg"]), trl_loss(grpo_trainer, grpo_inputs)[0], "policy term")
 
-
-# ---------------------------------------------------------------------------------------------------
-# RLOO: advantages with the KL in the reward, through TRL's own _generate_and_score_completions
-
-RLOO_G = 3
-RLOO_REWARDS = [1.0, 0.0, 0.5, -0.2, 0.7, 0.7]
-
-
-def _reward_from_column(completions, reward, **_):
-    return list(reward)
-
-
-@pytest.fixture(scope="module")
-def rloo_trainer(model_dir, tmp_path_factory):
-    args = RLOOConfig(output_dir=str(tmp_path_factory.mktemp("rloo-out")), report_to=[], use_cpu=True, bf16=False,
-                      per_device_train_batch_size=2 * RLOO_G, num_generations=RLOO_G,
-                      max_completion_length=MAX_COMPLETION_LENGTH, temperature=TEMPERATURE, beta=0.05,
-                      epsilon=EPSILON, gradient_checkpointing=False, logging_steps=10**9, save_strategy="no",
-                      dataloader_num_workers=0)
-    with kept_rng():
-        trainer = RLOOTrainer(model=AutoModelForCausalLM.from_pretrained(model_dir), reward_funcs=_reward_from_column,
-                              args=args, processing_class=_tokenizer(model_dir),
-                              train_dataset=Dataset.from_list([{"prompt": "What is 2 + 3?", "reward": 0.0}] * 6))
-    assert trainer.accelerator.num_processes == 1 and trainer.ref_model is not None
-    trainer.model.train()
-    return trainer
-
-
-@pytest.fixture(scope="module")
-def rloo_rollout(rloo_trainer):
-    """Fixed prompts, completions (varying lengths) and log-probs of π_old and π_ref (junk on padding)."""
-    gen = torch.Generator().manual_seed(2)
-    pad = rloo_trainer.processing_class.pad_token_id
-    prompt_ids = [[11, 12, 13], [11, 12, 13], [11, 12, 13], [21, 22], [21, 22], [21, 22]]
-    lengths = [5, 2, 4, 3, 5, 1]
-    completion_ids = [torch.randint(5, 200, (n,), generator=gen).tolist() for n in lengths]
-    T = max(lengths)
-    mask = (torch.arange(T)[None] < torch.tensor(lengths)[:, None]).long()
-    old = torch.where(mask.bool(), -2.0 + 0.8 * torch.randn(len(lengths), T, generator=gen), 5.0)
-    ref = torch.where(mask.bool(), -2.0 + 0.8 * torch.randn(len(lengths), T, generator=gen), -9.0)
-    return {"prompt_ids": prompt_ids, "completion_ids": completion_ids, "mask": mask, "old": old, "ref": ref,
-            "pad": pad}
-
-
-@pytest.mark.parametrize("normalize", [False, True], ids=["scale=none", "scale=batch"])
-@pytest.mark.parametrize("beta", [0.05, 0.0], ids=["beta=0.05", "beta=0"])
-def test_rloo_advantages_with_kl_in_reward_match_trl(rloo_trainer, rloo_rollout, monkeypatch, normalize, beta):
-    trainer, r = rloo_trainer, rloo_rollout
-    monkeypatch.setattr(trainer, "beta", beta)
-    monkeypatch.setattr(trainer, "normalize_advantages", normalize)
-    monkeypatch.setattr(trainer, "_generate", lambda prompts: (r["prompt_ids"], r["completion_ids"],
-                                                                ["c"] * len(prompts)))
-
-    def fixed_logps(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
-        assert logits_to_keep == r["mask"].shape[1] and torch.equal(attention_mask[:, -logits_to_keep:], r["mask"])
-        return (r["ref"] if model is trainer.ref_model else r["old"]).clone(), None, None
-
-    monkeypatch.setattr(trainer, "_get_per_token_logps_and_entropies", fixed_logps)
-    prompts = ["What is 2 + 3?"] * RLOO_G + ["Tom has 4 apples."] * RLOO_G
-    out = trainer._generate_and_score_completions([{"prompt": p, "reward": w} for p, w in zip(prompts, RLOO_REWARDS)])
-    assert torch.equal(out["completion_mask"], r["mask"])
-
-    rewards = torch.tensor(RLOO_REWARDS)
-    shaped, kl = core.kl_in_reward(rewards, r["old"], r["ref"], r["mask"], kl_coef=beta, estimator="k1")
-    advantages = core.leave_one_out(shaped, RLOO_G, "batch" if normalize else "none")
-    close(advantages, out["advantages"], "RLOO advantages")
-    close((r["old"] * r["mask"]).sum(1), out["old_logps"], "summed π_old log-probs")
-    if beta:
-        assert kl.abs().min() > 0.1 and not torch.allclose(shaped, rewards)  # the KL really shapes the reward
-
-
-def test_rloo_loss_ratio_is_sequence_level_of_summed_logps(rloo_trainer, rloo_rollout):
-    """Documents (does not match) TRL's RLOO loss: one ratio per completion, exp(Σ_t log π_θ − Σ_t log π_old),
-    clipped, averaged over completions. ladder's rloo preset keeps GRPO's per-token clipped surrogate
-    (aggregation seq_mean_token_mean). On-policy the two gradients differ only by the per-completion
-    weight: TRL's Σ_t is ladder's clipped loss with aggregation sum_over_constant and num_tokens = rows (Σ over
-    tokens, mean over rows); off-policy TRL clips whole completions on the product of their token ratios."""
-    trainer, r = rloo_trainer, rloo_rollout
-    pad = r["pad"]
-    prompt_ids = torch.tensor([[pad] * (3 - len(p)) + p for p in r["prompt_ids"]])
-    prompt_mask = (prompt_ids != pad).long()
-    mask = r["mask"]
-    completion_ids = torch.tensor([c + [pad] * (mask.shape[1] - len(c)) for c in r["completion_ids"]])
-    advantages = core.leave_one_out(torch.tensor(RLOO_REWARDS), RLOO_G)
-    policy = CausalLMPolicy(trainer.model, temperature=TEMPERATURE)
-    batch = lm_batch(prompt_ids, prompt_mask, completion_ids, mask, pad, advantages=advantages[:, None] * mask)
-    with torch.no_grad():
-        logp = policy.evaluate(batch)[0].float()
-
-    def trl_rloo(old_per_token):
-        inputs = {"prompt_ids": prompt_ids, "prompt_mask": prompt_mask, "completion_ids": completion_ids,
-                  "completion_mask": mask, "old_logps": (old_per_token * mask).sum(1), "advantages": advantages}
-        trainer.model.zero_grad(set_to_none=True)
-        loss = trainer._compute_loss(trainer.model, inputs)
-        loss.backward()
-        return loss.detach(), _grads(trainer.model)
-
-    def ladder(old_per_token, aggregation, num_tokens=None):
-        batch.old_logp = old_per_token
-        cfg = core.UpdateConfig(objective="clipped", aggregation=aggregation, clip_eps_low=EPSILON)
-        trainer.model.zero_grad(set_to_none=True)
-        loss, _, _ = core.compute_loss(policy, batch, cfg, num_tokens)
-        loss.backward()
-        return loss.detach(), _grads(trainer.model)
-
-    # on-policy: the same gradient as Σ over tokens, mean over rows; not the length-normalised preset's.
-    # Equal in exact arithmetic only: TRL differentiates exp(Σ_t log π_θ − Σ_t log π_old) of float32 sums of
-    # up to T log-probs, ladder sums T per-token exp(0)·∇log π; rounding differs by ~1e-5 of the largest entry.
-    on_trl, on_sum = trl_rloo(logp), ladder(logp, "sum_over_constant", num_tokens=len(batch))
-    for name in on_trl[1]:
-        close(on_sum[1][name], on_trl[1][name], name, rtol=5 * RTOL)
-    preset = ladder(logp, "seq_mean_token_mean")
-    assert max((preset[1][n] - on_trl[1][n]).abs().max() for n in on_trl[1]) > 1e-3
-
-    # off-policy: TRL's one ratio per completion is exp(Σ_t (log π_θ − log π_old)), clipped as a whole
-    gen = torch.Generator().manual_seed(3)
-    old = logp - 0.15 * torch.randn(logp.shape, generator=gen)
-    seq_ratio = torch.exp(((logp - old) * mask).sum(1))
-    expected = -torch.min(seq_ratio * advantages, seq_ratio.clamp(1 - EPSILON, 1 + EPSILON) * advantages).mean()
-    off_trl = trl_rloo(old)
-    close(off_trl[0], expected, "TRL RLOO loss", rtol=5 * RTOL)  # TRL's own forward vs ladder's log-probs, summed
-    assert ((seq_ratio - 1).abs() > EPSILON).any()
-    assert abs(ladder(old, "sum_over_constant", num_tokens=len(batch))[0] - off_trl[0]) > 1e-4

@@ -1,0 +1,44 @@
+"""``pytest exercises/``: the learner's way to grade a directory of exercises, in a few lines per result."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from ladder.exercises import EXERCISES
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write_stubs(directory: Path) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    for e in EXERCISES:
+        (directory / f"{e.stem}.py").write_text(f"def {e.function}(*args, **kwargs):\n    raise NotImplementedError\n")
+    return directory
+
+
+def _pytest_exercises(directory: Path | str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, LADDER_EXERCISES=str(directory))
+    return subprocess.run([sys.executable, "-m", "pytest", "exercises/", "-p", "no:cacheprovider"], cwd=ROOT,
+                          env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_pytest_exercises_reports_stubs_as_not_implemented_without_tracebacks(tmp_path):
+    proc = _pytest_exercises(write_stubs(tmp_path / "stubs"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("not implemented yet") == len(EXERCISES)
+    assert "Traceback" not in proc.stdout and "NotImplementedError" not in proc.stdout
+
+
+def test_pytest_exercises_grades_a_directory_and_reports_a_bug_in_a_few_lines(tmp_path):
+    for e in EXERCISES:
+        (tmp_path / f"{e.stem}.py").write_text((ROOT / "solutions" / f"{e.stem}.py").read_text())
+    gae = tmp_path / "ex03_gae.py"
+    gae.write_text(gae.read_text().replace("return advantages, advantages + values", "return advantages, values"))
+    proc = _pytest_exercises(tmp_path)
+    assert proc.returncode == 1
+    assert "FAILED exercises/test_grades.py::test_exercise[ex03_gae]" in proc.stdout
+    assert "expected  advantages=" in proc.stdout and "Traceback" not in proc.stdout
+    assert f"{len(EXERCISES) - 1} of {len(EXERCISES)} passed" in proc.stdout

@@ -1,0 +1,47 @@
+"""The non-finite guard (``ladder.runlog.NonFiniteGuard``): an update whose every step was skipped counts,
+and after N such updates in a row the run stops in one line, having warned once (CartPole as the rung that runs)."""
+
+import json
+import sys
+
+import pytest
+
+from ladder.rungs import cartpole
+
+
+def test_non_finite_losses_warn_once_then_stop_the_run(tmp_path, monkeypatch, capsys):
+    """Every loss NaN: weights untouched, one warning, and a one-line stop after N updates in a row."""
+    from ladder import run
+
+    update_module = sys.modules["ladder.core.update"]
+    real = update_module.compute_loss
+
+    def nan_loss(*args, **kwargs):
+        loss, stats, tensors = real(*args, **kwargs)
+        return loss * float("nan"), stats, tensors
+
+    monkeypatch.setattr(update_module, "compute_loss", nan_loss)
+    out = tmp_path / "run"
+    code = run.main(["cartpole", "--out", str(out), "--total-steps", "100000", "--max-nonfinite-updates", "3",
+                     "--checkpoint-every", "1", "--no-progress"])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert captured.out.count("non-finite") == 1  # warned once
+    assert len(captured.err.strip().splitlines()) == 1 and "3 updates in a row" in captured.err
+    records = [json.loads(line) for line in open(out / "metrics.jsonl")]
+    assert len(records) == 2 and all(r["skipped_steps"] == 15 for r in records)  # μ = 15 passes, 1 minibatch
+    initial = cartpole.MLPActorCritic if hasattr(cartpole, "MLPActorCritic") else None
+    assert initial is None or (out / "checkpoint.pt").exists()
+
+
+def test_guard_counts_only_updates_whose_every_step_was_skipped():
+    from ladder.runlog import NonFiniteGuard, RunStopped
+
+    warnings = []
+    guard = NonFiniteGuard(patience=2, out="x", warn=warnings.append)
+    assert guard([{"skipped_steps": 0.0}], steps_per_pass=2) == 0
+    assert guard([{"skipped_steps": 1.0}, {"skipped_steps": 2.0}], steps_per_pass=2) == 3  # one step got through
+    assert guard([{"skipped_steps": 2.0}], steps_per_pass=2) == 2
+    with pytest.raises(RunStopped, match="2 updates in a row"):
+        guard([{"skipped_steps": 2.0}], steps_per_pass=2)
+    assert len(warnings) == 1

@@ -1,0 +1,37 @@
+"""GRPO's ``--algo`` bundles (``ladder.rungs.grpo_options``): each sets its flags, over a preset and under
+explicit flags, and an unknown one is a one-line error. The combinations that are refused are rows of
+tests/test_bad_inputs.py."""
+
+import pytest
+
+from ladder import run
+from ladder.rungs import grpo
+from ladder.rungs.grpo_options import ALGOS
+
+
+@pytest.mark.parametrize("name", list(ALGOS))
+def test_algo_sets_its_flags(name):
+    cfg = run.make_config("grpo", grpo, ["--algo", name])
+    assert {k: getattr(cfg, k) for k in ALGOS[name]} == ALGOS[name]
+    grpo.validate(cfg)  # every bundle is a valid combination
+
+
+def test_algo_applies_over_the_preset_and_explicit_flags_win():
+    cfg = run.make_config("grpo", grpo, ["--preset", "tiny", "--algo", "dapo"])
+    assert cfg.kl_coef == 0 and cfg.dynamic_sampling and cfg.clip_eps_high == 0.28
+    assert cfg.model == "@tiny-math" and cfg.lr == 1e-3  # the rest of the preset stays
+    cfg = run.make_config("grpo", grpo, ["--algo", "gspo", "--clip-eps-low", "0.1"])
+    assert cfg.clip_eps_low == 0.1 and cfg.clip_eps_high == 4e-4 and cfg.ratio_level == "sequence"
+    cfg = run.make_config("grpo", grpo, ["--preset", "tiny", "--algo", "dapo", "--kl-coef", "0.02",
+                                         "--no-dynamic-sampling"])
+    assert cfg.kl_coef == 0.02 and not cfg.dynamic_sampling and cfg.mask_truncated
+
+
+def test_unknown_algo_is_one_line_and_exit_2(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        run.main(["grpo", "--algo", "ppo", "--out", str(tmp_path / "out")])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert "--algo" in err and "'ppo'" in err and "dapo" in err
+    assert not (tmp_path / "out").exists()
