@@ -158,7 +158,8 @@ GRPO_ROWS = (
             "token (GRPO) | sequence (GSPO)", _same("ratio_level")),
     Mapping(G, "use_bias_correction_kl", "grpo", "kl_correction", "kl_estimate",
             "the KL term weighted by π_θ/π_old (on by default in both: ladder with --kl-in loss, TRL 1.16 True). "
-            "At ratio level sequence TRL weights by the sequence ratio, ladder by each token's (tests/test_trl_parity)",
+            "At ratio level sequence TRL weights by the sequence ratio, ladder by each token's "
+            "(tests/test_trl_parity_grpo)",
             lambda cfg: cfg.kl_in == "loss" and cfg.kl_correction != "off"),
     Mapping(G, "sync_ref_model", "grpo", "ref_sync_every", "soft_update",
             "TRL 1.16 refuses sync_ref_model with a PEFT model (ladder refreshes a second, frozen adapter): "
@@ -301,7 +302,7 @@ RLOO_ROWS = (
             "True ↔ --scale-rewards batch (Â whitened over the batch), False ↔ none"),
     Mapping(R, "epsilon", "grpo", "clip_eps_low", "clipped_surrogate",
             "RLOOTrainer clips one ratio of summed log-probs per completion, ladder per token "
-            "(tests/test_trl_parity pins the difference)"),
+            "(tests/test_trl_parity_grpo pins the difference)"),
     Mapping(R, "epsilon_high", "grpo", "clip_eps_high", "clipped_surrogate", ""),
     Mapping(R, "num_iterations", "grpo", "mu", "update", "as GRPOConfig's"),
     Mapping(R, "steps_per_generation", "grpo", "num_minibatches", "update", "as GRPOConfig's"),

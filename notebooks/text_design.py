@@ -83,7 +83,7 @@ both ends), $\log\pi_{\text{ref}}$ — and compare the loss and the gradient of 
 $$\Delta_L = |L_{\text{TRL}} - L_{\text{ladder}}|, \qquad \Delta_\nabla = \max_j \big|\partial_{\theta_j} L_{\text{TRL}} - \partial_{\theta_j} L_{\text{ladder}}\big|.$$
 
 Float32 rounding of two differently chunked log-softmaxes is the only difference: $\Delta_\nabla \approx 10^{-6}$ for
-gradient entries of order 1. `tests/test_trl_parity.py` runs every loss type × ratio level × KL correction × clip
+gradient entries of order 1. `tests/test_trl_parity_grpo.py` runs every loss type × ratio level × KL correction × clip
 variant; here one at a time (the trainer is built offline on first use, a few seconds). One difference is deliberate:
 at the sequence level with `use_bias_correction_kl`, TRL weights each token's KL by the sequence ratio $s_i$, ladder by
 the token's own $\pi_\theta/\pi_{\text{old}}$ (the weight that makes *that token's* estimate unbiased) — select `sequence` to see it.

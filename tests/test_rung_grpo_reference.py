@@ -169,11 +169,11 @@ def test_saved_adapter_is_the_trained_one_only(straight_run):
     adapter = straight_run / "adapter"
     assert not [p for p in adapter.iterdir() if p.is_dir()]  # no "ref" subfolder
     weights = load_file(adapter / "adapter_model.safetensors")
-    state = torch.load(straight_run / "checkpoint.pt", weights_only=False)
+    parts = torch.load(straight_run / "checkpoint.pt", weights_only=False)["parts"]
     assert weights and not any(f".{REFERENCE_ADAPTER}." in n for n in weights)
-    assert len(weights) == len(state["trainable"]) == len(state["reference"])
-    assert all(".default." in n for n in state["trainable"])
-    assert all(f".{REFERENCE_ADAPTER}." in n for n in state["reference"])
+    assert len(weights) == len(parts["policy"]) == len(parts["reference"])
+    assert all(".default." in n for n in parts["policy"])
+    assert all(f".{REFERENCE_ADAPTER}." in n for n in parts["reference"])
     config = json.loads((adapter / "adapter_config.json").read_text())
     assert config["r"] == 16 and config["peft_type"] == "LORA"
 

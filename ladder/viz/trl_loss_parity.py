@@ -42,7 +42,7 @@ def trl_available() -> bool:
 
 class ParityBench:
     """TRL's ``GRPOTrainer`` built offline on a tiny Qwen2, ladder's ``CausalLMPolicy`` on the very same model, and
-    the inputs ``_generate_and_score_completions`` would hand to ``_compute_loss`` (as tests/test_trl_parity.py).
+    the inputs ``_generate_and_score_completions`` would hand to ``_compute_loss`` (as tests/test_trl_parity_grpo.py).
 
     Two prompts (one left-padded) × G = 2 completions of lengths 6, 4, 5, 3 (one ending at EOS), advantages of
     both signs, π_old = π_θ shifted per row and per token (ratios on both sides of the clip), π_ref another
