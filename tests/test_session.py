@@ -74,7 +74,8 @@ def test_bad_input_during_a_run_removes_the_directory_this_run_created(tmp_path)
 
 def test_two_processes_on_one_new_directory_one_runs_one_is_refused(tmp_path):
     out = tmp_path / "run"
-    args = ["cartpole", "--preset", "tiny", "--no-stop-on-solve", "--out", str(out), "--no-progress"]
+    args = ["cartpole", "--preset", "tiny", "--no-stop-on-solve", "--total-steps", "8000", "--out", str(out),
+            "--no-progress"]
     first = subprocess.Popen([sys.executable, "-m", "ladder.run", *args], cwd=tmp_path, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120

@@ -24,7 +24,7 @@ import ladder.core
 from ladder import export_trl, trl_map
 from ladder.rungs import grpo, ppo_sentiment
 from ladder.runlog import UsageError
-from ladder.tasks import math_problems
+from ladder.tasks import arithmetic, math_problems
 
 CONFIGS = {"grpo": grpo.Config, "ppo-sentiment": ppo_sentiment.Config}
 ROOT = Path(__file__).resolve().parents[1]
@@ -222,7 +222,7 @@ def test_local_dataset_and_missing_user_reward(tmp_path, monkeypatch):
     data = _load_script(tmp_path / "gsm.py").train_dataset()
     assert len(data) == 16  # the last 20 // 5 rows are held out, as ladder does with a one-split file
     assert data[0]["answer"] == "999" and data[15]["answer"] == "1014"
-    assert data[0]["prompt"][0] == {"role": "system", "content": grpo.arithmetic.SYSTEM_PROMPT}
+    assert data[0]["prompt"][0] == {"role": "system", "content": arithmetic.SYSTEM_PROMPT}
     # the evaluation the script names scores the rows held out of its training data
     assert f"ladder.run eval --model @tiny-math --task gsm8k --dataset rows.jsonl --eval-size {cfg.eval_size}" in text
     _, held_out = math_problems.split("gsm8k", "rows.jsonl", cfg.eval_size)
