@@ -140,8 +140,8 @@ GRPO_ROWS = (
     Mapping(G, "beta", "grpo", "kl_coef", "kl_estimate",
             "β of β·k3(π_θ‖π_ref) per token in the loss; 0 loads no reference model (ladder: computes no π_ref). "
             "TRL's default is 0, ladder's 0.04", _same("kl_coef")),
-    Mapping(G, "epsilon", "grpo", "clip_eps_low", "clipped_surrogate", "ratio clipped below at 1 − ε_low",
-            _same("clip_eps_low")),
+    Mapping(G, "epsilon", "grpo", "clip_eps", "clipped_surrogate", "ratio clipped below at 1 − ε",
+            _same("clip_eps")),
     Mapping(G, "epsilon_high", "grpo", "clip_eps_high", "clipped_surrogate", "ratio clipped above at 1 + ε_high",
             _same("clip_eps_high"), lambda cfg: cfg.loss_type != "cispo"),
     Mapping(G, "epsilon_high", "grpo", "cispo_max_weight", "cispo_loss",
@@ -300,7 +300,7 @@ RLOO_ROWS = (
             "β of the KL in the reward: --kl-in reward --kl-estimator k1 (Σ_t over the completion, on π_old)"),
     Mapping(R, "normalize_advantages", "grpo", "scale_rewards", "leave_one_out",
             "True ↔ --scale-rewards batch (Â whitened over the batch), False ↔ none"),
-    Mapping(R, "epsilon", "grpo", "clip_eps_low", "clipped_surrogate",
+    Mapping(R, "epsilon", "grpo", "clip_eps", "clipped_surrogate",
             "RLOOTrainer clips one ratio of summed log-probs per completion, ladder per token "
             "(tests/test_trl_parity_grpo pins the difference)"),
     Mapping(R, "epsilon_high", "grpo", "clip_eps_high", "clipped_surrogate", ""),

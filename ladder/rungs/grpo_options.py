@@ -33,9 +33,9 @@ LOSS_TYPES = {"grpo": ("clipped", "seq_mean_token_mean"), "bnpo": ("clipped", "t
 ALGOS = {
     "grpo": dict(loss_type="grpo", advantage="group", scale_rewards="group", kl_in="loss", ratio_level="token"),
     "dr_grpo": dict(loss_type="dr_grpo", scale_rewards="none", kl_coef=0.0),
-    "dapo": dict(loss_type="dapo", clip_eps_low=0.2, clip_eps_high=0.28, kl_coef=0.0, dynamic_sampling=True,
+    "dapo": dict(loss_type="dapo", clip_eps=0.2, clip_eps_high=0.28, kl_coef=0.0, dynamic_sampling=True,
                  mask_truncated=True, overlong_buffer=0.2, overlong_penalty=1.0),
-    "gspo": dict(ratio_level="sequence", loss_type="grpo", clip_eps_low=3e-4, clip_eps_high=4e-4, kl_coef=0.0,
+    "gspo": dict(ratio_level="sequence", loss_type="grpo", clip_eps=3e-4, clip_eps_high=4e-4, kl_coef=0.0,
                  num_minibatches=4),
     "cispo": dict(loss_type="cispo", cispo_max_weight=5.0, scale_rewards="batch", kl_coef=0.0),
     "rloo": dict(advantage="rloo", scale_rewards="none", kl_in="reward", kl_estimator="k1", kl_coef=0.03),
@@ -79,8 +79,9 @@ class Config(LMOptions):
     loss_type: str = option("grpo", "policy loss and aggregation: grpo (per-sequence mean) | bnpo (token mean) | "
                                     "dr_grpo (÷ P·G·max-new-tokens) | dapo (÷ active tokens) | cispo (clipped "
                                     "detached weight × log π, ÷ active tokens)", choices=tuple(LOSS_TYPES))
-    clip_eps_low: float = option(0.2, "ε_low (ratio clipped below at 1 − ε_low)",
-                                 interval(0, 1, open_low=True, open_high=True))
+    clip_eps: float = option(0.2, "ε: the ratio is clipped below at 1 − ε (and above at 1 + --clip-eps-high); "
+                                  "PPO's ε, TRL's epsilon", interval(0, 1, open_low=True, open_high=True),
+                             aliases=("--clip-eps-low",))
     clip_eps_high: float = option(0.2, "ε_high (ratio clipped above at 1 + ε_high; 0.28 is DAPO's clip-higher)",
                                   interval(0, 1, open_low=True, open_high=True))
     delta: float | None = option(None, "δ > 1 + ε_high: two-sided clipping also caps the ratio at δ where Â < 0 "
@@ -178,7 +179,7 @@ def update_config(cfg: Config) -> core.UpdateConfig:
     objective, aggregation = LOSS_TYPES[cfg.loss_type]
     return core.UpdateConfig(
         mu=cfg.mu, num_minibatches=cfg.num_minibatches, objective=objective, ratio_level=cfg.ratio_level,
-        clip_eps_low=cfg.clip_eps_low, clip_eps_high=cfg.clip_eps_high, delta=cfg.delta,
+        clip_eps_low=cfg.clip_eps, clip_eps_high=cfg.clip_eps_high, delta=cfg.delta,
         cispo_max_weight=cfg.cispo_max_weight, aggregation=aggregation,
         kl_coef=cfg.kl_coef if cfg.kl_in == "loss" else 0.0, kl_estimator=cfg.kl_estimator,
         kl_correction=cfg.kl_correction != "off", max_grad_norm=cfg.max_grad_norm)
