@@ -9,8 +9,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 MAX_FILE_LINES = 400
 MAX_RUNG_FUNCTION_LINES = 60
-# Pure data tables, read row by row rather than as a whole: the TRL-to-ladder map and the exercises' cases.
-LONG_TABLES = {"ladder/trl_map.py", "ladder/exercises/cases.py"}
+# Pure data tables, read row by row rather than as a whole: the TRL-to-ladder map.
+LONG_TABLES = {"ladder/trl_map.py"}
 
 
 def _line_count(path: Path) -> int:

@@ -23,7 +23,10 @@ import torch
 from torch import Tensor
 
 from . import EXERCISES, Exercise, load
-from .cases import CASES, OUTPUTS, Case, fmt
+from .cases import OUTPUTS, TOY_CASES, Case, fmt
+from .cases_lm import LM_CASES
+
+CASES = {**TOY_CASES, **LM_CASES}  # exercise → the function that makes its cases
 
 NOT_IMPLEMENTED = "not implemented yet"
 RTOL, ATOL = 1e-5, 1e-5
