@@ -6,24 +6,31 @@ is a real design choice: it decides how much a long completion weighs against a 
     token_mean           Σ m·x / Σ m                   every real action counts once
     seq_mean_token_mean  (1/B) Σ_b [Σ_t m·x / Σ_t m]   GRPO: every sequence counts once
                                                        (an empty row contributes 0, still counts in B)
-    sum_over_constant    Σ m·x / num_tokens            a constant the caller computes, no length bias:
+    sum_over_constant    Σ m·x / max(num_tokens, 1)    a constant the caller computes, no length bias:
                                                        Dr. GRPO's generation budget B · L_max, or
-                                                       DAPO's real-token count of the whole batch
+                                                       DAPO's real-token count of the whole update
+                                                       (every minibatch, every process), this
+                                                       minibatch's share of it
+
+Any other mode is a mistake: raise ValueError.
 
     per_action  [B, T]  the loss per action (padding may hold anything, even inf or nan)
     mask        [B, T]  1 for real actions
-    mode        str     one of the three above
+    mode        str     one of the three above (anything else: ValueError)
     num_tokens  float   sum_over_constant's constant (divide by at least 1); required there (None:
                         raise ValueError), ignored by the two means
     result      []      a scalar tensor, with gradient
 
 Careful: inf · 0 is nan. Select the real entries (``torch.where``) rather than multiplying by the mask,
-and never divide by 0 (a row or a batch without real actions).
+and never divide by 0 (a row or a batch without real actions: it contributes 0).
 
     >>> x = torch.tensor([[1., 2., 3.], [4., 99., 99.]]); m = torch.tensor([[1., 1., 1.], [1., 0., 0.]])
     >>> [round(aggregate(x, m, mode).item(), 4) for mode in ("token_mean", "seq_mean_token_mean")]
     [2.5, 3.0]
-    >>> aggregate(x, m, "sum_over_constant", num_tokens=8.0)    # DAPO: 8 real tokens in the whole batch
+
+DAPO: say this minibatch is half of an update that holds 8 real tokens (every minibatch, every process):
+
+    >>> aggregate(x, m, "sum_over_constant", num_tokens=8.0)
     tensor(1.2500)
 
 With a budget of L_max = 5 new tokens per completion, Dr. GRPO divides by B · L_max = 2 · 5 = 10, not by
@@ -33,7 +40,8 @@ the padded B · T = 6 (T is only the longest completion of this batch, and chang
     tensor(1.)
 
 Mirrors ``ladder.core.aggregate``. Grade it: ``pytest exercises/``; once it passes,
-``python -m ladder.run cartpole --use-exercises`` trains with it.
+``python -m ladder.run grpo --preset tiny --qlora --algo dr_grpo --use-exercises`` trains with it
+(``--algo dapo`` for DAPO's constant; the default ``--loss-type grpo`` uses seq_mean_token_mean).
 """
 
 from __future__ import annotations

@@ -43,9 +43,10 @@ def build_parser(name: str, rung, suppress_defaults: bool = False) -> argparse.A
                            else argparse.ArgumentDefaultsHelpFormatter)
     presets = ", ".join(getattr(rung, "PRESETS", {})) or "none"
     parser.add_argument("--preset", default=None, help=f"named configuration ({presets})")
-    parser.add_argument("--print-config", action="store_true", help="check the options, print the ones this run "
-                        "would use (after --preset, --algo and your flags) as JSON, and exit without training")
     algos = getattr(rung, "ALGOS", {})
+    parser.add_argument("--print-config", action="store_true", help="check the options, print the ones this run "
+                        f"would use (after --preset{', --algo' if algos else ''} and your flags) as JSON, and exit "
+                        "without training")
     if algos:
         parser.add_argument("--algo", default=None, choices=tuple(algos), metavar="ALGO",
                             help=f"a method's flags as its paper sets them ({', '.join(algos)}); applied over "

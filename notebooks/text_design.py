@@ -19,7 +19,7 @@ $$L(\theta) = \operatorname{agg}\Big(-\min\big(\rho_t\hat A_t,\ \operatorname{cl
 \qquad \rho_t = \begin{cases} \pi_\theta(a_t)/\pi_{\text{old}}(a_t) & \text{token level (GRPO)} \\ s_i = \big(\pi_\theta(y_i)/\pi_{\text{old}}(y_i)\big)^{1/|y_i|} & \text{sequence level (GSPO)}\end{cases}$$
 
 with $\hat A$ group-relative or leave-one-out, the KL term $k$ in the loss (weight $w_t = 1$ or $\pi_\theta/\pi_{\text{old}}$) or in the
-reward, and $\operatorname{agg}$ one of four averages. TRL implements the same space under other names. This notebook
+reward, and $\operatorname{agg}$ one of `core.aggregate`'s three modes (four `--loss-type`s: `dr_grpo` and `dapo` differ only in the constant). TRL implements the same space under other names. This notebook
 puts the two side by side: the names (1), the schedule (2), the loss itself on the same tensors (3), then three
 things the names hide — what the KL term's *gradient* follows (4), which tokens lose their gradient (5), and how
 the methods compare on the tiny task (6).""",

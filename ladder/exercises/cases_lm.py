@@ -40,11 +40,18 @@ def aggregate() -> list[Case]:
              dict(per_action=x, mask=mask, mode="sum_over_constant", num_tokens=10.0), grad=("per_action",)),
         Case("sum_over_constant, DAPO's num_tokens: the whole batch's real tokens (8, over every minibatch)",
              dict(per_action=x, mask=mask, mode="sum_over_constant", num_tokens=8.0), grad=("per_action",)),
-        Case("sum_over_constant with num_tokens = 0 (no real token anywhere): divide by 1, never by 0",
+        Case("sum_over_constant with num_tokens = 0 passed by the caller: divide by 1, never by 0",
              dict(per_action=x, mask=mask, mode="sum_over_constant", num_tokens=0.0), grad=("per_action",)),
         Case("sum_over_constant without num_tokens: a ValueError, the constant is the caller's to give",
              dict(per_action=x, mask=mask, mode="sum_over_constant"), raises=ValueError),
+        Case("an unknown mode: a ValueError, not a silent fallback",
+             dict(per_action=x, mask=mask, mode="mean"), raises=ValueError),
     ]
+    empty = lengths_mask([0, 0], 2)
+    cases += [Case(f"{mode}, a batch without a real action: 0 (never 0 / 0)",
+                   dict(per_action=t([[JUNK, JUNK], [JUNK, JUNK]]), mask=empty, mode=mode,
+                        **({"num_tokens": 0.0} if mode == "sum_over_constant" else {})), grad=("per_action",))
+              for mode in ("token_mean", "seq_mean_token_mean", "sum_over_constant")]
     cases += [
         Case("token_mean ignores num_tokens", dict(per_action=x, mask=mask, mode="token_mean", num_tokens=8.0),
              grad=("per_action",)),

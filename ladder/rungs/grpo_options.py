@@ -82,8 +82,9 @@ class Config(LMOptions):
     clip_eps: float = option(0.2, "ε: the ratio is clipped below at 1 − ε (and above at 1 + --clip-eps-high); "
                                   "PPO's ε, TRL's epsilon", interval(0, 1, open_low=True, open_high=True),
                              aliases=("--clip-eps-low",))
-    clip_eps_high: float = option(0.2, "ε_high (ratio clipped above at 1 + ε_high; 0.28 is DAPO's clip-higher)",
-                                  interval(0, 1, open_low=True, open_high=True))
+    clip_eps_high: float | None = option(None, "ε_high: the ratio clipped above at 1 + ε_high (default: --clip-eps; "
+                                               "0.28 is DAPO's clip-higher; TRL's epsilon_high)",
+                                         interval(0, 1, open_low=True, open_high=True))
     delta: float | None = option(None, "δ > 1 + ε_high: two-sided clipping also caps the ratio at δ where Â < 0 "
                                        "(INTELLECT-2; None: off)", Number(float, low=1.0, open_low=True))
     cispo_max_weight: float = option(5.0, "ε_max: CISPO's cap on the detached importance weight (ScaleRL: 5)",
@@ -161,8 +162,8 @@ def _validate_combinations(cfg: Config) -> None:
         if cfg.loss_type == "cispo":
             raise UsageError("--delta caps the clipped surrogate's ratio; --loss-type cispo caps its weight with "
                              "--cispo-max-weight instead")
-        if cfg.delta <= 1.0 + cfg.clip_eps_high:
-            raise UsageError(f"--delta must exceed 1 + --clip-eps-high = {1.0 + cfg.clip_eps_high:g}, got {cfg.delta}")
+        if cfg.delta <= 1.0 + eps_high(cfg):
+            raise UsageError(f"--delta must exceed 1 + --clip-eps-high = {1.0 + eps_high(cfg):g}, got {cfg.delta}")
     if cfg.overlong_buffer and int(cfg.overlong_buffer * cfg.max_new_tokens) < 1:
         raise UsageError(f"--overlong-buffer {cfg.overlong_buffer} of --max-new-tokens {cfg.max_new_tokens} is "
                          f"less than one token")
@@ -173,13 +174,18 @@ def reward_weights(cfg: Config) -> dict[str, float]:
     return rewards.weights(cfg.reward_funcs, cfg.reward_weights)
 
 
+def eps_high(cfg: Config) -> float:
+    """ε_high: ``--clip-eps-high``, or ``--clip-eps`` when it is not given (symmetric clipping, as TRL)."""
+    return cfg.clip_eps if cfg.clip_eps_high is None else cfg.clip_eps_high
+
+
 def update_config(cfg: Config) -> core.UpdateConfig:
     """GRPO's ``core.update``: the policy loss and aggregation of ``--loss-type``, the ratio level,
     and β·KL(π_θ‖π_ref) in the loss (only with ``--kl-in loss``)."""
     objective, aggregation = LOSS_TYPES[cfg.loss_type]
     return core.UpdateConfig(
         mu=cfg.mu, num_minibatches=cfg.num_minibatches, objective=objective, ratio_level=cfg.ratio_level,
-        clip_eps_low=cfg.clip_eps, clip_eps_high=cfg.clip_eps_high, delta=cfg.delta,
+        clip_eps_low=cfg.clip_eps, clip_eps_high=eps_high(cfg), delta=cfg.delta,
         cispo_max_weight=cfg.cispo_max_weight, aggregation=aggregation,
         kl_coef=cfg.kl_coef if cfg.kl_in == "loss" else 0.0, kl_estimator=cfg.kl_estimator,
         kl_correction=cfg.kl_correction != "off", max_grad_norm=cfg.max_grad_norm)

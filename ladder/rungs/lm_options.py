@@ -14,8 +14,8 @@ from ladder.cli import RunOptions, Text, at_least, interval, option, positive
 @dataclass
 class LMOptions(RunOptions):
     model: str = option("gpt2", "causal LM: hub id or local directory", Text())
-    qlora: bool = option(False, "4-bit nf4 base (double quantisation) + LoRA adapters + activation checkpointing; "
-                                "π_ref = the base with the adapter disabled")
+    qlora: bool = option(False, "4-bit nf4 base (double quantisation) + LoRA adapters + activation checkpointing "
+                                "(implies --lora); π_ref = the base with the adapter disabled")
     lora: bool = option(False, "LoRA adapters on a full-precision base; π_ref = the base with the adapter "
                                "disabled (no copy)")
     lora_r: int = option(16, "LoRA rank r", at_least(1))

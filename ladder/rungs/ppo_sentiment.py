@@ -9,7 +9,7 @@ Each update, on the same ``ladder.core`` as CartPole:
     μ passes × minibatches of clipped surrogate + clipped value loss      core.update
     β             ← adaptive controller on the mean per-sequence KL         core.AdaptiveKLController
 
-π_ref is a frozen copy of the starting model, or with ``--lora`` the same weights with the adapter
+π_ref is a frozen copy of the starting model, or with ``--lora``/``--qlora`` the same weights with the adapter
 disabled. ``--preset tiny`` runs offline on a CPU in minutes: a tiny GPT-2 trained here on generated
 reviews, bundled review openings as prompts, VADER as the reward model.
 
