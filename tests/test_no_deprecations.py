@@ -42,10 +42,10 @@ def _run(*args, tmp_path, out: str = "run") -> str:
     return result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("qlora", [False, True], ids=["lora", "qlora"])
-def test_a_tiny_grpo_run_and_the_eval_of_its_adapter_print_no_library_deprecation(tmp_path, qlora):
+def test_a_tiny_grpo_run_and_the_eval_of_its_adapter_print_no_library_deprecation(tmp_path):
+    """QLoRA: transformers' 4-bit loading, bitsandbytes, peft's wrapping and adapter loading, generate."""
     arithmetic.tiny_math_model()  # built once into the cache, outside the run's output
-    flag = "--qlora" if qlora else "--no-qlora"
+    flag = "--qlora"
     output = _run("grpo", "--preset", "tiny", "--steps", "2", "--eval-size", "8", "--print-samples", "1", flag,
                   tmp_path=tmp_path)
     output += _run("eval", "--preset", "tiny", "--eval-size", "4", flag, "--adapter", str(tmp_path / "run/adapter"),
@@ -53,9 +53,9 @@ def test_a_tiny_grpo_run_and_the_eval_of_its_adapter_print_no_library_deprecatio
     assert library_deprecations(output) == []
 
 
-@pytest.mark.parametrize("lora", [False, True], ids=["full", "lora"])
-def test_a_tiny_ppo_sentiment_run_prints_no_library_deprecation(tmp_path, lora):
+def test_a_tiny_ppo_sentiment_run_prints_no_library_deprecation(tmp_path):
+    """GPT-2 with LoRA on its Conv1D layers, the value head, the reward model."""
     sentiment.tiny_model_path()
     output = _run("ppo-sentiment", "--preset", "tiny", "--steps", "2", "--batch-size", "16",
-                  "--num-eval-prompts", "4", "--lora" if lora else "--no-lora", tmp_path=tmp_path)
+                  "--num-eval-prompts", "4", "--lora", tmp_path=tmp_path)
     assert library_deprecations(output) == []
