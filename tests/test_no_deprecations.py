@@ -8,8 +8,6 @@ import os
 import subprocess
 import sys
 
-import pytest
-
 from ladder.patches import cache_arg, library_deprecations
 from ladder.tasks import arithmetic, sentiment
 
