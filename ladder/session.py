@@ -106,6 +106,12 @@ class RunSession:
                         disable=not show_progress(self.cfg.progress and self.procs.is_main))
         return restored
 
+    def seed_each_process(self) -> None:
+        """With several processes, a generator of its own for each (seed + 1 + rank): the weights built so far
+        are equal everywhere, the completions each process samples from now on differ. Alone: unchanged."""
+        if self.procs.world > 1:
+            torch.manual_seed(self.cfg.seed + 1 + self.procs.rank)
+
     @property
     def wall_s(self) -> float:
         return time.perf_counter() - self.started

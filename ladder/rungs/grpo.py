@@ -250,8 +250,7 @@ def train(cfg: Config) -> dict:
     # The output directory is claimed (finished run? --overwrite? another run in it?) before the model loads.
     with RunSession(cfg, NAME, asdict(cfg), total=cfg.steps, procs=procs) as run:
         policy, optimizer = load_policy(cfg, model_path, device)
-        if procs.world > 1:
-            torch.manual_seed(cfg.seed + 1 + procs.rank)  # same initial weights (above), different samples
+        run.seed_each_process()  # the weights above are the same everywhere; the samples from here on are not
         step = Step(cfg, policy, procs.wrap(policy), tokenizer, optimizer, update_config(cfg),
                     ProblemStream(problems, cfg.seed), system_prompt, rewards.load_all(cfg.reward_funcs),
                     reward_weights(cfg), procs, run.skipped_steps)

@@ -303,8 +303,7 @@ def train(cfg: Config) -> dict:
     state = {"policy": policy, "optimizer": optimizer, "controller": parts.controller, "generator": parts.generator,
              "prompt_rng": prompt_rng, **({"reference": ReferenceWeights(policy)} if cfg.ref_sync_every else {})}
     with RunSession(cfg, NAME, asdict(cfg), total=cfg.steps, procs=procs) as run:
-        if procs.world > 1:
-            torch.manual_seed(cfg.seed + 1 + procs.rank)  # same initial weights, different samples
+        run.seed_each_process()  # the weights above are the same everywhere; the samples from here on are not
         before = run.resume(**state, before=None).get("before") or sample_table(
             policy, tokenizer, reward_fn, eval_prompts, cfg)
         while run.step < cfg.steps:
