@@ -9,6 +9,19 @@ depend on the reward scale. With n real entries (``mask = 1``):
 
 and x̂ = 0 on padding.
 
+What whitening the advantages does to the policy gradient Σ Â · ∇log π (exercise 2) — two things,
+and only the first leaves the expected gradient (nearly) as it was:
+
+    − mean            a baseline. A b that does not depend on the sampled action changes nothing in
+                      expectation: E[b · ∇log π] = b · Σ_a ∇π(a) = 0. (The batch mean is not quite
+                      such a b: it holds each sample's own value, which scales that sample's
+                      expected term by 1 − 1/n for n independent samples. Exercise 13's
+                      leave-one-out baseline avoids that.)
+    / sqrt(var + ε)   a rescaling. The batch's gradient keeps the direction of the mean-subtracted
+                      one and is divided by sqrt(var + ε), a number measured on the batch itself:
+                      the expected gradient is rescaled, not the same as with no baseline. That is
+                      the point: the step no longer grows with the reward scale.
+
     x           [B, T]  the values (padding may hold anything, even nan)
     mask        [B, T]  1 for real entries (None: all real)
     shift_mean  bool    False: rescale only, keep the mean

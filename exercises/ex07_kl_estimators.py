@@ -9,7 +9,7 @@ log-probs. With the log-ratio ℓ = log π_ref(a) − log π_θ(a), three per-ac
 
     logp       [B, T]  log π_θ(a_t), with gradient
     ref_logp   [B, T]  log π_ref(a_t) of the frozen reference
-    estimator  str     "k1", "k2" or "k3"
+    estimator  str     "k1", "k2" or "k3"; anything else: raise ValueError
     old_logp   [B, T]  leave it for exercise 8 (here it is always None)
     result     [B, T]  the per-action estimate
 

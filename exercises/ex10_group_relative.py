@@ -10,6 +10,7 @@ others of its group. The G completions of a prompt are adjacent in ``rewards``.
     scale       str    "group": std is the group's sample std (n − 1)
                        "batch": std is the sample std of all N rewards
                        "none":  no division at all, Â_i = r_i − mean (Dr. GRPO)
+                       anything else: raise ValueError
     eps         float  ε, added to the std (not under the square root)
     result      [N]    Â_i
 

@@ -26,7 +26,18 @@ Worked example, α = 0.25: each reference tensor moves a quarter of the way towa
     [tensor([[0.2500, 1.0000],
             [1.5000, 3.0000]]), tensor([3.])]
 
-Hint: ``Tensor.lerp_(end, weight)`` is self + weight · (end − self), in place and exact at both ends.
+α = 1 from far away: π_ref becomes π_θ exactly (θ_ref + α·(θ − θ_ref) would give 0 and 0; the grader
+has this case).
+
+    >>> reference = [torch.tensor([1e8, -3e7])]
+    >>> soft_update(reference, [torch.tensor([1.0, 0.3])], alpha=1.0)
+    >>> reference
+    [tensor([1.0000, 0.3000])]
+
+Hint: ``Tensor.lerp_(end, weight)`` sets self, in place, to self + weight · (end − self) — that is its
+value, not how PyTorch computes it: for weight < 0.5 it computes self + weight · (end − self), for
+weight ≥ 0.5 end − (1 − weight) · (end − self). So weight 0 gives self and weight 1 gives end exactly
+(as long as end − self is finite); the formula written out by hand is exact at 0, not at 1.
 Mirrors ``ladder.core.soft_update``. Grade it: ``pytest exercises/``; once it passes,
 ``python -m ladder.run ppo-sentiment --preset tiny --ref-sync-every 2 --use-exercises`` trains with it.
 """

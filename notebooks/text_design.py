@@ -113,11 +113,12 @@ On-policy ($\pi_{\text{old}} = \pi_\theta$), take expectations and compare with 
 $\nabla\mathrm{KL}(\pi_\theta\|\pi_{\text{ref}}) = \mathbb{E}_{\pi_\theta}\big[\log\tfrac{\pi_\theta}{\pi_{\text{ref}}}\nabla\log\pi_\theta\big]$ (reverse) and
 $\nabla\mathrm{KL}(\pi_{\text{ref}}\|\pi_\theta) = -\mathbb{E}_{\pi_{\text{ref}}}[\nabla\log\pi_\theta] = \mathbb{E}_{\pi_\theta}\big[(1 - \tfrac{\pi_{\text{ref}}}{\pi_\theta})\nabla\log\pi_\theta\big]$ (forward):
 
-* $k_1$ in the loss: $\mathbb{E}[\nabla\log\pi_\theta] = 0$ — no gradient at all, whatever $\pi_{\text{ref}}$ is;
+* $k_1$ in the loss: $\mathbb{E}[\nabla\log\pi_\theta] = 0$ — zero *expected* gradient, whatever $\pi_{\text{ref}}$ is (one batch's gradient is noise, not 0);
 * $k_2$ in the loss: exactly the reverse KL's gradient;
 * $k_3$ in the loss — GRPO as written in DeepSeekMath — exactly the **forward** KL's gradient, though its value estimates the reverse KL;
 * $\frac{\pi_\theta}{\pi_{\text{old}}}k_3$ (ladder's `--kl-correction on`, TRL's `use_bias_correction_kl`): $\mathbb{E}_{\pi_{\text{old}}}[\frac{\pi_\theta}{\pi_{\text{old}}}k_3] = \sum_a \pi_\theta k_3 = \mathrm{KL}(\pi_\theta\|\pi_{\text{ref}})$ as a function of $\theta$,
-  so its gradient is the reverse KL's, on-policy *and* off. The weight's value is 1 on the first pass; its gradient is not 0;
+  so its gradient is the reverse KL's, on-policy *and* off. The weight's value is 1 until the first optimiser step
+  (on the first minibatch of the first pass); its gradient is not 0;
 * $k_1$ in the reward (RLOO, `--kl-in reward`): $\hat A \ni -\beta k_1$ on $\pi_{\text{old}}$, a constant, so the gradient is REINFORCE's
   $\mathbb{E}[k_1\nabla\log\pi_\theta]$ — the reverse KL's, on-policy.
 
@@ -148,8 +149,14 @@ completion goes. Below, a real batch of the tiny QLoRA preset (4 prompts × 4 co
 preset after 4 GRPO updates; about 15 s, once) after $\mu$ passes of `core.update`. Colour the tokens by
 whether they keep their gradient, by $\pi_\theta/\pi_{\text{old}}$, by the sign of $\hat A$, by the exact KL to $\pi_{\text{ref}}$ at that position, or by
 the entropy; struck-through tokens lose their gradient at the chosen level (`viz.gradient_mask` asks autograd, through
-`core.clipped_surrogate`). The toggle does not retrain: it clips the same $\pi_\theta$ both ways. GSPO's own $\varepsilon$ is
-$3\cdot10^{-4}$ — a geometric mean moves that much less; slide $\varepsilon$ down to see it.
+`core.clipped_surrogate`). The toggle does not retrain: it clips the same $\pi_\theta$ both ways.
+
+GSPO's own $\varepsilon$ is $3\cdot10^{-4}$ / $4\cdot10^{-4}$ (low / high), some 500× smaller than GRPO's 0.2. A sequence ratio
+is one number per completion, so clipping it removes the whole completion's gradient — and at that $\varepsilon$ GSPO
+still clips a far larger share of the tokens than GRPO does (the GSPO paper reports clipped fractions about two orders
+of magnitude above GRPO's). Slide $\varepsilon$ down and watch the bars: at 0.2 the sequence level clips little or nothing,
+at 0.05 already more tokens than the token level, and at GSPO's $\varepsilon$ most completions with $\hat A \neq 0$ lose their
+gradient whole.
 
 **Exercise:** `ex12_sequence_ratio.py` (see section 3): `python -m ladder.run grpo --preset tiny --qlora --algo gspo --use-exercises`.""",
     """view = viz.token_view(mu=3, eps=0.2, level="token")

@@ -24,7 +24,11 @@ $$r_t = -\beta\,\mathrm{KL}_t + [t = T]\cdot \text{score}, \qquad \mathrm{KL}_t 
 
 $$e = \operatorname{clip}\Big(\frac{\mathrm{KL}}{\mathrm{KL}_{\text{target}}} - 1, -0.2, 0.2\Big), \qquad \beta \leftarrow \beta\,(1 + e\, n/H)$$
 
-too much KL raises $\beta$, too little lowers it (`core.AdaptiveKLController`).""",
+after every update, where $\mathrm{KL}$ is the batch's mean per-completion KL $\sum_t \mathrm{KL}_t$, $\mathrm{KL}_{\text{target}}$ is
+`--kl-target`, $n$ the number of completions in the batch (`--batch-size`: the controller is updated with the batch
+size) and $H$ the horizon `--kl-horizon`, counted in completions. $e$ is the relative error, capped at ±20 %, and each
+update applies the fraction $n/H$ of it: too much KL raises $\beta$, too little lowers it, over about $H$ completions
+(`core.AdaptiveKLController`).""",
     SETUP,
     """scores = torch.tensor([1.0, -0.5])
 logp = torch.tensor([[-1.0, -2.0, -0.5], [-1.5, -0.3, 0.0]])
@@ -108,8 +112,11 @@ No reward model: a completion earns 1 for the right final answer and a bonus for
 view""",
     r"""md:## KL in the loss, and how the loss is averaged
 
-Without a critic there is no per-token reward to put the KL into, so it goes into the loss,
-estimated with $k_3$ and importance-corrected when $\mu > 1$ (notebook 3):
+GRPO puts the KL into the loss, not the reward, so that its gradient is the gradient of the KL itself, token by
+token, rather than a sequence-level reward term that every token of the completion shares. Both are options of the
+rung: `--kl-in loss` (GRPO) or `--kl-in reward` (RLOO: $\beta\sum_t \mathrm{KL}_t$ comes off each completion's reward);
+notebook 6 §4 computes which estimator's gradient is the gradient of which KL. In the loss the KL is estimated
+with $k_3$ and importance-corrected when $\mu > 1$ (notebook 3):
 
 $$L = \operatorname{agg}\Big(-\min(r_t\hat A_t, \operatorname{clip}(r_t)\hat A_t) + \beta\,\tfrac{\pi_\theta}{\pi_{\text{old}}}k_3\Big)$$
 

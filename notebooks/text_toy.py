@@ -41,11 +41,13 @@ GRPO differ in (1) how they estimate $\hat A_t$ and (2) where the KL to a refere
 | name | in the code | what it is |
 |---|---|---|
 | $\pi_\theta$ | `logp` | the policy being optimised (with gradient) |
-| $\pi_{\text{old}}$ | `old_logp` | the policy that **sampled** the batch; equals $\pi_\theta$ until the first update |
+| $\pi_{\text{old}}$ | `old_logp` | the policy that **sampled** the batch; equals $\pi_\theta$ until the first optimiser step |
 | $\pi_{\text{ref}}$ | `ref_logp` | the frozen anchor of the KL penalty (for LLMs: the model before RL) |
 
-$\mu$ (`mu`) is how many optimisation passes reuse one batch. After the first pass
-$\pi_\theta \neq \pi_{\text{old}}$, and the ratio $r = \pi_\theta / \pi_{\text{old}}$ starts to matter.""",
+$\mu$ (`mu`) is how many optimisation passes reuse one batch; each pass is cut into $M$ minibatches
+(`num_minibatches`), one optimiser step each. After the first optimiser step $\pi_\theta \neq \pi_{\text{old}}$ — from
+the second minibatch of the first pass on, or from the second pass when $M = 1$ — and the ratio
+$r = \pi_\theta / \pi_{\text{old}}$ starts to matter.""",
     SETUP,
     r"""md:## The map of the package
 
@@ -122,7 +124,14 @@ summary = reinforce.train(cfg)
 {k: summary[k] for k in ("env_steps", "eval_return_mean", "wall_s")}""",
     """display(Image(filename=str(RUNS / "reinforce" / "curves.png")))
 [(r["step"], r["episode_return"]) for r in metrics(RUNS / "reinforce")][-5:]""",
-    r"""md:Try `baseline="none"` and compare the curves: same expectation, much more noise.
+    r"""md:The two returns in the plot measure different episodes. `eval_return_mean` in the summary comes from separate
+**greedy** evaluation episodes: the argmax action at every step. The training return is the mean over the 8
+episodes of each batch, played with **sampled** actions: a stochastic policy now and then pushes the wrong way and
+drops the pole sooner, so the training curve sits well below the greedy one.
+
+Try `baseline="none"` and compare the curves: much more noise. Whitening subtracts the batch mean (a baseline:
+the expected gradient stays the same) and divides by the batch's std (which rescales the gradient, as a learning
+rate would); exercise 4 has the details.
 **Exercises:** `exercises/ex01_discounted_returns.py` and `ex02_reinforce_loss.py` (grade them with
 `pytest exercises/`). Once they pass, `python -m ladder.run reinforce --use-exercises` trains with your own
 `discounted_returns` and `pg_loss`.""",
@@ -158,7 +167,13 @@ for lam in (0.0, 0.8, 1.0):   # λ = 0: one-step TD error; λ = 1: Monte-Carlo r
     r"""md:## Train PPO (tiny preset)
 
 `python -m ladder.run cartpole --preset tiny`: 8 envs × 32 steps per batch, $\mu = 15$ passes, GAE,
-advantages whitened per minibatch, value loss, gradient clipping — all inside `core.update`.""",
+advantages whitened per minibatch, value loss, gradient clipping — all inside `core.update`.
+
+`solved` in the summary means that a greedy evaluation (20 episodes, the argmax action at every step) averaged at
+least 475 of CartPole's 500; the run stops there. The training return in the curves stays lower, for two reasons:
+its actions are sampled, as in notebook 1, and each point is the mean of the episodes that *ended* during that
+update's 8 × 32 steps. An episode spans several rollouts and is counted only when it ends, so a long one was played
+mostly by earlier, weaker policies; an update in which no episode ended has no training return.""",
     """from ladder.rungs import cartpole
 
 cfg = cartpole.Config(**cartpole.PRESETS["tiny"], out=str(RUNS / "cartpole"), progress=False)
@@ -206,9 +221,11 @@ view""",
         f"{k} bias {s[k]['bias']:+.3f} std {s[k]['std']:.3f}" for k in ("k1", "k2", "k3")))""",
     r"""md:## Why $\pi_{\text{old}} = \pi_\theta$ at sampling, and what $\mu$ does
 
-The batch is sampled by the current policy, so on the first pass $\pi_\theta = \pi_{\text{old}}$ and every
-ratio is exactly 1 (with a gradient). Each further pass moves $\pi_\theta$; the samples stay those of
-$\pi_{\text{old}}$. Two things go wrong if we ignore that:
+The batch is sampled by the current policy, so $\pi_\theta = \pi_{\text{old}}$ until the first optimiser step: on the
+first minibatch of the first pass every ratio is exactly 1 (with a gradient). Each optimiser step moves $\pi_\theta$;
+the samples stay those of $\pi_{\text{old}}$. With $M$ minibatches per pass the second minibatch of the first pass
+already sees $r \neq 1$ (`--algo gspo` sets $M = 4$); here $M = 1$, so each pass is one optimiser step.
+Two things go wrong if we ignore that:
 
 * the ratios spread and the clip switches off more and more of the gradient;
 * a KL term estimated as the plain average of $k_3$ over the batch assumes $a \sim \pi_\theta$ — it now
@@ -222,16 +239,18 @@ $$\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}}) = \mathbb{E}_{a\sim\pi_{\text{ol
 
 $\pi_{\text{ref}}$ is a freshly initialised CartPole MLP, $\pi_{\text{old}}$ the same network after a few PPO
 updates; it samples one fixed batch of 1024 transitions. A copy of it, $\pi_\theta$, gets $\mu$ passes of
-`core.update`. CartPole has two actions, so every KL here is also computed **exactly** at the batch's
-states: $\sum_a \pi_\theta(a\mid s)\log\frac{\pi_\theta(a\mid s)}{\pi_x(a\mid s)}$.""",
+`core.update` (one minibatch per pass: $\mu$ optimiser steps). CartPole has two actions, so every KL here is
+also computed **exactly** at the batch's states: $\sum_a \pi_\theta(a\mid s)\log\frac{\pi_\theta(a\mid s)}{\pi_x(a\mid s)}$.""",
     """view = viz.mu_view(mu=4, lr=2e-3, clip_eps=0.2)
 view""",
     """for mu in (1, 2, 4, 8):
     run = viz.mu_passes(mu)
-    print(f"μ={mu}: ratio std {run['ratios'][-1].std():.3f}  clip {run['clip_frac_after'][-1]:.3f}  "
+    print(f"after μ={mu} pass(es): ratio std {run['ratios'][-1].std():.3f}  clip {run['clip_frac_after'][-1]:.3f}  "
           f"KL(θ‖ref) exact {run['kl_ref_exact'][-1]:.4f}  biased {run['kl_ref_biased'][-1]:.4f}  "
           f"corrected {run['kl_ref_corrected'][-1]:.4f}")""",
-    r"""md:With $\mu = 1$ all three agree up to sampling noise. As $\mu$ grows the plain average drifts away
+    r"""md:Each line is read **after** its run's passes, i.e. after its $\mu$ optimiser steps: during the single pass of
+$\mu = 1$ every ratio was 1, but after its step they have spread (std above 0) — the ratios the next pass would see.
+With $\mu = 1$ all three KLs agree up to sampling noise. As $\mu$ grows the plain average drifts away
 from the exact value while the corrected one tracks it. Try a larger learning rate, or a smaller $\varepsilon$.
 **Exercises:** `ex07_kl_estimators.py` and `ex08_kl_corrected.py`; with `--use-exercises` your corrected
 `kl_estimate` runs in place of the core's.""",

@@ -1,4 +1,4 @@
-"""Solution to exercise 8 — KL(π_θ ‖ π_ref) = E_{a ~ π_old}[(π_θ(a)/π_old(a)) · k(a)]."""
+"""Solution to exercise 8 — E_{π_old}[(π_θ/π_old) · k] = E_{π_θ}[k]: KL(π_θ ‖ π_ref) for k1 and k3, not k2."""
 
 from __future__ import annotations
 

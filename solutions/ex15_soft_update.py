@@ -15,4 +15,5 @@ def soft_update(reference: Iterable[Tensor], policy: Iterable[Tensor], alpha: fl
     if len(reference) != len(policy):
         raise ValueError(f"{len(reference)} reference tensors for {len(policy)} policy tensors")
     for ref, theta in zip(reference, policy):
-        ref.lerp_(theta.to(ref.dtype), alpha)                   # exact at α = 0 and at α = 1
+        ref.lerp_(theta.to(ref.dtype), alpha)                   # exact at α = 0 and at α = 1: for α ≥ 0.5
+                                                                # lerp_ computes θ − (1 − α)(θ − θ_ref)

@@ -74,11 +74,17 @@ def _value_loss(reduce=torch.max, half: float = 0.5, around_returns: bool = Fals
     return value_loss
 
 
-def _kl(k1_sign: float = -1.0, k2_half: float = 0.5, k3_flip: bool = False, weight: str = "grad"):
+def _kl(k1_sign: float = -1.0, k2_half: float = 0.5, k3_flip: bool = False, weight: str = "grad",
+        check_estimator: bool = True):
     def kl_estimate(logp, ref_logp, estimator="k3", old_logp=None):
         lr = ref_logp - logp
-        kl = {"k1": k1_sign * lr, "k2": k2_half * lr**2,
-              "k3": torch.expm1(-lr) + lr if k3_flip else torch.expm1(lr) - lr}[estimator]
+        estimators = {"k1": k1_sign * lr, "k2": k2_half * lr**2,
+                      "k3": torch.expm1(-lr) + lr if k3_flip else torch.expm1(lr) - lr}
+        if estimator not in estimators:
+            if check_estimator:
+                raise ValueError("estimator")
+            estimator = "k3"        # a silent fallback: anything unknown is k3
+        kl = estimators[estimator]
         if old_logp is None or weight == "none":
             return kl
         w = torch.exp(logp - old_logp)
@@ -96,8 +102,11 @@ def _kl_rewards(score_at: str = "last", sign: float = -1.0, mask_kl: bool = True
     return kl_penalized_rewards
 
 
-def _group(eps_guard: bool = True, unbiased: bool = True, batch_mean: bool = False, ignore_scale: bool = False):
+def _group(eps_guard: bool = True, unbiased: bool = True, batch_mean: bool = False, ignore_scale: bool = False,
+           check_scale: bool = True):
     def group_relative(rewards, group_size, scale="group", eps=1e-4):
+        if check_scale and scale not in ("group", "batch", "none"):
+            raise ValueError("scale")   # unchecked, an unknown scale falls through to the batch's std below
         g = rewards.view(-1, group_size)
         centred = g - (rewards.mean() if batch_mean else g.mean(1, keepdim=True))
         scale = "group" if ignore_scale else scale
@@ -240,11 +249,13 @@ PLANTED = {
         "k1 sign flipped": _kl(k1_sign=1.0),
         "k2 without ½": _kl(k2_half=1.0),
         "k3 with ℓ of the wrong sign": _kl(k3_flip=True),
+        "an unknown estimator silently taken as k3": _kl(check_estimator=False),
     },
     "ex08_kl_corrected": {
         "biased: no importance weight where the corrected KL is asked": _kl(weight="none"),
         "weight detached": _kl(weight="detached"),
         "weight inverted (π_old/π_θ)": _kl(weight="inverted"),
+        "an unknown estimator silently taken as k3": _kl(check_estimator=False),
     },
     "ex09_kl_rewards": {
         "score on the last column, not the last real token": _kl_rewards(score_at="column"),
@@ -257,6 +268,7 @@ PLANTED = {
         "population std": _group(unbiased=False),
         "batch mean instead of the group's": _group(batch_mean=True),
         "scale ignored": _group(ignore_scale=True),
+        "an unknown scale silently taken as 'batch'": _group(check_scale=False),
     },
     "ex11_aggregate": {
         "mask multiplied (inf padding leaks)": _aggregate(multiply=True),

@@ -6,13 +6,16 @@ With log-ratio ℓ = log π_ref(a) − log π_θ(a) for a ~ π_θ (Schulman, "Ap
     k2 = ℓ² / 2                 biased, low variance, ≥ 0
     k3 = (e^ℓ − 1) − ℓ          unbiased, low variance, ≥ 0     (GRPO's choice)
 
-These expectations hold for samples from π_θ. When the batch was sampled by π_old and reused for
-μ > 1 passes, π_θ ≠ π_old and the plain average is biased. Importance weighting fixes it:
+These expectations hold for samples from π_θ. When the batch was sampled by π_old and reused after
+an optimiser step (μ > 1 passes, or several minibatches), π_θ ≠ π_old and the plain average is
+biased. Importance weighting fixes it for k1 and k3:
 
-    KL(π_θ ‖ π_ref) = E_{a ~ π_old}[ (π_θ(a) / π_old(a)) · k(a) ]
+    E_{a ~ π_old}[ (π_θ(a) / π_old(a)) · k(a) ] = E_{a ~ π_θ}[ k(a) ]  = KL(π_θ ‖ π_ref) for k1, k3
+                                                                     ≠ KL for k2 (E_θ[ℓ²/2])
 
-The weight keeps its gradient, so the gradient of the weighted term is also the gradient of the
-KL. With π_θ = π_old the weight is exactly 1 and the two forms have equal values.
+π_old does not depend on θ and the weight keeps its gradient, so the gradient of the weighted k1 or k3
+is an unbiased estimate of ∇KL(π_θ ‖ π_ref). With π_θ = π_old the weight is exactly 1: the two forms
+have equal values, not equal gradients.
 """
 
 from __future__ import annotations

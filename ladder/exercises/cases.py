@@ -213,6 +213,8 @@ def kl_estimators() -> list[Case]:
     cases = [Case(f"{k} on three tokens", dict(logp=logp, ref_logp=ref, estimator=k), grad=("logp",))
              for k in ("k1", "k2", "k3")]
     cases.append(Case("estimator omitted: k3", dict(logp=logp, ref_logp=ref), grad=("logp",)))
+    cases.append(Case("an unknown estimator: a ValueError, not a silent fallback",
+                      dict(logp=logp, ref_logp=ref, estimator="k4"), raises=ValueError))
     g = torch.Generator().manual_seed(7)
     for B, T, _ in shapes(g, 3):
         for k in ("k1", "k2", "k3"):
@@ -229,6 +231,8 @@ def kl_corrected() -> list[Case]:
              dict(logp=logp, ref_logp=ref, estimator="k3", old_logp=t([[-1.2, -1.5, -0.9]])), grad=("logp",)),
         Case("old_logp omitted: the plain estimate of exercise 7", dict(logp=logp, ref_logp=ref, estimator="k2"),
              grad=("logp",)),
+        Case("an unknown estimator, with old_logp: a ValueError, not a silent fallback",
+             dict(logp=logp, ref_logp=ref, estimator="k4", old_logp=t([[-1.2, -1.5, -0.9]])), raises=ValueError),
     ]
     g = torch.Generator().manual_seed(8)
     for B, T, _ in shapes(g, 3):

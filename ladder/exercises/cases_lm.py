@@ -19,6 +19,8 @@ def group_relative() -> list[Case]:
         Case("scale='none' (Dr. GRPO): centre only", dict(rewards=t([1, 0, 0, 0, 1, 1, 0, 1]), group_size=4,
                                                           scale="none")),
         Case("a larger ε", dict(rewards=t([1, 0, 0, 0]), group_size=4, eps=0.5)),
+        Case("an unknown scale: a ValueError, not a silent fallback",
+             dict(rewards=t([1, 0, 0, 0]), group_size=4, scale="std"), raises=ValueError),
     ]
     g = torch.Generator().manual_seed(10)
     for _ in range(6):
