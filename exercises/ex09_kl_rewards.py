@@ -11,7 +11,7 @@ score. GAE (exercise 3) then spreads it over the completion.
     ref_logp   [B, T]  log π_ref(a_t)
     mask       [B, T]  1 for real tokens (right-padded; a row may be empty)
     kl_coef    float   β
-    estimator  str     "k1", "k2" or "k3" for KL_t (exercise 7)
+    estimator  str     "k1", "k2" or "k3" for KL_t (exercise 7); anything else: raise ValueError
     result     (rewards [B, T], kl [B, T]), both 0 on padding
 
 Worked example, β = 0.1, k1: 2 of 3 tokens real, KL = (1, −0.5) on them (k1 can be negative);

@@ -6,7 +6,7 @@ others of its group. The G completions of a prompt are adjacent in ``rewards``.
     Â_i = (r_i − mean(r_group)) / (std + ε)
 
     rewards     [N]    N = prompts · G
-    group_size  int    G
+    group_size  int    G, at least 2, with N a multiple of G (otherwise: raise ValueError)
     scale       str    "group": std is the group's sample std (n − 1)
                        "batch": std is the sample std of all N rewards
                        "none":  no division at all, Â_i = r_i − mean (Dr. GRPO)

@@ -12,7 +12,8 @@ charge each completion its KL to π_ref once, in the reward, before the advantag
     ref_logp   [B, T]  log π_ref(a_t)
     mask       [B, T]  1 for real tokens (right-padded; a row may be empty)
     kl_coef    float   β
-    estimator  str     "k1", "k2" or "k3", the per-token estimate k (exercise 7's, with logp = old_logp)
+    estimator  str     "k1", "k2" or "k3", the per-token estimate k (exercise 7's, with logp = old_logp);
+                       anything else: raise ValueError
     result     (rewards [B], kl [B]): r̃_i and KL_i
 
 Summed over the tokens, not averaged: a long completion pays for every token. The KL is taken on

@@ -255,6 +255,9 @@ def kl_penalized_rewards() -> list[Case]:
         Case("an empty row gets no score and no KL",
              dict(scores=t([2.0, 1.0]), logp=t([[JUNK, JUNK], [-1.0, -1.0]]), ref_logp=t([[JUNK, 0], [-2.0, -1.0]]),
                   mask=lengths_mask([0, 2], 2), kl_coef=0.1)),
+        Case("an unknown estimator: a ValueError, not a silent fallback",
+             dict(scores=t([1.0, -1.0]), logp=logp, ref_logp=ref, mask=mask, kl_coef=0.1, estimator="k4"),
+             raises=ValueError),
     ]
     g = torch.Generator().manual_seed(9)
     for B, T, mask in shapes(g, 5):

@@ -21,6 +21,9 @@ def group_relative() -> list[Case]:
         Case("a larger ε", dict(rewards=t([1, 0, 0, 0]), group_size=4, eps=0.5)),
         Case("an unknown scale: a ValueError, not a silent fallback",
              dict(rewards=t([1, 0, 0, 0]), group_size=4, scale="std"), raises=ValueError),
+        Case("a group of one compares nothing: a ValueError", dict(rewards=t([1, 0]), group_size=1), raises=ValueError),
+        Case("5 rewards do not form groups of 2: a ValueError", dict(rewards=t([1, 0, 0, 1, 1]), group_size=2),
+             raises=ValueError),
     ]
     g = torch.Generator().manual_seed(10)
     for _ in range(6):
@@ -158,6 +161,9 @@ def kl_in_reward() -> list[Case]:
                   ref_logp=t([[0.0, 0.0], [-2.0, -1.0]]), mask=lengths_mask([0, 2], 2), kl_coef=0.1), grad=grad),
         Case("β = 0: the rewards unchanged, the KL still measured",
              dict(rewards=t([1.0, 0.0]), old_logp=old, ref_logp=ref, mask=mask, kl_coef=0.0), grad=grad),
+        Case("an unknown estimator: a ValueError, not a silent fallback",
+             dict(rewards=t([1.0, 0.0]), old_logp=old, ref_logp=ref, mask=mask, kl_coef=0.1, estimator="k4"),
+             raises=ValueError),
     ]
     g = torch.Generator().manual_seed(14)
     for B, T, mask in shapes(g, 6):
