@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             from ladder.exercises.swap import use_exercises  # the rung has imported torch already
 
-            with use_exercises(enabled=getattr(cfg, "use_exercises", False)):
+            with use_exercises(enabled=getattr(cfg, "use_exercises", False), rung=name):
                 summary = rung.train(cfg)  # a directory it created and must not keep, it removes itself
     except UsageError as e:
         _close_progress_bars()

@@ -313,3 +313,7 @@ PLANTED = {
         "θ not cast to π_ref's dtype": _soft(cast=False),
     },
 }
+
+from planted_bugs_loop import PLANTED_LOOP  # noqa: E402 - the loop exercises' bugs, planted in their solutions
+
+PLANTED.update(PLANTED_LOOP)

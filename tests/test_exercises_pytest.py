@@ -29,6 +29,7 @@ def test_pytest_exercises_reports_stubs_as_not_implemented_without_tracebacks(tm
     proc = _pytest_exercises(write_stubs(tmp_path / "stubs"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("not implemented yet") == len(EXERCISES)
+    assert proc.stdout.splitlines()[1] == "=" * 36 + " grades " + "=" * 36, proc.stdout
     assert "Traceback" not in proc.stdout and "NotImplementedError" not in proc.stdout
 
 
@@ -41,4 +42,8 @@ def test_pytest_exercises_grades_a_directory_and_reports_a_bug_in_a_few_lines(tm
     assert proc.returncode == 1
     assert "FAILED exercises/test_grades.py::test_exercise[ex03_gae]" in proc.stdout
     assert "expected  advantages=" in proc.stdout and "Traceback" not in proc.stdout
-    assert f"{len(EXERCISES) - 1} of {len(EXERCISES)} passed" in proc.stdout
+    # exercise 19 imports exercise 3 from the learner's own directory — not the stub in exercises/ — so it fails too
+    assert "FAILED exercises/test_grades.py::test_exercise[ex19_masked_gae]" in proc.stdout
+    assert f"{len(EXERCISES) - 2} of {len(EXERCISES)} passed" in proc.stdout
+    # the grades and nothing else: no banner of the notebook plugin, no table of durations, no warnings
+    assert "nbmake" not in proc.stdout and "slowest" not in proc.stdout and "warnings summary" not in proc.stdout

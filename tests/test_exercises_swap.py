@@ -39,7 +39,9 @@ def bindings() -> dict[tuple[str, str], object]:
 
 
 def test_solutions_are_swapped_in_everywhere_and_restored():
-    import ladder.rungs.cartpole  # noqa: F401 - a rung's module is loaded during a run
+    import ladder.policies.causal_lm  # noqa: F401 - a rung's modules are loaded during a run
+    import ladder.rungs.cartpole  # noqa: F401
+    import ladder.rungs.grpo  # noqa: F401
     before = bindings()
     assert before[("ladder.core.update", "clipped_surrogate")] is ORIGINALS["clipped_surrogate"]
     lines = []
@@ -54,6 +56,11 @@ def test_solutions_are_swapped_in_everywhere_and_restored():
             assert getattr(ladder.core, name) is during[("ladder.core", name)]
         assert UPDATE.clipped_surrogate is during[("ladder.core.losses", "clipped_surrogate")]
         assert ladder.core.kl.kl_estimate.__module__ == "_ladder_exercise_ex08_kl_corrected"
+        # the loop: the LM policy's log-probs, the loss update() takes, the update and GRPO step the rungs call
+        assert sys.modules["ladder.policies.causal_lm"].token_logp is during[("ladder.core", "token_logp")]
+        assert UPDATE.compute_loss.__module__ == "_ladder_exercise_ex17_compute_loss"
+        assert ladder.core.update.__module__ == "_ladder_exercise_ex18_update"
+        assert sys.modules["ladder.rungs.grpo"].grpo_step.__module__ == "_ladder_exercise_ex20_grpo_step"
     assert bindings() == before
     assert len(lines) == 1 and "using your discounted_returns (ex01)" in lines[0] and "kl_estimate (ex08)" in lines[0]
 
@@ -77,7 +84,20 @@ def test_only_the_implemented_ones_and_a_failing_one_is_flagged(tmp_path):
     assert ladder.core.gae is ORIGINALS["gae"] and UPDATE.whiten is ORIGINALS["whiten"]
     others = sum(e.swap for e in EXERCISES) - 2
     assert lines == [f"--use-exercises ({tmp_path}): using your gae (ex03), whiten (ex04, FAILS its grader); "
-                     f"the core's own for the other {others}"]
+                     f"the core's own for the other {others}. A run that learns does not prove them right (a wrong "
+                     "GAE still solves CartPole): pytest exercises/ does"]
+
+
+def test_a_run_names_only_the_functions_its_rung_calls(tmp_path):
+    lines = []
+    with use_exercises(SOLUTIONS, say=lines.append, rung="cartpole") as swapped:
+        assert ladder.core.gae is not ORIGINALS["gae"]
+        assert ladder.core.group_relative is ORIGINALS["group_relative"]      # grpo's, not cartpole's
+    names = {r.exercise for r in swapped}
+    assert names == {"ex03_gae", "ex04_whiten", "ex05_clipped_surrogate", "ex06_value_loss", "ex11_aggregate",
+                     "ex17_compute_loss", "ex18_update"}
+    assert lines[0].startswith(f"--use-exercises ({SOLUTIONS}): cartpole trains with your gae (ex03), whiten (ex04)")
+    assert "group_relative" not in lines[0] and "the core's own" not in lines[0]
 
 
 def test_restored_even_when_training_raises():
@@ -90,14 +110,25 @@ def _metrics(out: Path) -> list[dict]:
     return [without_timings(json.loads(line)) for line in open(out / "metrics.jsonl")]
 
 
-@pytest.mark.parametrize("rung, steps", [("cartpole", "2048"), ("reinforce", "1500")])
-def test_training_with_the_solutions_is_exactly_the_core(rung, steps, tmp_path, monkeypatch, capsys):
-    args = [rung, "--total-steps", steps, "--eval-every", "1024", "--no-progress", "--seed", "3"]
+RUNS = {"cartpole": ["--total-steps", "2048", "--eval-every", "1024"],
+        "reinforce": ["--total-steps", "1500", "--eval-every", "1024"],
+        "ppo-sentiment": ["--preset", "tiny", "--steps", "2"],
+        "grpo": ["--preset", "tiny", "--steps", "2", "--eval-every", "0"],
+        "grpo --algo gspo": ["--preset", "tiny", "--steps", "2", "--eval-every", "0", "--algo", "gspo"],
+        "grpo --algo rloo": ["--preset", "tiny", "--steps", "2", "--eval-every", "0", "--algo", "rloo"]}
+
+
+@pytest.mark.parametrize("run_name", RUNS)
+def test_training_with_the_solutions_is_exactly_the_core(run_name, tmp_path, monkeypatch, capsys):
+    rung = run_name.split()[0]
+    args = [rung, *RUNS[run_name], "--no-progress", "--seed", "3"]
     assert run.main([*args, "--out", str(tmp_path / "core")]) == 0
     monkeypatch.setenv("LADDER_EXERCISES", str(SOLUTIONS))
     capsys.readouterr()
     assert run.main([*args, "--out", str(tmp_path / "mine"), "--use-exercises"]) == 0
-    assert capsys.readouterr().out.startswith(f"--use-exercises ({SOLUTIONS}): using your discounted_returns")
+    said = capsys.readouterr().out
+    assert said.startswith(f"--use-exercises ({SOLUTIONS}): {rung} trains with your "), said
+    assert "the core's own" not in said.splitlines()[0]             # every function it calls is the learner's
     assert _metrics(tmp_path / "mine") == _metrics(tmp_path / "core")
     assert json.loads((tmp_path / "mine" / "config.json").read_text())["use_exercises"] is True
 

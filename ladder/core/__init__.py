@@ -4,17 +4,18 @@ Rungs build a ``Batch`` of ``[B, T]`` tensors and call ``update``; everything el
 math that ``update`` and the rungs share.
 """
 
-from .advantages import discounted_returns, gae, group_relative, leave_one_out, whiten
+from .advantages import discounted_returns, gae, group_relative, leave_one_out, masked_gae, whiten
 from .batch import Batch, last_step_mask
 from .kl import AdaptiveKLController, FixedKLController, kl_estimate, kl_in_reward, kl_penalized_rewards
+from .logprobs import token_logp
 from .losses import aggregate, cispo_loss, clipped_surrogate, entropy_bonus, pg_loss, sequence_log_ratio, value_loss
 from .reference import soft_update
 from .stats import REDUCTIONS, approx_kl_old, clip_fractions, explained_variance, masked_mean, ratio_stats, reduce_stats
 from .update import Policy, UpdateConfig, compute_loss, update
 
 __all__ = [
-    "Batch", "last_step_mask",
-    "discounted_returns", "gae", "group_relative", "leave_one_out", "whiten",
+    "Batch", "last_step_mask", "token_logp",
+    "discounted_returns", "gae", "masked_gae", "group_relative", "leave_one_out", "whiten",
     "kl_estimate", "kl_penalized_rewards", "kl_in_reward", "FixedKLController", "AdaptiveKLController",
     "pg_loss", "clipped_surrogate", "cispo_loss", "sequence_log_ratio", "value_loss", "entropy_bonus", "aggregate",
     "soft_update",

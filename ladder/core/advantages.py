@@ -9,6 +9,8 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .batch import last_step_mask
+
 
 def discounted_returns(rewards: Tensor, mask: Tensor, gamma: float) -> Tensor:
     """Reward-to-go of each row, each row one whole trajectory (padding after its end).
@@ -51,6 +53,22 @@ def gae(rewards: Tensor, values: Tensor, dones: Tensor, gamma: float, lam: float
         running = deltas[:, t] + gamma * lam * not_done[:, t] * running
         advantages[:, t] = running
     return advantages, advantages + values
+
+
+def masked_gae(rewards: Tensor, values: Tensor, mask: Tensor, gamma: float, lam: float) -> tuple[Tensor, Tensor]:
+    """GAE over the tokens of right-padded completions (RLHF-PPO's per-token rewards, rung 3).
+
+    Each row is one episode that ends at its last real token: d_t = [t = last real token], so
+    nothing is bootstrapped past it (V after EOS is 0), and padding never reaches a real token.
+
+        Â, R = gae(r·m, V·m, d; γ, λ)        then both · m: 0 on padding
+
+    With γ = λ = 1, Â_0 = Σ_t r_t − V_0: the first token's advantage is the whole row's reward minus its
+    value. Returns (advantages, returns), both [B, T].
+    """
+    mask = mask.to(rewards.dtype)
+    advantages, returns = gae(rewards * mask, values * mask, last_step_mask(mask), gamma, lam)
+    return advantages * mask, returns * mask
 
 
 def group_relative(rewards: Tensor, group_size: int, scale: str = "group", eps: float = 1e-4) -> Tensor:

@@ -94,3 +94,28 @@ def explained_variance(values: Tensor, returns: Tensor, mask: Tensor) -> float:
     if r.numel() < 2 or var_r.item() == 0.0:
         return float("nan")
     return (1.0 - (r - v).var(unbiased=False) / var_r).item()
+
+
+def minibatch_stats(terms: dict[str, Tensor], ratio: Tensor, advantages: Tensor, mask: Tensor, logp: Tensor,
+                    old_logp: Tensor, clip_eps_low: float, clip_eps_high: float) -> dict[str, float]:
+    """The statistics of one minibatch's loss, as floats: its terms (``loss``, ``loss_pg``, …), the clip
+    fractions, KL(π_old‖π_θ) as k1 and k3, and the ratio's min / mean / max over the real actions."""
+    with torch.no_grad():
+        out = dict(terms)
+        out.update(clip_fraction_tensors(ratio, advantages, mask, clip_eps_low, clip_eps_high))
+        out.update(approx_kl_old_tensors(logp, old_logp, mask))
+        out.update(ratio_stat_tensors(ratio, mask))
+        return _floats({k: v.detach().float() for k, v in out.items()})
+
+
+def pass_record(k: int, steps: list[dict[str, float]], critic: list[tuple[Tensor, Tensor, Tensor]]) -> dict:
+    """One pass's record from its minibatches' statistics: reduced (``reduce_stats``), ``skipped_steps``
+    as a count, the critic's explained variance over the whole pass (from each minibatch's
+    (values, returns, mask); none without a critic), and the pass's index ``pass`` = k."""
+    record = reduce_stats(steps)
+    record["skipped_steps"] = sum(step["skipped_steps"] for step in steps)  # a count of steps, not an average
+    if critic:
+        v, r, m = (torch.cat([c[i].reshape(-1) for c in critic]) for i in range(3))
+        record["explained_variance"] = explained_variance(v, r, m)
+    record["pass"] = k
+    return record

@@ -93,6 +93,22 @@ def _step_keeping_weights_finite(optimizer: torch.optim.Optimizer, params: list[
     return False
 
 
+def step_if_finite(optimizer: torch.optim.Optimizer, params: list[Tensor], loss: Tensor, grad_norm: Tensor
+                   ) -> dict[str, float]:
+    """The optimiser step, after ``backward`` and the gradient clip — unless the loss or the gradient is not
+    finite, or the step would leave a weight non-finite (it is undone): then nothing changes and the
+    step is skipped. Returns ``{"grad_norm": ‖g‖ before clipping (when finite), "skipped_steps": 0 or 1}``."""
+    record = {}
+    skipped = not (torch.isfinite(loss).item() and torch.isfinite(grad_norm).item())
+    if not skipped:
+        record["grad_norm"] = grad_norm.item()
+        skipped = not _step_keeping_weights_finite(optimizer, params)
+    if skipped:
+        optimizer.zero_grad(set_to_none=True)
+    record["skipped_steps"] = float(skipped)
+    return record
+
+
 @torch.no_grad()
 def _record_old_logp(policy: Policy, batch: Batch, num_minibatches: int) -> Tensor:
     """log π_old for the whole batch, evaluated minibatch by minibatch (π_old = π_θ now)."""
@@ -162,11 +178,7 @@ def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float
             loss = loss + cfg.kl_coef * loss_kl
         out["kl_ref"] = loss_kl
     out["loss"] = loss
-    with torch.no_grad():
-        out.update(stats.clip_fraction_tensors(ratio, adv, mask, cfg.clip_eps_low, eps_high))
-        out.update(stats.approx_kl_old_tensors(logp, old_logp, mask))
-        out.update(stats.ratio_stat_tensors(ratio, mask))
-        out = stats._floats({k: v.detach().float() for k, v in out.items()})
+    out = stats.minibatch_stats(out, ratio, adv, mask, logp, old_logp, cfg.clip_eps_low, eps_high)
     tensors = {"ratio": ratio.detach(), "advantages": adv, "mask": mask,
                "values": None if values is None else values.detach(), "returns": mb.returns}
     return loss, out, tensors
@@ -207,23 +219,11 @@ def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: 
             loss_finite = torch.isfinite(loss).item()
             (loss if loss_finite else loss * math.nan).backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
-            skipped = not (loss_finite and torch.isfinite(grad_norm).item())
-            if not skipped:
-                step["grad_norm"] = grad_norm.item()
-                skipped = not _step_keeping_weights_finite(optimizer, params)
-            if skipped:
-                optimizer.zero_grad(set_to_none=True)
-            step["skipped_steps"] = float(skipped)
+            step.update(step_if_finite(optimizer, params, loss, grad_norm))
             if tensors["values"] is not None and tensors["returns"] is not None:
                 critic.append((tensors["values"], tensors["returns"], tensors["mask"]))
             steps.append(step)
-
-        record = stats.reduce_stats(steps)
-        record["skipped_steps"] = sum(step["skipped_steps"] for step in steps)  # a count of steps, not an average
-        if critic:
-            v, r, m = (torch.cat([c[i].reshape(-1) for c in critic]) for i in range(3))
-            record["explained_variance"] = stats.explained_variance(v, r, m)
-        record["pass"] = k
+        record = stats.pass_record(k, steps, critic)
         passes.append(record)
         if cfg.target_kl is not None and record["approx_kl_old_k3"] > cfg.target_kl:
             break

@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -25,38 +27,52 @@ ROOT = Path(__file__).resolve().parents[2]
 @dataclass(frozen=True)
 class Exercise:
     stem: str           # exercises/<stem>.py
-    function: str       # the core function it mirrors, same name and signature
-    module: str         # ladder.core.<module> defines it
+    function: str       # the function it mirrors, same name and signature
+    module: str         # the module that defines it: ladder.core.<module>, or a dotted path ("ladder.rungs.grpo")
     swap: bool = True   # used by --use-exercises
+    rungs: tuple[str, ...] = ()   # the rungs whose path from batch to optimiser step can call it
 
     @property
     def core(self):
-        """The core's own function: the grader's oracle (captured before any swap)."""
+        """The package's own function: the grader's oracle (captured before any swap)."""
         return ORIGINALS[self.function]
 
 
+ALL = ("reinforce", "cartpole", "ppo-sentiment", "grpo")
+LM = ("ppo-sentiment", "grpo")
+
 EXERCISES = (
-    Exercise("ex01_discounted_returns", "discounted_returns", "advantages"),
-    Exercise("ex02_reinforce_loss", "pg_loss", "losses"),
-    Exercise("ex03_gae", "gae", "advantages"),
-    Exercise("ex04_whiten", "whiten", "advantages"),
-    Exercise("ex05_clipped_surrogate", "clipped_surrogate", "losses"),
-    Exercise("ex06_value_loss", "value_loss", "losses"),
+    Exercise("ex01_discounted_returns", "discounted_returns", "advantages", rungs=("reinforce",)),
+    Exercise("ex02_reinforce_loss", "pg_loss", "losses", rungs=("reinforce",)),
+    Exercise("ex03_gae", "gae", "advantages", rungs=("cartpole",)),
+    Exercise("ex04_whiten", "whiten", "advantages", rungs=("reinforce", "cartpole", "ppo-sentiment")),
+    Exercise("ex05_clipped_surrogate", "clipped_surrogate", "losses", rungs=("cartpole", *LM)),
+    Exercise("ex06_value_loss", "value_loss", "losses", rungs=("cartpole", "ppo-sentiment")),
     # Exercise 7 is kl_estimate without old_logp; exercise 8 completes it, and is the one swapped in.
     Exercise("ex07_kl_estimators", "kl_estimate", "kl", swap=False),
-    Exercise("ex08_kl_corrected", "kl_estimate", "kl"),
-    Exercise("ex09_kl_rewards", "kl_penalized_rewards", "kl"),
-    Exercise("ex10_group_relative", "group_relative", "advantages"),
-    Exercise("ex11_aggregate", "aggregate", "losses"),
+    Exercise("ex08_kl_corrected", "kl_estimate", "kl", rungs=LM),
+    Exercise("ex09_kl_rewards", "kl_penalized_rewards", "kl", rungs=("ppo-sentiment",)),
+    Exercise("ex10_group_relative", "group_relative", "advantages", rungs=("grpo",)),
+    Exercise("ex11_aggregate", "aggregate", "losses", rungs=ALL),
     # GRPO's design space: GSPO's ratio, RLOO's advantage, the KL in the reward, a moving π_ref.
-    Exercise("ex12_sequence_ratio", "sequence_log_ratio", "losses"),
-    Exercise("ex13_leave_one_out", "leave_one_out", "advantages"),
-    Exercise("ex14_kl_in_reward", "kl_in_reward", "kl"),
-    Exercise("ex15_soft_update", "soft_update", "reference"),   # in place: graded on the tensors it changes
+    Exercise("ex12_sequence_ratio", "sequence_log_ratio", "losses", rungs=("grpo",)),
+    Exercise("ex13_leave_one_out", "leave_one_out", "advantages", rungs=("grpo",)),
+    Exercise("ex14_kl_in_reward", "kl_in_reward", "kl", rungs=("grpo",)),
+    Exercise("ex15_soft_update", "soft_update", "reference", rungs=LM),   # in place: graded on what it changes
+    # The loop itself: every line from a batch to an optimiser step, then one whole GRPO step.
+    Exercise("ex16_token_logp", "token_logp", "logprobs", rungs=LM),
+    Exercise("ex17_compute_loss", "compute_loss", "update", rungs=ALL),  # graded on a small policy: loss, gradient
+    Exercise("ex18_update", "update", "update", rungs=ALL),              # graded by training: the parameters after
+    Exercise("ex19_masked_gae", "masked_gae", "advantages", rungs=("ppo-sentiment",)),
+    Exercise("ex20_grpo_step", "grpo_step", "ladder.rungs.grpo", rungs=("grpo",)),   # the capstone, on the tiny LM
 )
 
-ORIGINALS = {e.function: getattr(importlib.import_module(f"ladder.core.{e.module}"), e.function)
-             for e in EXERCISES}
+
+def module_path(exercise: Exercise) -> str:
+    return exercise.module if "." in exercise.module else f"ladder.core.{exercise.module}"
+
+
+ORIGINALS = {e.function: getattr(importlib.import_module(module_path(e)), e.function) for e in EXERCISES}
 
 
 def exercises_dir(default: str | Path | None = None) -> Path:
@@ -69,9 +85,26 @@ def exercises_dir(default: str | Path | None = None) -> Path:
     return here.resolve() if here.is_dir() else ROOT / "exercises"
 
 
+SHEET = re.compile(r"ex\d\d_\w+")
+
+
 def load(path: Path) -> ModuleType:
-    """Import one exercise file by its path (a fresh module each time, not added to sys.modules)."""
-    spec = importlib.util.spec_from_file_location(f"_ladder_exercise_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """Import one exercise file by its path (a fresh module each time, not added to sys.modules).
+
+    An exercise may import the learner's earlier ones (``from ex08_kl_corrected import kl_estimate``):
+    while it loads, those names resolve to the files beside it — the learner's own directory, never
+    another copy that happens to be on ``sys.path`` — and to fresh modules each time.
+    """
+    path = Path(path).resolve()
+    cached = {name: sys.modules.pop(name) for name in [n for n in sys.modules if SHEET.fullmatch(n)]}
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec = importlib.util.spec_from_file_location(f"_ladder_exercise_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(path.parent))
+        for name in [n for n in sys.modules if SHEET.fullmatch(n)]:   # the earlier sheets it imported
+            del sys.modules[name]
+        sys.modules.update(cached)
     return module

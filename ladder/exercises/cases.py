@@ -7,13 +7,14 @@ Padding holds junk on purpose, so an ignored mask shows.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-OUTPUTS = {"gae": ("advantages", "returns"), "kl_penalized_rewards": ("rewards", "kl"),
-           "kl_in_reward": ("rewards", "kl")}
+OUTPUTS = {"gae": ("advantages", "returns"), "masked_gae": ("advantages", "returns"),
+           "kl_penalized_rewards": ("rewards", "kl"), "kl_in_reward": ("rewards", "kl")}
 JUNK = 7.0  # what padding holds when it has to stay finite
 
 
@@ -24,9 +25,14 @@ class Case:
     grad: tuple[str, ...] = ()   # inputs whose gradient is compared
     updates: tuple[str, ...] = ()              # inputs changed in place (the function returns None): compared after
     raises: type[Exception] | None = None      # the core rejects these inputs: the learner's must raise this too
+    check: Callable[[Callable, Callable], None] | None = None  # compares by running both (raises Mismatch)
 
     def describe(self) -> str:
         return "  ".join(f"{k}={fmt(v)}" for k, v in self.inputs.items())
+
+
+class Mismatch(Exception):
+    """One case went wrong; the message says how."""
 
 
 def fmt(x) -> str:
@@ -34,6 +40,10 @@ def fmt(x) -> str:
     if isinstance(x, Tensor):
         x = x.detach()
         return str(_round(x.tolist() if x.is_floating_point() else x.long().tolist()))
+    if isinstance(x, torch.nn.Module):
+        return f"<{type(x).__name__}>"
+    if type(x).__name__ == "Batch":
+        return f"<Batch of {len(x)} rows × {x.actions.shape[1]}>"
     if isinstance(x, list) and x and all(isinstance(v, Tensor) for v in x):
         return "[" + ", ".join(fmt(v) for v in x) + "]"
     return repr(x)

@@ -5,11 +5,13 @@ the outputs must match (shape, and values to within 1e-5), the inputs must come 
 and where a loss is differentiated, the gradient of ``result.sum()`` must match too. The first
 case that differs is reported with its inputs, what was expected and what came back.
 
-Two kinds of case compare something else than a return value. ``Case.raises``: the core rejects
+Three kinds of case compare something else than a return value. ``Case.raises``: the core rejects
 these inputs, and the learner's function must raise the same kind of exception (its message is
 free). ``Case.updates``: a function that changes some inputs in place and returns None
 (``soft_update``); those inputs, after the call, are what is compared, and they must not have
-joined the autograd graph unless the core's did.
+joined the autograd graph unless the core's did. ``Case.check``: a function of (learner's, core's)
+that runs both on fresh copies of a small policy and compares what matters — the loss, its gradient
+and statistics (``compute_loss``), the parameters after training (``update``, ``grpo_step``).
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ import torch
 from torch import Tensor
 
 from . import EXERCISES, Exercise, load
-from .cases import OUTPUTS, TOY_CASES, Case, fmt
+from .cases import OUTPUTS, TOY_CASES, Case, Mismatch, fmt
 from .cases_lm import LM_CASES
+from .cases_loop import LOOP_CASES
 
-CASES = {**TOY_CASES, **LM_CASES}  # exercise → the function that makes its cases
+CASES = {**TOY_CASES, **LM_CASES, **LOOP_CASES}  # exercise → the function that makes its cases
 
 NOT_IMPLEMENTED = "not implemented yet"
 RTOL, ATOL = 1e-5, 1e-5
@@ -44,10 +47,6 @@ class Result:
     @property
     def passed(self) -> bool:
         return self.status == "passed"
-
-
-class Mismatch(Exception):
-    """One case went wrong; the message says how."""
 
 
 def _describe(outputs: tuple, names: tuple[str, ...]) -> str:
@@ -98,6 +97,13 @@ def check_case(fn, core, case: Case, names: tuple[str, ...]) -> None:
     """Raise ``Mismatch`` if ``fn`` differs from ``core`` on this case; NotImplementedError passes through."""
     if case.raises is not None:
         return _check_raises(fn, core, case)
+    if case.check is not None:
+        try:
+            return case.check(fn, core)
+        except (NotImplementedError, Mismatch):
+            raise
+        except Exception as e:  # an error of the learner's function, raised inside the comparison
+            raise Mismatch(f"raised {type(e).__name__}: {e}{_where_in(fn, e)}") from None
     expected, core_inputs = _call(core, case, grad=bool(case.grad))
     expected_t = expected if isinstance(expected, tuple) else (expected,)
     try:

@@ -32,24 +32,36 @@ def _rebind(replace: dict[int, tuple[Callable, Callable]]) -> None:
                 setattr(module, attr, old_new[1])
 
 
-def announcement(directory: Path, swapped: list[tuple[Exercise, Result]], broken: list[Result]) -> str:
+def announcement(directory: Path, swapped: list[tuple[Exercise, Result]], broken: list[Result],
+                 rung: str | None = None) -> str:
     """The one line that says which functions the run takes from the learner."""
     mine = [f"{e.function} ({e.stem[:4]}{'' if r.passed else ', FAILS its grader'})" for e, r in swapped]
-    line = f"--use-exercises ({directory}): " + (f"using your {', '.join(mine)}" if mine else
+    who = f"{rung} trains with" if rung else "using"
+    line = f"--use-exercises ({directory}): " + (f"{who} your {', '.join(mine)}" if mine else
                                                  "nothing implemented yet, training with the core's functions")
     if broken:
         line += "; left out: " + ", ".join(r.message.splitlines()[0] for r in broken)
-    others = sum(e.swap for e in EXERCISES) - len(swapped)
-    return line + (f"; the core's own for the other {others}" if mine and others else "")
+    others = len(calls(rung)) - len(swapped)
+    line += f"; the core's own for the other {others}" + (" it calls" if rung else "") if mine and others else ""
+    if mine:
+        line += (". A run that learns does not prove them right (a wrong GAE still solves CartPole): "
+                 "pytest exercises/ does")
+    return line
+
+
+def calls(rung: str | None) -> list[Exercise]:
+    """The exercises swapped in for ``rung``: those on its path from batch to optimiser step (None: all)."""
+    return [e for e in EXERCISES if e.swap and (rung is None or rung in e.rungs)]
 
 
 @contextmanager
 def use_exercises(directory: str | Path | None = None, enabled: bool = True,
-                  say: Callable[[str], object] = print) -> Iterator[list[Result]]:
-    """Swap the learner's implemented exercise functions into ladder.core for the ``with`` block.
+                  say: Callable[[str], object] = print, rung: str | None = None) -> Iterator[list[Result]]:
+    """Swap the learner's implemented exercise functions into ladder for the ``with`` block.
 
-    ``directory`` defaults to ``$LADDER_EXERCISES`` or ``exercises/``; yields the grades of the
-    functions swapped in. With ``enabled=False`` nothing happens.
+    ``directory`` defaults to ``$LADDER_EXERCISES`` or ``exercises/``; ``rung`` limits the swap to the
+    functions that rung calls (None: every exercise). Yields the grades of the functions swapped in.
+    With ``enabled=False`` nothing happens.
     """
     if not enabled:
         yield []
@@ -57,12 +69,11 @@ def use_exercises(directory: str | Path | None = None, enabled: bool = True,
     directory = exercises_dir(directory)
     if not directory.is_dir():
         raise UsageError(f"--use-exercises: no exercises directory at {directory} (set LADDER_EXERCISES)")
-    implemented = [(e, r) for e in EXERCISES if e.swap
-                   for r in [grade_file(directory, e)] if r.status != NOT_IMPLEMENTED]
+    implemented = [(e, r) for e in calls(rung) for r in [grade_file(directory, e)] if r.status != NOT_IMPLEMENTED]
     swapped = [(e, r) for e, r in implemented if r.function is not None]
     broken = [r for _, r in implemented if r.function is None]          # missing, or does not import
     pairs = [(e.core, r.function) for e, r in swapped]
-    say(announcement(directory, swapped, broken))
+    say(announcement(directory, swapped, broken, rung))
     _rebind({id(core): (core, mine) for core, mine in pairs})
     try:
         yield [r for _, r in swapped]

@@ -8,7 +8,7 @@ Layout of one batch row (prompt left-padded to P, completion right-padded to T):
 
 The hidden state at position P − 1 + t predicts completion token t, so
 
-    log π(c_t | prompt, c_<t) = log_softmax(lm_head(h_{P-1+t}) / τ)[c_t]
+    log π(c_t | prompt, c_<t) = log_softmax(lm_head(h_{P-1+t}) / τ)[c_t]          (core.token_logp)
 
 with τ the sampling temperature, applied exactly as ``generate`` applies it. The lm_head and the
 softmax run over chunks of positions and are recomputed in the backward pass, so the full
@@ -31,7 +31,7 @@ import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
 
-from ladder.core import Batch, soft_update
+from ladder.core import Batch, soft_update, token_logp
 from ladder.patches import cache_of, cache_survives_checkpointing, read_only_cache, with_cache
 from ladder.policies import quant
 
@@ -43,30 +43,37 @@ def position_ids_for(attention_mask: Tensor) -> Tensor:
     return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
 
 
-def _token_logp_entropy(hidden: Tensor, lm_head: nn.Module, targets: Tensor, temperature: float,
+def _token_logp_entropy(hidden: Tensor, lm_head: nn.Module, tokens: Tensor, mask: Tensor, temperature: float,
                         entropy_grad: bool = False) -> tuple[Tensor, Tensor]:
-    """log π(target) and entropy H = log Z − Σ_v softmax(z)_v z_v from hidden states ``[B, n, H]``
-    → each ``[B, n]`` (float32). Without ``entropy_grad`` H is a statistic with no graph: its
-    backward would keep the [B, n, V] probabilities alive until H itself is freed."""
-    logits = lm_head(hidden).float() / temperature
-    log_z = torch.logsumexp(logits, dim=-1)
-    logp = logits.gather(-1, targets[..., None]).squeeze(-1) - log_z
+    """log π (``core.token_logp``) and entropy H = log Z − Σ_v softmax(z)_v z_v of the n scored tokens, from
+    the hidden states ``[B, n + 1, H]`` of the positions before them and the tokens there ``[B, n + 1]``
+    → each ``[B, n]`` (float32). Without ``entropy_grad`` H is a statistic with no graph: its backward
+    would keep the [B, n, V] probabilities alive until H itself is freed."""
+    logits = lm_head(hidden).float()
+    logp = token_logp(logits, tokens, mask, temperature)
     with torch.set_grad_enabled(entropy_grad and torch.is_grad_enabled()):
-        entropy = log_z - (torch.softmax(logits, dim=-1) * logits).sum(-1)
+        scaled = logits[:, :-1] / temperature
+        entropy = torch.logsumexp(scaled, dim=-1) - (torch.softmax(scaled, dim=-1) * scaled).sum(-1)
     return logp, entropy
 
 
-def chunked_logp_entropy(hidden: Tensor, lm_head: nn.Module, targets: Tensor, temperature: float = 1.0,
+def chunked_logp_entropy(hidden: Tensor, lm_head: nn.Module, tokens: Tensor, mask: Tensor, temperature: float = 1.0,
                          chunk_size: int = 64, entropy_grad: bool = False) -> tuple[Tensor, Tensor]:
-    """``_token_logp_entropy`` over chunks of ``chunk_size`` positions, checkpointed when grad is on."""
+    """``_token_logp_entropy`` over chunks of ``chunk_size`` scored positions (each chunk also reads the
+    position after it, whose token it scores), checkpointed when grad is on.
+
+        hidden [B, T + 1, H] and tokens [B, T + 1]: the last prompt position, then the T completion positions
+        mask   [B, T]
+    """
     logps, entropies = [], []
-    for start in range(0, targets.shape[1], chunk_size):
-        h, y = hidden[:, start:start + chunk_size], targets[:, start:start + chunk_size]
+    for start in range(0, mask.shape[1], chunk_size):
+        stop = start + chunk_size
+        h, x, m = hidden[:, start:stop + 1], tokens[:, start:stop + 1], mask[:, start:stop]
         if torch.is_grad_enabled() and h.requires_grad:
-            lp, ent = checkpoint(_token_logp_entropy, h, lm_head, y, temperature, entropy_grad,
+            lp, ent = checkpoint(_token_logp_entropy, h, lm_head, x, m, temperature, entropy_grad,
                                  use_reentrant=False)
         else:
-            lp, ent = _token_logp_entropy(h, lm_head, y, temperature, entropy_grad)
+            lp, ent = _token_logp_entropy(h, lm_head, x, m, temperature, entropy_grad)
         logps.append(lp)
         entropies.append(ent)
     return torch.cat(logps, dim=1), torch.cat(entropies, dim=1)
@@ -119,14 +126,15 @@ class CausalLMPolicy(nn.Module):
             self.value_head.to(next(model.parameters()).device)
 
     def _hidden(self, model: nn.Module, input_ids: Tensor, attention_mask: Tensor, T: int) -> Tensor:
-        """Hidden states ``[B, T, H]`` at the positions that predict the ``T`` completion tokens."""
+        """Hidden states ``[B, T + 1, H]`` from the last prompt position on: position P − 1 + t predicts
+        completion token t (the last one, the final completion token's, predicts nothing scored)."""
         P = input_ids.shape[1] - T
         decoder = model.get_decoder()
         positions = position_ids_for(attention_mask)
         shared = shared_prompts(input_ids[:, :P - 1], attention_mask[:, :P - 1]) if self.share_prompts else None
         if shared is None:
             out = decoder(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions, use_cache=False)
-            return out[0][:, P - 1:P - 1 + T]
+            return out[0][:, P - 1:]
         first, rows = shared
         prompt = (input_ids[first, :P - 1], attention_mask[first, :P - 1], positions[first, :P - 1])
         if torch.is_grad_enabled() and _checkpointing(model):
@@ -139,16 +147,17 @@ class CausalLMPolicy(nn.Module):
         with cache_survives_checkpointing(decoder):
             out = decoder(input_ids=input_ids[:, P - 1:], attention_mask=attention_mask,
                           position_ids=positions[:, P - 1:], use_cache=False, **with_cache(cache))
-        return out[0][:, :T]
+        return out[0]
 
     def _forward(self, model: nn.Module, batch: Batch, want_values: bool):
         input_ids, attention_mask = batch.inputs["input_ids"], batch.inputs["attention_mask"]
         hidden = self._hidden(model, input_ids, attention_mask, batch.actions.shape[1])
-        logp, entropy = chunked_logp_entropy(hidden, model.get_output_embeddings(), batch.actions,
+        tokens = torch.cat([input_ids[:, -batch.actions.shape[1] - 1:-batch.actions.shape[1]], batch.actions], dim=1)
+        logp, entropy = chunked_logp_entropy(hidden, model.get_output_embeddings(), tokens, batch.mask,
                                              self.temperature, self.chunk_size, self.entropy_grad)
         values = None
         if want_values and self.value_head is not None:
-            values = self.value_head(hidden.to(self.value_head.weight.dtype)).squeeze(-1).float()
+            values = self.value_head(hidden[:, :-1].to(self.value_head.weight.dtype)).squeeze(-1).float()
         return logp, entropy, values
 
     def evaluate(self, batch: Batch) -> tuple[Tensor, Tensor, Tensor | None]:

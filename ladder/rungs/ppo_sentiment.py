@@ -5,7 +5,7 @@ Each update, on the same ``ladder.core`` as CartPole:
     prompts (2–8 tokens, left-padded) → sample completions from π_θ (= π_old)
     score_b       = reward_model(prompt_b + completion_b)                   one number per completion
     r_t           = −β·KL_t(π_old ‖ π_ref) + [t = last] · score             core.kl_penalized_rewards
-    Â_t, R_t      = GAE(r, V_old; γ, λ) over completion tokens, Â whitened  core.gae, core.whiten
+    Â_t, R_t      = GAE(r, V_old; γ, λ) over completion tokens, Â whitened  core.masked_gae, core.whiten
     μ passes × minibatches of clipped surrogate + clipped value loss      core.update
     β             ← adaptive controller on the mean per-sequence KL         core.AdaptiveKLController
 
@@ -153,16 +153,15 @@ def ppo_targets(scores: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Te
 
         KL_t  = k(log π_old(c_t), log π_ref(c_t))               k1 = log π_old − log π_ref (default)
         r_t   = −β · KL_t + [t = last] · score                   core.kl_penalized_rewards
-        Â, R  = GAE(r, V_old; γ, λ), the episode ending at the last completion token
+        Â, R  = GAE(r, V_old; γ, λ), the episode ending at the last completion token  core.masked_gae
         Â     ← whiten(Â) over the completion tokens
 
     Everything is zero on padding.
     """
     rewards, kl = core.kl_penalized_rewards(scores, old_logp, ref_logp, mask, kl_coef, cfg.kl_estimator)
-    values = values * mask
-    advantages, returns = core.gae(rewards, values, core.last_step_mask(mask), cfg.gamma, cfg.gae_lambda)
-    return {"rewards": rewards, "kl": kl, "values": values, "advantages": core.whiten(advantages, mask),
-            "returns": returns * mask}
+    advantages, returns = core.masked_gae(rewards, values, mask, cfg.gamma, cfg.gae_lambda)
+    return {"rewards": rewards, "kl": kl, "values": values * mask, "advantages": core.whiten(advantages, mask),
+            "returns": returns}
 
 
 def rollout(policy: CausalLMPolicy, tokenizer, prompts: list[str], cfg: Config):

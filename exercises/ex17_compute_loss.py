@@ -1,0 +1,66 @@
+"""Exercise 17 — the whole loss of one minibatch, assembled from your pieces (``core.compute_loss``).
+
+Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 vary its parts):
+
+    logp, H, V = policy.evaluate(mb)                 log π_θ [b, T] (float it), entropy, values (or None)
+    old_logp   = mb.old_logp, or logp.detach() when it is None (π_old = π_θ: nothing recorded yet)
+    Â          = mb.advantages, whitened over the real tokens if cfg.normalize_advantages (ex04),
+                 then 0 on padding (select with torch.where)
+    log r      = logp − old_logp on real tokens, 0 on padding       ratio_level "token"
+                 sequence_log_ratio(logp, old_logp, mask), broadcast to [b, T]  "sequence" (ex12)
+    r          = exp(log r)
+    L_pg       = agg(clipped_surrogate(r, Â, ε_low, ε_high, δ))    objective "clipped" (ex05; ε_high None → ε_low)
+                 agg(cispo_loss(logp, r, Â, cfg.cispo_max_weight))  objective "cispo" (ladder.core)
+                 agg(pg_loss(logp, Â))                              objective "reinforce" (ex02)
+                 anything else: raise ValueError (so for an unknown ratio_level)
+    L          = L_pg
+               + c_v · agg(value_loss(V, V_old, R, cfg.value_clip))   if V and mb.returns are not None (ex06);
+                                                                       V_old = mb.values, or V.detach() if None
+               + c_H · agg(entropy_bonus(H))                          if H is not None (ladder.core;
+                                                                       add only if c_H ≠ 0)
+               + β · agg(kl_estimate(logp, ref_logp, k, old_logp if cfg.kl_correction else None))
+                                                                       if mb.ref_logp is not None (ex08;
+                                                                       add only if β ≠ 0)
+    agg(x)     = aggregate(x, mask, cfg.aggregation, num_tokens)     (ex11), mask = mb.mask.float()
+
+    policy      anything with evaluate(batch) -> (logp, entropy or None, values or None), each [b, T]
+    mb          a Batch (one minibatch): actions, mask, advantages, old_logp, ref_logp, values, returns
+    cfg         a ladder.core.UpdateConfig (mu, clip_eps_low, clip_eps_high, delta, objective, …)
+    num_tokens  the constant of aggregation "sum_over_constant" for this minibatch (else None)
+    result      (loss, stats, tensors):
+                loss    the scalar L, with its graph
+                stats   ladder.core.stats.minibatch_stats(terms, r, Â, mask, logp, old_logp, ε_low, ε_high), where
+                        terms = {"loss_pg": L_pg, "value_loss": …, "entropy": −agg(entropy_bonus(H)),
+                        "kl_ref": agg(KL), "loss": L} — each term present when it was computed, whatever its
+                        coefficient
+                tensors {"ratio": r.detach(), "advantages": Â, "mask": mask, "values": V.detach() or None,
+                         "returns": mb.returns}
+
+Import your earlier exercises from the same directory (``from ex05_clipped_surrogate import
+clipped_surrogate``; the grader and ``--use-exercises`` give you your own files), or ladder.core's
+until yours pass. Worked example: before any optimiser step π_θ = π_old, so every ratio is 1 and
+nothing is clipped:
+
+    >>> from ladder.core import UpdateConfig
+    >>> from ladder.exercises.cases_loop import small_policy_and_batch
+    >>> policy, mb = small_policy_and_batch(seed=1, old=False)       # an MLP actor-critic, 4 rows × 5 steps [B, T]
+    >>> loss, stats, tensors = compute_loss(policy, mb, UpdateConfig())
+    >>> stats["ratio_mean"], stats["clip_frac_low"] + stats["clip_frac_high"], loss.requires_grad
+    (1.0, 0.0, True)
+
+Mirrors ``ladder.core.compute_loss``. Grade it: ``pytest exercises/`` (on a small policy: the loss,
+its gradient and the statistics); once it passes, every rung's ``--use-exercises`` trains with it.
+"""
+
+from __future__ import annotations
+
+import torch  # noqa: F401 - you will need it
+from torch import Tensor
+
+from ladder.core import Batch, UpdateConfig
+
+
+def compute_loss(policy, mb: Batch, cfg: UpdateConfig, num_tokens: float | None = None
+                 ) -> tuple[Tensor, dict, dict]:
+    """(L, its statistics, the tensors behind them) of one minibatch."""
+    raise NotImplementedError

@@ -1,0 +1,60 @@
+"""Exercise 20 — the capstone: one whole GRPO step (DeepSeekMath; rung 4, notebook 5).
+
+Sample G completions per prompt, score them, turn the scores into group-relative advantages, and
+run the update — your exercises 10, 14, 16–18 in the order the grpo rung runs them:
+
+    rollout, rounds, sampled = sample_groups(step)          P prompts × G completions, scored (helper)
+    inputs   = lm_batch(rollout.prompt_ids, rollout.prompt_mask, rollout.completion, rollout.mask,
+                        step.tokenizer.pad_token_id)         the Batch: prompt + completion, [B, T] actions
+    ref_logp = policy.ref_logp(inputs) if β > 0 else None   π_ref's log-probs (a no-grad forward)
+    r_i      = rollout.rewards                               [B] on the CPU
+    if cfg.kl_in == "reward" and β > 0:                      (RLOO) the KL goes into the reward, on π_old:
+        old_logp = policy.old_logp_and_values(inputs)[0].float()
+        r_i, _   = kl_in_reward(r_i, old_logp.cpu(), ref_logp.cpu(), rollout.mask.cpu(), β, cfg.kl_estimator)
+    else: old_logp = None
+    Â_i      = group_advantages(procs.gather(r_i), cfg)[procs.rank * B:][:B]     (ex10 / ex13 inside)
+    m        = rollout.mask, times ~rollout.truncated per row if cfg.mask_truncated
+    batch    = replace(inputs, mask=m.float(), advantages=Â_i[:, None] · m, old_logp=old_logp, ref_logp=ref_logp)
+    N        = loss_normaliser(cfg.loss_type, B, cfg.max_new_tokens, active), with active = the real tokens
+               of the batch over all processes / the number of processes:
+               procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
+    passes   = update(step.trainer, batch, step.optimizer, step.update_cfg, num_tokens=N)    (ex18)
+    record   = batch_statistics(rollout, r_i, procs, cfg.group_size), then
+               record.update(procs.mean(passes[-1]), num_passes=len(passes), **{"sampling/rounds": rounds,
+                             "sampling/completions": procs.gather(torch.tensor([float(sampled)])).sum().item()
+                             as an int, "time/sampling_s": …, "time/reference_s": …, "time/update_s": …})
+               (the three times are seconds from time.perf_counter(); the grader ignores them)
+               record["skipped_steps"] = step.skipped_steps([{"skipped_steps": the passes' skipped steps,
+                                         summed, then procs.mean'd}], step.update_cfg.num_minibatches · len(passes))
+    return record, (rollout.questions[0], rollout.texts[0], rollout.rewards[0].item())
+
+    step    a ladder.rungs.grpo.Step: cfg, policy, trainer, tokenizer, optimizer, update_cfg, stream,
+            system_prompt, reward_funcs, reward_weights, procs, skipped_steps
+    result  (record: dict, (question, completion, reward)); the batch it builds has [B, T] tensors
+
+The helpers come from the rung: ``from ladder.rungs.grpo import sample_groups, group_advantages,
+batch_statistics``, ``from ladder.rungs.grpo_options import loss_normaliser``, ``from
+ladder.policies.causal_lm import lm_batch``, ``from ladder.core import kl_in_reward`` (or your ex14).
+Worked example (it loads the tiny preset's model, cached in ``~/.cache/ladder`` after the first time):
+
+    >>> from ladder.exercises.cases_loop import run_grpo_step
+    >>> record, policy = run_grpo_step(grpo_step)            # 2 prompts × 4 completions, seed 0
+    >>> record["num_passes"], record["sampling/completions"]
+    (1, 8)
+
+Mirrors ``ladder.rungs.grpo.grpo_step``. Grade it: ``pytest exercises/`` (one step on the tiny LM with
+yours and with the rung's, from the same seed: the same record and parameters after); once it passes,
+``python -m ladder.run grpo --preset tiny --use-exercises`` trains with it.
+"""
+
+from __future__ import annotations
+
+import time  # noqa: F401 - you will need it
+from dataclasses import replace  # noqa: F401 - you will need it
+
+import torch  # noqa: F401 - you will need it
+
+
+def grpo_step(step) -> tuple[dict, tuple]:
+    """One GRPO update: sample → score → group-relative advantages → update; (record, one sample)."""
+    raise NotImplementedError

@@ -1,0 +1,69 @@
+"""Solution to exercise 17 — the loss of one minibatch, from the earlier exercises."""
+
+from __future__ import annotations
+
+import torch
+from ex02_reinforce_loss import pg_loss
+from ex04_whiten import whiten
+from ex05_clipped_surrogate import clipped_surrogate
+from ex06_value_loss import value_loss
+from ex08_kl_corrected import kl_estimate
+from ex11_aggregate import aggregate
+from ex12_sequence_ratio import sequence_log_ratio
+from torch import Tensor
+
+from ladder.core import Batch, UpdateConfig, cispo_loss, entropy_bonus
+from ladder.core.stats import minibatch_stats
+
+
+def compute_loss(policy, mb: Batch, cfg: UpdateConfig, num_tokens: float | None = None
+                 ) -> tuple[Tensor, dict, dict]:
+    """(L, its statistics, the tensors behind them) of one minibatch."""
+    eps_high = cfg.clip_eps_low if cfg.clip_eps_high is None else cfg.clip_eps_high
+    logp, entropy, values = policy.evaluate(mb)
+    logp = logp.float()
+    old_logp = logp.detach() if mb.old_logp is None else mb.old_logp      # nothing recorded: π_old = π_θ
+    mask = mb.mask.float()
+    adv = whiten(mb.advantages, mask) if cfg.normalize_advantages else mb.advantages
+    adv = torch.where(mask.bool(), adv, 0.0)
+
+    def agg(x: Tensor) -> Tensor:
+        return aggregate(x, mask, cfg.aggregation, num_tokens)
+
+    if cfg.ratio_level == "token":
+        log_ratio = torch.where(mask.bool(), logp - old_logp, 0.0)
+    elif cfg.ratio_level == "sequence":
+        log_ratio = sequence_log_ratio(logp, old_logp, mask).expand_as(logp)
+    else:
+        raise ValueError(f"unknown ratio_level {cfg.ratio_level!r}")
+    ratio = torch.exp(log_ratio)
+    if cfg.objective == "clipped":
+        loss_pg = agg(clipped_surrogate(ratio, adv, cfg.clip_eps_low, eps_high, cfg.delta))
+    elif cfg.objective == "cispo":
+        loss_pg = agg(cispo_loss(logp, ratio, adv, cfg.cispo_max_weight))
+    elif cfg.objective == "reinforce":
+        loss_pg = agg(pg_loss(logp, adv))
+    else:
+        raise ValueError(f"unknown objective {cfg.objective!r}")
+    loss, terms = loss_pg, {"loss_pg": loss_pg}
+
+    if values is not None and mb.returns is not None:                      # the critic
+        old_values = mb.values if mb.values is not None else values.detach()
+        loss_v = agg(value_loss(values, old_values, mb.returns, cfg.value_clip))
+        loss = loss + cfg.value_coef * loss_v
+        terms["value_loss"] = loss_v
+    if entropy is not None:
+        loss_h = agg(entropy_bonus(entropy))
+        if cfg.entropy_coef:
+            loss = loss + cfg.entropy_coef * loss_h
+        terms["entropy"] = -loss_h
+    if mb.ref_logp is not None:                                            # the KL to π_ref, in the loss
+        loss_kl = agg(kl_estimate(logp, mb.ref_logp, cfg.kl_estimator, old_logp if cfg.kl_correction else None))
+        if cfg.kl_coef:
+            loss = loss + cfg.kl_coef * loss_kl
+        terms["kl_ref"] = loss_kl
+    terms["loss"] = loss
+    stats = minibatch_stats(terms, ratio, adv, mask, logp, old_logp, cfg.clip_eps_low, eps_high)
+    tensors = {"ratio": ratio.detach(), "advantages": adv, "mask": mask,
+               "values": None if values is None else values.detach(), "returns": mb.returns}
+    return loss, stats, tensors

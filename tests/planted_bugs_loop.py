@@ -1,0 +1,83 @@
+"""Planted wrong implementations of the loop exercises (16–20): each is the solution with one line changed
+the way a learner might get it wrong. ``PLANTED_LOOP[stem][label]``; every one must fail its grader."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from ladder.exercises import load
+
+SOLUTIONS = Path(__file__).resolve().parents[1] / "solutions"
+_HERE = Path(tempfile.mkdtemp(prefix="ladder-planted-"))   # the solutions, beside which each mutant is loaded
+for _path in SOLUTIONS.glob("ex*.py"):
+    shutil.copy(_path, _HERE)
+_count = 0
+
+
+def mutant(stem: str, function: str, old: str, new: str):
+    """The solution of ``stem`` with ``old`` replaced by ``new`` (which must occur in it)."""
+    global _count
+    source = (SOLUTIONS / f"{stem}.py").read_text()
+    assert old in source, f"{stem}: {old!r} is not in the solution"
+    _count += 1
+    path = _HERE / f"{stem}_planted{_count}.py"
+    path.write_text(source.replace(old, new, 1))
+    return getattr(load(path), function)
+
+
+def _planted(stem: str, function: str, bugs: dict[str, tuple[str, str]]) -> dict:
+    return {label: mutant(stem, function, old, new) for label, (old, new) in bugs.items()}
+
+
+PLANTED_LOOP = {
+    "ex16_token_logp": _planted("ex16_token_logp", "token_logp", {
+        "no shift: each token scored by its own position's logits": (
+            "targets = input_ids[:, 1:, None]", "targets = input_ids[:, :-1, None]"),
+        "temperature ignored": ("logits[:, :-1].float() / temperature", "logits[:, :-1].float()"),
+        "log(softmax(z)): −inf where it should be −1000": (
+            "scaled.gather(-1, targets).squeeze(-1) - torch.logsumexp(scaled, dim=-1)",
+            "torch.log(torch.softmax(scaled, dim=-1)).gather(-1, targets).squeeze(-1)"),
+        "padding not zeroed": ("return torch.where(mask.bool(), logp, 0.0)", "return logp"),
+        "temperature 0 not refused": ("if temperature <= 0:", "if temperature < 0:"),
+    }),
+    "ex17_compute_loss": _planted("ex17_compute_loss", "compute_loss", {
+        "padding keeps its advantage": ("adv = torch.where(mask.bool(), adv, 0.0)", "adv = adv"),
+        "π_old ignored: the ratio is always 1": (
+            "old_logp = logp.detach() if mb.old_logp is None else mb.old_logp", "old_logp = logp.detach()"),
+        "value loss without its coefficient": ("loss = loss + cfg.value_coef * loss_v", "loss = loss + loss_v"),
+        "KL never importance-corrected": ("old_logp if cfg.kl_correction else None", "None"),
+        "entropy bonus with the wrong sign": ("loss = loss + cfg.entropy_coef * loss_h",
+                                              "loss = loss - cfg.entropy_coef * loss_h"),
+        "GSPO's sequence ratio ignored": ("sequence_log_ratio(logp, old_logp, mask).expand_as(logp)",
+                                          "torch.where(mask.bool(), logp - old_logp, 0.0)"),
+        "ε_high ignored": ("clipped_surrogate(ratio, adv, cfg.clip_eps_low, eps_high, cfg.delta)",
+                           "clipped_surrogate(ratio, adv, cfg.clip_eps_low, cfg.clip_eps_low, cfg.delta)"),
+    }),
+    "ex18_update": _planted("ex18_update", "update", {
+        "π_old never recorded: every ratio is 1": ("if batch.old_logp is None and cfg.mu * M > 1:", "if False:"),
+        "no gradient clipping": ("max_norm = math.inf if cfg.max_grad_norm is None else cfg.max_grad_norm",
+                                 "max_norm = math.inf"),
+        "the shuffle ignores the generator": ("batch.minibatches(M, generator)",
+                                              "batch.minibatches(M, torch.Generator().manual_seed(0))"),
+        "the target-KL stop ignored": ("            break", "            pass"),
+        "N not shared among the minibatches": ("num_tokens / M", "num_tokens"),
+        "zero_grad forgotten: gradients pile up": ("            optimizer.zero_grad(set_to_none=True)\n", ""),
+        "the caller's batch changed": ("        batch = replace(batch, old_logp=old_logp)",
+                                       "        batch.old_logp = old_logp"),
+    }),
+    "ex19_masked_gae": _planted("ex19_masked_gae", "masked_gae", {
+        "no episode end and the padding's junk kept: V is bootstrapped past EOS": (
+            "gae(rewards * mask, values * mask, dones,", "gae(rewards, values, mask * 0,"),
+        "returns without the value: R = Â": ("return advantages * mask, returns * mask",
+                                             "return advantages * mask, advantages * mask"),
+        "γ and λ swapped": ("dones, gamma, lam)", "dones, lam, gamma)"),
+    }),
+    "ex20_grpo_step": _planted("ex20_grpo_step", "grpo_step", {
+        "every token gets the reward, not the advantage": ("advantages.to(mask.device)[:, None] * mask",
+                                                           "rewards.to(mask.device)[:, None] * mask"),
+        "DAPO's normaliser left out": ("num_tokens=num_tokens)", "num_tokens=None)"),
+        "the KL in the reward forgotten": ('if cfg.kl_in == "reward" and cfg.kl_coef > 0:', "if False:"),
+    }),
+}
