@@ -7,7 +7,7 @@ score. GAE (exercise 3) then spreads it over the completion.
     r_t = −β · KL_t + [t = last real token] · score
 
     scores     [B]     one score per completion
-    logp       [B, T]  log π(a_t) of the policy that sampled the completions
+    old_logp   [B, T]  log π_old(a_t): the policy that sampled the completions
     ref_logp   [B, T]  log π_ref(a_t)
     mask       [B, T]  1 for real tokens (right-padded; a row may be empty)
     kl_coef    float   β
@@ -34,7 +34,7 @@ import torch  # noqa: F401 - you will need it
 from torch import Tensor
 
 
-def kl_penalized_rewards(scores: Tensor, logp: Tensor, ref_logp: Tensor, mask: Tensor,
+def kl_penalized_rewards(scores: Tensor, old_logp: Tensor, ref_logp: Tensor, mask: Tensor,
                          kl_coef: float, estimator: str = "k1") -> tuple[Tensor, Tensor]:
     """(r_t = −β·KL_t + [t = last]·score, KL_t), both 0 on padding."""
     raise NotImplementedError

@@ -93,9 +93,9 @@ def _kl(k1_sign: float = -1.0, k2_half: float = 0.5, k3_flip: bool = False, weig
 
 
 def _kl_rewards(score_at: str = "last", sign: float = -1.0, mask_kl: bool = True):
-    def kl_penalized_rewards(scores, logp, ref_logp, mask, kl_coef, estimator="k1"):
+    def kl_penalized_rewards(scores, old_logp, ref_logp, mask, kl_coef, estimator="k1"):
         from ladder.core import kl_estimate, last_step_mask
-        kl = kl_estimate(logp, ref_logp, estimator) * (mask if mask_kl else 1.0)
+        kl = kl_estimate(old_logp, ref_logp, estimator) * (mask if mask_kl else 1.0)
         where = {"last": last_step_mask(mask), "column": torch.zeros_like(mask).index_fill(1, torch.tensor(
             [mask.shape[1] - 1]), 1.0), "first": torch.zeros_like(mask).index_fill(1, torch.tensor([0]), 1.0)}
         return sign * kl_coef * kl + where[score_at] * scores[:, None], kl

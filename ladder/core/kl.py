@@ -51,16 +51,17 @@ def kl_estimate(logp: Tensor, ref_logp: Tensor, estimator: str = "k3",
     return kl
 
 
-def kl_penalized_rewards(scores: Tensor, logp: Tensor, ref_logp: Tensor, mask: Tensor,
+def kl_penalized_rewards(scores: Tensor, old_logp: Tensor, ref_logp: Tensor, mask: Tensor,
                          kl_coef: float, estimator: str = "k1") -> tuple[Tensor, Tensor]:
     """PPO-RLHF's per-token reward: the KL goes into the reward, before advantages.
 
-        r_t = −β · KL_t + [t = last] · score
+        r_t  = −β · KL_t + [t = last] · score
+        KL_t = k(log π_old(a_t), log π_ref(a_t))          (k1: log π_old − log π_ref)
 
-    ``scores`` is [B] (one score per sequence, from a reward model); ``logp`` is the sampling
-    policy's log-probs. Returns (rewards [B, T], kl [B, T]), both zero on padding.
+    ``scores`` is [B] (one score per sequence, from a reward model); ``old_logp`` is the log-probs of
+    π_old, the policy that sampled. Returns (rewards [B, T], kl [B, T]), both zero on padding.
     """
-    kl = kl_estimate(logp, ref_logp, estimator) * mask
+    kl = kl_estimate(old_logp, ref_logp, estimator) * mask
     rewards = -kl_coef * kl + last_step_mask(mask) * scores[:, None]
     return rewards, kl
 

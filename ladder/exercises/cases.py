@@ -255,24 +255,24 @@ def kl_corrected() -> list[Case]:
 
 def kl_penalized_rewards() -> list[Case]:
     mask = lengths_mask([3, 2], 3)
-    logp = padded(t([[-1.0, -2.0, -0.5], [-0.3, -0.7, 0]]), mask)
+    old = padded(t([[-1.0, -2.0, -0.5], [-0.3, -0.7, 0]]), mask)
     ref = padded(t([[-1.5, -1.0, -0.5], [-0.2, -1.0, 0]]), mask, -JUNK)  # junk that would give KL ≠ 0
     cases = [
         Case("score on each row's last real token, −β·KL on every token (estimator omitted: k1)",
-             dict(scores=t([1.0, -1.0]), logp=logp, ref_logp=ref, mask=mask, kl_coef=0.1)),
-        Case("k3 and a larger β", dict(scores=t([1.0, -1.0]), logp=logp, ref_logp=ref, mask=mask, kl_coef=0.5,
+             dict(scores=t([1.0, -1.0]), old_logp=old, ref_logp=ref, mask=mask, kl_coef=0.1)),
+        Case("k3 and a larger β", dict(scores=t([1.0, -1.0]), old_logp=old, ref_logp=ref, mask=mask, kl_coef=0.5,
                                        estimator="k3")),
         Case("an empty row gets no score and no KL",
-             dict(scores=t([2.0, 1.0]), logp=t([[JUNK, JUNK], [-1.0, -1.0]]), ref_logp=t([[JUNK, 0], [-2.0, -1.0]]),
+             dict(scores=t([2.0, 1.0]), old_logp=t([[JUNK, JUNK], [-1.0, -1.0]]), ref_logp=t([[JUNK, 0], [-2.0, -1.0]]),
                   mask=lengths_mask([0, 2], 2), kl_coef=0.1)),
         Case("an unknown estimator: a ValueError, not a silent fallback",
-             dict(scores=t([1.0, -1.0]), logp=logp, ref_logp=ref, mask=mask, kl_coef=0.1, estimator="k4"),
+             dict(scores=t([1.0, -1.0]), old_logp=old, ref_logp=ref, mask=mask, kl_coef=0.1, estimator="k4"),
              raises=ValueError),
     ]
     g = torch.Generator().manual_seed(9)
     for B, T, mask in shapes(g, 5):
         kl = kl_random(g, B, T)
-        inputs = dict(logp=padded(kl["logp"], mask), ref_logp=padded(kl["ref_logp"], mask, -JUNK))
+        inputs = dict(old_logp=padded(kl["logp"], mask), ref_logp=padded(kl["ref_logp"], mask, -JUNK))
         cases.append(Case(f"random {B}×{T} with padding", dict(scores=randn(g, B), **inputs, mask=mask,
                                                                kl_coef=pick(g, (0.05, 0.2)),
                                                                estimator=pick(g, ("k1", "k2", "k3")))))
