@@ -51,9 +51,9 @@ def gae_tokens_view(row: int = 0, gamma: float | None = None, lam: float | None 
             ax.set_xticks(t, labels, rotation=60, ha="right", fontsize=8)
             ax.legend(fontsize=7, loc="upper left")
         fig.tight_layout()
-        table["summary"] = (f"Â_0 = {table['advantage'][0]:+.3f},  Σ_t r_t − V_0 = "
-                            f"{sum(table['reward']) - table['value'][0]:+.3f},  last token: Â = {table['advantage'][-1]:+.3f}"
-                            f",  score − V = {table['score'] - table['value'][-1]:+.3f}")
+        table["summary"] = (f"Â_0 = {table['advantage'][0]:+.3f} (with γ = λ = 1 it is Σ_t r_t − V_0 = "
+                            f"{sum(table['reward']) - table['value'][0]:+.3f});  last token: Â = r − V = "
+                            f"{table['advantage'][-1]:+.3f} for every γ, λ")
         return fig, table
 
     return View(controls, draw, "per-token rewards and GAE on one completion (RLHF-PPO, tiny sentiment preset)")
