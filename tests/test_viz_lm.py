@@ -156,7 +156,7 @@ def test_lm_mu_exact_tables_match_the_policy_log_probs(lm_mu_view):
 def test_lm_mu_view_wider_ratios_more_clipping_and_kl_to_old_grows_with_mu(lm_mu_view):
     lm_mu_view.controls["mu"].value = 1
     d1 = lm_mu_view.data
-    assert len(d1["ratios"]) == 1 and d1["clip_frac"] == [0.0]   # μ = 1: the only pass sees r = 1 exactly
+    assert len(d1["ratios"]) == 1 and d1["clip_frac"] == [0.0]   # μ = M = 1: π_θ = π_old until the only step
     lm_mu_view.controls["mu"].value = 8
     d8 = lm_mu_view.data
     assert len(d8["ratios"]) == 8 and len(d8["kl_ref_exact"]) == 8

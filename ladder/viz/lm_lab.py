@@ -34,7 +34,7 @@ exactly at each visited position s_t (prompt + completion prefix sampled by π_o
 and set next to what the GRPO loss estimates from the one sampled token c_t ~ π_old per position:
 
     biased     mean_t k3(c_t)                        (assumes c_t ~ π_θ, wrong once π_θ ≠ π_old)
-    corrected  mean_t (π_θ/π_old)(c_t) · k3(c_t)     (importance-sampled: unbiased for any μ)
+    corrected  mean_t (π_θ/π_old)(c_t) · k3(c_t)     (importance-sampled: unbiased for any μ and M)
 
 Both are ``core.kl_estimate`` — without and with ``old_logp``. Their means and spreads over fresh draws
 c_t ~ π_old are exact sums over the vocabulary too: E[corrected] is the exact KL, E[biased] =
@@ -113,7 +113,7 @@ def _cached_ppo_batch(seed: int, updates: int, kl_coef: float, batch_size: int) 
 def _ppo_batch(seed: int, updates: int, kl_coef: float, batch_size: int) -> PPOBatch:
 
     overrides = {"batch_size": batch_size, "kl_coef": kl_coef, "adaptive_kl": False, "seed": seed,
-                 "print_samples": 0, "num_minibatches": 2}
+                 "print_samples": 0}
     cfg = ppo_sentiment.Config(**{**ppo_sentiment.PRESETS["tiny"], **overrides}, progress=False)
     torch.manual_seed(seed)
     model, tokenizer, reward_fn, pool = ppo_sentiment.load_parts(cfg)
@@ -361,7 +361,7 @@ def lm_mu_passes(mu: int, lr: float | None = None, clip_eps: float = 0.2, seed: 
     optimiser step of pass k):
 
         ratios                    π_θ/π_old at every completion token                     [N]
-        clip_frac                 core's clip fraction during the pass (0 in pass 1: r = 1)
+        clip_frac                 core's clip fraction during the pass (0 in pass 1: one minibatch, r = 1)
         clip_frac_after           clip fraction of the ratios after the pass
         kl_old_exact              KL(π_θ‖π_old), exact      kl_ref_exact   KL(π_θ‖π_ref), exact
         kl_ref_biased             core.kl_estimate (k3) without old_logp, token mean
