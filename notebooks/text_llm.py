@@ -150,15 +150,18 @@ and nothing keeps the text fluent once it has found what the proxy likes.
 The widget below trains the tiny preset once for each $\beta$, **fixed** (`adaptive_kl=False`, so each run pays the
 same price all along), 30 updates of 32 completions each — about ten seconds per run, once; the runs are
 cached. Pick a $\beta$ to highlight it and to see its completions before and after training (same prompts, same
-sampling seed); slide *updates* to read the curves part of the way. Curves are means over the last 5 updates; the
+sampling seed; the mean over these prompts is printed above their table); slide *updates* to read the curves part of
+the way. Curves are the training batches' means, averaged over the last 5 updates; the
 dashed line is the highlighted run's $\text{score} - \beta\sum_t\mathrm{KL}_t$ (at $\beta = 0$ it is the score itself).""",
     r"""md:**Predict first.** Click $\beta = 0$ (no price on the KL). After 30 updates, will its completions still read like
 reviews, and will its KL to $\pi_{\text{ref}}$ be about the same as $\beta = 0.2$'s, a few times larger, or ten times larger?""",
     """view = lm_views.kl_tradeoff_view(betas=(0.0, 0.2, 1.0), steps=30)
 view""",
-    """ends = {beta: dict(run) for beta, run in view.data["runs"].items()}
+    """view.controls["steps"].value = 30   # every run read at its end: means over its last 5 updates
+ends = {beta: dict(run) for beta, run in view.data["runs"].items()}
 for beta, run in ends.items():
-    print(f"β = {beta:<4}: score {run['score_end']:+.2f}   KL {run['kl_end']:6.2f}   score − β·KL {run['reward_end']:+.2f}")
+    print(f"β = {beta:<4}: training score {run['score_end']:+.2f}   KL {run['kl_end']:6.2f}   "
+          f"score − β·KL {run['reward_end']:+.2f}")
 print(f"KL at β = 0 / KL at β = 0.2: {ends[0.0]['kl_end'] / ends[0.2]['kl_end']:.1f}")
 view.controls["beta"].value = 0.0     # the β = 0 run: its completions now sit under the plot
 [(s["after"], s["after_score"]) for s in view.data["samples"]]""",
@@ -237,9 +240,9 @@ GRPO puts the KL into the loss, not the reward, so that its gradient is the grad
 token, rather than a sequence-level reward term that every token of the completion shares. Both are options of the
 rung: `--kl-in loss` (GRPO) or `--kl-in reward` (RLOO: $\beta\sum_t \mathrm{KL}_t$ comes off each completion's reward $R_i$);
 notebook 6 §4 computes which estimator's gradient is the gradient of which KL. In the loss the KL is estimated
-with $k_3$, importance-weighted by $r_t(\theta)$ (notebook 3). The weight matters as soon as $\pi_\theta \neq \pi_{\text{old}}$, that is
-from the first optimiser step on: when $\mu\cdot M > 1$ ($\mu$ passes of $M$ minibatches), since already the second minibatch of
-the first pass has $r_t(\theta) \neq 1$:
+with $k_3$, importance-weighted by $r_t(\theta)$ (notebook 3). The weight is exactly 1 until the first optimiser step
+and matters from then on, whenever $\mu\cdot M > 1$ ($\mu$ passes of $M$ minibatches): already the second minibatch of the
+first pass has $r_t(\theta) \neq 1$. The loss is
 
 $$L = \operatorname{agg}\Big(-\min\big(r_t(\theta)\hat A_t,\ \operatorname{clip}(r_t(\theta), 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A_t\big) + \beta\, r_t(\theta)\,k_3\Big)$$
 
@@ -285,7 +288,8 @@ short = {"steps": 2, "eval_size": 8, "eval_every": 0, "print_samples": 0}
 base = {"device": "cuda"} if USE_GPU else {**grpo.PRESETS["tiny"], **short}
 summary = grpo.train(grpo.Config(**base, qlora=True, out=str(RUNS / "grpo"), progress=False))
 for r in metrics(RUNS / "grpo"):
-    print(f"step {r['step']}: " + "  ".join(f"{k} {r[k]:.4f}" for k in ("reward", "frac_reward_zero_std", "clip_frac", "kl_ref")))""",
+    print(f"step {r['step']}: " + "  ".join(f"{k} {r[k]:.4f}"
+                                            for k in ("reward", "frac_reward_zero_std", "clip_frac", "kl_ref")))""",
     r"""md:The accuracy of two steps means nothing; the full tiny run is `python -m ladder.run grpo --qlora --preset tiny`
 (and `python -m ladder.run eval --preset tiny --adapter runs/grpo-seed0/adapter` evaluates the adapter).
 
@@ -295,9 +299,9 @@ Notebook 3's experiment, on the language model. The three policies of the tiny Q
 
 * $\pi_{\text{ref}}$ — the 4-bit base with the LoRA adapter **disabled**;
 * $\pi_{\text{old}}$ — the same model after 8 ordinary GRPO updates (`grpo.grpo_step`); it samples one fixed batch
-  of 8 prompts × 8 completions (about 1,700 completion tokens);
+  of 8 prompts × 8 completions (its number of completion tokens is in the widget's first panel title);
 * $\pi_\theta$ — a copy of $\pi_{\text{old}}$'s adapter, given $\mu$ passes of `core.update` with the GRPO loss
-  (clipped surrogate $+\ \beta\,\frac{\pi_\theta}{\pi_{\text{old}}} k_3$, $\beta = 0.04$).
+  (clipped surrogate $+\ \beta\, r_t(\theta)\, k_3$, $\beta = 0.04$).
 
 The tiny model's vocabulary has a few hundred tokens, so every KL is also computed **exactly** at each visited
 position $s_t$: $\sum_v \pi_\theta(v\mid s_t)\log\frac{\pi_\theta(v\mid s_t)}{\pi_x(v\mid s_t)}$. The GRPO loss instead sees one
@@ -320,10 +324,10 @@ for mu, run in runs.items():
     print(f"μ={mu}: ratio std {run['ratios'][-1].std():.3f}  clip {run['clip_frac_after'][-1]:.3f}  "
           f"KL(θ‖old) {run['kl_old_exact'][-1]:.4f}  KL(θ‖ref) exact {run['kl_ref_exact'][-1]:.4f}  "
           f"biased {run['kl_ref_biased'][-1]:.4f}  corrected {run['kl_ref_corrected'][-1]:.4f}")
-print(f"groups whose G rewards are all equal: {runs[8]['frac_reward_zero_std']:.0%}")""",
+print(f"fraction of the groups whose G rewards are all equal: {runs[8]['frac_reward_zero_std']:.3f}")""",
     r"""md:**Answer.** As on CartPole, each pass spreads the ratios, the clip switches off more tokens, and KL$(\pi_\theta\,\|\,\pi_{\text{old}})$
 grows. Most tokens of a worked sum are nearly certain, so most ratios stay at 1 and the action is in a few
-hundred tokens (the histogram is on a log scale) — and in the share of groups printed last all $G$ answers scored
+hundred tokens (the histogram is on a log scale) — and in the fraction of groups printed last all $G$ answers scored
 the same, so their $\hat A = 0$ and only the KL term moves them. The plain $k_3$ average drifts away from the exact KL as
 $\mu$ grows; the corrected one's band is centred on it, but one batch's value is noisy — a few positions, and
 tokens $\pi_{\text{old}}$ seldom samples, carry much of the KL. Try the preset's learning rate `1e-3`: Adam's first steps are large, the plain
@@ -339,7 +343,7 @@ Fill in the `None`s below and run the cell again (`quiz.reveal()` shows the note
     """quiz = viz.SelfCheck(
     dr_grpo=("In the two-completion example, what loss does --loss-type dr_grpo give?", losses["dr_grpo"]),
     kl_old=("After μ = 8 passes (learning rate 3e-4), what is the exact KL(π_θ‖π_old)?", runs[8]["kl_old_exact"][-1]),
-    zero_std=("What fraction of the fixed batch's groups have all G rewards equal (a number in [0, 1])?",
+    zero_std=("Under the μ widget: what fraction of the fixed batch's groups have all G rewards equal?",
               runs[8]["frac_reward_zero_std"]),
 )
 quiz.ask();""",

@@ -161,7 +161,8 @@ def token_table(fixed: PPOBatch, row: int = 0, gamma: float | None = None, lam: 
 
 def token_table_markdown(table: dict, digits: int = 3) -> str:
     """The table as Markdown: one line per token, t = 0 first."""
-    head = "| t | token | KL_t | r_t | V_t | δ_t | Â_t | Â_t whitened |\n|---:|---|---:|---:|---:|---:|---:|---:|"
+    head = (r"| $t$ | token | $\mathrm{KL}_t$ | $r_t$ | $V_t$ | $\delta_t$ | $\hat A_t$ | $\hat A_t$ whitened |"
+            "\n|---:|---|---:|---:|---:|---:|---:|---:|")
     lines = [head]
     for t, token in enumerate(table["token"]):
         cells = [table[k][t] for k in ("kl", "reward", "value", "delta", "advantage", "advantage_whitened")]

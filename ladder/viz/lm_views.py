@@ -83,7 +83,8 @@ def _samples_html(run: dict, steps: int) -> str:
         f"<tr><td>{html.escape(s['prompt'])}</td><td>{html.escape(s['before'])}</td><td>{s['before_score']:+.2f}</td>"
         f"<td>{html.escape(s['after'])}</td><td>{s['after_score']:+.2f}</td></tr>" for s in run["samples"])
     return (f"<b>β = {run['beta']:g}: the same prompts and sampling seed before training and after all {steps} "
-            f"updates</b> (mean score {run['eval_score_before']:+.2f} → {run['eval_score_after']:+.2f})"
+            f"updates</b> (mean score of these {len(run['samples'])} prompts {run['eval_score_before']:+.2f} → "
+            f"{run['eval_score_after']:+.2f})"
             "<table><tr><th>prompt</th><th>before</th><th>score</th><th>after</th><th>score</th></tr>"
             f"{rows}</table>")
 
@@ -153,7 +154,7 @@ def kl_tradeoff_view(betas=(0.0, 0.2, 1.0), steps: int = 30, batch_size: int = 3
         fig.tight_layout()
         samples.value = _samples_html(runs[chosen], steps)
         data["samples"] = runs[chosen]["samples"]
-        data["summary"] = f"after {s} updates (mean of the last {window}): " + " | ".join(
+        data["summary"] = f"after {s} updates, training batches (mean of the last {window}): " + " | ".join(
             f"β={b:g}: score {data['runs'][b]['score_end']:+.2f}, KL {data['runs'][b]['kl_end']:.2f}" for b in betas)
         return fig, data
 
