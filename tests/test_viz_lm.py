@@ -1,6 +1,6 @@
 """The language-model widgets: drive the controls and check the plotted numbers move as the math says.
 
-Both views train for real on the tiny offline models (cached per process): a few seconds per β run
+All views train for real on the tiny offline models (cached per process): a few seconds per β run
 of the sentiment rung, a few tens of seconds for π_old and the fixed GRPO batch.
 """
 
@@ -14,7 +14,8 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from ladder import viz  # noqa: E402
-from ladder.viz import lm_lab  # noqa: E402
+from ladder.rungs import ppo_sentiment  # noqa: E402
+from ladder.viz import lm_lab, lm_views  # noqa: E402
 
 BETAS, STEPS, BATCH = (0.0, 1.0), 10, 32
 
@@ -72,6 +73,73 @@ def test_beta_view_controls_move_the_reading_and_the_samples(beta_view):
     assert [s["after"] for s in free] != [s["after"] for s in anchored]
 
 
+@pytest.fixture(scope="module")
+def ppo_batch():
+    return lm_lab.ppo_batch()
+
+
+def test_token_table_is_the_rungs_targets(ppo_batch):
+    f = ppo_batch
+    targets = ppo_sentiment.ppo_targets(f.scores, f.old_logp, f.ref_logp, f.values, f.mask, f.kl_coef, f.cfg)
+    assert f.mask.sum() > 2 * len(f.tokens) and f.kl_coef == 0.2
+    for row in range(len(f.tokens)):
+        table = lm_lab.token_table(f, row)                  # the preset's γ, λ
+        real = f.mask[row].bool()
+        assert len(table["token"]) == int(real.sum()) == len(table["advantage"])
+        assert np.allclose(table["advantage_whitened"], targets["advantages"][row][real], atol=1e-6)
+        assert np.allclose(table["ret"], targets["returns"][row][real], atol=1e-6)
+        kl = (f.old_logp - f.ref_logp)[row][real].numpy()                          # k1 on π_old
+        reward = -f.kl_coef * kl
+        reward[-1] += f.scores[row].item()                                            # score on the last real token
+        assert np.allclose(table["kl"], kl, atol=1e-6) and np.allclose(table["reward"], reward, atol=1e-6)
+    assert any(abs(k) > 1e-3 for k in lm_lab.token_table(f, 0)["kl"])              # π_old has left π_ref
+    assert any(abs(v) > 1e-3 for v in lm_lab.token_table(f, 0)["value"])           # the value head has learnt
+
+
+def test_token_table_telescopes_with_gamma_and_lambda_one(ppo_batch):
+    for row in range(len(ppo_batch.tokens)):
+        t = lm_lab.token_table(ppo_batch, row, gamma=1.0, lam=1.0)
+        r, v, a = np.array(t["reward"]), np.array(t["value"]), np.array(t["advantage"])
+        to_go = np.cumsum(r[::-1])[::-1]                      # Σ_{t' ≥ t} r_t'
+        assert np.allclose(a, to_go - v, atol=1e-5)           # Â_t = Σ_{t'≥t} r_t' − V_t
+        assert a[0] == pytest.approx(r.sum() - v[0], abs=1e-5)
+        assert np.allclose(t["ret"], to_go, atol=1e-5)        # R_t: the reward to go, no bootstrap past the end
+    t = lm_lab.token_table(ppo_batch, 0, gamma=1.0, lam=0.0)  # λ = 0: Â_t = δ_t (one-step TD error)
+    assert np.allclose(t["advantage"], t["delta"], atol=1e-6)
+    assert t["delta"][-1] == pytest.approx(t["reward"][-1] - t["value"][-1], abs=1e-6)   # V = 0 past the end
+
+
+def test_gae_tokens_view_lambda_moves_early_tokens_only(ppo_batch):
+    view = lm_views.gae_tokens_view()
+    assert set(view.controls) == {"row", "gamma", "lam"} and view.image.value[:4] == b"\x89PNG"
+    view.controls["lam"].value = 1.0
+    a1 = view.data["advantage"]
+    view.controls["lam"].value = 0.0
+    a0 = view.data["advantage"]
+    assert a0[-1] == pytest.approx(a1[-1]) and a0[0] != pytest.approx(a1[0], abs=1e-3)
+    view.controls["row"].value = 3
+    assert view.data["token"] == ppo_batch.tokens[3]
+
+
+def test_learning_curves_count_updates_in_integers(tmp_path):
+    records = [{"step": k, "score_mean": 0.1 * k, "reward_mean": 0.0, "kl_ref": 0.0, "clip_frac": 0.0,
+                "value_loss": 1.0, "explained_variance": 0.0} for k in (1, 2, 3, 4)]
+    assert lm_views.learning_curves(records)[:4] == b"\x89PNG"
+
+
+def test_beta_view_ticks_and_the_dashed_reference(beta_view):
+    beta_view.controls["steps"].value = 4
+    beta_view.controls["beta"].value = 0.0
+    ax_kl, ax_score = beta_view.figure.axes[1], beta_view.figure.axes[2]
+    for ax in (ax_kl, ax_score):
+        ticks = [x for x in ax.get_xticks() if 1 <= x <= 4]
+        assert ticks and all(float(x).is_integer() for x in ticks)           # updates are integers
+    dashed = [line for line in ax_score.get_lines() if line.get_linestyle() == "--"]
+    assert len(dashed) == 1 and dashed[0].get_zorder() > max(line.get_zorder() for line in ax_score.get_lines()
+                                                           if line is not dashed[0])  # drawn on top of the score
+    assert np.allclose(dashed[0].get_ydata(), beta_view.data["runs"][0.0]["score_avg"])    # β = 0: it is the score
+
+
 def test_trailing_mean():
     assert np.allclose(lm_lab.trailing_mean([1, 2, 3, 4, 5], 2), [1, 1.5, 2.5, 3.5, 4.5])
 
@@ -88,7 +156,7 @@ def test_lm_mu_exact_tables_match_the_policy_log_probs(lm_mu_view):
 def test_lm_mu_view_wider_ratios_more_clipping_and_kl_to_old_grows_with_mu(lm_mu_view):
     lm_mu_view.controls["mu"].value = 1
     d1 = lm_mu_view.data
-    assert len(d1["ratios"]) == 1 and d1["clip_frac"] == [0.0]   # μ = 1: the only pass sees r = 1 exactly
+    assert len(d1["ratios"]) == 1 and d1["clip_frac"] == [0.0]   # μ = M = 1: π_θ = π_old until the only step
     lm_mu_view.controls["mu"].value = 8
     d8 = lm_mu_view.data
     assert len(d8["ratios"]) == 8 and len(d8["kl_ref_exact"]) == 8
