@@ -1,12 +1,14 @@
 """``python -m ladder.run RUNG [options]`` — train one rung of the ladder.
 
-    reinforce   REINFORCE on CartPole (returns-to-go, optional baseline)
-    cartpole    PPO on CartPole (actor-critic, vector envs, GAE)
-    grpo        GRPO on math problems (group-relative advantages, rule rewards; --qlora)
-    eval        greedy accuracy of a model (and adapter) on the fixed held-out problems
+    reinforce      REINFORCE on CartPole (returns-to-go, optional baseline)
+    cartpole       PPO on CartPole (actor-critic, vector envs, GAE)
+    ppo-sentiment  RLHF-PPO: a causal LM continues movie reviews positively (KL-shaped rewards, value head)
+    grpo           GRPO on math problems (group-relative advantages, rule rewards; --qlora)
+    eval           greedy accuracy of a model (and adapter) on the fixed held-out problems
 
 Every run writes OUT/metrics.jsonl, OUT/summary.json and OUT/curves.png; ``--resume OUT``
-continues an interrupted run from its last checkpoint.
+continues an interrupted run from its last checkpoint. ``RUNG --help`` lists a rung's options;
+``RUNG --print-config`` prints the values a run would use, without training.
 """
 
 from __future__ import annotations
