@@ -255,6 +255,25 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
+_SAYS_ITS_DEFAULT = re.compile(r"%\(default\)|\bdefault[:\s]")
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """``--help`` of every rung: the rung's docstring as written, and each option's default said once.
+
+    argparse's ``(default: X)`` is added where the help text does not already say what the default is
+    (``"(default: on with --qlora)"``, ``"default on with --kl-in loss"``), and never as ``(default: None)``
+    or on a switch that is off unless given: there the help says what leaving the option out does.
+    """
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        help_text = action.help or ""
+        switch = action.nargs == 0 and not isinstance(action, argparse.BooleanOptionalAction)
+        if action.default in (None, argparse.SUPPRESS) or switch or _SAYS_ITS_DEFAULT.search(help_text):
+            return help_text
+        return help_text + " (default: %(default)s)"
+
+
 def _base_type(tp):
     if isinstance(tp, str):
         tp = eval(tp, vars(typing) | {"types": types})  # noqa: S307 - annotations of our own dataclasses

@@ -1,12 +1,14 @@
 """``python -m ladder.run RUNG [options]`` — train one rung of the ladder.
 
-    reinforce   REINFORCE on CartPole (returns-to-go, optional baseline)
-    cartpole    PPO on CartPole (actor-critic, vector envs, GAE)
-    grpo        GRPO on math problems (group-relative advantages, rule rewards; --qlora)
-    eval        greedy accuracy of a model (and adapter) on the fixed held-out problems
+    reinforce      REINFORCE on CartPole (returns-to-go, optional baseline)
+    cartpole       PPO on CartPole (actor-critic, vector envs, GAE)
+    ppo-sentiment  RLHF-PPO: a causal LM continues movie reviews positively (KL-shaped rewards, value head)
+    grpo           GRPO on math problems (group-relative advantages, rule rewards; --qlora)
+    eval           greedy accuracy of a model (and adapter) on the fixed held-out problems
 
 Every run writes OUT/metrics.jsonl, OUT/summary.json and OUT/curves.png; ``--resume OUT``
-continues an interrupted run from its last checkpoint.
+continues an interrupted run from its last checkpoint. ``RUNG --help`` lists a rung's options;
+``RUNG --print-config`` prints the values a run would use, without training.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import sys
 from dataclasses import asdict, fields
 from pathlib import Path
 
-from ladder.cli import OneLineParser, add_config_args, config_from_args, die
+from ladder.cli import HelpFormatter, OneLineParser, add_config_args, config_from_args, die
 from ladder.distributed import is_main_process
 from ladder.runlog import RunLog, RunStopped, UsageError
 
@@ -39,14 +41,13 @@ def load_rung(name: str):
 
 def build_parser(name: str, rung, suppress_defaults: bool = False) -> argparse.ArgumentParser:
     parser = OneLineParser(prog=f"python -m ladder.run {name}", description=(rung.__doc__ or "").strip(),
-                           formatter_class=argparse.RawDescriptionHelpFormatter if suppress_defaults
-                           else argparse.ArgumentDefaultsHelpFormatter)
+                           formatter_class=HelpFormatter)
     presets = ", ".join(getattr(rung, "PRESETS", {})) or "none"
     parser.add_argument("--preset", default=None, help=f"named configuration ({presets})")
     algos = getattr(rung, "ALGOS", {})
-    parser.add_argument("--print-config", action="store_true", help="check the options, print the ones this run "
-                        f"would use (after --preset{', --algo' if algos else ''} and your flags) as JSON, and exit "
-                        "without training")
+    parser.add_argument("--print-config", action="store_true", help="check the options, print the values this run "
+                        f"would use (after --preset{', --algo' if algos else ''} and your flags, with every default "
+                        "that depends on other options resolved) as JSON, and exit without training")
     if algos:
         parser.add_argument("--algo", default=None, choices=tuple(algos), metavar="ALGO",
                             help=f"a method's flags as its paper sets them ({', '.join(algos)}); applied over "
@@ -79,6 +80,67 @@ def make_config(name: str, rung, argv: list[str]):
     return cfg
 
 
+def _device_type(cfg) -> str:
+    import torch
+
+    return torch.device(cfg.device).type
+
+
+def _on_cpu_with_qlora(cfg) -> bool:
+    return cfg.qlora and _device_type(cfg) == "cpu"
+
+
+def _system_prompt(cfg) -> str:
+    from ladder.tasks import math_problems
+
+    return math_problems.system_prompt(cfg.task, cfg.system_prompt)
+
+
+def _reward_weights(cfg) -> str:
+    from ladder import rewards
+
+    return ",".join(f"{w:g}" for w in rewards.weights(cfg.reward_funcs, cfg.reward_weights).values())
+
+
+# Options whose default is decided when the run starts, from other options: name → the value the run uses.
+# Each is the rule of the rung's code named beside it; tests/test_print_config.py holds them to it.
+RESOLVED = {
+    "lora": lambda cfg: cfg.lora or cfg.qlora,  # quant.load_causal_lm: --qlora puts LoRA adapters on the base
+    "gradient_checkpointing": lambda cfg: (cfg.qlora if cfg.gradient_checkpointing is None  # grpo.load_policy,
+                                           else cfg.gradient_checkpointing),               # ppo_sentiment.load_model
+    "dequantize_once": lambda cfg: (_on_cpu_with_qlora(cfg) if cfg.dequantize_once is None  # grpo.load_policy
+                                    else cfg.dequantize_once),
+    "release_memory": lambda cfg: (_on_cpu_with_qlora(cfg) if cfg.release_memory is None  # grpo.load_policy
+                                   else cfg.release_memory),
+    "optim": lambda cfg: (cfg.optim if cfg.optim != "auto"  # grpo.load_policy
+                          else "paged_adamw_8bit" if cfg.qlora and _device_type(cfg) == "cuda" else "adamw"),
+    "clip_eps_high": lambda cfg: cfg.clip_eps if cfg.clip_eps_high is None else cfg.clip_eps_high,  # grpo.eps_high
+    "kl_correction": lambda cfg: (None if cfg.kl_in == "reward"  # grpo.update_config; no KL in the loss: unused
+                                  else "off" if cfg.kl_correction == "off" else "on"),
+    "system_prompt": _system_prompt,  # math_problems.system_prompt (grpo, eval)
+    "reward_weights": _reward_weights,  # rewards.weights (grpo)
+}
+
+
+def applied(name: str, rung, argv: list[str]) -> dict:
+    """The ``--preset`` and ``--algo`` that ``make_config`` applied (none for a resumed run: it keeps the
+    options it started with)."""
+    args = build_parser(name, rung).parse_args(argv)
+    if getattr(args, "resume", None) is not None:
+        return {}
+    return {"preset": args.preset, **({"algo": args.algo} if getattr(rung, "ALGOS", None) else {})}
+
+
+def effective_config(name: str, rung, cfg, argv: list[str]) -> dict:
+    """What ``--print-config`` prints: the rung, the preset and ``--algo`` applied, and every option with
+    the value the run will use (the defaults in ``RESOLVED`` resolved; a None left means "off" or "none")."""
+    options = asdict(cfg)
+    for option, value_for in RESOLVED.items():
+        if option in options:
+            options[option] = value_for(cfg)
+    return {"rung": name, **applied(name, rung, argv), **options}
+
+
 def _close_progress_bars() -> None:
     """Erase any open progress bar, so an error message starts on a clean line and stays one line."""
     from ladder.patches import open_progress_bars
@@ -100,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         cfg = make_config(name, rung, rest)
         if "--print-config" in rest:
             getattr(rung, "validate", lambda cfg: None)(cfg)  # the rules that relate several options
-            print(json.dumps(asdict(cfg), indent=2))
+            print(json.dumps(effective_config(name, rung, cfg, rest), indent=2))
             return 0
         export_to = getattr(cfg, "export_trl", None) if name == "grpo" else None
         if export_to:  # grpo --export-trl FILE: the run as a TRL script; nothing trained, no run directory

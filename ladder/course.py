@@ -1,0 +1,95 @@
+"""The course's concept table, kept as data: where each idea is explained, practised, computed and set.
+
+One row per concept::
+
+    Concept(concept, notebook, section, exercise, core, flag, trl)
+
+``notebook`` is the notebook's number and ``section`` the exact title of one of its ``##`` headings;
+``exercise`` the stem of the sheet in ``exercises/`` (None: no sheet); ``core`` the dotted path of the
+function that computes it; ``flag`` a rung and one of its options, with a value where the value is the
+point (``"grpo --kl-in reward"``; None: no flag); ``trl`` TRL's name for it as ``ladder.trl_map`` knows it,
+a config field (``"GRPOConfig.epsilon"``) or a whole class (``"RLOOConfig"``; None: TRL has none).
+``tests/test_course.py`` checks every cell against the notebooks, the exercises, the core, the rungs'
+options and the TRL map, and that the README holds the table ``python -m ladder.course`` prints.
+
+    python -m ladder.course      # the table, as Markdown
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Concept:
+    concept: str
+    notebook: int
+    section: str
+    exercise: str | None
+    core: str
+    flag: str | None
+    trl: str | None
+
+
+CONCEPTS = (
+    Concept("returns-to-go $G_t$", 1, "Returns-to-go", "ex01_discounted_returns",
+            "ladder.core.discounted_returns", "reinforce --gamma", None),
+    Concept("REINFORCE loss $-\\hat A\\log\\pi_\\theta$", 1, "The log-derivative trick", "ex02_reinforce_loss",
+            "ladder.core.pg_loss", None, None),
+    Concept("baseline $b(s_t)$", 1, "A baseline", "ex04_whiten", "ladder.core.whiten", "reinforce --baseline", None),
+    Concept("GAE", 2, "GAE", "ex03_gae", "ladder.core.gae", "cartpole --gae-lambda", "PPOConfig.lam"),
+    Concept("whitening $\\hat A$", 2, "Train PPO (tiny preset)", "ex04_whiten", "ladder.core.whiten", None,
+            "PPOTrainer.compute_advantages"),
+    Concept("ratio $\\pi_\\theta/\\pi_{\\text{old}}$ and clipped surrogate", 2,
+            "The clipped objective, on real ratios", "ex05_clipped_surrogate", "ladder.core.clipped_surrogate",
+            "cartpole --clip-eps", "GRPOConfig.epsilon"),
+    Concept("clip-higher $\\varepsilon_{\\text{high}}$", 2, "The clipped objective, on real ratios",
+            "ex05_clipped_surrogate", "ladder.core.clipped_surrogate", "grpo --clip-eps-high",
+            "GRPOConfig.epsilon_high"),
+    Concept("value loss (clipped)", 2, "GAE", "ex06_value_loss", "ladder.core.value_loss",
+            "ppo-sentiment --value-clip", "PPOConfig.cliprange_value"),
+    Concept("KL estimators k1, k2, k3", 3, "Estimating a KL from samples", "ex07_kl_estimators",
+            "ladder.core.kl_estimate", "ppo-sentiment --kl-estimator", "PPOConfig.kl_penalty"),
+    Concept("KL correction $\\frac{\\pi_\\theta}{\\pi_{\\text{old}}}k$", 3,
+            "Why $\\pi_{\\text{old}} = \\pi_\\theta$ at sampling, and what $\\mu$ does", "ex08_kl_corrected",
+            "ladder.core.kl_estimate", "grpo --kl-correction on", "GRPOConfig.use_bias_correction_kl"),
+    Concept("μ passes per batch", 3, "Why $\\pi_{\\text{old}} = \\pi_\\theta$ at sampling, and what $\\mu$ does",
+            None, "ladder.core.update", "grpo --mu", "GRPOConfig.num_iterations"),
+    Concept("M minibatches per pass", 3, "Why $\\pi_{\\text{old}} = \\pi_\\theta$ at sampling, and what $\\mu$ does",
+            None, "ladder.core.update", "grpo --num-minibatches", "GRPOConfig.steps_per_generation"),
+    Concept("KL in the per-token reward (RLHF)", 4, "Reward vs KL: what $\\beta$ buys", "ex09_kl_rewards",
+            "ladder.core.kl_penalized_rewards", "ppo-sentiment --kl-coef", "PPOConfig.init_kl_coef"),
+    Concept("adaptive β", 4, "Adaptive $\\beta$ (Ziegler et al. 2019)", None, "ladder.core.AdaptiveKLController",
+            "ppo-sentiment --kl-target", "PPOConfig.target"),
+    Concept("group-relative advantages", 5, "Dropping the critic", "ex10_group_relative",
+            "ladder.core.group_relative", "grpo --advantage group", "GRPOConfig.scale_rewards"),
+    Concept("KL in the loss (GRPO)", 5, "KL in the loss, and how the loss is averaged", "ex08_kl_corrected",
+            "ladder.core.kl_estimate", "grpo --kl-in loss", "GRPOConfig.beta"),
+    Concept("aggregation", 5, "KL in the loss, and how the loss is averaged", "ex11_aggregate",
+            "ladder.core.aggregate", "grpo --loss-type", "GRPOConfig.loss_type"),
+    Concept("GSPO sequence ratio $s_i$", 6, "5 · Tokens: who loses the gradient", "ex12_sequence_ratio",
+            "ladder.core.sequence_log_ratio", "grpo --ratio-level sequence", "GRPOConfig.importance_sampling_level"),
+    Concept("RLOO leave-one-out advantages", 6, "6 · The league", "ex13_leave_one_out",
+            "ladder.core.leave_one_out", "grpo --advantage rloo", "RLOOConfig"),
+    Concept("KL in the reward, one per completion (RLOO)", 6, "4 · KL in the loss: values vs gradients",
+            "ex14_kl_in_reward", "ladder.core.kl_in_reward", "grpo --kl-in reward", "RLOOConfig.beta"),
+    Concept("π_ref refresh", 6, "1 · The map: TRL's names → ladder's options → core functions", "ex15_soft_update",
+            "ladder.core.soft_update", "grpo --ref-sync-every", "GRPOConfig.ref_model_sync_steps"),
+)
+
+
+def _code(text: str | None) -> str:
+    return "—" if text is None else f"`{text}`"
+
+
+def markdown(concepts: tuple[Concept, ...] = CONCEPTS) -> str:
+    """The concept table as Markdown (what the README holds)."""
+    lines = ["| concept | notebook | section | exercise | core | flag | TRL |", "|---|---|---|---|---|---|---|"]
+    for c in concepts:
+        lines.append(f"| {c.concept} | {c.notebook} | {c.section} | {_code(c.exercise)} | "
+                     f"{_code(c.core.removeprefix('ladder.'))} | {_code(c.flag)} | {_code(c.trl)} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(markdown())

@@ -1,0 +1,183 @@
+"""``--print-config`` prints the values a run uses (and the preset and --algo applied); ``--help`` says each
+option's default once."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import asdict
+
+import pytest
+import torch
+
+from ladder import run
+from ladder.tasks import math_problems
+
+RUNGS = {name: run.load_rung(name) for name in run.RUNGS}
+
+
+def printed(argv: list[str], capsys) -> dict:
+    assert run.main([*argv, "--print-config"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def says_its_default(f: dataclasses.Field) -> bool:
+    """An option whose None default stands for a value decided from other options ("default: on with --qlora")."""
+    return f.default is None and re.search(r"\bdefault[:\s]", f.metadata.get("help", "")) is not None
+
+
+def cases():
+    for name, rung in RUNGS.items():
+        yield pytest.param(name, [], id=name)
+        for preset in getattr(rung, "PRESETS", {}):
+            yield pytest.param(name, ["--preset", preset], id=f"{name}-{preset}")
+        for algo in getattr(rung, "ALGOS", {}):
+            yield pytest.param(name, ["--algo", algo], id=f"{name}-{algo}")
+
+
+@pytest.mark.parametrize("name, argv", list(cases()))
+def test_print_config_is_the_config_with_every_default_resolved(name, argv, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    rung = RUNGS[name]
+    shown = printed([name, *argv], capsys)
+    cfg = run.make_config(name, rung, argv)
+    given = dict(zip(argv[::2], argv[1::2]))
+    assert shown.pop("rung") == name
+    assert shown.pop("preset") == given.get("--preset")
+    if getattr(rung, "ALGOS", None):
+        assert shown.pop("algo") == given.get("--algo")
+    assert list(shown) == [f.name for f in dataclasses.fields(rung.Config)]
+    for option, value in asdict(cfg).items():
+        if option not in run.RESOLVED:
+            assert shown[option] == value, option
+    unresolved = [f.name for f in dataclasses.fields(rung.Config) if says_its_default(f) and shown[f.name] is None
+                  and not (f.name == "kl_correction" and cfg.kl_in == "reward")]
+    assert not unresolved, f"{name}: printed as null, though the run decides them: {unresolved}"
+    assert "auto" not in shown.values()
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("argv", [[], ["--algo", "dapo"], ["--algo", "gspo"], ["--algo", "rloo"], ["--algo", "cispo"],
+                                  ["--clip-eps", "0.1"], ["--kl-correction", "off"],
+                                  ["--algo", "gspo", "--clip-eps-high", "5e-4"]])
+def test_grpo_prints_the_clip_and_kl_correction_its_update_uses(argv, capsys):
+    grpo = RUNGS["grpo"]
+    shown = printed(["grpo", *argv], capsys)
+    update = grpo.update_config(run.make_config("grpo", grpo, argv))
+    assert shown["clip_eps_high"] == update.clip_eps_high
+    if shown["kl_in"] == "loss":
+        assert (shown["kl_correction"] == "on") == update.kl_correction
+    else:
+        assert shown["kl_correction"] is None and update.kl_coef == 0  # no KL term in the loss to correct
+
+
+def test_gspo_prints_its_algo_and_your_override(capsys):
+    shown = printed(["grpo", "--algo", "gspo", "--clip-eps-high", "5e-4"], capsys)
+    assert shown["algo"] == "gspo"
+    assert (shown["clip_eps"], shown["clip_eps_high"], shown["ratio_level"]) == (3e-4, 5e-4, "sequence")
+
+
+@pytest.mark.parametrize("argv, weights", [([], "1,1"), (["--reward-weights", "1,0.5"], "1,0.5"),
+                                           (["--reward-funcs", "correctness"], "1")])
+def test_grpo_prints_one_weight_per_reward_function(argv, weights, capsys):
+    shown = printed(["grpo", *argv], capsys)
+    assert shown["reward_weights"] == weights
+    cfg = run.make_config("grpo", RUNGS["grpo"], argv)
+    assert [float(w) for w in weights.split(",")] == list(RUNGS["grpo"].reward_weights(cfg).values())
+
+
+@pytest.mark.parametrize("name", ["grpo", "eval"])
+def test_the_system_prompt_is_the_tasks_unless_given(name, capsys):
+    for task in math_problems.TASKS:
+        assert printed([name, "--task", task], capsys)["system_prompt"] == math_problems.system_prompt(task)
+    assert printed([name, "--system-prompt", "Be brief."], capsys)["system_prompt"] == "Be brief."
+
+
+class Loaded(Exception):
+    """Stops a rung's loader once it has said what it would load."""
+
+
+def lm_flag_cases():
+    for qlora in ([], ["--qlora"], ["--lora"]):
+        for extra in ([], ["--gradient-checkpointing"], ["--no-gradient-checkpointing"], ["--no-dequantize-once"],
+                      ["--release-memory"], ["--optim", "adamw"]):
+            yield qlora + extra
+
+
+@pytest.mark.parametrize("argv", list(lm_flag_cases()), ids=" ".join)
+def test_grpo_prints_what_load_policy_uses(argv, monkeypatch, capsys):
+    grpo = RUNGS["grpo"]
+    seen = {"release_memory": False}
+    monkeypatch.setattr(grpo.quant, "release_freed_memory", lambda: seen.update(release_memory=True))
+    monkeypatch.setattr(grpo.quant, "load_causal_lm", lambda path, device, **kw: seen.update(kw) or "model")
+
+    class Policy:
+        def __init__(self, model, dequantize_once, **kw):
+            seen["dequantize_once"] = dequantize_once
+
+        def parameters(self):
+            return []
+
+    monkeypatch.setattr(grpo, "CausalLMPolicy", Policy)
+    monkeypatch.setattr(grpo.quant, "make_optimizer", lambda params, lr, name, device: seen.update(optim=name))
+    cfg = run.make_config("grpo", grpo, argv)
+    grpo.load_policy(cfg, "a-model", torch.device(cfg.device))
+    shown = printed(["grpo", *argv], capsys)
+    for option in ("gradient_checkpointing", "dequantize_once", "release_memory", "optim"):
+        assert shown[option] == seen[option], option
+    assert shown["lora"] == (seen["lora"] or seen["qlora"])  # quant.load_causal_lm: LoRA with either
+
+
+@pytest.mark.parametrize("argv", [[], ["--qlora"], ["--qlora", "--no-gradient-checkpointing"],
+                                  ["--gradient-checkpointing"]], ids=" ".join)
+def test_ppo_sentiment_prints_what_load_model_uses(argv, monkeypatch, capsys):
+    ppo = RUNGS["ppo-sentiment"]
+    seen = {}
+
+    def load_causal_lm(path, device, **kw):
+        seen.update(kw)
+        raise Loaded
+
+    monkeypatch.setattr(ppo.hub, "resolve", lambda path, flag: path)
+    monkeypatch.setattr(ppo.quant, "load_causal_lm", load_causal_lm)
+    with pytest.raises(Loaded):
+        ppo.load_model(run.make_config("ppo-sentiment", ppo, argv))
+    shown = printed(["ppo-sentiment", *argv], capsys)
+    assert shown["gradient_checkpointing"] == seen["gradient_checkpointing"]
+    assert shown["lora"] == (seen["lora"] or seen["qlora"])
+
+
+def test_a_resumed_run_prints_the_options_it_started_with(tmp_path, capsys):
+    grpo = RUNGS["grpo"]
+    started = grpo.Config(clip_eps=0.1, out=str(tmp_path))
+    (tmp_path / "config.json").write_text(json.dumps({"rung": "grpo", **asdict(started)}))
+    shown = printed(["grpo", "--resume", str(tmp_path), "--algo", "dapo", "--clip-eps", "0.3"], capsys)
+    assert "preset" not in shown and "algo" not in shown  # the saved options apply, not these flags
+    assert (shown["clip_eps"], shown["clip_eps_high"], shown["loss_type"]) == (0.1, 0.1, "grpo")
+
+
+# --- --help --------------------------------------------------------------------------------------
+
+def option_entries(help_text: str) -> dict[str, str]:
+    """``--flag`` → its entry in ``--help`` (one line, whitespace collapsed)."""
+    options = help_text.split("\noptions:\n", 1)[1]
+    entries = re.split(r"\n  (?=-)", "\n" + options)
+    return {entry.split()[0].rstrip(","): " ".join(entry.split()) for entry in entries if entry.strip()}
+
+
+@pytest.mark.parametrize("name", list(RUNGS))
+def test_help_says_each_default_once(name, capsys):
+    with pytest.raises(SystemExit) as done:
+        run.main([name, "--help"])
+    assert done.value.code == 0
+    help_text = capsys.readouterr().out
+    assert (RUNGS[name].__doc__ or "").strip() in help_text  # the rung's docstring, its layout kept
+    entries = option_entries(help_text)
+    for f in dataclasses.fields(RUNGS[name].Config):
+        entry = entries["--" + f.name.replace("_", "-")]
+        defaults = re.findall(r"\bdefault[:\s]", entry)
+        assert len(defaults) <= 1, entry
+        assert "(default: None)" not in entry, entry
+        if f.default is not None and not re.search(r"\bdefault[:\s]", f.metadata.get("help", "")):
+            assert f"(default: {f.default})" in entry, entry  # said once, by argparse
