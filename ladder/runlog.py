@@ -309,6 +309,7 @@ def plot_curves(records: list[dict], curves: dict[str, str], path: Path, x: str 
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
     keys = list(curves)
     cols = min(3, len(keys))
@@ -321,6 +322,7 @@ def plot_curves(records: list[dict], curves: dict[str, str], path: Path, x: str 
             ax.plot(xs, ys, marker="." if len(xs) < 50 else None)
         ax.set_title(curves[key])
         ax.set_xlabel(x)
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))  # steps and env steps are counts
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(keys):]:
         ax.axis("off")

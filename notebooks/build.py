@@ -32,9 +32,8 @@ def build(out_dir: Path = HERE) -> list[Path]:
                        "language_info": {"name": "python"}}
         nb.cells = [nbformat.v4.new_markdown_cell(c[3:].lstrip("\n")) if c.startswith("md:")
                     else nbformat.v4.new_code_cell(c) for c in cells]
-        for cell in nb.cells:
-            cell.pop("id", None)
-        nb.nbformat, nb.nbformat_minor = 4, 4
+        for i, cell in enumerate(nb.cells):
+            cell["id"] = f"cell-{i:02d}"  # stable ids (nbformat 4.5): a rebuild changes only what changed
         path = Path(out_dir) / f"{name}.ipynb"
         nbformat.write(nb, path)
         written.append(path)

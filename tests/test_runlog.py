@@ -31,3 +31,15 @@ def test_corrupt_checkpoint_is_refused(tmp_path):
     result = run_cli("cartpole", "--resume", str(out), cwd=tmp_path)
     assert result.returncode == 2 and "corrupt" in result.stderr
 
+
+
+def test_curves_of_a_short_run_have_whole_step_ticks(tmp_path, monkeypatch):
+    import matplotlib.figure
+
+    from ladder.runlog import plot_curves
+
+    seen = []
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: seen.append(fig))
+    plot_curves([{"step": s, "reward": 0.1 * s} for s in (1, 2, 3)], {"reward": "reward"}, tmp_path / "c.png")
+    ticks = seen[0].axes[0].get_xticks()
+    assert len(ticks) >= 2 and all(float(t).is_integer() for t in ticks)
