@@ -1,4 +1,4 @@
-"""Notebook 6's first two sections: TRL's names on ladder's, and TRL's GRPO schedule on ladder's μ and minibatches.
+"""Notebook 6's bookkeeping sections: TRL's names on ladder's, and TRL's GRPO schedule on ladder's μ and minibatches.
 
 Every number here is computed, none is typed in:
 
