@@ -26,8 +26,8 @@ from matplotlib.figure import Figure
 from ladder import core
 from ladder.viz._widget import View
 
-LEAGUE_METRICS = {"eval_accuracy": "greedy held-out accuracy", "reward": "mean reward of the sampled completions",
-                  "kl_ref": "KL(π_θ‖π_ref) in the loss"}
+LEAGUE_METRICS = {"eval_accuracy": "greedy held-out accuracy", "reward": "mean reward of the samples",
+                  "kl_ref": "KL(π_θ‖π_ref) estimate"}
 
 
 def algo_table(methods=None) -> str:

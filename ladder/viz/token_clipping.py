@@ -18,6 +18,7 @@ import ipywidgets as widgets
 import numpy as np
 import torch
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ladder import core
 from ladder.hub import quiet_progress
@@ -231,7 +232,7 @@ def token_view(mu: int = 3, eps: float = 0.2, level: str = "token", quantity: st
         text.value = tokens_html(table, clip, v["quantity"], eps_, eps_high, v["level"])
         real = table.mask.bool()
         token_ratio = torch.exp(table.logp - table.old_logp)
-        fig = Figure(figsize=(11, 3.2))
+        fig = Figure(figsize=(11, 3.8))
         ax = fig.add_subplot(1, 2, 1)
         rows = torch.arange(len(real))[:, None].expand_as(real)
         sig, cut = clip["signal"], clip["no_grad"]
@@ -243,10 +244,11 @@ def token_view(mu: int = 3, eps: float = 0.2, level: str = "token", quantity: st
         ax.axvspan(1 - eps_, 1 + eps_high, color="C0", alpha=0.1)
         ax.set_xscale("log")
         ax.invert_yaxis()
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("π_θ/π_old (log)")
         ax.set_ylabel("completion")
         ax.set_title(f"after μ = {table.mu} pass(es); band = [1 − ε_low, 1 + ε_high]", fontsize=9)
-        ax.legend(fontsize=6, loc="lower right")
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
         ax = fig.add_subplot(1, 2, 2)
         n_sig = max(int(clips["token"]["signal"].sum()), 1)
         frac_tok = [float(clips[lv]["no_grad"].sum()) / n_sig for lv in ("token", "sequence")]
@@ -259,7 +261,7 @@ def token_view(mu: int = 3, eps: float = 0.2, level: str = "token", quantity: st
         ax.set_xticklabels(["token level (GRPO)", "sequence level (GSPO)"])
         ax.set_ylim(0, 1)
         ax.set_title(f"share of the {n_sig} tokens / {n_rows} completions with Â ≠ 0", fontsize=9)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
         fig.tight_layout()
         data = {"table": table, "clip": clip, "clips": clips, "frac_tokens": dict(zip(("token", "sequence"), frac_tok)),
                 "frac_rows": dict(zip(("token", "sequence"), frac_row)), "html": text.value, "eps_low": eps_,
