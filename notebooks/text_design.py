@@ -28,8 +28,9 @@ loss itself on the same tensors (7).""",
     SETUP,
     r"""md:## 1 · One loss, six methods
 
-$$L(\theta) = \operatorname{agg}\Big(-\min\big(\rho_t\hat A_t,\ \operatorname{clip}(\rho_t, 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A_t\big) + \beta\, w_t\, k(a_t)\Big),
-\qquad \rho_t = \begin{cases} \pi_\theta(a_t)/\pi_{\text{old}}(a_t) & \text{token level (GRPO)} \\ s_i = \big(\pi_\theta(y_i)/\pi_{\text{old}}(y_i)\big)^{1/|y_i|} & \text{sequence level (GSPO)}\end{cases}$$
+$$L(\theta) = \operatorname{agg}\Big(-\min\big(\rho_t\hat A_t,\ \operatorname{clip}(\rho_t, 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A_t\big) + \beta\, w_t\, k(a_t)\Big),$$
+
+$$\rho_t = \begin{cases} \pi_\theta(a_t)/\pi_{\text{old}}(a_t) & \text{token level (GRPO)} \\ s_i = \big(\pi_\theta(y_i)/\pi_{\text{old}}(y_i)\big)^{1/|y_i|} & \text{sequence level (GSPO)}\end{cases}$$
 
 with $\hat A$ group-relative or leave-one-out, the KL term $k$ in the loss (weight $w_t = 1$ or $\pi_\theta/\pi_{\text{old}}$) or in the
 reward, and $\operatorname{agg}$ chosen by `--loss-type` (TRL's names): `grpo` averages each completion's tokens, then the
@@ -52,9 +53,9 @@ its share $N/M$ (the same share in every pass); the $P$ processes average their 
 gradient of the step that holds it is therefore
 
 $$w_{\text{dapo}} = \frac{1}{P}\cdot\frac{M}{N_{\text{dapo}}} = \frac{M}{\text{real tokens of the update}}, \qquad
-w_{\text{dr\_grpo}} = \frac{1}{P}\cdot\frac{M}{N_{\text{dr\_grpo}}} = \frac{1}{P\,b\,L_{\max}} \quad \Big(b = \frac{B}{PM} \text{ rows per minibatch per process}\Big),$$
+w_{\text{dr\_grpo}} = \frac{1}{P}\cdot\frac{M}{N_{\text{dr\_grpo}}} = \frac{1}{P\,b\,L_{\max}},$$
 
-each one number for every token of the update, whatever its completion's length or its minibatch, against
+with $b = B/(PM)$ rows per minibatch on each process: each one number for every token of the update, whatever its completion's length or its minibatch, against
 $w_{\text{grpo}} = 1/(P\,b\,|y_i|)$ (a short completion's tokens weigh more: the length bias Dr. GRPO removes) and
 $w_{\text{bnpo}} = 1/(P \cdot \text{real tokens of its minibatch on its process})$.
 `viz.algo_league.loss_weights` asks autograd for these weights through `core.aggregate`, with the constants the rung
@@ -313,6 +314,6 @@ Four numbers this notebook printed. The first cell asks the questions; write you
     steps_per_update=("Section 6: num_iterations = 4, steps_per_generation = 2. How many optimiser steps does one "
                       "ladder update take?", schedules[3]["ladder"]["optimizer_steps_per_update"]),
 )
-quiz.ask()""",
-    """quiz.check(dapo_divisor=None, k3_error=None, gspo_whole=None, steps_per_update=None)""",
+quiz.ask();""",
+    """quiz.check(dapo_divisor=None, k3_error=None, gspo_whole=None, steps_per_update=None);""",
 ]

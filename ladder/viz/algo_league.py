@@ -35,7 +35,7 @@ def algo_table(methods=None) -> str:
     from ladder.rungs import grpo
 
     default_eps = grpo.Config.__dataclass_fields__["clip_eps"].default
-    rows = ["| `--algo` | flags it sets | clip ε_low / ε_high | GRPO's ε ÷ its ε_high |", "|---|---|---|---:|"]
+    rows = ["| method | flags `--algo` sets | clip ε_low / ε_high | GRPO's ε ÷ its ε_high |", "|---|---|---|---:|"]
     for name in methods or grpo.ALGOS:
         flags = grpo.ALGOS[name]
         low = flags.get("clip_eps", default_eps)
