@@ -163,7 +163,7 @@ for eps, high in ((0.2, 1.0), (0.05, 1.0), (3e-4, 4 / 3)):
 t = view.data["table"]
 print(f"{len(t.pieces)} completions, {t.group_size} per prompt")
 view.controls["eps"].value, view.controls["high"].value = 0.2, 1.0
-view.controls["level"].value = "sequence"     # the text above now strikes through at the sequence level""",
+view.controls["level"].value = "sequence"     # the widget above now strikes tokens through at the sequence level""",
     r"""md:At GSPO's pair the sequence level clips a far larger share of the tokens than the token level does at GRPO's 0.2 —
 the GSPO paper reports the same of its own runs — yet each clipped completion is a whole, consistent decision rather
 than a scatter of single tokens.""",
