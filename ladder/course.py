@@ -67,13 +67,13 @@ CONCEPTS = (
             "ladder.core.kl_estimate", "grpo --kl-in loss", "GRPOConfig.beta"),
     Concept("aggregation", 5, "KL in the loss, and how the loss is averaged", "ex11_aggregate",
             "ladder.core.aggregate", "grpo --loss-type", "GRPOConfig.loss_type"),
-    Concept("GSPO sequence ratio $s_i$", 6, "5 · Tokens: who loses the gradient", "ex12_sequence_ratio",
+    Concept("GSPO sequence ratio $s_i$", 6, "3 · Tokens: who loses the gradient", "ex12_sequence_ratio",
             "ladder.core.sequence_log_ratio", "grpo --ratio-level sequence", "GRPOConfig.importance_sampling_level"),
-    Concept("RLOO leave-one-out advantages", 6, "6 · The league", "ex13_leave_one_out",
+    Concept("RLOO leave-one-out advantages", 6, "4 · The league", "ex13_leave_one_out",
             "ladder.core.leave_one_out", "grpo --advantage rloo", "RLOOConfig"),
-    Concept("KL in the reward, one per completion (RLOO)", 6, "4 · KL in the loss: values vs gradients",
+    Concept("KL in the reward, one per completion (RLOO)", 6, "2 · KL in the loss: values vs gradients",
             "ex14_kl_in_reward", "ladder.core.kl_in_reward", "grpo --kl-in reward", "RLOOConfig.beta"),
-    Concept("π_ref refresh", 6, "1 · The map: TRL's names → ladder's options → core functions", "ex15_soft_update",
+    Concept("π_ref refresh", 6, "5 · The map: TRL's names → ladder's options → core functions", "ex15_soft_update",
             "ladder.core.soft_update", "grpo --ref-sync-every", "GRPOConfig.ref_model_sync_steps"),
 )
 

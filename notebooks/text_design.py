@@ -2,6 +2,7 @@
 """The text and code of notebook 6: GRPO's design space, and TRL side by side.
 
 Cells starting with ``md:`` are Markdown; everything else is code. ``notebooks/build.py`` writes them.
+The concepts come first (sections 1–4), the bookkeeping against TRL last (sections 5–7).
 """
 
 from text_toy import SETUP
@@ -11,25 +12,201 @@ NOTEBOOKS: dict[str, list[str]] = {}
 NOTEBOOKS["6_design_space_and_trl"] = [
     r"""md:# 6 · GRPO's design space, and TRL side by side
 
-GRPO, Dr. GRPO, DAPO, GSPO, CISPO and RLOO are not six programs. Each is a handful of choices, and each
-choice is a flag of the `grpo` rung and a short function of `ladder.core` (README: *GRPO's design space*).
-One loss covers them all:
+After this notebook you will be able to:
 
-$$L(\theta) = \operatorname{agg}\Big(-\min\big(\rho_t\hat A_t,\ \operatorname{clip}(\rho_t, 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A_t\big) + \beta\, w_t\, k(a_t)\Big),
-\qquad \rho_t = \begin{cases} \pi_\theta(a_t)/\pi_{\text{old}}(a_t) & \text{token level (GRPO)} \\ s_i = \big(\pi_\theta(y_i)/\pi_{\text{old}}(y_i)\big)^{1/|y_i|} & \text{sequence level (GSPO)}\end{cases}$$
+* say what each `--loss-type` divides the loss by at M minibatches and P processes, and which choice has a length bias;
+* say which KL term's *gradient* follows which KL — $k_1$, $k_2$, $k_3$, $\frac{\pi_\theta}{\pi_{\text{old}}}k_3$, or $k_1$ in the reward — on-policy and off;
+* predict which tokens lose their gradient under token-level (GRPO) and sequence-level (GSPO) clipping, and why GSPO's $\varepsilon$ is tiny;
+* translate a TRL `GRPOConfig` and its generation schedule into ladder's flags, and check that both compute the same loss.
+
+About 45 minutes. GRPO, Dr. GRPO, DAPO, GSPO, CISPO and RLOO are not six programs: each is a handful of choices, and
+each choice is a flag of the `grpo` rung and a short function of `ladder.core` (README: *GRPO's design space*). The
+first part is the concepts: the one loss and what it divides by (1), what the KL term's gradient follows (2), which
+tokens lose their gradient (3), and the methods against each other on the tiny task (4). The second part is
+bookkeeping against TRL, which implements the same space under other names: the names (5), the schedule (6), and the
+loss itself on the same tensors (7).""",
+    SETUP,
+    r"""md:## 1 · One loss, six methods
+
+$$L(\theta) = \operatorname{agg}\Big(-\min\big(\rho_t\hat A_t,\ \operatorname{clip}(\rho_t, 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A_t\big) + \beta\, w_t\, k(a_t)\Big),$$
+
+$$\rho_t = \begin{cases} \pi_\theta(a_t)/\pi_{\text{old}}(a_t) & \text{token level (GRPO)} \\ s_i = \big(\pi_\theta(y_i)/\pi_{\text{old}}(y_i)\big)^{1/|y_i|} & \text{sequence level (GSPO)}\end{cases}$$
 
 with $\hat A$ group-relative or leave-one-out, the KL term $k$ in the loss (weight $w_t = 1$ or $\pi_\theta/\pi_{\text{old}}$) or in the
-reward, and $\operatorname{agg}$ one of `core.aggregate`'s three modes (four `--loss-type`s: `dr_grpo` and `dapo` differ only in the constant). TRL implements the same space under other names. This notebook
-puts the two side by side: the names (1), the schedule (2), the loss itself on the same tensors (3), then three
-things the names hide — what the KL term's *gradient* follows (4), which tokens lose their gradient (5), and how
-the methods compare on the tiny task (6).""",
-    SETUP,
-    r"""md:## 1 · The map: TRL's names → ladder's options → core functions
+reward, and $\operatorname{agg}$ chosen by `--loss-type` (TRL's names): `grpo` averages each completion's tokens, then the
+completions (`core.aggregate`'s `seq_mean_token_mean`); `bnpo` averages all the tokens of the minibatch (`token_mean`);
+`dr_grpo`, `dapo` and `cispo` sum the minibatch's token losses and divide by a constant (`sum_over_constant`).
+`dr_grpo` and `dapo` differ only in the constant; `cispo` is `dapo`'s constant around CISPO's loss. Each method's paper
+sets a handful of flags, and `--algo NAME` sets them together:""",
+    """display(Markdown(viz.algo_league.algo_table()))""",
+    r"""md:### What the constant counts
+
+The rung computes the constant once per update, before the passes (`grpo_options.loss_normaliser`, called in
+`grpo.grpo_step`). An update holds $B$ completions spread over $P$ processes, $B/P$ on each:
+
+$$N_{\text{dr\_grpo}} = \frac{B}{P}\,L_{\max}, \qquad N_{\text{dapo}} = N_{\text{cispo}} = \frac{1}{P}\sum_{\text{processes}}\ \sum_{i,t} m_{i,t},$$
+
+with $L_{\max}$ = `--max-new-tokens` and $m_{i,t} = 1$ for a real token (0 for padding, and for a truncated completion
+with `--mask-truncated`). So $N_{\text{dapo}}$ is the real tokens of the whole update — every minibatch, every process —
+divided by $P$. `core.update` then takes $\mu \times M$ optimiser steps, and each divides its minibatch's summed loss by
+its share $N/M$ (the same share in every pass); the $P$ processes average their gradients. One token's weight in the
+gradient of the step that holds it is therefore
+
+$$w_{\text{dapo}} = \frac{1}{P}\cdot\frac{M}{N_{\text{dapo}}} = \frac{M}{\text{real tokens of the update}}, \qquad
+w_{\text{dr\_grpo}} = \frac{1}{P}\cdot\frac{M}{N_{\text{dr\_grpo}}} = \frac{1}{P\,b\,L_{\max}},$$
+
+with $b = B/(PM)$ rows per minibatch on each process: each one number for every token of the update, whatever its completion's length or its minibatch, against
+$w_{\text{grpo}} = 1/(P\,b\,|y_i|)$ (a short completion's tokens weigh more: the length bias Dr. GRPO removes) and
+$w_{\text{bnpo}} = 1/(P \cdot \text{real tokens of its minibatch on its process})$.
+`viz.algo_league.loss_weights` asks autograd for these weights through `core.aggregate`, with the constants the rung
+computes, on 2 processes × 4 completions cut into $M = 2$ minibatches; each entry is $1/x$, $x$ being what that token's
+loss is divided by.
+
+TRL 1.16 divides by the same constants. For `dapo` and `cispo` each micro-batch divides by `num_items_in_batch` (the
+real tokens of the whole generation batch, gathered over all processes) ÷ processes × gas ÷ spg, so the gas
+micro-batches of one optimiser step together divide by $N/M$ with $M = \text{spg}/\text{gas}$; for `dr_grpo` each
+micro-batch divides by its rows × `max_completion_length` and then by gas, so one step divides by its rows × $L_{\max}$.
+The two agree wherever ladder has an $M$ (gas divides spg, section 6).""",
+    """weights = viz.algo_league.loss_weights([[8, 2, 5, 1], [3, 3, 7, 4]], num_minibatches=2, max_new_tokens=8)
+display(Markdown(viz.algo_league.loss_weights_table(weights)))
+M, tokens = weights["num_minibatches"], weights["tokens"]
+print(f"real tokens of the update {tokens}: dapo's weight M / tokens = {M}/{tokens} = 1/{tokens / M:g} for every token")""",
+    r"""md:Read the columns: `grpo`'s weights change with the completion's length, `bnpo`'s with the minibatch's token count,
+while `dr_grpo` and `dapo` give every token of the update one weight (`cispo` has `dapo`'s). On one process with
+$M = 1$, $N_{\text{dapo}}$ is the batch's own real tokens, so `dapo` computes the same loss as `bnpo` (section 7 prints
+both).""",
+    r"""md:## 2 · KL in the loss: values vs gradients
+
+Notebook 3 asked which estimator has the right *value*. Training uses its *gradient*, and that is another question.
+With $a \sim \pi_{\text{old}}$ and $\ell = \log\pi_{\text{ref}}(a) - \log\pi_\theta(a)$, differentiate each term (the sample is fixed):
+
+$$\nabla k_1 = \nabla\log\pi_\theta, \qquad \nabla k_2 = -\ell\,\nabla\log\pi_\theta, \qquad \nabla k_3 = (1 - e^{\ell})\,\nabla\log\pi_\theta .$$
+
+On-policy — $\pi_{\text{old}} = \pi_\theta$, as holds until the first optimiser step of an update — take expectations and
+compare with the two exact gradients
+$\nabla\mathrm{KL}(\pi_\theta\|\pi_{\text{ref}}) = \mathbb{E}_{\pi_\theta}\big[\log\tfrac{\pi_\theta}{\pi_{\text{ref}}}\nabla\log\pi_\theta\big]$ (reverse) and
+$\nabla\mathrm{KL}(\pi_{\text{ref}}\|\pi_\theta) = -\mathbb{E}_{\pi_{\text{ref}}}[\nabla\log\pi_\theta] = \mathbb{E}_{\pi_\theta}\big[(1 - \tfrac{\pi_{\text{ref}}}{\pi_\theta})\nabla\log\pi_\theta\big]$ (forward):
+
+* $k_1$ in the loss: $\mathbb{E}[\nabla\log\pi_\theta] = 0$ — zero *expected* gradient, whatever $\pi_{\text{ref}}$ is (one batch's gradient is noise, not 0);
+* $k_2$ in the loss: exactly the reverse KL's gradient;
+* $k_3$ in the loss — GRPO as written in DeepSeekMath — exactly the **forward** KL's gradient, though its value estimates the reverse KL;
+* $\frac{\pi_\theta}{\pi_{\text{old}}}k_3$ (ladder's `--kl-correction on`, TRL's `use_bias_correction_kl`): $\mathbb{E}_{\pi_{\text{old}}}[\frac{\pi_\theta}{\pi_{\text{old}}}k_3] = \sum_a \pi_\theta k_3 = \mathrm{KL}(\pi_\theta\|\pi_{\text{ref}})$ as a function of $\theta$,
+  so its gradient is the reverse KL's, on-policy *and* off. The weight's value is 1 until the first optimiser step
+  (on the first minibatch of the first pass); its gradient is not 0;
+* $k_1$ in the reward (RLOO, `--kl-in reward`): $\hat A \ni -\beta k_1$ on $\pi_{\text{old}}$, a constant, so the gradient is REINFORCE's
+  $\mathbb{E}[k_1\nabla\log\pi_\theta]$ — the reverse KL's, on-policy.
+
+`viz.kl_gradients` checks all of it with no sampling: a small categorical (the cell after the widget prints its size),
+every action enumerated with its weight $\pi_{\text{old}}(a)$, each term built by `core.kl_estimate` / `core.kl_in_reward`,
+differentiated by autograd, against autograd on the exact KLs. Moving $\pi_{\text{old}}$ away from $\pi_\theta$ is what every
+optimiser step after the first does to the minibatches still to come ($M > 1$ or $\mu > 1$).
+
+**Exercise:** `ex14_kl_in_reward.py`; once it passes, `python -m ladder.run grpo --preset tiny --qlora --algo rloo --use-exercises`
+trains with your `kl_in_reward`.""",
+    r"""md:**Predict first.** The widget starts on-policy ($\pi_{\text{old}} = \pi_\theta$). Which of the five ways has the
+*forward* KL's gradient rather than the reverse KL's? Then slide *how far π_old is from π_θ* up from 0: which ways
+stay exact against the reverse KL?""",
+    """view = viz.kl_gradient_view(ref_distance=1.0, old_distance=0.0)
+view""",
+    r"""md:<details><summary>Answer</summary>
+
+On-policy, plain $k_3$ in the loss is the one marked *exact* against the forward KL; $k_2$, $\frac{\pi_\theta}{\pi_{\text{old}}}k_3$
+and $k_1$ in the reward are exact against the reverse KL, and $k_1$ in the loss against neither. Once $\pi_{\text{old}} \neq \pi_\theta$
+only $\frac{\pi_\theta}{\pi_{\text{old}}}k_3$ stays exact: $k_2$'s and the reward's exactness needed the samples to come from
+$\pi_\theta$. The next cell prints the errors at both settings.
+</details>""",
+    """grads = {old: viz.kl_gradients(ref_distance=1.0, old_distance=old) for old in (0.0, 0.8)}
+for old, g in grads.items():
+    print(f"π_old {'= π_θ (on-policy)' if old == 0 else '≠ π_θ (off-policy)'}, {len(g['p_theta'])} actions:  "
+          f"‖∇KL rev‖ {g['norm_reverse']:.3f}, ‖∇KL fwd‖ {g['norm_forward']:.3f}")
+    for way in viz.exact_kl_gradients.KL_WAYS:
+        print(f"   {way:26s} error vs reverse {g['error_reverse'][way]:.1e}   vs forward {g['error_forward'][way]:.1e}")""",
+    r"""md:## 3 · Tokens: who loses the gradient
+
+The clip zeroes a token's gradient where the clipped branch is the smaller one: $\rho > 1+\varepsilon_{\text{high}}$ with
+$\hat A > 0$, $\rho < 1-\varepsilon_{\text{low}}$ with $\hat A < 0$. At the token level (GRPO) $\rho_t = \pi_\theta(a_t)/\pi_{\text{old}}(a_t)$ decides per token;
+at the sequence level (GSPO)
+
+$$s_i = \exp\Big(\frac{1}{|y_i|}\sum_t \log\frac{\pi_\theta(a_t)}{\pi_{\text{old}}(a_t)}\Big)$$
+
+(`core.sequence_log_ratio`) decides for the whole completion: one token far off is averaged away, or the whole
+completion goes. Below, a real batch of the tiny QLoRA preset (sampled by $\pi_{\text{old}}$ = the preset after a few GRPO
+updates; computed once, then cached) after $\mu$ passes of `core.update`. Colour the tokens by whether they keep their
+gradient, by $\pi_\theta/\pi_{\text{old}}$, by the sign of $\hat A$, by the exact KL to $\pi_{\text{ref}}$ at that position, or by the
+entropy; struck-through tokens lose their gradient at the chosen level (`viz.gradient_mask` asks autograd, through
+`core.clipped_surrogate`). The toggle does not retrain: it clips the same $\pi_\theta$ both ways.
+
+GSPO's own $\varepsilon$ is tiny: `--algo gspo` sets $\varepsilon_{\text{low}} / \varepsilon_{\text{high}}$ = 3e-4 / 4e-4, and section 1's table
+prints how many times GRPO's 0.2 that is below. A sequence ratio is one number per completion, an average of its tokens'
+log-ratios, so it moves much less than single tokens' ratios do — hence the small $\varepsilon$ — and clipping it removes the
+whole completion's gradient. The *ε_high* menu sets $\varepsilon_{\text{high}} = \varepsilon$, DAPO's $1.4\,\varepsilon$ or GSPO's
+$\frac{4}{3}\varepsilon$; the cell after the widget sets GSPO's pair and prints what it clips.
+
+**Exercise:** `ex12_sequence_ratio.py` is the sequence ratio (TRL's `importance_sampling_level="sequence"`); once it
+passes, `python -m ladder.run grpo --preset tiny --qlora --algo gspo --use-exercises` trains with it.""",
+    r"""md:**Predict first.** Switch the clip level to `sequence` and slide $\varepsilon$ from 0.2 down to 0.05. At 0.05, does the
+sequence level clip more or fewer of the tokens with $\hat A \neq 0$ than the token level?""",
+    """view = viz.token_view(mu=3, eps=0.2, level="token")
+view""",
+    r"""md:<details><summary>Answer</summary>
+
+More. At 0.2 the sequence level clips nothing here, while the token level already loses the outlying tokens. The $s_i$ spread less than the token ratios but all of a completion's tokens
+share one: once $\varepsilon$ falls below that spread, whole completions go at once, every token with them. The next cell
+prints both shares at $\varepsilon$ = 0.2, at 0.05, and at GSPO's pair.
+</details>""",
+    """shares = {}
+for eps, high in ((0.2, 1.0), (0.05, 1.0), (3e-4, 4 / 3)):
+    view.controls["high"].value = high
+    view.controls["eps"].value = eps
+    shares[eps] = view.data
+    print(view.data["summary"])
+t = view.data["table"]
+print(f"{len(t.pieces)} completions, {t.group_size} per prompt")
+view.controls["eps"].value, view.controls["high"].value = 0.2, 1.0
+view.controls["level"].value = "sequence"     # the widget above now strikes tokens through at the sequence level""",
+    r"""md:At GSPO's pair the sequence level clips a far larger share of the tokens than the token level does at GRPO's 0.2 —
+the GSPO paper reports the same of its own runs — yet each clipped completion is a whole, consistent decision rather
+than a scatter of single tokens.""",
+    r"""md:## 4 · The league
+
+Finally, the methods against each other on the tiny task, trained by the real rung: `grpo.train` with
+`grpo.PRESETS["tiny"]` and each method's `grpo.ALGOS` bundle (the flags `--algo NAME` sets, section 1's table), stopped
+by the same **budget of sampled completions** (`max_completions`) rather than of updates — DAPO's dynamic sampling may
+sample more per update. The score is greedy accuracy on held-out sums,
+
+$$\text{acc} = \frac{1}{N}\sum_{j=1}^{N} \big[\text{answer}(\text{greedy}(q_j)) = a_j\big],$$
+
+plotted against completions sampled; the table after the widget prints each run's updates, completions and seconds.
+One seed, so small differences are noise. The full table (every `--algo`, π_ref refresh, KL in the reward, several
+seeds, a larger budget) is `python benchmarks/variants.py`, with results in `benchmarks/RESULTS.md`.
+
+**Exercises:** `ex13_leave_one_out.py` and `ex14_kl_in_reward.py` are `rloo`'s two functions
+(`python -m ladder.run grpo --preset tiny --qlora --algo rloo --use-exercises`); `ex15_soft_update.py` is the π_ref refresh
+(`python -m ladder.run ppo-sentiment --preset tiny --ref-sync-every 2 --use-exercises`).""",
+    r"""md:**Predict first.** `dapo` sets `kl_coef=0.0` (section 1's table), `grpo` keeps $\beta$ with the KL in the loss and
+`rloo` keeps one with the KL in the reward. Switch the metric to the KL: whose curve stays at 0?""",
+    """view = viz.league_view(methods=("grpo", "dapo", "rloo"), max_completions=192, eval_size=32)
+view""",
+    r"""md:<details><summary>Answer</summary>
+
+`dapo`'s. With $\beta = 0$ the rung computes no $\pi_{\text{ref}}$ at all, so there is no KL to record and the curve stays at 0;
+`grpo`'s and `rloo`'s are above 0 as soon as $\pi_\theta$ leaves $\pi_{\text{ref}}$. The next cell prints the accuracies.
+</details>""",
+    """display(Markdown(view.data["table"]))
+print({m: f"last KL {r['kl_ref'][-1]:.2e}" for m, r in view.data["runs"].items()})""",
+    r"""md:---
+
+**From the concepts to the bookkeeping.** Everything above is arithmetic on tensors: what the loss divides by, what a
+KL term's gradient follows, which tokens keep their gradient, and what the bundles do to a small run. What follows
+is what you need to read a TRL script in those terms: which TRL field is which ladder flag (section 5), how TRL's
+generation schedule maps onto $\mu$ passes × $M$ minibatches (section 6), and a check that TRL 1.16's
+`GRPOTrainer._compute_loss` and `core.compute_loss` give the same loss and gradient on the same tensors (section 7).""",
+    r"""md:## 5 · The map: TRL's names → ladder's options → core functions
 
 `ladder.trl_map` keeps the correspondence as data, one row per (TRL name, ladder option): TRL 1.16's
 `GRPOConfig` and `RLOOConfig`, and the classic `PPOConfig` of the RLHF articles (TRL ≤ 0.11). A row without a TRL
 name is a ladder option TRL has no equivalent for; a row without a ladder option is a TRL setting ladder does
-not expose (the note says what ladder does instead). Two rows matter most below: TRL counts **optimiser steps**,
+not expose (the note says what ladder does instead). Two rows matter most in section 6: TRL counts **optimiser steps**,
 ladder counts **updates** (one rollout of $P\cdot G$ completions, then $\mu \times M$ optimiser steps), so
 
 $$\text{max\_steps} = \text{steps} \cdot \mu \cdot M, \qquad \text{num\_iterations} = \mu, \qquad \text{steps\_per\_generation} = M \quad (\text{gradient\_accumulation\_steps} = 1).$$
@@ -38,7 +215,7 @@ $$\text{max\_steps} = \text{steps} \cdot \mu \cdot M, \qquad \text{num\_iteratio
 `sync_ref_model` / `ref_model_mixup_alpha`. Once they pass, `python -m ladder.run grpo --preset tiny --qlora --algo rloo --use-exercises`
 and `python -m ladder.run ppo-sentiment --preset tiny --ref-sync-every 2 --use-exercises` train with them.""",
     """display(Markdown(viz.trl_map_markdown()))""",
-    r"""md:## 2 · TRL's schedule vs ours
+    r"""md:## 6 · TRL's schedule vs ours
 
 TRL's `GRPOTrainer` counts **micro-steps** $m$ (one micro-batch each; `gradient_accumulation_steps` of them make one
 optimiser step). It generates one batch of `generation_batch_size` completions, cuts it into `steps_per_generation`
@@ -58,43 +235,64 @@ the next — ladder's minibatches partition each pass). In the timeline, each bo
 generation·slice·iteration, the middle row is which policy sampled it → which policy is being trained
 (optimiser steps taken so far), and hatching marks $\pi_\theta \neq \pi_{\text{old}}$; the bottom row is the ladder update·pass·minibatch
 doing the same optimiser step. (The ladder row is computed from the ladder configuration alone.)""",
+    r"""md:**Predict first.** The widget starts at `num_iterations` = 2, `steps_per_generation` = 4,
+`gradient_accumulation_steps` = 2. Slide `gradient_accumulation_steps` to 8: does TRL still need the old-log-prob
+forward, and which ladder configuration does the same work?""",
     """view = viz.schedule_view(num_iterations=2, steps_per_generation=4, gradient_accumulation_steps=2)
 view""",
+    r"""md:<details><summary>Answer</summary>
+
+No: one optimiser step now accumulates both iterations over the whole generation batch ($\text{spg}\cdot\text{num\_iterations}$
+micro-batches), so no step falls between the generation and its last use, $\pi_\theta = \pi_{\text{old}}$ at every use and the
+forward is *skipped*. The ladder row reads `--mu 1 --num-minibatches 1`: the second iteration only adds the same
+gradient again inside that one step. The next cell prints five more cases.
+</details>""",
     """# TRL's own diagram (grpo_trainer.py): 2 GPUs × 3 rows, G = 2, gas = 2, spg = 4 — and four more cases
 cases = [dict(gradient_accumulation_steps=2, steps_per_generation=4, per_device_train_batch_size=3, num_processes=2, num_generations=2),
          dict(), dict(num_iterations=2, steps_per_generation=1, gradient_accumulation_steps=2),
          dict(num_iterations=4, steps_per_generation=2), dict(steps_per_generation=3, gradient_accumulation_steps=2)]
-for case in cases:
-    s = viz.trl_schedule(**case)
+schedules = [viz.trl_schedule(**case) for case in cases]
+for case, s in zip(cases, schedules):
     lad = s["ladder"]
     print(f"{case}\\n   TRL: generate every {s['generate_every']} micro-steps, old-logp forward "
           f"{'computed' if s['computes_old_logp'] else 'skipped'}, any π_θ ≠ π_old: {s['off_policy']}\\n   ladder: "
-          + (lad["flags"] if lad["exact"] else lad["reason"]))""",
+          + (f"{lad['flags']} (μ·M = {lad['optimizer_steps_per_update']} optimiser steps per update)" if lad["exact"]
+             else lad["reason"]))""",
     r"""md:The defaults (`gas = spg = num_iterations = 1`) generate every step and never need $\pi_{\text{old}}$; `num_iterations = 2`
 inside one accumulated step also never does (both iterations see the same weights, so they only recompute the same
 gradient). `steps_per_generation = 3` with `gas = 2` is the odd one: step 1 mixes the last slice of one generation with
 the first of the next, which ladder cannot express. No exercise here: this is bookkeeping, and `core.update` does it.""",
-    r"""md:## 3 · Same tensors, same loss
+    r"""md:## 7 · Same tensors, same loss
 
-The claim of section 1 is testable: give TRL 1.16's `GRPOTrainer._compute_loss` and `core.compute_loss` the same
-tiny model and the same tensors — prompts, completions, $\hat A$, $\log\pi_{\text{old}}$ (shifted so ratios are clipped at
-both ends), $\log\pi_{\text{ref}}$ — and compare the loss and the gradient of every weight:
+The map of section 5 claims the same loss under other names, and that is testable: give TRL 1.16's
+`GRPOTrainer._compute_loss` and `core.compute_loss` the same tiny model and the same tensors — prompts, completions,
+$\hat A$, $\log\pi_{\text{old}}$ (shifted so ratios are clipped at both ends), $\log\pi_{\text{ref}}$ — and compare the loss and the
+gradient of every weight:
 
 $$\Delta_L = |L_{\text{TRL}} - L_{\text{ladder}}|, \qquad \Delta_\nabla = \max_j \big|\partial_{\theta_j} L_{\text{TRL}} - \partial_{\theta_j} L_{\text{ladder}}\big|.$$
 
-Float32 rounding of two differently chunked log-softmaxes is the only difference: $\Delta_\nabla \approx 10^{-6}$ for
-gradient entries of order 1. `tests/test_trl_parity_grpo.py` runs every loss type × ratio level × KL correction × clip
-variant; here one at a time (the trainer is built offline on first use, a few seconds). One difference is deliberate:
-at the sequence level with `use_bias_correction_kl`, TRL weights each token's KL by the sequence ratio $s_i$, ladder by
-the token's own $\pi_\theta/\pi_{\text{old}}$ (the weight that makes *that token's* estimate unbiased) — select `sequence` to see it.
+The only difference should be float32 rounding of two differently chunked log-softmaxes; the cell after the widget
+prints $\Delta_\nabla$ for every loss type next to the largest gradient entry. The bench is one process with
+`gradient_accumulation_steps = steps_per_generation = 1`, so the constant of `dapo` and `cispo` (TRL's share for one
+micro-batch, passed through `loss_normaliser` as the rung does) is the micro-batch's own real tokens: `dapo`'s loss
+prints equal to `bnpo`'s, as section 1 said. `tests/test_trl_parity_grpo.py` runs every loss type × ratio level ×
+KL correction × clip variant; here one at a time (the trainer is built offline on first use). One difference is
+deliberate: at the sequence level with `use_bias_correction_kl`, TRL weights each token's KL by the sequence ratio
+$s_i$, ladder by the token's own $\pi_\theta/\pi_{\text{old}}$ (the weight that makes *that token's* estimate unbiased).
 
-**Exercise:** `ex12_sequence_ratio.py` is `importance_sampling_level="sequence"`; once it passes,
-`python -m ladder.run grpo --preset tiny --qlora --algo gspo --use-exercises` trains with it.""",
+**Exercise:** `ex12_sequence_ratio.py` (section 3) is `importance_sampling_level="sequence"`.""",
+    r"""md:**Predict first.** (Needs `trl ≥ 1.16`.) Select `importance_sampling_level` = `sequence` with
+`use_bias_correction_kl` ticked. Do TRL and ladder still agree to float32 rounding? And with the box unticked?""",
     """if viz.trl_loss_parity.trl_available():
     view = viz.parity_view("grpo")
     display(view)
 else:
     print("pip install 'trl>=1.16' (Python ≥ 3.11) to compare with TRL's GRPOTrainer")""",
+    r"""md:<details><summary>Answer</summary>
+
+Ticked: no — the summary says *differs by design*: TRL weights each token's KL by the completion's $s_i$, ladder by
+the token's own $\pi_\theta/\pi_{\text{old}}$. Unticked, the KL term has no weight in either and they agree again to rounding.
+</details>""",
     """if viz.trl_loss_parity.trl_available():
     from trl import GRPOConfig
     for loss_type in viz.trl_loss_parity.PARITY_LOSS_TYPES:
@@ -102,90 +300,20 @@ else:
         print(f"{loss_type:8s} loss TRL {r['trl_loss']:.7f}  ladder {r['ladder_loss']:.7f}  "
               f"largest gradient difference {r['max_grad_diff']:.1e} (largest entry {r['max_grad']:.2f})")
     print("TRL 1.16's default use_bias_correction_kl:", GRPOConfig.__dataclass_fields__["use_bias_correction_kl"].default)""",
-    r"""md:## 4 · KL in the loss: values vs gradients
+    r"""md:## Self-check
 
-Notebook 3 asked which estimator has the right *value*. Training uses its *gradient*, and that is another question.
-With $a \sim \pi_{\text{old}}$ and $\ell = \log\pi_{\text{ref}}(a) - \log\pi_\theta(a)$, differentiate each term (the sample is fixed):
-
-$$\nabla k_1 = \nabla\log\pi_\theta, \qquad \nabla k_2 = -\ell\,\nabla\log\pi_\theta, \qquad \nabla k_3 = (1 - e^{\ell})\,\nabla\log\pi_\theta .$$
-
-On-policy ($\pi_{\text{old}} = \pi_\theta$), take expectations and compare with the two exact gradients
-$\nabla\mathrm{KL}(\pi_\theta\|\pi_{\text{ref}}) = \mathbb{E}_{\pi_\theta}\big[\log\tfrac{\pi_\theta}{\pi_{\text{ref}}}\nabla\log\pi_\theta\big]$ (reverse) and
-$\nabla\mathrm{KL}(\pi_{\text{ref}}\|\pi_\theta) = -\mathbb{E}_{\pi_{\text{ref}}}[\nabla\log\pi_\theta] = \mathbb{E}_{\pi_\theta}\big[(1 - \tfrac{\pi_{\text{ref}}}{\pi_\theta})\nabla\log\pi_\theta\big]$ (forward):
-
-* $k_1$ in the loss: $\mathbb{E}[\nabla\log\pi_\theta] = 0$ — zero *expected* gradient, whatever $\pi_{\text{ref}}$ is (one batch's gradient is noise, not 0);
-* $k_2$ in the loss: exactly the reverse KL's gradient;
-* $k_3$ in the loss — GRPO as written in DeepSeekMath — exactly the **forward** KL's gradient, though its value estimates the reverse KL;
-* $\frac{\pi_\theta}{\pi_{\text{old}}}k_3$ (ladder's `--kl-correction on`, TRL's `use_bias_correction_kl`): $\mathbb{E}_{\pi_{\text{old}}}[\frac{\pi_\theta}{\pi_{\text{old}}}k_3] = \sum_a \pi_\theta k_3 = \mathrm{KL}(\pi_\theta\|\pi_{\text{ref}})$ as a function of $\theta$,
-  so its gradient is the reverse KL's, on-policy *and* off. The weight's value is 1 until the first optimiser step
-  (on the first minibatch of the first pass); its gradient is not 0;
-* $k_1$ in the reward (RLOO, `--kl-in reward`): $\hat A \ni -\beta k_1$ on $\pi_{\text{old}}$, a constant, so the gradient is REINFORCE's
-  $\mathbb{E}[k_1\nabla\log\pi_\theta]$ — the reverse KL's, on-policy.
-
-`viz.kl_gradients` checks all of it with no sampling: a 5-action categorical, every action enumerated with its
-weight $\pi_{\text{old}}(a)$, each term built by `core.kl_estimate` / `core.kl_in_reward`, differentiated by autograd, against autograd on the
-exact KLs. Move $\pi_{\text{old}}$ away from $\pi_\theta$ (that is what $\mu > 1$ does): only the weighted $k_3$ stays exact.
-
-**Exercise:** `ex14_kl_in_reward.py`; once it passes, `python -m ladder.run grpo --preset tiny --qlora --algo rloo --use-exercises`
-trains with your `kl_in_reward`.""",
-    """view = viz.kl_gradient_view(ref_distance=1.0, old_distance=0.0)
-view""",
-    """for old in (0.0, 0.8):
-    g = viz.kl_gradients(ref_distance=1.0, old_distance=old)
-    print(f"π_old {'= π_θ (on-policy)' if old == 0 else '≠ π_θ (off-policy)'}:  ‖∇KL rev‖ {g['norm_reverse']:.3f}, "
-          f"‖∇KL fwd‖ {g['norm_forward']:.3f}")
-    for way in viz.exact_kl_gradients.KL_WAYS:
-        print(f"   {way:26s} error vs reverse {g['error_reverse'][way]:.1e}   vs forward {g['error_forward'][way]:.1e}")""",
-    r"""md:## 5 · Tokens: who loses the gradient
-
-The clip zeroes a token's gradient where the clipped branch is the smaller one: $\rho > 1+\varepsilon_{\text{high}}$ with
-$\hat A > 0$, $\rho < 1-\varepsilon_{\text{low}}$ with $\hat A < 0$. At the token level (GRPO) $\rho_t = \pi_\theta(a_t)/\pi_{\text{old}}(a_t)$ decides per token;
-at the sequence level (GSPO)
-
-$$s_i = \exp\Big(\frac{1}{|y_i|}\sum_t \log\frac{\pi_\theta(a_t)}{\pi_{\text{old}}(a_t)}\Big)$$
-
-(`core.sequence_log_ratio`) decides for the whole completion: one token far off is averaged away, or the whole
-completion goes. Below, a real batch of the tiny QLoRA preset (4 prompts × 4 completions, sampled by $\pi_{\text{old}}$ = the
-preset after 4 GRPO updates; about 15 s, once) after $\mu$ passes of `core.update`. Colour the tokens by
-whether they keep their gradient, by $\pi_\theta/\pi_{\text{old}}$, by the sign of $\hat A$, by the exact KL to $\pi_{\text{ref}}$ at that position, or by
-the entropy; struck-through tokens lose their gradient at the chosen level (`viz.gradient_mask` asks autograd, through
-`core.clipped_surrogate`). The toggle does not retrain: it clips the same $\pi_\theta$ both ways.
-
-GSPO's own $\varepsilon$ is $3\cdot10^{-4}$ / $4\cdot10^{-4}$ (low / high), some 500× smaller than GRPO's 0.2. A sequence ratio
-is one number per completion, so clipping it removes the whole completion's gradient — and at that $\varepsilon$ GSPO
-still clips a far larger share of the tokens than GRPO does (the GSPO paper reports clipped fractions about two orders
-of magnitude above GRPO's). Slide $\varepsilon$ down and watch the bars: at 0.2 the sequence level clips little or nothing,
-at 0.05 already more tokens than the token level, and at GSPO's $\varepsilon$ most completions with $\hat A \neq 0$ lose their
-gradient whole.
-
-**Exercise:** `ex12_sequence_ratio.py` (see section 3): `python -m ladder.run grpo --preset tiny --qlora --algo gspo --use-exercises`.""",
-    """view = viz.token_view(mu=3, eps=0.2, level="token")
-view""",
-    """for eps in (0.2, 0.05, 3e-3):
-    view.controls["eps"].value = eps
-    d = view.data
-    print(f"ε = {eps:<5}: " + "  |  ".join(f"{level} level: {d['frac_tokens'][level]:4.0%} of the tokens with Â ≠ 0 clipped, "
-                                      f"{d['frac_rows'][level]:4.0%} of the completions whole" for level in ("token", "sequence")))
-view.controls["eps"].value = 0.2
-view.controls["level"].value = "sequence"     # the text above now strikes through at the sequence level""",
-    r"""md:## 6 · The league
-
-Finally, the methods against each other on the tiny task, trained by the real rung: `grpo.train` with
-`grpo.PRESETS["tiny"]` and each method's `grpo.ALGOS` bundle (the flags `--algo NAME` sets), stopped by the same
-**budget of sampled completions** (`max_completions`) rather than of updates — DAPO's dynamic sampling may sample more
-per update. The score is greedy accuracy on held-out sums,
-
-$$\text{acc} = \frac{1}{N}\sum_{j=1}^{N} \big[\text{answer}(\text{greedy}(q_j)) = a_j\big],$$
-
-plotted against completions sampled. Here: 3 methods × 192 completions (6 updates of 4 prompts × 8) × 32 held-out
-sums, about half a minute — one seed, so small differences are noise. The full table (every `--algo`, π_ref refresh, KL in
-the reward, several seeds, 3,840 completions each) is `python benchmarks/variants.py`, with results in
-`benchmarks/RESULTS.md`.
-
-**Exercises:** `ex13_leave_one_out.py` and `ex14_kl_in_reward.py` are `rloo`'s two functions
-(`python -m ladder.run grpo --preset tiny --qlora --algo rloo --use-exercises`); `ex15_soft_update.py` is the π_ref refresh
-(`python -m ladder.run ppo-sentiment --preset tiny --ref-sync-every 2 --use-exercises`).""",
-    """view = viz.league_view(methods=("grpo", "dapo", "rloo"), max_completions=192, eval_size=32)
-view""",
-    """display(Markdown(view.data["table"]))""",
+Four numbers this notebook printed. The first cell asks the questions; write your answers into the second and run it
+(`quiz.reveal()` shows the notebook's own numbers).""",
+    """quiz = viz.SelfCheck(
+    dapo_divisor=("Section 1's table: every dapo token's loss is divided by the same x (weight 1/x). What is x?",
+                  weights["tokens"] / weights["num_minibatches"]),
+    k3_error=("Section 2, on-policy: how far (‖·‖) is plain k3 in the loss from the reverse KL's gradient?",
+              grads[0.0]["error_reverse"]["k3 in the loss"]),
+    gspo_whole=("Section 3, at GSPO's ε_low / ε_high = 3e-4 / 4e-4: what fraction (0 to 1) of the completions with "
+                "Â ≠ 0 does the sequence level clip whole?", shares[3e-4]["frac_rows"]["sequence"]),
+    steps_per_update=("Section 6: num_iterations = 4, steps_per_generation = 2. How many optimiser steps does one "
+                      "ladder update take?", schedules[3]["ladder"]["optimizer_steps_per_update"]),
+)
+quiz.ask();""",
+    """quiz.check(dapo_divisor=None, k3_error=None, gspo_whole=None, steps_per_update=None);""",
 ]

@@ -44,10 +44,10 @@ update applies the fraction $n/H$ of it: too much KL raises $\beta$, too little 
 Two completions, of 3 and 2 tokens, with $\beta = 0.2$:""",
     SETUP,
     """scores = torch.tensor([1.0, -0.5])
-logp = torch.tensor([[-1.0, -2.0, -0.5], [-1.5, -0.3, 0.0]])    # log π_old(a_t)
+old_logp = torch.tensor([[-1.0, -2.0, -0.5], [-1.5, -0.3, 0.0]])    # log π_old(a_t)
 ref_logp = torch.tensor([[-1.2, -2.5, -0.4], [-1.5, -0.9, 0.0]])
 mask = torch.tensor([[1., 1., 1.], [1., 1., 0.]])
-rewards, kl = core.kl_penalized_rewards(scores, logp, ref_logp, mask, kl_coef=0.2)
+rewards, kl = core.kl_penalized_rewards(scores, old_logp, ref_logp, mask, kl_coef=0.2)
 rewards""",
     r"""md:**Exercise:** `exercises/ex09_kl_rewards.py` builds these rewards; once it passes,
 `python -m ladder.run ppo-sentiment --preset tiny --use-exercises` trains with your version.""",
@@ -85,10 +85,29 @@ display(Markdown((RUNS / "sentiment" / "samples.md").read_text()))""",
     print(f"update {r['step']}: score {r['score_mean']:+.4f}  KL {r['kl_ref']:.4f}  β {r['kl_coef']:.4f}  "
           f"clip fraction {r['clip_frac']:.4f}")
 display(Image(data=lm_views.learning_curves(metrics(RUNS / "sentiment"))))""",
-    r"""md:## From per-token rewards to advantages: GAE over the completion
+    r"""md:## Token log-probs: the one-position shift
+
+Every number above starts as $\log\pi(a_t)$ of a completion token. A causal LM's output $z_i$ at position $i$ is a
+distribution over the token at position $i+1$, and the policy that sampled is the softmax of $z/\tau$ (`generate`
+divides by the temperature $\tau$ before it samples). With the prompt's last position at $P-1$:
+
+$$\log\pi(a_t) = \log\operatorname{softmax}\big(z_{P-1+t}/\tau\big)[a_t] = z_{P-1+t,\,a_t}/\tau - \log\sum_v e^{z_{P-1+t,\,v}/\tau},$$
+
+and 0 on padding — `core.token_logp`. The policy calls it on chunks of positions (and shares each prompt's forward
+pass), so the full $[B, P+T, V]$ logits never sit in memory; computed on the whole logits at once, it gives the same
+numbers:""",
+    """demo = lm_lab.token_logps()
+print(f"logits {demo['logits_shape']} = [B, P + T, V]: prompts of P = {demo['prompt_len']}, "
+      f"completions of T = {demo['completion_len']}, τ = {demo['temperature']}")
+print(f"max |full − policy.evaluate| = {demo['max_abs_diff']:.2e}")
+print("first completion:", "  ".join(f"{tok!r} {lp:.2f}" for tok, lp in demo["first_row"][:8]))""",
+    r"""md:**Exercise:** `exercises/ex16_token_logp.py` writes `token_logp`; with it, every log-prob an LM rung uses is yours.
+
+## From per-token rewards to advantages: GAE over the completion
 
 A completion of $T$ tokens $a_0,\dots,a_{T-1}$ is an episode that ends at its last real token: `dones` is
 `core.last_step_mask(mask)`, so there is no bootstrap past it ($V_T = 0$; padding never enters). `core.gae` computes
+(`core.masked_gae` is exactly this, with the padding zeroed — exercise 19)
 
 $$\delta_t = r_t + \gamma V_{t+1} - V_t, \qquad \hat A_t = \delta_t + \gamma\lambda\,\hat A_{t+1}, \qquad R_t = \hat A_t + V_t ,$$
 
@@ -239,7 +258,7 @@ the printout shows both. How the prompts are grouped decides which comparisons t
 GRPO puts the KL into the loss, not the reward, so that its gradient is the gradient of the KL itself, token by
 token, rather than a sequence-level reward term that every token of the completion shares. Both are options of the
 rung: `--kl-in loss` (GRPO) or `--kl-in reward` (RLOO: $\beta\sum_t \mathrm{KL}_t$ comes off each completion's reward $R_i$);
-notebook 6 §4 computes which estimator's gradient is the gradient of which KL. In the loss the KL is estimated
+notebook 6 §2 computes which estimator's gradient is the gradient of which KL. In the loss the KL is estimated
 with $k_3$, importance-weighted by $r_t(\theta)$ (notebook 3). The weight is exactly 1 until the first optimiser step
 and matters from then on, whenever $\mu\cdot M > 1$ ($\mu$ passes of $M$ minibatches): already the second minibatch of the
 first pass has $r_t(\theta) \neq 1$. The loss is

@@ -226,6 +226,11 @@ def test_token_view_controls_on_the_constructed_case():
     assert _cells(view.data["clip"]["no_grad"]) != token_set
     assert view.text.value.count("whole completion clipped") == 2 and "s=1.210" in view.text.value
     assert view.data["frac_rows"] == {"token": pytest.approx(1 / 3), "sequence": pytest.approx(2 / 3)}
+    view.controls["high"].value = 1.4                     # DAPO's clip-higher: ε_high = 0.28
+    assert view.data["eps_high"] == pytest.approx(0.28) and "2.8e-01" in view.data["summary"]
+    assert _cells(view.data["clips"]["token"]["no_grad"]) == {(0, 0), (1, 0), (1, 1), (1, 2)}   # r = 1.25 < 1.28 now
+    assert view.data["clip"]["rows_dropped"].tolist() == [False, True, False, False]          # s ≈ 1.21 < 1.28 too
+    view.controls["high"].value = 1.0
     view.controls["eps"].value = 0.4                      # s_i within [0.6, 1.4] for every row: nothing clipped
     assert not view.data["clip"]["no_grad"].any()
     assert _cells(view.data["clips"]["token"]["no_grad"]) == {(0, 0)}    # but r = 1.5 > 1.4, with Â > 0
@@ -262,6 +267,14 @@ def test_token_view_on_a_real_tiny_grpo_batch(real_token_view):
     for i in range(len(seq)):
         row = seq[i][d["clips"]["sequence"]["signal"][i]]
         assert row.all() or not row.any()
+    # the notebook's claim: at GSPO's pair the sequence level clips a far larger share of the tokens than the token
+    # level does at GRPO's 0.2
+    view.controls["eps"].value = 0.2
+    grpo_share = view.data["frac_tokens"]["token"]
+    view.controls["high"].value = 4 / 3
+    view.controls["eps"].value = 3e-4
+    assert (view.data["eps_low"], view.data["eps_high"]) == pytest.approx((3e-4, 4e-4))
+    assert view.data["frac_tokens"]["sequence"] > 2 * grpo_share
 
 
 # ------------------------------------------------------------------------------------------- parity
@@ -300,6 +313,75 @@ def test_parity_view_shows_the_deliberate_difference(parity):
     assert not d["same_by_design"] and d["loss_diff"] > 1e-6 and "by design" in d["summary"]
     parity.controls["level"].value = "token"
     assert parity.data["max_grad_diff"] < 1e-5
+
+
+# ------------------------------------------------------------------------- the loss's constant normaliser
+def test_algo_table_has_every_bundle_and_gspos_small_eps():
+    from ladder.rungs import grpo
+
+    text = viz.algo_league.algo_table()
+    for name in grpo.ALGOS:
+        assert f"| {name} | " in text
+    assert "| 0.0003 / 0.0004 | 500× |" in text                   # GRPO's 0.2 ÷ GSPO's ε_high
+    assert "| 0.2 / 0.28 | 0.714× |" in text                      # DAPO's clip-higher
+    assert "CISPO clips no ratio" in text
+
+
+LENGTHS = [[8, 2, 5, 1], [3, 3, 7, 4]]      # 2 processes × 4 completions, as in the notebook
+
+
+def test_loss_weights_by_hand():
+    """dapo: M / (real tokens of the whole update); dr_grpo: 1 / (P·b·L_max); grpo: 1 / (P·b·|y_i|);
+    bnpo: 1 / (P · real tokens of the minibatch on its process)."""
+    w = viz.algo_league.loss_weights(LENGTHS, num_minibatches=2, max_new_tokens=8)
+    P, M, b, L = 2, 2, 2, 8
+    assert w["tokens"] == 33
+    for p, lens in enumerate(LENGTHS):
+        for i, n in enumerate(lens):
+            mb_tokens = sum(lens[(i // b) * b:(i // b + 1) * b])
+            assert w["dapo"][p][i] == pytest.approx(M / 33) and w["cispo"][p][i] == w["dapo"][p][i]
+            assert w["dr_grpo"][p][i] == pytest.approx(1 / (P * b * L))
+            assert w["grpo"][p][i] == pytest.approx(1 / (P * b * n))
+            assert w["bnpo"][p][i] == pytest.approx(1 / (P * mb_tokens))
+    # every real token of the update, weighted: M in all, one per optimiser step of a pass
+    total = sum(n * w["dapo"][p][i] for p, lens in enumerate(LENGTHS) for i, n in enumerate(lens))
+    assert total == pytest.approx(M)
+    one = viz.algo_league.loss_weights([[8, 2, 5, 1]], num_minibatches=1, max_new_tokens=8)
+    assert one["dapo"] == one["bnpo"]                               # one process, M = 1: dapo is bnpo
+    table = viz.algo_league.loss_weights_table(w)
+    assert "| 0 | 1 | 1 | 1/4 | 1/12 | 1/32 | 1/16.5 | 1/16.5 |" in table
+    with pytest.raises(ValueError, match="same number of rows"):
+        viz.algo_league.loss_weights([[1, 2], [3]], num_minibatches=1, max_new_tokens=4)
+
+
+def test_loss_weights_are_what_compute_loss_does_with_the_rungs_constant():
+    """The same weights from core.compute_loss on a minibatch, its num_tokens the share N / M that core.update
+    gives it: REINFORCE with Â = −1 makes the loss Σ w·log π, so ∂loss/∂log π is the weight."""
+    from ladder.rungs.grpo_options import LOSS_TYPES, loss_normaliser
+
+    class Table(torch.nn.Module):                  # log π_θ of each token is a weight of its own
+        def __init__(self, shape):
+            super().__init__()
+            self.logp = torch.nn.Parameter(torch.zeros(shape))
+
+        def evaluate(self, batch):
+            return self.logp, None, None
+
+    w = viz.algo_league.loss_weights(LENGTHS, num_minibatches=2, max_new_tokens=8)
+    P, M, L = 2, 2, 8
+    for loss_type, (_, aggregation) in LOSS_TYPES.items():
+        cfg = core.UpdateConfig(objective="reinforce", aggregation=aggregation)
+        for p, lens in enumerate(LENGTHS):
+            n = loss_normaliser(loss_type, len(lens), L, w["tokens"] / P)
+            for k in range(M):
+                rows = torch.tensor(lens[2 * k:2 * k + 2])
+                mask = (torch.arange(L)[None] < rows[:, None]).float()
+                mb = core.Batch(actions=torch.zeros(2, L, dtype=torch.long), mask=mask, advantages=-mask)
+                policy = Table((2, L))
+                loss, _, _ = core.compute_loss(policy, mb, cfg, None if n is None else n / M)
+                loss.backward()
+                got = (policy.logp.grad[:, 0] / P).tolist()          # ÷ P: the processes average their gradients
+                assert got == pytest.approx(w[loss_type][p][2 * k:2 * k + 2]), (loss_type, p, k)
 
 
 # ------------------------------------------------------------------------------------------- league

@@ -194,3 +194,11 @@ def test_lm_mu_view_eps_and_lr_sliders(lm_mu_view):
     moved = lm_mu_view.data["ratio_std"][-1]
     lm_mu_view.controls["lr"].value = 1e-5
     assert lm_mu_view.data["ratio_std"][-1] < 0.25 * moved                # a tiny step barely moves π_θ
+
+
+def test_token_logps_on_the_whole_logits_equal_the_policy_chunked_and_shared():
+    demo = lm_lab.token_logps(batch_size=3)
+    assert demo["logits_shape"][1] == demo["prompt_len"] + demo["completion_len"]
+    assert demo["max_abs_diff"] < 1e-5
+    assert demo["first_row"] and all(lp <= 0 for _, lp in demo["first_row"])
+    assert (demo["full"] != 0).any()

@@ -1,5 +1,9 @@
 """Notebook 6, the league: the ``--algo`` bundles trained by the real ``grpo`` rung at one budget of completions.
 
+    algo_table          the ``--algo`` bundles as a Markdown table: the flags each method's paper sets
+    loss_weights        what each ``--loss-type`` divides by at M minibatches and P processes: the weight of one
+                        token in the gradient of the optimiser step that holds it (autograd through ``core.aggregate``
+                        with the constant ``grpo_options.loss_normaliser`` gives the rung)
     league              {method: the records of one ``grpo.train`` run}, every method at the same number of sampled
                         completions
 
@@ -16,12 +20,78 @@ from pathlib import Path
 
 import ipywidgets as widgets
 import numpy as np
+import torch
 from matplotlib.figure import Figure
 
+from ladder import core
 from ladder.viz._widget import View
 
-LEAGUE_METRICS = {"eval_accuracy": "greedy held-out accuracy", "reward": "mean reward of the sampled completions",
-                  "kl_ref": "KL(π_θ‖π_ref) in the loss"}
+LEAGUE_METRICS = {"eval_accuracy": "greedy held-out accuracy", "reward": "mean reward of the samples",
+                  "kl_ref": "KL(π_θ‖π_ref) estimate"}
+
+
+def algo_table(methods=None) -> str:
+    """``grpo.ALGOS`` as Markdown: one row per ``--algo``, the flags it sets, and its ε against GRPO's."""
+    from ladder.rungs import grpo
+
+    default_eps = grpo.Config.__dataclass_fields__["clip_eps"].default
+    rows = ["| method | flags `--algo` sets | clip ε_low / ε_high | GRPO's ε ÷ its ε_high |", "|---|---|---|---:|"]
+    for name in methods or grpo.ALGOS:
+        flags = grpo.ALGOS[name]
+        low = flags.get("clip_eps", default_eps)
+        high = flags.get("clip_eps_high") or low
+        clip = "— (CISPO clips no ratio)" if flags.get("loss_type") == "cispo" else f"{low:g} / {high:g}"
+        ratio = "" if flags.get("loss_type") == "cispo" else f"{default_eps / high:.3g}×"
+        rows.append(f"| {name} | " + ", ".join(f"`{k}={v}`" for k, v in flags.items()) + f" | {clip} | {ratio} |")
+    return "\n".join(rows)
+
+
+def loss_weights(lengths: list[list[int]], num_minibatches: int, max_new_tokens: int) -> dict:
+    """The weight ∂L/∂ℓ_t of one token's loss ℓ_t in the gradient of the optimiser step that holds it, per loss type.
+
+    ``lengths[p]`` are the completion lengths on process p (the same number of rows on each); each process cuts its
+    rows, in order, into ``num_minibatches`` = M minibatches, one optimiser step each. As in ``grpo.grpo_step``, the
+    constant N of "sum_over_constant" comes from ``loss_normaliser`` (dapo, cispo: the real tokens of the whole
+    update over all processes ÷ P; dr_grpo: this process's rows × L_max), ``core.update`` gives each minibatch N / M,
+    ``core.aggregate`` computes the minibatch's loss, and the P processes average their gradients (÷ P).
+    Returns {loss_type: [[w per row] per process]}, and "tokens" (the real tokens of the update).
+    """
+    from ladder.rungs.grpo_options import LOSS_TYPES, loss_normaliser
+
+    P, M = len(lengths), num_minibatches
+    if len({len(rows) for rows in lengths}) != 1 or len(lengths[0]) % M:
+        raise ValueError(f"every process needs the same number of rows, divisible by M = {M}: {lengths}")
+    tokens = sum(map(sum, lengths))
+    out = {"tokens": tokens, "lengths": lengths, "num_minibatches": M, "max_new_tokens": max_new_tokens}
+    for loss_type, (_, aggregation) in LOSS_TYPES.items():
+        per_process = []
+        for rows in lengths:
+            mask = (torch.arange(max_new_tokens)[None] < torch.tensor(rows)[:, None]).double()
+            n = loss_normaliser(loss_type, len(rows), max_new_tokens, tokens / P)
+            weights = []
+            for mb in mask.chunk(M):
+                x = torch.zeros_like(mb, requires_grad=True)                  # ℓ_t: each token's loss
+                loss = core.aggregate(x, mb, aggregation, None if n is None else n / M)
+                weights += (torch.autograd.grad(loss, x)[0][:, 0] / P).tolist()  # ÷ P: the processes' average
+            per_process.append(weights)
+        out[loss_type] = per_process
+    return out
+
+
+def loss_weights_table(weights: dict) -> str:
+    """``loss_weights`` as Markdown: one row per completion, each weight written 1/x (x: what its token's loss is
+    divided by)."""
+    from ladder.rungs.grpo_options import LOSS_TYPES
+
+    lengths, M = weights["lengths"], weights["num_minibatches"]
+    rows = ["| process | minibatch | length | " + " | ".join(LOSS_TYPES) + " |",
+            "|---:|---:|---:|" + "---:|" * len(LOSS_TYPES)]
+    for p, lens in enumerate(lengths):
+        per_mb = len(lens) // M
+        for i, n in enumerate(lens):
+            cells = " | ".join(f"1/{1 / weights[lt][p][i]:.4g}" for lt in LOSS_TYPES)
+            rows.append(f"| {p} | {i // per_mb} | {n} | {cells} |")
+    return "\n".join(rows)
 
 
 @functools.lru_cache(maxsize=16)

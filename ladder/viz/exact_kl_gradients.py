@@ -83,7 +83,7 @@ def kl_gradient_view(ref_distance: float = 1.0, old_distance: float = 0.0) -> Vi
         d = kl_gradients(v["ref_distance"], v["old_distance"])
         d["sweep"] = {"ref_distance": sweep, **{k: [kl_gradients(float(x), v["old_distance"])["error_reverse"][k]
                                                      for x in sweep] for k in KL_WAYS}}
-        fig = Figure(figsize=(12, 3.6))
+        fig = Figure(figsize=(12, 4.0))
         ax = fig.add_subplot(1, 3, 1)
         x = np.arange(5)
         for i, (key, label) in enumerate((("p_theta", "π_θ"), ("p_old", "π_old (samples)"), ("p_ref", "π_ref"))):
@@ -103,7 +103,7 @@ def kl_gradient_view(ref_distance: float = 1.0, old_distance: float = 0.0) -> Vi
         ax.set_yticklabels(KL_WAYS, fontsize=8)
         ax.invert_yaxis()
         ax.set_title(f"‖E[gradient] − true gradient‖ (‖∇KL rev.‖ = {d['norm_reverse']:.3f})", fontsize=9)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=1, frameon=False)
         ax = fig.add_subplot(1, 3, 3)
         for i, k in enumerate(KL_WAYS):
             ax.plot(sweep, d["sweep"][k], ("-", "--", "-.", ":", "-")[i], label=k, lw=1.5 if i != 3 else 2.5)

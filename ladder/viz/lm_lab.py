@@ -133,6 +133,32 @@ def _ppo_batch(seed: int, updates: int, kl_coef: float, batch_size: int) -> PPOB
     return PPOBatch(tokens, texts, scores, old_logp, ref_logp, values * batch.mask, batch.mask, kl_coef, cfg)
 
 
+def token_logps(seed: int = 0, batch_size: int = 4) -> dict:
+    """One batch the tiny ``ppo-sentiment`` policy samples, its log-probs computed two ways:
+
+        full     core.token_logp(z[:, P−1:], x[:, P−1:], mask, τ) on the whole [B, P + T, V] logits
+        policy   CausalLMPolicy.evaluate: the same function, on chunks of positions, prompts shared
+
+    Returns the shapes, both [B, T] results, and the first completion's tokens with their log-probs.
+    """
+    with quiet_run():
+        cfg = ppo_sentiment.Config(**{**ppo_sentiment.PRESETS["tiny"], "seed": seed}, progress=False)
+        torch.manual_seed(seed)
+        model, tokenizer, _, pool = ppo_sentiment.load_parts(cfg)
+        policy = ppo_sentiment.build_policy(cfg, model)
+        batch, _, _ = ppo_sentiment.rollout(policy, tokenizer, pool[:batch_size], cfg)
+    ids, attention = batch.inputs["input_ids"], batch.inputs["attention_mask"]
+    P = ids.shape[1] - batch.actions.shape[1]
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=attention, position_ids=position_ids_for(attention)).logits
+        full = core.token_logp(logits[:, P - 1:], ids[:, P - 1:], batch.mask, cfg.temperature)
+        evaluated = policy.evaluate(batch)[0] * batch.mask
+    first = [(tokenizer.decode([int(a)]), float(lp)) for a, lp, m in zip(batch.actions[0], full[0], batch.mask[0]) if m]
+    return {"logits_shape": list(logits.shape), "prompt_len": P, "completion_len": batch.actions.shape[1],
+            "temperature": cfg.temperature, "full": full, "policy": evaluated,
+            "max_abs_diff": (full - evaluated).abs().max().item(), "first_row": first}
+
+
 def token_table(fixed: PPOBatch, row: int = 0, gamma: float | None = None, lam: float | None = None) -> dict:
     """Completion ``row`` of the batch through the rung's per-token rewards and GAE, token by token.
 

@@ -18,6 +18,7 @@ import ipywidgets as widgets
 import numpy as np
 import torch
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ladder import core
 from ladder.hub import quiet_progress
@@ -196,19 +197,26 @@ def tokens_html(table: TokenTable, clip: dict, quantity: str, eps_low: float, ep
             f"(ε_low {eps_low:g}, ε_high {eps_high:g}); hover a token for its numbers</i></div>" + "".join(lines))
 
 
+EPS_HIGH_RATIOS = {"ε_high = ε": 1.0, "ε_high = 1.4·ε (DAPO: 0.28 / 0.2)": 1.4,
+                   "ε_high = 4/3·ε (GSPO: 4e-4 / 3e-4)": 4 / 3}
+
+
 def token_view(mu: int = 3, eps: float = 0.2, level: str = "token", quantity: str = "gradient kept / clipped",
-               passes: Callable[[int], TokenTable] | None = None, max_mu: int = 6) -> View:
+               passes: Callable[[int], TokenTable] | None = None, max_mu: int = 6, eps_high_ratio: float = 1.0) -> View:
     """A real tiny-GRPO batch after μ passes, each completion token coloured; token- vs sequence-level clipping.
 
     ``passes(μ) -> TokenTable`` gives the tables (default: ``token_passes``). The toggle does not retrain: the same
     π_θ is clipped per token (GRPO) or per completion (GSPO, ``core.sequence_log_ratio``), which shows which tokens
-    and which whole completions would lose their gradient in the next pass.
+    and which whole completions would lose their gradient in the next pass. ε is ε_low; ε_high = ε · the chosen
+    ratio (``EPS_HIGH_RATIOS``: symmetric, DAPO's clip-higher, GSPO's pair).
     """
     passes = passes or token_passes
     controls = {
         "mu": widgets.IntSlider(value=mu, min=1, max=max_mu, description="μ (passes)", **_SLIDER),
-        "eps": widgets.FloatLogSlider(value=eps, base=10, min=-4, max=math.log10(0.5), step=0.1, description="ε",
-                                      readout_format=".1e", **_SLIDER),
+        "eps": widgets.FloatLogSlider(value=eps, base=10, min=-4, max=math.log10(0.5), step=0.1,
+                                      description="ε (ε_low)", readout_format=".1e", **_SLIDER),
+        "high": widgets.Dropdown(options=list(EPS_HIGH_RATIOS.items()), value=eps_high_ratio, description="ε_high",
+                                 layout=widgets.Layout(width="330px")),
         "level": widgets.ToggleButtons(options=["token", "sequence"], value=level, description="clip level",
                                        style={"description_width": "initial", "button_width": "90px"}),
         "quantity": widgets.Dropdown(options=list(TOKEN_QUANTITIES), value=quantity, description="colour by"),
@@ -217,14 +225,14 @@ def token_view(mu: int = 3, eps: float = 0.2, level: str = "token", quantity: st
 
     def draw(v: dict):
         table = passes(v["mu"])
-        eps_ = float(v["eps"])
-        clips = {lv: gradient_mask(table.logp, table.old_logp, table.advantages, table.mask, eps_, eps_, lv)
+        eps_, eps_high = float(v["eps"]), float(v["eps"]) * v["high"]
+        clips = {lv: gradient_mask(table.logp, table.old_logp, table.advantages, table.mask, eps_, eps_high, lv)
                  for lv in ("token", "sequence")}
         clip = clips[v["level"]]
-        text.value = tokens_html(table, clip, v["quantity"], eps_, eps_, v["level"])
+        text.value = tokens_html(table, clip, v["quantity"], eps_, eps_high, v["level"])
         real = table.mask.bool()
         token_ratio = torch.exp(table.logp - table.old_logp)
-        fig = Figure(figsize=(11, 3.2))
+        fig = Figure(figsize=(11, 3.8))
         ax = fig.add_subplot(1, 2, 1)
         rows = torch.arange(len(real))[:, None].expand_as(real)
         sig, cut = clip["signal"], clip["no_grad"]
@@ -233,13 +241,14 @@ def token_view(mu: int = 3, eps: float = 0.2, level: str = "token", quantity: st
             ax.scatter(token_ratio[sel].numpy(), rows[sel].numpy(), s=10, color=color, label=f"r_t, {label}")
         ax.scatter(clips["sequence"]["ratio"][:, 0].numpy(), np.arange(len(real)), marker="D", s=22,
                    facecolor="none", edgecolor="k", label="sequence s_i")
-        ax.axvspan(1 - eps_, 1 + eps_, color="C0", alpha=0.1)
+        ax.axvspan(1 - eps_, 1 + eps_high, color="C0", alpha=0.1)
         ax.set_xscale("log")
         ax.invert_yaxis()
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.set_xlabel("π_θ/π_old (log)")
         ax.set_ylabel("completion")
-        ax.set_title(f"after μ = {table.mu} pass(es); band = [1 − ε, 1 + ε]", fontsize=9)
-        ax.legend(fontsize=6, loc="lower right")
+        ax.set_title(f"after μ = {table.mu} pass(es); band = [1 − ε_low, 1 + ε_high]", fontsize=9)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
         ax = fig.add_subplot(1, 2, 2)
         n_sig = max(int(clips["token"]["signal"].sum()), 1)
         frac_tok = [float(clips[lv]["no_grad"].sum()) / n_sig for lv in ("token", "sequence")]
@@ -252,12 +261,14 @@ def token_view(mu: int = 3, eps: float = 0.2, level: str = "token", quantity: st
         ax.set_xticklabels(["token level (GRPO)", "sequence level (GSPO)"])
         ax.set_ylim(0, 1)
         ax.set_title(f"share of the {n_sig} tokens / {n_rows} completions with Â ≠ 0", fontsize=9)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
         fig.tight_layout()
         data = {"table": table, "clip": clip, "clips": clips, "frac_tokens": dict(zip(("token", "sequence"), frac_tok)),
-                "frac_rows": dict(zip(("token", "sequence"), frac_row)), "html": text.value}
-        data["summary"] = (f"μ = {table.mu}, ε = {eps_:.1e}: token level clips {frac_tok[0]:.0%} of the tokens "
-                           f"({frac_row[0]:.0%} of the completions whole); sequence level {frac_tok[1]:.0%} "
+                "frac_rows": dict(zip(("token", "sequence"), frac_row)), "html": text.value, "eps_low": eps_,
+                "eps_high": eps_high}
+        data["summary"] = (f"μ = {table.mu}, ε_low / ε_high = {eps_:.1e} / {eps_high:.1e}, of the {n_sig} tokens "
+                           f"({n_rows} completions) with Â ≠ 0: token level clips {frac_tok[0]:.0%} of the tokens "
+                           f"({frac_row[0]:.0%} of the completions whole), sequence level {frac_tok[1]:.0%} "
                            f"({frac_row[1]:.0%})")
         return fig, data
 

@@ -1,4 +1,4 @@
-"""Notebook 6's first two sections: TRL's names on ladder's, and TRL's GRPO schedule on ladder's μ and minibatches.
+"""Notebook 6's bookkeeping sections: TRL's names on ladder's, and TRL's GRPO schedule on ladder's μ and minibatches.
 
 Every number here is computed, none is typed in:
 
@@ -214,12 +214,12 @@ def _schedule_figure(s: dict) -> Figure:
     for ms in micro:
         color = f"C{ms.generation % 10}"
         ax.add_patch(_rect(ms.micro, 2.1, color, hatch="///" if ms.stale else None))
-        ax.text(ms.micro + 0.5, 2.55, f"g{ms.generation}·s{ms.slice}" + (f"·i{ms.iteration}" if s["num_iterations"] > 1
-                                                                         else ""), ha="center", va="center", fontsize=7)
-        ax.text(ms.micro + 0.5, 1.75, f"{ms.old_version}→{ms.theta_version}", ha="center", va="center", fontsize=7,
-                color="C3" if ms.stale else "k")
+        _label(ax, ms.micro + 0.5, 2.55, f"g{ms.generation}·s{ms.slice}" + (f"·i{ms.iteration}" if s["num_iterations"]
+                                                                            > 1 else ""), 1 / n)
+        _label(ax, ms.micro + 0.5, 1.75, f"{ms.old_version}→{ms.theta_version}", 1 / n,
+               color="C3" if ms.stale else "k")
         if ms.micro == ms.generation * s["generate_every"]:
-            ax.plot(ms.micro, 3.15, "v", color="k", ms=7)
+            ax.plot(ms.micro + 0.5, 3.15, "v", color="k", ms=7)
     if s["ladder_steps"] is not None:
         for st in s["ladder_steps"]:
             stale = st["theta_version"] != st["old_version"]
@@ -227,7 +227,7 @@ def _schedule_figure(s: dict) -> Figure:
                                hatch="///" if stale else None))
             label = f"u{st['update']}·p{st['pass']}" + (f"·mb{st['minibatch']}" if s["ladder"]["num_minibatches"] > 1
                                                          else "")
-            ax.text(st["step"] * gas + gas / 2, 0.75, label, ha="center", va="center", fontsize=7)
+            _label(ax, st["step"] * gas + gas / 2, 0.75, label, gas / n)
     else:
         ax.text(n / 2, 0.75, "no ladder equivalent: " + s["ladder"]["reason"], ha="center", va="center", fontsize=8,
                 color="C3")
@@ -244,6 +244,19 @@ def _schedule_figure(s: dict) -> Figure:
                   "hatched = π_θ ≠ π_old)")
     fig.tight_layout()
     return fig
+
+
+_AXES_WIDTH_PT = 12 * 72 * 0.8      # the timeline's axes, about 80 % of the 12-inch figure
+
+
+def _label(ax, x: float, y: float, text: str, share: float, **kw) -> None:
+    """A box's label: across the box if it fits (``share`` = the box's share of the axes' width), else upright,
+    smaller, and none at all where even that would not fit."""
+    width = share * _AXES_WIDTH_PT
+    if len(text) * 7 * 0.6 <= width:
+        ax.text(x, y, text, ha="center", va="center", fontsize=7, **kw)
+    elif width >= 5:
+        ax.text(x, y, text, ha="center", va="center", fontsize=min(7.0, width / 1.3), rotation=90, **kw)
 
 
 def _rect(x: float, y: float, color: str, width: float = 1.0, hatch: str | None = None):
