@@ -1,5 +1,7 @@
 """Exercise 1 — discounted returns-to-go (REINFORCE, rung 1).
 
+Goes with notebook 1, section “Returns-to-go”.
+
 Each row of ``rewards`` is one whole episode, right-padded to the longest one. The return-to-go of
 step t is everything the episode still collects from t on, discounted by γ per step:
 

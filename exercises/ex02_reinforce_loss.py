@@ -1,5 +1,7 @@
 """Exercise 2 — the REINFORCE loss (Williams 1992).
 
+Goes with notebook 1, section “The log-derivative trick”.
+
 The log-derivative trick: ∇ E[R] = E[Â_t · ∇ log π_θ(a_t|s_t)]. As a loss to *minimise*, per action:
 
     L_t = −Â_t · log π_θ(a_t|s_t)

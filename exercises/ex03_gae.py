@@ -1,5 +1,7 @@
 """Exercise 3 — generalised advantage estimation (Schulman et al. 2016; PPO, rungs 2 and 3).
 
+Goes with notebook 2, section “GAE”.
+
 With a critic V, the TD error δ_t says how much better step t went than V expected; GAE sums
 the TD errors ahead, discounted by γλ, and never across the end of an episode:
 

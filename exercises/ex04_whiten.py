@@ -1,5 +1,7 @@
 """Exercise 4 — advantage whitening (normalisation).
 
+Goes with notebook 1, section “A baseline”.
+
 Scale advantages to zero mean and unit variance over the real entries, so the step size does not
 depend on the reward scale. With n real entries (``mask = 1``):
 

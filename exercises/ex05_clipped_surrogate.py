@@ -1,5 +1,7 @@
 """Exercise 5 — PPO's clipped surrogate (Schulman et al. 2017), with clip-higher (DAPO) and two-sided clipping.
 
+Goes with notebook 2, section “The clipped objective, on real ratios”.
+
 With the ratio r_t = π_θ(a_t|s_t) / π_old(a_t|s_t), per action (a loss to minimise):
 
     L_t = −min( r_t · Â_t,  clip(r_t, 1 − ε_low, 1 + ε_high) · Â_t )

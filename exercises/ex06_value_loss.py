@@ -1,5 +1,7 @@
 """Exercise 6 — the critic's loss, optionally clipped (PPO).
 
+Goes with notebook 2, section “GAE”.
+
 Regress V(s_t) on the return R_t. Clipping keeps the new value within c of the value seen at
 sampling time, and takes the *worse* of the two errors, so the clip never helps the loss:
 

@@ -1,5 +1,7 @@
 """Exercise 7 — estimating KL(π_θ ‖ π_ref) from sampled actions: k1, k2, k3 (Schulman, "Approximating KL").
 
+Goes with notebook 3, section “Estimating a KL from samples”.
+
 The full KL sums over every action; we only have the actions that were sampled from π_θ and their
 log-probs. With the log-ratio ℓ = log π_ref(a) − log π_θ(a), three per-action estimates:
 

@@ -1,5 +1,7 @@
 """Exercise 8 — the importance-sampling-corrected KL estimate.
 
+Goes with notebook 3, section “Why $\\pi_{\\text{old}} = \\pi_\\theta$ at sampling, and what $\\mu$ does”.
+
 k1, k2 and k3 (exercise 7) are estimates for actions sampled from π_θ. But after the first
 optimiser step on a batch, the batch was sampled by π_old ≠ π_θ, and the plain average then
 estimates E_{a ~ π_old}[k(a)], an expectation under the wrong policy. Weighting each estimate by how

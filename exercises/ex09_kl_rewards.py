@@ -1,5 +1,7 @@
 """Exercise 9 — per-token KL-shaped rewards (RLHF-PPO, Ziegler et al. 2019; rung 3).
 
+Goes with notebook 4, section “Reward vs KL: what $\\beta$ buys”.
+
 A reward model scores a whole completion once. RLHF-PPO turns that into a per-token reward: every
 token pays −β times its KL estimate to the reference model, and the last real token also gets the
 score. GAE (exercise 3) then spreads it over the completion.

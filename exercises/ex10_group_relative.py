@@ -1,5 +1,7 @@
 """Exercise 10 — group-relative advantages (GRPO, DeepSeekMath; rung 4).
 
+Goes with notebook 5, section “Dropping the critic”.
+
 GRPO needs no critic: it samples G completions per prompt and compares each one's reward with the
 others of its group. The G completions of a prompt are adjacent in ``rewards``.
 

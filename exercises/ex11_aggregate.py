@@ -1,5 +1,7 @@
 """Exercise 11 — from per-action losses to one number: masked aggregation (GRPO, Dr. GRPO, DAPO).
 
+Goes with notebook 5, section “KL in the loss, and how the loss is averaged”.
+
 Every loss so far is ``[B, T]``, one value per action, and padding must not count. How to average
 is a real design choice: it decides how much a long completion weighs against a short one.
 

@@ -1,5 +1,7 @@
 """Exercise 13 — RLOO's leave-one-out advantages (Kool et al. 2019; Ahmadian et al. 2024; grpo rung).
 
+Goes with notebook 6, section “4 · The league”.
+
 Like GRPO (exercise 10), RLOO samples G completions per prompt and needs no critic. Its baseline
 for completion i is the mean reward of the *other* G − 1 completions of the prompt, so that the
 baseline does not depend on r_i itself (GRPO's group mean includes r_i). The G completions of a

@@ -1,5 +1,7 @@
 """Exercise 14 — the KL in the reward, one per completion (RLOO, TRL; the grpo rung's --kl-in reward).
 
+Goes with notebook 6, section “2 · KL in the loss: values vs gradients”.
+
 GRPO puts β·KL into the loss, token by token (exercise 8). Critic-free methods can instead
 charge each completion its KL to π_ref once, in the reward, before the advantages are taken
 (exercises 10 and 13):

@@ -1,5 +1,7 @@
 """Exercise 15 — a moving anchor: π_ref soft-updated towards π_θ (TRL's sync_ref_model; --ref-sync-every).
 
+Goes with notebook 6, section “5 · The map: TRL's names → ladder's options → core functions”.
+
 A fixed π_ref holds the policy near where it started for the whole run. Refreshing it every N
 updates lets the anchor follow the policy slowly: the KL penalty then limits how fast the policy
 moves, not how far it may ever go. The mix is in parameter space, tensor by tensor:

@@ -1,4 +1,6 @@
-"""Exercise 16 — token log-probabilities from a language model's logits (notebook 5, "What $\\mu$ does on the LM").
+"""Exercise 16 — token log-probabilities from a language model's logits.
+
+Goes with notebook 4, section “Token log-probs: the one-position shift”.
 
 Everything on the LM rungs starts here: log π_θ(a_t) of each completion token is what the ratio,
 the KL and the loss are made of. A causal LM's output at position i is a distribution over the token

@@ -1,5 +1,7 @@
 """Exercise 17 — the whole loss of one minibatch, assembled from your pieces (``core.compute_loss``).
 
+Goes with notebook 2, section “The clipped objective, on real ratios”.
+
 Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 vary its parts):
 
     logp, H, V = policy.evaluate(mb)                 log π_θ [b, T] (float it), entropy, values (or None)

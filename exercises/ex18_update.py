@@ -1,5 +1,7 @@
 """Exercise 18 — the update loop: μ passes × shuffled minibatches, one optimiser step each (``core.update``).
 
+Goes with notebook 3, section “Why $\\pi_{\\text{old}} = \\pi_\\theta$ at sampling, and what $\\mu$ does”.
+
 The loop every rung calls once per batch (notebook 2 runs it; notebook 3 watches π_θ leave π_old):
 
     if cfg.mu < 1, or len(batch) is not a multiple of M = cfg.num_minibatches: raise ValueError

@@ -1,5 +1,7 @@
 """Exercise 19 — GAE over the tokens of a completion (RLHF-PPO, rung 3; notebook 4).
 
+Goes with notebook 4, section “From per-token rewards to advantages: GAE over the completion”.
+
 ppo-sentiment gives every completion token a reward (exercise 9: −β·KL_t, plus the score on the last
 real token) and a value V_t from its value head, then runs GAE (exercise 3) along the tokens. Each
 row is one episode that ends at its last real token: nothing is bootstrapped past it (V after EOS is

@@ -1,5 +1,7 @@
 """Exercise 20 — the capstone: one whole GRPO step (DeepSeekMath; rung 4, notebook 5).
 
+Goes with notebook 5, section “Run it: a few steps of the tiny preset”.
+
 Sample G completions per prompt, score them, turn the scores into group-relative advantages, and
 run the update — your exercises 10, 14, 16–18 in the order the grpo rung runs them:
 

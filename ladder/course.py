@@ -86,6 +86,17 @@ CONCEPTS = (
 )
 
 
+def section_of(exercise: str) -> tuple[int, str]:
+    """(notebook, section) an exercise goes with: the first row that names it."""
+    return next((c.notebook, c.section) for c in CONCEPTS if c.exercise == exercise)
+
+
+def sheet_line(exercise: str) -> str:
+    """The line each exercise sheet carries under its title."""
+    notebook, section = section_of(exercise)
+    return f"Goes with notebook {notebook}, section “{section}”."
+
+
 def _code(text: str | None) -> str:
     return "—" if text is None else f"`{text}`"
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import dataclasses
 import importlib
 import subprocess
@@ -79,6 +81,12 @@ def test_the_table_follows_the_notebooks_and_covers_every_exercise():
     numbers = [c.notebook for c in course.CONCEPTS]
     assert numbers == sorted(numbers)
     assert {e.stem for e in EXERCISES} <= {c.exercise for c in course.CONCEPTS}
+
+
+@pytest.mark.parametrize("exercise", [e.stem for e in EXERCISES])
+def test_each_sheet_names_its_notebook_section(exercise):
+    doc = ast.get_docstring(ast.parse((ROOT / "exercises" / f"{exercise}.py").read_text()))
+    assert doc.splitlines()[2] == course.sheet_line(exercise), doc.splitlines()[:3]
 
 
 def test_the_readme_holds_exactly_the_printed_table():
