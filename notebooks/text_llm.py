@@ -65,7 +65,7 @@ The run reports two different scores: the **training batches'** mean score (fres
 `score_mean` in `metrics.jsonl`), and the mean over a few **fixed prompts** sampled with a fixed seed before and after
 training (the table's **mean** row).""",
     """from ladder.rungs import ppo_sentiment
-from ladder.viz import lm_lab, lm_views
+from ladder.viz import lm_lab, lm_tokens, lm_views
 
 USE_GPU = False
 if USE_GPU:
@@ -96,7 +96,7 @@ $$\log\pi(a_t) = \log\operatorname{softmax}\big(z_{P-1+t}/\tau\big)[a_t] = z_{P-
 and 0 on padding — `core.token_logp`. The policy calls it on chunks of positions (and shares each prompt's forward
 pass), so the full $[B, P+T, V]$ logits never sit in memory; computed on the whole logits at once, it gives the same
 numbers:""",
-    """demo = lm_lab.token_logps()
+    """demo = lm_tokens.token_logps()
 print(f"logits {demo['logits_shape']} = [B, P + T, V]: prompts of P = {demo['prompt_len']}, "
       f"completions of T = {demo['completion_len']}, τ = {demo['temperature']}")
 print(f"max |full − policy.evaluate| = {demo['max_abs_diff']:.2e}")
@@ -127,18 +127,18 @@ $\hat A$ over the real tokens of the whole batch (`core.whiten`): the sign of a 
 batch; $R_t$ (before whitening) is the value target.
 
 Real numbers: the rung's own policy after 10 updates at a fixed $\beta = 0.2$ (so that $\pi_{\text{old}} \neq \pi_{\text{ref}}$ and the
-value head has learnt something) samples 16 completions; one of them, through `lm_lab.token_table`
+value head has learnt something) samples 16 completions; one of them, through `lm_tokens.token_table`
 (`core.kl_penalized_rewards`, `core.gae`, `core.last_step_mask`, `core.whiten`, as in `ppo_sentiment.ppo_targets`):""",
-    """batch = lm_lab.ppo_batch(updates=10, kl_coef=0.2, batch_size=16)   # about 15 s, once
+    """batch = lm_tokens.ppo_batch(updates=10, kl_coef=0.2, batch_size=16)   # about 15 s, once
 row = 0
-table = lm_lab.token_table(batch, row)                                # the preset's γ = 1, λ = 0.95
+table = lm_tokens.token_table(batch, row)                                # the preset's γ = 1, λ = 0.95
 print(f"{batch.texts[row]!r}: score {table['score']:+.4f}, β = {table['kl_coef']}, "
       f"γ = {table['gamma']}, λ = {table['lam']}")
-display(Markdown(lm_lab.token_table_markdown(table)))""",
+display(Markdown(lm_tokens.token_table_markdown(table)))""",
     r"""md:The score sits on the last real token (here the end-of-text token: the completion stopped itself). One token's
 $k_1$ can be negative — $\pi_{\text{old}}$ gave it less probability than $\pi_{\text{ref}}$ — only its expectation over
 $a_t \sim \pi_{\text{old}}$ is a KL, $\ge 0$. The identity, on the same completion with $\gamma = \lambda = 1$:""",
-    """exact = lm_lab.token_table(batch, row, gamma=1.0, lam=1.0)
+    """exact = lm_tokens.token_table(batch, row, gamma=1.0, lam=1.0)
 A0, sum_r, V0 = exact["advantage"][0], sum(exact["reward"]), exact["value"][0]
 print(f"γ = λ = 1:  Â_0 = {A0:+.4f}   Σ_t r_t − V_0 = {sum_r:+.4f} − ({V0:+.4f}) = {sum_r - V0:+.4f}")
 print(f"γ = 1, λ = 0.95 (the preset):  Â_0 = {table['advantage'][0]:+.4f}")""",
@@ -147,7 +147,7 @@ advantage — and to $\hat A$ of the last token?""",
     """gae_view = lm_views.gae_tokens_view(row=row)
 gae_view""",
     """for lam in (1.0, 0.95, 0.0):
-    t = lm_lab.token_table(batch, row, gamma=1.0, lam=lam)
+    t = lm_tokens.token_table(batch, row, gamma=1.0, lam=lam)
     print(f"λ = {lam:<4}:  Â_0 = {t['advantage'][0]:+.4f}   Â_last = {t['advantage'][-1]:+.4f}")""",
     r"""md:<details><summary>Answer</summary>
 

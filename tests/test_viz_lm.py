@@ -15,7 +15,7 @@ import torch  # noqa: E402
 
 from ladder import viz  # noqa: E402
 from ladder.rungs import ppo_sentiment  # noqa: E402
-from ladder.viz import lm_lab, lm_views  # noqa: E402
+from ladder.viz import lm_lab, lm_tokens, lm_views  # noqa: E402
 
 BETAS, STEPS, BATCH = (0.0, 1.0), 10, 32
 
@@ -75,7 +75,7 @@ def test_beta_view_controls_move_the_reading_and_the_samples(beta_view):
 
 @pytest.fixture(scope="module")
 def ppo_batch():
-    return lm_lab.ppo_batch()
+    return lm_tokens.ppo_batch()
 
 
 def test_token_table_is_the_rungs_targets(ppo_batch):
@@ -83,7 +83,7 @@ def test_token_table_is_the_rungs_targets(ppo_batch):
     targets = ppo_sentiment.ppo_targets(f.scores, f.old_logp, f.ref_logp, f.values, f.mask, f.kl_coef, f.cfg)
     assert f.mask.sum() > 2 * len(f.tokens) and f.kl_coef == 0.2
     for row in range(len(f.tokens)):
-        table = lm_lab.token_table(f, row)                  # the preset's γ, λ
+        table = lm_tokens.token_table(f, row)                  # the preset's γ, λ
         real = f.mask[row].bool()
         assert len(table["token"]) == int(real.sum()) == len(table["advantage"])
         assert np.allclose(table["advantage_whitened"], targets["advantages"][row][real], atol=1e-6)
@@ -92,19 +92,19 @@ def test_token_table_is_the_rungs_targets(ppo_batch):
         reward = -f.kl_coef * kl
         reward[-1] += f.scores[row].item()                                            # score on the last real token
         assert np.allclose(table["kl"], kl, atol=1e-6) and np.allclose(table["reward"], reward, atol=1e-6)
-    assert any(abs(k) > 1e-3 for k in lm_lab.token_table(f, 0)["kl"])              # π_old has left π_ref
-    assert any(abs(v) > 1e-3 for v in lm_lab.token_table(f, 0)["value"])           # the value head has learnt
+    assert any(abs(k) > 1e-3 for k in lm_tokens.token_table(f, 0)["kl"])              # π_old has left π_ref
+    assert any(abs(v) > 1e-3 for v in lm_tokens.token_table(f, 0)["value"])           # the value head has learnt
 
 
 def test_token_table_telescopes_with_gamma_and_lambda_one(ppo_batch):
     for row in range(len(ppo_batch.tokens)):
-        t = lm_lab.token_table(ppo_batch, row, gamma=1.0, lam=1.0)
+        t = lm_tokens.token_table(ppo_batch, row, gamma=1.0, lam=1.0)
         r, v, a = np.array(t["reward"]), np.array(t["value"]), np.array(t["advantage"])
         to_go = np.cumsum(r[::-1])[::-1]                      # Σ_{t' ≥ t} r_t'
         assert np.allclose(a, to_go - v, atol=1e-5)           # Â_t = Σ_{t'≥t} r_t' − V_t
         assert a[0] == pytest.approx(r.sum() - v[0], abs=1e-5)
         assert np.allclose(t["ret"], to_go, atol=1e-5)        # R_t: the reward to go, no bootstrap past the end
-    t = lm_lab.token_table(ppo_batch, 0, gamma=1.0, lam=0.0)  # λ = 0: Â_t = δ_t (one-step TD error)
+    t = lm_tokens.token_table(ppo_batch, 0, gamma=1.0, lam=0.0)  # λ = 0: Â_t = δ_t (one-step TD error)
     assert np.allclose(t["advantage"], t["delta"], atol=1e-6)
     assert t["delta"][-1] == pytest.approx(t["reward"][-1] - t["value"][-1], abs=1e-6)   # V = 0 past the end
 
@@ -197,7 +197,7 @@ def test_lm_mu_view_eps_and_lr_sliders(lm_mu_view):
 
 
 def test_token_logps_on_the_whole_logits_equal_the_policy_chunked_and_shared():
-    demo = lm_lab.token_logps(batch_size=3)
+    demo = lm_tokens.token_logps(batch_size=3)
     assert demo["logits_shape"][1] == demo["prompt_len"] + demo["completion_len"]
     assert demo["max_abs_diff"] < 1e-5
     assert demo["first_row"] and all(lp <= 0 for _, lp in demo["first_row"])

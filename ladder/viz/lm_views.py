@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from ladder.viz import lm_lab
+from ladder.viz import lm_lab, lm_tokens
 from ladder.viz._widget import View, render_png
 from ladder.viz.views import _SLIDER, mu_figure
 
@@ -20,11 +20,11 @@ def gae_tokens_view(row: int = 0, gamma: float | None = None, lam: float | None 
                     updates: int = 10, kl_coef: float = 0.2, batch_size: int = 16) -> View:
     """One real completion of the tiny RLHF policy through r_t = −β·KL_t + [t = last]·score and GAE.
 
-    The batch is ``lm_lab.ppo_batch`` (the rung's policy after ``updates`` updates at a fixed β); the numbers
-    are ``lm_lab.token_table``. Controls: which completion, γ and λ (default: the preset's). Panels: the
+    The batch is ``lm_tokens.ppo_batch`` (the rung's policy after ``updates`` updates at a fixed β); the numbers
+    are ``lm_tokens.token_table``. Controls: which completion, γ and λ (default: the preset's). Panels: the
     per-token rewards r_t with the value V_t; δ_t and Â_t (before whitening) with the return R_t = Â_t + V_t.
     """
-    fixed = lm_lab.ppo_batch(seed, updates, kl_coef, batch_size)
+    fixed = lm_tokens.ppo_batch(seed, updates, kl_coef, batch_size)
     controls = {
         "row": widgets.IntSlider(value=row, min=0, max=len(fixed.tokens) - 1, description="completion", **_SLIDER),
         "gamma": widgets.FloatSlider(value=fixed.cfg.gamma if gamma is None else gamma, min=0.0, max=1.0, step=0.05,
@@ -34,7 +34,7 @@ def gae_tokens_view(row: int = 0, gamma: float | None = None, lam: float | None 
     }
 
     def draw(v: dict):
-        table = lm_lab.token_table(fixed, v["row"], v["gamma"], v["lam"])
+        table = lm_tokens.token_table(fixed, v["row"], v["gamma"], v["lam"])
         t = np.arange(len(table["token"]))
         labels = [tok.replace("\n", "⏎") for tok in table["token"]]
         fig = Figure(figsize=(12, 3.8))
