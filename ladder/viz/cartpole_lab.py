@@ -176,6 +176,7 @@ def surrogate_vs_reinforce(steps: int = 4, lr: float = 2e-3, clip_eps: float = 0
     (lists of length ``steps`` + 1; entry 0 is at θ = θ_old):
 
         max_abs_diff     max |g_clip − g_PG|                    (0 up to float32 rounding at k = 0)
+        pg_grad_max      max |g_PG|: the scale max_abs_diff is read against
         cosine           cos(g_clip, g_PG)                      norm_ratio   ‖g_clip‖ / ‖g_PG‖
         cosine_is        cos(g_IS, g_PG): what the ratio alone changes, before any clipping
         removed          per sample: ∂L_clip/∂logp = 0 while Â ≠ 0 (the clip took its gradient)  [N] bool
@@ -190,8 +191,8 @@ def _surrogate_vs_reinforce(steps: int, lr: float, clip_eps: float, seed: int) -
     _, _, batch, policy, optimizer, cfg, generator = _theta_from_old(lr, clip_eps, None, seed)
     theta = list(policy.actor.parameters())
     adv = core.whiten(batch.advantages, batch.mask)
-    out: dict[str, list] = {k: [] for k in ("max_abs_diff", "cosine", "norm_ratio", "cosine_is", "removed",
-                                            "removed_share", "ratios")}
+    out: dict[str, list] = {k: [] for k in ("max_abs_diff", "pg_grad_max", "cosine", "norm_ratio", "cosine_is",
+                                            "removed", "removed_share", "ratios")}
     for k in range(steps + 1):
         if k:
             core.update(policy, batch, optimizer, cfg, generator)
@@ -205,6 +206,7 @@ def _surrogate_vs_reinforce(steps: int, lr: float, clip_eps: float, seed: int) -
         g_pg = _flat(torch.autograd.grad(loss_pg, theta))
         removed = (per_sample == 0) & (adv != 0)
         out["max_abs_diff"].append((g_clip - g_pg).abs().max().item())
+        out["pg_grad_max"].append(g_pg.abs().max().item())
         out["cosine"].append(torch.cosine_similarity(g_clip, g_pg, dim=0).item())
         out["norm_ratio"].append((g_clip.norm() / g_pg.norm()).item())
         out["cosine_is"].append(torch.cosine_similarity(g_is, g_pg, dim=0).item())
