@@ -9,7 +9,7 @@ The three policies are concrete here:
 
 CartPole has two actions, so every KL between the three policies at the batch's states is exact:
 
-    KL(π_θ ‖ π_x)(s) = Σ_a π_θ(a|s) · log π_θ(a|s) / π_x(a|s)
+    KL(π_θ ‖ π_x)(s) = Σ_a π_θ(a|s) · log π_θ(a|s) / π_x(a|s)      π_x = π_old or π_ref
 
 and can be set next to what the core estimates from the batch's samples a ~ π_old:
 
