@@ -86,7 +86,8 @@ Every run writes `metrics.jsonl`, `summary.json` and `curves.png`; `--help` list
 from ladder.run import RUNGS
 print(RUNGS)
 help_text = subprocess.run([sys.executable, "-m", "ladder.run", "cartpole", "--help"], capture_output=True, text=True)
-print("\\n".join(help_text.stdout.splitlines()[:30]))""",
+description_and_options = help_text.stdout.split("\\n\\n", 1)[1]   # past the usage block
+print("\\n".join(description_and_options.splitlines()[:30]))""",
     SELF_CHECK,
     """quiz = viz.SelfCheck(
     real_actions=("How many real (unpadded) actions does the example batch hold?", batch.num_tokens),
@@ -143,7 +144,7 @@ The batch is `episodes_per_update` complete episodes (printed below), padded to 
 samples from the current $\pi_\theta$.""",
     """from ladder.rungs import reinforce
 
-cfg = reinforce.Config(total_steps=8_000, eval_every=4_000, eval_episodes=5, out=str(RUNS / "reinforce"),
+cfg = reinforce.Config(total_steps=8_000, eval_every=4_000, eval_episodes=20, out=str(RUNS / "reinforce"),
                        progress=False)
 print({k: getattr(cfg, k) for k in ("total_steps", "episodes_per_update", "baseline", "eval_episodes")})
 summary = reinforce.train(cfg)
@@ -235,9 +236,9 @@ transitions it sampled, GAE advantages whitened as `core.update` whitens them). 
 actor's weights $\theta$:
 
 ```python
-loss_clip = core.aggregate(core.clipped_surrogate(ratio, adv, clip_eps), mask)   # PPO
-loss_is   = core.aggregate(core.clipped_surrogate(ratio, adv, math.inf), mask)   # the ratio, no clip
-loss_pg   = core.aggregate(core.pg_loss(logp, adv), mask)                        # REINFORCE: −Â·log π_θ
+loss_clip = core.aggregate(core.clipped_surrogate(ratio, adv, clip_eps), mask)  # PPO
+loss_is = core.aggregate(core.clipped_surrogate(ratio, adv, math.inf), mask)    # ratio, no clip
+loss_pg = core.aggregate(core.pg_loss(logp, adv), mask)                         # REINFORCE
 ```
 
 first at $\theta = \theta_{\text{old}}$ (step 0), then after each of a few real PPO optimiser steps (`core.update`,
@@ -247,12 +248,12 @@ while $\hat A_t \neq 0$.""",
     """from ladder.viz.cartpole_lab import surrogate_vs_reinforce
 
 bridge = surrogate_vs_reinforce(steps=4, lr=2e-3, clip_eps=0.2)
-print(f"{bridge['advantages'].size} transitions, ε = {bridge['clip_eps']}. At θ = θ_old: max |∇L_clip − ∇L_PG| = "
-      f"{bridge['max_abs_diff'][0]:.1e}, the largest |∇L_PG| entry {bridge['pg_grad_max'][0]:.1e}")
-print("step  r from … to     clip removed  cos(∇L_clip, ∇L_PG)  ‖∇L_clip‖/‖∇L_PG‖  cos(∇L_IS, ∇L_PG)")
-for k, r in enumerate(bridge["ratios"]):
-    print(f"{k:>4}  {r.min():.3f} … {r.max():.3f}  {bridge['removed_share'][k]:>12.1%}  {bridge['cosine'][k]:>19.4f}"
-          f"  {bridge['norm_ratio'][k]:>17.4f}  {bridge['cosine_is'][k]:>17.4f}")""",
+print(f"{bridge['advantages'].size} transitions, ε = {bridge['clip_eps']}. At θ = θ_old: max |∇L_clip − ∇L_PG| "
+      f"= {bridge['max_abs_diff'][0]:.1e}, largest |∇L_PG| entry {bridge['pg_grad_max'][0]:.1e}")
+header = "| step | r from … to | clip removed | cos(∇L_clip, ∇L_PG) | ‖∇L_clip‖ / ‖∇L_PG‖ | cos(∇L_IS, ∇L_PG) |"
+rows = [f"| {k} | {r.min():.3f} … {r.max():.3f} | {bridge['removed_share'][k]:.1%} | {bridge['cosine'][k]:.4f} "
+        f"| {bridge['norm_ratio'][k]:.4f} | {bridge['cosine_is'][k]:.4f} |" for k, r in enumerate(bridge["ratios"])]
+display(Markdown("\\n".join([header, "|---:|:---:|---:|---:|---:|---:|", *rows])))""",
     r"""md:Step 0 is $\theta = \theta_{\text{old}}$: every ratio is 1 and the two gradients agree to float32 rounding (the
 printed difference), so the surrogate's first step is REINFORCE's. From step 1 on the rows part:
 
@@ -317,7 +318,7 @@ view""",
     """before = {k: view.data[k] for k in ("clip_frac", "clip_frac_low", "clip_frac_high")}
 view.controls["eps_high"].value = 0.28     # DAPO's clip-higher: the widget above redraws
 after = {k: view.data[k] for k in ("clip_frac", "clip_frac_low", "clip_frac_high")}
-print(f"ε_high = 0.2: clip fraction {before['clip_frac']:.4f} (step 4's clip removed: {bridge['removed_share'][4]:.4f})")
+print(f"ε_high = 0.2: clip fraction {before['clip_frac']:.4f}; step 4's clip removed {bridge['removed_share'][4]:.4f}")
 for k in ("clip_frac_low", "clip_frac_high"):
     print(f"{k}: {before[k]:.4f} at ε_high = 0.2 → {after[k]:.4f} at ε_high = 0.28")""",
     r"""md:<details><summary>Answer</summary>
@@ -407,7 +408,7 @@ $\pi_{\text{ref}}$ (the KL a penalty would hold down): the bottom-left panel dra
     """from ladder.rungs.grpo_options import ALGOS
 
 ref, old, batch = viz.fixed_batch()
-print(f"fixed batch: {len(batch)} transitions; --algo gspo: M = {ALGOS['gspo']['num_minibatches']} minibatches per pass")""",
+print(f"fixed batch: {len(batch)} transitions; --algo gspo: M = {ALGOS['gspo']['num_minibatches']} per pass")""",
     r"""md:**Predict first.** Slide $\mu$ from 1 to 8. What happens to the clip fraction after the last pass, and which
 estimate of $\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$ from the $\pi_{\text{old}}$ samples stays near the exact value:
 the plain average of $k_3$ (red) or the importance-corrected one (green)?""",

@@ -137,3 +137,11 @@ def test_mu_view_one_pass_shows_every_point_inside_the_frame(mu_view):
     # drawn first and larger, so the estimates on top of it leave its ring visible
     assert all(exact.get_markersize() > est.get_markersize() for est in estimates)
     assert exact.get_markerfacecolor() == "none"
+
+
+def test_kl_estimators_exact_curve_stays_visible_under_the_unbiased_estimates():
+    view = viz.kl_estimators_view(distance=1.0, num_samples=4)
+    exact, *estimates = view.figure.axes[2].get_lines()
+    assert exact.get_label() == "exact"
+    assert np.allclose(exact.get_ydata(), view.data["sweep"]["exact"])
+    assert all(exact.get_linewidth() >= 2 * est.get_linewidth() for est in estimates)   # a band the dashes lie on
