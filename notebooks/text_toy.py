@@ -86,8 +86,8 @@ Every run writes `metrics.jsonl`, `summary.json` and `curves.png`; `--help` list
 from ladder.run import RUNGS
 print(RUNGS)
 help_text = subprocess.run([sys.executable, "-m", "ladder.run", "cartpole", "--help"], capture_output=True, text=True)
-description_and_options = help_text.stdout.split("\\n\\n", 1)[1]   # past the usage block
-print("\\n".join(description_and_options.splitlines()[:30]))""",
+lines = help_text.stdout.split("\\n\\n", 1)[1].splitlines()   # past the usage block: the description, the options
+print("\\n".join(lines[:next(i for i in range(30, len(lines)) if lines[i].startswith("  -"))]))   # whole options""",
     SELF_CHECK,
     """quiz = viz.SelfCheck(
     real_actions=("How many real (unpadded) actions does the example batch hold?", batch.num_tokens),
