@@ -16,10 +16,21 @@ from ladder import core, viz
 RUNS = Path(tempfile.mkdtemp(prefix="ladder-nb-"))   # every run of this notebook writes here
 metrics = lambda out: [json.loads(line) for line in open(Path(out) / "metrics.jsonl")]"""
 
+SELF_CHECK = r"""md:## Self-check
+
+Answer each question with a number you can read in this notebook's outputs; an answer within 5 % counts.
+Fill in the `None`s below and run the cell again (`quiz.reveal()` shows the notebook's own numbers)."""
+
 NOTEBOOKS: dict[str, list[str]] = {}
 
 NOTEBOOKS["0_the_ladder"] = [
     r"""md:# 0 · The ladder
+
+After this notebook (about 15 minutes) you will be able to:
+
+* write the policy gradient and say what the advantage $\hat A_t$ does in it;
+* tell apart the three policies $\pi_\theta$, $\pi_{\text{old}}$, $\pi_{\text{ref}}$ and the passes $\mu$ and minibatches $M$;
+* build a padded `[B, T]` `Batch` with its mask and run any rung from the shell.
 
 This course climbs from a pole balanced on a cart to a language model that learns arithmetic, and
 **every rung runs the same code**: `ladder.core`. What changes from rung to rung is only which
@@ -75,11 +86,26 @@ Every run writes `metrics.jsonl`, `summary.json` and `curves.png`; `--help` list
 from ladder.run import RUNGS
 print(RUNGS)
 help_text = subprocess.run([sys.executable, "-m", "ladder.run", "cartpole", "--help"], capture_output=True, text=True)
-print("\\n".join(help_text.stdout.splitlines()[:30]))""",
+lines = help_text.stdout.split("\\n\\n", 1)[1].splitlines()   # past the usage block: the description, the options
+print("\\n".join(lines[:next(i for i in range(30, len(lines)) if lines[i].startswith("  -"))]))   # whole options""",
+    SELF_CHECK,
+    """quiz = viz.SelfCheck(
+    real_actions=("How many real (unpadded) actions does the example batch hold?", batch.num_tokens),
+    last_step=("At which position t (counting from 0) does the second trajectory take its last real action?",
+               core.last_step_mask(batch.mask)[1].argmax()),
+)
+quiz.ask();""",
+    "quiz.check(real_actions=None, last_step=None);",
 ]
 
 NOTEBOOKS["1_reinforce_cartpole"] = [
     r"""md:# 1 · REINFORCE on CartPole
+
+After this notebook (about 20 minutes) you will be able to:
+
+* compute returns-to-go $G_t$ with `core.discounted_returns` on a padded batch;
+* check that the gradient of REINFORCE's loss $-\hat A\log\pi_\theta$ is the policy gradient;
+* train REINFORCE on CartPole and read its curves: greedy evaluation against sampled training returns.
 
 ## The log-derivative trick
 
@@ -113,20 +139,21 @@ logits.grad                                        # = −Â (onehot(1) − π) 
     r"""md:## Train
 
 A short run of the real rung (`python -m ladder.run reinforce --total-steps 8000` does the same from a shell).
-The batch is 8 complete episodes, padded to `[8, T_max]` with a mask; `core.update` runs one pass with
+The batch is `episodes_per_update` complete episodes (printed below), padded to `[episodes, T_max]` with a mask; `core.update` runs one pass with
 `objective="reinforce"` — REINFORCE cannot reuse a batch, because its gradient is only right for
 samples from the current $\pi_\theta$.""",
     """from ladder.rungs import reinforce
 
-cfg = reinforce.Config(total_steps=8_000, eval_every=4_000, eval_episodes=5, out=str(RUNS / "reinforce"),
+cfg = reinforce.Config(total_steps=8_000, eval_every=4_000, eval_episodes=20, out=str(RUNS / "reinforce"),
                        progress=False)
+print({k: getattr(cfg, k) for k in ("total_steps", "episodes_per_update", "baseline", "eval_episodes")})
 summary = reinforce.train(cfg)
 {k: summary[k] for k in ("env_steps", "eval_return_mean", "wall_s")}""",
     """display(Image(filename=str(RUNS / "reinforce" / "curves.png")))
 [(r["step"], r["episode_return"]) for r in metrics(RUNS / "reinforce")][-5:]""",
     r"""md:The two returns in the plot measure different episodes. `eval_return_mean` in the summary comes from separate
-**greedy** evaluation episodes: the argmax action at every step. The training return is the mean over the 8
-episodes of each batch, played with **sampled** actions: a stochastic policy now and then pushes the wrong way and
+**greedy** evaluation episodes: the argmax action at every step. The training return is the mean over the
+`episodes_per_update` episodes of each batch, played with **sampled** actions: a stochastic policy now and then pushes the wrong way and
 drops the pole sooner, so the training curve sits well below the greedy one.
 
 Try `baseline="none"` and compare the curves: much more noise. Whitening subtracts the batch mean (a baseline:
@@ -135,20 +162,109 @@ rate would); exercise 4 has the details.
 **Exercises:** `exercises/ex01_discounted_returns.py` and `ex02_reinforce_loss.py` (grade them with
 `pytest exercises/`). Once they pass, `python -m ladder.run reinforce --use-exercises` trains with your own
 `discounted_returns` and `pg_loss`.""",
+    SELF_CHECK,
+    """quiz = viz.SelfCheck(
+    return_to_go=("In the γ = 0.9 example, what is the return-to-go G_0 of the first episode?", G[0, 0]),
+    grad_action_0=("In the one-logit-vector example, what is the gradient of the loss on logit 0?", logits.grad[0]),
+    greedy_return=("What mean return did the greedy evaluation of the trained policy reach (eval_return_mean)?",
+                   summary["eval_return_mean"]),
+)
+quiz.ask();""",
+    "quiz.check(return_to_go=None, grad_action_0=None, greedy_return=None);",
 ]
 
 NOTEBOOKS["2_ppo_cartpole"] = [
     r"""md:# 2 · PPO on CartPole
 
+After this notebook (about 30 minutes) you will be able to:
+
+* derive PPO's clipped surrogate from REINFORCE: the ratio, its gradient, and why both agree at $r = 1$;
+* say which samples the clip takes the gradient from, and check it on a real CartPole batch;
+* compute GAE advantages and train PPO on CartPole with `core.update`.
+
 REINFORCE throws each batch away after one step. PPO reuses it for $\mu$ passes — which means the
-batch was sampled by $\pi_{\text{old}}$ while we optimise $\pi_\theta$. The importance ratio corrects for
-that, and a clip keeps $\pi_\theta$ from running away from the data:
+batch was sampled by $\pi_{\text{old}}$ while we optimise $\pi_\theta$.
 
-$$r_t(\theta) = \frac{\pi_\theta(a_t\mid s_t)}{\pi_{\text{old}}(a_t\mid s_t)}, \qquad
-L^{\text{CLIP}} = -\,\mathbb{E}_t\Big[\min\big(r_t \hat A_t,\ \operatorname{clip}(r_t, 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A_t\big)\Big]$$
+## From REINFORCE to PPO's surrogate
 
-The gradient vanishes exactly where the clipped branch is the smaller: $r > 1+\varepsilon_{\text{high}}$ with
-$\hat A > 0$ (already made more likely enough) and $r < 1-\varepsilon_{\text{low}}$ with $\hat A < 0$.
+REINFORCE (notebook 1) minimises $L^{\text{PG}}(\theta) = -\mathbb{E}_t\big[\hat A_t \log\pi_\theta(a_t\mid s_t)\big]$.
+Its gradient $-\mathbb{E}_t\big[\hat A_t\,\nabla_\theta\log\pi_\theta(a_t\mid s_t)\big]$ is the policy gradient only
+while the samples come from $\pi_\theta$. After one optimiser step they no longer do: they came from $\pi_{\text{old}}$.
+
+**Importance sampling.** For any $f$,
+$\mathbb{E}_{a\sim\pi_\theta}[f(a)] = \sum_a \pi_\theta(a) f(a) = \mathbb{E}_{a\sim\pi_{\text{old}}}\big[\tfrac{\pi_\theta(a)}{\pi_{\text{old}}(a)}\,f(a)\big]$:
+weighting each sample by the ratio
+$r_t(\theta) = \pi_\theta(a_t\mid s_t) / \pi_{\text{old}}(a_t\mid s_t)$ turns expectations under $\pi_{\text{old}}$,
+which we have samples of, into expectations under $\pi_\theta$. PPO's surrogate, maximised over the
+$\pi_{\text{old}}$ samples of the batch, is
+
+$$L(\theta) = \mathbb{E}_t\big[r_t(\theta)\,\hat A_t\big].$$
+
+The states still come from $\pi_{\text{old}}$ and $\hat A_t$ is $\pi_{\text{old}}$'s advantage, so $L$ stands in for
+$J$ only while $\pi_\theta$ stays close to $\pi_{\text{old}}$; keeping it close is the clip's job (below).
+
+**Its gradient.** $\pi_{\text{old}}$ does not depend on $\theta$, and $\nabla_\theta\pi_\theta = \pi_\theta\nabla_\theta\log\pi_\theta$, so
+
+$$\nabla_\theta r_t = \frac{\nabla_\theta\pi_\theta(a_t\mid s_t)}{\pi_{\text{old}}(a_t\mid s_t)} = r_t\,\nabla_\theta\log\pi_\theta(a_t\mid s_t),
+\qquad \nabla_\theta L = \mathbb{E}_t\big[r_t\,\hat A_t\,\nabla_\theta\log\pi_\theta(a_t\mid s_t)\big].$$
+
+At $\theta = \theta_{\text{old}}$ every $r_t = 1$ and $\nabla_\theta L = \mathbb{E}_t\big[\hat A_t\,\nabla_\theta\log\pi_\theta(a_t\mid s_t)\big]$:
+**REINFORCE's gradient, exactly.** The two objectives have different values ($\mathbb{E}[\hat A]$ and
+$\mathbb{E}[\hat A\log\pi_\theta]$) but the same gradient there. Once $\theta$ has moved, $r_t \neq 1$ reweights each
+sample's REINFORCE term by how much more (or less) likely $\pi_\theta$ now makes its action.
+
+**The clip.** Per sample, PPO maximises $\min\big(r_t\hat A_t,\ \operatorname{clip}(r_t, 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A_t\big)$:
+
+| | $r_t < 1-\varepsilon_{\text{low}}$ | $1-\varepsilon_{\text{low}} \le r_t \le 1+\varepsilon_{\text{high}}$ | $r_t > 1+\varepsilon_{\text{high}}$ |
+|---|---|---|---|
+| $\hat A_t > 0$ | $r_t\hat A_t$: gradient | $r_t\hat A_t$: gradient | $(1+\varepsilon_{\text{high}})\hat A_t$: **no gradient** |
+| $\hat A_t < 0$ | $(1-\varepsilon_{\text{low}})\hat A_t$: **no gradient** | $r_t\hat A_t$: gradient | $r_t\hat A_t$: gradient |
+
+A sample loses its gradient exactly when $\hat A_t > 0$ and $r_t > 1+\varepsilon_{\text{high}}$ (its action is already
+more likely enough), or $\hat A_t < 0$ and $r_t < 1-\varepsilon_{\text{low}}$ (already less likely enough). In the
+other two corners the min keeps the unclipped, lower value: a step that made the objective worse is never
+hidden. On the first minibatch of the first pass every $r_t = 1$, inside the interval, so nothing is clipped
+and the policy part of PPO's first step is a REINFORCE step. `core.clipped_surrogate` returns the loss to minimise:
+
+$$L^{\text{CLIP}}(\theta) = -\,\mathbb{E}_t\Big[\min\big(r_t \hat A_t,\ \operatorname{clip}(r_t, 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A_t\big)\Big]$$
+
+## The bridge on real numbers
+
+A real batch: the fixed CartPole batch of notebook 3's widgets ($\pi_{\text{old}}$ after a few PPO updates, the
+transitions it sampled, GAE advantages whitened as `core.update` whitens them). `surrogate_vs_reinforce` (in
+`ladder/viz/cartpole_lab.py`) builds three losses with the core and takes their gradients with respect to the
+actor's weights $\theta$:
+
+```python
+loss_clip = core.aggregate(core.clipped_surrogate(ratio, adv, clip_eps), mask)  # PPO
+loss_is = core.aggregate(core.clipped_surrogate(ratio, adv, math.inf), mask)    # ratio, no clip
+loss_pg = core.aggregate(core.pg_loss(logp, adv), mask)                         # REINFORCE
+```
+
+first at $\theta = \theta_{\text{old}}$ (step 0), then after each of a few real PPO optimiser steps (`core.update`,
+one pass each). *Clip removed* counts the samples whose $\partial L^{\text{CLIP}} / \partial \log\pi_\theta$ is exactly 0
+while $\hat A_t \neq 0$.""",
+    SETUP,
+    """from ladder.viz.cartpole_lab import surrogate_vs_reinforce
+
+bridge = surrogate_vs_reinforce(steps=4, lr=2e-3, clip_eps=0.2)
+print(f"{bridge['advantages'].size} transitions, ε = {bridge['clip_eps']}. At θ = θ_old: max |∇L_clip − ∇L_PG| "
+      f"= {bridge['max_abs_diff'][0]:.1e}, largest |∇L_PG| entry {bridge['pg_grad_max'][0]:.1e}")
+header = "| step | r from … to | clip removed | cos(∇L_clip, ∇L_PG) | ‖∇L_clip‖ / ‖∇L_PG‖ | cos(∇L_IS, ∇L_PG) |"
+rows = [f"| {k} | {r.min():.3f} … {r.max():.3f} | {bridge['removed_share'][k]:.1%} | {bridge['cosine'][k]:.4f} "
+        f"| {bridge['norm_ratio'][k]:.4f} | {bridge['cosine_is'][k]:.4f} |" for k, r in enumerate(bridge["ratios"])]
+display(Markdown("\\n".join([header, "|---:|:---:|---:|---:|---:|---:|", *rows])))""",
+    r"""md:Step 0 is $\theta = \theta_{\text{old}}$: every ratio is 1 and the two gradients agree to float32 rounding (the
+printed difference), so the surrogate's first step is REINFORCE's. From step 1 on the rows part:
+
+* the ratio alone barely turns the gradient: the last column, the surrogate without its clip against
+  REINFORCE, stays near 1 for these few steps;
+* the clip turns it and shrinks it. It removes the samples that $\pi_\theta$ has already moved furthest in the
+  direction of their advantage, and those carry more of the gradient than their share of the batch: compare
+  *clip removed* with the cosine and the norm ratio.
+
+Reusing REINFORCE's $-\hat A\log\pi_\theta$ on these stale samples would keep pushing every one of them, with nothing
+to stop it; that is why REINFORCE takes one step per batch and PPO can take $\mu$.
 
 ## GAE
 
@@ -157,7 +273,6 @@ A critic $V(s)$ turns rewards into advantages with a bias–variance knob $\lamb
 $$\delta_t = r_t + \gamma V(s_{t+1})(1-d_t) - V(s_t), \qquad \hat A_t = \delta_t + \gamma\lambda(1-d_t)\hat A_{t+1}$$
 
 and the critic regresses on $R_t = \hat A_t + V(s_t)$.""",
-    SETUP,
     """rewards = torch.ones(1, 5)
 values = torch.tensor([[3.0, 2.5, 2.0, 1.5, 1.0]])
 dones = torch.tensor([[0., 0., 0., 0., 1.]])
@@ -166,17 +281,22 @@ for lam in (0.0, 0.8, 1.0):   # λ = 0: one-step TD error; λ = 1: Monte-Carlo r
     print(f"λ={lam}: Â = {adv.numpy().round(3)}")""",
     r"""md:## Train PPO (tiny preset)
 
-`python -m ladder.run cartpole --preset tiny`: 8 envs × 32 steps per batch, $\mu = 15$ passes, GAE,
-advantages whitened per minibatch, value loss, gradient clipping — all inside `core.update`.
+`python -m ladder.run cartpole --preset tiny`: `num_envs` × `num_steps` transitions per batch, $\mu$ passes of
+`num_minibatches` minibatches each (all printed below), GAE, advantages whitened per minibatch, value loss,
+gradient clipping — all inside `core.update`.
 
-`solved` in the summary means that a greedy evaluation (20 episodes, the argmax action at every step) averaged at
-least 475 of CartPole's 500; the run stops there. The training return in the curves stays lower, for two reasons:
-its actions are sampled, as in notebook 1, and each point is the mean of the episodes that *ended* during that
-update's 8 × 32 steps. An episode spans several rollouts and is counted only when it ends, so a long one was played
-mostly by earlier, weaker policies; an update in which no episode ended has no training return.""",
-    """from ladder.rungs import cartpole
+`solved` in the summary means that a greedy evaluation (`eval_episodes` episodes, the argmax action at every step)
+averaged at least `solve_return` (CartPole-v1 ends an episode at `max_episode_steps`); the run stops there. The
+training return in the curves stays lower, for two reasons: its actions are sampled, as in notebook 1, and each
+point is the mean of the episodes that *ended* during that update's `num_envs` × `num_steps` steps. An episode spans
+several rollouts and is counted only when it ends, so a long one was played mostly by earlier, weaker policies; an
+update in which no episode ended has no training return.""",
+    """import gymnasium
+from ladder.rungs import cartpole
 
 cfg = cartpole.Config(**cartpole.PRESETS["tiny"], out=str(RUNS / "cartpole"), progress=False)
+print({k: getattr(cfg, k) for k in ("num_envs", "num_steps", "mu", "num_minibatches", "eval_episodes", "solve_return")},
+      "max_episode_steps:", gymnasium.spec(cfg.env_id).max_episode_steps)
 summary = cartpole.train(cfg)
 {k: summary[k] for k in ("solved", "env_steps", "eval_return_mean", "wall_s")}""",
     """display(Image(filename=str(RUNS / "cartpole" / "curves.png")))
@@ -185,22 +305,53 @@ last = metrics(RUNS / "cartpole")[-1]
     r"""md:## The clipped objective, on real ratios
 
 Below: the surrogate $\min(r\hat A, \operatorname{clip}(r)\hat A)$ per unit $|\hat A|$, for $\hat A>0$ (left) and
-$\hat A<0$ (right), computed by `core.clipped_surrogate`. The dots are the **actual** ratios of a real
-4-pass PPO update on a CartPole batch (`viz.mu_passes`), each on the side of its advantage's sign; red dots
-are clipped — their gradient is zero. Move $\varepsilon_{\text{low}}$ and $\varepsilon_{\text{high}}$ and watch
+$\hat A<0$ (right), computed by `core.clipped_surrogate`. The dots are the **actual** ratios after step 4 of the
+table above (`viz.mu_passes(4)`: the same batch, the same four steps), each on the side of its advantage's sign;
+red dots are clipped — their gradient is zero. Move $\varepsilon_{\text{low}}$ and $\varepsilon_{\text{high}}$ and watch
 the clip fraction (`core.clip_fractions`) change. DAPO's *clip-higher* sets $\varepsilon_{\text{high}} > \varepsilon_{\text{low}}$
 so that unlikely-but-good actions can grow further.""",
+    r"""md:**Predict first.** At $\varepsilon_{\text{low}} = \varepsilon_{\text{high}} = 0.2$ the clip fraction is the *clip removed*
+share of step 4 above. When $\varepsilon_{\text{high}}$ goes from 0.2 to 0.28 (DAPO's clip-higher), what happens to the
+clip fraction on the $\hat A > 0$ side (`high`), and what happens on the $\hat A < 0$ side (`low`)?""",
     """view = viz.clipped_objective_view()
 view""",
-    """view.controls["eps_high"].value = 0.28     # DAPO's clip-higher
-view.data["clip_frac_low"], view.data["clip_frac_high"]""",
-    r"""md:**Exercises:** `ex03_gae.py`, `ex04_whiten.py`, `ex05_clipped_surrogate.py`, `ex06_value_loss.py`. Once they
+    """before = {k: view.data[k] for k in ("clip_frac", "clip_frac_low", "clip_frac_high")}
+view.controls["eps_high"].value = 0.28     # DAPO's clip-higher: the widget above redraws
+after = {k: view.data[k] for k in ("clip_frac", "clip_frac_low", "clip_frac_high")}
+print(f"ε_high = 0.2: clip fraction {before['clip_frac']:.4f}; step 4's clip removed {bridge['removed_share'][4]:.4f}")
+for k in ("clip_frac_low", "clip_frac_high"):
+    print(f"{k}: {before[k]:.4f} at ε_high = 0.2 → {after[k]:.4f} at ε_high = 0.28")""",
+    r"""md:<details><summary>Answer</summary>
+
+The `high` fraction falls: a positive-advantage sample is clipped only above $1 + \varepsilon_{\text{high}}$, and fewer
+ratios lie above 1.28 than above 1.2. The `low` fraction does not move: the $\hat A < 0$ side is clipped below
+$1 - \varepsilon_{\text{low}}$, which $\varepsilon_{\text{high}}$ does not touch. Drag $\varepsilon_{\text{high}}$ in the widget
+to see the red dots of the left panel turn blue.
+</details>
+
+**Exercises:** `ex03_gae.py`, `ex04_whiten.py`, `ex05_clipped_surrogate.py`, `ex06_value_loss.py`. Once they
 pass, `python -m ladder.run cartpole --use-exercises` trains with your own `gae`, `whiten`,
 `clipped_surrogate` and `value_loss`.""",
+    SELF_CHECK,
+    """quiz = viz.SelfCheck(
+    cosine_step_4=("After 4 PPO steps, what is cos(∇L_clip, ∇L_PG)?", bridge["cosine"][4]),
+    removed_step_4=("After 4 PPO steps, what share of the samples had its gradient removed by the clip "
+                    "(a fraction, e.g. 0.25)?", bridge["removed_share"][4]),
+    td_error_0=("In the GAE example with λ = 0, what is Â_0?", core.gae(rewards, values, dones, 0.98, 0.0)[0][0, 0]),
+    clip_low_028=("At ε_high = 0.28, what is clip_frac_low?", after["clip_frac_low"]),
+)
+quiz.ask();""",
+    "quiz.check(cosine_step_4=None, removed_step_4=None, td_error_0=None, clip_low_028=None);",
 ]
 
 NOTEBOOKS["3_three_policies_and_kl"] = [
     r"""md:# 3 · Three policies and the KL
+
+After this notebook (about 25 minutes) you will be able to:
+
+* estimate a KL from samples with $k_1$, $k_2$, $k_3$ and say which is biased, and which is noisy;
+* say why $\pi_{\text{old}} = \pi_\theta$ at sampling time and what $\mu$ passes do to the ratio and to the clip;
+* correct a KL estimate with the importance weight $\pi_\theta/\pi_{\text{old}}$ once $\pi_\theta$ has moved.
 
 ## Estimating a KL from samples
 
@@ -211,20 +362,30 @@ $$k_1 = -\ell, \qquad k_2 = \tfrac12 \ell^2, \qquad k_3 = (e^{\ell} - 1) - \ell$
 $k_1$ is unbiased but noisy and can be negative; $k_2$ is low-variance but biased; $k_3$ is unbiased,
 non-negative and low-variance near $\pi_\theta \approx \pi_{\text{ref}}$ — GRPO's choice. All three are
 `core.kl_estimate`. The widget computes their bias and spread against the exact
-$\mathrm{KL}(p\,\|\,q) = \sum_a p(a)\log\frac{p(a)}{q(a)}$ on a 5-action categorical.""",
+$\mathrm{KL}(p\,\|\,q) = \sum_a p(a)\log\frac{p(a)}{q(a)}$ on a small categorical ($p = \pi_\theta$, $q = \pi_{\text{ref}}$).""",
     SETUP,
+    r"""md:**Predict first.** The widget starts with $q$ at distance 1 from $p$. Slide *how far q is from p* to 2.5:
+which of $k_1$, $k_2$, $k_3$ keep their bias near 0, and which of the two unbiased ones has the smaller spread?""",
     """view = viz.kl_estimators_view(distance=1.0, num_samples=16)
 view""",
-    """for d in (0.25, 1.0, 2.5):
-    s = viz.kl_estimator_stats(d)
+    """kl_stats = {d: viz.kl_estimator_stats(d) for d in (0.25, 1.0, 2.5)}
+print(f"{len(kl_stats[1.0]['p'])} actions, {kl_stats[1.0]['num_samples']} samples per estimate")
+for d, s in kl_stats.items():
     print(f"distance {d}: exact {s['exact']:.3f} | " + " | ".join(
         f"{k} bias {s[k]['bias']:+.3f} std {s[k]['std']:.3f}" for k in ("k1", "k2", "k3")))""",
-    r"""md:## Why $\pi_{\text{old}} = \pi_\theta$ at sampling, and what $\mu$ does
+    r"""md:<details><summary>Answer</summary>
+
+$k_1$ and $k_3$ stay unbiased at every distance (their bias is sampling noise), while $k_2$'s bias grows with the
+distance. Of the two unbiased ones $k_3$ has the smaller spread: compare their `std` in each line above, or the
+error bars in the middle panel as you slide.
+</details>
+
+## Why $\pi_{\text{old}} = \pi_\theta$ at sampling, and what $\mu$ does
 
 The batch is sampled by the current policy, so $\pi_\theta = \pi_{\text{old}}$ until the first optimiser step: on the
 first minibatch of the first pass every ratio is exactly 1 (with a gradient). Each optimiser step moves $\pi_\theta$;
 the samples stay those of $\pi_{\text{old}}$. With $M$ minibatches per pass the second minibatch of the first pass
-already sees $r \neq 1$ (`--algo gspo` sets $M = 4$); here $M = 1$, so each pass is one optimiser step.
+already sees $r \neq 1$ (`--algo gspo` sets $M$ as printed below); here $M = 1$, so each pass is one optimiser step.
 Two things go wrong if we ignore that:
 
 * the ratios spread and the clip switches off more and more of the gradient;
@@ -238,20 +399,44 @@ $$\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}}) = \mathbb{E}_{a\sim\pi_{\text{ol
 ## The widget: $\mu$ real passes on one fixed batch
 
 $\pi_{\text{ref}}$ is a freshly initialised CartPole MLP, $\pi_{\text{old}}$ the same network after a few PPO
-updates; it samples one fixed batch of 1024 transitions. A copy of it, $\pi_\theta$, gets $\mu$ passes of
+updates; it samples one fixed batch (its size printed below). A copy of it, $\pi_\theta$, gets $\mu$ passes of
 `core.update` (one minibatch per pass: $\mu$ optimiser steps). CartPole has two actions, so every KL here is
-also computed **exactly** at the batch's states: $\sum_a \pi_\theta(a\mid s)\log\frac{\pi_\theta(a\mid s)}{\pi_x(a\mid s)}$.""",
+also computed **exactly** at the batch's states,
+$\mathrm{KL}(\pi_\theta\,\|\,\pi_x)(s) = \sum_a \pi_\theta(a\mid s)\log\frac{\pi_\theta(a\mid s)}{\pi_x(a\mid s)}$ with
+$\pi_x$ either $\pi_{\text{old}}$ (how far the passes moved $\pi_\theta$ from the policy that sampled the batch) or
+$\pi_{\text{ref}}$ (the KL a penalty would hold down): the bottom-left panel draws both.""",
+    """from ladder.rungs.grpo_options import ALGOS
+
+ref, old, batch = viz.fixed_batch()
+print(f"fixed batch: {len(batch)} transitions; --algo gspo: M = {ALGOS['gspo']['num_minibatches']} per pass")""",
+    r"""md:**Predict first.** Slide $\mu$ from 1 to 8. What happens to the clip fraction after the last pass, and which
+estimate of $\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$ from the $\pi_{\text{old}}$ samples stays near the exact value:
+the plain average of $k_3$ (red) or the importance-corrected one (green)?""",
     """view = viz.mu_view(mu=4, lr=2e-3, clip_eps=0.2)
 view""",
-    """for mu in (1, 2, 4, 8):
-    run = viz.mu_passes(mu)
+    """runs = {mu: viz.mu_passes(mu) for mu in (1, 2, 4, 8)}
+for mu, run in runs.items():
     print(f"after μ={mu} pass(es): ratio std {run['ratios'][-1].std():.3f}  clip {run['clip_frac_after'][-1]:.3f}  "
           f"KL(θ‖ref) exact {run['kl_ref_exact'][-1]:.4f}  biased {run['kl_ref_biased'][-1]:.4f}  "
           f"corrected {run['kl_ref_corrected'][-1]:.4f}")""",
-    r"""md:Each line is read **after** its run's passes, i.e. after its $\mu$ optimiser steps: during the single pass of
+    r"""md:<details><summary>Answer</summary>
+
+The clip fraction after the last pass grows with $\mu$, from 0 at $\mu = 1$: each pass spreads the ratios further
+from 1. The corrected estimate tracks the exact KL; the plain average drifts above it as $\mu$ grows.
+</details>
+
+Each line is read **after** its run's passes, i.e. after its $\mu$ optimiser steps: during the single pass of
 $\mu = 1$ every ratio was 1, but after its step they have spread (std above 0) — the ratios the next pass would see.
 With $\mu = 1$ all three KLs agree up to sampling noise. As $\mu$ grows the plain average drifts away
 from the exact value while the corrected one tracks it. Try a larger learning rate, or a smaller $\varepsilon$.
 **Exercises:** `ex07_kl_estimators.py` and `ex08_kl_corrected.py`; with `--use-exercises` your corrected
 `kl_estimate` runs in place of the core's.""",
+    SELF_CHECK,
+    """quiz = viz.SelfCheck(
+    k2_bias=("At distance 2.5, what is the bias of k2?", kl_stats[2.5]["k2"]["bias"]),
+    clip_mu_8=("After μ = 8 passes, what is the clip fraction?", runs[8]["clip_frac_after"][-1]),
+    kl_exact_mu_8=("After μ = 8 passes, what is the exact KL(π_θ‖π_ref)?", runs[8]["kl_ref_exact"][-1]),
+)
+quiz.ask();""",
+    "quiz.check(k2_bias=None, clip_mu_8=None, kl_exact_mu_8=None);",
 ]

@@ -121,3 +121,27 @@ def test_group_advantages_view_follows_core_group_relative():
         core.group_relative(torch.tensor([2.0, 0, 1, 1], dtype=torch.float64), 2, "batch").tolist())
     view.controls["rewards"].value = "1, 0, 1"            # 3 rewards do not form groups of 2
     assert view.data["error"] and view.data["advantages"]["group"] == []
+
+
+def test_mu_view_one_pass_shows_every_point_inside_the_frame(mu_view):
+    mu_view.controls["mu"].value = 1
+    for ax in mu_view.figure.axes[1:]:                # clip fraction, exact KLs, KL estimates: one point per pass
+        lo, hi = ax.get_xlim()
+        assert lo < 1 < hi and min(1 - lo, hi - 1) >= 0.4, ax.get_title()
+        for line in ax.get_lines():
+            if len(line.get_xdata()) == 1 and line.get_xdata()[0] == 1:   # a per-pass curve, not a reference line
+                assert line.get_marker() not in ("None", "", None), f"{ax.get_title()}: {line.get_label()} invisible"
+    panel = mu_view.figure.axes[3]
+    exact, *estimates = [ln for ln in panel.get_lines()]
+    assert exact.get_label() == "exact"
+    # drawn first and larger, so the estimates on top of it leave its ring visible
+    assert all(exact.get_markersize() > est.get_markersize() for est in estimates)
+    assert exact.get_markerfacecolor() == "none"
+
+
+def test_kl_estimators_exact_curve_stays_visible_under_the_unbiased_estimates():
+    view = viz.kl_estimators_view(distance=1.0, num_samples=4)
+    exact, *estimates = view.figure.axes[2].get_lines()
+    assert exact.get_label() == "exact"
+    assert np.allclose(exact.get_ydata(), view.data["sweep"]["exact"])
+    assert all(exact.get_linewidth() >= 2 * est.get_linewidth() for est in estimates)   # a band the dashes lie on

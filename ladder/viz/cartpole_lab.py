@@ -9,7 +9,7 @@ The three policies are concrete here:
 
 CartPole has two actions, so every KL between the three policies at the batch's states is exact:
 
-    KL(π_θ ‖ π_x)(s) = Σ_a π_θ(a|s) · log π_θ(a|s) / π_x(a|s)
+    KL(π_θ ‖ π_x)(s) = Σ_a π_θ(a|s) · log π_θ(a|s) / π_x(a|s)      π_x = π_old or π_ref
 
 and can be set next to what the core estimates from the batch's samples a ~ π_old:
 
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 
 import numpy as np
 import torch
@@ -111,16 +112,25 @@ def mu_passes(mu: int, lr: float = 2e-3, clip_eps: float = 0.2, clip_eps_high: f
         return _mu_passes(mu, lr, clip_eps, clip_eps_high, seed, estimator)
 
 
-def _mu_passes(mu: int, lr: float, clip_eps: float, clip_eps_high: float | None, seed: int, estimator: str) -> dict:
+def _theta_from_old(lr: float, clip_eps: float, clip_eps_high: float | None, seed: int):
+    """(π_ref, π_old, batch, π_θ, optimiser, one-pass update config, generator): π_θ a trainable copy of π_old.
+
+    Every function here that steps π_θ starts from this, so its k-th step is the same step everywhere.
+    """
     ref, old, batch = fixed_batch(seed)
     policy = copy.deepcopy(old).requires_grad_(True)
     optimizer = torch.optim.Adam(policy.parameters(), lr=lr, eps=1e-5)
     cfg = cartpole.update_config(cartpole.Config(mu=1, clip_eps=clip_eps, progress=False))
     if clip_eps_high is not None:
         cfg.clip_eps_high = clip_eps_high
-    eps_high = clip_eps if clip_eps_high is None else clip_eps_high
     generator = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
+    return ref, old, batch, policy, optimizer, cfg, generator
+
+
+def _mu_passes(mu: int, lr: float, clip_eps: float, clip_eps_high: float | None, seed: int, estimator: str) -> dict:
+    ref, old, batch, policy, optimizer, cfg, generator = _theta_from_old(lr, clip_eps, clip_eps_high, seed)
+    eps_high = clip_eps if clip_eps_high is None else clip_eps_high
     logp_old_all, logp_ref_all = _log_probs(old, batch), _log_probs(ref, batch)
     adv = core.whiten(batch.advantages, batch.mask)  # what the clipped surrogate saw (normalised)
     out: dict[str, list] = {k: [] for k in ("ratios", "clip_frac", "clip_frac_after", "kl_old_exact", "kl_ref_exact",
@@ -144,4 +154,65 @@ def _mu_passes(mu: int, lr: float, clip_eps: float, clip_eps_high: float | None,
         out["approx_kl_old_k3"].append(record["approx_kl_old_k3"])
     out["advantages"] = adv.flatten().numpy()
     out["kl_ref_exact_old"] = exact_kl(logp_old_all, logp_ref_all)
+    return out
+
+
+def _flat(grads) -> torch.Tensor:
+    return torch.cat([g.flatten() for g in grads])
+
+
+def surrogate_vs_reinforce(steps: int = 4, lr: float = 2e-3, clip_eps: float = 0.2, seed: int = 0) -> dict:
+    """PPO's clipped surrogate against REINFORCE's loss on the fixed batch, before and after real PPO steps.
+
+    π_θ starts as a copy of π_old (r = 1) and takes ``steps`` optimiser steps of ``core.update`` (one
+    pass each: step k is pass k of ``mu_passes``). Before the first step and after each one, with the
+    batch's whitened Â (what ``core.update`` uses) and ``core.aggregate``'s token mean over the N samples:
+
+        L_clip(θ) = aggregate(clipped_surrogate(r, Â, ε))    r = π_θ/π_old = exp(logp − old_logp)
+        L_IS(θ)   = aggregate(clipped_surrogate(r, Â, ∞))    = −mean r·Â: the ratio, no clip
+        L_PG(θ)   = aggregate(pg_loss(logp, Â))              = −mean Â·log π_θ: REINFORCE on these samples
+
+    and the gradients g_clip, g_IS, g_PG of each with respect to the actor's weights θ. Per step k
+    (lists of length ``steps`` + 1; entry 0 is at θ = θ_old):
+
+        max_abs_diff     max |g_clip − g_PG|                    (0 up to float32 rounding at k = 0)
+        pg_grad_max      max |g_PG|: the scale max_abs_diff is read against
+        cosine           cos(g_clip, g_PG)                      norm_ratio   ‖g_clip‖ / ‖g_PG‖
+        cosine_is        cos(g_IS, g_PG): what the ratio alone changes, before any clipping
+        removed          per sample: ∂L_clip/∂logp = 0 while Â ≠ 0 (the clip took its gradient)  [N] bool
+        removed_share    mean of ``removed``
+        ratios           r at every sample [N];  advantages: Â [N]
+    """
+    with one_thread():
+        return _surrogate_vs_reinforce(steps, lr, clip_eps, seed)
+
+
+def _surrogate_vs_reinforce(steps: int, lr: float, clip_eps: float, seed: int) -> dict:
+    _, _, batch, policy, optimizer, cfg, generator = _theta_from_old(lr, clip_eps, None, seed)
+    theta = list(policy.actor.parameters())
+    adv = core.whiten(batch.advantages, batch.mask)
+    out: dict[str, list] = {k: [] for k in ("max_abs_diff", "pg_grad_max", "cosine", "norm_ratio", "cosine_is",
+                                            "removed", "removed_share", "ratios")}
+    for k in range(steps + 1):
+        if k:
+            core.update(policy, batch, optimizer, cfg, generator)
+        logp = policy.evaluate(batch)[0]
+        ratio = torch.exp(logp - batch.old_logp)
+        loss_clip = core.aggregate(core.clipped_surrogate(ratio, adv, clip_eps), batch.mask)
+        loss_is = core.aggregate(core.clipped_surrogate(ratio, adv, math.inf), batch.mask)
+        loss_pg = core.aggregate(core.pg_loss(logp, adv), batch.mask)
+        *g_clip, per_sample = torch.autograd.grad(loss_clip, theta + [logp], retain_graph=True)
+        g_clip, g_is = _flat(g_clip), _flat(torch.autograd.grad(loss_is, theta, retain_graph=True))
+        g_pg = _flat(torch.autograd.grad(loss_pg, theta))
+        removed = (per_sample == 0) & (adv != 0)
+        out["max_abs_diff"].append((g_clip - g_pg).abs().max().item())
+        out["pg_grad_max"].append(g_pg.abs().max().item())
+        out["cosine"].append(torch.cosine_similarity(g_clip, g_pg, dim=0).item())
+        out["norm_ratio"].append((g_clip.norm() / g_pg.norm()).item())
+        out["cosine_is"].append(torch.cosine_similarity(g_is, g_pg, dim=0).item())
+        out["removed"].append(removed.flatten().numpy())
+        out["removed_share"].append(removed.float().mean().item())
+        out["ratios"].append(ratio.detach().flatten().numpy())
+    out["advantages"] = adv.flatten().numpy()
+    out["clip_eps"] = clip_eps
     return out

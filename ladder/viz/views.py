@@ -6,6 +6,7 @@ import ipywidgets as widgets
 import numpy as np
 import torch
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from ladder import core
 from ladder.viz import cartpole_lab
@@ -104,30 +105,33 @@ def mu_figure(run: dict, eps: float, ratio_title: str, kl_title: str, log_counts
     ax.set_xlabel("r (outliers at the edges)")
     ax.legend(fontsize=6)
     ax = fig.add_subplot(2, 2, 2)
-    ax.plot(passes, run["clip_frac"], "o-", label="during the pass (core.update)")
-    ax.plot(passes, run["clip_frac_after"], "s--", label="after the pass")
+    # Hollow markers of two sizes: where the two coincide (pass 1, both 0) both stay visible.
+    ax.plot(passes, run["clip_frac_after"], "s--", color="C1", ms=9, mfc="none", label="after the pass")
+    ax.plot(passes, run["clip_frac"], "o-", color="C0", ms=5, label="during the pass (core.update)")
     ax.set_title("clip fraction")
-    ax.set_xlabel("pass")
     ax.legend(fontsize=7)
     ax = fig.add_subplot(2, 2, 3)
     ax.plot(passes, run["kl_old_exact"], "o-", label="KL(π_θ‖π_old)")
     ax.plot(passes, run["kl_ref_exact"], "s-", label="KL(π_θ‖π_ref)")
     ax.axhline(run["kl_ref_exact_old"], color="grey", ls=":", label="KL(π_old‖π_ref)")
     ax.set_title(kl_title)
-    ax.set_xlabel("pass")
     ax.legend(fontsize=7)
     ax = fig.add_subplot(2, 2, 4)
-    ax.plot(passes, run["kl_ref_exact"], "k-", lw=2, label="exact")
+    # The exact value: a large hollow marker under the estimates, so one pass (μ = 1) shows a point too.
+    ax.plot(passes, run["kl_ref_exact"], "k-", marker="o", ms=11, mfc="none", mew=1.5, lw=2, label="exact")
     for name, color, marker, label in (("biased", "C3", "o", "k3 on π_old samples (biased)"),
                                        ("corrected", "C2", "s", "k3 · π_θ/π_old (corrected)")):
-        ax.plot(passes, run[f"kl_ref_{name}"], marker + "--", color=color, label=label)
+        ax.plot(passes, run[f"kl_ref_{name}"], marker + "--", color=color, ms=5, label=label)
         if bands:
             mean, std = np.asarray(run[f"kl_ref_{name}_expected"]), np.asarray(run[f"kl_ref_{name}_std"])
             ax.fill_between(passes, mean - std, mean + std, color=color, alpha=0.15,
                             label=f"E ± std over fresh π_old samples ({name})")
     ax.set_title("KL(π_θ‖π_ref) from the batch")
-    ax.set_xlabel("pass")
     ax.legend(fontsize=6)
+    for ax in fig.axes[1:]:          # the three per-pass panels: whole passes, the first and last not on the frame
+        ax.set_xlabel("pass")
+        ax.set_xlim(0.5, n + 0.5)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
     fig.tight_layout()
     return fig
 
@@ -217,7 +221,8 @@ def kl_estimators_view(distance: float = 1.0, num_samples: int = 16) -> View:
         ax.axhline(0, color="k", lw=0.8)
         ax.set_title(f"bias ± std of a {v['num_samples']}-sample estimate")
         ax = fig.add_subplot(1, 3, 3)
-        ax.plot(sweep, s["sweep"]["exact"], "k-", lw=2, label="exact")
+        # a wide pale band: the unbiased estimates' dashes lie on it without hiding it
+        ax.plot(sweep, s["sweep"]["exact"], "-", color="grey", lw=6, alpha=0.45, label="exact")
         for k in names:
             ax.plot(sweep, s["sweep"][k], "--", label=f"E[{k}]")
         ax.axvline(v["distance"], color="grey", ls=":")
