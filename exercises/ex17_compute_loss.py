@@ -1,6 +1,6 @@
 """Exercise 17 — the whole loss of one minibatch, assembled from your pieces (``core.compute_loss``).
 
-Goes with notebook 2, section “The clipped objective, on real ratios”.
+Goes with notebook 2, section “From REINFORCE to PPO's surrogate”.
 
 Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 vary its parts):
 

@@ -48,7 +48,7 @@ CONCEPTS = (
             "GRPOConfig.epsilon_high"),
     Concept("value loss (clipped)", 2, "GAE", "ex06_value_loss", "ladder.core.value_loss",
             "ppo-sentiment --value-clip", "PPOConfig.cliprange_value"),
-    Concept("the whole loss of a minibatch", 2, "The clipped objective, on real ratios", "ex17_compute_loss",
+    Concept("the whole loss of a minibatch", 2, "From REINFORCE to PPO's surrogate", "ex17_compute_loss",
             "ladder.core.compute_loss", "cartpole --value-coef", "PPOConfig.vf_coef"),
     Concept("KL estimators k1, k2, k3", 3, "Estimating a KL from samples", "ex07_kl_estimators",
             "ladder.core.kl_estimate", "ppo-sentiment --kl-estimator", "PPOConfig.kl_penalty"),

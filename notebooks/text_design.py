@@ -314,6 +314,6 @@ Four numbers this notebook printed. The first cell asks the questions; write you
     steps_per_update=("Section 6: num_iterations = 4, steps_per_generation = 2. How many optimiser steps does one "
                       "ladder update take?", schedules[3]["ladder"]["optimizer_steps_per_update"]),
 )
-quiz.ask();""",
-    """quiz.check(dapo_divisor=None, k3_error=None, gspo_whole=None, steps_per_update=None);""",
+quiz.ask()""",
+    """quiz.check(dapo_divisor=None, k3_error=None, gspo_whole=None, steps_per_update=None)""",
 ]

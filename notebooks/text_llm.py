@@ -203,8 +203,8 @@ Fill in the `None`s below and run the cell again (`quiz.reveal()` shows the note
               ends[0.0]["kl_end"] / ends[0.2]["kl_end"]),
     eval_after=("What is the mean score of the run's fixed prompts after training?", summary["eval_score_after"]),
 )
-quiz.ask();""",
-    "quiz.check(a0=None, last_reward=None, kl_ratio=None, eval_after=None);",
+quiz.ask()""",
+    "quiz.check(a0=None, last_reward=None, kl_ratio=None, eval_after=None)",
 ]
 
 NOTEBOOKS["5_grpo_qlora"] = [
@@ -365,6 +365,6 @@ Fill in the `None`s below and run the cell again (`quiz.reveal()` shows the note
     zero_std=("Under the μ widget: what fraction of the fixed batch's groups have all G rewards equal?",
               runs[8]["frac_reward_zero_std"]),
 )
-quiz.ask();""",
-    "quiz.check(dr_grpo=None, kl_old=None, zero_std=None);",
+quiz.ask()""",
+    "quiz.check(dr_grpo=None, kl_old=None, zero_std=None)",
 ]

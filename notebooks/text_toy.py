@@ -94,8 +94,8 @@ print("\\n".join(lines[:next(i for i in range(30, len(lines)) if lines[i].starts
     last_step=("At which position t (counting from 0) does the second trajectory take its last real action?",
                core.last_step_mask(batch.mask)[1].argmax()),
 )
-quiz.ask();""",
-    "quiz.check(real_actions=None, last_step=None);",
+quiz.ask()""",
+    "quiz.check(real_actions=None, last_step=None)",
 ]
 
 NOTEBOOKS["1_reinforce_cartpole"] = [
@@ -169,8 +169,8 @@ rate would); exercise 4 has the details.
     greedy_return=("What mean return did the greedy evaluation of the trained policy reach (eval_return_mean)?",
                    summary["eval_return_mean"]),
 )
-quiz.ask();""",
-    "quiz.check(return_to_go=None, grad_action_0=None, greedy_return=None);",
+quiz.ask()""",
+    "quiz.check(return_to_go=None, grad_action_0=None, greedy_return=None)",
 ]
 
 NOTEBOOKS["2_ppo_cartpole"] = [
@@ -340,8 +340,8 @@ pass, `python -m ladder.run cartpole --use-exercises` trains with your own `gae`
     td_error_0=("In the GAE example with λ = 0, what is Â_0?", core.gae(rewards, values, dones, 0.98, 0.0)[0][0, 0]),
     clip_low_028=("At ε_high = 0.28, what is clip_frac_low?", after["clip_frac_low"]),
 )
-quiz.ask();""",
-    "quiz.check(cosine_step_4=None, removed_step_4=None, td_error_0=None, clip_low_028=None);",
+quiz.ask()""",
+    "quiz.check(cosine_step_4=None, removed_step_4=None, td_error_0=None, clip_low_028=None)",
 ]
 
 NOTEBOOKS["3_three_policies_and_kl"] = [
@@ -437,6 +437,6 @@ from the exact value while the corrected one tracks it. Try a larger learning ra
     clip_mu_8=("After μ = 8 passes, what is the clip fraction?", runs[8]["clip_frac_after"][-1]),
     kl_exact_mu_8=("After μ = 8 passes, what is the exact KL(π_θ‖π_ref)?", runs[8]["kl_ref_exact"][-1]),
 )
-quiz.ask();""",
-    "quiz.check(k2_bias=None, clip_mu_8=None, kl_exact_mu_8=None);",
+quiz.ask()""",
+    "quiz.check(k2_bias=None, clip_mu_8=None, kl_exact_mu_8=None)",
 ]

@@ -83,7 +83,7 @@ def test_closing_self_check_asks_numbers_the_notebook_computed(name):
     heading = max(i for i, c in enumerate(cells) if c["type"] == "markdown" and "## Self-check" in c["text"])
     build, check = cells[-2], cells[-1]
     assert heading == len(cells) - 3
-    assert build["text"].startswith("quiz = viz.SelfCheck(") and build["text"].rstrip().endswith("quiz.ask();")
+    assert build["text"].startswith("quiz = viz.SelfCheck(") and build["text"].rstrip().endswith("quiz.ask()")
     names = re.findall(r"^\s+(\w+)=\(", build["text"], flags=re.M)
     assert 2 <= len(names) <= 4
-    assert check["text"].strip() == "quiz.check(" + ", ".join(f"{n}=None" for n in names) + ");"   # ";": printed once
+    assert check["text"].strip() == "quiz.check(" + ", ".join(f"{n}=None" for n in names) + ")"

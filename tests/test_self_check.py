@@ -7,11 +7,14 @@ from ladder.viz import SelfCheck
 
 def test_marks_right_wrong_and_unanswered(capsys):
     quiz = SelfCheck(std=("the ratio's std?", 0.042), steps=("steps to solve?", 5120))
-    assert quiz.check(std=0.0425, steps=6000) == {"std": True, "steps": False}
-    assert quiz.check(std=None) == {"std": None, "steps": None}
+    assert quiz.check(std=0.0425, steps=6000) is None           # a notebook echoes nothing
+    assert quiz.marks == {"std": True, "steps": False}
+    quiz.check(std=None)
+    assert quiz.marks == {"std": None, "steps": None}
     out = capsys.readouterr().out
     assert "right" in out and "not 6000: look again" in out and "not answered yet" in out
-    assert quiz.reveal() == {"std": 0.042, "steps": 5120.0}
+    assert quiz.ask() is None and quiz.reveal() is None
+    assert capsys.readouterr().out.splitlines()[-1] == "steps                    5120"
 
 
 def test_refuses_unknown_names_and_non_finite_truths():

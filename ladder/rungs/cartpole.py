@@ -29,7 +29,8 @@ from ladder.runlog import UsageError, seed_everything
 from ladder.session import RunSession
 
 NAME = "cartpole"
-CURVES = {"episode_return": "training episode return", "eval_return_mean": "greedy eval return (20 eps)",
+CURVES = {"episode_return": "training episode return",
+          "eval_return_mean": "greedy eval return ({eval_episodes} episodes)",
           "value_loss": "value loss", "entropy": "entropy", "clip_frac": "clip fraction",
           "approx_kl_old_k3": "KL(π_old‖π_θ) after the update"}
 
@@ -159,4 +160,5 @@ def train(cfg: Config) -> dict:
                    "env_steps": env_steps, "wall_s": run.wall_s,
                    "eval_return_mean": evals[-1][1] if evals else None, "evals": evals, "seed": cfg.seed}
         torch.save(policy.state_dict(), run.dir / "policy.pt")
-        return run.finish(summary, CURVES, x="env_steps")
+        return run.finish(summary, {k: v.format(eval_episodes=cfg.eval_episodes) for k, v in CURVES.items()},
+                          x="env_steps")

@@ -21,7 +21,8 @@ from ladder.runlog import seed_everything
 from ladder.session import RunSession
 
 NAME = "reinforce"
-CURVES = {"episode_return": "training episode return", "eval_return_mean": "greedy eval return (20 eps)",
+CURVES = {"episode_return": "training episode return",
+          "eval_return_mean": "greedy eval return ({eval_episodes} episodes)",
           "entropy": "entropy", "grad_norm": "gradient norm"}
 BASELINES = ("none", "whiten", "value")
 
@@ -153,4 +154,5 @@ def train(cfg: Config) -> dict:
                    "best_eval_return_mean": max((r for _, r in evals), default=None), "evals": evals,
                    "seed": cfg.seed}
         torch.save(policy.state_dict(), run.dir / "policy.pt")
-        return run.finish(summary, CURVES, x="env_steps")
+        return run.finish(summary, {k: v.format(eval_episodes=cfg.eval_episodes) for k, v in CURVES.items()},
+                          x="env_steps")

@@ -6,6 +6,7 @@
     )
     quiz.ask()                                   # prints the questions
     quiz.check(ratio_std=None, solved_at=None)   # the learner fills in numbers and runs it again
+    quiz.marks                                   # name → True (right), False, or None (not answered yet)
 
 An answer counts as right within ``rtol`` (relative, default 5 %) or ``atol`` of the notebook's own
 number; ``None`` is "not answered yet". The true values stay hidden until ``reveal()``.
@@ -31,23 +32,24 @@ class SelfCheck:
             raise ValueError("a self-check needs at least one question")
         self.rtol, self.atol = rtol, atol
         self.questions = {}
+        self.marks: dict[str, bool | None] = {}
         for name, (text, value) in questions.items():
             value = float(value)
             if not math.isfinite(value):
                 raise ValueError(f"question {name!r}: the notebook's number is {value}, not a finite number")
             self.questions[name] = Question(text, value)
 
-    def ask(self) -> str:
-        lines = [f"{i}. {name}: {q.text}" for i, (name, q) in enumerate(self.questions.items(), 1)]
-        text = "\n".join(lines)
-        print(text)
-        return text
+    def ask(self) -> None:
+        """Print the questions (nothing is returned, so a notebook shows them once)."""
+        for i, (name, q) in enumerate(self.questions.items(), 1):
+            print(f"{i}. {name}: {q.text}")
 
     def right(self, name: str, answer: float) -> bool:
         return math.isclose(float(answer), self.questions[name].value, rel_tol=self.rtol, abs_tol=self.atol)
 
-    def check(self, **answers: float | None) -> dict[str, bool | None]:
-        """One line per question: right, not yet right, or not answered yet. Returns name → True/False/None."""
+    def check(self, **answers: float | None) -> None:
+        """One line per question: right, not yet right, or not answered yet; ``self.marks`` keeps them
+        (name → True / False / None)."""
         unknown = sorted(set(answers) - set(self.questions))
         if unknown:
             raise ValueError(f"no question named {', '.join(unknown)}; the questions are {', '.join(self.questions)}")
@@ -59,10 +61,9 @@ class SelfCheck:
                                      "right" if marks[name] else f"not {answer}: look again"))
         done = sum(m is True for m in marks.values())
         print(f"{done} of {len(marks)} right")
-        return marks
+        self.marks = marks
 
-    def reveal(self) -> dict[str, float]:
-        """The notebook's own numbers."""
+    def reveal(self) -> None:
+        """Print the notebook's own numbers."""
         for name, q in self.questions.items():
             print(f"{name:<24} {q.value:.4g}")
-        return {name: q.value for name, q in self.questions.items()}
