@@ -32,7 +32,7 @@ def pytest_terminal_summary(terminalreporter, config):
         r = grades.get(e.stem)
         if r is not None:
             status = f"passed ({r.cases} cases)" if r.passed else (
-                r.status if r.status != "failed" else f"FAILED: {r.message.splitlines()[0]}")
+                r.message if r.status != "failed" else f"FAILED: {r.message.splitlines()[0]}")
             terminalreporter.line(f"{e.stem:<26} {status}")
     passed = sum(r.passed for r in grades.values())
     terminalreporter.line(f"{passed} of {len(grades)} passed. "

@@ -17,8 +17,11 @@ logits divided by the temperature τ (``generate`` divides before it samples), s
     result       [B, n]         0 on padding (for a completion of T tokens, n = T: the [B, T] log-probs)
 
 Compute it stably: log_softmax(z) = z − logsumexp(z) (``torch.log_softmax`` or ``torch.logsumexp``),
-never log(softmax(z)). Worked example: V = 3, positions 0 and 1 scored; z_0 = (0, 1, 2) predicts
-x_1 = 2: log(e²/(1 + e + e²)) = −0.4076; z_1 = (2, 0, 0) predicts x_2 = 0: log(e²/(e² + 2)) = −0.2395.
+never log(softmax(z)); and in float32 (``logits.float()``): a bf16 model's logits have 8 bits of
+mantissa, too few for log-probs that ratios exp(logp − old_logp) are made of.
+
+Worked example: V = 3, positions 0 and 1 scored; z_0 = (0, 1, 2) predicts x_1 = 2:
+log(e²/(1 + e + e²)) = −0.4076; z_1 = (2, 0, 0) predicts x_2 = 0: log(e²/(e² + 2)) = −0.2395.
 
     >>> logits = torch.tensor([[[0.0, 1.0, 2.0], [2.0, 0.0, 0.0], [5.0, 5.0, 5.0]]])
     >>> token_logp(logits, torch.tensor([[1, 2, 0]]), torch.tensor([[1.0, 1.0]]))

@@ -9,12 +9,13 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
     Â          = mb.advantages, whitened over the real tokens if cfg.normalize_advantages (ex04),
                  then 0 on padding (select with torch.where)
     log r      = logp − old_logp on real tokens, 0 on padding       ratio_level "token"
-                 sequence_log_ratio(logp, old_logp, mask), broadcast to [b, T]  "sequence" (ex12)
+                 sequence_log_ratio(logp, old_logp, mask) [b, 1], broadcast to every   "sequence" (ex12)
+                 position of its row, padding included
     r          = exp(log r)
     L_pg       = agg(clipped_surrogate(r, Â, ε_low, ε_high, δ))    objective "clipped" (ex05; ε_high None → ε_low)
                  agg(cispo_loss(logp, r, Â, cfg.cispo_max_weight))  objective "cispo" (ladder.core)
                  agg(pg_loss(logp, Â))                              objective "reinforce" (ex02)
-                 anything else: raise ValueError (so for an unknown ratio_level)
+                 anything else: raise ValueError; likewise for an unknown ratio_level
     L          = L_pg
                + c_v · agg(value_loss(V, V_old, R, cfg.value_clip))   if V and mb.returns are not None (ex06);
                                                                        V_old = mb.values, or V.detach() if None
@@ -24,6 +25,9 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
                                                                        if mb.ref_logp is not None (ex08;
                                                                        add only if β ≠ 0)
     agg(x)     = aggregate(x, mask, cfg.aggregation, num_tokens)     (ex11), mask = mb.mask.float()
+    the config's names: ε_low = cfg.clip_eps_low, ε_high = cfg.clip_eps_high (None → ε_low, here and
+    below), δ = cfg.delta, c_v = cfg.value_coef, c_H = cfg.entropy_coef, β = cfg.kl_coef,
+    k = cfg.kl_estimator
 
     policy      anything with evaluate(batch) -> (logp, entropy or None, values or None), each [b, T]
     mb          a Batch (one minibatch): actions, mask, advantages, old_logp, ref_logp, values, returns
@@ -31,7 +35,8 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
     num_tokens  the constant of aggregation "sum_over_constant" for this minibatch (else None)
     result      (loss, stats, tensors):
                 loss    the scalar L, with its graph
-                stats   ladder.core.stats.minibatch_stats(terms, r, Â, mask, logp, old_logp, ε_low, ε_high), where
+                stats   ladder.core.stats.minibatch_stats(terms, r, Â, mask, logp, old_logp, ε_low, ε_high)
+                        (ε_high resolved: a number, never None), where
                         terms = {"loss_pg": L_pg, "value_loss": …, "entropy": −agg(entropy_bonus(H)),
                         "kl_ref": agg(KL), "loss": L} — each term present when it was computed, whatever its
                         coefficient

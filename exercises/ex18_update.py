@@ -7,7 +7,8 @@ The loop every rung calls once per batch (notebook 2 runs it; notebook 3 watches
     if cfg.mu < 1, or len(batch) is not a multiple of M = cfg.num_minibatches: raise ValueError
     if batch.old_logp is None and μ·M > 1:              record π_old once, before the first pass —
         old_logp = log π_θ of every row, under torch.no_grad(), minibatch by minibatch: the rows
-                   split in order into M equal blocks (batch.select(rows)), each evaluated on its own
+                   split in order into M equal blocks (rows = torch.arange(len(batch),
+                   device=batch.actions.device).view(M, -1); batch.select(rows[j])), each evaluated on its own
         batch    = dataclasses.replace(batch, old_logp=old_logp.float())   (a copy: leave the caller's batch)
                  (with μ·M = 1 nothing is recorded: compute_loss uses logp.detach(), the same numbers)
     params = the optimiser's parameters that require a gradient

@@ -13,7 +13,7 @@ row is one episode that ends at its last real token: nothing is bootstrapped pas
     R_t  = Â_t + V_t                                    (the value target)
     both 0 on padding
 
-    rewards  [B, T]  r_t (right-padded; padding may hold anything)
+    rewards  [B, T]  r_t (right-padded; padding may hold anything, NaN included: select with torch.where)
     values   [B, T]  V_t
     mask     [B, T]  1 for real tokens (a row may be empty)
     gamma    float   γ

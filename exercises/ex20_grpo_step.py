@@ -3,11 +3,14 @@
 Goes with notebook 5, section “Run it: a few steps of the tiny preset”.
 
 Sample G completions per prompt, score them, turn the scores into group-relative advantages, and
-run the update — your exercises 10, 14, 16–18 in the order the grpo rung runs them:
+run the update — in the order the grpo rung runs them, with your exercises 10 and 13 (inside
+``group_advantages``), 14, 16 (inside the policy's log-probs) and 18 (with 17, and through it 5, 8,
+11 and 12):
 
     rollout, rounds, sampled = sample_groups(step)          P prompts × G completions, scored (helper)
     inputs   = lm_batch(rollout.prompt_ids, rollout.prompt_mask, rollout.completion, rollout.mask,
                         step.tokenizer.pad_token_id)         the Batch: prompt + completion, [B, T] actions
+    β        = cfg.kl_coef
     ref_logp = policy.ref_logp(inputs) if β > 0 else None   π_ref's log-probs (a no-grad forward)
     r_i      = rollout.rewards                               [B] on the CPU
     if cfg.kl_in == "reward" and β > 0:                      (RLOO) the KL goes into the reward, on π_old:
@@ -26,8 +29,9 @@ run the update — your exercises 10, 14, 16–18 in the order the grpo rung run
                              "sampling/completions": procs.gather(torch.tensor([float(sampled)])).sum().item()
                              as an int, "time/sampling_s": …, "time/reference_s": …, "time/update_s": …})
                (the three times are seconds from time.perf_counter(); the grader ignores them)
-               record["skipped_steps"] = step.skipped_steps([{"skipped_steps": the passes' skipped steps,
-                                         summed, then procs.mean'd}], step.update_cfg.num_minibatches · len(passes))
+               s = procs.mean({"skipped_steps": Σ over the passes of p["skipped_steps"]})["skipped_steps"]
+               record["skipped_steps"] = step.skipped_steps([{"skipped_steps": s}],
+                                                            step.update_cfg.num_minibatches · len(passes))
     return record, (rollout.questions[0], rollout.texts[0], rollout.rewards[0].item())
 
     step    a ladder.rungs.grpo.Step: cfg, policy, trainer, tokenizer, optimizer, update_cfg, stream,
@@ -37,7 +41,8 @@ run the update — your exercises 10, 14, 16–18 in the order the grpo rung run
 The helpers come from the rung: ``from ladder.rungs.grpo import sample_groups, group_advantages,
 batch_statistics``, ``from ladder.rungs.grpo_options import loss_normaliser``, ``from
 ladder.policies.causal_lm import lm_batch``, ``from ladder.core import kl_in_reward`` (or your ex14).
-Worked example (it loads the tiny preset's model, cached in ``~/.cache/ladder`` after the first time):
+Worked example (it loads the tiny preset's model, cached in ``~/.cache/ladder`` or ``$LADDER_CACHE``
+after the first time):
 
     >>> from ladder.exercises.cases_loop import run_grpo_step
     >>> record, policy = run_grpo_step(grpo_step)            # 2 prompts × 4 completions, seed 0

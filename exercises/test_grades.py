@@ -15,6 +15,6 @@ def test_exercise(exercise, report_grade):
     result = grade_file(DIRECTORY, exercise)
     report_grade(result)
     if result.status == NOT_IMPLEMENTED:
-        pytest.skip(NOT_IMPLEMENTED)
+        pytest.skip(result.message)
     if not result.passed:
         pytest.fail(f"{exercise.stem}: {result.message}", pytrace=False)

@@ -100,7 +100,7 @@ numbers:""",
 print(f"logits {demo['logits_shape']} = [B, P + T, V]: prompts of P = {demo['prompt_len']}, "
       f"completions of T = {demo['completion_len']}, τ = {demo['temperature']}")
 print(f"max |full − policy.evaluate| = {demo['max_abs_diff']:.2e}")
-print("first completion:", "  ".join(f"{tok!r} {lp:.2f}" for tok, lp in demo["first_row"][:8]))""",
+print("first completion:", "  ".join(f"{tok!r} {lp:.2f}" for tok, lp in demo["first_row"][:6]))""",
     r"""md:**Exercise:** `exercises/ex16_token_logp.py` writes `token_logp`; with it, every log-prob an LM rung uses is yours.
 
 ## From per-token rewards to advantages: GAE over the completion

@@ -41,6 +41,8 @@ PLANTED_LOOP = {
             "torch.log(torch.softmax(scaled, dim=-1)).gather(-1, targets).squeeze(-1)"),
         "padding not zeroed": ("return torch.where(mask.bool(), logp, 0.0)", "return logp"),
         "temperature 0 not refused": ("if temperature <= 0:", "if temperature < 0:"),
+        "computed in the logits' own dtype (bf16)": ("logits[:, :-1].float() / temperature",
+                                                     "logits[:, :-1] / temperature"),
     }),
     "ex17_compute_loss": _planted("ex17_compute_loss", "compute_loss", {
         "padding keeps its advantage": ("adv = torch.where(mask.bool(), adv, 0.0)", "adv = adv"),
@@ -68,16 +70,20 @@ PLANTED_LOOP = {
                                        "        batch.old_logp = old_logp"),
     }),
     "ex19_masked_gae": _planted("ex19_masked_gae", "masked_gae", {
-        "no episode end and the padding's junk kept: V is bootstrapped past EOS": (
-            "gae(rewards * mask, values * mask, dones,", "gae(rewards, values, mask * 0,"),
-        "returns without the value: R = Â": ("return advantages * mask, returns * mask",
-                                             "return advantages * mask, advantages * mask"),
+        "padding's junk kept: a NaN there reaches the last real token through γ·V_{t+1}·(1 − d_t)": (
+            "rewards, values = torch.where(real, rewards, 0.0), torch.where(real, values, 0.0)",
+            "rewards, values = rewards, values"),
+        "returns without the value: R = Â": ("torch.where(real, returns, 0.0)", "torch.where(real, advantages, 0.0)"),
         "γ and λ swapped": ("dones, gamma, lam)", "dones, lam, gamma)"),
+        "padding masked by multiplying: NaN · 0 = NaN reaches the real tokens": (
+            "rewards, values = torch.where(real, rewards, 0.0), torch.where(real, values, 0.0)",
+            "rewards, values = rewards * mask, values * mask"),
     }),
     "ex20_grpo_step": _planted("ex20_grpo_step", "grpo_step", {
         "every token gets the reward, not the advantage": ("advantages.to(mask.device)[:, None] * mask",
                                                            "rewards.to(mask.device)[:, None] * mask"),
         "DAPO's normaliser left out": ("num_tokens=num_tokens)", "num_tokens=None)"),
         "the KL in the reward forgotten": ('if cfg.kl_in == "reward" and cfg.kl_coef > 0:', "if False:"),
+        "cut-off completions kept in the loss": ("    if cfg.mask_truncated:", "    if False:"),
     }),
 }

@@ -63,12 +63,13 @@ def masked_gae(rewards: Tensor, values: Tensor, mask: Tensor, gamma: float, lam:
 
         Â, R = gae(r·m, V·m, d; γ, λ)        then both · m: 0 on padding
 
-    With γ = λ = 1, Â_0 = Σ_t r_t − V_0: the first token's advantage is the whole row's reward minus its
-    value. Returns (advantages, returns), both [B, T].
+    (·m selects: padding may hold anything, NaN included.) With γ = λ = 1, Â_0 = Σ_t r_t − V_0: the first
+    token's advantage is the whole row's reward minus its value. Returns (advantages, returns), both [B, T].
     """
-    mask = mask.to(rewards.dtype)
-    advantages, returns = gae(rewards * mask, values * mask, last_step_mask(mask), gamma, lam)
-    return advantages * mask, returns * mask
+    real = mask.bool()
+    rewards, values = torch.where(real, rewards, 0.0), torch.where(real, values, 0.0)
+    advantages, returns = gae(rewards, values, last_step_mask(mask.to(rewards.dtype)), gamma, lam)
+    return torch.where(real, advantages, 0.0), torch.where(real, returns, 0.0)
 
 
 def group_relative(rewards: Tensor, group_size: int, scale: str = "group", eps: float = 1e-4) -> Tensor:

@@ -17,6 +17,8 @@ import importlib.util
 import os
 import re
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -88,23 +90,29 @@ def exercises_dir(default: str | Path | None = None) -> Path:
 SHEET = re.compile(r"ex\d\d_\w+")
 
 
-def load(path: Path) -> ModuleType:
-    """Import one exercise file by its path (a fresh module each time, not added to sys.modules).
-
-    An exercise may import the learner's earlier ones (``from ex08_kl_corrected import kl_estimate``):
-    while it loads, those names resolve to the files beside it — the learner's own directory, never
-    another copy that happens to be on ``sys.path`` — and to fresh modules each time.
-    """
-    path = Path(path).resolve()
+@contextmanager
+def exercise_imports(directory: str | Path) -> Iterator[None]:
+    """Inside it, ``import ex05_clipped_surrogate`` (at the top of a sheet or inside a function) finds the
+    file in ``directory`` — the learner's own, never another copy that happens to be on ``sys.path`` —
+    as a fresh module; outside it, the names are as they were."""
+    folder = str(Path(directory).resolve())
     cached = {name: sys.modules.pop(name) for name in [n for n in sys.modules if SHEET.fullmatch(n)]}
-    sys.path.insert(0, str(path.parent))
+    sys.path.insert(0, folder)
     try:
+        yield
+    finally:
+        sys.path.remove(folder)
+        for name in [n for n in sys.modules if SHEET.fullmatch(n)]:   # the sheets imported inside
+            del sys.modules[name]
+        sys.modules.update(cached)
+
+
+def load(path: Path) -> ModuleType:
+    """Import one exercise file by its path (a fresh module each time, not added to sys.modules); the
+    earlier exercises it imports come from the same directory (``exercise_imports``)."""
+    path = Path(path).resolve()
+    with exercise_imports(path.parent):
         spec = importlib.util.spec_from_file_location(f"_ladder_exercise_{path.stem}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(path.parent))
-        for name in [n for n in sys.modules if SHEET.fullmatch(n)]:   # the earlier sheets it imported
-            del sys.modules[name]
-        sys.modules.update(cached)
     return module

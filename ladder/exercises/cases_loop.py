@@ -35,6 +35,9 @@ def token_logp() -> list[Case]:
              grad=("logits",)),
         Case("large logits: −1000 for the unlikely token, not −inf (logsumexp / log_softmax, never log(softmax))",
              dict(logits=t([[[1000.0, 0.0], [0.0, 0.0]]]), input_ids=torch.tensor([[0, 1]]), mask=t([[1]]))),
+        Case("bf16 logits (a bf16 or 4-bit model): computed in float32, the result float32",
+             dict(logits=t([[[0.1, 1.3, 2.7], [2.2, 0.4, -0.9]]]).bfloat16(), input_ids=torch.tensor([[1, 2]]),
+                  mask=t([[1]]), temperature=0.7)),
         Case("temperature 0 is not a distribution: a ValueError",
              dict(logits=logits, input_ids=ids, mask=t([[1, 1]]), temperature=0.0), raises=ValueError),
     ]
@@ -78,6 +81,9 @@ def masked_gae() -> list[Case]:
              dict(rewards=rewards, values=values, mask=mask, gamma=0.9, lam=0.0)),
         Case("an empty row: all 0", dict(rewards=t([[1.0, 2.0]]), values=t([[3.0, 4.0]]), mask=t([[0, 0]]),
                                         gamma=0.9, lam=0.95)),
+        Case("NaN on padding: it must not reach a real token (select with torch.where; NaN · 0 is NaN)",
+             dict(rewards=padded(rewards, mask, math.nan), values=padded(values, mask, math.nan), mask=mask,
+                  gamma=0.9, lam=0.95)),
     ]
     g = torch.Generator().manual_seed(19)
     for B, T, mask in shapes(g, 6):
@@ -315,9 +321,10 @@ def grpo_step() -> list[Case]:
         _grpo_case("GRPO: the clipped surrogate, β·k3 in the loss, μ = 1"),
         _grpo_case("μ = 2 × M = 2, DAPO's normaliser and clip-higher", mu=2, num_minibatches=2, loss_type="dapo",
                    clip_eps_high=0.28),
-        _grpo_case("RLOO: leave-one-out advantages, the KL in the reward (k1, on π_old), truncated ones masked",
-                   advantage="rloo", scale_rewards="none", kl_in="reward", kl_estimator="k1", kl_coef=0.03,
-                   mask_truncated=True),
+        _grpo_case("RLOO: leave-one-out advantages, the KL in the reward (k1, on π_old)",
+                   advantage="rloo", scale_rewards="none", kl_in="reward", kl_estimator="k1", kl_coef=0.03),
+        _grpo_case("6 new tokens at most: cut-off completions masked out of the loss (--mask-truncated)",
+                   max_new_tokens=6, mask_truncated=True, loss_type="dapo"),
         _grpo_case("Dr. GRPO: Â not divided by the std, ÷ rows × max-new-tokens, no KL", loss_type="dr_grpo",
                    scale_rewards="none", kl_coef=0.0),
         _grpo_case("GSPO: one ratio per completion, 2 minibatches", ratio_level="sequence", clip_eps=3e-4,

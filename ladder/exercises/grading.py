@@ -16,6 +16,7 @@ and statistics (``compute_loss``), the parameters after training (``update``, ``
 
 from __future__ import annotations
 
+import re
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from . import EXERCISES, Exercise, load
+from . import EXERCISES, Exercise, exercise_imports, load
 from .cases import OUTPUTS, TOY_CASES, Case, Mismatch, fmt
 from .cases_lm import LM_CASES
 from .cases_loop import LOOP_CASES
@@ -32,6 +33,7 @@ from .cases_loop import LOOP_CASES
 CASES = {**TOY_CASES, **LM_CASES, **LOOP_CASES}  # exercise → the function that makes its cases
 
 NOT_IMPLEMENTED = "not implemented yet"
+EXERCISE_FILE = re.compile(r"ex\d\d_\w+")
 RTOL, ATOL = 1e-5, 1e-5
 
 
@@ -192,6 +194,14 @@ def _check_gradients(case: Case, expected: Tensor, core_inputs: dict, got: Tenso
                            f"  expected  {fmt(want)}\n  got       {fmt(have) if have is not None else None}")
 
 
+def _which_stub(error: NotImplementedError, stem: str) -> str:
+    """"not implemented yet", naming the earlier exercise's stub when that is what raised."""
+    where = traceback.extract_tb(error.__traceback__)[-1]
+    if Path(where.filename).stem == stem or not EXERCISE_FILE.fullmatch(Path(where.filename).stem):
+        return NOT_IMPLEMENTED
+    return f"{NOT_IMPLEMENTED}: it calls {where.name}() of {Path(where.filename).name}, a stub still"
+
+
 def grade(fn, exercise: Exercise) -> Result:
     """Run every case of ``exercise`` on ``fn``; stop at the first one that differs from the core."""
     cases = CASES[exercise.stem]()
@@ -200,9 +210,9 @@ def grade(fn, exercise: Exercise) -> Result:
     for i, case in enumerate(cases):
         try:
             check_case(fn, exercise.core, case, names)
-        except NotImplementedError:
+        except NotImplementedError as stub:
             if i == 0:
-                return Result(name, NOT_IMPLEMENTED, NOT_IMPLEMENTED, 0, len(cases))
+                return Result(name, NOT_IMPLEMENTED, _which_stub(stub, name), 0, len(cases))
             return Result(name, "failed", f"raised NotImplementedError on case {i + 1}/{len(cases)}: "
                           f"{case.label}\n  input     {case.describe()}", i, len(cases))
         except Mismatch as m:
@@ -224,7 +234,8 @@ def grade_file(directory: str | Path, exercise: Exercise) -> Result:
     fn = getattr(module, exercise.function, None)
     if not callable(fn):
         return Result(exercise.stem, "failed", f"{path.name} defines no function {exercise.function}()")
-    result = grade(fn, exercise)
+    with exercise_imports(path.parent):   # an import inside the function finds the learner's files too
+        result = grade(fn, exercise)
     result.function = fn
     return result
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ladder.runlog import UsageError
 
-from . import EXERCISES, Exercise, exercises_dir
+from . import EXERCISES, Exercise, exercise_imports, exercises_dir
 from .grading import NOT_IMPLEMENTED, Result, grade_file
 
 
@@ -41,11 +41,12 @@ def announcement(directory: Path, swapped: list[tuple[Exercise, Result]], broken
                                                  "nothing implemented yet, training with the core's functions")
     if broken:
         line += "; left out: " + ", ".join(r.message.splitlines()[0] for r in broken)
-    others = len(calls(rung)) - len(swapped)
-    line += f"; the core's own for the other {others}" + (" it calls" if rung else "") if mine and others else ""
+    mine_names = {e.function for e, _ in swapped}
+    others = [e.function for e in calls(rung) if e.function not in mine_names]
+    if mine and others:
+        line += f"; the core's own {', '.join(others)}"
     if mine:
-        line += (". A run that learns does not prove them right (a wrong GAE still solves CartPole): "
-                 "pytest exercises/ does")
+        line += ". A run that learns is no proof that they are right; pytest exercises/ is"
     return line
 
 
@@ -76,6 +77,7 @@ def use_exercises(directory: str | Path | None = None, enabled: bool = True,
     say(announcement(directory, swapped, broken, rung))
     _rebind({id(core): (core, mine) for core, mine in pairs})
     try:
-        yield [r for _, r in swapped]
+        with exercise_imports(directory):   # an import inside a learner's function finds their own files
+            yield [r for _, r in swapped]
     finally:
         _rebind({id(mine): (mine, core) for core, mine in pairs})

@@ -21,6 +21,7 @@ import random
 from dataclasses import dataclass
 
 import torch
+import transformers
 
 from ladder import core
 from ladder.distributed import Processes
@@ -90,12 +91,17 @@ def token_logps(seed: int = 0, batch_size: int = 4) -> dict:
 
     Returns the shapes, both [B, T] results, and the first completion's tokens with their log-probs.
     """
-    with quiet_run():
-        cfg = ppo_sentiment.Config(**{**ppo_sentiment.PRESETS["tiny"], "seed": seed}, progress=False)
-        torch.manual_seed(seed)
-        model, tokenizer, _, pool = ppo_sentiment.load_parts(cfg)
-        policy = ppo_sentiment.build_policy(cfg, model)
-        batch, _, _ = ppo_sentiment.rollout(policy, tokenizer, pool[:batch_size], cfg)
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()  # generate's "input_ids may be padded": the mask is passed
+    try:
+        with quiet_run():
+            cfg = ppo_sentiment.Config(**{**ppo_sentiment.PRESETS["tiny"], "seed": seed}, progress=False)
+            torch.manual_seed(seed)
+            model, tokenizer, _, pool = ppo_sentiment.load_parts(cfg)
+            policy = ppo_sentiment.build_policy(cfg, model)
+            batch, _, _ = ppo_sentiment.rollout(policy, tokenizer, pool[:batch_size], cfg)
+    finally:
+        transformers.logging.set_verbosity(verbosity)
     ids, attention = batch.inputs["input_ids"], batch.inputs["attention_mask"]
     P = ids.shape[1] - batch.actions.shape[1]
     with torch.no_grad():
