@@ -12,14 +12,14 @@ NOTEBOOKS: dict[str, list[str]] = {}
 NOTEBOOKS["6_design_space_and_trl"] = [
     r"""md:# 6 · GRPO's design space, and TRL side by side
 
-After this notebook you will be able to:
+After this notebook (about 1½ hours, on a CPU) you will be able to:
 
-* say what each `--loss-type` divides the loss by at M minibatches and P processes, and which choice has a length bias;
+* say what each `--loss-type` divides the loss by at M minibatches and $n_{\text{proc}}$ processes, and which choice has a length bias;
 * say which KL term's *gradient* follows which KL — $k_1$, $k_2$, $k_3$, $\frac{\pi_\theta}{\pi_{\text{old}}}k_3$, or $k_1$ in the reward — on-policy and off;
 * predict which tokens lose their gradient under token-level (GRPO) and sequence-level (GSPO) clipping, and why GSPO's $\varepsilon$ is tiny;
 * translate a TRL `GRPOConfig` and its generation schedule into ladder's flags, and check that both compute the same loss.
 
-About 45 minutes. GRPO, Dr. GRPO, DAPO, GSPO, CISPO and RLOO are not six programs: each is a handful of choices, and
+GRPO, Dr. GRPO, DAPO, GSPO, CISPO and RLOO are not six programs: each is a handful of choices, and
 each choice is a flag of the `grpo` rung and a short function of `ladder.core` (README: *GRPO's design space*). The
 first part is the concepts: the one loss and what it divides by (1), what the KL term's gradient follows (2), which
 tokens lose their gradient (3), and the methods against each other on the tiny task (4). The second part is
@@ -42,22 +42,22 @@ sets a handful of flags, and `--algo NAME` sets them together:""",
     r"""md:### What the constant counts
 
 The rung computes the constant once per update, before the passes (`grpo_options.loss_normaliser`, called in
-`grpo.grpo_step`). An update holds $B$ completions spread over $P$ processes, $B/P$ on each:
+`grpo.grpo_step`). An update holds $B$ completions spread over $n_{\text{proc}}$ processes, $B/n_{\text{proc}}$ on each:
 
-$$N_{\text{dr\_grpo}} = \frac{B}{P}\,L_{\max}, \qquad N_{\text{dapo}} = N_{\text{cispo}} = \frac{1}{P}\sum_{\text{processes}}\ \sum_{i,t} m_{i,t},$$
+$$N_{\text{dr\_grpo}} = \frac{B}{n_{\text{proc}}}\,L_{\max}, \qquad N_{\text{dapo}} = N_{\text{cispo}} = \frac{1}{n_{\text{proc}}}\sum_{\text{processes}}\ \sum_{i,t} m_{i,t},$$
 
 with $L_{\max}$ = `--max-new-tokens` and $m_{i,t} = 1$ for a real token (0 for padding, and for a truncated completion
 with `--mask-truncated`). So $N_{\text{dapo}}$ is the real tokens of the whole update — every minibatch, every process —
-divided by $P$. `core.update` then takes $\mu \times M$ optimiser steps, and each divides its minibatch's summed loss by
-its share $N/M$ (the same share in every pass); the $P$ processes average their gradients. One token's weight in the
+divided by $n_{\text{proc}}$. `core.update` then takes $\mu \times M$ optimiser steps, and each divides its minibatch's summed loss by
+its share $N/M$ (the same share in every pass); the $n_{\text{proc}}$ processes average their gradients. One token's weight in the
 gradient of the step that holds it is therefore
 
-$$w_{\text{dapo}} = \frac{1}{P}\cdot\frac{M}{N_{\text{dapo}}} = \frac{M}{\text{real tokens of the update}}, \qquad
-w_{\text{dr\_grpo}} = \frac{1}{P}\cdot\frac{M}{N_{\text{dr\_grpo}}} = \frac{1}{P\,b\,L_{\max}},$$
+$$w_{\text{dapo}} = \frac{1}{n_{\text{proc}}}\cdot\frac{M}{N_{\text{dapo}}} = \frac{M}{\text{real tokens of the update}}, \qquad
+w_{\text{dr\_grpo}} = \frac{1}{n_{\text{proc}}}\cdot\frac{M}{N_{\text{dr\_grpo}}} = \frac{1}{n_{\text{proc}}\,b\,L_{\max}},$$
 
-with $b = B/(PM)$ rows per minibatch on each process: each one number for every token of the update, whatever its completion's length or its minibatch, against
-$w_{\text{grpo}} = 1/(P\,b\,|y_i|)$ (a short completion's tokens weigh more: the length bias Dr. GRPO removes) and
-$w_{\text{bnpo}} = 1/(P \cdot \text{real tokens of its minibatch on its process})$.
+with $b = B/(n_{\text{proc}}M)$ rows per minibatch on each process: each one number for every token of the update, whatever its completion's length or its minibatch, against
+$w_{\text{grpo}} = 1/(n_{\text{proc}}\,b\,|y_i|)$ (a short completion's tokens weigh more: the length bias Dr. GRPO removes) and
+$w_{\text{bnpo}} = 1/(n_{\text{proc}} \cdot \text{real tokens of its minibatch on its process})$.
 `viz.algo_league.loss_weights` asks autograd for these weights through `core.aggregate`, with the constants the rung
 computes, on 2 processes × 4 completions cut into $M = 2$ minibatches; each entry is $1/x$, $x$ being what that token's
 loss is divided by.
@@ -123,8 +123,8 @@ for old, g in grads.items():
         print(f"   {way:26s} error vs reverse {g['error_reverse'][way]:.1e}   vs forward {g['error_forward'][way]:.1e}")""",
     r"""md:## 3 · Tokens: who loses the gradient
 
-The clip zeroes a token's gradient where the clipped branch is the smaller one: $\rho > 1+\varepsilon_{\text{high}}$ with
-$\hat A > 0$, $\rho < 1-\varepsilon_{\text{low}}$ with $\hat A < 0$. At the token level (GRPO) $\rho_t = \pi_\theta(a_t)/\pi_{\text{old}}(a_t)$ decides per token;
+The clip zeroes a token's gradient where the clipped branch is the smaller one: $r > 1+\varepsilon_{\text{high}}$ with
+$\hat A > 0$, $r < 1-\varepsilon_{\text{low}}$ with $\hat A < 0$. At the token level (GRPO) $r_t(\theta) = \pi_\theta(a_t)/\pi_{\text{old}}(a_t)$ decides per token;
 at the sequence level (GSPO)
 
 $$s_i = \exp\Big(\frac{1}{|y_i|}\sum_t \log\frac{\pi_\theta(a_t)}{\pi_{\text{old}}(a_t)}\Big)$$
@@ -136,9 +136,9 @@ gradient, by $\pi_\theta/\pi_{\text{old}}$, by the sign of $\hat A$, by the exac
 entropy; struck-through tokens lose their gradient at the chosen level (`viz.gradient_mask` asks autograd, through
 `core.clipped_surrogate`). The toggle does not retrain: it clips the same $\pi_\theta$ both ways.
 
-GSPO's own $\varepsilon$ is tiny: `--algo gspo` sets $\varepsilon_{\text{low}} / \varepsilon_{\text{high}}$ = 3e-4 / 4e-4, and section 1's table
-prints how many times GRPO's 0.2 that is below. A sequence ratio is one number per completion, an average of its tokens'
-log-ratios, so it moves much less than single tokens' ratios do — hence the small $\varepsilon$ — and clipping it removes the
+GSPO's own $\varepsilon$ is tiny: `--algo gspo` sets $\varepsilon_{\text{low}} / \varepsilon_{\text{high}}$ = 3e-4 / 4e-4, some 667 and 500 times
+below GRPO's 0.2 (section 1's table prints the second). A sequence ratio is one number per completion, the geometric
+mean of its tokens' ratios, so one outlying token moves it little — hence the small $\varepsilon$ — and clipping it removes the
 whole completion's gradient. The *ε_high* menu sets $\varepsilon_{\text{high}} = \varepsilon$, DAPO's $1.4\,\varepsilon$ or GSPO's
 $\frac{4}{3}\varepsilon$; the cell after the widget sets GSPO's pair and prints what it clips.
 
@@ -150,8 +150,9 @@ sequence level clip more or fewer of the tokens with $\hat A \neq 0$ than the to
 view""",
     r"""md:<details><summary>Answer</summary>
 
-More. At 0.2 the sequence level clips nothing here, while the token level already loses the outlying tokens. The $s_i$ spread less than the token ratios but all of a completion's tokens
-share one: once $\varepsilon$ falls below that spread, whole completions go at once, every token with them. The next cell
+More. At 0.2 the sequence level clips nothing here, while the token level already loses the outlying tokens. Each
+$s_i$ averages its tokens' log-ratios, so it is less extreme than its most outlying tokens, but all of a completion's
+tokens share it: once $\varepsilon$ falls below that spread, whole completions go at once, every token with them. The next cell
 prints both shares at $\varepsilon$ = 0.2, at 0.05, and at GSPO's pair.
 </details>""",
     """shares = {}
@@ -164,7 +165,8 @@ t = view.data["table"]
 print(f"{len(t.pieces)} completions, {t.group_size} per prompt")
 view.controls["eps"].value, view.controls["high"].value = 0.2, 1.0
 view.controls["level"].value = "sequence"     # the widget above now strikes tokens through at the sequence level""",
-    r"""md:At GSPO's pair the sequence level clips a far larger share of the tokens than the token level does at GRPO's 0.2 —
+    r"""md:At GSPO's pair the sequence level clips a far larger share of the tokens than the token level does at GRPO's 0.2 (here
+after $\mu = 3$ passes on one toy batch, so read the share as this batch's, not as GSPO's usual rate) —
 the GSPO paper reports the same of its own runs — yet each clipped completion is a whole, consistent decision rather
 than a scatter of single tokens.""",
     r"""md:## 4 · The league
@@ -190,7 +192,9 @@ view""",
     r"""md:<details><summary>Answer</summary>
 
 `dapo`'s. With $\beta = 0$ the rung computes no $\pi_{\text{ref}}$ at all, so there is no KL to record and the curve stays at 0;
-`grpo`'s and `rloo`'s are above 0 as soon as $\pi_\theta$ leaves $\pi_{\text{ref}}$. The next cell prints the accuracies.
+`grpo`'s and `rloo`'s are above 0 as soon as $\pi_\theta$ leaves $\pi_{\text{ref}}$. The next cell prints the accuracies. Do not
+read a ranking into them: 32 held-out sums give accuracy in steps of 1/32, and a few updates on one seed may well
+leave several methods on the same value; the benchmark's seeds and larger budget are what separate them.
 </details>""",
     """display(Markdown(view.data["table"]))
 print({m: f"last KL {r['kl_ref'][-1]:.2e}" for m, r in view.data["runs"].items()})""",
@@ -245,10 +249,11 @@ view""",
 No: one optimiser step now accumulates both iterations over the whole generation batch ($\text{spg}\cdot\text{num\_iterations}$
 micro-batches), so no step falls between the generation and its last use, $\pi_\theta = \pi_{\text{old}}$ at every use and the
 forward is *skipped*. The ladder row reads `--mu 1 --num-minibatches 1`: the second iteration only adds the same
-gradient again inside that one step. The next cell prints five more cases.
+gradient again inside that one step. The next cell prints that case first, then five more.
 </details>""",
     """# TRL's own diagram (grpo_trainer.py): 2 GPUs × 3 rows, G = 2, gas = 2, spg = 4 — and four more cases
-cases = [dict(gradient_accumulation_steps=2, steps_per_generation=4, per_device_train_batch_size=3, num_processes=2, num_generations=2),
+cases = [dict(num_iterations=2, steps_per_generation=4, gradient_accumulation_steps=8),     # the prediction's case
+         dict(gradient_accumulation_steps=2, steps_per_generation=4, per_device_train_batch_size=3, num_processes=2, num_generations=2),
          dict(), dict(num_iterations=2, steps_per_generation=1, gradient_accumulation_steps=2),
          dict(num_iterations=4, steps_per_generation=2), dict(steps_per_generation=3, gradient_accumulation_steps=2)]
 schedules = [viz.trl_schedule(**case) for case in cases]
@@ -299,20 +304,22 @@ the token's own $\pi_\theta/\pi_{\text{old}}$. Unticked, the KL term has no weig
         r = viz.trl_parity(loss_type)
         print(f"{loss_type:8s} loss TRL {r['trl_loss']:.7f}  ladder {r['ladder_loss']:.7f}  "
               f"largest gradient difference {r['max_grad_diff']:.1e} (largest entry {r['max_grad']:.2f})")
-    print("TRL 1.16's default use_bias_correction_kl:", GRPOConfig.__dataclass_fields__["use_bias_correction_kl"].default)""",
+    print("TRL 1.16's default use_bias_correction_kl:", GRPOConfig.__dataclass_fields__["use_bias_correction_kl"].default)
+    view.controls["level"].value, view.controls["correction"].value = "sequence", True
+    print("sequence level, bias-corrected KL:", view.data["summary"])""",
     r"""md:## Self-check
 
 Four numbers this notebook printed. The first cell asks the questions; write your answers into the second and run it
 (`quiz.reveal()` shows the notebook's own numbers).""",
     """quiz = viz.SelfCheck(
-    dapo_divisor=("Section 1's table: every dapo token's loss is divided by the same x (weight 1/x). What is x?",
+    dapo_divisor=("Section 1's weights table: every dapo token's loss is divided by the same x (weight 1/x). What is x?",
                   weights["tokens"] / weights["num_minibatches"]),
     k3_error=("Section 2, on-policy: how far (‖·‖) is plain k3 in the loss from the reverse KL's gradient?",
               grads[0.0]["error_reverse"]["k3 in the loss"]),
     gspo_whole=("Section 3, at GSPO's ε_low / ε_high = 3e-4 / 4e-4: what fraction (0 to 1) of the completions with "
                 "Â ≠ 0 does the sequence level clip whole?", shares[3e-4]["frac_rows"]["sequence"]),
     steps_per_update=("Section 6: num_iterations = 4, steps_per_generation = 2. How many optimiser steps does one "
-                      "ladder update take?", schedules[3]["ladder"]["optimizer_steps_per_update"]),
+                      "ladder update take?", schedules[4]["ladder"]["optimizer_steps_per_update"]),
 )
 quiz.ask()""",
     """quiz.check(dapo_divisor=None, k3_error=None, gspo_whole=None, steps_per_update=None)""",

@@ -11,7 +11,7 @@ NOTEBOOKS: dict[str, list[str]] = {}
 NOTEBOOKS["4_ppo_rlhf_sentiment"] = [
     r"""md:# 4 · PPO for RLHF: GPT-2 learns to write positive reviews
 
-After this notebook (about 20 minutes, on a CPU) you will be able to:
+After this notebook (about 45 minutes, on a CPU) you will be able to:
 
 * write down RLHF-PPO's per-token reward $r_t = -\beta\,\mathrm{KL}_t + [t = T-1]\cdot\text{score}$ and say which policy each log-prob comes from;
 * take one real completion through GAE token by token and explain why a token's advantage sees the KL penalties of later tokens, never of earlier ones;
@@ -28,8 +28,8 @@ until the first optimiser step of the update). A **value head** on the same tran
 **GAE over tokens** turns the rewards into advantages, and $\mu$ passes of the clipped surrogate follow —
 `core.update`, exactly as on CartPole.
 
-**Notation.** The ratio is $r_t(\theta) = \pi_\theta(a_t\mid s_t)/\pi_{\text{old}}(a_t\mid s_t)$, as in notebook 2, and is always
-written with its $(\theta)$; $r_t$ without it is token $t$'s reward.
+**Notation.** The ratio is $r_t(\theta) = \pi_\theta(a_t\mid s_t)/\pi_{\text{old}}(a_t\mid s_t)$ — notebook 2's ratio — and from
+here on it is always written with its $(\theta)$, because $r_t$ without it is token $t$'s reward.
 
 ## Adaptive $\beta$ (Ziegler et al. 2019)
 
@@ -151,8 +151,9 @@ gae_view""",
     print(f"λ = {lam:<4}:  Â_0 = {t['advantage'][0]:+.4f}   Â_last = {t['advantage'][-1]:+.4f}")""",
     r"""md:<details><summary>Answer</summary>
 
-$\hat A_0$ falls from the whole discounted sum of rewards minus $V_0$ to the one-step $\delta_0 = r_0 + \gamma V_1 - V_0$: at
-$\lambda = 0$ the score reaches the first token only through the critic's $V_1$. The last token's $\hat A = r_{T-1} - V_{T-1}$ does
+$\hat A_0$ falls (on this completion) from the preset's λ = 0.95 value towards the one-step $\delta_0 = r_0 + \gamma V_1 - V_0$
+at $\lambda = 0$ (at λ = 1 it is the whole sum of rewards minus $V_0$, printed above): at $\lambda = 0$ the score reaches the first
+token only through the critic's $V_1$, and this critic's $V_1$ is below the score still to come, so $\hat A_0$ shrinks. The last token's $\hat A = r_{T-1} - V_{T-1}$ does
 not move: nothing comes after it, whatever $\gamma$ and $\lambda$ are. The printout above shows both.
 </details>""",
     r"""md:## Reward vs KL: what $\beta$ buys
@@ -187,7 +188,7 @@ view.controls["beta"].value = 0.0     # the β = 0 run: its completions now sit 
     r"""md:<details><summary>Answer</summary>
 
 With $\beta = 0$ the score is near its maximum, and the text is no longer a review: the policy found what
-VADER likes and repeats it, at the KL ratio printed above. With $\beta = 1$ the policy hardly moves. In between, the score
+VADER likes and repeats it, at about ten times the KL of $\beta = 0.2$ (the ratio printed above). With $\beta = 1$ the policy hardly moves. In between, the score
 rises while the KL stays modest — the trade-off PPO-RLHF is tuned for. The adaptive controller (the default,
 `--kl-target`) picks $\beta$ for you by steering the KL towards a target instead.
 </details>
@@ -210,7 +211,7 @@ quiz.ask()""",
 NOTEBOOKS["5_grpo_qlora"] = [
     r"""md:# 5 · GRPO with QLoRA
 
-After this notebook (about 15 minutes, on a CPU) you will be able to:
+After this notebook (about 60 minutes, on a CPU) you will be able to:
 
 * compute GRPO's group-relative advantages under each reward scale, and say when a group carries no signal;
 * say how each `--loss-type` averages the per-token loss, and when two of them are the same number;
@@ -228,8 +229,8 @@ $$\hat A_i = \frac{R_i - \operatorname{mean}(R_1,\dots,R_G)}{\operatorname{std}(
 
 every token of completion $i$ shares $\hat A_i$ (`core.group_relative`). `--scale-rewards` picks the
 denominator: the group's std (`group`), the batch's (`batch`), or none at all (`none`, Dr. GRPO, which
-argues the std over-weights easy and impossible prompts). A group whose rewards are all equal has no
-signal: $\hat A = 0$.
+argues the std over-weights nearly-easy and nearly-impossible prompts, whose small std inflates $\hat A$). A group
+whose rewards are all equal has no signal: $\hat A = 0$.
 
 ## Rule rewards
 
@@ -259,9 +260,11 @@ GRPO puts the KL into the loss, not the reward, so that its gradient is the grad
 token, rather than a sequence-level reward term that every token of the completion shares. Both are options of the
 rung: `--kl-in loss` (GRPO) or `--kl-in reward` (RLOO: $\beta\sum_t \mathrm{KL}_t$ comes off each completion's reward $R_i$);
 notebook 6 §2 computes which estimator's gradient is the gradient of which KL. In the loss the KL is estimated
-with $k_3$, importance-weighted by $r_t(\theta)$ (notebook 3). The weight is exactly 1 until the first optimiser step
-and matters from then on, whenever $\mu\cdot M > 1$ ($\mu$ passes of $M$ minibatches): already the second minibatch of the
-first pass has $r_t(\theta) \neq 1$. The loss is
+with $k_3$, importance-weighted by $r_t(\theta)$ (notebook 3). Its *value* is exactly 1 until the first optimiser step,
+but its *gradient* is not 0: from the very first step it turns $k_3$'s gradient (that of the forward KL) into the
+reverse KL's, the one the penalty means (notebook 6 §2). Its value matters once $\pi_\theta$ has moved, whenever
+$\mu\cdot M > 1$ ($\mu$ passes of $M$ minibatches): from the second minibatch of the first pass on, or from the second pass
+when $M = 1$. The loss is
 
 $$L = \operatorname{agg}\Big(-\min\big(r_t(\theta)\hat A_t,\ \operatorname{clip}(r_t(\theta), 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A_t\big) + \beta\, r_t(\theta)\,k_3\Big)$$
 
@@ -277,8 +280,8 @@ modes = {"grpo": ("seq_mean_token_mean", None), "bnpo": ("token_mean", None),   
 losses = {loss_type: round(core.aggregate(per_token, mask, mode, num_tokens).item(), 3)
           for loss_type, (mode, num_tokens) in modes.items()}
 losses""",
-    r"""md:`dapo` and `bnpo` give the same number here because this is one minibatch ($M = 1$): DAPO's constant, the real
-tokens of the whole update, is then the minibatch's own token count (5), so $\sum/N$ is the token mean. With $M > 1$
+    r"""md:`dapo` and `bnpo` give the same number here because this is one minibatch ($M = 1$) on one process: DAPO's
+constant, the real tokens of the whole update, is then the minibatch's own token count (5), so $\sum/N$ is the token mean. With $M > 1$
 each minibatch divides by $N/M$ instead of its own count, and a minibatch of long completions weighs more than under
 `bnpo`.""",
     r"""md:## Memory: 4-bit + LoRA + the disabled adapter
@@ -293,8 +296,9 @@ The tiny preset (a tiny instruct model ladder builds and caches on first use —
 and synthetic two-digit addition) runs on a CPU, 4-bit included. Two steps here; the reward is the
 correctness reward plus the format reward, so a right, well-formatted answer earns 2.
 A group whose $G$ rewards are all equal has $\hat A = 0$ and, with $\pi_\theta = \pi_{\text{ref}}$ at the start of training, the
-$k_3$ term has zero gradient too: nothing moves. `frac_reward_zero_std` counts those groups; early in
-training (or on problems that are too hard) it is often 1.
+$k_3$ term has zero gradient too: nothing moves. `frac_reward_zero_std` is the fraction of such groups. On
+problems that are too hard or too easy for the model it nears 1 and training stalls; the tiny preset's sums suit its
+model, as the two steps below show.
 On a GPU, the real run is
 
 ```bash
@@ -309,7 +313,7 @@ summary = grpo.train(grpo.Config(**base, qlora=True, out=str(RUNS / "grpo"), pro
 for r in metrics(RUNS / "grpo"):
     print(f"step {r['step']}: " + "  ".join(f"{k} {r[k]:.4f}"
                                             for k in ("reward", "frac_reward_zero_std", "clip_frac", "kl_ref")))""",
-    r"""md:The accuracy of two steps means nothing; the full tiny run is `python -m ladder.run grpo --qlora --preset tiny`
+    r"""md:The reward of two steps means nothing; the full tiny run is `python -m ladder.run grpo --qlora --preset tiny`
 (and `python -m ladder.run eval --preset tiny --adapter runs/grpo-seed0/adapter` evaluates the adapter).
 
 ## What $\mu$ does on the LM
@@ -343,13 +347,17 @@ for mu, run in runs.items():
     print(f"μ={mu}: ratio std {run['ratios'][-1].std():.3f}  clip {run['clip_frac_after'][-1]:.3f}  "
           f"KL(θ‖old) {run['kl_old_exact'][-1]:.4f}  KL(θ‖ref) exact {run['kl_ref_exact'][-1]:.4f}  "
           f"biased {run['kl_ref_biased'][-1]:.4f}  corrected {run['kl_ref_corrected'][-1]:.4f}")
+    print(f"      over fresh samples c ~ π_old: biased {run['kl_ref_biased_expected'][-1]:.4f} "
+          f"± {run['kl_ref_biased_std'][-1]:.4f}, corrected {run['kl_ref_corrected_expected'][-1]:.4f} "
+          f"± {run['kl_ref_corrected_std'][-1]:.4f}")
 print(f"fraction of the groups whose G rewards are all equal: {runs[8]['frac_reward_zero_std']:.3f}")""",
     r"""md:**Answer.** As on CartPole, each pass spreads the ratios, the clip switches off more tokens, and KL$(\pi_\theta\,\|\,\pi_{\text{old}})$
 grows. Most tokens of a worked sum are nearly certain, so most ratios stay at 1 and the action is in a few
 hundred tokens (the histogram is on a log scale) — and in the fraction of groups printed last all $G$ answers scored
 the same, so their $\hat A = 0$ and only the KL term moves them. The plain $k_3$ average drifts away from the exact KL as
-$\mu$ grows; the corrected one's band is centred on it, but one batch's value is noisy — a few positions, and
-tokens $\pi_{\text{old}}$ seldom samples, carry much of the KL. Try the preset's learning rate `1e-3`: Adam's first steps are large, the plain
+$\mu$ grows; the corrected one's expectation over fresh samples *is* the exact KL (the second line of each μ
+printed above), but one batch's value is noisy — its std there is a good part of the KL itself: a few positions, and
+tokens $\pi_{\text{old}}$ seldom samples, carry much of the KL, so this batch's corrected value sits below the exact one. Try the preset's learning rate `1e-3`: Adam's first steps are large, the plain
 estimate overshoots several-fold, and the corrected band widens.
 
 **Exercises:** `ex10_group_relative.py` and `ex11_aggregate.py`; then

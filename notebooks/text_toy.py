@@ -101,7 +101,7 @@ quiz.ask()""",
 NOTEBOOKS["1_reinforce_cartpole"] = [
     r"""md:# 1 · REINFORCE on CartPole
 
-After this notebook (about 20 minutes) you will be able to:
+After this notebook (about 30 minutes) you will be able to:
 
 * compute returns-to-go $G_t$ with `core.discounted_returns` on a padded batch;
 * check that the gradient of REINFORCE's loss $-\hat A\log\pi_\theta$ is the policy gradient;
@@ -114,7 +114,8 @@ $\nabla_\theta \pi_\theta = \pi_\theta \nabla_\theta \log \pi_\theta$, so
 $$\nabla_\theta J = \mathbb{E}_{\tau\sim\pi_\theta}\Big[\sum_t \nabla_\theta \log\pi_\theta(a_t\mid s_t)\, G_t\Big],
 \qquad L(\theta) = -\frac{1}{N}\sum_{t} \hat A_t \log \pi_\theta(a_t \mid s_t)$$
 
-`core.pg_loss` is exactly that $L$ per action; its gradient is the policy gradient.
+with $N$ the number of real actions in the batch (`core.aggregate`'s token mean). `core.pg_loss` is exactly that
+$L$ per action, before the average; its gradient is the policy gradient.
 
 ## Returns-to-go
 
@@ -176,7 +177,7 @@ quiz.ask()""",
 NOTEBOOKS["2_ppo_cartpole"] = [
     r"""md:# 2 · PPO on CartPole
 
-After this notebook (about 30 minutes) you will be able to:
+After this notebook (about 45 minutes) you will be able to:
 
 * derive PPO's clipped surrogate from REINFORCE: the ratio, its gradient, and why both agree at $r = 1$;
 * say which samples the clip takes the gradient from, and check it on a real CartPole batch;
@@ -194,7 +195,8 @@ while the samples come from $\pi_\theta$. After one optimiser step they no longe
 **Importance sampling.** For any $f$,
 $\mathbb{E}_{a\sim\pi_\theta}[f(a)] = \sum_a \pi_\theta(a) f(a) = \mathbb{E}_{a\sim\pi_{\text{old}}}\big[\tfrac{\pi_\theta(a)}{\pi_{\text{old}}(a)}\,f(a)\big]$:
 weighting each sample by the ratio
-$r_t(\theta) = \pi_\theta(a_t\mid s_t) / \pi_{\text{old}}(a_t\mid s_t)$ turns expectations under $\pi_{\text{old}}$,
+$r_t(\theta) = \pi_\theta(a_t\mid s_t) / \pi_{\text{old}}(a_t\mid s_t)$ (written $r_t$ for short in this section; in the GAE
+section below, $r_t$ is the reward) turns expectations under $\pi_{\text{old}}$,
 which we have samples of, into expectations under $\pi_\theta$. PPO's surrogate, maximised over the
 $\pi_{\text{old}}$ samples of the batch, is
 
@@ -220,8 +222,8 @@ sample's REINFORCE term by how much more (or less) likely $\pi_\theta$ now makes
 | $\hat A_t > 0$ | $r_t\hat A_t$: gradient | $r_t\hat A_t$: gradient | $(1+\varepsilon_{\text{high}})\hat A_t$: **no gradient** |
 | $\hat A_t < 0$ | $(1-\varepsilon_{\text{low}})\hat A_t$: **no gradient** | $r_t\hat A_t$: gradient | $r_t\hat A_t$: gradient |
 
-A sample loses its gradient exactly when $\hat A_t > 0$ and $r_t > 1+\varepsilon_{\text{high}}$ (its action is already
-more likely enough), or $\hat A_t < 0$ and $r_t < 1-\varepsilon_{\text{low}}$ (already less likely enough). In the
+A sample loses its gradient exactly when $\hat A_t > 0$ and $r_t > 1+\varepsilon_{\text{high}}$ (its action has already gained
+enough probability for this batch), or $\hat A_t < 0$ and $r_t < 1-\varepsilon_{\text{low}}$ (it has already lost enough). In the
 other two corners the min keeps the unclipped, lower value: a step that made the objective worse is never
 hidden. On the first minibatch of the first pass every $r_t = 1$, inside the interval, so nothing is clipped
 and the policy part of PPO's first step is a REINFORCE step. `core.clipped_surrogate` returns the loss to minimise:
@@ -250,15 +252,18 @@ while $\hat A_t \neq 0$.""",
 bridge = surrogate_vs_reinforce(steps=4, lr=2e-3, clip_eps=0.2)
 print(f"{bridge['advantages'].size} transitions, ε = {bridge['clip_eps']}. At θ = θ_old: max |∇L_clip − ∇L_PG| "
       f"= {bridge['max_abs_diff'][0]:.1e}, largest |∇L_PG| entry {bridge['pg_grad_max'][0]:.1e}")
-header = "| step | r from … to | clip removed | cos(∇L_clip, ∇L_PG) | ‖∇L_clip‖ / ‖∇L_PG‖ | cos(∇L_IS, ∇L_PG) |"
+header = ("| step | r from … to | clip removed | cos(∇L_clip, ∇L_PG) | ‖∇L_clip‖ / ‖∇L_PG‖ | cos(∇L_IS, ∇L_PG) "
+          "| ‖∇L_IS‖ / ‖∇L_PG‖ |")
 rows = [f"| {k} | {r.min():.3f} … {r.max():.3f} | {bridge['removed_share'][k]:.1%} | {bridge['cosine'][k]:.4f} "
-        f"| {bridge['norm_ratio'][k]:.4f} | {bridge['cosine_is'][k]:.4f} |" for k, r in enumerate(bridge["ratios"])]
-display(Markdown("\\n".join([header, "|---:|:---:|---:|---:|---:|---:|", *rows])))""",
+        f"| {bridge['norm_ratio'][k]:.4f} | {bridge['cosine_is'][k]:.4f} | {bridge['norm_ratio_is'][k]:.4f} |"
+        for k, r in enumerate(bridge["ratios"])]
+display(Markdown("\\n".join([header, "|---:|:---:|---:|---:|---:|---:|---:|", *rows])))""",
     r"""md:Step 0 is $\theta = \theta_{\text{old}}$: every ratio is 1 and the two gradients agree to float32 rounding (the
-printed difference), so the surrogate's first step is REINFORCE's. From step 1 on the rows part:
+printed difference), so the surrogate's first step is REINFORCE's. From step 1 on the ratios spread; from the
+first step where *clip removed* is above 0 the rows part:
 
-* the ratio alone barely turns the gradient: the last column, the surrogate without its clip against
-  REINFORCE, stays near 1 for these few steps;
+* the ratio alone barely turns the gradient: the surrogate without its clip against REINFORCE (the last two
+  columns) keeps a cosine near 1 for these few steps, though its norm already moves;
 * the clip turns it and shrinks it. It removes the samples that $\pi_\theta$ has already moved furthest in the
   direction of their advantage, and those carry more of the gradient than their share of the batch: compare
   *clip removed* with the cosine and the norm ratio.
@@ -347,7 +352,7 @@ quiz.ask()""",
 NOTEBOOKS["3_three_policies_and_kl"] = [
     r"""md:# 3 · Three policies and the KL
 
-After this notebook (about 25 minutes) you will be able to:
+After this notebook (about 45 minutes) you will be able to:
 
 * estimate a KL from samples with $k_1$, $k_2$, $k_3$ and say which is biased, and which is noisy;
 * say why $\pi_{\text{old}} = \pi_\theta$ at sampling time and what $\mu$ passes do to the ratio and to the clip;
@@ -359,7 +364,7 @@ With $a \sim \pi_\theta$ and $\ell = \log \pi_{\text{ref}}(a) - \log \pi_\theta(
 
 $$k_1 = -\ell, \qquad k_2 = \tfrac12 \ell^2, \qquad k_3 = (e^{\ell} - 1) - \ell$$
 
-$k_1$ is unbiased but noisy and can be negative; $k_2$ is low-variance but biased; $k_3$ is unbiased,
+$k_1$ is unbiased but noisy and can be negative; $k_2$ is biased, and low-variance only near $\pi_\theta \approx \pi_{\text{ref}}$; $k_3$ is unbiased,
 non-negative and low-variance near $\pi_\theta \approx \pi_{\text{ref}}$ — GRPO's choice. All three are
 `core.kl_estimate`. The widget computes their bias and spread against the exact
 $\mathrm{KL}(p\,\|\,q) = \sum_a p(a)\log\frac{p(a)}{q(a)}$ on a small categorical ($p = \pi_\theta$, $q = \pi_{\text{ref}}$).""",

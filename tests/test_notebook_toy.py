@@ -23,6 +23,7 @@ def test_at_r_1_the_surrogate_gradient_is_reinforces(bridge):
     assert bridge["max_abs_diff"][0] <= 1e-6
     assert bridge["cosine"][0] == pytest.approx(1.0, abs=1e-6)
     assert bridge["norm_ratio"][0] == pytest.approx(1.0, abs=1e-6)
+    assert bridge["norm_ratio_is"][0] == pytest.approx(1.0, abs=1e-6)
     assert bridge["removed_share"][0] == 0.0
 
 

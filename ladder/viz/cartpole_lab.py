@@ -179,6 +179,7 @@ def surrogate_vs_reinforce(steps: int = 4, lr: float = 2e-3, clip_eps: float = 0
         pg_grad_max      max |g_PG|: the scale max_abs_diff is read against
         cosine           cos(g_clip, g_PG)                      norm_ratio   ‖g_clip‖ / ‖g_PG‖
         cosine_is        cos(g_IS, g_PG): what the ratio alone changes, before any clipping
+        norm_ratio_is    ‖g_IS‖ / ‖g_PG‖
         removed          per sample: ∂L_clip/∂logp = 0 while Â ≠ 0 (the clip took its gradient)  [N] bool
         removed_share    mean of ``removed``
         ratios           r at every sample [N];  advantages: Â [N]
@@ -192,6 +193,7 @@ def _surrogate_vs_reinforce(steps: int, lr: float, clip_eps: float, seed: int) -
     theta = list(policy.actor.parameters())
     adv = core.whiten(batch.advantages, batch.mask)
     out: dict[str, list] = {k: [] for k in ("max_abs_diff", "pg_grad_max", "cosine", "norm_ratio", "cosine_is",
+                                            "norm_ratio_is",
                                             "removed", "removed_share", "ratios")}
     for k in range(steps + 1):
         if k:
@@ -210,6 +212,7 @@ def _surrogate_vs_reinforce(steps: int, lr: float, clip_eps: float, seed: int) -
         out["cosine"].append(torch.cosine_similarity(g_clip, g_pg, dim=0).item())
         out["norm_ratio"].append((g_clip.norm() / g_pg.norm()).item())
         out["cosine_is"].append(torch.cosine_similarity(g_is, g_pg, dim=0).item())
+        out["norm_ratio_is"].append((g_is.norm() / g_pg.norm()).item())
         out["removed"].append(removed.flatten().numpy())
         out["removed_share"].append(removed.float().mean().item())
         out["ratios"].append(ratio.detach().flatten().numpy())
