@@ -322,7 +322,8 @@ def plot_curves(records: list[dict], curves: dict[str, str], path: Path, x: str 
             ax.plot(xs, ys, marker="." if len(xs) < 50 else None)
         ax.set_title(curves[key])
         ax.set_xlabel(x)
-        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))  # steps and env steps are counts
+        # steps and env steps are counts: whole ticks, spaced as matplotlib's default would space them
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator("auto", steps=[1, 2, 2.5, 5, 10], integer=True))
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[len(keys):]:
         ax.axis("off")
