@@ -86,10 +86,6 @@ def _device_type(cfg) -> str:
     return torch.device(cfg.device).type
 
 
-def _on_cpu_with_qlora(cfg) -> bool:
-    return cfg.qlora and _device_type(cfg) == "cpu"
-
-
 def _system_prompt(cfg) -> str:
     from ladder.tasks import math_problems
 
@@ -102,24 +98,23 @@ def _reward_weights(cfg) -> str:
     return ",".join(f"{w:g}" for w in rewards.weights(cfg.reward_funcs, cfg.reward_weights).values())
 
 
-# Options whose default is decided when the run starts, from other options: name → the value the run uses.
-# Each is the rule of the rung's code named beside it; tests/test_print_config.py holds them to it.
-RESOLVED = {
-    "lora": lambda cfg: cfg.lora or cfg.qlora,  # quant.load_causal_lm: --qlora puts LoRA adapters on the base
-    "gradient_checkpointing": lambda cfg: (cfg.qlora if cfg.gradient_checkpointing is None  # grpo.load_policy,
-                                           else cfg.gradient_checkpointing),               # ppo_sentiment.load_model
-    "dequantize_once": lambda cfg: (_on_cpu_with_qlora(cfg) if cfg.dequantize_once is None  # grpo.load_policy
-                                    else cfg.dequantize_once),
-    "release_memory": lambda cfg: (_on_cpu_with_qlora(cfg) if cfg.release_memory is None  # grpo.load_policy
-                                   else cfg.release_memory),
-    "optim": lambda cfg: (cfg.optim if cfg.optim != "auto"  # grpo.load_policy
-                          else "paged_adamw_8bit" if cfg.qlora and _device_type(cfg) == "cuda" else "adamw"),
-    "clip_eps_high": lambda cfg: cfg.clip_eps if cfg.clip_eps_high is None else cfg.clip_eps_high,  # grpo.eps_high
-    "kl_correction": lambda cfg: (None if cfg.kl_in == "reward"  # grpo.update_config; no KL in the loss: unused
-                                  else "off" if cfg.kl_correction == "off" else "on"),
-    "system_prompt": _system_prompt,  # math_problems.system_prompt (grpo, eval)
-    "reward_weights": _reward_weights,  # rewards.weights (grpo)
-}
+def resolved_rules() -> dict:
+    """Options whose value is decided when the run starts: name → the rung's own rule (the function its code
+    calls), given the Config."""
+    from ladder.rungs import grpo_options, lm_options
+
+    return {
+        "lora": lm_options.uses_lora,
+        "gradient_checkpointing": lm_options.gradient_checkpointing,
+        "dequantize_once": lambda cfg: grpo_options.dequantize_once(cfg, _device_type(cfg)),
+        "release_memory": lambda cfg: grpo_options.release_memory(cfg, _device_type(cfg)),
+        "optim": lambda cfg: grpo_options.optimizer_name(cfg, _device_type(cfg)),
+        "clip_eps_high": grpo_options.eps_high,
+        "kl_correction": lambda cfg: (None if cfg.kl_in == "reward"  # grpo.update_config; no KL in the loss: unused
+                                      else "off" if cfg.kl_correction == "off" else "on"),
+        "system_prompt": _system_prompt,  # math_problems.system_prompt (grpo, eval)
+        "reward_weights": _reward_weights,  # rewards.weights (grpo)
+    }
 
 
 def applied(name: str, rung, argv: list[str]) -> dict:
@@ -133,9 +128,9 @@ def applied(name: str, rung, argv: list[str]) -> dict:
 
 def effective_config(name: str, rung, cfg, argv: list[str]) -> dict:
     """What ``--print-config`` prints: the rung, the preset and ``--algo`` applied, and every option with
-    the value the run will use (the defaults in ``RESOLVED`` resolved; a None left means "off" or "none")."""
+    the value the run will use (``resolved_rules``; a None left means "off" or "none")."""
     options = asdict(cfg)
-    for option, value_for in RESOLVED.items():
+    for option, value_for in resolved_rules().items():
         if option in options:
             options[option] = value_for(cfg)
     return {"rung": name, **applied(name, rung, argv), **options}

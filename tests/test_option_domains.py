@@ -72,7 +72,7 @@ def test_every_option_declares_its_domain(name):
     assert not missing, f"{name}: options without a declared domain: {missing}"
 
 
-@pytest.mark.parametrize("name, f, domain", cases())
+@pytest.mark.parametrize("name, f, domain", list(cases()))
 def test_bad_values_are_one_line_exit_2_and_create_nothing(name, f, domain, tmp_path, monkeypatch, capsys):
     workdir = tmp_path / "cwd"
     workdir.mkdir()

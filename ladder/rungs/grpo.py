@@ -23,6 +23,7 @@ from ladder import core, hub, rewards
 from ladder.distributed import Processes, launched_processes, process_device, weights_digest
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, lm_batch
+from ladder.rungs import grpo_options
 from ladder.rungs.grpo_options import (
     ALGOS,
     LOSS_TYPES,
@@ -34,6 +35,7 @@ from ladder.rungs.grpo_options import (
     validate,
 )
 from ladder.rungs.grpo_rollout import Rollout, dynamic_sample, sample
+from ladder.rungs.lm_options import gradient_checkpointing, uses_lora
 from ladder.runlog import UsageError, seed_everything
 from ladder.session import RunSession
 from ladder.tasks import math_eval, math_problems
@@ -183,21 +185,19 @@ def batch_statistics(rollout: Rollout, shaped: torch.Tensor, procs: Processes, G
 
 def load_policy(cfg: Config, model_path: str, device: torch.device) -> tuple[CausalLMPolicy, torch.optim.Optimizer]:
     """π_θ (4-bit + LoRA, LoRA, or full), its π_ref, and the optimiser."""
-    if (cfg.release_memory is None and cfg.qlora and device.type == "cpu") or cfg.release_memory:
+    if grpo_options.release_memory(cfg, device.type):
         quant.release_freed_memory()  # before loading: see its docstring
-    grad_ckpt = cfg.qlora if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing
     model = quant.load_causal_lm(model_path, device, qlora=cfg.qlora, lora=cfg.lora, lora_r=cfg.lora_r,
-                                 lora_alpha=cfg.lora_alpha, gradient_checkpointing=grad_ckpt)
+                                 lora_alpha=cfg.lora_alpha, gradient_checkpointing=gradient_checkpointing(cfg))
     ref_model = None
-    if cfg.kl_coef > 0 and not (cfg.qlora or cfg.lora):
+    if cfg.kl_coef > 0 and not uses_lora(cfg):
         ref_model = quant.load_causal_lm(model_path, device)  # full fine-tuning needs a frozen copy
-    dequantize_once = cfg.qlora and device.type == "cpu" if cfg.dequantize_once is None else cfg.dequantize_once
+    dequantize_once = grpo_options.dequantize_once(cfg, device.type)
     policy = CausalLMPolicy(model, temperature=cfg.temperature, chunk_size=cfg.chunk_size, ref_model=ref_model,
                             dequantize_once=dequantize_once)
     if cfg.ref_sync_every:
         policy.make_reference_refreshable()  # a second, frozen adapter (LoRA) or the frozen copy (full)
-    optim = cfg.optim if cfg.optim != "auto" else ("paged_adamw_8bit" if cfg.qlora and device.type == "cuda"
-                                                   else "adamw")
+    optim = grpo_options.optimizer_name(cfg, device.type)
     return policy, quant.make_optimizer(policy.parameters(), cfg.lr, optim, device)
 
 
@@ -283,7 +283,7 @@ def train(cfg: Config) -> dict:
                 run.checkpoint(**parts, progress=progress)
         summary = summarize(cfg, run, progress, procs.gather_object(weights_digest(policy)))
         if procs.is_main:  # the trained adapter only (π_ref's adapter, if any, stays out)
-            save_trained(policy.model, run.dir, lora=cfg.qlora or cfg.lora)
+            save_trained(policy.model, run.dir, lora=uses_lora(cfg))
         run.finish(summary, CURVES, x="step")
     procs.barrier()
     return summary

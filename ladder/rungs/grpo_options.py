@@ -174,6 +174,23 @@ def reward_weights(cfg: Config) -> dict[str, float]:
     return rewards.weights(cfg.reward_funcs, cfg.reward_weights)
 
 
+def dequantize_once(cfg: Config, device_type: str) -> bool:
+    """--dequantize-once, or on for QLoRA on the CPU when it is not given."""
+    return cfg.qlora and device_type == "cpu" if cfg.dequantize_once is None else cfg.dequantize_once
+
+
+def release_memory(cfg: Config, device_type: str) -> bool:
+    """--release-memory, or on for QLoRA on the CPU when it is not given."""
+    return cfg.qlora and device_type == "cpu" if cfg.release_memory is None else cfg.release_memory
+
+
+def optimizer_name(cfg: Config, device_type: str) -> str:
+    """--optim; auto is paged 8-bit AdamW for QLoRA on a GPU, AdamW otherwise."""
+    if cfg.optim != "auto":
+        return cfg.optim
+    return "paged_adamw_8bit" if cfg.qlora and device_type == "cuda" else "adamw"
+
+
 def eps_high(cfg: Config) -> float:
     """ε_high: ``--clip-eps-high``, or ``--clip-eps`` when it is not given (symmetric clipping, as TRL)."""
     return cfg.clip_eps if cfg.clip_eps_high is None else cfg.clip_eps_high

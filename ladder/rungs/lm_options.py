@@ -30,3 +30,16 @@ class LMOptions(RunOptions):
     print_samples: int = option(10, "print sample prompt → completion → reward lines every N updates (0: never)",
                                 at_least(0), aliases=("--sample-every",))
     threads: int = option(0, "torch CPU threads (0: torch's default)", at_least(0))
+
+
+# Options whose value is decided when the run starts, from other options: the rungs load their model with these,
+# and --print-config prints them.
+def uses_lora(cfg: LMOptions) -> bool:
+    """--qlora puts LoRA adapters on its 4-bit base, so it implies --lora."""
+    return cfg.lora or cfg.qlora
+
+
+def gradient_checkpointing(cfg: LMOptions) -> bool:
+    """--gradient-checkpointing, or on with --qlora when it is not given."""
+    return cfg.qlora if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing
+

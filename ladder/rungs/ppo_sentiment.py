@@ -35,7 +35,7 @@ from ladder.cli import Text, at_least, interval, non_negative, option, positive,
 from ladder.distributed import Processes, launched_processes, process_device, weights_digest
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, is_peft, lm_batch
-from ladder.rungs.lm_options import LMOptions
+from ladder.rungs.lm_options import LMOptions, gradient_checkpointing
 from ladder.runlog import UsageError, seed_everything
 from ladder.session import RunSession
 from ladder.tasks import sentiment
@@ -215,9 +215,8 @@ def load_model(cfg: Config):
     """(policy model, tokenizer), loaded as every causal LM of the ladder is (``quant.load_causal_lm``):
     full precision, LoRA adapters, or QLoRA's 4-bit base with LoRA adapters."""
     path = hub.resolve(sentiment.resolve_model(cfg.model), "--model")
-    grad_ckpt = cfg.qlora if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing
     model = quant.load_causal_lm(path, torch.device(cfg.device), qlora=cfg.qlora, lora=cfg.lora, lora_r=cfg.lora_r,
-                                 lora_alpha=cfg.lora_alpha, gradient_checkpointing=grad_ckpt,
+                                 lora_alpha=cfg.lora_alpha, gradient_checkpointing=gradient_checkpointing(cfg),
                                  dtype=None if cfg.qlora else torch.float32)
     return model, quant.load_tokenizer(path)
 
