@@ -180,7 +180,8 @@ GRPO_ROWS = (
             "one weight per reward function (+ --overlong-penalty for the overlong reward)", _reward_weights),
     # sampling
     Mapping(G, "max_completion_length", "grpo", "max_new_tokens", "aggregate",
-            "completion length limit (and dr_grpo's constant L_max)", _same("max_new_tokens")),
+            "completion length limit (and dr_grpo's constant L_max); 512 by default in both",
+            _same("max_new_tokens")),
     Mapping(G, "generation_kwargs", "grpo", "min_new_tokens", None, "EOS suppressed until min_new_tokens",
             lambda cfg: {"min_new_tokens": cfg.min_new_tokens}, lambda cfg: cfg.min_new_tokens > 0),
     Mapping(G, "temperature", "grpo", "temperature", None, "sampling τ; log-probs use the same τ in both",

@@ -49,6 +49,9 @@ class Config(LMOptions):
                        choices=("gsm8k", "arithmetic"))
     dataset: str = option("openai/gsm8k", "GSM8K hub id or a local .json/.jsonl with question/answer", Text())
     system_prompt: str | None = option(None, "system prompt (default: the task's)", Text())
+    max_new_tokens: int = option(512, "completion length limit (tokens); a completion cut off here has no final "
+                                      "answer and scores 0 (512: TRL's max_completion_length; at 256 over half "
+                                      "of Qwen2.5-0.5B-Instruct's GSM8K answers are cut off)", at_least(1))
     dequantize_once: bool | None = option(None, "sample with the 4-bit base dequantized once per batch, not once "
                                                 "per token: the same samples, faster, the dequantized base held "
                                                 "while sampling (default: on with --qlora on the CPU)")

@@ -33,7 +33,8 @@ class Config(Checked):
     dataset: str = option("openai/gsm8k", "GSM8K hub id or a local .json/.jsonl", Text())
     eval_size: int = option(200, "held-out problems (as grpo holds them out; a one-split file: its last rows, "
                                  "at most a fifth of them)", at_least(1))
-    max_new_tokens: int = option(256, "completion length limit", at_least(1))
+    max_new_tokens: int = option(512, "completion length limit (grpo's default, so that accuracy before and "
+                                      "after training is measured alike)", at_least(1))
     system_prompt: str | None = option(None, "system prompt (default: the task's)", Text())
     qlora: bool = option(False, "load the base in 4-bit nf4")
     out: str | None = option(None, "write summary.json and completions.jsonl here", PathKind("dir"))

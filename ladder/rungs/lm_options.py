@@ -22,7 +22,7 @@ class LMOptions(RunOptions):
     lora_alpha: int = option(32, "LoRA α (the adapter's update is scaled by α / r)", at_least(1))
     gradient_checkpointing: bool | None = option(None, "recompute activations in backward (default: on with "
                                                        "--qlora)")
-    max_new_tokens: int = option(256, "completion length limit (tokens)", at_least(1))
+    max_new_tokens: int = option(512, "completion length limit (tokens)", at_least(1))
     temperature: float = option(1.0, "sampling temperature τ (log-probs use the same τ)", positive())
     top_p: float = option(1.0, "nucleus sampling p (1: off)", interval(0, 1, open_low=True))
     chunk_size: int = option(16, "positions per chunk of the lm_head / log-softmax (rows·chunk·vocab floats at "
