@@ -25,6 +25,7 @@ or plain data (counters, lists), restored as it was saved.
 from __future__ import annotations
 
 import random
+import sys
 import time
 from typing import Any
 
@@ -129,10 +130,10 @@ class RunSession:
         if postfix:
             self.bar.set_postfix(**postfix)
 
-    def write(self, text: str) -> None:
-        """Print above the progress bar (main process only)."""
+    def write(self, text: str, stderr: bool = False) -> None:
+        """Print above the progress bar (main process only), on stdout or, for a warning, on stderr."""
         if self.procs.is_main:
-            tqdm.write(text)
+            tqdm.write(text, file=sys.stderr if stderr else None)
 
     def checkpoint(self, force: bool = False, **parts) -> None:
         """Every ``--checkpoint-every`` updates (or now, with ``force``): save ``parts`` and every process's

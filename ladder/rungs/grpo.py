@@ -92,6 +92,26 @@ class Step:
         sum(p["skipped_steps"] for p in passes))
 
 
+class CutOffWatch:
+    """Warns once, in one line, when most completions are cut off at ``--max-new-tokens`` for several
+    updates in a row: a cut-off completion has no final answer, scores 0, and its group carries little
+    signal. Reads ``completions/clipped_ratio`` from each update's record."""
+
+    def __init__(self, max_new_tokens: int, warn: Callable[[str], None], share: float = 0.5, updates: int = 3):
+        self.max_new_tokens, self.warn, self.share, self.updates = max_new_tokens, warn, share, updates
+        self.recent: list[float] = []
+        self.warned = False
+
+    def __call__(self, record: dict) -> None:
+        clipped = record["completions/clipped_ratio"]
+        self.recent = [*self.recent, clipped][-self.updates:] if clipped > self.share else []
+        if len(self.recent) == self.updates and not self.warned:
+            self.warned = True
+            self.warn(f"warning: {np.mean(self.recent):.0%} of completions were cut off at --max-new-tokens "
+                      f"{self.max_new_tokens} over the last {self.updates} updates (no final answer, reward 0); "
+                      f"raise --max-new-tokens or use --mask-truncated")
+
+
 def grpo_step(step: Step) -> tuple[dict, tuple]:
     """One GRPO update: sample G completions per prompt → rule rewards → group-relative advantages →
     ``core.update``. Returns the record and one (question, completion, reward) to show.
@@ -258,11 +278,12 @@ def train(cfg: Config) -> dict:
                  **({"reference": ReferenceWeights(policy)} if cfg.ref_sync_every else {})}
         progress = run.resume(**parts, progress=None).get("progress") or {
             "tokens": 0, "completions": 0, "evals": [(0, held_out_accuracy(step, held_out))], "first_rewards": []}
-        done = False
+        done, cut_off = False, CutOffWatch(cfg.max_new_tokens, lambda line: run.write(line, stderr=True))
         while not done:
             for group in optimizer.param_groups:  # from the step count alone: --resume needs no scheduler state
                 group["lr"] = cfg.lr * min(1.0, (run.step + 1) / cfg.warmup_steps) if cfg.warmup_steps else cfg.lr
             record, (question, completion, reward) = grpo_step(step)
+            cut_off(record)
             progress["tokens"] += record["tokens"]
             progress["completions"] += record["sampling/completions"]
             if cfg.ref_sync_every and (run.step + 1) % cfg.ref_sync_every == 0:
