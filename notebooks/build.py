@@ -1,5 +1,5 @@
-"""Write the course notebooks (stripped: no outputs) from their text in ``text_toy.py``, ``text_llm.py``
-and ``text_design.py``.
+"""Write the course notebooks (stripped: no outputs) from their text in ``text_toy.py``, ``text_policies.py``,
+``text_llm.py`` and ``text_design.py``.
 
     python notebooks/build.py
 
@@ -19,9 +19,10 @@ sys.path.insert(0, str(HERE))
 
 import text_design  # noqa: E402
 import text_llm  # noqa: E402
+import text_policies  # noqa: E402
 import text_toy  # noqa: E402
 
-NOTEBOOKS = {**text_toy.NOTEBOOKS, **text_llm.NOTEBOOKS, **text_design.NOTEBOOKS}
+NOTEBOOKS = {**text_toy.NOTEBOOKS, **text_policies.NOTEBOOKS, **text_llm.NOTEBOOKS, **text_design.NOTEBOOKS}
 
 
 def build(out_dir: Path = HERE) -> list[Path]:

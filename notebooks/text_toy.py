@@ -1,5 +1,6 @@
 # ruff: noqa: E501  (LaTeX lines in the notebook text are as long as their equations)
-"""The text and code of notebooks 0–3: the ladder, REINFORCE, PPO on CartPole, three policies and the KL.
+"""The text and code of notebooks 0–2: the ladder, REINFORCE, PPO on CartPole (``SETUP`` is every notebook's
+first code cell).
 
 Cells starting with ``md:`` are Markdown; everything else is code. ``notebooks/build.py`` writes them.
 """
@@ -347,101 +348,4 @@ pass, `python -m ladder.run cartpole --use-exercises` trains with your own `gae`
 )
 quiz.ask()""",
     "quiz.check(cosine_step_4=None, removed_step_4=None, td_error_0=None, clip_low_028=None)",
-]
-
-NOTEBOOKS["3_three_policies_and_kl"] = [
-    r"""md:# 3 · Three policies and the KL
-
-After this notebook (about 45 minutes) you will be able to:
-
-* estimate a KL from samples with $k_1$, $k_2$, $k_3$ and say which is biased, and which is noisy;
-* say why $\pi_{\text{old}} = \pi_\theta$ at sampling time and what $\mu$ passes do to the ratio and to the clip;
-* correct a KL estimate with the importance weight $\pi_\theta/\pi_{\text{old}}$ once $\pi_\theta$ has moved.
-
-## Estimating a KL from samples
-
-With $a \sim \pi_\theta$ and $\ell = \log \pi_{\text{ref}}(a) - \log \pi_\theta(a)$ (Schulman, *Approximating KL*):
-
-$$k_1 = -\ell, \qquad k_2 = \tfrac12 \ell^2, \qquad k_3 = (e^{\ell} - 1) - \ell$$
-
-$k_1$ is unbiased but noisy and can be negative; $k_2$ is biased, and low-variance only near $\pi_\theta \approx \pi_{\text{ref}}$; $k_3$ is unbiased,
-non-negative and low-variance near $\pi_\theta \approx \pi_{\text{ref}}$ — GRPO's choice. All three are
-`core.kl_estimate`. The widget computes their bias and spread against the exact
-$\mathrm{KL}(p\,\|\,q) = \sum_a p(a)\log\frac{p(a)}{q(a)}$ on a small categorical ($p = \pi_\theta$, $q = \pi_{\text{ref}}$).""",
-    SETUP,
-    r"""md:**Predict first.** The widget starts with $q$ at distance 1 from $p$. Slide *how far q is from p* to 2.5:
-which of $k_1$, $k_2$, $k_3$ keep their bias near 0, and which of the two unbiased ones has the smaller spread?""",
-    """view = viz.kl_estimators_view(distance=1.0, num_samples=16)
-view""",
-    """kl_stats = {d: viz.kl_estimator_stats(d) for d in (0.25, 1.0, 2.5)}
-print(f"{len(kl_stats[1.0]['p'])} actions, {kl_stats[1.0]['num_samples']} samples per estimate")
-for d, s in kl_stats.items():
-    print(f"distance {d}: exact {s['exact']:.3f} | " + " | ".join(
-        f"{k} bias {s[k]['bias']:+.3f} std {s[k]['std']:.3f}" for k in ("k1", "k2", "k3")))""",
-    r"""md:<details><summary>Answer</summary>
-
-$k_1$ and $k_3$ stay unbiased at every distance (their bias is sampling noise), while $k_2$'s bias grows with the
-distance. Of the two unbiased ones $k_3$ has the smaller spread: compare their `std` in each line above, or the
-error bars in the middle panel as you slide.
-</details>
-
-## Why $\pi_{\text{old}} = \pi_\theta$ at sampling, and what $\mu$ does
-
-The batch is sampled by the current policy, so $\pi_\theta = \pi_{\text{old}}$ until the first optimiser step: on the
-first minibatch of the first pass every ratio is exactly 1 (with a gradient). Each optimiser step moves $\pi_\theta$;
-the samples stay those of $\pi_{\text{old}}$. With $M$ minibatches per pass the second minibatch of the first pass
-already sees $r \neq 1$ (`--algo gspo` sets $M$ as printed below); here $M = 1$, so each pass is one optimiser step.
-Two things go wrong if we ignore that:
-
-* the ratios spread and the clip switches off more and more of the gradient;
-* a KL term estimated as the plain average of $k_3$ over the batch assumes $a \sim \pi_\theta$ — it now
-  estimates the wrong thing. Importance sampling fixes it:
-
-$$\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}}) = \mathbb{E}_{a\sim\pi_{\text{old}}}\Big[\frac{\pi_\theta(a)}{\pi_{\text{old}}(a)}\,k_3(a)\Big]$$
-
-(`core.kl_estimate(logp, ref_logp, "k3", old_logp)`; GRPO's `--kl-correction on`).
-
-## The widget: $\mu$ real passes on one fixed batch
-
-$\pi_{\text{ref}}$ is a freshly initialised CartPole MLP, $\pi_{\text{old}}$ the same network after a few PPO
-updates; it samples one fixed batch (its size printed below). A copy of it, $\pi_\theta$, gets $\mu$ passes of
-`core.update` (one minibatch per pass: $\mu$ optimiser steps). CartPole has two actions, so every KL here is
-also computed **exactly** at the batch's states,
-$\mathrm{KL}(\pi_\theta\,\|\,\pi_x)(s) = \sum_a \pi_\theta(a\mid s)\log\frac{\pi_\theta(a\mid s)}{\pi_x(a\mid s)}$ with
-$\pi_x$ either $\pi_{\text{old}}$ (how far the passes moved $\pi_\theta$ from the policy that sampled the batch) or
-$\pi_{\text{ref}}$ (the KL a penalty would hold down): the bottom-left panel draws both.""",
-    """from ladder.rungs.grpo_options import ALGOS
-
-ref, old, batch = viz.fixed_batch()
-print(f"fixed batch: {len(batch)} transitions; --algo gspo: M = {ALGOS['gspo']['num_minibatches']} per pass")""",
-    r"""md:**Predict first.** Slide $\mu$ from 1 to 8. What happens to the clip fraction after the last pass, and which
-estimate of $\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$ from the $\pi_{\text{old}}$ samples stays near the exact value:
-the plain average of $k_3$ (red) or the importance-corrected one (green)?""",
-    """view = viz.mu_view(mu=4, lr=2e-3, clip_eps=0.2)
-view""",
-    """runs = {mu: viz.mu_passes(mu) for mu in (1, 2, 4, 8)}
-for mu, run in runs.items():
-    print(f"after μ={mu} pass(es): ratio std {run['ratios'][-1].std():.3f}  clip {run['clip_frac_after'][-1]:.3f}  "
-          f"KL(θ‖ref) exact {run['kl_ref_exact'][-1]:.4f}  biased {run['kl_ref_biased'][-1]:.4f}  "
-          f"corrected {run['kl_ref_corrected'][-1]:.4f}")""",
-    r"""md:<details><summary>Answer</summary>
-
-The clip fraction after the last pass grows with $\mu$, from 0 at $\mu = 1$: each pass spreads the ratios further
-from 1. The corrected estimate tracks the exact KL; the plain average drifts above it as $\mu$ grows.
-</details>
-
-Each line is read **after** its run's passes, i.e. after its $\mu$ optimiser steps: during the single pass of
-$\mu = 1$ every ratio was 1, but after its step they have spread (std above 0) — the ratios the next pass would see.
-With $\mu = 1$ all three KLs agree up to sampling noise. As $\mu$ grows the plain average drifts away
-from the exact value while the corrected one tracks it. Try a larger learning rate, or a smaller $\varepsilon$.
-**Exercises:** `ex07_kl_estimators.py` and `ex08_kl_corrected.py`; with `--use-exercises` your corrected
-`kl_estimate` runs in place of the core's.""",
-    SELF_CHECK,
-    """quiz = viz.SelfCheck(
-    k2_bias=("At distance 2.5, what is the bias of k2?", kl_stats[2.5]["k2"]["bias"]),
-    clip_mu_8=("After μ = 8 passes, what is the clip fraction?", runs[8]["clip_frac_after"][-1]),
-    kl_exact_mu_8=("After μ = 8 passes, what is the exact KL(π_θ‖π_ref)?", runs[8]["kl_ref_exact"][-1]),
-)
-quiz.ask()""",
-    "quiz.check(k2_bias=None, clip_mu_8=None, kl_exact_mu_8=None)",
 ]
