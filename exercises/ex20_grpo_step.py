@@ -32,11 +32,12 @@ run the update — in the order the grpo rung runs them, with your exercises 10 
                s = procs.mean({"skipped_steps": Σ over the passes of p["skipped_steps"]})["skipped_steps"]
                record["skipped_steps"] = step.skipped_steps([{"skipped_steps": s}],
                                                             step.update_cfg.num_minibatches · len(passes))
-    return record, (rollout.questions[0], rollout.texts[0], rollout.rewards[0].item())
+    return record, rollout, Â_i                              the rung logs Â_i beside each completion
+                                                             (OUT/completions.jsonl, grpo.completion_rows)
 
     step    a ladder.rungs.grpo.Step: cfg, policy, trainer, tokenizer, optimizer, update_cfg, stream,
             system_prompt, reward_funcs, reward_weights, procs, skipped_steps
-    result  (record: dict, (question, completion, reward)); the batch it builds has [B, T] tensors
+    result  (record: dict, rollout, Â_i: [B] this process's advantages); the batch it builds has [B, T] tensors
 
 The helpers come from the rung: ``from ladder.rungs.grpo import sample_groups, group_advantages,
 batch_statistics``, ``from ladder.rungs.grpo_options import loss_normaliser``, ``from
@@ -45,12 +46,12 @@ Worked example (it loads the tiny preset's model, cached in ``~/.cache/ladder`` 
 after the first time):
 
     >>> from ladder.exercises.cases_loop import run_grpo_step
-    >>> record, policy = run_grpo_step(grpo_step)            # 2 prompts × 4 completions, seed 0
-    >>> record["num_passes"], record["sampling/completions"]
-    (1, 8)
+    >>> record, policy, advantages = run_grpo_step(grpo_step)    # 2 prompts × 4 completions, seed 0
+    >>> record["num_passes"], record["sampling/completions"], advantages.shape
+    (1, 8, torch.Size([8]))
 
 Mirrors ``ladder.rungs.grpo.grpo_step``. Grade it: ``pytest exercises/`` (one step on the tiny LM with
-yours and with the rung's, from the same seed: the same record and parameters after); once it passes,
+yours and with the rung's, from the same seed: the same record, advantages and parameters after); once it passes,
 ``python -m ladder.run grpo --preset tiny --use-exercises`` trains with it.
 """
 
@@ -62,6 +63,6 @@ from dataclasses import replace  # noqa: F401 - you will need it
 import torch  # noqa: F401 - you will need it
 
 
-def grpo_step(step) -> tuple[dict, tuple]:
-    """One GRPO update: sample → score → group-relative advantages → update; (record, one sample)."""
+def grpo_step(step) -> tuple:
+    """One GRPO update: sample → score → group-relative advantages → update; (record, rollout, Â_i)."""
     raise NotImplementedError

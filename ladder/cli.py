@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ladder.runlog import UsageError
+from ladder.trackers import REPORT_TO
 
 
 class OptionError(UsageError, ValueError):
@@ -176,17 +177,19 @@ def probability() -> Number:
     return interval(0.0, 1.0)
 
 
-def option(default, help: str, domain=None, choices: tuple | None = None, why: str = "", aliases: tuple = ()):
+def option(default, help: str, domain=None, choices: tuple | None = None, why: str = "", aliases: tuple = (),
+           switches: dict | None = None):
     """A config field with its ``--help`` text and its domain (``choices`` make a ``OneOf``).
 
     ``why`` is added to the error message (``--group-size must be at least 2 (why), got 1``).
     A field whose default is None also accepts None (the help says what None means).
     ``aliases``: former flag names still accepted (``("--num-updates",)``).
+    ``switches``: former on/off flags that now set one value (``{"--tensorboard": "tensorboard"}``).
     """
     if choices is not None:
         domain = OneOf(tuple(choices))
     return field(default=default, metadata={"help": help, "choices": choices, "domain": domain, "why": why,
-                                            "aliases": tuple(aliases)})
+                                            "aliases": tuple(aliases), "switches": dict(switches or {})})
 
 
 def domain_of(f: dataclasses.Field):
@@ -224,7 +227,10 @@ class RunOptions(Checked):
     out: str | None = option(None, "output directory (default: runs/RUNG-seedN)", PathKind("dir"))
     seed: int = option(0, "random seed (torch, numpy, python, environments)", at_least(0))
     device: str = option("cpu", "torch device, e.g. cpu, cuda, cuda:1", Device())
-    tensorboard: bool = option(False, "also write TensorBoard logs to OUT/tb")
+    report_to: str = option("none", "also send each update's numbers to a tracker: tensorboard (OUT/tb), "
+                                    "trackio (local, project ladder) or wandb (OUT/wandb; WANDB_MODE=offline works "
+                                    "without an account); trackio and wandb: pip install \"ladder[trackers]\"",
+                            choices=REPORT_TO, switches={"--tensorboard": "tensorboard"})
     resume: str | None = option(None, "continue the run saved in this directory", PathKind("run"))
     overwrite: bool = option(False, "replace an existing --out directory")
     checkpoint_every: int = option(10, "save a resumable checkpoint every N updates", at_least(1))
@@ -296,6 +302,9 @@ def add_config_args(parser: argparse.ArgumentParser, config_cls, suppress_defaul
         else:
             parser.add_argument(*flags, dest=f.name, type=kind, default=default, help=help_text,
                                 choices=f.metadata.get("choices"), metavar=f.name.upper())
+        for switch, value in f.metadata.get("switches", {}).items():
+            parser.add_argument(switch, dest=f.name, action="store_const", const=value, default=default,
+                                help=f"the same as {flags[0]} {value}")
 
 
 def config_from_args(config_cls, args: argparse.Namespace, overrides: dict | None = None,

@@ -5,7 +5,8 @@
     summary.json    final figures, written last: its presence marks a finished run
     curves.png      learning curves
     checkpoint.pt   the latest resumable state (written atomically)
-    tb/             TensorBoard event files (``--tensorboard``)
+    completions.jsonl  sampled prompts and completions, every --print-samples updates (grpo)
+    tb/, wandb/     the tracker's files (``--report-to tensorboard|wandb``: ``ladder.trackers``)
     .lock           held by the process writing the directory: one run at a time
 
 A directory belongs to one run at a time: a second start on it, or a ``--resume`` of a run that is
@@ -152,14 +153,16 @@ class RunLog:
     """The output directory of one run of one rung."""
 
     def __init__(self, out: str | os.PathLike, rung: str, config: dict, resume: bool = False,
-                 overwrite: bool = False, tensorboard: bool = False, writes: bool = True):
-        """``writes=False`` (the other processes of a data-parallel run): keep records in memory, touch no file."""
+                 overwrite: bool = False, tracker=None, writes: bool = True):
+        """``writes=False`` (the other processes of a data-parallel run): keep records in memory, touch no file.
+        ``tracker(dir, config, resume)`` opens where each record also goes (``ladder.trackers``)."""
         self.dir = Path(out)
         self.rung = rung
         self.metrics_path = self.dir / "metrics.jsonl"
         self.checkpoint_path = self.dir / "checkpoint.pt"
         self.writes, self.kept = writes, []
-        self.writer, self.lock, self.created = None, None, False
+        self.completions_path = self.dir / "completions.jsonl"
+        self.tracker, self.lock, self.created = None, None, False
         if not writes:
             return
         self._claim()
@@ -169,9 +172,8 @@ class RunLog:
             else:
                 self._start_fresh(config, overwrite)
             self.lock.claim()
-            if tensorboard:
-                from torch.utils.tensorboard import SummaryWriter
-                self.writer = SummaryWriter(str(self.dir / "tb"))
+            if tracker is not None:
+                self.tracker = tracker(self.dir, config, resume)
         except OSError as e:
             self.close(discard=True)
             raise UsageError(f"--out {self.dir}: {_cannot_write('there', e)}") from None
@@ -209,9 +211,7 @@ class RunLog:
     def close(self, discard: bool = False) -> None:
         """Release the directory. ``discard`` (a start that failed on bad input): remove it too if this
         run created it — never a directory that existed before, nor one another process holds."""
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
+        self._close_tracker()
         if discard and self.created and self.lock is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
         if self.lock is not None:
@@ -244,11 +244,23 @@ class RunLog:
                 f.write(json.dumps(record) + "\n")
         except OSError as e:
             raise RunStopped(f"{_cannot_write(str(self.metrics_path), e)}; the last checkpoint is kept") from None
-        if self.writer is not None:
-            step = record.get("step", 0)
-            for key, value in record.items():
-                if isinstance(value, (int, float)) and key != "step":
-                    self.writer.add_scalar(key, value, step)
+        if self.tracker is not None:
+            self.tracker.log(record, record.get("step", 0))
+
+    def _close_tracker(self) -> None:
+        if self.tracker is not None:
+            tracker, self.tracker = self.tracker, None
+            tracker.close()
+
+    def log_completions(self, step: int, rows: list[dict]) -> None:
+        """Append one update's sampled completions to completions.jsonl, each row stamped with ``step``."""
+        if not self.writes:
+            return
+        try:
+            with self.completions_path.open("a") as f:
+                f.writelines(json.dumps(_clean({"step": step, **row})) + "\n" for row in rows)
+        except OSError as e:
+            raise RunStopped(f"{_cannot_write(str(self.completions_path), e)}; the last checkpoint is kept") from None
 
     def records(self) -> list[dict]:
         if not self.writes:
@@ -287,6 +299,10 @@ class RunLog:
         if self.writes:
             kept = self.metrics_path.read_text().splitlines()[: state["metrics_lines"]]
             self.metrics_path.write_text("".join(line + "\n" for line in kept))
+            if self.completions_path.exists():  # the completions of updates the checkpoint has not seen go too
+                rows = self.completions_path.read_text().splitlines()
+                self.completions_path.write_text("".join(line + "\n" for line in rows
+                                                         if json.loads(line)["step"] <= state["step"]))
         return state
 
     def finish(self, summary: dict, curves: dict[str, str], x: str = "step") -> None:
@@ -295,12 +311,18 @@ class RunLog:
             return
         try:
             plot_curves(self.records(), curves, self.dir / "curves.png", x=x)
-            if self.writer is not None:
-                self.writer.close()
-                self.writer = None
+            self._close_tracker()
             (self.dir / "summary.json").write_text(json.dumps(_clean(summary), indent=2))
         except OSError as e:
             raise RunStopped(f"{_cannot_write(str(self.dir), e)}; the last checkpoint is kept") from None
+
+
+def read_completions(out: str | os.PathLike) -> list[dict]:
+    """OUT/completions.jsonl as a list of dicts (step, group, question, completion, reward, rewards,
+    advantage, length, truncated); empty if the run wrote none."""
+    path = Path(out) / "completions.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return [json.loads(line) for line in lines if line.strip()]
 
 
 def plot_curves(records: list[dict], curves: dict[str, str], path: Path, x: str = "step") -> None:

@@ -35,6 +35,7 @@ from tqdm.auto import tqdm
 from ladder.cli import show_progress
 from ladder.distributed import Processes
 from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, set_rng_state
+from ladder.trackers import tracker
 
 
 def part_state(part) -> Any:
@@ -73,7 +74,7 @@ class RunSession:
         self.cfg, self.rung = cfg, rung
         self.procs = procs or Processes(torch.device("cpu"))
         self.files = RunLog(cfg.out, rung, {"rung": rung, **config, "processes": self.procs.world},
-                          resume=cfg.resume is not None, overwrite=cfg.overwrite, tensorboard=cfg.tensorboard,
+                          resume=cfg.resume is not None, overwrite=cfg.overwrite, tracker=tracker(cfg.report_to),
                           writes=self.procs.is_main)
         self.dir = self.files.dir
         self.guard = NonFiniteGuard(cfg.max_nonfinite_updates, self.dir, warn=tqdm.write)
@@ -129,6 +130,10 @@ class RunSession:
         self.bar.update(advance)
         if postfix:
             self.bar.set_postfix(**postfix)
+
+    def log_completions(self, rows: list[dict]) -> None:
+        """This update's sampled completions, to OUT/completions.jsonl (``RunLog.log_completions``)."""
+        self.files.log_completions(self.step, rows)
 
     def write(self, text: str, stderr: bool = False) -> None:
         """Print above the progress bar (main process only), on stdout or, for a warning, on stderr."""

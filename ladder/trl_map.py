@@ -220,12 +220,13 @@ GRPO_ROWS = (
             lambda cfg: optimizer_steps(cfg, cfg.checkpoint_every)),
     Mapping(G, "save_total_limit", "grpo", "checkpoint_every", None, "ladder keeps only the latest checkpoint",
             _const(1)),
-    Mapping(G, "report_to", "grpo", "tensorboard", None, "TensorBoard logs (TRL writes them under output_dir)",
-            lambda cfg: ["tensorboard"] if cfg.tensorboard else "none"),
+    Mapping(G, "report_to", "grpo", "report_to", None, "the same trackers (TRL's TensorBoard logs go under output_dir)",
+            lambda cfg: [cfg.report_to] if cfg.report_to != "none" else "none"),
     Mapping(G, "logging_steps", "grpo", None, None, "ladder logs every update", _const(1)),
     Mapping(G, "disable_tqdm", "grpo", "progress", None, "", lambda cfg: not cfg.progress),
     Mapping(G, "log_completions", "grpo", "print_samples", None,
-            "not set: TRL prints a table of completions every logging step, not every N updates"),
+            "not set: TRL logs a table of completions every logging step; ladder every N updates "
+            "(OUT/completions.jsonl)"),
     Mapping(G, "eval_steps", "grpo", "eval_every", None,
             "not set: TRL's evaluation samples and scores completions; ladder's is greedy held-out accuracy "
             "(run `python -m ladder.run eval --adapter OUTPUT_DIR`)"),

@@ -307,12 +307,27 @@ python -m ladder.run grpo --qlora --device cuda        # Qwen2.5-0.5B-Instruct o
     """from ladder.rungs import grpo
 
 USE_GPU = False
-short = {"steps": 2, "eval_size": 8, "eval_every": 0, "print_samples": 0}
+short = {"steps": 2, "eval_size": 8, "eval_every": 0, "print_samples": 2}
 base = {"device": "cuda"} if USE_GPU else {**grpo.PRESETS["tiny"], **short}
 summary = grpo.train(grpo.Config(**base, qlora=True, out=str(RUNS / "grpo"), progress=False))
 for r in metrics(RUNS / "grpo"):
     print(f"step {r['step']}: " + "  ".join(f"{k} {r[k]:.4f}"
                                             for k in ("reward", "frac_reward_zero_std", "clip_frac", "kl_ref")))""",
+    r"""md:Every `--print-samples` updates (here: 2) the rung prints one question → completion → reward line and
+appends *all* the update's completions to `OUT/completions.jsonl`, what TRL's `log_completions` shows: each
+completion with its reward, each reward function's score, its advantage $\hat A_i$, its length and whether it
+was cut off at `--max-new-tokens`. `ladder.runlog.read_completions(OUT)` reads it back (a script can read the
+JSON lines as they are). One group of the last logged update — its $G$ advantages are its rewards, centred on
+the group's mean and divided by the group's std:""",
+    """from ladder.runlog import read_completions
+
+rows = read_completions(RUNS / "grpo")
+group = [r for r in rows if r["step"] == rows[-1]["step"] and r["group"] == 0]
+print(f"step {group[0]['step']}, group 0: {group[0]['question']!r}")
+print(f"{'completion':<44} {'correct':>7} {'format':>6} {'reward':>6} {'Â_i':>7} {'tokens':>6} cut off")
+for r in group:
+    print(f"{r['completion'][:42]!r:<44} {r['rewards']['correctness']:>7.0f} {r['rewards']['format']:>6.0f} "
+          f"{r['reward']:>6.1f} {r['advantage']:>+7.3f} {r['length']:>6} {'yes' if r['truncated'] else 'no'}")""",
     r"""md:The reward of two steps means nothing; the full tiny run is `python -m ladder.run grpo --qlora --preset tiny`
 (and `python -m ladder.run eval --preset tiny --adapter runs/grpo-seed0/adapter` evaluates the adapter).
 

@@ -14,8 +14,8 @@ from ladder.rungs.grpo import batch_statistics, group_advantages, sample_groups
 from ladder.rungs.grpo_options import loss_normaliser
 
 
-def grpo_step(step) -> tuple[dict, tuple]:
-    """One GRPO update: sample → score → group-relative advantages → update; (record, one sample)."""
+def grpo_step(step) -> tuple:
+    """One GRPO update: sample → score → group-relative advantages → update; (record, rollout, Â_i)."""
     cfg, procs, policy = step.cfg, step.procs, step.policy
     started = time.perf_counter()
     rollout, rounds, sampled = sample_groups(step)                      # P prompts × G completions, scored
@@ -47,4 +47,4 @@ def grpo_step(step) -> tuple[dict, tuple]:
     skipped = procs.mean({"skipped_steps": sum(p["skipped_steps"] for p in passes)})["skipped_steps"]
     record["skipped_steps"] = step.skipped_steps([{"skipped_steps": skipped}],
                                                  step.update_cfg.num_minibatches * len(passes))
-    return record, (rollout.questions[0], rollout.texts[0], rollout.rewards[0].item())
+    return record, rollout, advantages                                  # Â_i: logged beside each completion

@@ -85,5 +85,7 @@ PLANTED_LOOP = {
         "DAPO's normaliser left out": ("num_tokens=num_tokens)", "num_tokens=None)"),
         "the KL in the reward forgotten": ('if cfg.kl_in == "reward" and cfg.kl_coef > 0:', "if False:"),
         "cut-off completions kept in the loss": ("    if cfg.mask_truncated:", "    if False:"),
+        "the rewards returned where the advantages belong": ("return record, rollout, advantages",
+                                                             "return record, rollout, rewards"),
     }),
 }

@@ -154,6 +154,14 @@ def _compare_stats(got, expected: dict, where: str) -> None:
             raise Mismatch(f"{where}: {key} is {got[key]!r}, expected {value:.6g}")
 
 
+def _compare_tensor(got, expected: Tensor, what: str) -> None:
+    if not isinstance(got, Tensor) or got.shape != expected.shape:
+        shape = tuple(got.shape) if isinstance(got, Tensor) else type(got).__name__
+        raise Mismatch(f"{what}: should be a tensor of shape {tuple(expected.shape)}, got {shape}")
+    if not torch.allclose(got.detach().float().cpu(), expected.float().cpu(), rtol=1e-5, atol=1e-6):
+        raise Mismatch(f"{what}: {fmt(got.detach())}, expected {fmt(expected)}")
+
+
 def _compare_parameters(got: torch.nn.Module, expected: torch.nn.Module, rtol: float, atol: float,
                         what: str) -> None:
     for (name, g), (_, e) in zip(got.named_parameters(), expected.named_parameters()):
@@ -281,16 +289,17 @@ def update() -> list[Case]:
 
 def _grpo_case(label: str, **overrides) -> Case:
     def check(fn, core):
-        want_record, want_policy = run_grpo_step(core, **overrides)
-        got_record, got_policy = run_grpo_step(fn, **overrides)
+        want_record, want_policy, want_advantages = run_grpo_step(core, **overrides)
+        got_record, got_policy, got_advantages = run_grpo_step(fn, **overrides)
         _compare_stats(got_record, want_record, "the record")
+        _compare_tensor(got_advantages, want_advantages, "the advantages Â_i returned")
         _compare_parameters(got_policy, want_policy, PARAM_RTOL, PARAM_ATOL, "parameters after the step")
     return Case(label, dict(**overrides), check=check)
 
 
-def run_grpo_step(grpo_step, **overrides) -> tuple[dict, torch.nn.Module]:
+def run_grpo_step(grpo_step, **overrides) -> tuple[dict, torch.nn.Module, torch.Tensor]:
     """One ``grpo_step`` on the tiny preset (2 prompts × 4 completions) from seed 0: (record without its
-    timings, the policy after)."""
+    timings, the policy after, the advantages it returned)."""
     from ladder import rewards
     from ladder.distributed import Processes
     from ladder.rungs import grpo
@@ -310,10 +319,11 @@ def run_grpo_step(grpo_step, **overrides) -> tuple[dict, torch.nn.Module]:
                      grpo.reward_weights(cfg), procs)
     seed_everything(cfg.seed)
     out = grpo_step(step)
-    if not (isinstance(out, tuple) and len(out) == 2):
-        raise Mismatch(f"should return (record, (question, completion, reward)), returned {type(out).__name__}")
+    if not (isinstance(out, tuple) and len(out) == 3):
+        raise Mismatch(f"should return (record, rollout, advantages), returned {type(out).__name__}"
+                       f"{f' of {len(out)}' if isinstance(out, tuple) else ''}")
     record = without_timings(out[0]) if isinstance(out[0], dict) else out[0]
-    return record, policy
+    return record, policy, out[2]
 
 
 def grpo_step() -> list[Case]:

@@ -42,7 +42,7 @@ from ladder.tasks import math_eval, math_problems
 
 # The rung's options live in grpo_options; they are read from here too (grpo.Config, grpo.PRESETS, …).
 __all__ = ["ALGOS", "LOSS_TYPES", "PRESETS", "Config", "validate", "update_config", "reward_weights", "train",
-           "grpo_step", "NAME"]
+           "grpo_step", "completion_rows", "NAME"]
 NAME = "grpo"
 CURVES = {"reward": "reward (mean)", "eval_accuracy": "greedy accuracy (held-out)",
           "rewards/correctness/mean": "correctness reward", "kl_ref": "KL(π_θ‖π_ref)",
@@ -112,9 +112,10 @@ class CutOffWatch:
                       f"raise --max-new-tokens or use --mask-truncated")
 
 
-def grpo_step(step: Step) -> tuple[dict, tuple]:
+def grpo_step(step: Step) -> tuple[dict, Rollout, torch.Tensor]:
     """One GRPO update: sample G completions per prompt → rule rewards → group-relative advantages →
-    ``core.update``. Returns the record and one (question, completion, reward) to show.
+    ``core.update``. Returns the record, this process's rollout and its advantages ``[B]`` (what
+    ``completion_rows`` logs).
 
         r_i   = Σ_f w_f · f(completion_i)          (− β · Σ_t KL_t with --kl-in reward)
         Â_i   = (r_i − mean_group) / std_group     every token of completion i gets Â_i
@@ -150,7 +151,20 @@ def grpo_step(step: Step) -> tuple[dict, tuple]:
     skipped = procs.mean({"skipped_steps": sum(p["skipped_steps"] for p in passes)})["skipped_steps"]
     record["skipped_steps"] = step.skipped_steps([{"skipped_steps": skipped}],
                                                  step.update_cfg.num_minibatches * len(passes))
-    return record, (rollout.questions[0], rollout.texts[0], rollout.rewards[0].item())
+    return record, rollout, advantages
+
+
+def completion_rows(rollout: Rollout, advantages: torch.Tensor, procs: Processes, G: int) -> list[dict]:
+    """The update's completions, all processes' in order, one dict each — what TRL's ``log_completions``
+    shows: the question, the completion, its reward and each reward function's score, its advantage Â_i,
+    its length in tokens and whether it was cut off at ``--max-new-tokens``; ``group`` numbers the prompt."""
+    lengths = rollout.mask.sum(1).tolist()
+    mine = [{"question": rollout.questions[i], "completion": rollout.texts[i], "reward": rollout.rewards[i].item(),
+             "rewards": {name: r[i].item() for name, r in rollout.per_function.items()},
+             "advantage": advantages[i].item(), "length": int(lengths[i]), "truncated": bool(rollout.truncated[i])}
+            for i in range(len(rollout))]
+    rows = [row for share in procs.gather_object(mine) for row in share]
+    return [{"group": i // G, **row} for i, row in enumerate(rows)]
 
 
 def sample_groups(step: Step) -> tuple[Rollout, int, int]:
@@ -257,7 +271,8 @@ def load_task(cfg: Config) -> tuple[str, list[dict], list[dict], str, object]:
 
 
 def train(cfg: Config) -> dict:
-    """Train with GRPO; write metrics.jsonl, summary.json, curves.png and the adapter into ``cfg.out``.
+    """Train with GRPO; write metrics.jsonl, completions.jsonl (every ``--print-samples`` updates),
+    summary.json, curves.png and the adapter into ``cfg.out``.
 
     Under ``accelerate launch`` every process runs this function on its share of the prompts (see
     ``ladder.distributed``); only the main process writes.
@@ -282,7 +297,7 @@ def train(cfg: Config) -> dict:
         while not done:
             for group in optimizer.param_groups:  # from the step count alone: --resume needs no scheduler state
                 group["lr"] = cfg.lr * min(1.0, (run.step + 1) / cfg.warmup_steps) if cfg.warmup_steps else cfg.lr
-            record, (question, completion, reward) = grpo_step(step)
+            record, rollout, advantages = grpo_step(step)
             cut_off(record)
             progress["tokens"] += record["tokens"]
             progress["completions"] += record["sampling/completions"]
@@ -299,7 +314,10 @@ def train(cfg: Config) -> dict:
                      "lr": optimizer.param_groups[0]["lr"]},
                     reward=f"{record['reward']:.2f}", acc=f"{progress['evals'][-1][1]:.2f}")
             if cfg.print_samples and run.step % cfg.print_samples == 0:
-                run.write(f"[{run.step}] {question!r} → {completion!r} → reward {reward:.2f}")
+                rows = completion_rows(rollout, advantages, procs, cfg.group_size)
+                run.log_completions(rows)
+                run.write(f"[{run.step}] {rows[0]['question']!r} → {rows[0]['completion']!r} → reward "
+                          f"{rows[0]['reward']:.2f} (all {len(rows)}: {run.dir / 'completions.jsonl'})")
             if not done:
                 run.checkpoint(**parts, progress=progress)
         summary = summarize(cfg, run, progress, procs.gather_object(weights_digest(policy)))

@@ -118,8 +118,9 @@ class Config(LMOptions):
                                "fn(completions, answers) -> list of floats", Text())
     reward_weights: str | None = option(None, "one weight per reward function, comma-separated (default: all 1)",
                                         Text())
-    print_samples: int = option(25, "print a sample prompt → completion → reward every N updates (0: never)",
-                                at_least(0))
+    print_samples: int = option(25, "every N updates, print one question → completion → reward and append all "
+                                    "the update's completions (rewards, advantage, cut off or not) to "
+                                    "OUT/completions.jsonl (0: never)", at_least(0))
     min_new_tokens: int = option(0, "force at least this many tokens (EOS suppressed until then; for benchmarks)",
                                  at_least(0))
     eval_every: int = option(25, "greedy held-out accuracy every N updates (0: only before and after)", at_least(0))
