@@ -10,6 +10,7 @@ from .kl import AdaptiveKLController, FixedKLController, kl_estimate, kl_in_rewa
 from .logprobs import token_logp
 from .losses import aggregate, cispo_loss, clipped_surrogate, entropy_bonus, pg_loss, sequence_log_ratio, value_loss
 from .reference import soft_update
+from .sampler import CORRECTIONS, off_policy_keep, sampler_correction, sampler_log_ratio, sampler_weights
 from .stats import REDUCTIONS, approx_kl_old, clip_fractions, explained_variance, masked_mean, ratio_stats, reduce_stats
 from .update import Policy, UpdateConfig, compute_loss, update
 
@@ -19,6 +20,7 @@ __all__ = [
     "kl_estimate", "kl_penalized_rewards", "kl_in_reward", "FixedKLController", "AdaptiveKLController",
     "pg_loss", "clipped_surrogate", "cispo_loss", "sequence_log_ratio", "value_loss", "entropy_bonus", "aggregate",
     "soft_update",
+    "CORRECTIONS", "sampler_log_ratio", "sampler_weights", "off_policy_keep", "sampler_correction",
     "clip_fractions", "approx_kl_old", "ratio_stats", "explained_variance", "masked_mean", "REDUCTIONS", "reduce_stats",
     "Policy", "UpdateConfig", "compute_loss", "update",
 ]

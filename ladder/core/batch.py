@@ -26,6 +26,8 @@ class Batch:
     old_logp   [B, T]  log π_old(a_t|s_t), recorded when the batch was sampled (None: take
                        log π_θ detached on the first pass, i.e. μ = 1 without an extra forward)
     ref_logp   [B, T]  log π_ref(a_t|s_t) of the frozen anchor (None: no KL to π_ref)
+    sampling_logp [B, T]  log π_sampler(a_t|s_t), recorded by the sampler that drew the batch when it
+                       is not π_old (a lower precision, another engine; None: π_old drew it)
     values     [B, T]  V_old(s_t) from the critic at sampling time (None: no critic)
     rewards    [B, T]  per-step rewards r_t
     advantages [B, T]  Â_t
@@ -38,6 +40,7 @@ class Batch:
     advantages: Tensor | None = None
     old_logp: Tensor | None = None
     ref_logp: Tensor | None = None
+    sampling_logp: Tensor | None = None
     values: Tensor | None = None
     rewards: Tensor | None = None
     returns: Tensor | None = None

@@ -8,6 +8,7 @@ For each minibatch:
     L_pg        = clipped_surrogate(r, Â, δ)              objective "clipped"   (PPO / GRPO)
                   cispo_loss(logp, r, Â)                  objective "cispo"
                   −Â·logp                                 objective "reinforce"
+                  × keep_i · π_old/π_sampler              when the batch has a sampler's log-probs (sampler.py)
     L           = agg(L_pg) + c_v·agg(L_V) − c_H·agg(H) + β·agg(KL(π_θ‖π_ref))
 
 then one optimiser step with the gradient norm clipped. REINFORCE, PPO and GRPO differ only in
@@ -31,6 +32,7 @@ from .advantages import whiten
 from .batch import Batch
 from .kl import kl_estimate
 from .losses import aggregate, cispo_loss, clipped_surrogate, entropy_bonus, pg_loss, sequence_log_ratio, value_loss
+from .sampler import sampler_correction
 
 OBJECTIVES = ("clipped", "cispo", "reinforce")
 RATIO_LEVELS = ("token", "sequence")
@@ -62,6 +64,10 @@ class UpdateConfig:
     normalize_advantages: bool = False   # whiten Â within each minibatch
     max_grad_norm: float | None = 1.0
     target_kl: float | None = None       # stop the passes once KL(π_old‖π_θ) (k3) exceeds it
+    sampler_correction: str = "none"     # π_old/π_sampler weight of the policy term: sampler.CORRECTIONS
+    sampler_clip_min: float | None = None  # C_min of that weight (None: no lower bound)
+    sampler_clip_max: float | None = 3.0   # C_max of that weight (None: no upper bound)
+    off_policy_mask: float | None = None   # δ of the off-policy sequence mask (None: off)
 
 
 def _trainable(optimizer: torch.optim.Optimizer) -> list[Tensor]:
@@ -148,15 +154,19 @@ def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float
         raise ValueError(f"ratio_level must be one of {RATIO_LEVELS}, got {cfg.ratio_level!r}")
     ratio = torch.exp(log_ratio)
     if cfg.objective == "clipped":
-        loss_pg = agg(clipped_surrogate(ratio, adv, cfg.clip_eps_low, eps_high, cfg.delta))
+        pg = clipped_surrogate(ratio, adv, cfg.clip_eps_low, eps_high, cfg.delta)
     elif cfg.objective == "cispo":
-        loss_pg = agg(cispo_loss(logp, ratio, adv, cfg.cispo_max_weight))
+        pg = cispo_loss(logp, ratio, adv, cfg.cispo_max_weight)
     elif cfg.objective == "reinforce":
-        loss_pg = agg(pg_loss(logp, adv))
+        pg = pg_loss(logp, adv)
     else:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {cfg.objective!r}")
+    # π_sampler ≠ π_old: each token's (or sequence's) weight π_old/π_sampler, and the off-policy sequence mask
+    pg, sampler_stats = sampler_correction(pg, logp, old_logp, mb.sampling_logp, adv, mask, cfg.sampler_correction,
+                                           cfg.sampler_clip_min, cfg.sampler_clip_max, cfg.off_policy_mask)
+    loss_pg = agg(pg)
     loss = loss_pg
-    out = {"loss_pg": loss_pg}
+    out = {"loss_pg": loss_pg, **sampler_stats}
 
     if values is not None and mb.returns is not None:
         old_values = mb.values if mb.values is not None else values.detach()

@@ -1,0 +1,113 @@
+"""The fourth policy: π_sampler, the one that drew the tokens, when it is not π_old.
+
+A cheaper sampler (another engine, a lower precision, a KV-cached decode) gives other log-probs
+than the trainer's full-precision forward of the same weights, π_old. The batch was drawn from
+π_sampler, so the surrogate built on π_old is off-policy by the weight
+
+    w = π_old / π_sampler          per token:    w_t = exp(log π_old(a_t) − log π_sampler(a_t))
+                                   per sequence: w_i = exp(Σ_t m_t · (log π_old(a_t) − log π_sampler(a_t)))
+
+``sampler_weights`` computes it truncated (TIS: clamp(w, C_min, C_max) — biased, bounded variance) or
+masked (w outside [C_min, C_max] becomes 0: the token or sequence leaves the loss);
+``off_policy_keep`` drops whole sequences that are both off-policy and bad (DeepSeek-V3.2). Both
+multiply the policy term of the loss, never the KL to π_ref (``update.compute_loss``).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import Tensor
+
+CORRECTIONS = ("none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+
+
+def sampler_log_ratio(old_logp: Tensor, sampling_logp: Tensor, mask: Tensor, level: str) -> Tensor:
+    """log w = log π_old − log π_sampler over the real tokens: ``[B, T]`` (level "token") or ``[B, 1]``
+    ("sequence": the sum over the row, the log of the product of its token weights). Padding and tokens
+    the sampler could not score (NaN) add 0: their weight is 1."""
+    diff = torch.nan_to_num(torch.where(mask.bool(), old_logp - sampling_logp, 0.0), nan=0.0)
+    return diff.sum(dim=1, keepdim=True) if level == "sequence" else diff
+
+
+def sampler_weights(old_logp: Tensor, sampling_logp: Tensor, mask: Tensor, mode: str,
+                    clip_min: float | None = None, clip_max: float | None = 3.0) -> Tensor:
+    """The importance weight w = π_old / π_sampler of each token ``[B, T]`` or sequence ``[B, 1]``, corrected.
+
+        token_truncate     w_t ← clamp(w_t, C_min, C_max)
+        token_mask         w_t ← w_t if C_min ≤ w_t ≤ C_max else 0
+        sequence_truncate  w_i ← clamp(w_i, C_min, C_max)      w_i = Π_t w_t
+        sequence_mask      w_i ← w_i if C_min ≤ w_i ≤ C_max else 0
+
+    A bound left None is no bound. No gradient flows through w (π_old and π_sampler are fixed).
+    """
+    level, how = mode.split("_")
+    w = torch.exp(sampler_log_ratio(old_logp, sampling_logp, mask, level).detach().float())
+    if how == "truncate":
+        return w if clip_min is None and clip_max is None else torch.clamp(w, min=clip_min, max=clip_max)
+    low = -math.inf if clip_min is None else clip_min
+    high = math.inf if clip_max is None else clip_max
+    return w.masked_fill((w < low) | (w > high), 0.0)
+
+
+def off_policy_keep(advantages: Tensor, logp: Tensor, sampling_logp: Tensor, mask: Tensor, delta: float) -> Tensor:
+    """DeepSeek-V3.2's off-policy sequence mask, ``[B, T]`` of 0/1: keep a completion's tokens if its advantage
+    is not negative or it is close enough to π_θ,
+
+        keep_i = (Â_i ≥ 0)  or  (1/|y_i|) Σ_t m_t · (log π_sampler(a_t) − log π_θ(a_t)) ≤ δ
+
+    (π_θ detached, recomputed at every step; ``sampling_logp`` is π_old's log-probs when the sampler is
+    π_old). Â is read per token, so a row's tokens share its keep when they share its advantage."""
+    diff = torch.nan_to_num(torch.where(mask.bool(), sampling_logp - logp.detach(), 0.0), nan=0.0)
+    mean_kl = diff.sum(dim=1, keepdim=True) / mask.sum(dim=1, keepdim=True).clamp(min=1.0)
+    return ((advantages >= 0) | (mean_kl <= delta)).to(mask.dtype)
+
+
+def sampler_stat_tensors(old_logp: Tensor, sampling_logp: Tensor, mask: Tensor, mode: str,
+                         weights: Tensor | None) -> dict[str, Tensor]:
+    """What the sampler did to the batch: |log π_old − log π_sampler| (mean and max over the real tokens), the
+    spread (std over rows) of the sequence log-weight Σ_t log(π_old/π_sampler) — a sum over |y| tokens, so it
+    grows with length where each token's stays small —, and with a correction the weights' min / mean / max
+    and the share of tokens (token modes) or sequences (sequence modes) it truncated or masked."""
+    real = mask.bool()
+    gap = torch.nan_to_num((old_logp - sampling_logp).abs(), nan=0.0)[real]
+    seq = sampler_log_ratio(old_logp, sampling_logp, mask, "sequence").squeeze(1)
+    zero = torch.zeros((), device=mask.device)
+    out = {"sampler/logp_diff_mean": gap.mean() if gap.numel() else zero,
+           "sampler/logp_diff_max": gap.max() if gap.numel() else zero,
+           "sampler/seq_log_ratio_std": seq.std() if seq.numel() > 1 else zero}
+    if weights is not None:
+        level = mode.split("_")[0]
+        raw = torch.exp(sampler_log_ratio(old_logp, sampling_logp, mask, level))
+        shown = weights[real] if level == "token" else weights.squeeze(1)
+        changed = (weights != raw)[real] if level == "token" else (weights != raw).squeeze(1)
+        out.update({"sampler/is_ratio_min": shown.min() if shown.numel() else zero,
+                    "sampler/is_ratio_mean": shown.mean() if shown.numel() else zero,
+                    "sampler/is_ratio_max": shown.max() if shown.numel() else zero,
+                    "sampler/corrected_frac": changed.float().mean() if changed.numel() else zero})
+    return out
+
+
+def sampler_correction(per_token_loss: Tensor, logp: Tensor, old_logp: Tensor, sampling_logp: Tensor | None,
+                       advantages: Tensor, mask: Tensor, mode: str, clip_min: float | None, clip_max: float | None,
+                       delta: float | None) -> tuple[Tensor, dict[str, Tensor]]:
+    """The policy term's per-token loss, corrected for its sampler, and the statistics of the correction:
+
+        L_t ← keep_i · w · L_t       w = sampler_weights(…) (1 with mode "none"),
+                                     keep_i = off_policy_keep(…, δ) (1 with δ None)
+
+    Without ``sampling_logp`` the sampler is π_old: no weight, and the off-policy mask compares π_old with π_θ."""
+    stats: dict[str, Tensor] = {}
+    if sampling_logp is not None:
+        weights = None if mode == "none" else sampler_weights(old_logp, sampling_logp, mask, mode, clip_min, clip_max)
+        stats.update(sampler_stat_tensors(old_logp, sampling_logp, mask, mode, weights))
+        if weights is not None:
+            per_token_loss = per_token_loss * weights
+    if delta is not None:
+        keep = off_policy_keep(advantages, logp, old_logp if sampling_logp is None else sampling_logp, mask, delta)
+        rows = mask.sum(1) > 0
+        stats["off_policy/masked_frac"] = 1.0 - keep[:, 0][rows].float().mean() if rows.any() else \
+            torch.zeros((), device=mask.device)
+        per_token_loss = per_token_loss * keep
+    return per_token_loss, stats
