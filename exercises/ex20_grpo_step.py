@@ -19,7 +19,8 @@ run the update — in the order the grpo rung runs them, with your exercises 10 
     else: old_logp = None
     Â_i      = group_advantages(procs.gather(r_i), cfg)[procs.rank * B:][:B]     (ex10 / ex13 inside)
     m        = rollout.mask, times ~rollout.truncated per row if cfg.mask_truncated
-    batch    = replace(inputs, mask=m.float(), advantages=Â_i[:, None] · m, old_logp=old_logp, ref_logp=ref_logp)
+    batch    = replace(inputs, mask=m.float(), advantages=Â_i[:, None] · m, old_logp=old_logp, ref_logp=ref_logp,
+                       sampling_logp=rollout.sampling_logp)   π_sampler's log-probs (None: π_old sampled)
     N        = loss_normaliser(cfg.loss_type, B, cfg.max_new_tokens, active), with active = the real tokens
                of the batch over all processes / the number of processes:
                procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world

@@ -149,6 +149,22 @@ GRPO_ROWS = (
             _same("cispo_max_weight"), lambda cfg: cfg.loss_type == "cispo"),
     Mapping(G, "delta", "grpo", "delta", "clipped_surrogate", "two-sided clipping: ratio capped at δ where Â < 0",
             _same("delta")),
+    # the fourth policy: π_sampler ≠ π_old (TRL's sampler is vLLM; ladder's, the weights rounded)
+    Mapping(G, "use_vllm", "grpo", "sampler_dtype", None, "TRL samples with vLLM (its own engine and kernels); "
+            "ladder with the trainer's weights rounded to --sampler-dtype. Not set by the export: add use_vllm=True "
+            "where vLLM runs", applies=lambda cfg: cfg.sampler_dtype != "same"),
+    Mapping(G, "vllm_importance_sampling_correction", "grpo", "sampler_correction", "sampler_correction",
+            "TRL's default is on (with use_vllm); ladder's --sampler-correction none is off",
+            lambda cfg: cfg.sampler_correction != "none"),
+    Mapping(G, "vllm_importance_sampling_mode", "grpo", "sampler_correction", "sampler_weights",
+            "the same four modes (TRL's default sequence_mask)", _same("sampler_correction"),
+            lambda cfg: cfg.sampler_correction != "none"),
+    Mapping(G, "vllm_importance_sampling_clip_max", "grpo", "sampler_clip_max", "sampler_weights", "C_max",
+            _same("sampler_clip_max")),
+    Mapping(G, "vllm_importance_sampling_clip_min", "grpo", "sampler_clip_min", "sampler_weights", "C_min",
+            _same("sampler_clip_min")),
+    Mapping(G, "off_policy_mask_threshold", "grpo", "off_policy_mask", "off_policy_keep",
+            "δ of DeepSeek-V3.2's off-policy sequence mask", _same("off_policy_mask")),
     Mapping(G, "loss_type", "grpo", "loss_type", "aggregate",
             "grpo | bnpo | dr_grpo | dapo | cispo, the same names (TRL's default is dapo, ladder's grpo)",
             _same("loss_type")),

@@ -34,7 +34,8 @@ def grpo_step(step) -> tuple:
     if cfg.mask_truncated:                                              # cut-off completions take no part
         mask = mask * (~rollout.truncated).to(mask.device)[:, None]
     batch = replace(inputs, mask=mask.float(), advantages=advantages.to(mask.device)[:, None] * mask,
-                    old_logp=old_logp, ref_logp=ref_logp)               # every token of row i gets Â_i
+                    old_logp=old_logp, ref_logp=ref_logp,               # every token of row i gets Â_i
+                    sampling_logp=rollout.sampling_logp)                # π_sampler's, when it is not π_old
     active = procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
     num_tokens = loss_normaliser(cfg.loss_type, B, cfg.max_new_tokens, active)
     after_reference = time.perf_counter()

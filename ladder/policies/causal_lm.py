@@ -30,10 +30,12 @@ from contextlib import contextmanager, nullcontext
 import torch
 from torch import Tensor, nn
 from torch.utils.checkpoint import checkpoint
+from transformers import LogitsProcessorList
 
 from ladder.core import Batch, soft_update, token_logp
 from ladder.patches import cache_of, cache_survives_checkpointing, read_only_cache, with_cache
 from ladder.policies import quant
+from ladder.policies.sampler import RecordLogp, lower_precision
 
 REFERENCE_ADAPTER = "ref"
 
@@ -104,8 +106,10 @@ class CausalLMPolicy(nn.Module):
 
     def __init__(self, model: nn.Module, value_head: bool = False, temperature: float = 1.0,
                  chunk_size: int = 64, ref_model: nn.Module | None = None, share_prompts: bool = True,
-                 dequantize_once: bool = False, entropy_grad: bool = False):
+                 dequantize_once: bool = False, entropy_grad: bool = False,
+                 sampler_dtype: torch.dtype | None = None):
         super().__init__()
+        self.sampler_dtype = sampler_dtype  # sample from the weights rounded to this dtype (policies.sampler)
         self.entropy_grad = entropy_grad  # H with its graph, for an entropy bonus (c_H > 0); else a statistic
         self.share_prompts = share_prompts
         self.dequantize_once = dequantize_once  # sample with the 4-bit base dequantized once (quant.dequantized_once)
@@ -249,10 +253,12 @@ class CausalLMPolicy(nn.Module):
     @torch.no_grad()
     def generate(self, prompt_ids: Tensor, prompt_mask: Tensor, max_new_tokens: int, pad_token_id: int,
                  eos_token_id: int | None, do_sample: bool = True, top_k: int = 0, top_p: float = 1.0,
-                 min_new_tokens: int = 0) -> tuple[Tensor, Tensor]:
-        """Sample completions for left-padded prompts; return (completion ids, completion mask), ``[B, T]``.
+                 min_new_tokens: int = 0, record_logp: bool = False) -> tuple[Tensor, ...]:
+        """Sample completions for left-padded prompts; return (completion ids, completion mask), ``[B, T]``,
+        and with ``record_logp`` the sampler's own log-probs of the tokens, ``[B, T]`` (``RecordLogp``).
 
-        Tokens after the first EOS are padding (mask 0); the EOS itself is a real action.
+        Tokens after the first EOS are padding (mask 0); the EOS itself is a real action. With
+        ``sampler_dtype`` the tokens are drawn from the weights rounded to it (``lower_precision``).
         """
         kwargs = dict(max_new_tokens=max_new_tokens, min_new_tokens=min_new_tokens, pad_token_id=pad_token_id,
                       eos_token_id=eos_token_id)
@@ -260,7 +266,13 @@ class CausalLMPolicy(nn.Module):
             kwargs.update(do_sample=True, temperature=self.temperature, top_k=top_k, top_p=top_p)
         else:
             kwargs.update(do_sample=False, temperature=None, top_k=None, top_p=None)
-        dense = quant.dequantized_once(self.model) if self.dequantize_once else nullcontext()
+        recorder = RecordLogp(self.temperature) if record_logp else None
+        if recorder is not None:
+            kwargs["logits_processor"] = LogitsProcessorList([recorder])
+        if self.sampler_dtype is not None:
+            dense = lower_precision(self.model, self.sampler_dtype)
+        else:
+            dense = quant.dequantized_once(self.model) if self.dequantize_once else nullcontext()
         with _eval_mode(self.model), dense:
             shared = shared_prompts(prompt_ids[:, :-1], prompt_mask[:, :-1]) if self.share_prompts else None
             if shared is not None:  # encode each distinct prompt once; generate continues from its cache
@@ -272,7 +284,9 @@ class CausalLMPolicy(nn.Module):
                 kwargs.update(with_cache(cache))
             out = self.model.generate(input_ids=prompt_ids, attention_mask=prompt_mask, **kwargs)
         completion = out[:, prompt_ids.shape[1]:]
-        return completion, completion_mask(completion, eos_token_id)
+        if recorder is None:
+            return completion, completion_mask(completion, eos_token_id)
+        return completion, completion_mask(completion, eos_token_id), recorder.finish(completion)
 
 
 class ReferenceWeights:

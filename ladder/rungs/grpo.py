@@ -12,6 +12,7 @@ CISPO and RLOO are flags, and ``--algo NAME`` sets the flags of each as its pape
 from __future__ import annotations
 
 import random
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
@@ -20,9 +21,10 @@ import numpy as np
 import torch
 
 from ladder import core, hub, rewards
-from ladder.distributed import Processes, launched_processes, process_device, weights_digest
+from ladder.distributed import Processes, is_main_process, launched_processes, process_device, weights_digest
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, lm_batch
+from ladder.policies.sampler import check_sampler_dtype, fast_on_this_cpu
 from ladder.rungs import grpo_options
 from ladder.rungs.grpo_options import (
     ALGOS,
@@ -136,7 +138,7 @@ def grpo_step(step: Step) -> tuple[dict, Rollout, torch.Tensor]:
     loss_mask = rollout.mask * (~rollout.truncated).to(rollout.mask.device)[:, None] if cfg.mask_truncated \
         else rollout.mask
     batch = replace(inputs, mask=loss_mask.float(), advantages=advantages.to(loss_mask.device)[:, None] * loss_mask,
-                    old_logp=old_logp, ref_logp=ref_logp)
+                    old_logp=old_logp, ref_logp=ref_logp, sampling_logp=rollout.sampling_logp)
     # The loss's constant normaliser: the active tokens of the whole batch, shared out over the processes
     # (dapo, cispo), or this process's rows × --max-new-tokens (dr_grpo).
     active_tokens = procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
@@ -228,7 +230,8 @@ def load_policy(cfg: Config, model_path: str, device: torch.device) -> tuple[Cau
         ref_model = quant.load_causal_lm(model_path, device)  # full fine-tuning needs a frozen copy
     dequantize_once = grpo_options.dequantize_once(cfg, device.type)
     policy = CausalLMPolicy(model, temperature=cfg.temperature, chunk_size=cfg.chunk_size, ref_model=ref_model,
-                            dequantize_once=dequantize_once)
+                            dequantize_once=dequantize_once, sampler_dtype=check_sampler_dtype(cfg.sampler_dtype,
+                                                                                               device))
     if cfg.ref_sync_every:
         policy.make_reference_refreshable()  # a second, frozen adapter (LoRA) or the frozen copy (full)
     optim = grpo_options.optimizer_name(cfg, device.type)
@@ -254,6 +257,10 @@ def placement(cfg: Config) -> torch.device:
                          f"{launched_processes()} processes; use a multiple of {launched_processes()}")
     if cfg.optim == "paged_adamw_8bit" and device.type != "cuda":
         raise UsageError("--optim paged_adamw_8bit needs a CUDA GPU; use --optim adamw on the CPU")
+    dtype = check_sampler_dtype(cfg.sampler_dtype, device)
+    if dtype is not None and device.type == "cpu" and not fast_on_this_cpu(dtype) and is_main_process():
+        print(f"note: this CPU has no {cfg.sampler_dtype} matrix instructions, so torch emulates them: sampling is "
+              f"slower than in float32 (the mismatch it shows is the real one)", file=sys.stderr)
     return device
 
 

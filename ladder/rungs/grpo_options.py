@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from ladder import core, rewards
 from ladder.cli import Number, OneOf, Text, at_least, interval, non_negative, option, positive, probability
 from ladder.core.kl import ESTIMATORS
+from ladder.core.sampler import CORRECTIONS
 from ladder.core.update import RATIO_LEVELS
 from ladder.rungs.lm_options import LMOptions
 from ladder.runlog import UsageError
@@ -103,6 +104,25 @@ class Config(LMOptions):
     ref_sync_every: int = option(0, "refresh π_ref every N updates: π_ref ← α·π_θ + (1 − α)·π_ref (0: π_ref stays "
                                     "the starting model; TRL's ref_model_sync_steps)", at_least(0))
     ref_mixup: float = option(0.6, "α of the π_ref refresh, in [0, 1] (TRL's ref_model_mixup_alpha)", probability())
+    sampler_dtype: str = option("same", "sample from the weights rounded to this dtype, a cheaper sampler than the "
+                                        "trainer (π_sampler ≠ π_old, as vLLM beside TRL): same | bfloat16 | float16. "
+                                        "The sampler's log-probs are recorded as it samples. On a CPU, bfloat16 is "
+                                        "fast only with AVX512-BF16 or AMX and float16 only with AVX512-FP16 or "
+                                        "AMX-FP16; elsewhere torch emulates them, slower than float32",
+                                choices=("same", "bfloat16", "float16"))
+    sampler_correction: str = option("none", "weigh the policy term by w = π_old/π_sampler (core.sampler): none | "
+                                             "token_truncate | token_mask | sequence_truncate | sequence_mask (TRL's "
+                                             "vllm_importance_sampling_mode). With --sampler-dtype same it corrects "
+                                             "the small mismatch of the cached sampling kernels, at the cost of a "
+                                             "log-softmax over the vocabulary per sampled token",
+                                     choices=CORRECTIONS)
+    sampler_clip_max: float | None = option(3.0, "C_max of w: truncated to it, or masked above it (TRL's "
+                                                 "vllm_importance_sampling_clip_max; None: no bound)", positive())
+    sampler_clip_min: float | None = option(None, "C_min of w: truncated to it, or masked below it (None: no bound)",
+                                            non_negative())
+    off_policy_mask: float | None = option(None, "δ: drop a completion with Â < 0 whose mean log π_sampler − log π_θ "
+                                                 "exceeds δ (DeepSeek-V3.2's off-policy sequence mask; TRL's "
+                                                 "off_policy_mask_threshold; None: off)", non_negative())
     dynamic_sampling: bool = option(False, "drop groups whose rewards are all equal (no signal) and sample further "
                                            "prompts until the update has P informative groups (DAPO)")
     max_sampling_rounds: int = option(4, "dynamic sampling: at most this many rounds of P prompts per update; "
@@ -168,6 +188,10 @@ def _validate_combinations(cfg: Config) -> None:
                              "--cispo-max-weight instead")
         if cfg.delta <= 1.0 + eps_high(cfg):
             raise UsageError(f"--delta must exceed 1 + --clip-eps-high = {1.0 + eps_high(cfg):g}, got {cfg.delta}")
+    if cfg.sampler_clip_min is not None and cfg.sampler_clip_max is not None and \
+            cfg.sampler_clip_min >= cfg.sampler_clip_max:
+        raise UsageError(f"--sampler-clip-min {cfg.sampler_clip_min:g} must be below --sampler-clip-max "
+                         f"{cfg.sampler_clip_max:g}")
     if cfg.overlong_buffer and int(cfg.overlong_buffer * cfg.max_new_tokens) < 1:
         raise UsageError(f"--overlong-buffer {cfg.overlong_buffer} of --max-new-tokens {cfg.max_new_tokens} is "
                          f"less than one token")
@@ -209,7 +233,15 @@ def update_config(cfg: Config) -> core.UpdateConfig:
         clip_eps_low=cfg.clip_eps, clip_eps_high=eps_high(cfg), delta=cfg.delta,
         cispo_max_weight=cfg.cispo_max_weight, aggregation=aggregation,
         kl_coef=cfg.kl_coef if cfg.kl_in == "loss" else 0.0, kl_estimator=cfg.kl_estimator,
-        kl_correction=cfg.kl_correction != "off", max_grad_norm=cfg.max_grad_norm)
+        kl_correction=cfg.kl_correction != "off", max_grad_norm=cfg.max_grad_norm,
+        sampler_correction=cfg.sampler_correction, sampler_clip_min=cfg.sampler_clip_min,
+        sampler_clip_max=cfg.sampler_clip_max, off_policy_mask=cfg.off_policy_mask)
+
+
+def records_sampler_logp(cfg: Config) -> bool:
+    """Whether sampling records π_sampler's log-probs: a sampler of its own dtype, or a correction asked for
+    (with --sampler-dtype same it then weighs the sampling kernels' small mismatch)."""
+    return cfg.sampler_dtype != "same" or cfg.sampler_correction != "none"
 
 
 def loss_normaliser(loss_type: str, rows: int, max_new_tokens: int, active_tokens: float) -> float | None:

@@ -14,6 +14,7 @@ import torch
 from torch import Tensor
 
 from ladder.rewards import overlong_penalty, score
+from ladder.rungs.grpo_options import records_sampler_logp
 from ladder.tasks import arithmetic
 
 
@@ -30,6 +31,7 @@ class Rollout:
     truncated: Tensor      # [n] bool: reached --max-new-tokens without EOS
     texts: list
     questions: list
+    sampling_logp: Tensor | None = None  # [n, T] log π_sampler of each token, recorded while sampling (or None)
 
     def __len__(self) -> int:
         return len(self.rewards)
@@ -40,7 +42,9 @@ class Rollout:
         picked = {}
         for f in fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, Tensor):
+            if value is None:
+                picked[f.name] = None
+            elif isinstance(value, Tensor):
                 picked[f.name] = value[rows.to(value.device)]
             elif isinstance(value, dict):
                 picked[f.name] = {k: v[rows] for k, v in value.items()}
@@ -68,7 +72,9 @@ def concat(rollouts: list[Rollout], pad_token_id: int) -> Rollout:
         rewards=torch.cat([r.rewards for r in rollouts]),
         per_function={k: torch.cat([r.per_function[k] for r in rollouts]) for k in rollouts[0].per_function},
         truncated=torch.cat([r.truncated for r in rollouts]),
-        texts=[t for r in rollouts for t in r.texts], questions=[q for r in rollouts for q in r.questions])
+        texts=[t for r in rollouts for t in r.texts], questions=[q for r in rollouts for q in r.questions],
+        sampling_logp=None if rollouts[0].sampling_logp is None else
+        torch.cat([_pad_to(r.sampling_logp, T, 0.0, left=False) for r in rollouts]))
 
 
 def sample(policy, tokenizer, cfg, problems: list[dict], system_prompt: str, weights: dict,
@@ -79,9 +85,9 @@ def sample(policy, tokenizer, cfg, problems: list[dict], system_prompt: str, wei
     enc = tokenizer(prompts, return_tensors="pt", padding=True).to(device)
     prompt_ids = enc.input_ids.repeat_interleave(G, dim=0)
     prompt_mask = enc.attention_mask.repeat_interleave(G, dim=0)
-    completion, mask = policy.generate(prompt_ids, prompt_mask, cfg.max_new_tokens, tokenizer.pad_token_id,
-                                       tokenizer.eos_token_id, do_sample=True, top_p=cfg.top_p,
-                                       min_new_tokens=cfg.min_new_tokens)
+    completion, mask, *sampling_logp = policy.generate(
+        prompt_ids, prompt_mask, cfg.max_new_tokens, tokenizer.pad_token_id, tokenizer.eos_token_id, do_sample=True,
+        top_p=cfg.top_p, min_new_tokens=cfg.min_new_tokens, record_logp=records_sampler_logp(cfg))
     mask = mask.to(device)
     texts = tokenizer.batch_decode(torch.where(mask.bool(), completion, tokenizer.pad_token_id),
                                    skip_special_tokens=True)
@@ -95,7 +101,7 @@ def sample(policy, tokenizer, cfg, problems: list[dict], system_prompt: str, wei
         per_function = {**per_function, "overlong": penalty}
     truncated = ~(completion == tokenizer.eos_token_id).any(1).cpu() & (lengths >= cfg.max_new_tokens)
     return Rollout(prompt_ids, prompt_mask, completion, mask, rewards, per_function, truncated, texts,
-                   [p["question"] for p in problems for _ in range(G)])
+                   [p["question"] for p in problems for _ in range(G)], *sampling_logp)
 
 
 def informative(rewards: Tensor, group_size: int) -> Tensor:
