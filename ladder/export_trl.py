@@ -255,6 +255,8 @@ def grpo_config(args) -> GRPOConfig:
     for item in args.set:
         name, _, text = item.partition("=")
         kwargs[name.strip()] = literal(text.strip())
+    if "activation_checkpointing" in GRPOConfig.__dataclass_fields__:  # transformers >= 5.24's name for it
+        kwargs["activation_checkpointing"] = kwargs.pop("gradient_checkpointing")
     return GRPOConfig(**kwargs)
 
 
@@ -296,14 +298,18 @@ def script(cfg: Config, exported_from: str | os.PathLike | None = None) -> str:
     shared, by_device = config_values(cfg)
     flags = " ".join(_non_default_options(cfg)) or "(all defaults)"
     imports = ["import argparse", "import ast", "import importlib", "import importlib.util", "import os", "import sys",
-               "from pathlib import Path", "", "import torch", "from datasets import Dataset"]
+               "import warnings", "from pathlib import Path", "", "import torch", "from datasets import Dataset"]
     if cfg.qlora or cfg.lora:
         imports.append("from peft import LoraConfig")
     imports.append("from transformers import AutoTokenizer" + (", BitsAndBytesConfig" if cfg.qlora else ""))
     imports.append("from trl import GRPOConfig, GRPOTrainer")
     if cfg.overlong_buffer:
         imports.append("from trl.rewards import get_soft_overlong_punishment")
-    imports += ["", "from ladder.tasks import arithmetic, math_problems"]
+    imports += ["", "from ladder.tasks import arithmetic, math_problems", "",
+                "# TRL and peft still call transformers' gradient_checkpointing* names, which transformers 5.24",
+                "# renamed activation_checkpointing*: a warning about their code, not about this script.",
+                'warnings.filterwarnings("ignore", message=r"`\\w*gradient_checkpointing\\w*` is deprecated", '
+                'category=FutureWarning)']
 
     eval_cmd = (f"python -m ladder.run eval --model {shlex.quote(cfg.model)} --task {cfg.task}"
                 + (f" --dataset {shlex.quote(cfg.dataset)}" if cfg.task == "gsm8k" else "")

@@ -61,8 +61,11 @@ def test_grpo_goes_through_core_update_with_local_model_and_dataset(tmp_path, ti
                 "clip_frac_high", "clip_frac", "approx_kl_old_k3", "ratio_max"):
         assert key in records[0], key
     from peft import PeftModel
+
+    from ladder.patches import peft_wraps_quietly
     base = quant.load_causal_lm(tiny_qwen, torch.device("cpu"))
-    assert isinstance(PeftModel.from_pretrained(base, str(tmp_path / "run" / "adapter")), PeftModel)
+    with peft_wraps_quietly():
+        assert isinstance(PeftModel.from_pretrained(base, str(tmp_path / "run" / "adapter")), PeftModel)
 
 
 def test_mu_one_skips_the_old_logp_forward_and_kl_zero_skips_reference(tmp_path, tiny_qwen, gsm8k_file,

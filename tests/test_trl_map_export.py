@@ -173,6 +173,7 @@ def test_export_cli_writes_a_script_that_trains_two_steps_offline(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     assert (out / "adapter_config.json").is_file() and (out / "adapter_model.safetensors").is_file()
     assert "'rewards/correctness/mean'" in done.stdout + done.stderr
+    assert "deprecated" not in done.stderr  # e.g. gradient_checkpointing, renamed activation_checkpointing
     adapter = json.loads((out / "adapter_config.json").read_text())
     assert adapter["r"] == 16 and adapter["lora_alpha"] == 32
 
