@@ -4,7 +4,8 @@
 Cells starting with ``md:`` are Markdown; everything else is code. ``notebooks/build.py`` writes them.
 """
 
-from text_toy import SETUP
+from text_sampler import CELLS as SAMPLER_CELLS
+from text_toy import SELF_CHECK, SETUP
 
 NOTEBOOKS: dict[str, list[str]] = {}
 
@@ -376,18 +377,17 @@ tokens $\pi_{\text{old}}$ seldom samples, carry much of the KL, so this batch's 
 estimate overshoots several-fold, and the corrected band widens.
 
 **Exercises:** `ex10_group_relative.py` and `ex11_aggregate.py`; then
-`python -m ladder.run grpo --preset tiny --use-exercises` trains with your `group_relative` and `aggregate`.
-
-## Self-check
-
-Answer each question with a number you can read in this notebook's outputs; an answer within 5 % counts.
-Fill in the `None`s below and run the cell again (`quiz.reveal()` shows the notebook's own numbers).""",
+`python -m ladder.run grpo --preset tiny --use-exercises` trains with your `group_relative` and `aggregate`.""",
+    *SAMPLER_CELLS,
+    SELF_CHECK,
     """quiz = viz.SelfCheck(
     dr_grpo=("In the two-completion example, what loss does --loss-type dr_grpo give?", losses["dr_grpo"]),
     kl_old=("After μ = 8 passes (learning rate 3e-4), what is the exact KL(π_θ‖π_old)?", runs[8]["kl_old_exact"][-1]),
     zero_std=("Under the μ widget: what fraction of the fixed batch's groups have all G rewards equal?",
               runs[8]["frac_reward_zero_std"]),
+    sampler=("In the fourth policy's batch, what sampler/logp_diff_mean did the bfloat16 step log?",
+             four.record["sampler/logp_diff_mean"]),
 )
 quiz.ask()""",
-    "quiz.check(dr_grpo=None, kl_old=None, zero_std=None)",
+    "quiz.check(dr_grpo=None, kl_old=None, zero_std=None, sampler=None)",
 ]

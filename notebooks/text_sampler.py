@@ -1,0 +1,166 @@
+# ruff: noqa: E501  (LaTeX lines in the notebook text are as long as their equations)
+"""The text and code of notebook 5's section on the fourth policy, π_sampler (spliced in before its self-check).
+
+Cells starting with ``md:`` are Markdown; everything else is code. ``notebooks/build.py`` writes them.
+"""
+
+CELLS: list[str] = [
+    r"""md:## The fourth policy: when the sampler is not π_old
+
+Everything so far assumed that $\pi_{\text{old}}$ drew the batch: the trainer's own forward pass, at the start of the
+update. Fast trainers do not sample with the trainer. Generation is most of a step's time, so TRL's `use_vllm=True`
+hands it to vLLM — another engine, other kernels, often another precision — and keeps $\pi_{\text{old}}$ as the
+trainer's forward of the same weights. The two give the same token different log-probs: the batch comes from a
+**fourth policy**, $\pi_{\text{sampler}}$. The surrogate means an expectation under $\pi_{\text{old}}$, so
+
+$$\mathbb{E}_{a_t\sim\pi_{\text{old}}}\big[r_t(\theta)\,\hat A_t\big] = \mathbb{E}_{a_t\sim\pi_{\text{sampler}}}\big[w_t\,r_t(\theta)\,\hat A_t\big],
+\qquad w_t = \frac{\pi_{\text{old}}(a_t)}{\pi_{\text{sampler}}(a_t)}, \qquad
+\frac{\pi_\theta(a_t)}{\pi_{\text{sampler}}(a_t)} = r_t(\theta)\cdot w_t .$$
+
+The weight between the policy being trained and the one that sampled splits in two. $r_t(\theta)$ is the ratio of
+notebooks 2–4, clipped as ever: the trust region around $\pi_{\text{old}}$. $w_t$ is a constant — $\pi_{\text{old}}$ and
+$\pi_{\text{sampler}}$ are both fixed, no gradient flows through it — that corrects for who drew the tokens. A
+completion's weight is the product $w_i = \prod_t w_t$. `core.sampler_weights` bounds it one of four ways
+(`--sampler-correction`, TRL's `vllm_importance_sampling_mode`), and the result multiplies the policy term of every
+token's loss (never the KL to $\pi_{\text{ref}}$; `core.compute_loss`):
+
+| mode | weight of the token's policy term |
+|---|---|
+| `token_truncate` | $\min(w_t, C_{\max})$ (truncated importance sampling) |
+| `token_mask` | $w_t$ if $w_t \le C_{\max}$, else 0: the token leaves the loss |
+| `sequence_truncate` | $\min(w_i, C_{\max})$ on every token of completion $i$ |
+| `sequence_mask` | $w_i$ if $w_i \le C_{\max}$, else 0: the completion leaves the loss |
+
+(with a lower bound $C_{\min}$ the weight is truncated or masked below it too). ladder's cheaper sampler is the
+trainer's weights rounded: `--sampler-dtype bfloat16` samples with every linear layer computing in bfloat16
+(`policies.sampler.lower_precision`) and records $\log\pi_{\text{sampler}}$ from the logits `generate` computes anyway
+(`RecordLogp`); $\pi_{\text{old}}$ stays the float32 forward.
+
+### Four policies on one batch
+
+The tiny preset (LoRA), loaded by the rung's `load_task` and `load_policy`, after 4 ordinary GRPO updates. Then one
+`grpo.grpo_step` with `--sampler-dtype bfloat16 --sampler-correction token_truncate --mu 2` on 4 prompts × 8 completions:
+
+* $\pi_{\text{sampler}}$ — the weights in bfloat16: it draws the batch, its log-probs recorded as it samples;
+* $\pi_{\text{old}}$ — the float32 forward of the same weights, on the same tokens;
+* $\pi_\theta$ — after the step's two passes of `core.update`, each token's loss weighted by $\min(w_t, 3)$;
+* $\pi_{\text{ref}}$ — the same model with the adapter disabled.
+
+It also samples the same prompts, with the same seed, with every sampler of the widget further down (about 20 seconds,
+once).""",
+    """four = viz.four_policies()
+for pair, g in viz.sampler_lab.gaps(four).items():
+    print(f"|{pair}|: mean {g['mean']:.2e}, max {g['max']:.3f}   ({g['values'].size} tokens)")
+logged = {k.split("/")[1]: v for k, v in four.record.items() if k.startswith("sampler/")}
+print("the step's record, sampler/:", "  ".join(f"{k} {v:.4g}" for k, v in list(logged.items())[:3]))
+print("                            ", "  ".join(f"{k} {v:.4g}" for k, v in list(logged.items())[3:]))
+display(Markdown(viz.sampler_lab.four_policy_table(four)))""",
+    r"""md:The rounding moves a log-prob far less, on average, than the step's two optimiser passes move it
+($|\log\pi_\theta - \log\pi_{\text{old}}|$), and the rung logs exactly these numbers (`sampler/logp_diff_mean`,
+`sampler/logp_diff_max`; with a correction, the weights' range in `sampler/is_ratio_*` and the share it changed in
+`sampler/corrected_frac`). Most tokens of a worked sum are nearly certain, $\log\pi \approx 0$ whatever the precision;
+the largest mismatch sits on a token the model is unsure of (the table), where rounding moves probability between
+close competitors. There $w_t$ and $r_t(\theta)$ are different numbers for different reasons: $w_t$ is what the
+sampler got wrong, $r_t(\theta)$ how far the update has moved.
+
+A completion's weight multiplies its tokens': its log is a sum of $T$ terms, whose variances add if they are
+independent, so its spread grows like $\sqrt{T}$ while each token's stays put:""",
+    """spread = viz.sampler_lab.sequence_spread(four.main)
+token_w, seq_w = spread["token_w"], spread["seq_w"]
+print(f"one token:      std of log w_t {spread['token_std']:.2e}; w_t from {token_w[0]:.4f} to {token_w[1]:.4f}")
+print(f"one completion: std of Σ_t log w_t {spread['seq_std']:.2e}; w_i from {seq_w[0]:.4f} to {seq_w[1]:.4f}")
+print(f"√T × one token's std, T = {spread['length']}: {spread['sqrt_length_token_std']:.2e}")
+display(Image(data=viz.sampler_views.four_policies_figure(four)))""",
+    r"""md:On the right, the sum climbs in steps, at the few uncertain tokens where the rounding matters, towards the
+$\sqrt{k}$ curve. The tiny task's completions are short; a reasoning completion of thousands of tokens sums a hundred
+times more terms, its log-weight spreads some ten times more, and its weight — the exponential of that sum — has a
+tail no single token's weight has. That is why a bound $C_{\max}$ reaches the sequence modes long before the token
+modes. What each mode changes on this batch, at
+TRL's default $C_{\max} = 3$ and at a tight $C_{\max} = 1.01$ (`sampler_lab.kept`):""",
+    """display(Markdown(viz.sampler_lab.modes_markdown(four.main, c_maxes=(3.0, 1.01))))""",
+    r"""md:At $C_{\max} = 3$ no weight of this batch comes near the bound: every token keeps its $w_t$, the correction
+reweights and cuts nothing. At 1.01 the token modes change a few tokens, the sequence modes a good share of the
+completions — the same mismatch, summed along each completion — and `sequence_mask` takes those completions out of
+the loss entirely (their mean weight drops), where truncation only trims them.
+
+### The bias of not correcting, exactly
+
+How much does ignoring $w$ cost, and what does truncating it trade? Notebook 6 §2 computed the KL terms' gradients
+exactly on a small categorical; the same here. Six actions (one action is one token), $\pi_{\text{old}} =
+\operatorname{softmax}(\theta)$,
+$\pi_{\text{sampler}}$ pushed away from it along a fixed direction so that it under-draws the two rewarded actions, and
+each action's loss $L(a)$ the clipped surrogate times the sampler's weight (`core.clipped_surrogate`,
+`core.sampler_correction`), differentiated by autograd. With every action enumerated:
+
+$$g = \sum_a \pi_{\text{sampler}}(a)\,\nabla L(a), \qquad g^* = \sum_a \pi_{\text{old}}(a)\,\nabla L_{\text{no weight}}(a),$$
+
+$$\text{bias} = \lVert g - g^*\rVert, \qquad \text{variance} = \sum_a \pi_{\text{sampler}}(a)\,\lVert \nabla L(a) - g\rVert^2 ,$$
+
+$g^*$ being the on-policy gradient, what the loss means. A batch averages $N$ draws: its squared error is
+$\text{bias}^2 + \text{variance}/N$, and only the second term shrinks with $N$. Truncation has a closed form,
+$\pi_{\text{sampler}}(a)\min(w(a), C) = \min\big(\pi_{\text{old}}(a),\, C\,\pi_{\text{sampler}}(a)\big)$: its bias is
+$\sum_a \big(\pi_{\text{old}}(a) - C\,\pi_{\text{sampler}}(a)\big)^+\,\nabla L(a)$ — only the actions the sampler
+under-draws by
+more than a factor $C$ — and, as $\min(w, C)^2 \le C\,w$, its variance is at most $C\sum_a
+\pi_{\text{old}}(a)\,\lVert\nabla L(a)\rVert^2$.""",
+    """exact = viz.exact_sampler_gradients(distance=1.5, samples=64)
+print(f"{len(exact['w'])} actions, w = π_old/π_sampler: " + "  ".join(f"{w:.2f}" for w in exact["w"]))
+print(f"‖g*‖ = {exact['norm_on_policy']:.4f}; with no correction the bias is {exact['none']['bias']:.4f}, "
+      f"{exact['none']['bias'] / exact['norm_on_policy']:.0%} of it")
+display(Markdown(viz.sampler_lab.bias_variance_markdown(exact)))
+check = viz.sampler_lab.monte_carlo_check(distance=1.5, c_max=3.0, n=100000, seed=0)
+print(f"check, {check['n']} seeded draws truncated at C_max = 3: ‖mean − exact mean‖ {check['mean_error']:.4f}, "
+      f"variance {check['variance']:.4f} (exact {check['exact_variance']:.4f})")
+display(Image(data=viz.sampler_views.bias_variance_figure(exact)))""",
+    r"""md:No batch size removes the uncorrected bias. The full weight removes it and pays in variance: the rare draws of
+an under-drawn right answer arrive with a large $w$. Truncation sits between the two: as $C_{\max}$ falls the bias grows
+and the variance shrinks, and for a batch of $N$ draws their sum is least at the grey line — more draws move it to a
+larger $C_{\max}$, since only the variance shrinks with $N$. Masking at $C_{\max}$ (`token_mask`) drops the under-drawn right
+answers altogether, and here is further off than no correction at all: a mask is for rare outliers (a token the
+engine got wrong), not for a sampler that is off everywhere.
+
+The widget below draws the batch's prompts with each sampler: the weights in float32 (`same`), float16 or bfloat16,
+at the trainer's temperature $\tau = 1$ or another — a sampler whose temperature (or top-p cut) differs from the
+trainer's is a common real mismatch. Everything is computed above, so the controls only re-read numbers.""",
+    r"""md:**Predict first.** (1) bfloat16 keeps 8 significant bits, float16 11: which of the two samplers is further from
+$\pi_{\text{old}}$? (2) Set the sampler's τ to 1.1, ten percent hotter than the trainer. Is the mismatch larger or
+smaller than bfloat16's rounding, and are most token weights $w_t$ above 1 or below? (3) At
+$C_{\max} = 3$, what does any mode change, at any setting?""",
+    """view = viz.sampler_view(sampler="bfloat16", temperature=1.0, c_max=3.0)
+view""",
+    """settings = (("float16", 1.0), ("bfloat16", 1.0), ("bfloat16", 1.1), ("bfloat16", 0.8))
+display(Markdown(viz.sampler_lab.samplers_markdown(four, settings, c_max=3.0)))
+mean = {d: viz.sampler_lab.mismatch(four.batches[(d, 1.0)])["sampler/logp_diff_mean"] for d in ("float16", "bfloat16")}
+print(f"bfloat16's mean mismatch / float16's: {mean['bfloat16'] / mean['float16']:.1f}")
+largest = max(viz.sampler_lab.sequence_spread(b)["token_w"][1] for b in four.batches.values())
+print(f"the largest w_t at any setting of the widget: {largest:.2f}")
+hot = viz.sampler_lab.kept(four.batches[("bfloat16", 1.1)], 1.01, 1 / 1.01)["sequence_mask"]
+print(f"τ = 1.1, C_max = 1.01, C_min = 1/C_max: sequence_mask drops {hot['changed']} of {hot['of']} completions")""",
+    r"""md:<details><summary>Answer</summary>
+
+(1) bfloat16, several times further (the ratio printed above): each of its roundings is 8 times coarser. float16
+buys its precision with range (nothing above 65504), which is why engines mostly sample in bfloat16 and live with
+the larger mismatch. (2) Larger, by more than an order of magnitude: a ten percent temperature mismatch dwarfs either
+rounding. A hotter sampler flattens the distribution, so the likely tokens — most
+of a completion — get $w_t$ a little above 1, and the unlikely tokens it now draws more often get $w_t$ well below 1.
+(3) Nothing: the largest weight anywhere is below 3 (printed above). $C_{\max}$ only bounds from above; the small
+weights a hot sampler produces are reached by $C_{\min}$ — tick
+*C_min = 1/C_max* and slide $C_{\max}$ down: the sequence modes then take most of the completions (the last line).
+</details>
+
+### In TRL, and in the grpo rung
+
+TRL corrects by default whenever vLLM samples (`vllm_importance_sampling_correction=True`, mode `sequence_mask`,
+$C_{\max} = 3$, no $C_{\min}$); ladder samples with the trainer's own weights and corrects nothing unless asked:""",
+    """display(Markdown(viz.sampler_lab.trl_markdown()))""",
+    r"""md:With `--off-policy-mask δ` (TRL's `off_policy_mask_threshold`, DeepSeek-V3.2) the rung also drops a completion
+whose advantage is negative *and* whose mean $\log\pi_{\text{sampler}} - \log\pi_\theta$ over its tokens exceeds δ
+(`core.off_policy_keep`; logged as `off_policy/masked_frac`): a bad completion the current policy would no longer
+write teaches little and can destabilise. On the tiny preset:
+
+```bash
+python -m ladder.run grpo --preset tiny --sampler-dtype bfloat16 --sampler-correction sequence_mask
+```
+
+**Exercise:** `ex21_sampler_weights.py` asks for `sampler_weights`: the four modes, $C_{\min}$ and $C_{\max}$.""",
+]
