@@ -56,6 +56,16 @@ PLANTED_LOOP = {
                                           "torch.where(mask.bool(), logp - old_logp, 0.0)"),
         "ε_high ignored": ("clipped_surrogate(ratio, adv, cfg.clip_eps_low, eps_high, cfg.delta)",
                            "clipped_surrogate(ratio, adv, cfg.clip_eps_low, cfg.clip_eps_low, cfg.delta)"),
+        "the sampler's correction left out of the loss (its statistics kept)": (
+            "pg, sampler_stats = sampler_correction(pg,", "_, sampler_stats = sampler_correction(pg,"),
+        "the sampler's correction applied to the KL to π_ref too": (
+            "loss_kl = agg(kl_estimate(logp, mb.ref_logp, cfg.kl_estimator, old_logp if cfg.kl_correction else None))",
+            "loss_kl = agg(sampler_correction(kl_estimate(logp, mb.ref_logp, cfg.kl_estimator, old_logp if "
+            "cfg.kl_correction else None), logp, old_logp, mb.sampling_logp, adv, mask, cfg.sampler_correction, "
+            "cfg.sampler_clip_min, cfg.sampler_clip_max, cfg.off_policy_mask)[0])"),
+        "the sampler's weights from π_θ instead of π_old": (
+            "pg, sampler_stats = sampler_correction(pg, logp, old_logp,",
+            "pg, sampler_stats = sampler_correction(pg, logp, logp.detach(),"),
     }),
     "ex18_update": _planted("ex18_update", "update", {
         "π_old never recorded: every ratio is 1": ("if batch.old_logp is None and cfg.mu * M > 1:", "if False:"),
@@ -87,5 +97,7 @@ PLANTED_LOOP = {
         "cut-off completions kept in the loss": ("    if cfg.mask_truncated:", "    if False:"),
         "the rewards returned where the advantages belong": ("return record, rollout, advantages",
                                                              "return record, rollout, rewards"),
+        "the sampler's log-probs left out of the batch": ("sampling_logp=rollout.sampling_logp)",
+                                                          "sampling_logp=None)"),
     }),
 }
