@@ -1,5 +1,6 @@
-"""Planted wrong implementations of the loop exercises (16–20): each is the solution with one line changed
-the way a learner might get it wrong. ``PLANTED_LOOP[stem][label]``; every one must fail its grader."""
+"""Planted wrong implementations of the loop exercises (16–20) and of the sampler's weights (21): each is the
+solution with one line changed the way a learner might get it wrong. ``PLANTED_LOOP[stem][label]``; every one
+must fail its grader."""
 
 from __future__ import annotations
 
@@ -99,5 +100,23 @@ PLANTED_LOOP = {
                                                              "return record, rollout, rewards"),
         "the sampler's log-probs left out of the batch": ("sampling_logp=rollout.sampling_logp)",
                                                           "sampling_logp=None)"),
+    }),
+    "ex21_sampler_weights": _planted("ex21_sampler_weights", "sampler_weights", {
+        "the ratio inverted: π_sampler/π_old": ("old_logp - sampling_logp", "sampling_logp - old_logp"),
+        "truncate masks instead": ('if how == "truncate":', 'if how == "clip":'),
+        "mask truncates instead": ('if how == "truncate":', "if True:"),
+        "the sequence's weight from the mean of its token log-ratios, not their sum": (
+            "log_w.sum(dim=1, keepdim=True)",
+            "log_w.sum(dim=1, keepdim=True) / mask.sum(1, keepdim=True).clamp(min=1)"),
+        "[B] instead of [B, 1] at the sequence level": ("log_w.sum(dim=1, keepdim=True)", "log_w.sum(dim=1)"),
+        "padding not left out: its junk log-ratio counts": ("torch.where(mask.bool(), old_logp - sampling_logp, 0.0)",
+                                                             "old_logp - sampling_logp"),
+        "padding weighs 0, not 1": ("w = torch.exp(log_w.detach().float())",
+                                    "w = torch.exp(log_w.detach().float()) * (mask if level == 'token' else 1)"),
+        "NaN propagates: a token the sampler could not score makes its weight NaN": (
+            "log_w = torch.nan_to_num(log_w, nan=0.0)", "log_w = log_w"),
+        "C_max None taken as 3, not as no bound": ("high = math.inf if clip_max is None",
+                                                   "high = 3.0 if clip_max is None"),
+        "not detached: a gradient flows through w": ("torch.exp(log_w.detach().float())", "torch.exp(log_w.float())"),
     }),
 }
