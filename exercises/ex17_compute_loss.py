@@ -12,10 +12,17 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
                  sequence_log_ratio(logp, old_logp, mask) [b, 1], broadcast to every   "sequence" (ex12)
                  position of its row, padding included
     r          = exp(log r)
-    L_pg       = agg(clipped_surrogate(r, Â, ε_low, ε_high, δ))    objective "clipped" (ex05; ε_high None → ε_low)
-                 agg(cispo_loss(logp, r, Â, cfg.cispo_max_weight))  objective "cispo" (ladder.core)
-                 agg(pg_loss(logp, Â))                              objective "reinforce" (ex02)
+    ℓ          = clipped_surrogate(r, Â, ε_low, ε_high, δ)     objective "clipped" (ex05; ε_high None → ε_low)
+                 cispo_loss(logp, r, Â, cfg.cispo_max_weight)   objective "cispo" (ladder.core)
+                 pg_loss(logp, Â)                               objective "reinforce" (ex02)
                  anything else: raise ValueError; likewise for an unknown ratio_level
+    ℓ, s       = sampler_correction(ℓ, logp, old_logp, mb.sampling_logp, Â, mask, cfg.sampler_correction,
+                                    cfg.sampler_clip_min, cfg.sampler_clip_max, cfg.off_policy_mask)
+                 (ladder.core; exercise 21 writes its weights): when a sampler π_sampler ≠ π_old drew the
+                 tokens, ℓ_t × π_old/π_sampler × the off-policy mask, per token, before the aggregation and
+                 on the policy term alone; s, its statistics ({} and ℓ unchanged when mb.sampling_logp and
+                 cfg.off_policy_mask are both None)
+    L_pg       = agg(ℓ)
     L          = L_pg
                + c_v · agg(value_loss(V, V_old, R, cfg.value_clip))   if V and mb.returns are not None (ex06);
                                                                        V_old = mb.values, or V.detach() if None
@@ -30,14 +37,15 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
     k = cfg.kl_estimator
 
     policy      anything with evaluate(batch) -> (logp, entropy or None, values or None), each [b, T]
-    mb          a Batch (one minibatch): actions, mask, advantages, old_logp, ref_logp, values, returns
+    mb          a Batch (one minibatch): actions, mask, advantages, old_logp, ref_logp, sampling_logp, values,
+                returns
     cfg         a ladder.core.UpdateConfig (mu, clip_eps_low, clip_eps_high, delta, objective, …)
     num_tokens  the constant of aggregation "sum_over_constant" for this minibatch (else None)
     result      (loss, stats, tensors):
                 loss    the scalar L, with its graph
                 stats   ladder.core.stats.minibatch_stats(terms, r, Â, mask, logp, old_logp, ε_low, ε_high)
                         (ε_high resolved: a number, never None), where
-                        terms = {"loss_pg": L_pg, "value_loss": …, "entropy": −agg(entropy_bonus(H)),
+                        terms = {"loss_pg": L_pg, **s, "value_loss": …, "entropy": −agg(entropy_bonus(H)),
                         "kl_ref": agg(KL), "loss": L} — each term present when it was computed, whatever its
                         coefficient
                 tensors {"ratio": r.detach(), "advantages": Â, "mask": mask, "values": V.detach() or None,

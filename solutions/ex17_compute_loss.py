@@ -12,7 +12,7 @@ from ex11_aggregate import aggregate
 from ex12_sequence_ratio import sequence_log_ratio
 from torch import Tensor
 
-from ladder.core import Batch, UpdateConfig, cispo_loss, entropy_bonus
+from ladder.core import Batch, UpdateConfig, cispo_loss, entropy_bonus, sampler_correction
 from ladder.core.stats import minibatch_stats
 
 
@@ -38,14 +38,19 @@ def compute_loss(policy, mb: Batch, cfg: UpdateConfig, num_tokens: float | None 
         raise ValueError(f"unknown ratio_level {cfg.ratio_level!r}")
     ratio = torch.exp(log_ratio)
     if cfg.objective == "clipped":
-        loss_pg = agg(clipped_surrogate(ratio, adv, cfg.clip_eps_low, eps_high, cfg.delta))
+        pg = clipped_surrogate(ratio, adv, cfg.clip_eps_low, eps_high, cfg.delta)
     elif cfg.objective == "cispo":
-        loss_pg = agg(cispo_loss(logp, ratio, adv, cfg.cispo_max_weight))
+        pg = cispo_loss(logp, ratio, adv, cfg.cispo_max_weight)
     elif cfg.objective == "reinforce":
-        loss_pg = agg(pg_loss(logp, adv))
+        pg = pg_loss(logp, adv)
     else:
         raise ValueError(f"unknown objective {cfg.objective!r}")
-    loss, terms = loss_pg, {"loss_pg": loss_pg}
+    # π_sampler drew the tokens: ℓ_t × π_old/π_sampler (exercise 21's weights) × the off-policy mask, per token,
+    # on the policy term alone and before the aggregation (without mb.sampling_logp or cfg.off_policy_mask: as it was)
+    pg, sampler_stats = sampler_correction(pg, logp, old_logp, mb.sampling_logp, adv, mask, cfg.sampler_correction,
+                                           cfg.sampler_clip_min, cfg.sampler_clip_max, cfg.off_policy_mask)
+    loss_pg = agg(pg)
+    loss, terms = loss_pg, {"loss_pg": loss_pg, **sampler_stats}
 
     if values is not None and mb.returns is not None:                      # the critic
         old_values = mb.values if mb.values is not None else values.detach()

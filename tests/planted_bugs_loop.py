@@ -1,5 +1,6 @@
-"""Planted wrong implementations of the loop exercises (16–20): each is the solution with one line changed
-the way a learner might get it wrong. ``PLANTED_LOOP[stem][label]``; every one must fail its grader."""
+"""Planted wrong implementations of the loop exercises (16–20) and of the sampler's weights (21): each is the
+solution with one line changed the way a learner might get it wrong. ``PLANTED_LOOP[stem][label]``; every one
+must fail its grader."""
 
 from __future__ import annotations
 
@@ -56,6 +57,16 @@ PLANTED_LOOP = {
                                           "torch.where(mask.bool(), logp - old_logp, 0.0)"),
         "ε_high ignored": ("clipped_surrogate(ratio, adv, cfg.clip_eps_low, eps_high, cfg.delta)",
                            "clipped_surrogate(ratio, adv, cfg.clip_eps_low, cfg.clip_eps_low, cfg.delta)"),
+        "the sampler's correction left out of the loss (its statistics kept)": (
+            "pg, sampler_stats = sampler_correction(pg,", "_, sampler_stats = sampler_correction(pg,"),
+        "the sampler's correction applied to the KL to π_ref too": (
+            "loss_kl = agg(kl_estimate(logp, mb.ref_logp, cfg.kl_estimator, old_logp if cfg.kl_correction else None))",
+            "loss_kl = agg(sampler_correction(kl_estimate(logp, mb.ref_logp, cfg.kl_estimator, old_logp if "
+            "cfg.kl_correction else None), logp, old_logp, mb.sampling_logp, adv, mask, cfg.sampler_correction, "
+            "cfg.sampler_clip_min, cfg.sampler_clip_max, cfg.off_policy_mask)[0])"),
+        "the sampler's weights from π_θ instead of π_old": (
+            "pg, sampler_stats = sampler_correction(pg, logp, old_logp,",
+            "pg, sampler_stats = sampler_correction(pg, logp, logp.detach(),"),
     }),
     "ex18_update": _planted("ex18_update", "update", {
         "π_old never recorded: every ratio is 1": ("if batch.old_logp is None and cfg.mu * M > 1:", "if False:"),
@@ -87,5 +98,25 @@ PLANTED_LOOP = {
         "cut-off completions kept in the loss": ("    if cfg.mask_truncated:", "    if False:"),
         "the rewards returned where the advantages belong": ("return record, rollout, advantages",
                                                              "return record, rollout, rewards"),
+        "the sampler's log-probs left out of the batch": ("sampling_logp=rollout.sampling_logp)",
+                                                          "sampling_logp=None)"),
+    }),
+    "ex21_sampler_weights": _planted("ex21_sampler_weights", "sampler_weights", {
+        "the ratio inverted: π_sampler/π_old": ("old_logp - sampling_logp", "sampling_logp - old_logp"),
+        "truncate masks instead": ('if how == "truncate":', 'if how == "clip":'),
+        "mask truncates instead": ('if how == "truncate":', "if True:"),
+        "the sequence's weight from the mean of its token log-ratios, not their sum": (
+            "log_w.sum(dim=1, keepdim=True)",
+            "log_w.sum(dim=1, keepdim=True) / mask.sum(1, keepdim=True).clamp(min=1)"),
+        "[B] instead of [B, 1] at the sequence level": ("log_w.sum(dim=1, keepdim=True)", "log_w.sum(dim=1)"),
+        "padding not left out: its junk log-ratio counts": ("torch.where(mask.bool(), old_logp - sampling_logp, 0.0)",
+                                                             "old_logp - sampling_logp"),
+        "padding weighs 0, not 1": ("w = torch.exp(log_w.detach().float())",
+                                    "w = torch.exp(log_w.detach().float()) * (mask if level == 'token' else 1)"),
+        "NaN propagates: a token the sampler could not score makes its weight NaN": (
+            "log_w = torch.nan_to_num(log_w, nan=0.0)", "log_w = log_w"),
+        "C_max None taken as 3, not as no bound": ("high = math.inf if clip_max is None",
+                                                   "high = 3.0 if clip_max is None"),
+        "not detached: a gradient flows through w": ("torch.exp(log_w.detach().float())", "torch.exp(log_w.float())"),
     }),
 }

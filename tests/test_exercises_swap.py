@@ -11,7 +11,9 @@ import pytest
 
 import ladder.core
 from ladder import run
+from ladder.core import UpdateConfig
 from ladder.exercises import EXERCISES, ORIGINALS
+from ladder.exercises.cases_loop import small_policy_and_batch
 from ladder.exercises.swap import use_exercises
 from ladder.runlog import without_timings
 
@@ -61,6 +63,8 @@ def test_solutions_are_swapped_in_everywhere_and_restored():
         assert UPDATE.compute_loss.__module__ == "_ladder_exercise_ex17_compute_loss"
         assert ladder.core.update.__module__ == "_ladder_exercise_ex18_update"
         assert sys.modules["ladder.rungs.grpo"].grpo_step.__module__ == "_ladder_exercise_ex20_grpo_step"
+        # the sampler's weights, by the name core.sampler_correction calls (inside compute_loss)
+        assert sys.modules["ladder.core.sampler"].sampler_weights.__module__ == "_ladder_exercise_ex21_sampler_weights"
     assert bindings() == before
     assert len(lines) == 1 and "using your discounted_returns (ex01)" in lines[0] and "kl_estimate (ex08)" in lines[0]
 
@@ -116,6 +120,22 @@ def test_an_import_inside_a_learners_function_finds_their_own_earlier_exercise(t
                          "--out", str(tmp_path / "run")]) == 0
 
 
+def test_the_cores_loss_weighs_its_sampler_with_the_swapped_in_weights(tmp_path):
+    """compute_loss → sampler_correction → sampler_weights, looked up in ladder.core.sampler: the learner's."""
+    write_stubs(tmp_path)
+    (tmp_path / "ex21_sampler_weights.py").write_text(      # every weight 0: the policy term vanishes
+        "import torch\n\n\ndef sampler_weights(old_logp, sampling_logp, mask, mode, clip_min=None, clip_max=3.0):\n"
+        "    return torch.zeros_like(old_logp)\n")
+    policy, batch = small_policy_and_batch(15, critic=False, sampling=True)
+    cfg = UpdateConfig(sampler_correction="token_truncate")
+    core_loss = ladder.core.compute_loss(policy, batch, cfg)[1]["loss_pg"]
+    lines = []
+    with use_exercises(tmp_path, say=lines.append, rung="grpo"):
+        assert ladder.core.compute_loss(policy, batch, cfg)[1]["loss_pg"] == 0.0 != core_loss
+    assert "sampler_weights (ex21, FAILS its grader)" in lines[0]
+    assert ladder.core.compute_loss(policy, batch, cfg)[1]["loss_pg"] == core_loss
+
+
 def test_a_stub_an_exercise_calls_is_named(tmp_path):
     write_stubs(tmp_path)
     shutil.copy(SOLUTIONS / "ex19_masked_gae.py", tmp_path)          # it calls ex03's gae, still a stub here
@@ -139,7 +159,10 @@ RUNS = {"cartpole": ["--total-steps", "2048", "--eval-every", "1024"],
         "ppo-sentiment": ["--preset", "tiny", "--steps", "2"],
         "grpo": ["--preset", "tiny", "--steps", "2", "--eval-every", "0"],
         "grpo --algo gspo": ["--preset", "tiny", "--steps", "2", "--eval-every", "0", "--algo", "gspo"],
-        "grpo --algo rloo": ["--preset", "tiny", "--steps", "2", "--eval-every", "0", "--algo", "rloo"]}
+        "grpo --algo rloo": ["--preset", "tiny", "--steps", "2", "--eval-every", "0", "--algo", "rloo"],
+        "grpo --sampler-dtype bfloat16": ["--preset", "tiny", "--steps", "2", "--eval-every", "0", "--sampler-dtype",
+                                          "bfloat16", "--sampler-correction", "token_truncate",
+                                          "--sampler-clip-max", "1.01"]}
 
 
 @pytest.mark.parametrize("run_name", RUNS)

@@ -1,11 +1,14 @@
-"""The cases of the LM exercises (10–15): group advantages, aggregation, GSPO's ratio, leave-one-out,
-the KL in the reward, the soft π_ref update. The toy exercises' cases and the tools are in ``cases``."""
+"""The cases of the LM exercises (10–15, 21): group advantages, aggregation, GSPO's ratio, leave-one-out,
+the KL in the reward, the soft π_ref update, the sampler's importance weights. The toy exercises' cases and
+the tools are in ``cases``."""
 
 from __future__ import annotations
 
+import math
+
 import torch
 
-from .cases import JUNK, Case, kl_random, lengths_mask, padded, pick, randn, shapes, t
+from .cases import JUNK, Case, Mismatch, kl_random, lengths_mask, padded, pick, randn, shapes, t
 
 
 def group_relative() -> list[Case]:
@@ -210,7 +213,78 @@ def soft_update() -> list[Case]:
     return cases
 
 
+def sampler_weights() -> list[Case]:
+    """Row by hand: three real tokens whose weights π_old/π_sampler are 4, 0.5 and 1 (their product 2), and a pad."""
+    nan, inf, log = math.nan, math.inf, math.log
+    old, sampling = t([[log(0.4), log(0.1), log(0.3), JUNK]]), t([[log(0.1), log(0.2), log(0.3), -JUNK]])
+    mask = lengths_mask([3], 4)
+
+    def weights(label: str, mode: str, clip_min: float | None, clip_max: float | None, **given) -> Case:
+        inputs = dict(old_logp=old, sampling_logp=sampling, mask=mask, mode=mode, clip_min=clip_min,
+                      clip_max=clip_max)
+        return Case(label, {**inputs, **given})
+
+    unscored = t([[nan, log(0.2), log(0.3), inf]])          # the sampler could not score the first token
+    two_rows = dict(old_logp=t([[log(0.4), log(0.1), nan], [nan, inf, -inf]]),
+                    sampling_logp=t([[log(0.1), log(0.2), inf], [nan, -inf, nan]]), mask=lengths_mask([2, 0], 3))
+    cases = [
+        weights("token_truncate, C_max = 3: w_t = π_old/π_sampler = 4, 0.5, 1 become 3, 0.5, 1; the pad's junk "
+                "log-ratio (14) is left out: it weighs 1", "token_truncate", None, 3.0),
+        weights("token_truncate with C_min = 0.6 too: 0.5 is raised to 0.6", "token_truncate", 0.6, 3.0),
+        weights("token_truncate, both bounds None (no bound): the plain weights 4, 0.5, 1", "token_truncate",
+                None, None),
+        weights("token_mask, C_max = 3: 4 lies above, so it becomes 0 (masked), not 3", "token_mask", None, 3.0),
+        weights("token_mask in [0.6, 5]: 0.5 lies below C_min, so it becomes 0", "token_mask", 0.6, 5.0),
+        weights("token_mask, both bounds None: nothing is masked", "token_mask", None, None),
+        weights("sequence_truncate: one weight per row, [B, 1]: 4 · 0.5 · 1 = 2, the exp of the summed token "
+                "log-ratios (not of their mean)", "sequence_truncate", None, 3.0),
+        weights("sequence_truncate, C_max = 1.5: 2 becomes 1.5", "sequence_truncate", None, 1.5),
+        weights("sequence_mask, C_max = 1.5: 2 lies above, the whole completion's weight is 0", "sequence_mask",
+                None, 1.5),
+        weights("sequence_mask in [0.5, 3]: 2 lies inside, kept", "sequence_mask", 0.5, 3.0),
+        weights("sequence_mask, C_min = 2.5 and C_max None: masked below, no bound above", "sequence_mask", 2.5, None),
+        weights("a token the sampler could not score (log π_sampler NaN) weighs 1; the pad holds inf",
+                "token_truncate", None, 3.0, sampling_logp=unscored),
+        weights("… and adds nothing to its sequence's log-weight: 0.5 · 1 = 0.5, not NaN", "sequence_truncate",
+                None, 3.0, sampling_logp=unscored),
+        Case("padding holding NaN and ±inf, and an empty row: every pad weighs 1 (token_mask in [0.3, 5])",
+             dict(**two_rows, mode="token_mask", clip_min=0.3, clip_max=5.0)),
+        Case("sequence level: an empty row's log-weight is a sum over no tokens, 0, so its w is 1",
+             dict(**two_rows, mode="sequence_mask", clip_min=0.5, clip_max=5.0)),
+        Case("w is a constant: no gradient flows through it to old_logp or sampling_logp",
+             dict(old_logp=old, sampling_logp=sampling, mask=mask, mode="token_truncate", clip_min=None,
+                  clip_max=3.0), check=_no_gradient(old, sampling, mask)),
+    ]
+    g = torch.Generator().manual_seed(21)
+    modes = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+    for i, (B, T, mask_r) in enumerate(shapes(g, 8)):
+        old_r = -3 * torch.rand(B, T, generator=g)
+        sampling_r = old_r + randn(g, B, T, scale=0.5)
+        unscored_r = (torch.rand(B, T, generator=g) < 0.15) & mask_r.bool()
+        fill = pick(g, (JUNK, nan, inf))
+        inputs = dict(old_logp=padded(old_r, mask_r, fill),
+                      sampling_logp=padded(torch.where(unscored_r, nan, sampling_r), mask_r, -fill),
+                      mask=mask_r, mode=modes[i % 4], clip_min=pick(g, (None, 0.5, 0.8)),
+                      clip_max=pick(g, (None, 1.5, 2.0, 3.0)))
+        cases.append(Case(f"random {B}×{T}, {inputs['mode']}, [C_min, C_max] = [{inputs['clip_min']}, "
+                          f"{inputs['clip_max']}], padding {fill}" + (", NaN where the sampler could not score"
+                                                                       if unscored_r.any() else ""), inputs))
+    return cases
+
+
+def _no_gradient(old, sampling, mask):
+    def check(fn, core):
+        given = dict(old_logp=old.clone().requires_grad_(True), sampling_logp=sampling.clone().requires_grad_(True),
+                     mask=mask, mode="token_truncate", clip_min=None, clip_max=3.0)
+        w = fn(**given)
+        if isinstance(w, torch.Tensor) and w.requires_grad:
+            raise Mismatch("the weight carries a gradient back to the log-probs: π_old and π_sampler are fixed, "
+                           "so w is a constant (detach it)")
+    return check
+
+
 LM_CASES = {
     "ex10_group_relative": group_relative, "ex11_aggregate": aggregate, "ex12_sequence_ratio": sequence_log_ratio,
     "ex13_leave_one_out": leave_one_out, "ex14_kl_in_reward": kl_in_reward, "ex15_soft_update": soft_update,
+    "ex21_sampler_weights": sampler_weights,
 }

@@ -1,5 +1,5 @@
 """The cases of the loop exercises (16–20): token log-probs from logits, GAE over a completion's tokens,
-the loss of one minibatch, the update, and one whole GRPO step.
+the loss of one minibatch (with a sampler's log-probs too), the update, and one whole GRPO step.
 
 Exercises 17, 18 and 20 are graded by running: the learner's function and the package's each get a
 fresh, identical copy of a small policy (and optimiser, and random generator), and what they do to
@@ -96,9 +96,10 @@ def masked_gae() -> list[Case]:
 # ---- a small policy and its batch: what exercises 17 and 18 are graded on ----
 
 def small_policy_and_batch(seed: int, B: int = 4, T: int = 5, critic: bool = True, old: bool = True,
-                           ref: bool = False) -> tuple[torch.nn.Module, Batch]:
+                           ref: bool = False, sampling: bool = False) -> tuple[torch.nn.Module, Batch]:
     """An MLP actor-critic over 3-dim observations and 4 actions, and a right-padded batch for it: random
-    observations, actions, advantages and returns; π_old a little away from π_θ (``old``), π_ref further."""
+    observations, actions, advantages and returns; π_old a little away from π_θ (``old``), π_ref further, and
+    a sampler's log-probs π_sampler a little away from π_old (``sampling``; NaN on padding)."""
     from ladder.policies.mlp import MLPActorCritic
 
     with torch.random.fork_rng():
@@ -116,6 +117,9 @@ def small_policy_and_batch(seed: int, B: int = 4, T: int = 5, critic: bool = Tru
     batch.values = None if values is None else padded(values + randn(g, B, T, scale=0.3), mask)
     batch.old_logp = padded(logp + randn(g, B, T, scale=0.3), mask, -JUNK) if old else None
     batch.ref_logp = padded(logp + randn(g, B, T, scale=0.5), mask, -JUNK) if ref else None
+    if sampling:   # π_old is π_θ when it is not recorded
+        anchor = logp if batch.old_logp is None else batch.old_logp
+        batch.sampling_logp = padded(anchor + randn(g, B, T, scale=0.4), mask, math.nan)
     return policy, batch
 
 
@@ -129,11 +133,17 @@ def _clone(value):
     return {k: _clone(v) for k, v in value.items()} if isinstance(value, dict) else value
 
 
+def _equal(a: Tensor, b: Tensor) -> bool:
+    """The same tensor, NaN where it held NaN (a sampler's log-probs hold it on padding)."""
+    return torch.equal(a, b) or (a.is_floating_point() and a.shape == b.shape and a.dtype == b.dtype
+                                 and torch.allclose(a, b, rtol=0, atol=0, equal_nan=True))
+
+
 def _batch_unchanged(after: Batch, before: Batch, what: str) -> None:
     for f in fields(before):
         a, b = getattr(after, f.name), getattr(before, f.name)
-        same = (a is None and b is None) or (isinstance(a, Tensor) and isinstance(b, Tensor) and torch.equal(a, b)) \
-            or (isinstance(a, dict) and all(torch.equal(a[k], b[k]) for k in b))
+        same = (a is None and b is None) or (isinstance(a, Tensor) and isinstance(b, Tensor) and _equal(a, b)) \
+            or (isinstance(a, dict) and all(_equal(a[k], b[k]) for k in b))
         if not same:
             raise Mismatch(f"changed the {what}'s {f.name}; leave the batch as it was (π_old, when you record "
                            "it, goes into a copy: dataclasses.replace)")
@@ -233,6 +243,18 @@ def compute_loss() -> list[Case]:
         _loss_case("REINFORCE: −Â·log π", 11, C(objective="reinforce"), critic=False),
         _loss_case("whitened advantages, a value clip and an entropy bonus", 12,
                    C(normalize_advantages=True, value_clip=0.2, entropy_coef=0.01)),
+        # π_sampler ≠ π_old: the policy term's ℓ_t × π_old/π_sampler (exercise 21) before the aggregation
+        _loss_case("a sampler's log-probs (NaN on padding), token_truncate at C_max = 1.5: ℓ_t · min(w_t, 1.5) "
+                   "before agg, the sampler/ statistics in stats", 15,
+                   C(sampler_correction="token_truncate", sampler_clip_max=1.5), sampling=True),
+        _loss_case("sequence_mask in [C_min, C_max] = [0.5, 2]: a completion outside leaves the policy term, "
+                   "not the KL to π_ref (β = 0.1)", 16,
+                   C(sampler_correction="sequence_mask", sampler_clip_min=0.5, sampler_clip_max=2.0, kl_coef=0.1),
+                   ref=True, sampling=True),
+        _loss_case("the off-policy mask (off_policy_mask = 0.05) beside token_mask in [0.5, 2], GRPO's aggregation",
+                   17,
+                   C(sampler_correction="token_mask", sampler_clip_min=0.5, sampler_clip_max=2.0,
+                     off_policy_mask=0.05, aggregation="seq_mean_token_mean"), sampling=True),
         Case("an unknown objective: a ValueError", dict(policy=small_policy_and_batch(13)[0],
                                                        mb=small_policy_and_batch(13)[1], cfg=C(objective="a2c")),
              raises=ValueError),
@@ -339,6 +361,10 @@ def grpo_step() -> list[Case]:
                    scale_rewards="none", kl_coef=0.0),
         _grpo_case("GSPO: one ratio per completion, 2 minibatches", ratio_level="sequence", clip_eps=3e-4,
                    clip_eps_high=4e-4, kl_coef=0.0, num_minibatches=2),
+        _grpo_case("a bf16 sampler (π_sampler ≠ π_old): its log-probs go into the batch, token_truncate at "
+                   "C_max = 1.01 and the off-policy mask δ = 0 weigh the policy term (seed 2: Â ≠ 0)", seed=2,
+                   sampler_dtype="bfloat16", sampler_correction="token_truncate", sampler_clip_max=1.01,
+                   off_policy_mask=0.0),
     ]
 
 
