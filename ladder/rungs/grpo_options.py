@@ -117,7 +117,8 @@ class Config(LMOptions):
                                              "log-softmax over the vocabulary per sampled token",
                                      choices=CORRECTIONS)
     sampler_clip_max: float | None = option(3.0, "C_max of w: truncated to it, or masked above it (TRL's "
-                                                 "vllm_importance_sampling_clip_max; None: no bound)", positive())
+                                                 "vllm_importance_sampling_clip_max; from Python, None: no bound)",
+                                            positive())
     sampler_clip_min: float | None = option(None, "C_min of w: truncated to it, or masked below it (None: no bound)",
                                             non_negative())
     off_policy_mask: float | None = option(None, "δ: drop a completion with Â < 0 whose mean log π_sampler − log π_θ "
