@@ -5,7 +5,7 @@ Goes with notebook 5, section “Run it: a few steps of the tiny preset”.
 Sample G completions per prompt, score them, turn the scores into group-relative advantages, and
 run the update — in the order the grpo rung runs them, with your exercises 10 and 13 (inside
 ``group_advantages``), 14, 16 (inside the policy's log-probs) and 18 (with 17, and through it 5, 8,
-11 and 12):
+11, 12 and, with a sampler of its own, 21):
 
     rollout, rounds, sampled = sample_groups(step)          P prompts × G completions, scored (helper)
     inputs   = lm_batch(rollout.prompt_ids, rollout.prompt_mask, rollout.completion, rollout.mask,
@@ -44,7 +44,8 @@ The helpers come from the rung: ``from ladder.rungs.grpo import sample_groups, g
 batch_statistics``, ``from ladder.rungs.grpo_options import loss_normaliser``, ``from
 ladder.policies.causal_lm import lm_batch``, ``from ladder.core import kl_in_reward`` (or your ex14).
 Worked example (it loads the tiny preset's model, cached in ``~/.cache/ladder`` or ``$LADDER_CACHE``
-after the first time):
+after the first time). The harness ``run_grpo_step`` runs your ``grpo_step`` once and returns the
+record (without its timings), the policy after the step, and the advantages your step returned:
 
     >>> from ladder.exercises.cases_loop import run_grpo_step
     >>> record, policy, advantages = run_grpo_step(grpo_step)    # 2 prompts × 4 completions, seed 0

@@ -15,8 +15,10 @@ corrected, so that a rare large weight cannot blow up the gradient's variance:
     truncate        w ← clamp(w, C_min, C_max)                  (TIS: biased, but bounded)
     mask            w ← w if C_min ≤ w ≤ C_max, else 0          (the token or the completion leaves the loss)
     mode = "<level>_<how>": token_truncate | token_mask | sequence_truncate | sequence_mask (TRL's
-    vllm_importance_sampling_mode). A bound left None is no bound. π_old and π_sampler are fixed: no
-    gradient flows through w (detach it).
+    vllm_importance_sampling_mode); any other mode: raise ValueError. A bound left None is no bound; a
+    weight exactly at a bound is inside. The bounds apply after padding and unscored tokens got w = 1, to
+    every entry (as TRL's do): with C_min = 1.5 a pad's 1 becomes 1.5 (truncate) or 0 (mask) — the loss
+    masks padding anyway. π_old and π_sampler are fixed: no gradient flows through w (detach it).
 
     old_logp       [B, T]  log π_old(a_t), the trainer's
     sampling_logp  [B, T]  log π_sampler(a_t), recorded as the sampler drew a_t (may hold NaN)

@@ -229,7 +229,8 @@ class RunOptions(Checked):
     device: str = option("cpu", "torch device, e.g. cpu, cuda, cuda:1", Device())
     report_to: str = option("none", "also send each update's numbers to a tracker: tensorboard (OUT/tb), "
                                     "trackio (local, project ladder) or wandb (OUT/wandb; WANDB_MODE=offline works "
-                                    "without an account); trackio and wandb: pip install \"ladder[trackers]\"",
+                                    "without an account); trackio and wandb: pip install trackio wandb, or "
+                                    "pip install -e \".[trackers]\" in ladder's checkout",
                             choices=REPORT_TO, switches={"--tensorboard": "tensorboard"})
     resume: str | None = option(None, "continue the run saved in this directory", PathKind("run"))
     overwrite: bool = option(False, "replace an existing --out directory")

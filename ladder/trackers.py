@@ -9,7 +9,7 @@ Each update's record (every number in it, at its ``step``) goes to the tracker c
 
 A run's name in trackio and wandb is its output directory's name; a resumed run continues the
 same tracked run (wandb's run id is kept in OUT/wandb/run_id). trackio and wandb are optional:
-``pip install "ladder[trackers]"``.
+``pip install trackio wandb`` (or ``pip install -e ".[trackers]"`` in ladder's checkout).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def check_installed(report_to: str) -> None:
     package = PACKAGES.get(report_to)
     if package and importlib.util.find_spec(package) is None:
         raise UsageError(f"--report-to {report_to} needs the {package} package: "
-                         f'pip install "ladder[trackers]" (or pip install {package})')
+                         f'pip install {package} (or pip install -e ".[trackers]" in ladder\'s checkout)')
 
 
 def numbers(record: dict) -> dict[str, float]:

@@ -319,7 +319,7 @@ appends *all* the update's completions to `OUT/completions.jsonl`, what TRL's `l
 completion with its reward, each reward function's score, its advantage $\hat A_i$, its length and whether it
 was cut off at `--max-new-tokens`. `ladder.runlog.read_completions(OUT)` reads it back (a script can read the
 JSON lines as they are). One group of the last logged update — its $G$ advantages are its rewards, centred on
-the group's mean and divided by the group's std:""",
+the group's mean and divided by the group's sample standard deviation (plus a small ε):""",
     """from ladder.runlog import read_completions
 
 rows = read_completions(RUNS / "grpo")

@@ -19,8 +19,11 @@ $$\mathbb{E}_{a_t\sim\pi_{\text{old}}}\big[r_t(\theta)\,\hat A_t\big] = \mathbb{
 
 The weight between the policy being trained and the one that sampled splits in two. $r_t(\theta)$ is the ratio of
 notebooks 2–4, clipped as ever: the trust region around $\pi_{\text{old}}$. $w_t$ is a constant — $\pi_{\text{old}}$ and
-$\pi_{\text{sampler}}$ are both fixed, no gradient flows through it — that corrects for who drew the tokens. A
-completion's weight is the product $w_i = \prod_t w_t$. `core.sampler_weights` bounds it one of four ways
+$\pi_{\text{sampler}}$ are both fixed, no gradient flows through it — that corrects for who drew the tokens. Per
+token, $w_t$ corrects only the last draw: the prefix $s_t$ before it was written by $\pi_{\text{sampler}}$ too, so the
+states themselves come from the wrong distribution. The exact weight of a whole completion is the product
+$w_i = \prod_t w_t = \pi_{\text{old}}(y_i)/\pi_{\text{sampler}}(y_i)$ — which is why TRL's default mode is a sequence
+mode. `core.sampler_weights` bounds the weight one of four ways
 (`--sampler-correction`, TRL's `vllm_importance_sampling_mode`), and the result multiplies the policy term of every
 token's loss (never the KL to $\pi_{\text{ref}}$; `core.compute_loss`):
 
@@ -64,7 +67,9 @@ close competitors. There $w_t$ and $r_t(\theta)$ are different numbers for diffe
 sampler got wrong, $r_t(\theta)$ how far the update has moved.
 
 A completion's weight multiplies its tokens': its log is a sum of $T$ terms, whose variances add if they are
-independent, so its spread grows like $\sqrt{T}$ while each token's stays put:""",
+independent, so its spread grows like $\sqrt{T}$ while each token's stays put. Its mean drifts too: under the sampler
+$\mathbb{E}[\log w_t] = -\mathrm{KL}(\pi_{\text{sampler}}\,\|\,\pi_{\text{old}}) \le 0$, so $\sum_t \log w_t$ sinks like
+$-T\cdot\mathrm{KL}$ and a long completion's weight falls below 1 — what $C_{\min}$ bounds:""",
     """spread = viz.sampler_lab.sequence_spread(four.main)
 token_w, seq_w = spread["token_w"], spread["seq_w"]
 print(f"one token:      std of log w_t {spread['token_std']:.2e}; w_t from {token_w[0]:.4f} to {token_w[1]:.4f}")
@@ -74,14 +79,16 @@ display(Image(data=viz.sampler_views.four_policies_figure(four)))""",
     r"""md:On the right, the sum climbs in steps, at the few uncertain tokens where the rounding matters, towards the
 $\sqrt{k}$ curve. The tiny task's completions are short; a reasoning completion of thousands of tokens sums a hundred
 times more terms, its log-weight spreads some ten times more, and its weight — the exponential of that sum — has a
-tail no single token's weight has. That is why a bound $C_{\max}$ reaches the sequence modes long before the token
-modes. What each mode changes on this batch, at
-TRL's default $C_{\max} = 3$ and at a tight $C_{\max} = 1.01$ (`sampler_lab.kept`):""",
+tail no single token's weight has. That is why, on long completions, a bound $C_{\max}$ reaches the sequence modes
+long before the token modes. This batch is too short to show it: its largest sequence weight is no larger than its
+largest token weight (one uncertain token makes both); the widget's hotter sampler (τ = 1.1) shows it even here. What
+each mode changes on this batch, at TRL's default $C_{\max} = 3$ and at a tight $C_{\max} = 1.01$ (`sampler_lab.kept`):""",
     """display(Markdown(viz.sampler_lab.modes_markdown(four.main, c_maxes=(3.0, 1.01))))""",
     r"""md:At $C_{\max} = 3$ no weight of this batch comes near the bound: every token keeps its $w_t$, the correction
-reweights and cuts nothing. At 1.01 the token modes change a few tokens, the sequence modes a good share of the
-completions — the same mismatch, summed along each completion — and `sequence_mask` takes those completions out of
-the loss entirely (their mean weight drops), where truncation only trims them.
+reweights and cuts nothing. At 1.01 the token modes change a few tokens and the sequence modes a third of the
+completions — here the same few uncertain tokens counted in bigger units, a completion going with its token — and
+`sequence_mask` takes those completions out of the loss entirely (their mean weight drops), where truncation only trims
+them.
 
 ### The bias of not correcting, exactly
 
@@ -97,27 +104,31 @@ $$g = \sum_a \pi_{\text{sampler}}(a)\,\nabla L(a), \qquad g^* = \sum_a \pi_{\tex
 $$\text{bias} = \lVert g - g^*\rVert, \qquad \text{variance} = \sum_a \pi_{\text{sampler}}(a)\,\lVert \nabla L(a) - g\rVert^2 ,$$
 
 $g^*$ being the on-policy gradient, what the loss means. A batch averages $N$ draws: its squared error is
-$\text{bias}^2 + \text{variance}/N$, and only the second term shrinks with $N$. Truncation has a closed form,
-$\pi_{\text{sampler}}(a)\min(w(a), C) = \min\big(\pi_{\text{old}}(a),\, C\,\pi_{\text{sampler}}(a)\big)$: its bias is
-$\sum_a \big(\pi_{\text{old}}(a) - C\,\pi_{\text{sampler}}(a)\big)^+\,\nabla L(a)$ — only the actions the sampler
-under-draws by
-more than a factor $C$ — and, as $\min(w, C)^2 \le C\,w$, its variance is at most $C\sum_a
-\pi_{\text{old}}(a)\,\lVert\nabla L(a)\rVert^2$.""",
+$\text{bias}^2 + \text{variance}/N$, and only the second term shrinks with $N$. Write $\ell(a)$ for the unweighted
+loss ($L(a) = \min(w(a), C)\,\ell(a)$ truncated). Truncation has a closed form,
+$\pi_{\text{sampler}}(a)\min(w(a), C) = \min\big(\pi_{\text{old}}(a),\, C\,\pi_{\text{sampler}}(a)\big)$, so
+$g - g^* = -\sum_a \big(\pi_{\text{old}}(a) - C\,\pi_{\text{sampler}}(a)\big)^+\,\nabla \ell(a)$ — only the actions the
+sampler under-draws by more than a factor $C$ — and the bias is its norm; as $\min(w, C)^2 \le C\,w$, the variance is
+at most $C\sum_a \pi_{\text{old}}(a)\,\lVert\nabla \ell(a)\rVert^2$.""",
     """exact = viz.exact_sampler_gradients(distance=1.5, samples=64)
 print(f"{len(exact['w'])} actions, w = π_old/π_sampler: " + "  ".join(f"{w:.2f}" for w in exact["w"]))
 print(f"‖g*‖ = {exact['norm_on_policy']:.4f}; with no correction the bias is {exact['none']['bias']:.4f}, "
       f"{exact['none']['bias'] / exact['norm_on_policy']:.0%} of it")
+print(f"Σ_a π_old(a)·‖∇ℓ(a)‖² = {exact['second_moment_old']:.4f}, so at C_max = 3 the variance is at most "
+      f"{3 * exact['second_moment_old']:.4f}")
 display(Markdown(viz.sampler_lab.bias_variance_markdown(exact)))
 check = viz.sampler_lab.monte_carlo_check(distance=1.5, c_max=3.0, n=100000, seed=0)
 print(f"check, {check['n']} seeded draws truncated at C_max = 3: ‖mean − exact mean‖ {check['mean_error']:.4f}, "
       f"variance {check['variance']:.4f} (exact {check['exact_variance']:.4f})")
 display(Image(data=viz.sampler_views.bias_variance_figure(exact)))""",
     r"""md:No batch size removes the uncorrected bias. The full weight removes it and pays in variance: the rare draws of
-an under-drawn right answer arrive with a large $w$. Truncation sits between the two: as $C_{\max}$ falls the bias grows
-and the variance shrinks, and for a batch of $N$ draws their sum is least at the grey line — more draws move it to a
-larger $C_{\max}$, since only the variance shrinks with $N$. Masking at $C_{\max}$ (`token_mask`) drops the under-drawn right
-answers altogether, and here is further off than no correction at all: a mask is for rare outliers (a token the
-engine got wrong), not for a sampler that is off everywhere.
+an under-drawn right answer arrive with a large $w$. Truncation trades one for the other: as $C_{\max}$ falls the bias
+grows and the variance shrinks, and for a batch of $N$ draws their sum is least at the grey line — more draws move it
+to a larger $C_{\max}$, since only the variance shrinks with $N$. Too tight a bound is worse than none: near
+$C_{\max} = 1$ truncation also cuts the weights that pulled $g$ towards $g^*$, and its bias and error exceed the
+uncorrected ones (the table's first rows). Masking at $C_{\max} = 3$ (`token_mask`) drops the under-drawn right answers
+altogether and is further off than no correction at all: a mask is for rare outliers (a token the engine got wrong),
+not for a sampler that is off everywhere.
 
 The widget below draws the batch's prompts with each sampler: the weights in float32 (`same`), float16 or bfloat16,
 at the trainer's temperature $\tau = 1$ or another — a sampler whose temperature (or top-p cut) differs from the
@@ -133,7 +144,8 @@ display(Markdown(viz.sampler_lab.samplers_markdown(four, settings, c_max=3.0)))
 mean = {d: viz.sampler_lab.mismatch(four.batches[(d, 1.0)])["sampler/logp_diff_mean"] for d in ("float16", "bfloat16")}
 print(f"bfloat16's mean mismatch / float16's: {mean['bfloat16'] / mean['float16']:.1f}")
 largest = max(viz.sampler_lab.sequence_spread(b)["token_w"][1] for b in four.batches.values())
-print(f"the largest w_t at any setting of the widget: {largest:.2f}")
+largest_seq = max(viz.sampler_lab.sequence_spread(b)["seq_w"][1] for b in four.batches.values())
+print(f"the largest w_t at any setting of the widget: {largest:.2f}; the largest w_i: {largest_seq:.2f}")
 hot = viz.sampler_lab.kept(four.batches[("bfloat16", 1.1)], 1.01, 1 / 1.01)["sequence_mask"]
 print(f"τ = 1.1, C_max = 1.01, C_min = 1/C_max: sequence_mask drops {hot['changed']} of {hot['of']} completions")""",
     r"""md:<details><summary>Answer</summary>
@@ -143,7 +155,7 @@ buys its precision with range (nothing above 65504), which is why engines mostly
 the larger mismatch. (2) Larger, by more than an order of magnitude: a ten percent temperature mismatch dwarfs either
 rounding. A hotter sampler flattens the distribution, so the likely tokens — most
 of a completion — get $w_t$ a little above 1, and the unlikely tokens it now draws more often get $w_t$ well below 1.
-(3) Nothing: the largest weight anywhere is below 3 (printed above). $C_{\max}$ only bounds from above; the small
+(3) Nothing: the largest weight anywhere, token or completion, is below 3 (printed above). $C_{\max}$ only bounds from above; the small
 weights a hot sampler produces are reached by $C_{\min}$ — tick
 *C_min = 1/C_max* and slide $C_{\max}$ down: the sequence modes then take most of the completions (the last line).
 </details>

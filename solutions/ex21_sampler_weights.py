@@ -11,6 +11,8 @@ from torch import Tensor
 def sampler_weights(old_logp: Tensor, sampling_logp: Tensor, mask: Tensor, mode: str,
                     clip_min: float | None = None, clip_max: float | None = 3.0) -> Tensor:
     """The importance weight π_old/π_sampler of each token [B, T] or sequence [B, 1], truncated or masked."""
+    if mode not in ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask"):
+        raise ValueError(f"unknown mode {mode!r}")
     level, how = mode.split("_")                                        # "token_truncate" → "token", "truncate"
     log_w = torch.where(mask.bool(), old_logp - sampling_logp, 0.0)     # select: padding's junk never leaks, w = 1
     log_w = torch.nan_to_num(log_w, nan=0.0)                            # the sampler could not score it: w = 1

@@ -118,5 +118,12 @@ PLANTED_LOOP = {
         "C_max None taken as 3, not as no bound": ("high = math.inf if clip_max is None",
                                                    "high = 3.0 if clip_max is None"),
         "not detached: a gradient flows through w": ("torch.exp(log_w.detach().float())", "torch.exp(log_w.float())"),
+        "a weight exactly at a bound masked (< and > made ≤ and ≥)": ("(w < low) | (w > high)",
+                                                                       "(w <= low) | (w >= high)"),
+        "padding forced back to 1 after the bounds": (
+            'return torch.where((w < low) | (w > high), 0.0, w)',
+            'return torch.where(mask.bool() if level == "token" else True, torch.where((w < low) | (w > high), 0.0, w),'
+            ' 1.0)'),
+        "an unknown mode read as a mask": ('    if mode not in ("token_truncate"', '    if False and mode not in ("x"'),
     }),
 }

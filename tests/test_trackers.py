@@ -129,7 +129,7 @@ def test_a_resumed_run_continues_the_same_wandb_run(tmp_path):
 def test_a_missing_tracker_package_is_one_line_before_anything_is_written(tmp_path, monkeypatch):
     monkeypatch.setattr(trackers.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(trackers.UsageError, match=r'--report-to trackio needs the trackio package: pip install '
-                                                  r'"ladder\[trackers\]"'):
+                                                  r'trackio \(or pip install -e "\.\[trackers\]"'):
         trackers.open_tracker("trackio", tmp_path, {}, resume=False)
     assert list(tmp_path.iterdir()) == []
 

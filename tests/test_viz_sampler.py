@@ -66,6 +66,11 @@ def test_the_sequence_weight_spreads_with_length(four):
     assert s["seq_std"] > 2 * s["token_std"]
     assert 0.5 * s["sqrt_length_token_std"] < s["seq_std"] < 1.5 * s["sqrt_length_token_std"]   # "towards √k"
     assert s["prefix_std"][0] < s["prefix_std"][-1]
+    # "too short to show it": here the largest sequence weight is no larger than the largest token weight;
+    # "the hotter sampler shows it even here"
+    assert s["seq_w"][1] <= s["token_w"][1]
+    hot = sampler_lab.sequence_spread(four.batches[("bfloat16", 1.1)])
+    assert hot["seq_w"][1] > hot["token_w"][1]
 
 
 def test_what_each_mode_keeps(four):
@@ -75,6 +80,7 @@ def test_what_each_mode_keeps(four):
     token, seq = tight["token_truncate"]["frac"], tight["sequence_truncate"]["frac"]
     assert 0 < token < 0.05 and seq > 0.2 and seq > 5 * token       # "a few tokens, a good share of the completions"
     assert tight["token_mask"]["changed"] == tight["token_truncate"]["changed"]   # the same tokens, another weight
+    assert 0.25 < seq < 0.45                                                     # "a third of the completions"
     assert tight["sequence_mask"]["mean_weight"] < tight["sequence_truncate"]["mean_weight"] - 0.1
     w = sampler_lab.core.sampler_weights(b.old_logp, b.sampling_logp, b.mask, "sequence_truncate", None, 1.01)
     assert int((w == 1.01).sum()) == tight["sequence_truncate"]["changed"]
@@ -139,6 +145,8 @@ def test_truncation_trades_bias_for_variance(exact):
     assert more["best_c_max"] > exact["best_c_max"]                          # more draws: a larger C_max
     mask = viz.exact_sampler_gradients(1.5, 64, [3.0])["sweep"]["token_mask"][0]
     assert mask["bias"] > exact["none"]["bias"]                              # masking drops the right answers
+    tight = viz.exact_sampler_gradients(1.5, 64, [1.0])["sweep"]["token_truncate"][0]
+    assert tight["bias"] > exact["none"]["bias"] and tight["mse"] > exact["none"]["mse"]   # "worse than none"
 
 
 def test_the_truncated_bias_has_its_closed_form():

@@ -40,8 +40,11 @@ def sampler_weights(old_logp: Tensor, sampling_logp: Tensor, mask: Tensor, mode:
         sequence_truncate  w_i ← clamp(w_i, C_min, C_max)      w_i = Π_t w_t
         sequence_mask      w_i ← w_i if C_min ≤ w_i ≤ C_max else 0
 
-    A bound left None is no bound. No gradient flows through w (π_old and π_sampler are fixed).
+    A bound left None is no bound; the bounds apply to every entry, padding's w = 1 included (as TRL's do;
+    the loss masks padding anyway). No gradient flows through w (π_old and π_sampler are fixed).
     """
+    if mode not in CORRECTIONS[1:]:
+        raise ValueError(f"mode must be one of {', '.join(CORRECTIONS[1:])}, got {mode!r}")
     level, how = mode.split("_")
     w = torch.exp(sampler_log_ratio(old_logp, sampling_logp, mask, level).detach().float())
     if how == "truncate":
