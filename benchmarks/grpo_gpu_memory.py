@@ -51,7 +51,7 @@ import tempfile
 import time
 
 from gsm8k_like import problems
-from memory import mark_loaded, memory_now_mb, memory_peak_mb, training_peak_mb
+from memory import mark_loaded, memory_now_mb, memory_peak_mb, time_calls, training_peak_mb
 
 G, PROMPTS_PER_STEP, LENGTH, BETA, LR, LORA_R, LORA_ALPHA = 8, 2, 512, 0.04, 1e-5, 16, 32
 PEAK_GOAL_GB, SPEED_GOAL = 5.0, 1.5
@@ -141,7 +141,7 @@ def run_ladder(model_dir: str, dataset: str, args, release_memory: bool | None =
                           max_new_tokens=args.tokens, min_new_tokens=args.tokens, temperature=1.0, eval_every=0,
                           eval_size=1, out=os.path.join(out, "run"), progress=False, print_samples=0,
                           checkpoint_every=10**9, device=args.device, threads=args.threads,
-                          release_memory=release_memory)
+                          release_memory=release_memory, sampler_dtype=args.sampler_dtype)
         grpo.train(cfg)
         with open(os.path.join(out, "run", "metrics.jsonl")) as f:
             records = [json.loads(line) for line in f]
@@ -219,10 +219,11 @@ def run_trl(model_dir: str, dataset: str, args) -> dict:
                               train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
                               peft_config=peft_config, callbacks=[Clock()])
         loaded = mark_loaded(args.device)
+        sampling = time_calls(trainer, "_generate_single_turn", cuda)  # TRL's sampling phase: its generate call
         trainer.train()
     # with μ = 1 one step = one generation + one optimiser step; every completion is forced to full length
     return {"per_step": times, "tokens": [round(m * completions) for m in lengths] or [completions * args.tokens]
-            * len(times), "mean_length": lengths, "loaded_mb": loaded}
+            * len(times), "mean_length": lengths, "loaded_mb": loaded, "sampling_s": sampling}
 
 
 def child(which: str, model_dir: str, args) -> None:
@@ -255,7 +256,8 @@ def child(which: str, model_dir: str, args) -> None:
 def spawn(which: str, size: str, model_dir: str, dataset: str, args) -> dict | None:
     cmd = [sys.executable, __file__, "--child", which, model_dir, "--sizes", size, "--dataset", dataset,
            "--device", args.device, "--steps", str(args.steps), "--tokens", str(args.tokens),
-           "--prompts-per-step", str(args.prompts_per_step), "--threads", str(args.threads)]
+           "--prompts-per-step", str(args.prompts_per_step), "--threads", str(args.threads),
+           "--sampler-dtype", args.sampler_dtype]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     if proc.returncode != 0:
         tail = "\n".join((proc.stderr or proc.stdout).strip().splitlines()[-15:])
@@ -293,6 +295,8 @@ def main() -> None:
     p.add_argument("--tokens", type=int, default=LENGTH, help="completion length, forced (lower only to smoke-test)")
     p.add_argument("--device", default="cuda", help="torch device (cpu only for a smoke test with --sizes tiny)")
     p.add_argument("--threads", type=int, default=1, help="torch CPU threads in each run")
+    p.add_argument("--sampler-dtype", default="same", choices=("same", "bfloat16", "float16"),
+                   help="ladder's --sampler-dtype: sample from the weights rounded to this dtype")
     p.add_argument("--no-trl", action="store_true", help="measure ladder only")
     p.add_argument("--show-configs", action="store_true", help="print the architectures' parameter counts and exit")
     p.add_argument("--dataset", help=argparse.SUPPRESS)
@@ -342,7 +346,7 @@ def main() -> None:
     print(f"# GRPO + QLoRA, ladder{' vs TRL' if with_trl else ''} on {device} -- {time.strftime('%Y-%m-%d %H:%M')}")
     print(f"# torch {torch.__version__}, transformers {transformers.__version__}{trl_version}; nf4 + double quant, "
           f"LoRA r={LORA_R} alpha={LORA_ALPHA} all-linear, gradient checkpointing, "
-          f"{'paged 8-bit AdamW, bf16' if cuda else 'AdamW, fp32 (CPU)'}")
+          f"{'paged 8-bit AdamW, bf16' if cuda else 'AdamW, fp32 (CPU)'}; ladder's sampler dtype {args.sampler_dtype}")
     print(f"# P={args.prompts_per_step} prompts x G={G} = {completions} completions x {args.tokens} tokens (forced) "
           f"per step, prompts ~{prompt_tokens:.0f} tokens, beta={BETA}, loss grpo, {args.steps} steps "
           f"({args.warmup} warm-up, last left out), {args.threads} CPU thread(s)")

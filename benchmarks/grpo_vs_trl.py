@@ -4,15 +4,18 @@ Both train the same randomly initialised Qwen2-architecture model (built from a 
 to a temporary directory, so both load it through ``from_pretrained``) on the same prompts with
 the same rule rewards: G = 8 completions per prompt, 16 completions per step, exactly 32 new
 tokens each (EOS suppressed until then), β = 0.04 (so both compute π_ref), loss type "grpo",
-μ = 1, full fine-tuning, sampling at temperature 1, one torch thread.
+μ = 1, full fine-tuning, sampling at temperature 1, one torch thread. ``--sampler-dtype bfloat16``
+(or float16) adds a second ladder run, ``ladder-bf16``: the rung's ``--sampler-dtype``, sampling from
+the weights rounded to that dtype while π_old, π_ref and the update stay in float32.
 
 Each run is its own subprocess; the script prints seconds per step (median over the timed steps,
 after warm-up steps; ladder's last step is left out because it includes the final greedy
 evaluation) and the peak resident memory growth of training (peak RSS minus the RSS after
-imports), and the ratios ladder / TRL. ``--repeats N`` alternates the two implementations N times
-and keeps each one's fastest median, so a machine shared with other jobs slows both alike.
+imports), the sampling phase's completion tokens per second (ladder's ``time/sampling_s``, TRL's
+``_generate_single_turn``), and the ratios ladder / TRL. ``--repeats N`` alternates the runs N times
+and keeps each one's fastest median, so a machine shared with other jobs slows all alike.
 
-    python benchmarks/grpo_vs_trl.py [--steps 10] [--warmup 2] [--repeats 3]
+    python benchmarks/grpo_vs_trl.py [--steps 10] [--warmup 2] [--repeats 3] [--sampler-dtype bfloat16]
 """
 
 from __future__ import annotations
@@ -27,10 +30,11 @@ import sys
 import tempfile
 import time
 
-from memory import memory_now_mb, peak_rss_mb
+from memory import memory_now_mb, peak_rss_mb, time_calls
 
 G, COMPLETIONS_PER_STEP, LENGTH, BETA, LR = 8, 16, 32, 0.04, 1e-5
 SPEED_GOAL, MEMORY_GOAL = 0.5, 0.5  # ladder / TRL: seconds per step, peak RSS growth
+SHORT = {"bfloat16": "bf16", "float16": "fp16"}
 
 
 def build_model(path: str) -> None:
@@ -54,7 +58,7 @@ def problems():
     return train
 
 
-def run_ladder(model_dir: str, steps: int) -> list[float]:
+def run_ladder(model_dir: str, steps: int, sampler_dtype: str = "same") -> dict:
     from ladder.rungs import grpo
 
     with tempfile.TemporaryDirectory() as out:
@@ -66,13 +70,16 @@ def run_ladder(model_dir: str, steps: int) -> list[float]:
                           steps=steps, prompts_per_step=COMPLETIONS_PER_STEP // G, group_size=G, lr=LR,
                           kl_coef=BETA, loss_type="grpo", max_new_tokens=LENGTH, min_new_tokens=LENGTH,
                           eval_every=0, eval_size=1, out=os.path.join(out, "run"), progress=False,
-                          print_samples=0, checkpoint_every=10**9)
+                          print_samples=0, checkpoint_every=10**9, sampler_dtype=sampler_dtype)
         grpo.train(cfg)
-        walls = [json.loads(line)["wall_s"] for line in open(os.path.join(out, "run", "metrics.jsonl"))]
-    return [b - a for a, b in zip(walls, walls[1:-1])]  # the last step also runs the final evaluation
+        records = [json.loads(line) for line in open(os.path.join(out, "run", "metrics.jsonl"))]
+    walls = [r["wall_s"] for r in records]
+    # the first step is the timer's start, the last one also runs the final evaluation
+    return {"per_step": [b - a for a, b in zip(walls, walls[1:-1])],
+            "sampling_s": [r["time/sampling_s"] for r in records[1:-1]]}
 
 
-def run_trl(model_dir: str, steps: int) -> list[float]:
+def run_trl(model_dir: str, steps: int) -> dict:
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer, TrainerCallback
     from trl import GRPOConfig, GRPOTrainer
@@ -110,19 +117,20 @@ def run_trl(model_dir: str, steps: int) -> list[float]:
         trainer = GRPOTrainer(model=model, reward_funcs=[correctness, fmt], args=config,
                               train_dataset=Dataset.from_list(rows), processing_class=tokenizer,
                               callbacks=[Clock()])
+        sampling = time_calls(trainer, "_generate_single_turn", cuda=False)
         trainer.train()
-    # with μ = 1 one step = one generation + one optimiser step; the first step per call is the timer's start
-    return times
+    # with μ = 1 one step = one generation + one optimiser step
+    return {"per_step": times, "sampling_s": sampling}
 
 
-def child(which: str, model_dir: str, steps: int) -> None:
+def child(which: str, model_dir: str, steps: int, sampler_dtype: str) -> None:
     import torch
 
     torch.set_num_threads(1)
     torch.manual_seed(0)
     base = memory_now_mb()
-    per_step = (run_ladder if which == "ladder" else run_trl)(model_dir, steps)
-    print(json.dumps({"per_step": per_step, "peak_growth_mb": peak_rss_mb() - base, "peak_rss_mb": peak_rss_mb()}))
+    result = run_trl(model_dir, steps) if which == "trl" else run_ladder(model_dir, steps, sampler_dtype)
+    print(json.dumps({**result, "peak_growth_mb": peak_rss_mb() - base, "peak_rss_mb": peak_rss_mb()}))
 
 
 def main() -> None:
@@ -130,10 +138,12 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=10, help="GRPO steps per implementation")
     p.add_argument("--warmup", type=int, default=2, help="first steps left out of the timing")
     p.add_argument("--repeats", type=int, default=1, help="alternate ladder and TRL this many times, keep the best")
+    p.add_argument("--sampler-dtype", default="same", choices=("same", *SHORT),
+                   help="also run ladder with this --sampler-dtype (the row ladder-bf16 / ladder-fp16)")
     p.add_argument("--child", nargs=2, metavar=("WHICH", "MODEL_DIR"), help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
-        child(args.child[0], args.child[1], args.steps)
+        child(args.child[0], args.child[1], args.steps, args.sampler_dtype)
         return
     import torch
     import transformers
@@ -141,11 +151,13 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as model_dir:
         build_model(model_dir)
-        results: dict[str, list[dict]] = {"ladder": [], "trl": []}
+        names = ["ladder"] + [f"ladder-{SHORT[args.sampler_dtype]}"] * (args.sampler_dtype != "same")
+        results: dict[str, list[dict]] = {which: [] for which in names + ["trl"]}
         for _ in range(args.repeats):
             for which in results:
-                out = subprocess.run([sys.executable, __file__, "--steps", str(args.steps), "--child", which,
-                                      model_dir], capture_output=True, text=True, check=True)
+                sampler = args.sampler_dtype if which.startswith("ladder-") else "same"
+                out = subprocess.run([sys.executable, __file__, "--steps", str(args.steps), "--sampler-dtype", sampler,
+                                      "--child", which, model_dir], capture_output=True, text=True, check=True)
                 results[which].append(json.loads(out.stdout.strip().splitlines()[-1]))
     print(f"# GRPO on CPU, ladder vs TRL {trl.__version__} -- {time.strftime('%Y-%m-%d %H:%M')}")
     print(f"# {platform.platform()}, {os.cpu_count()} CPUs; python {platform.python_version()}")
@@ -154,17 +166,22 @@ def main() -> None:
           f"1 thread, {args.steps} steps ({args.warmup} warm-up), {args.repeats} alternating repeat(s); "
           f"load average {os.getloadavg()[0]:.2f}")
     rows = {}
+    tokens = COMPLETIONS_PER_STEP * LENGTH
     for which, runs in results.items():
         medians = [statistics.median(r["per_step"][args.warmup:]) for r in runs]
         best = runs[medians.index(min(medians))]
+        sampling = statistics.median(best["sampling_s"][args.warmup:])
         rows[which] = (min(medians), best["peak_growth_mb"])
-        print(f"{which:>7}: {rows[which][0]:.3f} s/step (best of the medians {', '.join(f'{m:.3f}' for m in medians)}),"
-              f" peak RSS growth {best['peak_growth_mb']:.0f} MB (peak RSS {best['peak_rss_mb']:.0f} MB)")
-    speed = rows["ladder"][0] / rows["trl"][0]
-    memory = rows["ladder"][1] / rows["trl"][1]
-    print(f"ladder / TRL: seconds per step {speed:.2f}x (goal <= {SPEED_GOAL}x: "
-          f"{'MET' if speed <= SPEED_GOAL else 'NOT MET'}), peak memory {memory:.2f}x (goal <= {MEMORY_GOAL}x: "
-          f"{'MET' if memory <= MEMORY_GOAL else 'NOT MET'})")
+        print(f"{which:>11}: {rows[which][0]:.3f} s/step (best of the medians "
+              f"{', '.join(f'{m:.3f}' for m in medians)}), sampling {sampling:.3f} s = "
+              f"{tokens / sampling:.0f} tokens/s, peak RSS growth {best['peak_growth_mb']:.0f} MB "
+              f"(peak RSS {best['peak_rss_mb']:.0f} MB)")
+    for which in names:
+        speed = rows[which][0] / rows["trl"][0]
+        memory = rows[which][1] / rows["trl"][1]
+        print(f"{which} / TRL: seconds per step {speed:.2f}x (goal <= {SPEED_GOAL}x: "
+              f"{'MET' if speed <= SPEED_GOAL else 'NOT MET'}), peak memory {memory:.2f}x (goal <= {MEMORY_GOAL}x: "
+              f"{'MET' if memory <= MEMORY_GOAL else 'NOT MET'})")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
-"""Memory readings shared by the GRPO benchmarks: GPU memory on CUDA, resident memory (RSS) on the CPU."""
+"""Memory readings shared by the GRPO benchmarks: GPU memory on CUDA, resident memory (RSS) on the CPU; and
+a timer of one method's calls (TRL's sampling phase)."""
 
 from __future__ import annotations
 
 import os
 import resource
+import time
 
 
 def memory_now_mb(device: str = "cpu") -> float:
@@ -46,3 +48,23 @@ def training_peak_mb() -> float:
     """The CPU process's peak RSS since ``mark_loaded`` (VmHWM)."""
     with open("/proc/self/status") as f:
         return next(int(line.split()[1]) for line in f if line.startswith("VmHWM:")) / 1024
+
+
+def time_calls(obj, name: str, cuda: bool) -> list[float]:
+    """Wrap ``obj.name`` so that every call appends its seconds to the list returned."""
+    import torch
+
+    seconds, method = [], getattr(obj, name)
+
+    def timed(*a, **kw):
+        if cuda:
+            torch.cuda.synchronize()
+        t = time.perf_counter()
+        out = method(*a, **kw)
+        if cuda:
+            torch.cuda.synchronize()
+        seconds.append(time.perf_counter() - t)
+        return out
+
+    setattr(obj, name, timed)
+    return seconds
