@@ -157,11 +157,13 @@ def _metrics(out: Path) -> list[dict]:
 RUNS = {"cartpole": ["--total-steps", "2048", "--eval-every", "1024"],
         "reinforce": ["--total-steps", "1500", "--eval-every", "1024"],
         "ppo-sentiment": ["--preset", "tiny", "--steps", "2"],
-        "grpo": ["--preset", "tiny", "--steps", "2", "--eval-every", "0"],
-        "grpo --algo gspo": ["--preset", "tiny", "--steps", "2", "--eval-every", "0", "--algo", "gspo"],
-        "grpo --algo rloo": ["--preset", "tiny", "--steps", "2", "--eval-every", "0", "--algo", "rloo"],
-        "grpo --sampler-dtype bfloat16": ["--preset", "tiny", "--steps", "2", "--eval-every", "0", "--sampler-dtype",
-                                          "bfloat16", "--sampler-correction", "token_truncate",
+        "grpo": ["--preset", "tiny", "--steps", "2", "--eval-every", "0", "--eval-size", "8"],
+        "grpo --algo gspo": ["--preset", "tiny", "--steps", "2", "--eval-every", "0", "--eval-size", "8",
+                             "--algo", "gspo"],
+        "grpo --algo rloo": ["--preset", "tiny", "--steps", "2", "--eval-every", "0", "--eval-size", "8",
+                             "--algo", "rloo"],
+        "grpo --sampler-dtype bfloat16": ["--preset", "tiny", "--steps", "2", "--eval-every", "0", "--eval-size", "8",
+                                          "--sampler-dtype", "bfloat16", "--sampler-correction", "token_truncate",
                                           "--sampler-clip-max", "1.01"]}
 
 

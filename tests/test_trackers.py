@@ -104,26 +104,22 @@ def test_trackio_offline_holds_every_update(tmp_path):
     _assert_same(_trackio(tmp_path, "tracked"), tmp_path / "tracked")
 
 
-def test_wandb_offline_holds_every_update_and_the_config(tmp_path):
+def test_wandb_offline_holds_every_update_and_the_config_and_a_resume_continues_the_run(tmp_path):
     result = _run(tmp_path, "--report-to", "wandb", out="tracked")
     assert result.returncode == 0, result.stderr
     logged, config = _wandb(tmp_path / "tracked")
     _assert_same(logged, tmp_path / "tracked")
     assert config["total_steps"] == 1200 and config["rung"] == "reinforce"
 
-
-def test_a_resumed_run_continues_the_same_wandb_run(tmp_path):
-    first = _run(tmp_path, "--report-to", "wandb", "--total-steps", "600", out="r")
-    assert first.returncode == 0, first.stderr
-    run_id = (tmp_path / "r" / "wandb" / "run_id").read_text()
-    (tmp_path / "r" / "summary.json").unlink()  # as if it had been interrupted after its last checkpoint
-    again = subprocess.run([sys.executable, "-m", "ladder.run", "reinforce", "--resume", str(tmp_path / "r"),
+    run_id = (tmp_path / "tracked" / "wandb" / "run_id").read_text()
+    (tmp_path / "tracked" / "summary.json").unlink()  # as if it had been interrupted after its last checkpoint
+    again = subprocess.run([sys.executable, "-m", "ladder.run", "reinforce", "--resume", str(tmp_path / "tracked"),
                             "--no-progress"], capture_output=True, text=True, cwd=tmp_path, timeout=300,
                            env={**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true",
                                 "WANDB_CONFIG_DIR": str(tmp_path / "wc")})
     assert again.returncode == 0, again.stderr
-    assert (tmp_path / "r" / "wandb" / "run_id").read_text() == run_id
-    assert len(list((tmp_path / "r" / "wandb").glob(f"offline-run-*-{run_id}"))) == 2
+    assert (tmp_path / "tracked" / "wandb" / "run_id").read_text() == run_id
+    assert len(list((tmp_path / "tracked" / "wandb").glob(f"offline-run-*-{run_id}"))) == 2
 
 
 def test_a_missing_tracker_package_is_one_line_before_anything_is_written(tmp_path, monkeypatch):
