@@ -10,7 +10,10 @@ The loop every rung calls once per batch (notebook 2 runs it; notebook 3 watches
                    split in order into M equal blocks (rows = torch.arange(len(batch),
                    device=batch.actions.device).view(M, -1); batch.select(rows[j])), each evaluated on its own
         batch    = dataclasses.replace(batch, old_logp=old_logp.float())   (a copy: leave the caller's batch)
-                 (with μ·M = 1 nothing is recorded: compute_loss uses logp.detach(), the same numbers)
+                 (with μ·M = 1 nothing is recorded: compute_loss uses logp.detach(), the same numbers;
+                 μ = 1 with M ≥ 2 does record it: the first minibatch's step moves π_θ, so the second
+                 minibatch's r is already ≠ 1, where logp.detach() would make it 1)
+    a π_old the batch already has (batch.old_logp not None) is used as it is, never recorded over
     params = the optimiser's parameters that require a gradient
     for k in range(μ):
         for mb in batch.minibatches(M, generator):      a fresh shuffle each pass, from ``generator``

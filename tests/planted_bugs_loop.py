@@ -70,6 +70,9 @@ PLANTED_LOOP = {
     }),
     "ex18_update": _planted("ex18_update", "update", {
         "π_old never recorded: every ratio is 1": ("if batch.old_logp is None and cfg.mu * M > 1:", "if False:"),
+        "π_old recorded only when μ > 1: with μ = 1, M = 2 the second minibatch's ratio reads 1": (
+            "if batch.old_logp is None and cfg.mu * M > 1:", "if batch.old_logp is None and cfg.mu > 1:"),
+        "a given π_old recorded over": ("if batch.old_logp is None and cfg.mu * M > 1:", "if cfg.mu * M > 1:"),
         "no gradient clipping": ("max_norm = math.inf if cfg.max_grad_norm is None else cfg.max_grad_norm",
                                  "max_norm = math.inf"),
         "the shuffle ignores the generator": ("batch.minibatches(M, generator)",

@@ -91,3 +91,18 @@ def test_errors_in_place_changes_and_detached_inputs_are_explained():
 
     assert "changed its input policy in place" in grade(moves_policy, BY_STEM["ex15_soft_update"]).message
 
+
+
+def test_ex18_an_update_that_records_pi_old_even_for_one_pass_of_one_minibatch_passes():
+    """With μ·M = 1, π_old recorded beforehand and logp.detach() give the same numbers: the grader takes both,
+    and the cases where they differ (μ = 1 × M = 2, a π_old given) tell the two bugs apart."""
+    from planted_bugs_loop import mutant
+
+    condition = "if batch.old_logp is None and cfg.mu * M > 1:"
+    always = mutant("ex18_update", "update", condition, "if batch.old_logp is None:")
+    assert grade(always, BY_STEM["ex18_update"]).passed
+    only_mu = PLANTED["ex18_update"]["π_old recorded only when μ > 1: with μ = 1, M = 2 the second minibatch's "
+                                     "ratio reads 1"]
+    assert grade(only_mu, BY_STEM["ex18_update"]).message.startswith("case 3/12: μ = 1 pass × M = 2 minibatches")
+    assert grade(PLANTED["ex18_update"]["a given π_old recorded over"],
+                 BY_STEM["ex18_update"]).message.startswith("case 4/12: μ = 2 × M = 2, π_old given")

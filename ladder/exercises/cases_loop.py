@@ -291,6 +291,9 @@ def update() -> list[Case]:
     return [
         _update_case("μ = 1, one minibatch, π_old not given: π_θ = π_old, one optimiser step", 21, C(), old=False),
         _update_case("μ = 1, one minibatch, π_old given", 22, C()),
+        _update_case("μ = 1 pass × M = 2 minibatches: π_old recorded before the first step, so the second "
+                     "minibatch's r ≠ 1", 31, C(num_minibatches=2), old=False),
+        _update_case("μ = 2 × M = 2, π_old given: used as it is, not recorded over", 32, C(mu=2, num_minibatches=2)),
         _update_case("μ = 4 passes × M = 2 shuffled minibatches: record π_old once, before the first pass", 23,
                      C(mu=4, num_minibatches=2), old=False),
         _update_case("the gradient clipped to norm 0.05", 24, C(mu=2, max_grad_norm=0.05), old=False),
