@@ -22,7 +22,7 @@ def _load_lm(name: str):
 
 @pytest.fixture(scope="session")
 def tiny_model_dir():
-    """The tiny review model, built into $LADDER_CACHE once (about half a minute on 2 cores)."""
+    """The tiny review model the package ships (``ladder/tasks/tiny_models``)."""
     return sentiment.tiny_model_path()
 
 
@@ -167,7 +167,7 @@ def test_broken_local_model_is_one_line(tmp_path):
 
 def test_tiny_model_is_cached_and_writes_reviews(tiny_model_dir):
     assert sentiment.tiny_model_path() == tiny_model_dir
-    assert tiny_model_dir.parent == tiny_lm.cache_dir()
+    assert tiny_model_dir == tiny_lm.SHIPPED / sentiment.TINY_MODEL_VERSION
     model, tokenizer = _load_lm("tiny")
     enc = tokenizer(["This movie", "The acting was"], padding=True, return_tensors="pt")
     torch.manual_seed(0)

@@ -2,8 +2,16 @@
 
 A tiny model is made the way a real one is, only smaller: train a byte-level BPE tokenizer on a
 corpus, build a GPT-2- or Qwen2-architecture model from a config, pre-train it on the corpus
-(next-token prediction), and ``save_pretrained`` both into a cache directory. The rungs then load
-it with ``AutoModelForCausalLM.from_pretrained(path)`` — the very call that loads a hub id.
+(next-token prediction), and ``save_pretrained`` both into a directory. The rungs then load it with
+``AutoModelForCausalLM.from_pretrained(path)`` — the very call that loads a hub id.
+
+The package ships the tiny models it uses, built once by this code (``tiny_models/<version>/``), so every
+machine starts from the same weights: a model trained on the machine that runs it would differ from one
+CPU to the next in its last bits, and every number downstream with it. Rebuild the shipped copies with
+
+    python -m ladder.tasks.tiny_lm --rebuild
+
+With ``LADDER_BUILD_TINY=1`` a tiny model is built into ``$LADDER_CACHE`` on first use instead.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import torch
 from ladder.runlog import UsageError
 
 SPECIAL = {"pad": "<|pad|>", "eos": "<|endoftext|>", "bos": "<|startoftext|>"}
+SHIPPED = Path(__file__).resolve().parent / "tiny_models"  # the copies the package ships (see the module doc)
 
 
 def cache_dir() -> Path:
@@ -43,11 +52,21 @@ def _usable_cache_dir() -> Path:
 
 
 def cached(name: str, build: Callable[[Path], None]) -> Path:
-    """The directory ``cache_dir()/name``, built by ``build(tmp_dir)`` on first use (atomically)."""
+    """The shipped copy ``SHIPPED/name`` when there is one (and ``$LADDER_BUILD_TINY`` is not set); otherwise
+    the directory ``cache_dir()/name``, built by ``build(tmp_dir)`` on first use (atomically)."""
+    shipped = SHIPPED / name
+    if (shipped / "config.json").exists() and not os.environ.get("LADDER_BUILD_TINY"):
+        return shipped
     target = cache_dir() / name
     if (target / "config.json").exists():
         return target
     _usable_cache_dir()
+    return _build_into(target, build)
+
+
+def _build_into(target: Path, build: Callable[[Path], None]) -> Path:
+    """``build(tmp)`` in a fresh directory beside ``target``, then renamed to it: never half-written."""
+    name = target.name
     if target.exists():  # left incomplete by an interrupted or broken build
         shutil.rmtree(target, ignore_errors=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
@@ -223,3 +242,35 @@ def pretrain(model, tokenizer, examples: list[tuple[str, str]], steps: int, batc
             print(f"  pretrain step {step + 1}/{steps}: loss {sum(losses[-log_every:]) / log_every:.3f}")
     model.eval()
     return losses
+
+
+def builders() -> dict[str, Callable[[Path], None]]:
+    """Every tiny model the package ships: its version name → the function that builds it."""
+    from ladder.tasks import arithmetic, sentiment
+
+    return {sentiment.TINY_MODEL_VERSION: sentiment.build_tiny_sentiment_model,
+            arithmetic.TINY_MODEL_VERSION: arithmetic.build_tiny_math_model}
+
+
+def rebuild(where: Path = SHIPPED) -> list[Path]:
+    """Build every tiny model into ``where`` (replacing what is there) and remove the versions no longer used."""
+    where.mkdir(parents=True, exist_ok=True)
+    wanted = builders()
+    for old in where.iterdir():
+        if old.is_dir() and old.name not in wanted:
+            shutil.rmtree(old)
+    built = []
+    for name, build in wanted.items():
+        shutil.rmtree(where / name, ignore_errors=True)
+        built.append(_build_into(where / name, build))
+        print(f"built {built[-1]}")
+    return built
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["--rebuild"]:
+        print("usage: python -m ladder.tasks.tiny_lm --rebuild   (about 3 minutes on a CPU)", file=sys.stderr)
+        sys.exit(2)
+    rebuild()

@@ -1,0 +1,89 @@
+"""The tiny models the package ships (``ladder/tasks/tiny_models``), and the build code that made them, which
+must still produce a loadable model that has learnt something (here with a few training steps only)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from ladder.tasks import arithmetic, sentiment, tiny_lm
+
+FAST = {sentiment.TINY_MODEL_VERSION: functools.partial(sentiment.build_tiny_sentiment_model, steps=40),
+        arithmetic.TINY_MODEL_VERSION: functools.partial(arithmetic.build_tiny_math_model, sft_steps=40)}
+
+
+def _load(path):
+    return AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+
+
+def _mean_loss(model, tokenizer, texts: list[str]) -> float:
+    """Next-token cross-entropy of ``texts``, per token (uniform guessing is log |V|)."""
+    losses = []
+    with torch.no_grad():
+        for text in texts:
+            ids = torch.tensor([tokenizer.encode(text)])
+            losses.append(model(input_ids=ids, labels=ids).loss.item())
+    return sum(losses) / len(losses)
+
+
+def _greedy(model, tokenizer, prompt: str, tokens: int = 24) -> str:
+    enc = tokenizer([prompt], return_tensors="pt")
+    out = model.generate(**enc, do_sample=False, max_new_tokens=tokens, pad_token_id=tokenizer.pad_token_id,
+                         eos_token_id=tokenizer.eos_token_id)
+    return tokenizer.decode(out[0, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+
+
+def test_the_rungs_load_the_shipped_copies(monkeypatch, tmp_path):
+    monkeypatch.setenv("LADDER_CACHE", str(tmp_path / "cache"))
+    monkeypatch.delenv("LADDER_BUILD_TINY", raising=False)
+    assert sentiment.tiny_model_path() == tiny_lm.SHIPPED / sentiment.TINY_MODEL_VERSION
+    assert arithmetic.tiny_math_model() == tiny_lm.SHIPPED / arithmetic.TINY_MODEL_VERSION
+    assert not (tmp_path / "cache").exists()  # nothing built, nothing written
+    assert sorted(p.name for p in tiny_lm.SHIPPED.iterdir()) == sorted(tiny_lm.builders())
+    size = sum(f.stat().st_size for f in tiny_lm.SHIPPED.rglob("*") if f.is_file())
+    assert size < 15e6
+
+
+def test_the_shipped_math_model_does_its_sums():
+    model, tokenizer = _load(arithmetic.tiny_math_model())
+    prompt = arithmetic.chat_prompt(tokenizer, "What is 23 + 41?", arithmetic.TINY_SYSTEM_PROMPT)
+    completion = _greedy(model, tokenizer, prompt)
+    assert arithmetic.extract_answer(completion) == 64 and arithmetic.format_reward([completion], ["64"]) == [1.0]
+
+
+@pytest.mark.parametrize("name", sorted(FAST))
+def test_the_build_code_still_makes_a_working_model(name, monkeypatch, tmp_path):
+    """LADDER_BUILD_TINY=1: built into $LADDER_CACHE (a few steps here), loaded with from_pretrained like a hub id;
+    the same architecture and tokenizer as the shipped copy, and far better than guessing on its own corpus."""
+    monkeypatch.setenv("LADDER_CACHE", str(tmp_path))
+    monkeypatch.setenv("LADDER_BUILD_TINY", "1")
+    path = tiny_lm.cached(name, FAST[name])
+    assert path == tmp_path / name and tiny_lm.cached(name, None) == path  # built once, then reused
+    shipped = tiny_lm.SHIPPED / name
+    for file in ("config.json", "tokenizer.json"):
+        assert json.loads((path / file).read_text()) == json.loads((shipped / file).read_text()), file
+    model, tokenizer = _load(path)
+    if name == sentiment.TINY_MODEL_VERSION:
+        texts = sentiment.review_corpus(20, seed=1)
+    else:
+        texts = [arithmetic.solution_text(p) for p in arithmetic.train_eval_split()[1][:20]]
+    assert _mean_loss(model, tokenizer, texts) < 0.6 * math.log(len(tokenizer))
+    assert model.generation_config.eos_token_id == tokenizer.eos_token_id
+
+
+def _write_config(path):
+    (path / "config.json").write_text("{}")
+
+
+def test_rebuild_writes_every_model_and_drops_old_versions(monkeypatch, tmp_path):
+    monkeypatch.setattr(tiny_lm, "builders", lambda: {name: _write_config for name in FAST})
+    (tmp_path / "tiny-gpt2-sentiment-v0").mkdir()  # a version no longer used
+    (tmp_path / "tiny-gpt2-sentiment-v0" / "config.json").write_text("{}")
+    built = tiny_lm.rebuild(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(FAST) == sorted(p.name for p in built)
+    assert all((p / "config.json").exists() for p in built)
