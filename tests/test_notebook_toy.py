@@ -19,11 +19,16 @@ def bridge():
 
 
 def test_at_r_1_the_surrogate_gradient_is_reinforces(bridge):
-    assert np.all(bridge["ratios"][0] == 1.0)                # π_θ = π_old before the first step
-    assert bridge["max_abs_diff"][0] <= 1e-6
-    assert bridge["cosine"][0] == pytest.approx(1.0, abs=1e-6)
-    assert bridge["norm_ratio"][0] == pytest.approx(1.0, abs=1e-6)
-    assert bridge["norm_ratio_is"][0] == pytest.approx(1.0, abs=1e-6)
+    # π_θ = π_old before the first step: r = 1 up to float32 rounding. log π_old was computed at the rollout, in
+    # batches of another shape, whose kernels may round differently (a few ulps of a log-prob, ~1e-7 each); 1e-5 is
+    # a hundred times that and a thousand times below what one real step does (the next test: std of r > 0.01).
+    assert np.abs(bridge["ratios"][0] - 1.0).max() <= 1e-5
+    # the gradients then differ by (r − 1) · Â ∇log π per sample: 1e-5 relative, summed over samples that partly
+    # cancel; one real step parts them by more than 1e-3 of the scale (the next test)
+    assert bridge["max_abs_diff"][0] <= 1e-4 * bridge["pg_grad_max"][0]
+    assert bridge["cosine"][0] == pytest.approx(1.0, abs=1e-5)
+    assert bridge["norm_ratio"][0] == pytest.approx(1.0, abs=1e-5)
+    assert bridge["norm_ratio_is"][0] == pytest.approx(1.0, abs=1e-5)
     assert bridge["removed_share"][0] == 0.0
 
 

@@ -7,7 +7,6 @@ import errno
 import os
 import subprocess
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -72,18 +71,42 @@ def test_bad_input_during_a_run_removes_the_directory_this_run_created(tmp_path)
     assert not (tmp_path / "run").exists()
 
 
+HELD_AT_THE_FIRST_LOG = """
+import runpy, sys
+from ladder import session
+
+real_log = session.RunSession.log
+
+
+def held_log(self, *args, **kwargs):  # the run directory and its lock exist: say so, then wait for the test
+    if not getattr(held_log, "done", False):
+        held_log.done = True
+        print("holding the run directory", flush=True)
+        sys.stdin.readline()
+    return real_log(self, *args, **kwargs)
+
+
+session.RunSession.log = held_log
+sys.argv[0] = "ladder.run"
+runpy.run_module("ladder.run", run_name="__main__")
+"""
+
+
 def test_two_processes_on_one_new_directory_one_runs_one_is_refused(tmp_path):
+    """The first run is held at its first record (the directory and its lock exist) until the second was refused."""
     out = tmp_path / "run"
-    args = ["cartpole", "--preset", "tiny", "--no-stop-on-solve", "--total-steps", "8000", "--out", str(out),
+    args = ["cartpole", "--preset", "tiny", "--no-stop-on-solve", "--total-steps", "2000", "--out", str(out),
             "--no-progress"]
-    first = subprocess.Popen([sys.executable, "-m", "ladder.run", *args], cwd=tmp_path, stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while not (out / "metrics.jsonl").exists() and first.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    second = _cli(*args, cwd=tmp_path)
-    stdout, stderr = first.communicate(timeout=300)
-    assert first.returncode == 0, stderr[-2000:]
+    (tmp_path / "held.py").write_text(HELD_AT_THE_FIRST_LOG)
+    first = subprocess.Popen([sys.executable, str(tmp_path / "held.py"), *args], cwd=tmp_path, text=True,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        lines = iter(first.stdout.readline, "")  # ends if the first process ends before it holds the directory
+        held = any(line.strip() == "holding the run directory" for line in lines)
+        second = _cli(*args, cwd=tmp_path) if held else None
+    finally:
+        stdout, stderr = first.communicate(input="go\n", timeout=300)  # lets the first run go on
+    assert held and first.returncode == 0, stderr[-2000:]
     assert second.returncode == 2 and second.stderr.strip().splitlines() == [
         f"ladder: error: --out {out} is in use by another run (process {first.pid}); wait for it to finish, "
         f"or choose another --out"]
@@ -159,7 +182,7 @@ def test_a_full_disk_while_checkpointing_stops_the_run_and_keeps_the_last_good_c
     def save(obj, path, *args, **kwargs):
         saves.append(path)
         if len(saves) > 1:
-            Path(path).write_bytes(b"partial")
+            path.write(b"partial")  # torch.save writes into an open file
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_save(obj, path, *args, **kwargs)
 
@@ -177,7 +200,7 @@ def test_a_full_disk_while_checkpointing_stops_the_run_and_keeps_the_last_good_c
 def test_an_unusable_model_cache_is_one_line(tmp_path):
     not_a_directory = tmp_path / "cache"
     not_a_directory.write_text("")
-    env = {**os.environ, "LADDER_CACHE": str(not_a_directory)}
+    env = {**os.environ, "LADDER_CACHE": str(not_a_directory), "LADDER_BUILD_TINY": "1"}  # not the shipped copy
     result = _cli("grpo", "--preset", "tiny", "--out", str(tmp_path / "run"), cwd=tmp_path, env=env)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert "LADDER_CACHE" in result.stderr and not (tmp_path / "run").exists()
