@@ -224,7 +224,8 @@ class Checked:
 class RunOptions(Checked):
     """Options every rung shares."""
 
-    out: str | None = option(None, "output directory (default: runs/RUNG-seedN)", PathKind("dir"))
+    out: str | None = option(None, "output directory (default: "
+                             "runs/RUNG[-PRESET][-ALGO][-lora|-qlora][-exercises]-seedN)", PathKind("dir"))
     seed: int = option(0, "random seed (torch, numpy, python, environments)", at_least(0))
     device: str = option("cpu", "torch device, e.g. cpu, cuda, cuda:1", Device())
     report_to: str = option("none", "also send each update's numbers to a tracker: tensorboard (OUT/tb), "

@@ -302,7 +302,10 @@ def script(cfg: Config, exported_from: str | os.PathLike | None = None) -> str:
     if cfg.qlora or cfg.lora:
         imports.append("from peft import LoraConfig")
     imports.append("from transformers import AutoTokenizer" + (", BitsAndBytesConfig" if cfg.qlora else ""))
-    imports.append("from trl import GRPOConfig, GRPOTrainer")
+    imports += ["try:", "    from trl import GRPOConfig, GRPOTrainer", "except ModuleNotFoundError as error:",
+                '    if error.name != "trl":', "        raise",
+                """    sys.exit('this script needs TRL: pip install "trl>=1.16,<2" (in a checkout of ladder: """
+                """pip install -e ".[dev]")')"""]
     if cfg.overlong_buffer:
         imports.append("from trl.rewards import get_soft_overlong_punishment")
     imports += ["", "from ladder.tasks import arithmetic, math_problems", "",

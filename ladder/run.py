@@ -75,8 +75,12 @@ def make_config(name: str, rung, argv: list[str]):
         args.out = args.resume
         given = set()  # a resumed run keeps the options it started with
     cfg = config_from_args(rung.Config, args, overrides, given)
-    if cfg.out is None:
-        cfg.out = str(Path("runs") / f"{name}-seed{cfg.seed}")
+    if cfg.out is None:  # runs/RUNG[-PRESET][-ALGO][-lora|-qlora][-exercises]-seedN: such runs do not clash
+        algo = getattr(args, "algo", None)
+        tags = [args.preset, algo if algo != name else None,  # --algo grpo: the rung's own defaults
+                "qlora" if getattr(cfg, "qlora", False) else "lora" if "lora" in given and cfg.lora else None,
+                "exercises" if getattr(cfg, "use_exercises", False) else None]  # (a preset's LoRA: its name says)
+        cfg.out = str(Path("runs") / "-".join([name, *filter(None, tags), f"seed{cfg.seed}"]))
     return cfg
 
 

@@ -29,6 +29,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ladder.plots import plot_curves  # noqa: F401 - also read from here
+
 
 class UsageError(Exception):
     """Bad input from the user: reported as one line, exit code 2, nothing half-written."""
@@ -310,7 +312,7 @@ class RunLog:
         if not self.writes:
             return
         try:
-            plot_curves(self.records(), curves, self.dir / "curves.png", x=x)
+            plot_curves(self.records(), curves, self.dir / "curves.png", x=x, rung=self.rung)
             self._close_tracker()
             (self.dir / "summary.json").write_text(json.dumps(_clean(summary), indent=2))
         except OSError as e:
@@ -324,33 +326,3 @@ def read_completions(out: str | os.PathLike) -> list[dict]:
     lines = path.read_text().splitlines() if path.exists() else []
     return [json.loads(line) for line in lines if line.strip()]
 
-
-def plot_curves(records: list[dict], curves: dict[str, str], path: Path, x: str = "step") -> None:
-    """One panel per metric key (``curves`` maps key → panel title), against ``x``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import matplotlib.ticker
-
-    keys = list(curves)
-    cols = min(3, len(keys))
-    rows = math.ceil(len(keys) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(4.5 * cols, 3.2 * rows), squeeze=False)
-    for ax, key in zip(axes.flat, keys):
-        points = [(r[x], r[key]) for r in records if r.get(key) is not None and x in r]
-        if points:
-            xs, ys = zip(*points)
-            ax.plot(xs, ys, marker="." if len(xs) < 50 else None)
-        ax.set_title(curves[key])
-        ax.set_xlabel(x)
-        # steps and env steps are counts: whole ticks, spaced as matplotlib's default would space them
-        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator("auto", steps=[1, 2, 2.5, 5, 10], integer=True))
-        ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(keys):]:
-        ax.axis("off")
-    # Fixed margins (in inches, so any number of rows looks alike): tight_layout would render the figure twice.
-    height = 3.2 * rows
-    fig.subplots_adjust(left=0.06, right=0.98, bottom=0.5 / height, top=1 - 0.35 / height, wspace=0.28, hspace=0.5)
-    fig.savefig(path, dpi=90)
-    plt.close(fig)

@@ -153,8 +153,9 @@ class RunSession:
     def records(self) -> list[dict]:
         return self.files.records()
 
-    def finish(self, summary: dict, curves: dict[str, str], x: str = "step") -> dict:
-        """Write curves.png and summary.json (last: it marks a finished run); returns the summary."""
+    def finish(self, summary: dict, curves: list, x: str = "step") -> dict:
+        """Write curves.png (``curves``: its ``ladder.plots.Panel``s) and summary.json (last: it marks a finished
+        run); returns the summary."""
         self.bar.close()
         self.files.finish(summary, curves, x=x)
         return summary

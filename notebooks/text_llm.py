@@ -330,7 +330,7 @@ for r in group:
     print(f"{r['completion'][:42]!r:<44} {r['rewards']['correctness']:>7.0f} {r['rewards']['format']:>6.0f} "
           f"{r['reward']:>6.1f} {r['advantage']:>+7.3f} {r['length']:>6} {'yes' if r['truncated'] else 'no'}")""",
     r"""md:The reward of two steps means nothing; the full tiny run is `python -m ladder.run grpo --qlora --preset tiny`
-(and `python -m ladder.run eval --preset tiny --adapter runs/grpo-seed0/adapter` evaluates the adapter).
+(and `python -m ladder.run eval --preset tiny --qlora --adapter runs/grpo-tiny-qlora-seed0/adapter` evaluates the adapter).
 
 ## What $\mu$ does on the LM
 

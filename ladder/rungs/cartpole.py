@@ -23,16 +23,22 @@ from ladder.cli import (
     positive,
     probability,
 )
+from ladder.plots import Panel
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
 from ladder.runlog import UsageError, seed_everything
 from ladder.session import RunSession
 
 NAME = "cartpole"
-CURVES = {"episode_return": "training episode return",
-          "eval_return_mean": "greedy eval return ({eval_episodes} episodes)",
-          "value_loss": "value loss", "entropy": "entropy", "clip_frac": "clip fraction",
-          "approx_kl_old_k3": "KL(π_old‖π_θ) after the update"}
+CURVES = [Panel("episode return", "return (steps balanced)",
+                {"episode_return": "training episodes (sampled)",
+                 "eval_return_mean": "greedy evaluation ({eval_episodes} episodes)"},
+                threshold="{solve_return}", threshold_label="solved (--solve-return {solve_return:g})"),
+          Panel("value loss", "value loss", {"value_loss": ""}),
+          Panel("explained variance of V", "1 − Var(R − V) / Var(R)", {"explained_variance": ""}),
+          Panel("entropy of π_θ", "nats per action", {"entropy": ""}),
+          Panel("clip fraction", "share of samples clipped", {"clip_frac": ""}),
+          Panel("KL(π_old‖π_θ) after the update", "nats (k3 estimate)", {"approx_kl_old_k3": ""})]
 
 
 @dataclass
@@ -160,5 +166,4 @@ def train(cfg: Config) -> dict:
                    "env_steps": env_steps, "wall_s": run.wall_s,
                    "eval_return_mean": evals[-1][1] if evals else None, "evals": evals, "seed": cfg.seed}
         torch.save(policy.state_dict(), run.dir / "policy.pt")
-        return run.finish(summary, {k: v.format(eval_episodes=cfg.eval_episodes) for k, v in CURVES.items()},
-                          x="env_steps")
+        return run.finish(summary, [p.filled(**asdict(cfg)) for p in CURVES], x="env_steps")

@@ -22,6 +22,7 @@ import torch
 
 from ladder import core, hub, rewards
 from ladder.distributed import Processes, is_main_process, launched_processes, process_device, weights_digest
+from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, lm_batch
 from ladder.policies.sampler import check_sampler_dtype, fast_on_this_cpu
@@ -46,9 +47,12 @@ from ladder.tasks import math_eval, math_problems
 __all__ = ["ALGOS", "LOSS_TYPES", "PRESETS", "Config", "validate", "update_config", "reward_weights", "train",
            "grpo_step", "completion_rows", "NAME"]
 NAME = "grpo"
-CURVES = {"reward": "reward (mean)", "eval_accuracy": "greedy accuracy (held-out)",
-          "rewards/correctness/mean": "correctness reward", "kl_ref": "KL(π_θ‖π_ref)",
-          "completions/mean_length": "completion length", "frac_reward_zero_std": "groups with zero spread"}
+CURVES = [Panel("reward", "mean over the update's completions", {"reward": ""}),
+          Panel("greedy accuracy (held-out)", "share correct", {"eval_accuracy": ""}),  # step 0: before training
+          Panel("correctness reward", "mean over the update's completions", {"rewards/correctness/mean": ""}),
+          Panel("KL(π_θ‖π_ref)", "nats per token", {"kl_ref": ""}),
+          Panel("completion length", "tokens (mean)", {"completions/mean_length": ""}),
+          Panel("groups with zero spread", "share of groups (no signal)", {"frac_reward_zero_std": ""})]
 
 
 class ProblemStream:
@@ -330,7 +334,7 @@ def train(cfg: Config) -> dict:
         summary = summarize(cfg, run, progress, procs.gather_object(weights_digest(policy)))
         if procs.is_main:  # the trained adapter only (π_ref's adapter, if any, stays out)
             save_trained(policy.model, run.dir, lora=uses_lora(cfg))
-        run.finish(summary, CURVES, x="step")
+        run.finish(summary, [p.starting_at(eval_accuracy=progress["evals"][0][1]) for p in CURVES], x="step")
     procs.barrier()
     return summary
 

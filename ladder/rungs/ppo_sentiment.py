@@ -33,6 +33,7 @@ import torch
 from ladder import core, hub
 from ladder.cli import Text, at_least, interval, non_negative, option, positive, probability
 from ladder.distributed import Processes, launched_processes, process_device, weights_digest
+from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, is_peft, lm_batch
 from ladder.rungs.lm_options import LMOptions, gradient_checkpointing
@@ -41,10 +42,16 @@ from ladder.session import RunSession
 from ladder.tasks import sentiment
 
 NAME = "ppo-sentiment"
-CURVES = {"score_mean": "reward-model score", "reward_mean": "score − β·KL (per sequence)",
-          "kl_ref": "KL(π‖π_ref), per-sequence sum", "kl_coef": "β", "clip_frac": "clip fraction",
-          "approx_kl_old_k3": "KL(π_old‖π_θ) after the update", "value_loss": "value loss",
-          "explained_variance": "explained variance", "entropy": "entropy", "response_length": "completion length"}
+CURVES = [Panel("reward", "per completion (mean)",
+                {"score_mean": "reward-model score", "reward_mean": "score − β·Σ_t KL_t (what PPO maximises)"}),
+          Panel("KL(π_θ‖π_ref)", "nats, summed over the completion", {"kl_ref": ""}),
+          Panel("β, the KL coefficient", "β", {"kl_coef": ""}),
+          Panel("clip fraction", "share of tokens clipped", {"clip_frac": ""}),
+          Panel("KL(π_old‖π_θ) after the update", "nats per token (k3 estimate)", {"approx_kl_old_k3": ""}),
+          Panel("value loss", "value loss", {"value_loss": ""}),
+          Panel("explained variance of V", "1 − Var(R − V) / Var(R)", {"explained_variance": ""}),
+          Panel("entropy of π_θ", "nats per token", {"entropy": ""}),
+          Panel("completion length", "tokens (mean)", {"response_length": ""})]
 
 
 @dataclass

@@ -15,15 +15,19 @@ import torch
 
 from ladder import core
 from ladder.cli import Number, RunOptions, Text, at_least, non_negative, option, positive, probability
+from ladder.plots import Panel
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
 from ladder.runlog import seed_everything
 from ladder.session import RunSession
 
 NAME = "reinforce"
-CURVES = {"episode_return": "training episode return",
-          "eval_return_mean": "greedy eval return ({eval_episodes} episodes)",
-          "entropy": "entropy", "grad_norm": "gradient norm"}
+CURVES = [Panel("episode return", "return (steps balanced)",
+                {"episode_return": "training episodes (sampled)",
+                 "eval_return_mean": "greedy evaluation ({eval_episodes} episodes)"},
+                threshold="{solve_return}", threshold_label="solved (--solve-return {solve_return:g})"),
+          Panel("entropy of π_θ", "nats per action", {"entropy": ""}),
+          Panel("gradient norm", "‖g‖ before clipping", {"grad_norm": ""})]
 BASELINES = ("none", "whiten", "value")
 
 
@@ -154,5 +158,4 @@ def train(cfg: Config) -> dict:
                    "best_eval_return_mean": max((r for _, r in evals), default=None), "evals": evals,
                    "seed": cfg.seed}
         torch.save(policy.state_dict(), run.dir / "policy.pt")
-        return run.finish(summary, {k: v.format(eval_episodes=cfg.eval_episodes) for k, v in CURVES.items()},
-                          x="env_steps")
+        return run.finish(summary, [p.filled(**asdict(cfg)) for p in CURVES], x="env_steps")
