@@ -169,7 +169,8 @@ def chat_tokenizer(corpus: list[str], vocab_size: int):
 
 
 def tiny_math_model() -> Path:
-    """The cached tiny instruct model (built on first use: about 1.5 minutes on one CPU core)."""
+    """The tiny instruct model: the copy the package ships (``tiny_lm.cached``; built into the cache on first use
+    with ``LADDER_BUILD_TINY=1``: about 1.5 minutes on one CPU core)."""
     from ladder.tasks import tiny_lm
 
     return tiny_lm.cached(TINY_MODEL_VERSION, build_tiny_math_model)

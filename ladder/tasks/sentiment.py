@@ -7,7 +7,7 @@ The classic RLHF exercise: continue the opening of a movie review so that it rea
     rewards   the POSITIVE logit of a sequence classifier (default ``lvwerra/distilbert-imdb``), or
               VADER's compound score in [−1, 1] (offline, the lexicon ships with vaderSentiment)
     model     any causal LM id or path (default ``lvwerra/gpt2-imdb``), or the tiny GPT-2 built here
-              from a generated corpus of short reviews of both polarities (offline, cached)
+              from a generated corpus of short reviews of both polarities (offline, shipped in tiny_models/)
 
 A reward function maps texts (prompt + completion) to a float tensor of scores, one per text.
 Everything that would touch the Hugging Face hub goes through ``hub_or_local`` (``ladder.hub``) so
@@ -128,7 +128,8 @@ def build_tiny_sentiment_model(path: Path, steps: int = 400, seed: int = 0) -> N
 
 
 def tiny_model_path() -> Path:
-    """The cached tiny review model (built on first use into ``$LADDER_CACHE``)."""
+    """The tiny review model: the copy the package ships (``tiny_lm.cached``; built into ``$LADDER_CACHE`` on first
+    use with ``LADDER_BUILD_TINY=1``)."""
     from ladder.tasks import tiny_lm
 
     return tiny_lm.cached(TINY_MODEL_VERSION, build_tiny_sentiment_model)
@@ -203,7 +204,7 @@ def hub_or_local(name: str, what: str, flag: str, load: Callable[[str], object],
 
 
 def resolve_model(name: str) -> str:
-    """``"tiny"``: the project's tiny review model (built and cached on first use); any other name as given.
+    """``"tiny"``: the project's tiny review model (shipped with the package); any other name as given.
     The model itself loads through ``ladder.policies.quant``, as every causal LM of the ladder does."""
     return str(tiny_model_path()) if name == "tiny" else name
 
