@@ -51,19 +51,22 @@ The tiny preset (LoRA), loaded by the rung's `load_task` and `load_policy`, afte
 
 It also samples the same prompts, with the same seed, with every sampler of the widget further down (about 20 seconds,
 once).""",
-    """four = viz.four_policies()
+    """from ladder.viz import sampler_notes
+
+four = viz.four_policies()
 for pair, g in viz.sampler_lab.gaps(four).items():
     print(f"|{pair}|: mean {g['mean']:.2e}, max {g['max']:.3f}   ({g['values'].size} tokens)")
+print("→", sampler_notes.gaps_note(four))
 logged = {k.split("/")[1]: v for k, v in four.record.items() if k.startswith("sampler/")}
 print("the step's record, sampler/:", "  ".join(f"{k} {v:.4g}" for k, v in list(logged.items())[:3]))
 print("                            ", "  ".join(f"{k} {v:.4g}" for k, v in list(logged.items())[3:]))
 display(Markdown(viz.sampler_lab.four_policy_table(four)))""",
-    r"""md:The rounding moves a log-prob far less, on average, than the step's two optimiser passes move it
-($|\log\pi_\theta - \log\pi_{\text{old}}|$), and the rung logs exactly these numbers (`sampler/logp_diff_mean`,
+    r"""md:The arrow compares the rounding with how far the step's two optimiser passes move a log-prob
+($|\log\pi_\theta - \log\pi_{\text{old}}|$), and the rung logs exactly the rounding's numbers (`sampler/logp_diff_mean`,
 `sampler/logp_diff_max`; with a correction, the weights' range in `sampler/is_ratio_*` and the share it changed in
 `sampler/corrected_frac`). Most tokens of a worked sum are nearly certain, $\log\pi \approx 0$ whatever the precision;
-the largest mismatch sits on a token the model is unsure of (the table), where rounding moves probability between
-close competitors. There $w_t$ and $r_t(\theta)$ are different numbers for different reasons: $w_t$ is what the
+where the model is unsure, rounding moves probability between close competitors — the table's title gives the
+$\pi_{\text{old}}$ of the token with the largest mismatch on this run. There $w_t$ and $r_t(\theta)$ are different numbers for different reasons: $w_t$ is what the
 sampler got wrong, $r_t(\theta)$ how far the update has moved.
 
 A completion's weight multiplies its tokens': its log is a sum of $T$ terms, whose variances add if they are
@@ -80,15 +83,19 @@ display(Image(data=viz.sampler_views.four_policies_figure(four)))""",
 $\sqrt{k}$ curve. The tiny task's completions are short; a reasoning completion of thousands of tokens sums a hundred
 times more terms, its log-weight spreads some ten times more, and its weight — the exponential of that sum — has a
 tail no single token's weight has. That is why, on long completions, a bound $C_{\max}$ reaches the sequence modes
-long before the token modes. This batch is too short to show it: its largest sequence weight is no larger than its
-largest token weight (one uncertain token makes both); the widget's hotter sampler (τ = 1.1) shows it even here. What
-each mode changes on this batch, at TRL's default $C_{\max} = 3$ and at a tight $C_{\max} = 1.01$ (`sampler_lab.kept`):""",
-    """display(Markdown(viz.sampler_lab.modes_markdown(four.main, c_maxes=(3.0, 1.01))))""",
-    r"""md:At $C_{\max} = 3$ no weight of this batch comes near the bound: every token keeps its $w_t$, the correction
-reweights and cuts nothing. At 1.01 the token modes change a few tokens and the sequence modes a third of the
-completions — here the same few uncertain tokens counted in bigger units, a completion going with its token — and
-`sequence_mask` takes those completions out of the loss entirely (their mean weight drops), where truncation only trims
-them.
+long before the token modes. The tiny task's completions are short, so whether this batch shows it is the run's to
+say: where one uncertain token makes both, the largest sequence weight is no larger than the largest token weight; a
+hotter sampler (τ = 1.1), whose token weights nearly all lean the same way, lets the product grow sooner. Both, on
+this run, come first below; then what each mode changes on this batch, at TRL's default $C_{\max} = 3$ and at a tight
+$C_{\max} = 1.01$ (`sampler_lab.kept`), and under the table the same in words:""",
+    """print(sampler_notes.tail_note(four))
+display(Markdown(viz.sampler_lab.modes_markdown(four.main, c_maxes=(3.0, 1.01))))
+print(sampler_notes.modes_note(four.main))""",
+    r"""md:A bound changes only the weights beyond it. At $C_{\max} = 3$ that takes a token (or a completion) the
+sampler under-drew threefold, which rounding at τ = 1 seldom does: where nothing reaches it, the correction reweights
+and cuts nothing. A tight bound like 1.01 reaches the few uncertain tokens, and the sequence modes count them in
+bigger units, a completion going with its token. Where a bound changes anything, `sequence_mask` takes those
+completions out of the loss entirely — its mean weight drops the most —, where truncation only trims them.
 
 ### The bias of not correcting, exactly
 
@@ -143,19 +150,26 @@ view""",
 display(Markdown(viz.sampler_lab.samplers_markdown(four, settings, c_max=3.0)))
 mean = {d: viz.sampler_lab.mismatch(four.batches[(d, 1.0)])["sampler/logp_diff_mean"] for d in ("float16", "bfloat16")}
 print(f"bfloat16's mean mismatch / float16's: {mean['bfloat16'] / mean['float16']:.1f}")
+hot_mean = viz.sampler_lab.mismatch(four.batches[("bfloat16", 1.1)])["sampler/logp_diff_mean"]
+print(f"bfloat16 at τ = 1.1, mean mismatch / at τ = 1: {hot_mean / mean['bfloat16']:.0f}")
 largest = max(viz.sampler_lab.sequence_spread(b)["token_w"][1] for b in four.batches.values())
 largest_seq = max(viz.sampler_lab.sequence_spread(b)["seq_w"][1] for b in four.batches.values())
 print(f"the largest w_t at any setting of the widget: {largest:.2f}; the largest w_i: {largest_seq:.2f}")
 hot = viz.sampler_lab.kept(four.batches[("bfloat16", 1.1)], 1.01, 1 / 1.01)["sequence_mask"]
+print(sampler_notes.c_max_note(four, 3.0))
 print(f"τ = 1.1, C_max = 1.01, C_min = 1/C_max: sequence_mask drops {hot['changed']} of {hot['of']} completions")""",
     r"""md:<details><summary>Answer</summary>
 
 (1) bfloat16, several times further (the ratio printed above): each of its roundings is 8 times coarser. float16
 buys its precision with range (nothing above 65504), which is why engines mostly sample in bfloat16 and live with
-the larger mismatch. (2) Larger, by more than an order of magnitude: a ten percent temperature mismatch dwarfs either
-rounding. A hotter sampler flattens the distribution, so the likely tokens — most
-of a completion — get $w_t$ a little above 1, and the unlikely tokens it now draws more often get $w_t$ well below 1.
-(3) Nothing: the largest weight anywhere, token or completion, is below 3 (printed above). $C_{\max}$ only bounds from above; the small
+the larger mismatch. (2) Larger, many times over (the second ratio printed above): a ten percent temperature mismatch
+moves every token's probability, where rounding moves only the uncertain ones a little. A hotter sampler flattens the
+distribution, so the likely tokens — most of a completion — get $w_t$ a little above 1, and the unlikely tokens it
+now draws more often get $w_t$ well below 1. (3) The run says: the line printed above lists every setting where a
+mode changed a weight. $C_{\max}$ only bounds from above, so it changes a weight only where the sampler under-drew a
+token, or a whole completion, more than threefold. Rounding at τ = 1 is far from that; a colder sampler (τ = 0.8)
+over-draws the likely tokens and under-draws the rest, so its largest weights come nearest to 3 (the table's last
+row) and, on some runs, pass it — a completion's product first. The small
 weights a hot sampler produces are reached by $C_{\min}$ — tick
 *C_min = 1/C_max* and slide $C_{\max}$ down: the sequence modes then take most of the completions (the last line).
 </details>

@@ -2,7 +2,9 @@
 section's text says of its numbers holds.
 
 The batch is the notebook's own (``sampler_lab.four_policies()``: about 20 s on a CPU, once per module); the
-categorical is exact and instant.
+categorical is exact and instant. The batch is sampled and trained on the machine that runs the tests, so a
+comparison of its numbers that could go either way is printed by the notebook (``sampler_notes``), and only its
+wording is tested; what is asserted of the numbers themselves holds with a wide margin, or by construction.
 """
 
 import sys
@@ -19,7 +21,7 @@ import torch  # noqa: E402
 
 from ladder import viz  # noqa: E402
 from ladder.rungs import grpo  # noqa: E402
-from ladder.viz import sampler_lab, sampler_views  # noqa: E402
+from ladder.viz import sampler_lab, sampler_notes, sampler_views  # noqa: E402
 
 TITLE = "## The fourth policy: when the sampler is not π_old"
 
@@ -41,21 +43,26 @@ def test_the_batch_is_the_rungs_step_as_the_text_describes_it(four):
     ours = sampler_lab.mismatch(four.main)                  # what the step logged, recomputed
     for key, value in ours.items():
         assert four.record[key] == pytest.approx(value, rel=1e-5, abs=1e-7), key
-    assert four.record["sampler/corrected_frac"] == 0.0     # C_max = 3 changes nothing on this batch
+    # C_max = 3 changes nothing on this batch: its largest w_t is within a few percent of 1 (1.03 here, 1.19 on an
+    # AVX512 machine), a threefold under-draw is far off
+    assert four.record["sampler/corrected_frac"] == 0.0 and sampler_lab.sequence_spread(four.main)["token_w"][1] < 2
 
 
 def test_the_four_policies_differ_and_the_sampler_least(four):
     gaps = sampler_lab.gaps(four)
     sampler, step, ref = (gaps[k]["mean"] for k in gaps)
-    assert 0 < sampler < step / 5 and ref > 0              # "far less, on average, than the step's two passes"
+    assert 0 < sampler < step and ref > 0                   # the bound of the arrow's wording (13 times less here)
+    note = sampler_notes.gaps_note(four)
+    assert f"{sampler:.2e} against {step:.2e}" in note and (f"{step / sampler:.0f} times less" in note) == \
+        (step >= 2 * sampler)
     same = sampler_lab.mismatch(four.batches[("same", 1.0)])
     assert same["sampler/logp_diff_max"] < 1e-4             # the trainer as its own sampler: kernel noise only
     b = four.main
     gap = (b.old_logp - b.sampling_logp).abs() * b.mask
     row, col = divmod(int(gap.argmax()), gap.shape[1])
-    assert b.old_logp[row, col].exp() < 0.9                 # the largest mismatch: a token the model is unsure of
     table = sampler_lab.four_policy_table(four)
     assert f"completion {row}," in table and table.count("\n| `") == 8
+    assert f"token {col}, π_old = {b.old_logp[row, col].exp().item():.2f})" in table
 
 
 def test_the_sequence_weight_spreads_with_length(four):
@@ -66,22 +73,29 @@ def test_the_sequence_weight_spreads_with_length(four):
     assert s["seq_std"] > 2 * s["token_std"]
     assert 0.5 * s["sqrt_length_token_std"] < s["seq_std"] < 1.5 * s["sqrt_length_token_std"]   # "towards √k"
     assert s["prefix_std"][0] < s["prefix_std"][-1]
-    # "too short to show it": here the largest sequence weight is no larger than the largest token weight;
-    # "the hotter sampler shows it even here"
-    assert s["seq_w"][1] <= s["token_w"][1]
-    hot = sampler_lab.sequence_spread(four.batches[("bfloat16", 1.1)])
-    assert hot["seq_w"][1] > hot["token_w"][1]
+    # which of the largest sequence and token weights is larger is the run's: the notebook prints it, worded from them
+    lines = sampler_notes.tail_note(four).splitlines()
+    for line, b in zip(lines, (four.main, four.batches[("bfloat16", 1.1)]), strict=True):
+        spread = sampler_lab.sequence_spread(b)
+        seq, token = spread["seq_w"][1], spread["token_w"][1]
+        assert f"w_i = {seq:.4f} is {'larger than' if seq > token else 'no larger than'} the largest token " \
+               f"weight w_t = {token:.4f}" in line
 
 
 def test_what_each_mode_keeps(four):
     b = four.main
     assert all(d["changed"] == 0 for d in sampler_lab.kept(b, 3.0).values())
     tight = sampler_lab.kept(b, 1.01)
-    token, seq = tight["token_truncate"]["frac"], tight["sequence_truncate"]["frac"]
-    assert 0 < token < 0.05 and seq > 0.2 and seq > 5 * token       # "a few tokens, a good share of the completions"
+    assert tight["token_truncate"]["changed"] > 0                                 # "reaches the few uncertain tokens"
     assert tight["token_mask"]["changed"] == tight["token_truncate"]["changed"]   # the same tokens, another weight
-    assert 0.25 < seq < 0.45                                                     # "a third of the completions"
-    assert tight["sequence_mask"]["mean_weight"] < tight["sequence_truncate"]["mean_weight"] - 0.1
+    assert tight["sequence_mask"]["changed"] == tight["sequence_truncate"]["changed"]
+    if tight["sequence_truncate"]["changed"]:                                      # "its mean weight drops the most"
+        assert tight["sequence_mask"]["mean_weight"] < tight["sequence_truncate"]["mean_weight"]
+    note = sampler_notes.modes_note(b).splitlines()
+    assert note[0].startswith("C_max = 3: no weight reaches it") and note[1] == (
+        f"C_max = 1.01: the token modes change {tight['token_truncate']['changed']} of {tight['token_truncate']['of']} "
+        f"tokens ({tight['token_truncate']['frac']:.1%}), the sequence modes {tight['sequence_truncate']['changed']} "
+        f"of {tight['sequence_truncate']['of']} completions ({tight['sequence_truncate']['frac']:.0%})")
     w = sampler_lab.core.sampler_weights(b.old_logp, b.sampling_logp, b.mask, "sequence_truncate", None, 1.01)
     assert int((w == 1.01).sum()) == tight["sequence_truncate"]["changed"]
     md = sampler_lab.modes_markdown(b, (3.0, 1.01))
@@ -90,14 +104,17 @@ def test_what_each_mode_keeps(four):
 
 def test_the_widgets_answers(four):
     mean = {key: sampler_lab.mismatch(b)["sampler/logp_diff_mean"] for key, b in four.batches.items()}
-    assert 2 < mean[("bfloat16", 1.0)] / mean[("float16", 1.0)] < 8        # "several times"; roundings 8× apart
-    assert mean[("bfloat16", 1.1)] > 10 * mean[("bfloat16", 1.0)]          # "more than an order of magnitude"
+    assert mean[("bfloat16", 1.0)] > 2 * mean[("float16", 1.0)]            # "several times" (8 here, 8.7 elsewhere)
+    assert mean[("bfloat16", 1.1)] > 3 * mean[("bfloat16", 1.0)]           # "many times over" (22 here)
     hot = four.batches[("bfloat16", 1.1)]
     log_w = hot.log_w[hot.mask.bool()]
     assert (log_w > 0).float().mean() > 0.5 and log_w.exp().min() < 0.7      # most a little above 1, a few well below
-    for b in four.batches.values():                                           # nothing anywhere reaches C_max = 3
-        spread = sampler_lab.sequence_spread(b)
-        assert spread["token_w"][1] < 3 and spread["seq_w"][1] < 3
+    # what C_max = 3 changes is the run's (the largest w_i at τ = 0.8: 2.2 here, 4.56 elsewhere): printed, worded
+    changed = [f"{s} at τ = {t:g}" for (s, t), b in four.batches.items()
+               if any(d["changed"] for d in sampler_lab.kept(b, 3.0).values())]
+    note = sampler_notes.c_max_note(four, 3.0)
+    assert note.startswith("at C_max = 3 no mode changes any weight") if not changed else \
+        all(f"{setting} (" in note for setting in changed) and note.count("; ") == len(changed) - 1
     two_sided = sampler_lab.kept(hot, 1.01, 1 / 1.01)["sequence_mask"]
     assert two_sided["frac"] > 0.5                                            # "most of the completions"
     assert torch.finfo(torch.bfloat16).eps == 2.0 ** -7 and torch.finfo(torch.float16).eps == 2.0 ** -10  # 8, 11 bits

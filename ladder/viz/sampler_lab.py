@@ -233,7 +233,9 @@ def four_policy_table(four: FourPolicies, width: int = 8) -> str:
     gap = ((b.old_logp - b.sampling_logp).abs() * b.mask)
     row, col = divmod(int(gap.argmax().item()), gap.shape[1])
     start = max(0, min(col - width // 2, len(four.tokens[row]) - width))
-    lines = [f"completion {row}, tokens {start}–{start + width - 1} (the largest mismatch of the batch is token {col})",
+    p_old = b.old_logp[row, col].exp().item()
+    lines = [f"completion {row}, tokens {start}–{start + width - 1} (the largest mismatch of the batch is token {col}, "
+             f"π_old = {p_old:.2f})",
              "", "| token | log π_sampler | log π_old | log π_θ | log π_ref | w_t = π_old/π_sampler "
              "| r_t(θ) = π_θ/π_old |", "|---|---|---|---|---|---|---|"]
     for t in range(start, min(start + width, len(four.tokens[row]))):
