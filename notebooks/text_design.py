@@ -150,7 +150,7 @@ sequence level clip more or fewer of the tokens with $\hat A \neq 0$ than the to
 view""",
     r"""md:<details><summary>Answer</summary>
 
-More. At 0.2 the sequence level clips nothing here, while the token level already loses the outlying tokens. Each
+More. At 0.2 the sequence level clips little or nothing, while the token level already loses the outlying tokens. Each
 $s_i$ averages its tokens' log-ratios, so it is less extreme than its most outlying tokens, but all of a completion's
 tokens share it: once $\varepsilon$ falls below that spread, whole completions go at once, every token with them. The next cell
 prints both shares at $\varepsilon$ = 0.2, at 0.05, and at GSPO's pair.
@@ -165,10 +165,10 @@ t = view.data["table"]
 print(f"{len(t.pieces)} completions, {t.group_size} per prompt")
 view.controls["eps"].value, view.controls["high"].value = 0.2, 1.0
 view.controls["level"].value = "sequence"     # the widget above now strikes tokens through at the sequence level""",
-    r"""md:At GSPO's pair the sequence level clips a far larger share of the tokens than the token level does at GRPO's 0.2 (here
-after $\mu = 3$ passes on one toy batch, so read the share as this batch's, not as GSPO's usual rate) —
-the GSPO paper reports the same of its own runs — yet each clipped completion is a whole, consistent decision rather
-than a scatter of single tokens.""",
+    r"""md:Compare the last line with the first: at GSPO's pair the sequence level clips a far larger share of the tokens than
+the token level does at GRPO's 0.2 — the GSPO paper reports the same of its own runs; here it is one toy batch after
+$\mu = 3$ passes, so read the shares as this batch's, not as GSPO's usual rate — yet each clipped completion is a
+whole, consistent decision rather than a scatter of single tokens.""",
     r"""md:## 4 · The league
 
 Finally, the methods against each other on the tiny task, trained by the real rung: `grpo.train` with

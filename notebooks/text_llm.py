@@ -54,7 +54,7 @@ rewards""",
 `python -m ladder.run ppo-sentiment --preset tiny --use-exercises` trains with your version.""",
     r"""md:## Run it
 
-`USE_GPU = False` runs the **tiny preset** for a few updates: a tiny GPT-2 that ladder builds and caches,
+`USE_GPU = False` runs the **tiny preset** for a few updates: a tiny GPT-2 that ladder built and ships,
 bundled review openings, VADER as the reward model — offline, on a CPU. On a GPU set `USE_GPU = True`
 for the real thing (`lvwerra/gpt2-imdb`, `lvwerra/distilbert-imdb`, IMDB), the same as
 
@@ -136,7 +136,8 @@ table = lm_tokens.token_table(batch, row)                                # the p
 print(f"{batch.texts[row]!r}: score {table['score']:+.4f}, β = {table['kl_coef']}, "
       f"γ = {table['gamma']}, λ = {table['lam']}")
 display(Markdown(lm_tokens.token_table_markdown(table)))""",
-    r"""md:The score sits on the last real token (here the end-of-text token: the completion stopped itself). One token's
+    r"""md:The score sits on the last real token (the end-of-text token where the completion stopped itself, else the last
+token `max_new_tokens` allowed). One token's
 $k_1$ can be negative — $\pi_{\text{old}}$ gave it less probability than $\pi_{\text{ref}}$ — only its expectation over
 $a_t \sim \pi_{\text{old}}$ is a KL, $\ge 0$. The identity, on the same completion with $\gamma = \lambda = 1$:""",
     """exact = lm_tokens.token_table(batch, row, gamma=1.0, lam=1.0)
@@ -152,9 +153,10 @@ gae_view""",
     print(f"λ = {lam:<4}:  Â_0 = {t['advantage'][0]:+.4f}   Â_last = {t['advantage'][-1]:+.4f}")""",
     r"""md:<details><summary>Answer</summary>
 
-$\hat A_0$ falls (on this completion) from the preset's λ = 0.95 value towards the one-step $\delta_0 = r_0 + \gamma V_1 - V_0$
+$\hat A_0$ moves from the preset's λ = 0.95 value to the one-step $\delta_0 = r_0 + \gamma V_1 - V_0$
 at $\lambda = 0$ (at λ = 1 it is the whole sum of rewards minus $V_0$, printed above): at $\lambda = 0$ the score reaches the first
-token only through the critic's $V_1$, and this critic's $V_1$ is below the score still to come, so $\hat A_0$ shrinks. The last token's $\hat A = r_{T-1} - V_{T-1}$ does
+token only through the critic's $V_1$, so $\hat A_0$ shrinks where $V_1$ is below the rewards still to come and grows where it
+is above — the printout shows which, on this completion. The last token's $\hat A = r_{T-1} - V_{T-1}$ does
 not move: nothing comes after it, whatever $\gamma$ and $\lambda$ are. The printout above shows both.
 </details>""",
     r"""md:## Reward vs KL: what $\beta$ buys
@@ -188,8 +190,9 @@ view.controls["beta"].value = 0.0     # the β = 0 run: its completions now sit 
 [(s["after"], s["after_score"]) for s in view.data["samples"]]""",
     r"""md:<details><summary>Answer</summary>
 
-With $\beta = 0$ the score is near its maximum, and the text is no longer a review: the policy found what
-VADER likes and repeats it, at about ten times the KL of $\beta = 0.2$ (the ratio printed above). With $\beta = 1$ the policy hardly moves. In between, the score
+With $\beta = 0$ nothing holds the walk back: the text drifts from a review towards what VADER likes, repeated, at
+several times the KL of $\beta = 0.2$ (the ratio printed above: how many times is the run's). With $\beta = 1$ the
+policy stays closest to $\pi_{\text{ref}}$. In between, the score
 rises while the KL stays modest — the trade-off PPO-RLHF is tuned for. The adaptive controller (the default,
 `--kl-target`) picks $\beta$ for you by steering the KL towards a target instead.
 </details>
@@ -293,7 +296,7 @@ gets $\pi_{\text{ref}}$ for free: the reference log-probs are the same model wit
 
 ## Run it: a few steps of the tiny preset
 
-The tiny preset (a tiny instruct model ladder builds and caches on first use — about a minute —
+The tiny preset (a tiny instruct model ladder built and ships with the package,
 and synthetic two-digit addition) runs on a CPU, 4-bit included. Two steps here; the reward is the
 correctness reward plus the format reward, so a right, well-formatted answer earns 2.
 A group whose $G$ rewards are all equal has $\hat A = 0$ and, with $\pi_\theta = \pi_{\text{ref}}$ at the start of training, the
@@ -353,7 +356,7 @@ $$\mathbb{E}_{c\sim\pi_{\text{old}}}\Big[\frac{\pi_\theta(c)}{\pi_{\text{old}}(c
 and the shaded bands show mean ± std of each estimate over such fresh samples. Building $\pi_{\text{old}}$ and the batch
 takes about 15 seconds, once; each setting of the sliders then costs well under a second per pass (CPU). The preset
 has one minibatch ($M = 1$), so $\pi_\theta = \pi_{\text{old}}$ until the first optimiser step, at the end of pass 1: every pass-1
-ratio is exactly 1.""",
+ratio is 1, to float32 rounding.""",
     r"""md:**Predict first.** Slide $\mu$ from 1 to 8. Will the plain $k_3$ average (biased) and the importance-weighted one
 (corrected) move away from the exact KL$(\pi_\theta\,\|\,\pi_{\text{ref}})$ together, or will one of them stay with it?""",
     """view = viz.lm_mu_view(mu=4, lr=3e-4, clip_eps=0.2)
@@ -373,8 +376,9 @@ hundred tokens (the histogram is on a log scale) — and in the fraction of grou
 the same, so their $\hat A = 0$ and only the KL term moves them. The plain $k_3$ average drifts away from the exact KL as
 $\mu$ grows; the corrected one's expectation over fresh samples *is* the exact KL (the second line of each μ
 printed above), but one batch's value is noisy — its std there is a good part of the KL itself: a few positions, and
-tokens $\pi_{\text{old}}$ seldom samples, carry much of the KL, so this batch's corrected value sits below the exact one. Try the preset's learning rate `1e-3`: Adam's first steps are large, the plain
-estimate overshoots several-fold, and the corrected band widens.
+tokens $\pi_{\text{old}}$ seldom samples, carry much of the KL, so this batch's corrected value can sit well off the exact one
+(compare them in the first line of each μ). Try the preset's learning rate `1e-3`: Adam's first steps are large, the
+plain estimate overshoots further, and the corrected band widens.
 
 **Exercises:** `ex10_group_relative.py` and `ex11_aggregate.py`; then
 `python -m ladder.run grpo --preset tiny --use-exercises` trains with your `group_relative` and `aggregate`.""",

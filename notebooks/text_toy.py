@@ -156,7 +156,8 @@ summary = reinforce.train(cfg)
     r"""md:The two returns in the plot measure different episodes. `eval_return_mean` in the summary comes from separate
 **greedy** evaluation episodes: the argmax action at every step. The training return is the mean over the
 `episodes_per_update` episodes of each batch, played with **sampled** actions: a stochastic policy now and then pushes the wrong way and
-drops the pole sooner, so the training curve sits well below the greedy one.
+drops the pole sooner, so the training curve tends to sit below the greedy one (compare the last training returns
+printed above with `eval_return_mean`).
 
 Try `baseline="none"` and compare the curves: much more noise. Whitening subtracts the batch mean (a baseline:
 the expected gradient stays the same) and divides by the batch's std (which rescales the gradient, as a learning
@@ -259,7 +260,7 @@ rows = [f"| {k} | {r.min():.3f} … {r.max():.3f} | {bridge['removed_share'][k]:
         f"| {bridge['norm_ratio'][k]:.4f} | {bridge['cosine_is'][k]:.4f} | {bridge['norm_ratio_is'][k]:.4f} |"
         for k, r in enumerate(bridge["ratios"])]
 display(Markdown("\\n".join([header, "|---:|:---:|---:|---:|---:|---:|---:|", *rows])))""",
-    r"""md:Step 0 is $\theta = \theta_{\text{old}}$: every ratio is 1 and the two gradients agree to float32 rounding (the
+    r"""md:Step 0 is $\theta = \theta_{\text{old}}$: every ratio is 1 and the two gradients agree, both to float32 rounding (the
 printed difference), so the surrogate's first step is REINFORCE's. From step 1 on the ratios spread; from the
 first step where *clip removed* is above 0 the rows part:
 

@@ -62,7 +62,8 @@ def test_update_first_minibatch_of_first_pass_has_ratio_one():
     mb, logp = calls[0]
     real = mb.mask.bool()
     ratio = torch.exp(logp - mb.old_logp)
-    assert torch.all(ratio[real] == 1.0)
+    # 1 up to float32 rounding: old_logp came from a forward over other rows, whose kernels may round otherwise
+    assert torch.allclose(ratio[real], torch.ones_like(ratio[real]), atol=1e-5, rtol=0)
     # after the first optimiser step the policy has moved: the next minibatch's ratio is not 1
     mb2, logp2 = calls[1]
     ratio2 = torch.exp(logp2 - mb2.old_logp)
@@ -285,7 +286,7 @@ def test_update_rejects_bad_config():
 
 def test_update_first_ratio_is_one_seen_through_torch_exp():
     # the ratio is exp(logp - old_logp) computed with torch.exp inside update(); spying on it shows
-    # the very first ratio tensor of a reused batch is exactly one on the first minibatch.
+    # the very first ratio tensor of a reused batch is one on the first minibatch (to float32 rounding).
     policy = LinearPolicy()
     batch = make_batch(policy, B=8)
     seen = []
@@ -309,8 +310,8 @@ def test_update_first_ratio_is_one_seen_through_torch_exp():
     finally:
         mp.undo()
     assert len(seen) >= 6
-    assert torch.all(seen[0] == 1.0)
-    assert not torch.all(seen[-1] == 1.0)
+    assert torch.allclose(seen[0], torch.ones_like(seen[0]), atol=1e-5, rtol=0)  # 1 up to float32 rounding
+    assert not torch.allclose(seen[-1], torch.ones_like(seen[-1]), atol=1e-5, rtol=0)
 
 
 # --------------------------------------------------------------------------- update: ratio level, objective
