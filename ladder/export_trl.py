@@ -30,12 +30,14 @@ import copy
 import os
 import shlex
 import textwrap
+from contextlib import suppress
 from dataclasses import fields
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from ladder import rewards, trl_map
 from ladder.rungs.grpo_options import Config, validate
+from ladder.runlog import UsageError
 from ladder.tasks import arithmetic, math_problems
 
 DEVICES = ("cpu", "cuda")
@@ -363,19 +365,36 @@ def script(cfg: Config, exported_from: str | os.PathLike | None = None) -> str:
 
 
 def write(cfg: Config, path: str | os.PathLike) -> dict:
-    """Write the script for ``cfg`` to ``path``; a summary like a run's (nothing is trained).
-
-    The options are checked as for a run first: a missing ``FILE.py:FN``, and sizes that do not fit the
-    data when it is at hand (the arithmetic task, a local file; a hub dataset is loaded by the script),
-    are one line now, not an error in the script."""
+    """Write the script for ``cfg`` to ``path``; a summary like a run's (nothing is trained). The options are
+    checked as for a run first: a missing ``FILE.py:FN``, and sizes that do not fit the data at hand (the
+    arithmetic task, a local file; a hub dataset is loaded by the script) are one line now, as is ``path``."""
     validate(cfg)
     rewards.load_all(cfg.reward_funcs)
     if cfg.task == "arithmetic" or Path(cfg.dataset).is_file():
         math_problems.split(cfg.task, cfg.dataset, cfg.eval_size, cfg.train_size, cfg.prompts_per_step)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(script(cfg))
+    write_whole(path, script(cfg))
     shared, _ = config_values(cfg)
     unsupported = [r.ladder_option for r in trl_map.not_in_trl("grpo") if r.applies is not None and r.applies_to(cfg)]
     return {"rung": "grpo", "export_trl": str(path), "model": cfg.model, "trainer": "trl.GRPOTrainer",
             "max_steps": shared["max_steps"][0], "not_in_trl": ", ".join(unsupported) or "none"}
+
+
+def write_whole(path: str | os.PathLike, text: str) -> None:
+    """``text`` into ``path`` through a temporary file beside it, making missing parent directories. A directory,
+    or a place that cannot be written, is one line, and nothing is left behind (no partial file, no new folder)."""
+    target = Path(path)
+    if target.is_dir() or str(path).endswith(("/", os.sep)):
+        raise UsageError(f"--export-trl {path} is a directory; give a file name for the script, such as grpo_trl.py")
+    if any(parent.exists() and not parent.is_dir() for parent in target.parents):
+        raise UsageError(f"--export-trl {path}: a parent of it is a file, not a directory")
+    made, tmp = [p for p in target.parents if not p.exists()], target.with_name(f".{target.name}.tmp")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text)
+        os.replace(tmp, target)
+    except OSError as e:
+        with suppress(OSError):  # the partial file, then the folders made for it, the deepest first
+            tmp.unlink(missing_ok=True)
+            for directory in made:
+                directory.rmdir()
+        raise UsageError(f"--export-trl {path}: cannot write there ({e.strerror or type(e).__name__})") from None

@@ -7,14 +7,19 @@ A reward function maps completions (and the reference answers) to one number eac
 ``--reward-funcs`` names built-ins (``correctness``, ``format``) or ``FILE.py:FUNCTION`` /
 ``MODULE:FUNCTION``; the total reward is r_i = Σ_f w_f · f(completion_i). A function that raises,
 returns the wrong number of rewards or a non-finite one stops the run with one line naming the
-function and the completion.
+function and the completion. A user's module or function that exits (``sys.exit``, or ``argparse``
+parsing ladder's own command line) is one line too, at import as at call: what the user's code prints
+is held while it runs and passed on once it returns.
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
+import io
+import sys
 from collections.abc import Callable
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import torch
@@ -31,21 +36,58 @@ def load_reward_function(spec: str) -> tuple[str, Callable]:
     if not where or not attr:
         raise UsageError(f"--reward-funcs: {spec!r} is neither a built-in ({', '.join(arithmetic.REWARD_FUNCTIONS)}) "
                          f"nor FILE.py:FUNCTION / MODULE:FUNCTION")
+    printed = []
     try:
-        if where.endswith(".py"):
-            module_spec = importlib.util.spec_from_file_location(Path(where).stem, where)
-            if module_spec is None or not Path(where).is_file():
-                raise FileNotFoundError(where)
-            module = importlib.util.module_from_spec(module_spec)
-            module_spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(where)
+        with _output_held(printed):
+            module = _import(where)
         fn = getattr(module, attr)
-    except Exception as e:  # noqa: BLE001 - whatever the user's file does wrong, it is one line for them
-        raise UsageError(f"--reward-funcs: cannot load {spec!r} ({type(e).__name__}: {_one_line(e)})") from None
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # noqa: BLE001 - whatever the user's file does wrong (sys.exit too): one line
+        what = f"importing it called {_exited(e)}" if _exited(e) else f"{type(e).__name__}: {_one_line(e)}"
+        raise UsageError(f"--reward-funcs: cannot load {spec!r} ({what}{_printed(printed)})") from None
     if not callable(fn):
         raise UsageError(f"--reward-funcs: {spec!r} is not a function")
     return attr, fn
+
+
+def _import(where: str):
+    """``FILE.py`` (from its path) or ``MODULE`` (from the import path)."""
+    if not where.endswith(".py"):
+        return importlib.import_module(where)
+    module_spec = importlib.util.spec_from_file_location(Path(where).stem, where)
+    if module_spec is None or not Path(where).is_file():
+        raise FileNotFoundError(where)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
+
+
+@contextmanager
+def _output_held(printed: list[str] | None):
+    """What the user's code prints while inside is held: passed on if it returns (``printed`` None: dropped).
+    If it raises or exits, nothing is passed on, so that the error stays one line, and its last printed
+    line goes into ``printed`` (argparse prints its usage and the error, then exits)."""
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            yield
+    except BaseException:
+        if printed is not None:
+            printed.extend([line for line in (out.getvalue() + err.getvalue()).splitlines() if line.strip()][-1:])
+        raise
+    if printed is not None:
+        sys.stdout.write(out.getvalue())
+        sys.stderr.write(err.getvalue())
+
+
+def _exited(error: BaseException) -> str | None:
+    """``sys.exit(2)`` for an exit, None for an exception."""
+    return f"sys.exit({'' if error.code is None else repr(error.code)})" if isinstance(error, SystemExit) else None
+
+
+def _printed(printed: list[str]) -> str:
+    return f"; it printed {_one_line(printed[-1], 100)!r}" if printed else ""
 
 
 def _specs(funcs: str) -> list[str]:
@@ -75,7 +117,7 @@ def weights(funcs: str, weights_text: str | None) -> dict[str, float]:
     return dict(zip(names, values))
 
 
-def _one_line(error: Exception, limit: int = 120) -> str:
+def _one_line(error: BaseException | str, limit: int = 120) -> str:
     text = " ".join(str(error).split())
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
@@ -85,20 +127,31 @@ def _sample(completions: list[str], i: int) -> str:
     return f"completion {i}: {text!r}"
 
 
+def _first_failing(fn: Callable, completions: list[str], answers: list[str]) -> str:
+    """`` on completion i: '…'``: the first sample ``fn`` fails on alone, or the batch's size if none does."""
+    for i in range(len(completions)):
+        try:
+            with _output_held(None):
+                fn(completions[i:i + 1], answers[i:i + 1])
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # noqa: BLE001
+            return f" on {_sample(completions, i)}"
+    return f" on the batch of {len(completions)} completions (each one alone scores fine)"
+
+
 def call_reward(name: str, fn: Callable, completions: list[str], answers: list[str]) -> torch.Tensor:
     """``fn(completions, answers)`` as a float tensor ``[N]``; a failing, short or non-finite result is one line."""
+    printed = []
     try:
-        values = fn(completions, answers)
-    except Exception as e:  # noqa: BLE001 - the user's function: name it and the sample it failed on
-        where = ""
-        for i in range(len(completions)):  # find the first sample it fails on alone
-            try:
-                fn(completions[i:i + 1], answers[i:i + 1])
-            except Exception:  # noqa: BLE001
-                where = f" on {_sample(completions, i)}"
-                break
-        where = where or f" on the batch of {len(completions)} completions (each one alone scores fine)"
-        raise UsageError(f"reward function {name!r} raised {type(e).__name__}: {_one_line(e)}{where}") from None
+        with _output_held(printed):
+            values = fn(completions, answers)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as e:  # noqa: BLE001 - the user's function (sys.exit too): name it and the sample
+        where = _first_failing(fn, completions, answers)
+        what = f"called {_exited(e)}" if _exited(e) else f"raised {type(e).__name__}: {_one_line(e)}"
+        raise UsageError(f"reward function {name!r} {what}{where}{_printed(printed)}") from None
     try:
         rewards = torch.tensor([float(v) for v in values], dtype=torch.float32)
     except (TypeError, ValueError):

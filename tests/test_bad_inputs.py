@@ -74,7 +74,8 @@ CASES = [
     pytest.param(GRPO + " --dataset {empty}", "--dataset .*empty.jsonl: no rows", id="dataset-empty"),
     pytest.param(GRPO + " --dataset {malformed}", r"--dataset .*malformed.jsonl: not valid JSON/JSONL",
                  id="dataset-malformed"),
-    pytest.param(GRPO + " --dataset {fields}", "every row needs 'question' and 'answer' fields",
+    pytest.param(GRPO + " --dataset {fields}", r"--dataset .*fields.jsonl: line 1: no 'question' field; every row "
+                 r"needs a 'question' string and an 'answer' \(a string ending in '#### N', or a number\)",
                  id="dataset-missing-fields"),
     pytest.param(GRPO + " --dataset {one}", r"--dataset .*one.jsonl: 1 row, nothing left to train on; a dataset "
                  r"with one split holds out its last rows", id="dataset-one-row"),

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import copy
 import ctypes
+import json
 import logging
 from contextlib import contextmanager
+from pathlib import Path
 
 import torch
 
@@ -122,6 +124,48 @@ def load_causal_lm(model_id: str, device: torch.device, *, qlora: bool = False, 
         with peft_wraps_quietly():
             model = get_peft_model(model, lora_config(lora_r, lora_alpha, fan_in_fan_out=conv1d))
     return model
+
+
+def check_adapter(adapter_dir: str, model: torch.nn.Module, model_id: str) -> None:
+    """A LoRA adapter that fits ``model``, or a one-line error: every ``lora_A`` / ``lora_B`` weight saved in
+    ``adapter_dir`` must sit on a layer of ``model`` with the same input / output size (an adapter trained
+    on another base model fits nowhere, or not in size). The error names the base it was trained on."""
+    from safetensors import safe_open
+
+    config_path, weights = Path(adapter_dir) / "adapter_config.json", Path(adapter_dir) / "adapter_model.safetensors"
+    if not weights.exists():  # an older adapter_model.bin: peft loads it as it is
+        return
+    try:
+        base = json.loads(config_path.read_text()).get("base_model_name_or_path")
+        with safe_open(weights, "pt") as f:
+            shapes = {name: tuple(f.get_slice(name).get_shape()) for name in f.keys()}
+    except Exception as e:  # noqa: BLE001 - unreadable, torn, not JSON or not safetensors: the same line
+        raise UsageError(f"--adapter {adapter_dir}: not a readable LoRA adapter ({type(e).__name__}); pass the "
+                         f"OUT/adapter directory of a grpo run") from None
+    for name, shape in shapes.items():
+        problem = _misfit(model, name, shape)
+        if problem:
+            trained_on = f"it was trained on {base!r}, " if base else ""
+            raise UsageError(f"--adapter {adapter_dir} does not fit --model {model_id} ({problem}); {trained_on}"
+                             f"evaluate it with the model it was trained on")
+
+
+def _misfit(model: torch.nn.Module, name: str, shape: tuple) -> str | None:
+    """What is wrong with the saved LoRA weight ``name`` of ``shape`` on ``model`` (None: it fits, or it is not
+    a lora_A / lora_B weight). lora_A is [r, input size], lora_B [output size, r]."""
+    kind = next((k for k in ("lora_A", "lora_B") if name.endswith(f".{k}.weight")), None)
+    if kind is None:
+        return None
+    layer_name = name.removesuffix(f".{kind}.weight").removeprefix("base_model.model.")
+    try:
+        layer = model.get_submodule(layer_name)
+    except AttributeError:
+        return f"the model has no layer {layer_name}"
+    which, saved = ("input", shape[1]) if kind == "lora_A" else ("output", shape[0])
+    # nn.Linear (and bitsandbytes' 4-bit one): in_features, out_features; GPT-2's Conv1D: nx, nf
+    names = ("in_features", "nx") if which == "input" else ("out_features", "nf")
+    here = next((getattr(layer, n) for n in names if hasattr(layer, n)), saved)
+    return f"{layer_name} has {which} size {here}, the adapter's {saved}" if here != saved else None
 
 
 def make_optimizer(params, lr: float, name: str, device: torch.device):

@@ -57,10 +57,12 @@ CURVES = [Panel("reward", "mean over the update's completions", {"reward": ""}),
 
 class ProblemStream:
     """The training problems in a shuffled order, reshuffled after each pass; the same order in every
-    process (each takes its share of what is drawn). A checkpoint part."""
+    process (each takes its share of what is drawn). A checkpoint part; it keeps the fingerprint of its
+    ``source`` too (--dataset, ``math_problems.fingerprint``) and refuses to resume on data that changed."""
 
-    def __init__(self, problems: list[dict], seed: int):
+    def __init__(self, problems: list[dict], seed: int, source: tuple[str | None, str | None] = (None, None)):
         self.problems, self.rng, self.order = problems, random.Random(seed), []
+        self.source = source
 
     def draw(self, n: int) -> list[dict]:
         picked = []
@@ -72,9 +74,11 @@ class ProblemStream:
         return picked
 
     def state_dict(self) -> dict:
-        return {"rng": self.rng.getstate(), "order": list(self.order)}
+        return {"rng": self.rng.getstate(), "order": list(self.order), "dataset": self.source[1]}
 
     def load_state_dict(self, state: dict) -> None:
+        dataset, fingerprint = self.source  # the order indexes the problems: they must be those it was drawn from
+        math_problems.check_unchanged(dataset, state.get("dataset"), fingerprint)
         self.rng.setstate(state["rng"])
         self.order = list(state["order"])
 
@@ -292,13 +296,15 @@ def train(cfg: Config) -> dict:
     device = placement(cfg)
     seed_everything(cfg.seed)
     system_prompt, problems, held_out, model_path, tokenizer = load_task(cfg)
+    source = (cfg.dataset, math_problems.fingerprint(cfg.task, cfg.dataset))  # a --resume checks it is the same
+    reward_funcs = rewards.load_all(cfg.reward_funcs)  # a user's module runs before the run directory exists
     procs = Processes(device)  # after the tiny model is built and cached (see ladder.distributed)
     # The output directory is claimed (finished run? --overwrite? another run in it?) before the model loads.
     with RunSession(cfg, NAME, asdict(cfg), total=cfg.steps, procs=procs) as run:
         policy, optimizer = load_policy(cfg, model_path, device)
         run.seed_each_process()  # the weights above are the same everywhere; the samples from here on are not
         step = Step(cfg, policy, procs.wrap(policy), tokenizer, optimizer, update_config(cfg),
-                    ProblemStream(problems, cfg.seed), system_prompt, rewards.load_all(cfg.reward_funcs),
+                    ProblemStream(problems, cfg.seed, source), system_prompt, reward_funcs,
                     reward_weights(cfg), procs, run.skipped_steps)
         parts = {"policy": policy, "optimizer": optimizer, "problems": step.stream,
                  **({"reference": ReferenceWeights(policy)} if cfg.ref_sync_every else {})}

@@ -10,6 +10,7 @@ trains on the same first list. ``resolve_model`` turns the ``@tiny-math`` alias 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -36,15 +37,59 @@ def system_prompt(task: str, given: str | None = None) -> str:
 
 # --- GSM8K ------------------------------------------------------------------------------------
 
-def _rows_from_file(path: Path) -> list[dict]:
-    text = path.read_text()
+def _read_text(path: Path) -> str:
+    """The file as text; a UTF-8 byte-order mark (as some Windows editors save) is not part of the JSON."""
     try:
-        if path.suffix == ".jsonl":
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
-        data = json.loads(text)
-        return data if isinstance(data, list) else data.get("train", data.get("rows", []))
-    except (ValueError, AttributeError) as e:
-        raise UsageError(f"--dataset {path}: not valid JSON/JSONL ({e.__class__.__name__})") from None
+        return path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise UsageError(f"--dataset {path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+    except OSError as e:
+        raise UsageError(f"--dataset {path}: cannot read it ({e.strerror or type(e).__name__})") from None
+
+
+def _rows_from_file(path: Path) -> list[tuple[str, object]]:
+    """(where, row) pairs: a JSONL file's rows by line number, a JSON file's by their place in its list."""
+    text = _read_text(path)
+    if path.suffix == ".jsonl":
+        rows = []
+        for n, line in enumerate(text.splitlines(), 1):
+            if line.strip():
+                rows.append((f"line {n}", _json(path, line, f" at line {n}")))
+        return rows
+    data = _json(path, text)
+    if isinstance(data, dict):
+        data = data.get("train", data.get("rows", []))
+    if not isinstance(data, list):
+        raise UsageError(f"--dataset {path}: holds {_json_kind(data)}, not a list of rows (nor an object with a "
+                         f"'train' or 'rows' list)")
+    return [(f"row {n}", row) for n, row in enumerate(data, 1)]
+
+
+def _json(path: Path, text: str, where: str = ""):
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise UsageError(f"--dataset {path}: not valid JSON/JSONL ({e.__class__.__name__}{where})") from None
+
+
+def _problem(dataset: str, where: str, row) -> dict:
+    """A row as a problem {question, answer: the number after '####'}; a row without a 'question' string or
+    an 'answer' string (or number) is one line naming the file, the row and the field."""
+    need = "every row needs a 'question' string and an 'answer' (a string ending in '#### N', or a number)"
+    if not isinstance(row, dict):
+        raise UsageError(f"--dataset {dataset}: {where} is {_json_kind(row)}, not an object; {need}")
+    for field, kinds in (("question", (str,)), ("answer", (str, int, float))):
+        if field not in row:
+            raise UsageError(f"--dataset {dataset}: {where}: no '{field}' field; {need}")
+        if not isinstance(row[field], kinds) or isinstance(row[field], bool):
+            raise UsageError(f"--dataset {dataset}: {where}: '{field}' is {_json_kind(row[field])}; {need}")
+    return {"question": row["question"], "answer": arithmetic.gold_answer(str(row["answer"]))}
+
+
+def _json_kind(value) -> str:
+    names = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
+             list: "a list", dict: "an object"}
+    return names.get(type(value), type(value).__name__)
 
 
 def load_gsm8k(dataset: str = "openai/gsm8k", split: str = "train", limit: int | None = None) -> list[dict]:
@@ -61,15 +106,13 @@ def load_gsm8k(dataset: str = "openai/gsm8k", split: str = "train", limit: int |
         try:
             from datasets import load_dataset
 
-            rows = list(load_dataset(source, "main", split=split))
+            rows = [(f"row {n}", row) for n, row in enumerate(load_dataset(source, "main", split=split), 1)]
         except Exception as e:  # noqa: BLE001 - unknown id, no such split, bad files: one message
             raise UsageError(f"--dataset {dataset!r}: cannot load split {split!r} ({e.__class__.__name__}); "
                              f"pass a local .jsonl file with question/answer rows, or use --preset tiny") from None
     if not rows:
         raise UsageError(f"--dataset {dataset}: no rows")
-    if not all(isinstance(r, dict) and "question" in r and "answer" in r for r in rows):
-        raise UsageError(f"--dataset {dataset}: every row needs 'question' and 'answer' fields")
-    problems = [{"question": r["question"], "answer": arithmetic.gold_answer(str(r["answer"]))} for r in rows]
+    problems = [_problem(dataset, where, row) for where, row in rows]
     return problems[:limit] if limit else problems
 
 
@@ -142,3 +185,50 @@ def _gsm8k_split(dataset: str, eval_size: int) -> tuple[list[dict], list[dict], 
         train, held_out = hold_out_tail(train, eval_size, dataset)
         return train, held_out, f"in --dataset {dataset} ({rows} rows, the last {len(held_out)} held out)"
     return train, held_out, f"in the train split of --dataset {dataset}"
+
+
+# --- a resumed run's data ---------------------------------------------------------------------
+
+def fingerprint(task: str, dataset: str | None) -> str | None:
+    """What a resumed run checks its data against: ``sha256:…`` of a local file's bytes (a directory's: of its
+    files' names and bytes), ``hub:ID@REVISION`` for a hub id (``hub:ID`` when no revision is cached here);
+    None for the arithmetic task, which is generated the same every time."""
+    if task != "gsm8k" or dataset is None:
+        return None
+    path = Path(dataset).expanduser()
+    if not path.exists():
+        return f"hub:{dataset}" + (f"@{revision}" if (revision := _cached_revision(dataset)) else "")
+    digest = hashlib.sha256()
+    for file in [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file()):
+        if file != path:  # a directory's files: each one's name, then its bytes
+            digest.update(str(file.relative_to(path)).encode() + b"\0")
+        try:
+            digest.update(file.read_bytes())
+        except OSError as e:
+            raise UsageError(f"--dataset {file}: cannot read it ({e.strerror or type(e).__name__})") from None
+    return f"sha256:{digest.hexdigest()}"
+
+
+def _cached_revision(dataset: str) -> str | None:
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(dataset, repo_type="dataset", local_files_only=True)).name
+    except Exception:  # noqa: BLE001 - not cached (or not a hub id): the id alone
+        return None
+
+
+def check_unchanged(dataset: str | None, saved: str | None, now: str | None) -> None:
+    """``--resume``: refuse, in one line, data that differs from what the run started with (``fingerprint``).
+    A checkpoint without a fingerprint, or a hub id whose revision is known on one side only, passes."""
+    if saved is None or now is None or saved == now:
+        return
+    (saved_id, _, saved_revision), (now_id, _, now_revision) = saved.partition("@"), now.partition("@")
+    if saved_id == now_id and saved_id.startswith("hub:") and not (saved_revision and now_revision):
+        return
+    raise UsageError(f"--dataset {dataset} changed since the run started ({_short(saved)} then, {_short(now)} now); "
+                     f"put back the data it started with to resume it, or start a new run with another --out")
+
+
+def _short(fingerprint_: str) -> str:
+    return fingerprint_[:19] + "…" if fingerprint_.startswith("sha256:") else fingerprint_
