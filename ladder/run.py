@@ -6,17 +6,23 @@
     grpo           GRPO on math problems (group-relative advantages, rule rewards; --qlora)
     eval           greedy accuracy of a model (and adapter) on the fixed held-out problems
 
-Every run writes OUT/metrics.jsonl, OUT/summary.json and OUT/curves.png; ``--resume OUT``
-continues an interrupted run from its last checkpoint. ``RUNG --help`` lists a rung's options;
+Every training run writes OUT/config.json, OUT/metrics.jsonl, OUT/summary.json and OUT/curves.png
+(``eval``: OUT/config.json, OUT/summary.json and OUT/completions.jsonl); ``--resume OUT`` continues an
+interrupted run from its last checkpoint. ``RUNG --help`` lists a rung's options;
 ``RUNG --print-config`` prints the values a run would use, without training.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
+import os
+import shlex
+import signal
 import sys
+import threading
 from dataclasses import asdict, fields
 from pathlib import Path
 
@@ -65,13 +71,7 @@ def make_config(name: str, rung, argv: list[str]):
     overrides = dict(presets.get(args.preset, {}))
     overrides.update(getattr(rung, "ALGOS", {}).get(getattr(args, "algo", None), {}))
     if getattr(args, "resume", None) is not None:
-        # Continue with the options the run started with; only the bookkeeping flags may change.
-        saved = RunLog.read_config(args.resume)
-        if saved.get("rung") != name:
-            raise UsageError(f"--resume {args.resume} is a '{saved.get('rung')}' run, not '{name}'; resume it with "
-                             f"`python -m ladder.run {saved.get('rung')} --resume {args.resume}`")
-        keep = {"resume", "progress", "device", "out", "export_trl"}  # out: the directory resumed, even if moved
-        overrides = {f.name: saved[f.name] for f in fields(rung.Config) if f.name in saved and f.name not in keep}
+        overrides = resumed_options(name, rung, args, given)
         args.out = args.resume
         given = set()  # a resumed run keeps the options it started with
     cfg = config_from_args(rung.Config, args, overrides, given)
@@ -82,6 +82,28 @@ def make_config(name: str, rung, argv: list[str]):
                 "exercises" if getattr(cfg, "use_exercises", False) else None]  # (a preset's LoRA: its name says)
         cfg.out = str(Path("runs") / "-".join([name, *filter(None, tags), f"seed{cfg.seed}"]))
     return cfg
+
+
+RESUME_KEEPS = {"resume", "progress", "device", "out", "export_trl"}  # out: the directory resumed, even if moved
+
+
+def resumed_options(name: str, rung, args: argparse.Namespace, given: set[str]) -> dict:
+    """``--resume DIR``: the options the run started with (config.json); only the bookkeeping flags may
+    change. Any other flag given with a value of its own is ignored, and one line on stderr says so."""
+    saved = RunLog.read_config(args.resume)
+    if saved.get("rung") != name:
+        raise UsageError(f"--resume {args.resume} is a '{saved.get('rung')}' run, not '{name}'; resume it with "
+                         f"`python -m ladder.run {saved.get('rung')} --resume {shlex.quote(args.resume)}`")
+    ignored = [option for option in sorted(given - RESUME_KEEPS) if option in saved
+               and json.loads(json.dumps(getattr(args, option))) != saved[option]]
+    ignored += [option for option in ("preset", "algo") if getattr(args, option, None) is not None]
+    if "out" in given and args.out is not None and Path(args.out) != Path(args.resume):
+        ignored.append("out")
+    if ignored:
+        flags = ", ".join("--" + option.replace("_", "-") for option in ignored)
+        print(f"ladder: note: --resume continues with the options {args.resume} started with; ignoring {flags}",
+              file=sys.stderr)
+    return {f.name: saved[f.name] for f in fields(rung.Config) if f.name in saved and f.name not in RESUME_KEEPS}
 
 
 def _device_type(cfg) -> str:
@@ -149,13 +171,76 @@ def _close_progress_bars() -> None:
         bar.close()
 
 
+class _PipeSafe:
+    """stdout or stderr whose reader may go away (``| head -1``): what is written after that is dropped, and
+    the run goes on. As the Python docs' note on SIGPIPE advises, the descriptor is then pointed at
+    os.devnull, so the exit-time flush finds nothing to complain about."""
+
+    def __init__(self, stream):
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except BrokenPipeError:
+            self._to_devnull()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except BrokenPipeError:
+            self._to_devnull()
+
+    def _to_devnull(self) -> None:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, self.stream.fileno())
+        os.close(devnull)
+
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+
+def _interrupt_once(signum, frame):
+    """The first Ctrl-C stops the run; those after it are ignored, so the shutdown it starts runs to its end."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise KeyboardInterrupt
+
+
+@contextlib.contextmanager
+def terminal_guards(whole_process: bool):
+    """Around a command: a closed pipe on stdout or stderr costs the run nothing, a second Ctrl-C no traceback.
+    ``whole_process`` (the command line itself): after a Ctrl-C, Ctrl-C stays ignored until the process ends."""
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _PipeSafe(sys.stdout), _PipeSafe(sys.stderr)
+    previous = None
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        previous = signal.signal(signal.SIGINT, _interrupt_once)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = streams
+        interrupted = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        if previous is not None and not (interrupted and whole_process):
+            signal.signal(signal.SIGINT, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
+    whole_process = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
         print(__doc__.strip())
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
     rung = load_rung(name)
+    with terminal_guards(whole_process):
+        return run_command(name, rung, rest)
+
+
+def run_command(name: str, rung, rest: list[str]) -> int:
+    """One command line after its rung: bad input is exit 2, a fault during the run exit 1, Ctrl-C 130."""
     cfg = None
     try:
         cfg = make_config(name, rung, rest)
@@ -182,14 +267,16 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         _close_progress_bars()
-        resumable = cfg is not None and (Path(cfg.out) / "config.json").exists()
-        print("\ninterrupted" + (f"; continue with: python -m ladder.run {name} --resume {cfg.out}" if resumable
-                                 else ""), file=sys.stderr)
+        resumable = cfg is not None and hasattr(cfg, "resume") and (Path(cfg.out) / "config.json").exists()
+        print("\ninterrupted" + (f"; continue with: python -m ladder.run {name} --resume {shlex.quote(cfg.out)}"
+                                 if resumable else ""), file=sys.stderr)
         return 130
     if is_main_process():  # under accelerate launch, one report
         print(json.dumps({k: v for k, v in summary.items() if not isinstance(v, (list, dict))}, indent=2))
-        print(f"wrote {summary['export_trl']}" if "export_trl" in summary
-              else f"wrote {cfg.out}/metrics.jsonl, summary.json, curves.png")
+        if "export_trl" in summary:
+            print(f"wrote {summary['export_trl']}")
+        elif cfg.out is not None:
+            print(f"wrote {cfg.out}/{getattr(rung, 'WRITES', 'metrics.jsonl, summary.json, curves.png')}")
     return 0
 
 

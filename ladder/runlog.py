@@ -5,23 +5,27 @@
     summary.json    final figures, written last: its presence marks a finished run
     curves.png      learning curves
     checkpoint.pt   the latest resumable state (written atomically)
-    completions.jsonl  sampled prompts and completions, every --print-samples updates (grpo)
+    completions.jsonl  sampled prompts and completions, every --print-samples updates (grpo; eval)
+    policy.pt, model/, adapter/, policy/, samples.md   the trained weights (and ppo-sentiment's samples)
     tb/, wandb/     the tracker's files (``--report-to tensorboard|wandb``: ``ladder.trackers``)
     .lock           held by the process writing the directory: one run at a time
 
-A directory belongs to one run at a time: a second start on it, or a ``--resume`` of a run that is
-still going, is refused with one line naming the process that holds it. The lock goes with its
-process (``flock``), so the lock of a killed run is simply taken over. When a start fails before
-training, only a directory that this process itself created (and locked) is removed again.
+A directory belongs to one run at a time: a second start on it, or a ``--resume`` of a run that is still
+going, is refused with one line naming the process that holds it. The lock goes with its process
+(``flock``), so the lock of a killed run is simply taken over. A fresh start takes a new or empty directory,
+or, with ``--overwrite``, a run of the same rung, of which it removes the files above and nothing else.
+Every file is written whole or not at all (a failed append is cut back, the others renamed into place).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
 import os
 import random
+import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -38,34 +42,6 @@ class UsageError(Exception):
 
 class RunStopped(Exception):
     """Training cannot usefully go on: reported as one line, exit code 1; the run directory is kept."""
-
-
-class NonFiniteGuard:
-    """Watches the skipped optimiser steps of each update.
-
-    ``core.update`` never lets a non-finite loss or gradient reach the weights: it skips that step and
-    counts it. This warns the first time it happens and stops the run once ``patience`` updates in a
-    row had every step skipped (the weights have stopped moving: lower the learning rate or check the
-    rewards).
-    """
-
-    def __init__(self, patience: int, out: str | os.PathLike, warn=print):
-        self.patience, self.out, self.warn = patience, out, warn
-        self.warned, self.in_a_row = False, 0
-
-    def __call__(self, passes: list[dict], steps_per_pass: int) -> float:
-        """The number of skipped steps in this update (for the metrics); raises ``RunStopped``."""
-        skipped = sum(p["skipped_steps"] for p in passes)
-        if skipped and not self.warned:
-            self.warned = True
-            self.warn(f"warning: a non-finite loss or gradient; {skipped:g} optimiser step(s) skipped "
-                      f"(counted in skipped_steps). Lower --lr if it keeps happening.")
-        self.in_a_row = self.in_a_row + 1 if skipped >= len(passes) * steps_per_pass else 0
-        if self.patience and self.in_a_row >= self.patience:
-            raise RunStopped(f"{self.in_a_row} updates in a row had only non-finite losses or gradients, so the "
-                             f"weights stopped changing; lower --lr or check the rewards (the run so far is in "
-                             f"{self.out})")
-        return skipped
 
 
 def without_timings(record: dict) -> dict:
@@ -108,10 +84,29 @@ def seed_everything(seed: int) -> None:
 
 
 LOCK_NAME = ".lock"
+RUN_FILES = ("config.json", "metrics.jsonl", "summary.json", "curves.png", "checkpoint.pt", "checkpoint.pt.tmp",
+             "completions.jsonl", "policy.pt", "model", "adapter", "policy", "samples.md", "tb", "wandb")
 
 
 def _cannot_write(what: str, error: OSError) -> str:
     return f"cannot write {what} ({error.strerror or type(error).__name__})"
+
+
+class _Recorded:
+    """A file that remembers the OSError of a failed write: torch.save reports a full disk as a RuntimeError."""
+
+    def __init__(self, file):
+        self.file, self.error = file, None
+
+    def write(self, data) -> int:
+        try:
+            return self.file.write(data)
+        except OSError as e:
+            self.error = e
+            raise
+
+    def flush(self) -> None:
+        self.file.flush()
 
 
 class DirectoryLock:
@@ -155,15 +150,14 @@ class RunLog:
     """The output directory of one run of one rung."""
 
     def __init__(self, out: str | os.PathLike, rung: str, config: dict, resume: bool = False,
-                 overwrite: bool = False, tracker=None, writes: bool = True):
+                 overwrite: bool = False, tracker=None, writes: bool = True, trains: bool = True):
         """``writes=False`` (the other processes of a data-parallel run): keep records in memory, touch no file.
-        ``tracker(dir, config, resume)`` opens where each record also goes (``ladder.trackers``)."""
-        self.dir = Path(out)
-        self.rung = rung
-        self.metrics_path = self.dir / "metrics.jsonl"
+        ``tracker(dir, config, resume)`` opens where each record also goes (``ladder.trackers``).
+        ``trains=False`` (eval): no metrics.jsonl, no checkpoint, nothing to resume."""
+        self.dir, self.rung = Path(out), rung
+        self.metrics_path, self.completions_path = self.dir / "metrics.jsonl", self.dir / "completions.jsonl"
         self.checkpoint_path = self.dir / "checkpoint.pt"
-        self.writes, self.kept = writes, []
-        self.completions_path = self.dir / "completions.jsonl"
+        self.writes, self.trains, self.kept = writes, trains, []
         self.tracker, self.lock, self.created = None, None, False
         if not writes:
             return
@@ -200,25 +194,53 @@ class RunLog:
     def _start_fresh(self, config: dict, overwrite: bool) -> None:
         others = [p for p in self.dir.iterdir() if p.name != LOCK_NAME]
         if others:
-            if not overwrite:
-                finished = (self.dir / "summary.json").exists()
-                what = "a finished run" if finished else "files"
-                raise UsageError(f"--out {self.dir} already holds {what}; pass --overwrite to replace it "
-                                 f"or choose another --out")
-            for path in others:  # the lock stays: this run holds it
-                shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+            self._check_replaceable(overwrite)
+            for path in others:  # what a run writes, and nothing else; the lock stays: this run holds it
+                if path.name in RUN_FILES:
+                    shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
         (self.dir / "config.json").write_text(json.dumps(_clean(config), indent=2))
-        self.metrics_path.write_text("")
+        if self.trains:
+            self.metrics_path.write_text("")
+
+    def _check_replaceable(self, overwrite: bool) -> None:
+        """A directory with files may be replaced only with ``--overwrite`` and only if it holds this rung's run."""
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            rung = None
+            rung = json.loads((self.dir / "config.json").read_text()).get("rung")
+        if rung is None:
+            raise UsageError(f"--out {self.dir} holds files that are not a ladder run's; choose another --out "
+                             f"(--overwrite replaces only a run directory)")
+        if rung != self.rung:
+            raise UsageError(f"--out {self.dir} holds a '{rung}' run; choose another --out (a '{self.rung}' run "
+                             f"never writes into another rung's directory)")
+        if not overwrite:
+            if (self.dir / "summary.json").exists() or not self.trains:
+                raise UsageError(f"--out {self.dir} already holds a finished run; pass --overwrite to replace it "
+                                 f"or choose another --out")
+            raise UsageError(f"--out {self.dir} already holds an unfinished run; continue it with --resume "
+                             f"{shlex.quote(str(self.dir))}, pass --overwrite to replace it, or choose another --out")
 
     def close(self, discard: bool = False) -> None:
-        """Release the directory. ``discard`` (a start that failed on bad input): remove it too if this
-        run created it — never a directory that existed before, nor one another process holds."""
+        """Release the directory. ``discard`` (nothing of value written): remove it too if this run created it —
+        never a directory that existed before, nor one another process holds."""
         self._close_tracker()
         if discard and self.created and self.lock is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
         if self.lock is not None:
             self.lock.release(remove_file=discard and self.lock.made_file)
             self.lock = None
+
+    def continue_with(self) -> str:
+        """The command that resumes this run, ready to paste."""
+        return f"continue with: python -m ladder.run {self.rung} --resume {shlex.quote(str(self.dir))}"
+
+    def _write_failed(self, path: Path, error: OSError) -> RunStopped:
+        """A write that failed during the run (a full disk, say): one line, and how to go on."""
+        if not self.trains:  # eval: nothing to keep, nothing to continue
+            return RunStopped(_cannot_write(str(path), error))
+        kept = "the last good checkpoint is kept" if self.checkpoint_path.exists() else "no checkpoint was saved yet"
+        full = " (the disk is full)" if error.errno == errno.ENOSPC else ""
+        return RunStopped(f"{_cannot_write(str(path), error)}; {kept}{full}; {self.continue_with()}")
 
     @staticmethod
     def read_config(out: str | os.PathLike) -> dict:
@@ -236,16 +258,23 @@ class RunLog:
         if (self.dir / "summary.json").exists():
             raise UsageError(f"--resume {self.dir}: that run already finished (summary.json exists)")
 
+    def _append(self, path: Path, lines: list[str]) -> None:
+        """Whole lines at the end of ``path``; a write that fails leaves the file as it was."""
+        size = path.stat().st_size if path.exists() else 0
+        try:
+            with path.open("a") as f:
+                f.writelines(lines)
+        except OSError as e:
+            with contextlib.suppress(OSError):
+                os.truncate(path, size)
+            raise self._write_failed(path, e) from None
+
     def log(self, record: dict) -> None:
         record = _clean(record)
         if not self.writes:
             self.kept.append(record)
             return
-        try:
-            with self.metrics_path.open("a") as f:
-                f.write(json.dumps(record) + "\n")
-        except OSError as e:
-            raise RunStopped(f"{_cannot_write(str(self.metrics_path), e)}; the last checkpoint is kept") from None
+        self._append(self.metrics_path, [json.dumps(record) + "\n"])
         if self.tracker is not None:
             self.tracker.log(record, record.get("step", 0))
 
@@ -256,13 +285,8 @@ class RunLog:
 
     def log_completions(self, step: int, rows: list[dict]) -> None:
         """Append one update's sampled completions to completions.jsonl, each row stamped with ``step``."""
-        if not self.writes:
-            return
-        try:
-            with self.completions_path.open("a") as f:
-                f.writelines(json.dumps(_clean({"step": step, **row})) + "\n" for row in rows)
-        except OSError as e:
-            raise RunStopped(f"{_cannot_write(str(self.completions_path), e)}; the last checkpoint is kept") from None
+        if self.writes:
+            self._append(self.completions_path, [json.dumps(_clean({"step": step, **row})) + "\n" for row in rows])
 
     def records(self) -> list[dict]:
         if not self.writes:
@@ -277,19 +301,25 @@ class RunLog:
         state = dict(state, rung=self.rung, metrics_lines=len(self.records()))
         tmp = self.checkpoint_path.with_suffix(".pt.tmp")
         try:
-            torch.save(state, tmp)
+            with tmp.open("wb") as f:
+                torch.save(state, recorded := _Recorded(f))
             os.replace(tmp, self.checkpoint_path)
-        except OSError as e:  # a full disk, say: the previous checkpoint is still whole
+        except (OSError, RuntimeError) as e:  # a full disk, say: the previous checkpoint is still whole
             tmp.unlink(missing_ok=True)
-            raise RunStopped(f"{_cannot_write(str(self.checkpoint_path), e)}; the last good checkpoint is kept"
-                             f"{'' if e.errno != errno.ENOSPC else ' (the disk is full)'}") from None
+            if isinstance(e, RuntimeError) and recorded.error is None:
+                raise  # torch's own failure, not the disk's
+            raise self._write_failed(self.checkpoint_path, e if isinstance(e, OSError) else recorded.error) from None
+        except BaseException:  # Ctrl-C while saving: no half-written file stays behind
+            tmp.unlink(missing_ok=True)
+            raise
 
     def load_checkpoint(self) -> dict | None:
-        """The last checkpoint, with metrics.jsonl cut back to what it had seen. None: no checkpoint yet,
-        and the run starts again from its first update (metrics.jsonl emptied)."""
+        """The last checkpoint, with metrics.jsonl (and completions.jsonl) cut back to what it had seen. None:
+        no checkpoint yet, and the run starts again from its first update (both files emptied)."""
         if not self.checkpoint_path.exists():
             if self.writes:
                 self.metrics_path.write_text("")
+                self.completions_path.unlink(missing_ok=True)
             return None
         try:
             state = torch.load(self.checkpoint_path, weights_only=False)
@@ -299,24 +329,62 @@ class RunLog:
         if not isinstance(state, dict) or state.get("rung") != self.rung or "metrics_lines" not in state:
             raise UsageError(f"--resume {self.dir}: checkpoint.pt is not a '{self.rung}' checkpoint")
         if self.writes:
-            kept = self.metrics_path.read_text().splitlines()[: state["metrics_lines"]]
-            self.metrics_path.write_text("".join(line + "\n" for line in kept))
-            if self.completions_path.exists():  # the completions of updates the checkpoint has not seen go too
-                rows = self.completions_path.read_text().splitlines()
-                self.completions_path.write_text("".join(line + "\n" for line in rows
-                                                         if json.loads(line)["step"] <= state["step"]))
+            self._cut_back(state)
         return state
 
-    def finish(self, summary: dict, curves: dict[str, str], x: str = "step") -> None:
-        """Write curves.png, then summary.json (last, so it marks a complete run)."""
+    def _cut_back(self, state: dict) -> None:
+        """metrics.jsonl and completions.jsonl as they were at the checkpoint (a torn last line dropped)."""
+        if not self.metrics_path.exists():
+            raise UsageError(f"--resume {self.dir}: metrics.jsonl is missing, and the checkpoint needs its first "
+                             f"{state['metrics_lines']} lines; put it back, or start again with --overwrite")
+        kept = _whole_lines(self.metrics_path, self.dir)[: state["metrics_lines"]]
+        if len(kept) < state["metrics_lines"]:
+            raise UsageError(f"--resume {self.dir}: metrics.jsonl has {len(kept)} lines, the checkpoint needs "
+                             f"{state['metrics_lines']}; put the file back, or start again with --overwrite")
+        self.metrics_path.write_text("".join(line + "\n" for line in kept))
+        if self.completions_path.exists():  # the completions of updates the checkpoint has not seen go too
+            rows = _whole_lines(self.completions_path, self.dir)
+            self.completions_path.write_text("".join(line + "\n" for line in rows
+                                                     if json.loads(line)["step"] <= state["step"]))
+
+    def write_file(self, name: str, text: str) -> None:
+        """DIR/name whole or not at all: written beside it, then renamed into place."""
+        path, tmp = self.dir / name, self.dir / f".{name}.tmp"
+        try:
+            tmp.write_text(text)
+            os.replace(tmp, path)
+        except OSError as e:
+            tmp.unlink(missing_ok=True)
+            raise self._write_failed(path, e) from None
+
+    def finish(self, summary: dict, curves, x: str = "step") -> None:
+        """Write curves.png (``curves``: ``ladder.plots.plot_curves``'s), then summary.json (last, so it marks a
+        complete run)."""
         if not self.writes:
             return
+        tmp = self.dir / ".curves.tmp.png"  # the suffix tells matplotlib the format
         try:
-            plot_curves(self.records(), curves, self.dir / "curves.png", x=x, rung=self.rung)
-            self._close_tracker()
-            (self.dir / "summary.json").write_text(json.dumps(_clean(summary), indent=2))
+            plot_curves(self.records(), curves, tmp, x=x, rung=self.rung)
+            os.replace(tmp, self.dir / "curves.png")
         except OSError as e:
-            raise RunStopped(f"{_cannot_write(str(self.dir), e)}; the last checkpoint is kept") from None
+            tmp.unlink(missing_ok=True)
+            raise self._write_failed(self.dir / "curves.png", e) from None
+        self._close_tracker()
+        self.write_file("summary.json", json.dumps(_clean(summary), indent=2))
+
+
+def _whole_lines(path: Path, run_dir: Path) -> list[str]:
+    """The JSON lines of ``path``: a torn last one (a write cut short) is left out, a broken one elsewhere refused."""
+    lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
+    for i, line in enumerate(lines):
+        try:
+            json.loads(line)
+        except ValueError:
+            if i == len(lines) - 1:
+                return lines[:-1]
+            raise UsageError(f"--resume {run_dir}: line {i + 1} of {path.name} is not JSON; repair it, or start "
+                             f"again with --overwrite") from None
+    return lines
 
 
 def read_completions(out: str | os.PathLike) -> list[dict]:

@@ -24,6 +24,7 @@ or plain data (counters, lists), restored as it was saved.
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import time
@@ -34,8 +35,36 @@ from tqdm.auto import tqdm
 
 from ladder.cli import show_progress
 from ladder.distributed import Processes
-from ladder.runlog import NonFiniteGuard, RunLog, UsageError, rng_state, set_rng_state
+from ladder.runlog import RunLog, RunStopped, UsageError, rng_state, set_rng_state
 from ladder.trackers import tracker
+
+
+class NonFiniteGuard:
+    """Watches the skipped optimiser steps of each update.
+
+    ``core.update`` never lets a non-finite loss or gradient reach the weights: it skips that step and
+    counts it. This warns the first time it happens and stops the run once ``patience`` updates in a
+    row had every step skipped (the weights have stopped moving: lower the learning rate or check the
+    rewards).
+    """
+
+    def __init__(self, patience: int, out: str | os.PathLike, warn=print):
+        self.patience, self.out, self.warn = patience, out, warn
+        self.warned, self.in_a_row = False, 0
+
+    def __call__(self, passes: list[dict], steps_per_pass: int) -> float:
+        """The number of skipped steps in this update (for the metrics); raises ``RunStopped``."""
+        skipped = sum(p["skipped_steps"] for p in passes)
+        if skipped and not self.warned:
+            self.warned = True
+            self.warn(f"warning: a non-finite loss or gradient; {skipped:g} optimiser step(s) skipped "
+                      f"(counted in skipped_steps). Lower --lr if it keeps happening.")
+        self.in_a_row = self.in_a_row + 1 if skipped >= len(passes) * steps_per_pass else 0
+        if self.patience and self.in_a_row >= self.patience:
+            raise RunStopped(f"{self.in_a_row} updates in a row had only non-finite losses or gradients, so the "
+                             f"weights stopped changing; lower --lr or check the rewards (the run so far is in "
+                             f"{self.out})")
+        return skipped
 
 
 def part_state(part) -> Any:
@@ -49,6 +78,17 @@ def part_state(part) -> Any:
     if hasattr(part, "state_dict"):
         return part.state_dict()
     return part
+
+
+def misfit(module: torch.nn.Module, state: dict) -> str | None:
+    """How a checkpoint's tensors differ from the trainable parameters of the model built now; None: they fit."""
+    shapes = {n: list(p.shape) for n, p in module.named_parameters() if p.requires_grad}
+    for name in sorted(set(shapes) | set(state)):
+        saved, built = (list(state[name].shape) if name in state else None), shapes.get(name)
+        if saved != built:
+            return f"{name} is {'absent' if saved is None else saved} there, {'absent' if built is None else built} " \
+                   f"in the model config.json builds"
+    return None
 
 
 def load_part(part, state) -> Any:
@@ -80,7 +120,7 @@ class RunSession:
         self.guard = NonFiniteGuard(cfg.max_nonfinite_updates, self.dir, warn=tqdm.write)
         self.total, self.unit = total, unit
         self.step, self.started = 0, time.perf_counter()
-        self.bar = None
+        self.bar, self.training = None, False  # training: resume() has run, the updates are under way
 
     def __enter__(self) -> RunSession:
         return self
@@ -88,8 +128,13 @@ class RunSession:
     def __exit__(self, kind, error, traceback) -> None:
         if self.bar is not None:
             self.bar.close()
-        # Bad input found before or during the run: nothing half-written is left in a directory it created.
-        self.files.close(discard=kind is not None and issubclass(kind, UsageError))
+        bad_input = kind is not None and issubclass(kind, UsageError)
+        # A checkpoint is what a run has of value: with one, bad input met during the run (a reward function
+        # that fails at update 3) stops the run and keeps it; without, the run is undone as if never started.
+        kept = bad_input and self.training and self.files.checkpoint_path.exists()
+        self.files.close(discard=bad_input and not kept)  # removes only a directory this run created
+        if kept:
+            raise RunStopped(f"{error}; the run so far is kept, {self.files.continue_with()}") from None
 
     def resume(self, **parts) -> dict:
         """With ``--resume``: load the last checkpoint into ``parts`` (name → part), restore this process's
@@ -101,12 +146,25 @@ class RunSession:
             if state["processes"] != self.procs.world:
                 raise UsageError(f"--resume {self.dir}: the run was saved by {state['processes']} process(es), "
                                  f"this is {self.procs.world}; resume it with the same number")
-            restored = {name: load_part(part, state["parts"][name]) for name, part in parts.items()}
+            restored = {name: self._restore(name, part, state["parts"]) for name, part in parts.items()}
             set_rng_state(state["rng"][self.procs.rank])
             self.step, self.started = state["step"], time.perf_counter() - state["wall_s"]
+        self.training = True
         self.bar = tqdm(total=self.total, initial=state["bar"] if state else 0, unit=self.unit, desc=self.rung,
                         disable=not show_progress(self.cfg.progress and self.procs.is_main))
         return restored
+
+    def _restore(self, name: str, part, saved: dict):
+        """One part from the checkpoint; a checkpoint of another run (other shapes, other parts) is one line."""
+        where = f"--resume {self.dir}: checkpoint.pt does not belong to this run"
+        if name not in saved:
+            raise UsageError(f"{where} (it has no '{name}')")
+        if isinstance(part, torch.nn.Module) and (problem := misfit(part, saved[name])):
+            raise UsageError(f"{where}: {problem}")
+        try:
+            return load_part(part, saved[name])
+        except (ValueError, RuntimeError, TypeError, KeyError) as e:
+            raise UsageError(f"{where}: its '{name}' does not fit ({type(e).__name__})") from None
 
     def seed_each_process(self) -> None:
         """With several processes, a generator of its own for each (seed + 1 + rank): the weights built so far

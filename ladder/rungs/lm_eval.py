@@ -4,13 +4,16 @@
 protocol (``ladder.tasks.math_eval``) on the problems a grpo run with the same ``--task``, ``--dataset``
 and ``--eval-size`` holds out (``ladder.tasks.math_problems.split``; a local file: its last rows), so
 numbers before and after training are measured the same way, on problems the run never trained on.
+
+With ``--out DIR`` it writes DIR/config.json, DIR/summary.json and DIR/completions.jsonl, into a new or empty
+directory or, with ``--overwrite``, over an earlier eval's; never into another rung's run directory.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ladder import hub
@@ -18,7 +21,7 @@ from ladder.cli import Checked, Device, PathKind, Text, at_least, option
 from ladder.patches import peft_wraps_quietly
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy
-from ladder.runlog import UsageError, seed_everything
+from ladder.runlog import RunLog, UsageError, seed_everything
 from ladder.tasks import math_eval, math_problems
 
 NAME = "eval"
@@ -37,11 +40,14 @@ class Config(Checked):
                                       "after training is measured alike)", at_least(1))
     system_prompt: str | None = option(None, "system prompt (default: the task's)", Text())
     qlora: bool = option(False, "load the base in 4-bit nf4")
-    out: str | None = option(None, "write summary.json and completions.jsonl here", PathKind("dir"))
+    out: str | None = option(None, "write config.json, summary.json and completions.jsonl here (a new or empty "
+                                   "directory, or an earlier eval's)", PathKind("dir"))
+    overwrite: bool = option(False, "replace the earlier eval in --out")
     device: str = option("cpu", "torch device", Device())
     seed: int = option(0, "random seed", at_least(0))
 
 
+WRITES = "config.json, summary.json, completions.jsonl"  # what ``python -m ladder.run`` reports it wrote
 PRESETS = {"tiny": {"model": "@tiny-math", "task": "arithmetic", "max_new_tokens": 28}}
 
 
@@ -54,12 +60,33 @@ def train(cfg: Config) -> dict:
     model_path = hub.resolve(math_problems.resolve_model(cfg.model), "--model")
     tokenizer = quant.load_tokenizer(model_path)
     math_eval.check_context(tokenizer, quant.load_config(model_path), problems, system_prompt, cfg.max_new_tokens)
+    files = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg)}, overwrite=cfg.overwrite, trains=False) \
+        if cfg.out else None
+    try:
+        summary, completions = evaluate(cfg, model_path, tokenizer, problems, system_prompt, device)
+        if files is not None:
+            files.write_file("completions.jsonl", "".join(
+                json.dumps({"question": p["question"], "answer": p["answer"], "completion": c}) + "\n"
+                for p, c in zip(problems, completions)))
+            files.write_file("summary.json", json.dumps(summary, indent=2))  # last: it marks a finished eval
+    except BaseException:
+        if files is not None:  # nothing of value yet: a directory this eval created goes again
+            files.close(discard=not (files.dir / "summary.json").exists())
+        raise
+    if files is not None:
+        files.close()
+    return summary
+
+
+def evaluate(cfg: Config, model_path: str, tokenizer, problems: list[dict], system_prompt: str, device) -> tuple:
+    """(the summary, the completions) of the model (and adapter) on ``problems``."""
     model = quant.load_causal_lm(model_path, device, qlora=cfg.qlora, new_adapter=False)
     if cfg.adapter is not None:
         from peft import PeftModel
 
         if not (Path(cfg.adapter) / "adapter_config.json").exists():
             raise UsageError(f"--adapter {cfg.adapter}: no adapter_config.json there")
+        quant.check_adapter(cfg.adapter, model, cfg.model)  # trained on another base model: one line
         with peft_wraps_quietly():
             model = PeftModel.from_pretrained(model, cfg.adapter)
     t0 = time.perf_counter()
@@ -67,11 +94,4 @@ def train(cfg: Config) -> dict:
     summary = {"rung": NAME, "model": cfg.model, "adapter": cfg.adapter, "task": cfg.task,
                "problems": len(problems), "accuracy": result["accuracy"], "format": result["format"],
                "wall_s": time.perf_counter() - t0}
-    if cfg.out:
-        out = Path(cfg.out)
-        out.mkdir(parents=True, exist_ok=True)
-        with (out / "completions.jsonl").open("w") as f:
-            for p, c in zip(problems, result["completions"]):
-                f.write(json.dumps({"question": p["question"], "answer": p["answer"], "completion": c}) + "\n")
-        (out / "summary.json").write_text(json.dumps(summary, indent=2))
-    return summary
+    return summary, result["completions"]

@@ -1,0 +1,151 @@
+"""Faults around a run's directory: a run that fails after its first checkpoint keeps it (exit 1, one line
+saying how to continue), eval never writes into another rung's run, --out and --overwrite never touch what is
+not a run's, and each command reports the files it wrote."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ladder import run as ladder_run
+from ladder.rungs import cartpole
+
+REWARDS = '''
+import os
+
+CALLS = {"n": 0}
+
+
+def fails_at_3(completions, answers):
+    """Scores fine twice, then raises on every call (unless the test has "fixed" it)."""
+    CALLS["n"] += 1
+    if CALLS["n"] >= 3 and not os.environ.get("LADDER_TEST_REWARD_FIXED"):
+        raise ValueError("the scorer broke")
+    return [0.0] * len(completions)
+'''
+GRPO = ["grpo", "--preset", "tiny", "--steps", "4", "--eval-size", "2", "--prompts-per-step", "2", "--group-size", "2",
+        "--max-new-tokens", "4", "--no-progress"]
+EVAL = ["eval", "--preset", "tiny", "--eval-size", "2", "--max-new-tokens", "4"]
+
+
+@pytest.fixture
+def cli(capsys):
+    """``python -m ladder.run ARGS`` in this process (as ``main`` runs it): its exit code, stdout and stderr."""
+    def run_cli(*args: str) -> subprocess.CompletedProcess:
+        capsys.readouterr()
+        try:
+            code = ladder_run.main([str(a) for a in args])
+        except SystemExit as e:  # bad input: ``die`` exits with 2
+            code = e.code
+        captured = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, captured.out, captured.err)
+    return run_cli
+
+
+def _one_line(result: subprocess.CompletedProcess, code: int) -> str:
+    assert result.returncode == code, result.stderr[-3000:]
+    assert "Traceback" not in result.stderr and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    return result.stderr.strip()
+
+
+def _snapshot(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*"))
+            if p.is_file() and p.name != ".lock"}
+
+
+@pytest.fixture(scope="module")
+def finished_cartpole(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("finished") / "cartpole run"
+    cartpole.train(cartpole.Config(out=str(out), total_steps=256, eval_every=256, eval_episodes=2, progress=False))
+    return out
+
+
+# --- a fault after the first checkpoint keeps the run ----------------------------------------------------------
+
+def test_a_reward_function_failing_after_a_checkpoint_keeps_the_run(cli, tmp_path, monkeypatch):
+    (tmp_path / "rewards.py").write_text(REWARDS)
+    out = tmp_path / "grpo run"
+    result = cli(*GRPO, "--reward-funcs", f"{tmp_path / 'rewards.py'}:fails_at_3", "--checkpoint-every", "1",
+                 "--out", out)
+    line = _one_line(result, 1)
+    assert line.startswith("ladder: stopped: reward function 'fails_at_3' raised ValueError: the scorer broke")
+    assert line.endswith(f"the run so far is kept, continue with: python -m ladder.run grpo --resume '{out}'")
+    assert [json.loads(r)["step"] for r in (out / "metrics.jsonl").read_text().splitlines()] == [1, 2]
+    assert (out / "checkpoint.pt").exists() and not (out / "summary.json").exists()
+
+    monkeypatch.setenv("LADDER_TEST_REWARD_FIXED", "1")  # the user mends the function, then continues
+    resumed = cli("grpo", "--resume", out, "--no-progress")
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert json.loads((out / "summary.json").read_text())["steps"] == 4
+
+
+# --- eval's directory -------------------------------------------------------------------------------------------
+
+def test_eval_never_writes_into_another_rungs_run(cli, finished_cartpole):
+    before = _snapshot(finished_cartpole)
+    for flags in ([], ["--overwrite"]):
+        line = _one_line(cli(*EVAL, "--out", finished_cartpole, *flags), 2)
+        assert f"--out {finished_cartpole} holds a 'cartpole' run; choose another --out" in line
+    assert _snapshot(finished_cartpole) == before
+
+
+def test_eval_writes_and_reports_its_own_files(cli, tmp_path):
+    out = tmp_path / "eval"
+    result = cli(*EVAL, "--out", out)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == f"wrote {out}/config.json, summary.json, completions.jsonl"
+    assert sorted(p.name for p in out.iterdir() if p.name != ".lock") == [
+        "completions.jsonl", "config.json", "summary.json"]
+    assert json.loads((out / "config.json").read_text())["rung"] == "eval"
+    first = (out / "summary.json").read_text()
+    assert "--overwrite" in _one_line(cli(*EVAL, "--out", out), 2)
+    assert (out / "summary.json").read_text() == first
+    assert cli(*EVAL, "--out", out, "--overwrite").returncode == 0
+
+
+def test_a_training_run_reports_the_files_it_wrote(cli, tmp_path):
+    out = tmp_path / "run"
+    result = cli("cartpole", "--total-steps", "256", "--eval-episodes", "2", "--no-progress", "--out", out)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == f"wrote {out}/metrics.jsonl, summary.json, curves.png"
+    assert all((out / name).is_file() for name in ("config.json", "metrics.jsonl", "summary.json", "curves.png"))
+
+
+# --- --out and --overwrite touch only what a run writes ----------------------------------------------------------
+
+def test_a_directory_that_is_not_a_run_is_refused_even_with_overwrite(cli, tmp_path):
+    mine = tmp_path / "my files"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
+    (mine / "metrics.jsonl").write_text("my own metrics\n")
+    for flags in ([], ["--overwrite"]):
+        line = _one_line(cli("cartpole", "--total-steps", "256", "--no-progress", "--out", mine, *flags), 2)
+        assert line == (f"ladder: error: --out {mine} holds files that are not a ladder run's; choose another --out "
+                        f"(--overwrite replaces only a run directory)")
+    assert _snapshot(mine) == {"notes.txt": b"mine", "metrics.jsonl": b"my own metrics\n"}
+
+
+def test_overwrite_replaces_a_run_and_keeps_the_users_own_files(cli, tmp_path, finished_cartpole):
+    out = tmp_path / "run"
+    shutil.copytree(finished_cartpole, out)
+    (out / "notes.txt").write_text("mine")
+    old_summary = (out / "summary.json").read_text()
+    result = cli("cartpole", "--total-steps", "256", "--eval-episodes", "2", "--seed", "1", "--no-progress",
+                 "--out", out, "--overwrite")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "summary.json").read_text() != old_summary
+    assert json.loads((out / "config.json").read_text())["seed"] == 1
+
+
+def test_an_unfinished_run_is_not_replaced_without_overwrite(cli, tmp_path, finished_cartpole):
+    out = tmp_path / "run"
+    shutil.copytree(finished_cartpole, out)
+    (out / "summary.json").unlink()
+    line = _one_line(cli("cartpole", "--no-progress", "--out", out), 2)
+    assert line == (f"ladder: error: --out {out} already holds an unfinished run; continue it with --resume {out}, "
+                    f"pass --overwrite to replace it, or choose another --out")
