@@ -7,8 +7,17 @@ when a fixture is first used: collecting the tests loads nothing more."""
 from __future__ import annotations
 
 import json
+import os
+import sys
 
 import pytest
+
+# One CPU thread for torch here and in every process a test starts (``python -m ladder.run``, ``pytest
+# exercises/``, the notebooks' kernels): the tiny models are too small to gain from a second thread, and
+# two threads per process on a shared two-core machine spin against each other (several times slower).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+if "torch" in sys.modules:  # imported before this file (by a plugin): set it there too
+    sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 
 # Rewards with a spread on a random model (the built-in ones are all 0 there, so nothing would move).
 REWARDS = '''
