@@ -6,8 +6,8 @@ import json
 import signal
 import subprocess
 import sys
-import time
 
+import held_run
 import pytest
 from safetensors.torch import load_file
 
@@ -42,14 +42,11 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path, tiny_math):
     done = _cli(*ARGS, "--out", str(full), cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
 
-    proc = subprocess.Popen([sys.executable, "-m", "ladder.run", *ARGS, "--out", str(cut)], cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while not (cut / "checkpoint.pt").exists() and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.005)
+    proc = held_run.start([*ARGS, "--out", str(cut)], "checkpoint", tmp_path)  # held once the checkpoint landed
+    held = held_run.wait_until_held(proc)
     proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert not (cut / "summary.json").exists(), "the run finished before it could be killed"
+    proc.communicate()
+    assert held and proc.returncode == -signal.SIGKILL and not (cut / "summary.json").exists()
     # Same seed, same command, another process: the updates up to the checkpoint are the same.
     before_kill = (cut / "metrics.jsonl").read_text().splitlines()[:3]
     assert len(before_kill) == 3 and _metrics(before_kill) == _metrics((full / "metrics.jsonl").open())[:3]

@@ -5,10 +5,8 @@ non-finite guard: tests/test_guard.py."""
 
 import json
 import signal
-import subprocess
-import sys
-import time
 
+import held_run
 import numpy as np
 import pytest
 import torch
@@ -91,14 +89,11 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path):
     assert run_cli(*args, "--out", str(tmp_path / "full"), cwd=tmp_path).returncode == 0
 
     cut = tmp_path / "cut"
-    proc = subprocess.Popen([sys.executable, "-m", "ladder.run", *args, "--out", str(cut)], cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 120
-    while not (cut / "checkpoint.pt").exists() and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.005)
+    proc = held_run.start([*args, "--out", str(cut)], "checkpoint", tmp_path)  # held once the checkpoint landed
+    held = held_run.wait_until_held(proc)
     proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert not (cut / "summary.json").exists(), "the run finished before it could be killed"
+    proc.communicate()
+    assert held and proc.returncode == -signal.SIGKILL and not (cut / "summary.json").exists()
 
     resumed = run_cli("cartpole", "--resume", str(cut), "--no-progress", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr

@@ -10,6 +10,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import held_run
 import pytest
 import torch
 
@@ -71,38 +72,14 @@ def test_bad_input_during_a_run_removes_the_directory_this_run_created(tmp_path)
     assert not (tmp_path / "run").exists()
 
 
-HELD_AT_THE_FIRST_LOG = """
-import runpy, sys
-from ladder import session
-
-real_log = session.RunSession.log
-
-
-def held_log(self, *args, **kwargs):  # the run directory and its lock exist: say so, then wait for the test
-    if not getattr(held_log, "done", False):
-        held_log.done = True
-        print("holding the run directory", flush=True)
-        sys.stdin.readline()
-    return real_log(self, *args, **kwargs)
-
-
-session.RunSession.log = held_log
-sys.argv[0] = "ladder.run"
-runpy.run_module("ladder.run", run_name="__main__")
-"""
-
-
 def test_two_processes_on_one_new_directory_one_runs_one_is_refused(tmp_path):
     """The first run is held at its first record (the directory and its lock exist) until the second was refused."""
     out = tmp_path / "run"
     args = ["cartpole", "--preset", "tiny", "--no-stop-on-solve", "--total-steps", "2000", "--out", str(out),
             "--no-progress"]
-    (tmp_path / "held.py").write_text(HELD_AT_THE_FIRST_LOG)
-    first = subprocess.Popen([sys.executable, str(tmp_path / "held.py"), *args], cwd=tmp_path, text=True,
-                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = held_run.start(args, "log", tmp_path)
     try:
-        lines = iter(first.stdout.readline, "")  # ends if the first process ends before it holds the directory
-        held = any(line.strip() == "holding the run directory" for line in lines)
+        held = held_run.wait_until_held(first)
         second = _cli(*args, cwd=tmp_path) if held else None
     finally:
         stdout, stderr = first.communicate(input="go\n", timeout=300)  # lets the first run go on
