@@ -211,8 +211,8 @@ class RunLog:
             raise UsageError(f"--out {self.dir} holds files that are not a ladder run's; choose another --out "
                              f"(--overwrite replaces only a run directory)")
         if rung != self.rung:
-            raise UsageError(f"--out {self.dir} holds a '{rung}' run; choose another --out (a '{self.rung}' run "
-                             f"never writes into another rung's directory)")
+            raise UsageError(f"--out {self.dir} holds a '{rung}' run; choose another --out (a run never writes "
+                             f"into another rung's directory)")
         if not overwrite:
             if (self.dir / "summary.json").exists() or not self.trains:
                 raise UsageError(f"--out {self.dir} already holds a finished run; pass --overwrite to replace it "
