@@ -1,13 +1,19 @@
 """The README's commands, walked top to bottom as a newcomer runs them: no run is refused because an
 earlier, different run took its default --out; the `eval` after the QLoRA run loads the adapter on the base
-the run trained; every `runs/…` path the docs name is one a command writes."""
+the run trained; every `runs/…` path the docs name is one a command writes; the TRL script, run where TRL
+is not installed, says so in one line."""
 
+import os
 import re
 import shlex
+import subprocess
+import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
 
+from ladder import export_trl
 from ladder.run import load_rung, make_config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,3 +109,22 @@ def test_the_runs_paths_the_docs_name_are_written_by_a_readme_command(tmp_path, 
 ])
 def test_default_out_names(argv, out):
     assert config(argv.split()).out == out
+
+
+def test_the_exported_script_without_trl_stops_with_one_line_saying_how_to_install_it(tmp_path):
+    """TRL really absent: the script runs with this environment's packages except TRL (links to each, no
+    site-packages processing) and ladder from this checkout."""
+    script = tmp_path / "train_trl.py"
+    export_trl.write(config(["grpo", "--preset", "tiny"]), script)
+    packages = tmp_path / "packages"
+    packages.mkdir()
+    for entry in Path(sysconfig.get_paths()["purelib"]).iterdir():
+        if entry.name != "trl" and not entry.name.startswith("trl-"):
+            (packages / entry.name).symlink_to(entry)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(packages), str(ROOT)])}
+    assert subprocess.run([sys.executable, "-S", "-c", "import torch, transformers, ladder"], env=env).returncode == 0
+    done = subprocess.run([sys.executable, "-S", str(script), "--max-steps", "1"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.splitlines()[-1] == ('this script needs TRL: pip install "trl>=1.16,<2" (in a checkout of '
+                                            'ladder: pip install -e ".[dev]")')
