@@ -89,3 +89,54 @@ def parity_model_dir(tmp_path_factory):
     from trl_helpers import save_parity_model
 
     return save_parity_model(tmp_path_factory.mktemp("tiny-qwen-parity"))
+
+
+@pytest.fixture(scope="session")
+def _solution_grades():
+    return {}
+
+
+@pytest.fixture
+def solutions_graded_once(monkeypatch, _solution_grades):
+    """``grade_file`` on the repository's ``solutions/``: graded for real the first time in the session, then
+    that same Result (the solutions do not change while the tests run, and grading ex20 alone trains 14 GRPO
+    steps). Any other directory — a learner's copy, stubs, a planted bug — is graded every time."""
+    from pathlib import Path
+
+    from ladder.exercises import grading, swap
+
+    real = grading.grade_file
+    solutions = (Path(__file__).resolve().parents[1] / "solutions").resolve()
+
+    def grade_file(directory, exercise):
+        if Path(directory).resolve() != solutions:
+            return real(directory, exercise)
+        if exercise.stem not in _solution_grades:
+            _solution_grades[exercise.stem] = real(directory, exercise)
+        return _solution_grades[exercise.stem]
+
+    monkeypatch.setattr(grading, "grade_file", grade_file)
+    monkeypatch.setattr(swap, "grade_file", grade_file)
+    return grade_file
+
+
+@pytest.fixture(scope="module")
+def core_grpo_steps_once():
+    """The graders' GRPO step on the core's own ``grpo_step`` (the oracle of ex20's cases): run once per case
+    in the module, then the same (record, policy, advantages), which the grader only compares with. Not for
+    a module that swaps exercises in: there the core's step calls the learner's functions."""
+    from ladder.exercises import ORIGINALS, cases_loop
+
+    real, core, done = cases_loop.run_grpo_step, ORIGINALS["grpo_step"], {}
+
+    def run_grpo_step(grpo_step, **overrides):
+        if grpo_step is not core:
+            return real(grpo_step, **overrides)
+        key = tuple(sorted(overrides.items()))
+        if key not in done:
+            done[key] = real(grpo_step, **overrides)
+        return done[key]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(cases_loop, "run_grpo_step", run_grpo_step)
+        yield

@@ -15,11 +15,12 @@ from ladder.exercises.grading import NOT_IMPLEMENTED, grade, grade_file
 ROOT = Path(__file__).resolve().parents[1]
 BY_STEM = {e.stem: e for e in EXERCISES}
 IDS = [e.stem for e in EXERCISES]
+pytestmark = pytest.mark.usefixtures("core_grpo_steps_once")   # ex20's oracle: one core GRPO step per case
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=IDS)
-def test_solutions_pass_the_grader_so_equal_the_core(exercise):
-    result = grade_file(ROOT / "solutions", exercise)
+def test_solutions_pass_the_grader_so_equal_the_core(exercise, solutions_graded_once):
+    result = solutions_graded_once(ROOT / "solutions", exercise)
     assert result.passed, result.message
     assert result.checks == result.cases >= 5
 

@@ -20,6 +20,7 @@ from ladder.runlog import without_timings
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
 UPDATE = sys.modules["ladder.core.update"]   # (ladder.core.update is the function)
+pytestmark = pytest.mark.usefixtures("solutions_graded_once")   # solutions/ graded once, not at every swap
 
 
 def write_stubs(directory: Path) -> Path:
