@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
 import sys
 import time
 from typing import Any
@@ -135,6 +136,18 @@ class RunSession:
         self.files.close(discard=bad_input and not kept)  # removes only a directory this run created
         if kept:
             raise RunStopped(f"{error}; the run so far is kept, {self.files.continue_with()}") from None
+        if kind is not None and issubclass(kind, Exception) and not issubclass(kind, RunStopped) and self._disk_full():
+            # A rung's own write (its final weights, say) on a full disk: torch.save and safetensors report it
+            # in errors of their own, so the disk itself is asked.
+            kept = "the last good checkpoint is kept" if self.files.checkpoint_path.exists() else "no checkpoint yet"
+            raise RunStopped(f"a write into {self.dir} failed ({kind.__name__}): the disk is full; {kept}; "
+                             f"{self.files.continue_with()}") from None
+
+    def _disk_full(self) -> bool:
+        try:
+            return shutil.disk_usage(self.dir).free == 0
+        except OSError:
+            return False
 
     def resume(self, **parts) -> dict:
         """With ``--resume``: load the last checkpoint into ``parts`` (name → part), restore this process's

@@ -134,6 +134,18 @@ def test_a_full_disk_when_the_run_finishes(cli, disk, monkeypatch):
     _resume_once_there_is_room(cli, disk, out)
 
 
+def test_a_full_disk_when_the_rung_saves_its_final_weights(cli, disk, monkeypatch):
+    """Full after the last checkpoint: the rung's own torch.save of policy.pt fails (a RuntimeError), still one
+    line, and the run is one to resume."""
+    out = disk / "run"
+    fill_after(monkeypatch, session.RunSession, "checkpoint", 3, disk)
+    line = _stopped(cli(*CARTPOLE, "--checkpoint-every", "1", "--out", out))
+    assert line == (f"ladder: stopped: a write into {out} failed (RuntimeError): the disk is full; the last good "
+                    f"checkpoint is kept; continue with: python -m ladder.run cartpole --resume {out}")
+    _resume_once_there_is_room(cli, disk, out)
+    assert torch.load(out / "policy.pt", weights_only=True)
+
+
 def test_a_full_disk_when_eval_writes_its_summary(cli, disk, monkeypatch):
     """One page left once eval has claimed its directory: completions.jsonl fits, summary.json does not. The
     directory this eval created has nothing of value and goes."""
