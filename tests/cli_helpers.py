@@ -5,6 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+# The shared tiny GRPO run (conftest's tiny_grpo_run): 8 updates of 2 prompts × 8 completions, a checkpoint
+# and a held-out evaluation every 3 updates.
+TINY_GRPO_ARGS = ["grpo", "--preset", "tiny", "--steps", "8", "--checkpoint-every", "3", "--eval-every", "3",
+                  "--eval-size", "16", "--prompts-per-step", "2", "--print-samples", "0", "--no-progress"]
+
 
 def run_cli(*args, cwd) -> subprocess.CompletedProcess:
     """``python -m ladder.run ARGS`` in ``cwd``: its exit code, stdout and stderr (2 minutes at most)."""

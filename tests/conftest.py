@@ -140,3 +140,18 @@ def core_grpo_steps_once():
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(cases_loop, "run_grpo_step", run_grpo_step)
         yield
+
+
+@pytest.fixture(scope="session")
+def tiny_grpo_run(tmp_path_factory):
+    """``cli_helpers.TINY_GRPO_ARGS`` run once, as a user would, for every test that only reads what it printed
+    and wrote: (the finished process, its run directory). A test must not change the directory."""
+    import subprocess
+
+    from cli_helpers import TINY_GRPO_ARGS
+
+    where = tmp_path_factory.mktemp("tiny-grpo-run")
+    result = subprocess.run([sys.executable, "-m", "ladder.run", *TINY_GRPO_ARGS, "--out", str(where / "run")],
+                            capture_output=True, text=True, cwd=where, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result, where / "run"

@@ -9,13 +9,11 @@ import sys
 
 import held_run
 import pytest
+from cli_helpers import TINY_GRPO_ARGS as ARGS  # those of tiny_grpo_run, the uninterrupted run here
 from safetensors.torch import load_file
 
 from ladder.runlog import without_timings
 from ladder.tasks import arithmetic
-
-ARGS = ["grpo", "--preset", "tiny", "--steps", "8", "--checkpoint-every", "3", "--eval-every", "3",
-        "--eval-size", "16", "--prompts-per-step", "2", "--print-samples", "0", "--no-progress"]
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +35,8 @@ def _summary(out):
     return {k: v for k, v in json.loads((out / "summary.json").read_text()).items() if k != "wall_s"}
 
 
-def test_sigkill_then_resume_equals_uninterrupted(tmp_path, tiny_math):
-    full, cut = tmp_path / "full", tmp_path / "cut"
-    done = _cli(*ARGS, "--out", str(full), cwd=tmp_path)
-    assert done.returncode == 0, done.stderr[-3000:]
+def test_sigkill_then_resume_equals_uninterrupted(tmp_path, tiny_math, tiny_grpo_run):
+    full, cut = tiny_grpo_run[1], tmp_path / "cut"
 
     proc = held_run.start([*ARGS, "--out", str(cut)], "checkpoint", tmp_path)  # held once the checkpoint landed
     held = held_run.wait_until_held(proc)

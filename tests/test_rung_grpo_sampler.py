@@ -7,6 +7,7 @@ import pytest
 import torch
 from cli_helpers import run_cli
 
+from ladder import run
 from ladder.policies import sampler
 from ladder.policies.causal_lm import lm_batch
 from ladder.rungs import grpo
@@ -89,10 +90,8 @@ def test_a_bf16_sampler_with_a_correction_logs_what_it_did(tmp_path):
     assert any(r["sampler/corrected_frac"] > 0 for r in records)  # C_max 1.02 masks some sequences
 
 
-def test_same_sampler_and_no_correction_records_nothing(tmp_path):
-    result = _run(tmp_path)
-    assert result.returncode == 0, result.stderr[-2000:]
-    record = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[0])
+def test_same_sampler_and_no_correction_records_nothing(tiny_grpo_run):
+    record = json.loads((tiny_grpo_run[1] / "metrics.jsonl").read_text().splitlines()[0])   # the defaults
     assert not any(k.startswith(("sampler/", "off_policy/")) for k in record)
 
 
@@ -102,9 +101,11 @@ def test_same_sampler_and_no_correction_records_nothing(tmp_path):
     (["--sampler-correction", "token_clip"], "invalid choice"),
     (["--sampler-dtype", "int8"], "invalid choice"),
 ])
-def test_bad_sampler_options_are_one_line_before_any_model_loads(tmp_path, args, needle):
-    result = _run(tmp_path, *args)
-    assert result.returncode == 2 and needle in result.stderr and result.stderr.count("\n") == 1, result.stderr
+def test_bad_sampler_options_are_one_line_before_any_model_loads(tmp_path, args, needle, capsys):
+    with pytest.raises(SystemExit) as exit_:   # the command line's own main, in this process
+        run.main(["grpo", "--preset", "tiny", "--steps", "2", "--no-progress", "--out", str(tmp_path / "run"), *args])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and needle in err and err.count("\n") == 1, err
     assert not (tmp_path / "run").exists()
 
 
