@@ -92,9 +92,10 @@ def _wandb(run_dir: Path) -> tuple[dict[int, dict], dict]:
 
 
 def test_tensorboard_alias_and_choice_write_the_same_scalars(tmp_path):
+    from ladder import run
+
     for out, flag in (("alias", ["--tensorboard"]), ("choice", ["--report-to", "tensorboard"])):
-        result = _run(tmp_path, *flag, out=out)
-        assert result.returncode == 0, result.stderr
+        assert run.main([*RUN, "--out", str(tmp_path / out), *flag]) == 0   # in this process: no new interpreter
         _assert_same(_tensorboard(tmp_path / out), tmp_path / out)
 
 
