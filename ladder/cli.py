@@ -234,7 +234,8 @@ class RunOptions(Checked):
                                     "pip install -e \".[trackers]\" in ladder's checkout",
                             choices=REPORT_TO, switches={"--tensorboard": "tensorboard"})
     resume: str | None = option(None, "continue the run saved in this directory", PathKind("run"))
-    overwrite: bool = option(False, "replace an existing --out directory")
+    overwrite: bool = option(False, "replace the run of this rung in --out (only the files a run writes; a "
+                                     "directory that is not a run's is refused)")
     checkpoint_every: int = option(10, "save a resumable checkpoint every N updates", at_least(1))
     progress: bool = option(True, "show a progress bar")
     max_nonfinite_updates: int = option(10, "stop after this many updates in a row whose every step had a "
