@@ -18,9 +18,9 @@ from ladder.tasks import arithmetic
 
 @pytest.fixture(scope="module")
 def tiny_math():
-    """Built into the cache ($LADDER_CACHE or ~/.cache/ladder) on first use, so no run below builds it."""
-    return arithmetic.tiny_math_model()
     """The shipped tiny model (built into the cache once with LADDER_BUILD_TINY=1), so no run below builds it."""
+    return arithmetic.tiny_math_model()
+
 
 def _cli(*args, cwd):
     return subprocess.run([sys.executable, "-m", "ladder.run", *args], capture_output=True, text=True, cwd=cwd,
