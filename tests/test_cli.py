@@ -2,7 +2,7 @@
 preset fills only the options not given."""
 
 import pytest
-from cli_helpers import run_cli
+from cli_helpers import run_main
 
 from ladder.rungs import cartpole
 
@@ -19,14 +19,16 @@ from ladder.rungs import cartpole
     (["reinforce", "--baseline", "median"], "invalid choice"),
     (["reinforce", "--resume", "nowhere"], "config.json"),
 ])
-def test_bad_input_is_one_line_exit_2(tmp_path, args, needle):
+def test_bad_input_is_one_line_exit_2(tmp_path, args, needle, monkeypatch, capsys):
+    """Through the command line's main in this process (tests/test_bad_inputs.py starts a fresh one per case)."""
     out = tmp_path / "out"
-    result = (run_cli(*args, "--out", str(out), cwd=tmp_path) if args[0] != "nosuchrung"
-              else run_cli(*args, cwd=tmp_path))
-    assert result.returncode == 2, result.stderr
-    assert needle in result.stderr
-    assert "Traceback" not in result.stderr
-    assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    monkeypatch.chdir(tmp_path)
+    returncode, stderr = run_main(*args, "--out", str(out), capsys=capsys) if args[0] != "nosuchrung" else \
+        run_main(*args, capsys=capsys)
+    assert returncode == 2, stderr
+    assert needle in stderr
+    assert "Traceback" not in stderr
+    assert len(stderr.strip().splitlines()) == 1, stderr
     assert not out.exists()
 
 
