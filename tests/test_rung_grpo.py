@@ -1,13 +1,13 @@
 """Rung 4, GRPO: the same core.update, the QLoRA path, the real loading code on saved tiny models."""
 
 import json
-import os
 import platform
 import subprocess
 import sys
 
 import pytest
 import torch
+from cli_helpers import run_main
 from lm_helpers import GSM8K_ROWS
 
 import ladder.core
@@ -260,12 +260,10 @@ def test_grpo_qlora_run_on_cpu(tmp_path, tiny_qwen, gsm8k_file, monkeypatch):
     assert (tmp_path / "run" / "adapter" / "adapter_config.json").exists()
 
 
-def _cli(*args, cwd, env=None):
-    return subprocess.run([sys.executable, "-m", "ladder.run", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300, env={**os.environ, **(env or {})})
-
-
-def test_bad_inputs_are_one_line_errors(tmp_path, tiny_qwen, gsm8k_file):
+def test_bad_inputs_are_one_line_errors(tmp_path, tiny_qwen, gsm8k_file, monkeypatch, capsys):
+    """Through the command line's main in this process (tests/test_bad_inputs.py starts a fresh one per case)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.chdir(tmp_path)
     cases = [
         (["--model", tiny_qwen, "--dataset", gsm8k_file, "--group-size", "1"], "--group-size"),
         (["--model", tiny_qwen, "--dataset", gsm8k_file, "--clip-eps-high", "1.0"], "--clip-eps-high"),
@@ -280,10 +278,10 @@ def test_bad_inputs_are_one_line_errors(tmp_path, tiny_qwen, gsm8k_file):
         out = tmp_path / "out"
         if "--max-new-tokens" not in args:
             args = [*args, "--max-new-tokens", "8"]
-        result = _cli("grpo", *args, "--out", str(out), "--steps", "1", cwd=tmp_path, env={"HF_HUB_OFFLINE": "1"})
-        assert result.returncode == 2, (args, result.stderr[-2000:])
-        assert needle in result.stderr, (args, result.stderr)
-        assert len(result.stderr.strip().splitlines()) == 1, (args, result.stderr)
+        returncode, stderr = run_main("grpo", *args, "--out", str(out), "--steps", "1", capsys=capsys)
+        assert returncode == 2, (args, stderr[-2000:])
+        assert needle in stderr, (args, stderr)
+        assert len(stderr.strip().splitlines()) == 1, (args, stderr)
         assert not out.exists(), args
 
 
