@@ -303,7 +303,7 @@ def test_eval_command_scores_a_model_and_adapter(tmp_path, tiny_qwen, gsm8k_file
 
 @pytest.fixture(scope="module")
 def tiny_math():
-    """The preset's cached tiny instruct model (built on first use, about 1.5 minutes, then reused)."""
+    """The preset's tiny instruct model (the copy the package ships)."""
     return str(arithmetic.tiny_math_model())
 
 

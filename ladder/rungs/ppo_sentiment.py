@@ -57,7 +57,7 @@ CURVES = [Panel("reward", "per completion (mean)",
 @dataclass
 class Config(LMOptions):
     model: str = option(sentiment.DEFAULT_MODEL, "policy: causal LM hub id or directory ('tiny': the project's tiny "
-                                                 "review model, built and cached offline)", Text())
+                                                 "review model, shipped with the package)", Text())
     reward_model: str = option(sentiment.DEFAULT_REWARD_MODEL, "reward: sequence-classifier id or directory (its "
                                                                "POSITIVE logit), or 'vader'", Text())
     dataset: str = option(sentiment.DEFAULT_DATASET, "prompts: dataset id, a local .jsonl/.json/.csv/.txt file of "

@@ -25,7 +25,7 @@ HELD_OUT_FRACTION = 5  # a one-split dataset holds out at most 1/5 of its rows
 
 
 def resolve_model(model: str) -> str:
-    """``@tiny-math`` → the directory of ladder's cached tiny instruct model (built on first use); any other
+    """``@tiny-math`` → the directory of ladder's tiny instruct model (the copy the package ships); any other
     name (hub id, local directory) as given."""
     return str(arithmetic.tiny_math_model()) if model == TINY_MODEL else model
 
