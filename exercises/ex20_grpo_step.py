@@ -44,7 +44,8 @@ The helpers come from the rung: ``from ladder.rungs.grpo import sample_groups, g
 batch_statistics``, ``from ladder.rungs.grpo_options import loss_normaliser``, ``from
 ladder.policies.causal_lm import lm_batch``, ``from ladder.core import kl_in_reward`` (or your ex14).
 Worked example (it loads the tiny preset's model, which ships with the package). The harness
-``run_grpo_step`` runs your ``grpo_step`` once and returns the record (without its timings), the policy after the step, and the advantages your step returned:
+``run_grpo_step`` runs your ``grpo_step`` once and returns the record (without its timings), the policy
+after the step, and the advantages your step returned:
 
     >>> from ladder.exercises.cases_loop import run_grpo_step
     >>> record, policy, advantages = run_grpo_step(grpo_step)    # 2 prompts × 4 completions, seed 0
