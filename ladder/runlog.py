@@ -13,7 +13,8 @@
 A directory belongs to one run at a time: a second start on it, or a ``--resume`` of a run that is still
 going, is refused with one line naming the process that holds it. The lock goes with its process
 (``flock``), so the lock of a killed run is simply taken over. A fresh start takes a new or empty directory,
-or, with ``--overwrite``, a run of the same rung, of which it removes the files above and nothing else.
+or, with ``--overwrite``, a run of the same rung: the files above (nothing else) are set aside in .replaced
+until training starts (``started``), and put back if it never does.
 Every file is written whole or not at all (a failed append is cut back, the others renamed into place).
 """
 
@@ -24,16 +25,15 @@ import errno
 import json
 import math
 import os
-import random
 import shlex
 import shutil
 import sys
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from ladder.plots import plot_curves  # noqa: F401 - also read from here
+from ladder.seeding import rng_state, seed_everything, set_rng_state  # noqa: F401 - also read from here
 
 
 class UsageError(Exception):
@@ -60,32 +60,10 @@ def _clean(value):
     return value
 
 
-def rng_state() -> dict:
-    """Every random generator a run draws from: torch's (CPU, and every CUDA device's once CUDA is in
-    use), NumPy's and Python's."""
-    state = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(), "python": random.getstate()}
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict) -> None:
-    torch.set_rng_state(state["torch"])
-    np.random.set_state(state["numpy"])
-    random.setstate(state["python"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
 LOCK_NAME = ".lock"
+REPLACED = ".replaced"  # the run --overwrite replaces, set aside until the new one starts training
 RUN_FILES = ("config.json", "metrics.jsonl", "summary.json", "curves.png", "checkpoint.pt", "checkpoint.pt.tmp",
-             "completions.jsonl", "policy.pt", "model", "adapter", "policy", "samples.md", "tb", "wandb")
+             "completions.jsonl", "policy.pt", "model", "adapter", "policy", "samples.md", "tb", "wandb", REPLACED)
 
 
 def _cannot_write(what: str, error: OSError) -> str:
@@ -158,7 +136,7 @@ class RunLog:
         self.metrics_path, self.completions_path = self.dir / "metrics.jsonl", self.dir / "completions.jsonl"
         self.checkpoint_path = self.dir / "checkpoint.pt"
         self.writes, self.trains, self.kept = writes, trains, []
-        self.tracker, self.lock, self.created = None, None, False
+        self.tracker, self.lock, self.created, self.replaced = None, None, False, None
         if not writes:
             return
         self._claim()
@@ -195,9 +173,12 @@ class RunLog:
         others = [p for p in self.dir.iterdir() if p.name != LOCK_NAME]
         if others:
             self._check_replaceable(overwrite)
+            shutil.rmtree(self.dir / REPLACED, ignore_errors=True)  # left by a start that was killed
+            self.replaced = self.dir / REPLACED
+            self.replaced.mkdir()
             for path in others:  # what a run writes, and nothing else; the lock stays: this run holds it
-                if path.name in RUN_FILES:
-                    shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+                if path.name in RUN_FILES and path.name != REPLACED:
+                    os.replace(path, self.replaced / path.name)
         (self.dir / "config.json").write_text(json.dumps(_clean(config), indent=2))
         if self.trains:
             self.metrics_path.write_text("")
@@ -226,9 +207,23 @@ class RunLog:
         self._close_tracker()
         if discard and self.created and self.lock is not None:
             shutil.rmtree(self.dir, ignore_errors=True)
+        if self.replaced is not None and self.lock is not None:  # it never trained: the replaced run comes back
+            for path in self.dir.iterdir():
+                if path.name in RUN_FILES and path != self.replaced:
+                    shutil.rmtree(path) if path.is_dir() and not path.is_symlink() else path.unlink()
+            for path in self.replaced.iterdir():
+                os.replace(path, self.dir / path.name)
+            self.replaced.rmdir()
+            self.replaced = None
         if self.lock is not None:
             self.lock.release(remove_file=discard and self.lock.made_file)
             self.lock = None
+
+    def started(self) -> None:
+        """Training has begun (or eval has written its results): the run that --overwrite replaced goes for good."""
+        if self.replaced is not None:
+            shutil.rmtree(self.replaced, ignore_errors=True)
+            self.replaced = None
 
     def continue_with(self) -> str:
         """The command that resumes this run, ready to paste."""
@@ -334,13 +329,12 @@ class RunLog:
 
     def _cut_back(self, state: dict) -> None:
         """metrics.jsonl and completions.jsonl as they were at the checkpoint (a torn last line dropped)."""
-        if not self.metrics_path.exists():
-            raise UsageError(f"--resume {self.dir}: metrics.jsonl is missing, and the checkpoint needs its first "
-                             f"{state['metrics_lines']} lines; put it back, or start again with --overwrite")
-        kept = _whole_lines(self.metrics_path, self.dir)[: state["metrics_lines"]]
-        if len(kept) < state["metrics_lines"]:
-            raise UsageError(f"--resume {self.dir}: metrics.jsonl has {len(kept)} lines, the checkpoint needs "
-                             f"{state['metrics_lines']}; put the file back, or start again with --overwrite")
+        need, there = state["metrics_lines"], self.metrics_path.exists()
+        kept = _whole_lines(self.metrics_path, self.dir)[:need] if there else []
+        if len(kept) < need:
+            what = f"has {len(kept)} lines" if there else "is missing"
+            raise UsageError(f"--resume {self.dir}: metrics.jsonl {what}, the checkpoint needs its first {need} lines; "
+                             f"put it back, or start again with --overwrite")
         self.metrics_path.write_text("".join(line + "\n" for line in kept))
         if self.completions_path.exists():  # the completions of updates the checkpoint has not seen go too
             rows = _whole_lines(self.completions_path, self.dir)

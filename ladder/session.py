@@ -163,6 +163,7 @@ class RunSession:
             set_rng_state(state["rng"][self.procs.rank])
             self.step, self.started = state["step"], time.perf_counter() - state["wall_s"]
         self.training = True
+        self.files.started()  # from here on, the run --overwrite replaced is gone for good
         self.bar = tqdm(total=self.total, initial=state["bar"] if state else 0, unit=self.unit, desc=self.rung,
                         disable=not show_progress(self.cfg.progress and self.procs.is_main))
         return restored

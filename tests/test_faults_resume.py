@@ -80,14 +80,14 @@ def _resumes_to_the_end(cli, run_dir: Path) -> list[dict]:
 
 def test_missing_metrics_is_one_line(cli, run_dir):
     (run_dir / "metrics.jsonl").unlink()
-    _refused(cli, run_dir, "metrics.jsonl is missing, and the checkpoint needs its first 3 lines")
+    _refused(cli, run_dir, "metrics.jsonl is missing, the checkpoint needs its first 3 lines; put it back")
 
 
 def test_metrics_cut_inside_what_the_checkpoint_saw_is_one_line(cli, run_dir):
     lines = (run_dir / "metrics.jsonl").read_bytes().splitlines(keepends=True)
     (run_dir / "metrics.jsonl").write_bytes(b"")
     _write_byte_by_byte(run_dir / "metrics.jsonl", b"".join(lines[:2]) + lines[2][:40])
-    _refused(cli, run_dir, "metrics.jsonl has 2 lines, the checkpoint needs 3")
+    _refused(cli, run_dir, "metrics.jsonl has 2 lines, the checkpoint needs its first 3 lines")
 
 
 def test_a_broken_line_before_the_last_is_one_line(cli, run_dir):

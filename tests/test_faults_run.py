@@ -13,6 +13,8 @@ import pytest
 
 from ladder import run as ladder_run
 from ladder.rungs import cartpole
+from ladder.runlog import UsageError
+from ladder.session import RunSession
 
 REWARDS = '''
 import os
@@ -149,3 +151,30 @@ def test_an_unfinished_run_is_not_replaced_without_overwrite(cli, tmp_path, fini
     line = _one_line(cli("cartpole", "--no-progress", "--out", out), 2)
     assert line == (f"ladder: error: --out {out} already holds an unfinished run; continue it with --resume {out}, "
                     f"pass --overwrite to replace it, or choose another --out")
+
+
+def test_a_start_that_never_trains_puts_the_run_it_would_replace_back(tmp_path, finished_cartpole):
+    """--overwrite sets the old run aside; bad input or Ctrl-C before the first update puts it back as it was,
+    and only once training begins is it gone."""
+    out = tmp_path / "run"
+    shutil.copytree(finished_cartpole, out)
+    before = _snapshot(out)
+    cfg = cartpole.Config(out=str(out), overwrite=True, progress=False)
+    for fault in (UsageError("bad input found while loading"), KeyboardInterrupt()):
+        with pytest.raises(type(fault)):
+            with RunSession(cfg, "cartpole", {}, total=1):
+                raise fault
+        assert _snapshot(out) == before
+    with RunSession(cfg, "cartpole", {}, total=1) as run:
+        run.resume()
+        assert sorted(p.name for p in out.iterdir()) == [".lock", "config.json", "metrics.jsonl"]
+
+
+def test_eval_refused_after_overwrite_leaves_the_earlier_eval(cli, tmp_path):
+    out, empty = tmp_path / "eval", tmp_path / "not-an-adapter"
+    empty.mkdir()
+    assert cli(*EVAL, "--out", out).returncode == 0
+    before = _snapshot(out)
+    line = _one_line(cli(*EVAL, "--out", out, "--overwrite", "--adapter", empty), 2)
+    assert "no adapter_config.json there" in line
+    assert _snapshot(out) == before

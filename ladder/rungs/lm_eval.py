@@ -69,6 +69,7 @@ def train(cfg: Config) -> dict:
                 json.dumps({"question": p["question"], "answer": p["answer"], "completion": c}) + "\n"
                 for p, c in zip(problems, completions)))
             files.write_file("summary.json", json.dumps(summary, indent=2))  # last: it marks a finished eval
+            files.started()  # the eval --overwrite replaced is gone for good
     except BaseException:
         if files is not None:  # nothing of value yet: a directory this eval created goes again
             files.close(discard=not (files.dir / "summary.json").exists())
