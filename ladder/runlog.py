@@ -332,7 +332,7 @@ class RunLog:
         need, there = state["metrics_lines"], self.metrics_path.exists()
         kept = _whole_lines(self.metrics_path, self.dir)[:need] if there else []
         if len(kept) < need:
-            what = f"has {len(kept)} lines" if there else "is missing"
+            what = f"has {len(kept)} line{'' if len(kept) == 1 else 's'}" if there else "is missing"
             raise UsageError(f"--resume {self.dir}: metrics.jsonl {what}, the checkpoint needs its first {need} lines; "
                              f"put it back, or start again with --overwrite")
         self.metrics_path.write_text("".join(line + "\n" for line in kept))

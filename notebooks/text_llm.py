@@ -70,10 +70,10 @@ from ladder.viz import lm_lab, lm_tokens, lm_views
 
 USE_GPU = False
 if USE_GPU:
-    cfg = ppo_sentiment.Config(device="cuda", out=str(RUNS / "sentiment"))
+    cfg = ppo_sentiment.Config(device="cuda", out=str(RUNS / "notebook-4-sentiment"))
 else:
     cfg = ppo_sentiment.Config(**{**ppo_sentiment.PRESETS["tiny"], "steps": 4, "batch_size": 16,
-                                  "num_eval_prompts": 4, "print_samples": 0}, out=str(RUNS / "sentiment"),
+                                  "num_eval_prompts": 4, "print_samples": 0}, out=str(RUNS / "notebook-4-sentiment"),
                                progress=False)
 with lm_lab.quiet_run():                    # the rung prints the table below; it is shown once, rendered
     summary = ppo_sentiment.train(cfg)
@@ -81,11 +81,11 @@ print(f"training batches ({cfg.batch_size} fresh prompts each): mean score {summ
       f"at update 1, {summary['score_last']:+.3f} at update {summary['updates']}")
 print(f"the {len(summary['samples'])} fixed prompts of the table: mean score {summary['eval_score_before']:+.3f} "
       f"before training, {summary['eval_score_after']:+.3f} after")
-display(Markdown((RUNS / "sentiment" / "samples.md").read_text()))""",
-    """for r in metrics(RUNS / "sentiment"):
+display(Markdown((RUNS / "notebook-4-sentiment" / "samples.md").read_text()))""",
+    """for r in metrics(RUNS / "notebook-4-sentiment"):
     print(f"update {r['step']}: score {r['score_mean']:+.4f}  KL {r['kl_ref']:.4f}  β {r['kl_coef']:.4f}  "
           f"clip fraction {r['clip_frac']:.4f}")
-display(Image(data=lm_views.learning_curves(metrics(RUNS / "sentiment"))))""",
+display(Image(data=lm_views.learning_curves(metrics(RUNS / "notebook-4-sentiment"))))""",
     r"""md:## Token log-probs: the one-position shift
 
 Every number above starts as $\log\pi(a_t)$ of a completion token. A causal LM's output $z_i$ at position $i$ is a
@@ -155,8 +155,10 @@ gae_view""",
 
 $\hat A_0$ moves from the preset's λ = 0.95 value to the one-step $\delta_0 = r_0 + \gamma V_1 - V_0$
 at $\lambda = 0$ (at λ = 1 it is the whole sum of rewards minus $V_0$, printed above): at $\lambda = 0$ the score reaches the first
-token only through the critic's $V_1$, so $\hat A_0$ shrinks where $V_1$ is below the rewards still to come and grows where it
-is above — the printout shows which, on this completion. The last token's $\hat A = r_{T-1} - V_{T-1}$ does
+token only through the critic's $V_1$. Against λ = 1's value, λ = 0's is smaller where $V_1$ is below the rewards still to
+come, $\sum_{t\ge1} r_t$, and larger where it is above: at $\gamma = 1$ the two differ by exactly $V_1 - \sum_{t\ge1} r_t$.
+The preset's λ = 0.95 also weighs every later $V_t$, so which way $\hat A_0$ moves from there is the printout's to
+show, on this completion. The last token's $\hat A = r_{T-1} - V_{T-1}$ does
 not move: nothing comes after it, whatever $\gamma$ and $\lambda$ are. The printout above shows both.
 </details>""",
     r"""md:## Reward vs KL: what $\beta$ buys
@@ -190,8 +192,9 @@ view.controls["beta"].value = 0.0     # the β = 0 run: its completions now sit 
 [(s["after"], s["after_score"]) for s in view.data["samples"]]""",
     r"""md:<details><summary>Answer</summary>
 
-With $\beta = 0$ nothing holds the walk back: the text drifts from a review towards what VADER likes, repeated, at
-several times the KL of $\beta = 0.2$ (the ratio printed above: how many times is the run's). With $\beta = 1$ the
+With $\beta = 0$ nothing holds the walk back: the text drifts from a review towards what VADER likes, repeated, and
+its KL to $\pi_{\text{ref}}$ ends above $\beta = 0.2$'s. How many times above is the last ratio printed above:
+compare it with the three choices of the question. With $\beta = 1$ the
 policy stays closest to $\pi_{\text{ref}}$. In between, the score
 rises while the KL stays modest — the trade-off PPO-RLHF is tuned for. The adaptive controller (the default,
 `--kl-target`) picks $\beta$ for you by steering the KL towards a target instead.
@@ -264,7 +267,8 @@ GRPO puts the KL into the loss, not the reward, so that its gradient is the grad
 token, rather than a sequence-level reward term that every token of the completion shares. Both are options of the
 rung: `--kl-in loss` (GRPO) or `--kl-in reward` (RLOO: $\beta\sum_t \mathrm{KL}_t$ comes off each completion's reward $R_i$);
 notebook 6 §2 computes which estimator's gradient is the gradient of which KL. In the loss the KL is estimated
-with $k_3$, importance-weighted by $r_t(\theta)$ (notebook 3). Its *value* is exactly 1 until the first optimiser step,
+with $k_3$, importance-weighted by $r_t(\theta)$ (notebook 3). Its *value* is 1 until the first optimiser step (to
+float32 rounding: $\pi_{\text{old}}$'s log-probs come from a forward pass of their own),
 but its *gradient* is not 0: from the very first step it turns $k_3$'s gradient (that of the forward KL) into the
 reverse KL's, the one the penalty means (notebook 6 §2). Its value matters once $\pi_\theta$ has moved, whenever
 $\mu\cdot M > 1$ ($\mu$ passes of $M$ minibatches): from the second minibatch of the first pass on, or from the second pass
@@ -313,8 +317,8 @@ python -m ladder.run grpo --qlora --device cuda        # Qwen2.5-0.5B-Instruct o
 USE_GPU = False
 short = {"steps": 2, "eval_size": 8, "eval_every": 0, "print_samples": 2}
 base = {"device": "cuda"} if USE_GPU else {**grpo.PRESETS["tiny"], **short}
-summary = grpo.train(grpo.Config(**base, qlora=True, out=str(RUNS / "grpo"), progress=False))
-for r in metrics(RUNS / "grpo"):
+summary = grpo.train(grpo.Config(**base, qlora=True, out=str(RUNS / "notebook-5-grpo"), progress=False))
+for r in metrics(RUNS / "notebook-5-grpo"):
     print(f"step {r['step']}: " + "  ".join(f"{k} {r[k]:.4f}"
                                             for k in ("reward", "frac_reward_zero_std", "clip_frac", "kl_ref")))""",
     r"""md:Every `--print-samples` updates (here: 2) the rung prints one question → completion → reward line and
@@ -325,7 +329,7 @@ JSON lines as they are). One group of the last logged update — its $G$ advanta
 the group's mean and divided by the group's sample standard deviation (plus a small ε):""",
     """from ladder.runlog import read_completions
 
-rows = read_completions(RUNS / "grpo")
+rows = read_completions(RUNS / "notebook-5-grpo")
 group = [r for r in rows if r["step"] == rows[-1]["step"] and r["group"] == 0]
 print(f"step {group[0]['step']}, group 0: {group[0]['question']!r}")
 print(f"{'completion':<44} {'correct':>7} {'format':>6} {'reward':>6} {'Â_i':>7} {'tokens':>6} cut off")

@@ -47,7 +47,8 @@ error bars in the middle panel as you slide.
 ## Why $\pi_{\text{old}} = \pi_\theta$ at sampling, and what $\mu$ does
 
 The batch is sampled by the current policy, so $\pi_\theta = \pi_{\text{old}}$ until the first optimiser step: on the
-first minibatch of the first pass every ratio is exactly 1 (with a gradient). Each optimiser step moves $\pi_\theta$;
+first minibatch of the first pass every ratio is 1 (with a gradient), to float32 rounding: $\log\pi_{\text{old}}$ was
+recorded by a forward pass of its own. Each optimiser step moves $\pi_\theta$;
 the samples stay those of $\pi_{\text{old}}$. With $M$ minibatches per pass the second minibatch of the first pass
 already sees $r \neq 1$ (`--algo gspo` sets $M$ as printed below); here $M = 1$, so each pass is one optimiser step.
 Two things go wrong if we ignore that:

@@ -77,14 +77,17 @@ $-T\cdot\mathrm{KL}$ and a long completion's weight falls below 1 — what $C_{\
 token_w, seq_w = spread["token_w"], spread["seq_w"]
 print(f"one token:      std of log w_t {spread['token_std']:.2e}; w_t from {token_w[0]:.4f} to {token_w[1]:.4f}")
 print(f"one completion: std of Σ_t log w_t {spread['seq_std']:.2e}; w_i from {seq_w[0]:.4f} to {seq_w[1]:.4f}")
-print(f"√T × one token's std, T = {spread['length']}: {spread['sqrt_length_token_std']:.2e}")
+mean_length = four.main.mask.sum(1).float().mean().item()
+print(f"√T × one token's std, T = {spread['length']} (the longest completion; their mean length {mean_length:.2f}): "
+      f"{spread['sqrt_length_token_std']:.2e}")
 display(Image(data=viz.sampler_views.four_policies_figure(four)))""",
     r"""md:On the right, the sum climbs in steps, at the few uncertain tokens where the rounding matters, towards the
 $\sqrt{k}$ curve. The tiny task's completions are short; a reasoning completion of thousands of tokens sums a hundred
 times more terms, its log-weight spreads some ten times more, and its weight — the exponential of that sum — has a
 tail no single token's weight has. That is why, on long completions, a bound $C_{\max}$ reaches the sequence modes
 long before the token modes. The tiny task's completions are short, so whether this batch shows it is the run's to
-say: where one uncertain token makes both, the largest sequence weight is no larger than the largest token weight; a
+say: where one uncertain token makes both, the largest sequence weight is about as large as the largest token weight,
+and the first line below says which is larger on this run; a
 hotter sampler (τ = 1.1), whose token weights nearly all lean the same way, lets the product grow sooner. Both, on
 this run, come first below; then what each mode changes on this batch, at TRL's default $C_{\max} = 3$ and at a tight
 $C_{\max} = 1.01$ (`sampler_lab.kept`), and under the table the same in words:""",
@@ -155,6 +158,7 @@ print(f"bfloat16 at τ = 1.1, mean mismatch / at τ = 1: {hot_mean / mean['bfloa
 largest = max(viz.sampler_lab.sequence_spread(b)["token_w"][1] for b in four.batches.values())
 largest_seq = max(viz.sampler_lab.sequence_spread(b)["seq_w"][1] for b in four.batches.values())
 print(f"the largest w_t at any setting of the widget: {largest:.2f}; the largest w_i: {largest_seq:.2f}")
+print(sampler_notes.cold_note(four, ("bfloat16", 0.8)))
 hot = viz.sampler_lab.kept(four.batches[("bfloat16", 1.1)], 1.01, 1 / 1.01)["sequence_mask"]
 print(sampler_notes.c_max_note(four, 3.0))
 print(f"τ = 1.1, C_max = 1.01, C_min = 1/C_max: sequence_mask drops {hot['changed']} of {hot['of']} completions")""",
@@ -165,13 +169,16 @@ buys its precision with range (nothing above 65504), which is why engines mostly
 the larger mismatch. (2) Larger, many times over (the second ratio printed above): a ten percent temperature mismatch
 moves every token's probability, where rounding moves only the uncertain ones a little. A hotter sampler flattens the
 distribution, so the likely tokens — most of a completion — get $w_t$ a little above 1, and the unlikely tokens it
-now draws more often get $w_t$ well below 1. (3) The run says: the line printed above lists every setting where a
-mode changed a weight. $C_{\max}$ only bounds from above, so it changes a weight only where the sampler under-drew a
+now draws more often get $w_t$ well below 1. (3) The run says: the line `at C_max = 3 …` above lists every setting
+where a mode changed a weight. $C_{\max}$ only bounds from above, so it changes a weight only where the sampler under-drew a
 token, or a whole completion, more than threefold. Rounding at τ = 1 is far from that; a colder sampler (τ = 0.8)
 over-draws the likely tokens and under-draws the rest, so its largest weights come nearest to 3 (the table's last
-row) and, on some runs, pass it — a completion's product first. The small
-weights a hot sampler produces are reached by $C_{\min}$ — tick
-*C_min = 1/C_max* and slide $C_{\max}$ down: the sequence modes then take most of the completions (the last line).
+row). Which of the two comes nearer, a token or a completion, is the run's: the τ = 0.8 line above compares them.
+A cold sampler gives few tokens $w_t$ above 1 (that line prints how few) — the likely tokens it over-draws, most of
+every completion, get $w_t$ a little below 1 —, so a completion's product of them mostly shrinks and a single
+under-drawn token keeps its whole weight; only a completion holding several under-drawn tokens multiplies past it.
+The small weights a hot sampler produces are reached by $C_{\min}$ — tick *C_min = 1/C_max* and slide $C_{\max}$
+down: the sequence modes then take most or all of the completions (the last line prints how many).
 </details>
 
 ### In TRL, and in the grpo rung

@@ -146,13 +146,13 @@ The batch is `episodes_per_update` complete episodes (printed below), padded to 
 samples from the current $\pi_\theta$.""",
     """from ladder.rungs import reinforce
 
-cfg = reinforce.Config(total_steps=8_000, eval_every=4_000, eval_episodes=20, out=str(RUNS / "reinforce"),
+cfg = reinforce.Config(total_steps=8_000, eval_every=4_000, eval_episodes=20, out=str(RUNS / "notebook-1-reinforce"),
                        progress=False)
 print({k: getattr(cfg, k) for k in ("total_steps", "episodes_per_update", "baseline", "eval_episodes")})
 summary = reinforce.train(cfg)
 {k: summary[k] for k in ("env_steps", "eval_return_mean", "wall_s")}""",
-    """display(Image(filename=str(RUNS / "reinforce" / "curves.png")))
-[(r["step"], r["episode_return"]) for r in metrics(RUNS / "reinforce")][-5:]""",
+    """display(Image(filename=str(RUNS / "notebook-1-reinforce" / "curves.png")))
+[(r["step"], r["episode_return"]) for r in metrics(RUNS / "notebook-1-reinforce")][-5:]""",
     r"""md:The two returns in the plot measure different episodes. `eval_return_mean` in the summary comes from separate
 **greedy** evaluation episodes: the argmax action at every step. The training return is the mean over the
 `episodes_per_update` episodes of each batch, played with **sampled** actions: a stochastic policy now and then pushes the wrong way and
@@ -294,20 +294,25 @@ gradient clipping — all inside `core.update`.
 
 `solved` in the summary means that a greedy evaluation (`eval_episodes` episodes, the argmax action at every step)
 averaged at least `solve_return` (CartPole-v1 ends an episode at `max_episode_steps`); the run stops there. The
-training return in the curves stays lower, for two reasons: its actions are sampled, as in notebook 1, and each
-point is the mean of the episodes that *ended* during that update's `num_envs` × `num_steps` steps. An episode spans
+training return in the curves can run above the greedy evaluations for a while, but it need not reach them at the
+end (the last of each is printed under the curves), for two reasons: its actions are sampled, as in notebook 1, and
+each point is the mean of the episodes that *ended* during that update's `num_envs` × `num_steps` steps. An episode spans
 several rollouts and is counted only when it ends, so a long one was played mostly by earlier, weaker policies; an
 update in which no episode ended has no training return.""",
     """import gymnasium
 from ladder.rungs import cartpole
 
-cfg = cartpole.Config(**cartpole.PRESETS["tiny"], out=str(RUNS / "cartpole"), progress=False)
+cfg = cartpole.Config(**cartpole.PRESETS["tiny"], out=str(RUNS / "notebook-2-cartpole"), progress=False)
 print({k: getattr(cfg, k) for k in ("num_envs", "num_steps", "mu", "num_minibatches", "eval_episodes", "solve_return")},
       "max_episode_steps:", gymnasium.spec(cfg.env_id).max_episode_steps)
 summary = cartpole.train(cfg)
 {k: summary[k] for k in ("solved", "env_steps", "eval_return_mean", "wall_s")}""",
-    """display(Image(filename=str(RUNS / "cartpole" / "curves.png")))
-last = metrics(RUNS / "cartpole")[-1]
+    """display(Image(filename=str(RUNS / "notebook-2-cartpole" / "curves.png")))
+records = metrics(RUNS / "notebook-2-cartpole")
+trained = [r["episode_return"] for r in records if r.get("episode_return") is not None]
+greedy = [r["eval_return_mean"] for r in records if r.get("eval_return_mean") is not None]
+print(f"last training return {trained[-1]:.1f}, last greedy evaluation {greedy[-1]:.1f}")
+last = records[-1]
 {k: round(last[k], 4) for k in ("clip_frac", "ratio_min", "ratio_max", "approx_kl_old_k3")}""",
     r"""md:## The clipped objective, on real ratios
 

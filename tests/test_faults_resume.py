@@ -90,6 +90,13 @@ def test_metrics_cut_inside_what_the_checkpoint_saw_is_one_line(cli, run_dir):
     _refused(cli, run_dir, "metrics.jsonl has 2 lines, the checkpoint needs its first 3 lines")
 
 
+def test_metrics_cut_to_one_line_says_line(cli, run_dir):
+    lines = (run_dir / "metrics.jsonl").read_bytes().splitlines(keepends=True)
+    (run_dir / "metrics.jsonl").write_bytes(b"")
+    _write_byte_by_byte(run_dir / "metrics.jsonl", lines[0] + lines[1][:40])
+    _refused(cli, run_dir, "metrics.jsonl has 1 line, the checkpoint needs its first 3 lines")
+
+
 def test_a_broken_line_before_the_last_is_one_line(cli, run_dir):
     lines = (run_dir / "metrics.jsonl").read_text().splitlines(keepends=True)
     (run_dir / "metrics.jsonl").write_text(lines[0] + "{not json\n" + "".join(lines[2:]))

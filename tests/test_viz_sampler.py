@@ -115,8 +115,17 @@ def test_the_widgets_answers(four):
     note = sampler_notes.c_max_note(four, 3.0)
     assert note.startswith("at C_max = 3 no mode changes any weight") if not changed else \
         all(f"{setting} (" in note for setting in changed) and note.count("; ") == len(changed) - 1
+    # which comes nearer to C_max at τ = 0.8, a token or a completion, is the run's too: printed, worded
+    cold = four.batches[("bfloat16", 0.8)]
+    spread, cold_log_w = sampler_lab.sequence_spread(cold), cold.log_w[cold.mask.bool()]
+    above = (cold_log_w > 0).float().mean().item()
+    assert above < 0.5                                                        # "few tokens w_t above 1" (1 % here)
+    nearer = "a single token's" if spread["token_w"][1] > spread["seq_w"][1] else "a completion's"
+    assert sampler_notes.cold_note(four) == (
+        f"bfloat16 at τ = 0.8: {above:.1%} of its tokens have w_t above 1; the largest w_t {spread['token_w'][1]:.3f}, "
+        f"the largest w_i {spread['seq_w'][1]:.3f}: {nearer} weight comes nearer to C_max")
     two_sided = sampler_lab.kept(hot, 1.01, 1 / 1.01)["sequence_mask"]
-    assert two_sided["frac"] > 0.5                                            # "most of the completions"
+    assert two_sided["frac"] > 0.5                                            # "most or all of the completions"
     assert torch.finfo(torch.bfloat16).eps == 2.0 ** -7 and torch.finfo(torch.float16).eps == 2.0 ** -10  # 8, 11 bits
     assert torch.finfo(torch.float16).max == 65504
 

@@ -67,3 +67,14 @@ def c_max_note(four: sampler_lab.FourPolicies, c_max: float = 3.0) -> str:
     if not changed:
         return f"at C_max = {c_max:g} no mode changes any weight at any of the widget's {len(four.batches)} settings"
     return f"at C_max = {c_max:g} the modes change weights at: " + "; ".join(changed)
+
+
+def cold_note(four: sampler_lab.FourPolicies, cold: tuple = ("bfloat16", 0.8)) -> str:
+    """On a colder sampler's batch: the share of token weights above 1, and which comes nearer to C_max, the
+    largest token weight or the largest completion weight."""
+    b = four.batches[cold]
+    seq, token, _ = _tail(b)
+    above = (b.log_w[b.mask.bool()] > 0).float().mean().item()
+    nearer = "a single token's" if token > seq else "a completion's"
+    return (f"{cold[0]} at τ = {cold[1]:g}: {above:.1%} of its tokens have w_t above 1; the largest w_t {token:.3f}, "
+            f"the largest w_i {seq:.3f}: {nearer} weight comes nearer to C_max")
