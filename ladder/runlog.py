@@ -333,7 +333,8 @@ class RunLog:
         kept = _whole_lines(self.metrics_path, self.dir)[:need] if there else []
         if len(kept) < need:
             what = f"has {len(kept)} line{'' if len(kept) == 1 else 's'}" if there else "is missing"
-            raise UsageError(f"--resume {self.dir}: metrics.jsonl {what}, the checkpoint needs its first {need} lines; "
+            raise UsageError(f"--resume {self.dir}: metrics.jsonl {what}, the checkpoint needs its first "
+                             f"{'line' if need == 1 else f'{need} lines'}; "
                              f"put it back, or start again with --overwrite")
         self.metrics_path.write_text("".join(line + "\n" for line in kept))
         if self.completions_path.exists():  # the completions of updates the checkpoint has not seen go too
