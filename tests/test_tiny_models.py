@@ -11,7 +11,7 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from ladder.tasks import arithmetic, sentiment, tiny_lm
+from ladder.tasks import arithmetic, rebuild_tiny, sentiment, tiny_lm
 
 FAST = {sentiment.TINY_MODEL_VERSION: functools.partial(sentiment.build_tiny_sentiment_model, steps=40),
         arithmetic.TINY_MODEL_VERSION: functools.partial(arithmetic.build_tiny_math_model, sft_steps=40)}
@@ -48,7 +48,7 @@ def test_the_rungs_load_the_shipped_copies(monkeypatch, tmp_path):
     assert sentiment.tiny_model_path() == tiny_lm.SHIPPED / sentiment.TINY_MODEL_VERSION
     assert arithmetic.tiny_math_model() == tiny_lm.SHIPPED / arithmetic.TINY_MODEL_VERSION
     assert not (tmp_path / "cache").exists()  # nothing built, nothing written
-    assert sorted(p.name for p in tiny_lm.SHIPPED.iterdir()) == sorted(tiny_lm.builders())
+    assert sorted(p.name for p in tiny_lm.SHIPPED.iterdir()) == sorted(rebuild_tiny.builders())
     size = sum(f.stat().st_size for f in tiny_lm.SHIPPED.rglob("*") if f.is_file())
     assert size < 15e6
 
@@ -86,9 +86,9 @@ def _write_config(path):
 
 
 def test_rebuild_writes_every_model_and_drops_old_versions(monkeypatch, tmp_path):
-    monkeypatch.setattr(tiny_lm, "builders", lambda: {name: _write_config for name in FAST})
+    monkeypatch.setattr(rebuild_tiny, "builders", lambda: {name: _write_config for name in FAST})
     (tmp_path / "tiny-gpt2-sentiment-v0").mkdir()  # a version no longer used
     (tmp_path / "tiny-gpt2-sentiment-v0" / "config.json").write_text("{}")
-    built = tiny_lm.rebuild(tmp_path)
+    built = rebuild_tiny.rebuild(tmp_path)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(FAST) == sorted(p.name for p in built)
     assert all((p / "config.json").exists() for p in built)

@@ -9,7 +9,7 @@ The package ships the tiny models it uses, built once by this code (``tiny_model
 machine starts from the same weights: a model trained on the machine that runs it would differ from one
 CPU to the next in its last bits, and every number downstream with it. Rebuild the shipped copies with
 
-    python -m ladder.tasks.tiny_lm --rebuild
+    python -m ladder.tasks.rebuild_tiny --rebuild
 
 With ``LADDER_BUILD_TINY=1`` a tiny model is built into ``$LADDER_CACHE`` on first use instead.
 """
@@ -61,10 +61,10 @@ def cached(name: str, build: Callable[[Path], None]) -> Path:
     if (target / "config.json").exists():
         return target
     _usable_cache_dir()
-    return _build_into(target, build)
+    return build_into(target, build)
 
 
-def _build_into(target: Path, build: Callable[[Path], None]) -> Path:
+def build_into(target: Path, build: Callable[[Path], None]) -> Path:
     """``build(tmp)`` in a fresh directory beside ``target``, then renamed to it: never half-written."""
     name = target.name
     if target.exists():  # left incomplete by an interrupted or broken build
@@ -242,35 +242,3 @@ def pretrain(model, tokenizer, examples: list[tuple[str, str]], steps: int, batc
             print(f"  pretrain step {step + 1}/{steps}: loss {sum(losses[-log_every:]) / log_every:.3f}")
     model.eval()
     return losses
-
-
-def builders() -> dict[str, Callable[[Path], None]]:
-    """Every tiny model the package ships: its version name → the function that builds it."""
-    from ladder.tasks import arithmetic, sentiment
-
-    return {sentiment.TINY_MODEL_VERSION: sentiment.build_tiny_sentiment_model,
-            arithmetic.TINY_MODEL_VERSION: arithmetic.build_tiny_math_model}
-
-
-def rebuild(where: Path = SHIPPED) -> list[Path]:
-    """Build every tiny model into ``where`` (replacing what is there) and remove the versions no longer used."""
-    where.mkdir(parents=True, exist_ok=True)
-    wanted = builders()
-    for old in where.iterdir():
-        if old.is_dir() and old.name not in wanted:
-            shutil.rmtree(old)
-    built = []
-    for name, build in wanted.items():
-        shutil.rmtree(where / name, ignore_errors=True)
-        built.append(_build_into(where / name, build))
-        print(f"built {built[-1]}")
-    return built
-
-
-if __name__ == "__main__":
-    import sys
-
-    if sys.argv[1:] != ["--rebuild"]:
-        print("usage: python -m ladder.tasks.tiny_lm --rebuild   (about 3 minutes on a CPU)", file=sys.stderr)
-        sys.exit(2)
-    rebuild()
