@@ -85,7 +85,7 @@ def test_load_gsm8k_from_local_jsonl(tmp_path):
 @pytest.mark.parametrize("content, needle", [
     ("", "no rows"),
     ("{not json", "not valid JSON"),
-    ('{"q": 1}\n', "'question' and 'answer'"),
+    ('{"q": 1}\n', "line 1: no 'question' field"),
 ])
 def test_bad_dataset_files_are_one_line_errors(tmp_path, content, needle):
     path = tmp_path / "bad.jsonl"
