@@ -23,6 +23,7 @@ import shlex
 import signal
 import sys
 import threading
+import time
 from dataclasses import asdict, fields
 from pathlib import Path
 
@@ -201,10 +202,23 @@ class _PipeSafe:
         return getattr(self.stream, name)
 
 
-def _interrupt_once(signum, frame):
-    """The first Ctrl-C stops the run; those after it are ignored, so the shutdown it starts runs to its end."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    raise KeyboardInterrupt
+class CtrlC:
+    """The SIGINT handler around a command. A Ctrl-C stops the run (``KeyboardInterrupt``); another within
+    ``burst_s`` of it, or any once the command reports the interruption (``reporting``), is ignored, so the
+    shutdown it started runs to its end. A later one stops the run again: a library that swallowed the first
+    (an exception raised in a ``__del__`` is only printed) cannot leave a run that no Ctrl-C stops."""
+
+    burst_s = 1.0
+
+    def __init__(self):
+        self.last, self.reporting = None, False
+
+    def __call__(self, signum, frame):
+        now = time.monotonic()
+        if self.reporting or (self.last is not None and now - self.last < self.burst_s):
+            return
+        self.last = now
+        raise KeyboardInterrupt
 
 
 @contextlib.contextmanager
@@ -213,17 +227,16 @@ def terminal_guards(whole_process: bool):
     ``whole_process`` (the command line itself): after a Ctrl-C, Ctrl-C stays ignored until the process ends."""
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _PipeSafe(sys.stdout), _PipeSafe(sys.stderr)
-    previous = None
+    previous, ctrl_c = None, CtrlC()
     if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        previous = signal.signal(signal.SIGINT, _interrupt_once)
+        previous = signal.signal(signal.SIGINT, ctrl_c)
     try:
-        yield
+        yield ctrl_c
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
         sys.stdout, sys.stderr = streams
-        interrupted = signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-        if previous is not None and not (interrupted and whole_process):
+        if previous is not None and not (ctrl_c.reporting and whole_process):
             signal.signal(signal.SIGINT, previous)
 
 
@@ -235,11 +248,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
     rung = load_rung(name)
-    with terminal_guards(whole_process):
-        return run_command(name, rung, rest)
+    with terminal_guards(whole_process) as ctrl_c:
+        return run_command(name, rung, rest, ctrl_c)
 
 
-def run_command(name: str, rung, rest: list[str]) -> int:
+def run_command(name: str, rung, rest: list[str], ctrl_c: CtrlC | None = None) -> int:
     """One command line after its rung: bad input is exit 2, a fault during the run exit 1, Ctrl-C 130."""
     cfg = None
     try:
@@ -266,6 +279,8 @@ def run_command(name: str, rung, rest: list[str]) -> int:
         print(f"ladder: stopped: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        if ctrl_c is not None:
+            ctrl_c.reporting = True  # from here on a Ctrl-C changes nothing
         _close_progress_bars()
         resumable = cfg is not None and hasattr(cfg, "resume") and (Path(cfg.out) / "config.json").exists()
         print("\ninterrupted" + (f"; continue with: python -m ladder.run {name} --resume {shlex.quote(cfg.out)}"

@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+from ladder.run import CtrlC
+
 MARKED_AT_THE_FIRST_LOG = """
 import runpy, sys
 from ladder import session
@@ -111,3 +113,52 @@ def test_two_ctrl_c_end_in_one_line_and_a_command_that_pastes(tmp_path):
                             capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert pasted.returncode == 0, pasted.stderr[-3000:]
     assert json.loads(pasted.stdout)["out"] == str(out)
+
+
+SWALLOWED_AT_THE_FIRST_LOG = """
+import runpy, sys, time
+from ladder import session
+
+real_log = session.RunSession.log
+
+
+class Swallows:
+    def __del__(self):  # Python only prints an exception raised here: the Ctrl-C that lands here is lost
+        print("waiting", file=sys.stderr, flush=True)
+        time.sleep(120)
+
+
+def marked_log(self, *args, **kwargs):
+    real_log(self, *args, **kwargs)
+    if self.step == 1:
+        Swallows()  # dropped at once: its __del__ runs now
+        print("training", file=sys.stderr, flush=True)
+
+
+session.RunSession.log = marked_log
+sys.argv[0] = "ladder.run"
+runpy.run_module("ladder.run", run_name="__main__")
+"""
+
+
+def test_a_ctrl_c_a_library_swallowed_does_not_leave_a_run_no_ctrl_c_stops(tmp_path):
+    """The first Ctrl-C lands in a ``__del__`` (its KeyboardInterrupt is printed and dropped, as in a library that
+    cleans up there); the run trains on, and a Ctrl-C pressed later still stops it with the one line."""
+    (tmp_path / "swallows.py").write_text(SWALLOWED_AT_THE_FIRST_LOG)
+    out = tmp_path / "run"
+    args = ["cartpole", "--total-steps", "10000000", "--no-stop-on-solve", "--checkpoint-every", "1",
+            "--no-progress", "--out", str(out)]
+    run = subprocess.Popen([sys.executable, str(tmp_path / "swallows.py"), *args], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    try:
+        lines = iter(run.stderr.readline, "")
+        assert any(line.strip() == "waiting" for line in lines)
+        run.send_signal(signal.SIGINT)  # lands in __del__'s sleep and is dropped there
+        assert any(line.strip() == "training" for line in lines)  # the run went on
+        time.sleep(CtrlC.burst_s + 0.5)  # a separate Ctrl-C, not the same burst
+        run.send_signal(signal.SIGINT)
+        stdout, stderr = run.communicate(timeout=120)
+    finally:
+        run.kill()
+    assert run.returncode == 130, stderr[-3000:]
+    assert stderr.strip().splitlines()[-1].startswith("interrupted; continue with: python -m ladder.run cartpole")
