@@ -194,10 +194,9 @@ view.controls["beta"].value = 0.0     # the β = 0 run: its completions now sit 
 
 With $\beta = 0$ nothing holds the walk back: the text drifts from a review towards what VADER likes, repeated, and
 its KL to $\pi_{\text{ref}}$ ends above $\beta = 0.2$'s. How many times above is the last ratio printed above:
-compare it with the three choices of the question. With $\beta = 1$ the
-policy stays closest to $\pi_{\text{ref}}$. In between, the score
-rises while the KL stays modest — the trade-off PPO-RLHF is tuned for. The adaptive controller (the default,
-`--kl-target`) picks $\beta$ for you by steering the KL towards a target instead.
+compare it with the three choices of the question. With $\beta = 1$ the policy stays closest to $\pi_{\text{ref}}$.
+In between, the score rises while the KL stays modest — the trade-off PPO-RLHF is tuned for.
+The adaptive controller (the default, `--kl-target`) picks $\beta$ for you by steering the KL towards a target instead.
 </details>
 
 ## Self-check
