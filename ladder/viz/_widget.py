@@ -7,10 +7,15 @@ same in Jupyter, in a headless test and under ``nbmake`` — no pyplot state, no
     view.controls   {name: widget}       set ``.value`` to turn a knob (the view redraws itself)
     view.data       dict                 every number the last drawing plotted
     view.figure     matplotlib Figure    the last drawing
+
+Read without a live kernel (``jupyter nbconvert``, a repository's notebook viewer) a widget has no
+state to draw from; a displayed ``View`` therefore also carries its figure as it was when displayed
+(``image/png`` beside the widget in the output), which such readers show in its place.
 """
 
 from __future__ import annotations
 
+import base64
 import io
 from collections.abc import Callable
 
@@ -37,6 +42,7 @@ class View(widgets.VBox):
         self._draw = draw
         self.image = widgets.Image(format="png")
         self.status = widgets.HTML()
+        self.title = title
         header = [widgets.HTML(f"<b>{title}</b>")] if title else []
         super().__init__(header + [widgets.HBox(list(controls.values()), layout=widgets.Layout(flex_flow="row wrap")),
                                    self.status, self.image])
@@ -53,3 +59,12 @@ class View(widgets.VBox):
         self.image.value = render_png(self.figure)
         summary = self.data.get("summary")
         self.status.value = f"<code>{summary}</code>" if summary else ""
+
+    def _repr_mimebundle_(self, **kwargs):
+        """The live widget, plus the figure drawn at display time for readers without a kernel: a
+        notebook front end that runs widgets shows the widget, nbconvert and static viewers the PNG."""
+        bundle = super()._repr_mimebundle_(**kwargs) or {}
+        bundle["image/png"] = base64.b64encode(self.image.value).decode("ascii")
+        controls = ", ".join(f"{name} = {value!r}" for name, value in self.values().items())
+        bundle["text/plain"] = f"{self.title or 'figure'} ({controls})"
+        return bundle
