@@ -2,7 +2,7 @@
 
 import pytest
 
-from ladder.viz import SelfCheck
+from ladder.viz import Predict, Reason, SelfCheck, tally
 
 
 def test_marks_right_wrong_and_unanswered(capsys):
@@ -25,3 +25,63 @@ def test_refuses_unknown_names_and_non_finite_truths():
         SelfCheck(x=("?", float("nan")))
     with pytest.raises(ValueError):
         SelfCheck()
+
+
+# ------------------------------------------------------------------------ predictions and reasons
+def test_a_choice_prediction_is_marked_against_the_computed_choice(capsys):
+    p = Predict("above or below?", choices=("above", "below"))
+    assert p.check("below", why="one sweep moves V one step") is None and p.mark is None
+    first = capsys.readouterr().out.splitlines()
+    assert first[0].startswith("not answered yet") and first[1] == "computed: below — one sweep moves V one step"
+    p.answer = " Below"                          # case and spaces do not matter
+    p.check("below")
+    assert p.mark is True
+    p.answer = "above"
+    p.check("below")
+    assert p.mark is False and "not right: you said above" in capsys.readouterr().out
+    p.answer = "abov"                            # not a choice: not marked, and not an error
+    p.check("below")
+    assert p.mark is None and "'abov' is not one of 'above', 'below'" in capsys.readouterr().out
+
+
+def test_a_number_prediction_is_right_within_its_tolerance(capsys):
+    p = Predict("V(s_0)?", rtol=0.1)
+    p.answer = 1.05
+    p.check(1.0)
+    assert p.mark is True
+    p.answer = 1.2
+    p.check(1.0)
+    assert p.mark is False
+    p.answer = "one"
+    p.check(1.0)
+    assert p.mark is None and "'one' is not a number" in capsys.readouterr().out
+
+
+def test_a_reason_is_checked_against_the_key_given_later(capsys):
+    q = Reason("why?", "first reason", "second reason", "third reason")
+    q.ask()
+    assert capsys.readouterr().out.splitlines() == ["why?", "  a) first reason", "  b) second reason",
+                                                    "  c) third reason"]
+    q.check("b", why="more")
+    assert q.mark is None and capsys.readouterr().out.splitlines()[-1] == "computed: b — second reason. more"
+    q.answer = "B"
+    q.check("b")
+    assert q.mark is True
+    q.answer = "c"
+    q.check("b")
+    assert q.mark is False
+    tally(q, Predict("?", choices=(1, 2)))
+    assert capsys.readouterr().out.splitlines()[-1] == "0 of 2 right (1 not answered yet)"
+
+
+def test_a_computed_truth_outside_the_question_is_the_notebook_s_error():
+    with pytest.raises(ValueError, match="not one of the choices"):
+        Predict("?", choices=("above", "below")).check("equal")
+    with pytest.raises(ValueError, match="not a finite number"):
+        Predict("?").check(float("nan"))
+    with pytest.raises(ValueError, match="not one of the choices"):
+        Reason("?", "x", "y").check("c")
+    with pytest.raises(ValueError):
+        Predict("?", choices=("only",))
+    with pytest.raises(ValueError):
+        Reason("?", *"abcdefghi")

@@ -16,6 +16,7 @@ Each view returns a ``View`` (an ``ipywidgets.VBox``): ``view.controls`` are its
     league_view              the --algo bundles trained by the grpo rung at one budget of completions
     sampler_view             a sampler that is not π_old: its weights π_old/π_sampler, and what C_max keeps
     exact_sampler_gradients  the exact bias and variance of the gradient under π_sampler, uncorrected and truncated
+    Predict, Reason, tally   self-checks: a prediction or a reason, checked against what the code then computes
     SelfCheck                a notebook's closing questions, answered with numbers the notebook computed
 """
 
@@ -27,7 +28,7 @@ from ladder.viz.lm_lab import beta_sweep, fixed_grpo_batch, lm_mu_passes, ppo_ru
 from ladder.viz.lm_views import kl_tradeoff_view, lm_mu_view
 from ladder.viz.sampler_lab import exact_sampler_gradients, four_policies
 from ladder.viz.sampler_views import sampler_view
-from ladder.viz.self_check import SelfCheck
+from ladder.viz.self_check import Predict, Reason, SelfCheck, tally
 from ladder.viz.token_clipping import gradient_mask, token_passes, token_view
 from ladder.viz.trl_loss_parity import parity_view, trl_parity
 from ladder.viz.trl_map_schedule import schedule_view, trl_map_markdown, trl_schedule
@@ -44,4 +45,4 @@ __all__ = ["View", "fixed_batch", "mu_passes", "clipped_objective_view", "mu_vie
            "fixed_grpo_batch", "lm_mu_passes", "lm_mu_view", "trl_map_markdown", "trl_schedule", "schedule_view",
            "trl_parity", "parity_view", "kl_gradients", "kl_gradient_view", "gradient_mask", "token_passes",
            "token_view", "league", "league_view", "four_policies", "exact_sampler_gradients", "sampler_view",
-           "SelfCheck"]
+           "SelfCheck", "Predict", "Reason", "tally"]

@@ -1,4 +1,30 @@
-"""A notebook's closing self-check: a few questions whose answers are numbers the notebook computed.
+"""A notebook's self-checks: predictions and reasons checked against what the code computes, and numbers.
+
+A **prediction** is asked in the cell *before* the one that computes its answer; the learner commits to
+an answer there, and a later cell checks it against the computed truth, then prints that truth with a
+one-line reason::
+
+    p = Predict("After one sweep, is TD(0)'s V(s_0) above or below the Monte-Carlo estimate?",
+                choices=("above", "below"))
+    p.answer = None           # the learner writes "above" or "below" here, before running the next cells
+    ...                       # the cells that compute td_v0 and mc_v0
+    p.check("above" if td_v0 > mc_v0 else "below", why="TD(0) has moved V one step from its start of 0")
+
+Without ``choices`` the answer is a number, right within ``rtol`` (relative, default 10 %) or ``atol``.
+A **reason** is a multiple choice of explanations, lettered a, b, c, …; its key is given only when it
+is checked, in a later cell, with the explanation printed after::
+
+    q = Reason("Why does a time-limit truncation bootstrap with V(s_T)?",
+               "the episode's reward stops there", "the state s_T still has a future the rollout did not see",
+               "V(s_T) = 0 at every last step")
+    q.answer = None           # the learner writes "a", "b" or "c"
+    q.check("b", why="the environment did not end; only our rollout stopped, so the return goes on")
+
+``check`` prints "right" or "not right" (or "not answered yet" while ``answer`` is None, which is how CI
+runs every notebook), then the truth; it never raises on an answer, and keeps ``mark`` (True / False /
+None). ``tally(p, q, …)`` prints how many of them are right.
+
+The older check asks for numbers that the notebook computed, read back from its outputs::
 
     quiz = SelfCheck(
         ratio_std=("After μ = 4 passes, what is the std of the ratio? (2 significant digits)", stats[3]["ratio_std"]),
@@ -16,6 +42,100 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+NOT_ANSWERED = "not answered yet: set .answer in the cell that asks, then run from there again"
+
+
+def _show(value) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+class Predict:
+    """A question asked before its answer is computed: one of ``choices``, or (no choices) a number."""
+
+    def __init__(self, question: str, choices: tuple | None = None, rtol: float = 0.1, atol: float = 1e-9):
+        if choices is not None and len(choices) < 2:
+            raise ValueError("a prediction with choices needs at least two")
+        self.question, self.choices, self.rtol, self.atol = question, choices, rtol, atol
+        self.answer = None
+        self.mark: bool | None = None
+
+    def ask(self) -> None:
+        """Print the question and its choices."""
+        print(self.question)
+        if self.choices is not None:
+            print("choices: " + ", ".join(map(repr, self.choices)))
+
+    def _choice(self, answer):
+        """The choice ``answer`` names (text compared without case or surrounding spaces), or None."""
+        if isinstance(answer, str):
+            return next((c for c in self.choices if str(c).lower() == answer.strip().lower()), None)
+        return answer if answer in self.choices else None
+
+    def _problem(self, answer) -> str | None:
+        """Why an answer cannot be marked (None: it can)."""
+        if self.choices is not None:
+            found = self._choice(answer) is not None
+            return None if found else f"{answer!r} is not one of {', '.join(map(repr, self.choices))}"
+        try:
+            return None if math.isfinite(float(answer)) else f"{answer!r} is not a finite number"
+        except (TypeError, ValueError):
+            return f"{answer!r} is not a number"
+
+    def _right(self, answer, truth) -> bool:
+        if self.choices is not None:
+            return self._choice(answer) == truth
+        return math.isclose(float(answer), float(truth), rel_tol=self.rtol, abs_tol=self.atol)
+
+    def _truth(self, truth):
+        """The computed answer, checked to be one this question can have."""
+        if self.choices is not None:
+            if truth not in self.choices:
+                raise ValueError(f"the computed answer {truth!r} is not one of the choices {self.choices}")
+            return truth
+        truth = float(truth)
+        if not math.isfinite(truth):
+            raise ValueError(f"the computed answer is {truth}, not a finite number")
+        return truth
+
+    def check(self, truth, why: str = "") -> None:
+        """Mark ``answer`` against the computed ``truth``, then print the truth and ``why``."""
+        truth = self._truth(truth)
+        problem = None if self.answer is None else self._problem(self.answer)
+        if self.answer is None or problem:
+            self.mark = None
+            print(NOT_ANSWERED if problem is None else f"not marked: {problem}")
+        else:
+            self.mark = self._right(self.answer, truth)
+            print("right" if self.mark else f"not right: you said {_show(self.answer)}")
+        print(f"computed: {_show(truth)}" + (f" — {why}" if why else ""))
+
+
+class Reason(Predict):
+    """A multiple choice of reasons, lettered a, b, c, …; the key is given to ``check``."""
+
+    def __init__(self, question: str, *reasons: str):
+        if len(reasons) > 8:
+            raise ValueError("a reason question takes at most 8 reasons")
+        super().__init__(question, choices=tuple("abcdefgh"[:len(reasons)]))
+        self.reasons = dict(zip(self.choices, reasons))
+
+    def ask(self) -> None:
+        """Print the question and the lettered reasons."""
+        print(self.question)
+        for letter, reason in self.reasons.items():
+            print(f"  {letter}) {reason}")
+
+    def check(self, truth, why: str = "") -> None:
+        """Mark ``answer`` against the key ``truth`` (a letter), then print the keyed reason and ``why``."""
+        super().check(truth, why=f"{self.reasons[self._truth(truth)]}" + (f". {why}" if why else ""))
+
+
+def tally(*questions: Predict) -> None:
+    """Print how many of the questions are marked right, and how many are not answered yet."""
+    right = sum(q.mark is True for q in questions)
+    open_ = sum(q.mark is None for q in questions)
+    print(f"{right} of {len(questions)} right" + (f" ({open_} not answered yet)" if open_ else ""))
 
 
 @dataclass(frozen=True)
