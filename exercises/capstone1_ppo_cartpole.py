@@ -1,0 +1,150 @@
+"""Capstone I — your own PPO, in one file: CartPole-v1 with gymnasium's vector envs and torch.
+
+Goes after exercises 1–6 and notebooks 1–2. You write the whole trainer: the agent, the stepping, the rollout
+buffer, GAE with time limits done right, the clipped loss, μ epochs of shuffled minibatches, gradient clipping,
+an evaluation. You may import torch, numpy, gymnasium and your own earlier exercises (``from ex05_clipped_surrogate
+import clipped_surrogate`` works: they are found beside this file) — nothing else of ladder's.
+
+What follows is a contract — what goes in and out, the equations, the pitfalls — not a recipe: the order of the
+calls is yours to design. Grade it with ``pytest exercises/test_capstone1.py``: one test per property below,
+skipped ("not implemented yet") while a function it needs raises NotImplementedError.
+
+Shapes. N envs run side by side for T steps: a rollout is [N, T] (one row per env, as the course's [B, T]),
+obs [N, T, 4]. A flat batch is those tensors flattened to [N·T] (obs [N·T, 4]); a minibatch is a set of its rows.
+
+The contract
+------------
+Agent(nn.Module), built as ``Agent()`` (4 observations, 2 actions; the architecture is yours)
+    actor(obs [b, 4]) -> logits [b, 2]                     π_θ(·|s) = softmax(logits)
+    get_value(obs [b, 4]) -> V(s) [b]
+    get_action_and_value(obs [b, 4], action [b] | None) -> (action [b] int64, log π_θ(a|s) [b], H(π_θ(·|s)) [b], V(s) [b])
+        action None: sample a ~ π_θ(·|s) (not the argmax: PPO learns from its own exploration).
+        logp and V carry gradients; the caller decides about torch.no_grad.
+
+make_envs(num_envs) -> gymnasium.vector.SyncVectorEnv of CartPole-v1 with autoreset_mode SAME_STEP (see below).
+
+collect_rollout(agent, envs, obs, num_steps) -> (buffer, next_obs)
+    ``obs`` is what the last reset or step returned; step the envs T = num_steps times with π_old = the agent now.
+    buffer, a dict of tensors holding no graph, [N, T] unless said:
+        obs [N, T, 4]   the obs action t was taken FROM        actions   the actions (int64)
+        logp            log π_old(a_t|s_t)                      values    V(s_t)
+        rewards         r_t                                     terminated, truncated   0./1. floats, as the env said
+        final_values    V(s_final) where truncated[n, t] (the episode's last obs, which autoreset replaced), 0 elsewhere
+        last_values [N] V(next_obs), for the rows the rollout cut off
+    next_obs: the obs after the last step, for the next rollout.
+
+gae(rewards, values, terminated, truncated, final_values, last_values, gamma, lam) -> (advantages, returns), [N, T]
+        δ_t = r_t + γ·V_next(t) − V(s_t)
+        V_next(t) = 0                       if terminated[t]     (the pole fell: there is no future)
+                    final_values[t]         elif truncated[t]    (the clock ran out: the future was cut, not zero)
+                    V(s_{t+1})              otherwise             (values[:, t + 1], or last_values at t = T − 1)
+        Â_t = δ_t + γλ·(1 − d_t)·Â_{t+1},   d_t = terminated[t] or truncated[t]    (a new episode starts at t + 1)
+        R_t = Â_t + V(s_t)
+    final_values is read only where truncated (the grader puts noise elsewhere); terminated and truncated both
+    set: terminated wins. Inputs are float tensors; leave them unchanged.
+
+ppo_loss(agent, mb, clip_eps, value_coef, entropy_coef) -> (loss, stats)
+    mb: a dict of a minibatch's rows: obs [b, 4], actions, logp (π_old's), values (V_old), advantages, returns, each [b].
+        Â ← (Â − mean Â) / (std Â + 1e-8)   over the minibatch (torch's std, unbiased)
+        r = exp(log π_θ(a|s) − log π_old(a|s))
+        L = mean(−min(r·Â, clip(r, 1 − ε, 1 + ε)·Â)) + c_v · mean(½(V(s) − R)²) − c_H · mean(H(π_θ(·|s)))
+    loss: a scalar tensor with its graph; stats: a dict of floats of your choice (clip fraction, approx KL …).
+
+update(agent, optimizer, batch, num_epochs, num_minibatches, clip_eps, value_coef, entropy_coef, max_grad_norm,
+       generator=None) -> stats
+    batch: a flat dict with the keys of mb, [n] each (obs [n, 4]); n divisible by M = num_minibatches.
+    μ = num_epochs passes; each pass splits the batch into M minibatches of n/M rows, shuffled afresh each pass
+    (torch.randperm(n, generator=generator)), and takes one optimiser step per minibatch: μ·M steps in all, each
+    on the gradient of ppo_loss clipped to a total norm of max_grad_norm. Use the agent only through its methods
+    and parameters(): the grader hands you a wrapped one.
+
+evaluate(agent, episodes=20, seed=10_000) -> list of returns, one per episode
+    greedy episodes (a = argmax of actor's logits), episode i reset with seed + i, each to its end.
+
+train(total_steps=100_000, seed=0, **your hyperparameters) -> (agent, history)
+    seed everything from ``seed`` (torch.manual_seed, envs.reset(seed=seed)); never more than total_steps env steps.
+    history: a list of dicts, one per update, each with at least "env_steps" (env steps so far).
+    You may stop early once your own evaluation says solved.
+
+The pitfalls, and why
+---------------------
+- Termination is not truncation. CartPole-v1 ends an episode when the pole falls (terminated: the true return
+  after it is 0) or after 500 steps (truncated: the pole was still up; the return would have gone on). Bootstrapping
+  a truncation with 0 teaches V that step 500 is a cliff it cannot see in the obs; bootstrap it with V(s_final).
+- Gymnasium ≥ 1.0's vector envs reset a finished env by themselves. The default mode, NEXT_STEP, returns the final
+  obs and resets on the following step(), whose action is ignored and whose transition is not real. make_envs asks
+  for SAME_STEP: step() returns the NEW episode's first obs at once and puts the finished one's last obs in
+  ``info["final_obs"]`` (an object array, set where ``info["_final_obs"]`` is True). So the obs step() returns is
+  not the s_{t+1} of a transition that ended: V(s_{t+1}) must not be read from it, and final_values comes from info.
+- Record the obs an action was taken FROM. Off by one (storing the obs step() returned) pairs each action with the
+  next state: nothing crashes, nothing learns.
+- π_old is the policy that collected the rollout: log π_old is recorded while stepping, before the first optimiser
+  step, and never recomputed. Recomputed each epoch (or each minibatch), r = 1 at the start of every pass and the
+  clip never holds π_θ near the policy that sampled the data.
+- μ·M steps, the minibatches a fresh partition each pass: every row once per epoch, none twice.
+- optimizer.zero_grad() before each backward (gradients add up otherwise); clip the gradient's norm after backward,
+  before step (torch.nn.utils.clip_grad_norm_).
+- Nothing of the rollout needs a graph: collect under torch.no_grad, or the buffer keeps every step's graph alive.
+- Advantages are whitened per minibatch here (as CleanRL does); per batch is as good a choice, but the grader's
+  loss check is written for per minibatch. CleanRL can also clip the value loss; this contract does not.
+
+A suggested structure
+---------------------
+An Agent with two small MLPs (actor and critic, tanh, orthogonal init with a small gain on the actor's last layer
+keeps the first policy near uniform). A rollout function that only steps and records. GAE on the rollout. The
+rollout flattened into a batch with its advantages and returns. An update over that batch. A train loop around
+these that also anneals the learning rate, logs finished episodes' returns and evaluates now and then. For
+CartPole, a few tens of thousands of env steps are enough: e.g. N = 8 envs, T = 32, γ = 0.98, λ = 0.8, Adam 2e-3
+annealed to 0, μ = 15 passes of M = 1 (or μ = 4 of M = 4), ε = 0.2, c_v = 0.5, c_H = 0, max_grad_norm = 0.5.
+
+The grader trains with ``train(total_steps=60_000, seed=0)`` on one thread and then runs 20 greedy episodes of its
+own: a mean return of at least 475 counts as solved.
+"""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import numpy as np
+import torch
+from torch import nn
+
+
+class Agent(nn.Module):
+    def __init__(self):
+        super().__init__()
+        raise NotImplementedError
+
+    def get_value(self, obs):
+        raise NotImplementedError
+
+    def get_action_and_value(self, obs, action=None):
+        raise NotImplementedError
+
+
+def make_envs(num_envs):
+    raise NotImplementedError
+
+
+def collect_rollout(agent, envs, obs, num_steps):
+    raise NotImplementedError
+
+
+def gae(rewards, values, terminated, truncated, final_values, last_values, gamma, lam):
+    raise NotImplementedError
+
+
+def ppo_loss(agent, mb, clip_eps, value_coef, entropy_coef):
+    raise NotImplementedError
+
+
+def update(agent, optimizer, batch, num_epochs, num_minibatches, clip_eps, value_coef, entropy_coef, max_grad_norm,
+           generator=None):
+    raise NotImplementedError
+
+
+def evaluate(agent, episodes=20, seed=10_000):
+    raise NotImplementedError
+
+
+def train(total_steps=100_000, seed=0):
+    raise NotImplementedError

@@ -1,0 +1,344 @@
+"""Capstone I's grader: properties of a learner's PPO (exercises/capstone1_ppo_cartpole.py) that a wrong loop
+breaks, judged by behaviour and within tolerances, with ``ladder.core`` as the oracle where there is one.
+
+    grade(module, name) -> (status, message)     status "passed", "failed" or NOT_IMPLEMENTED
+
+Each property returns None or one line (two at most) saying which property broke, on which input, what was
+expected and what came back. All are fast but ``solves_cartpole``, which trains.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import gymnasium as gym
+import torch
+
+from ladder import core
+
+from . import load
+from .cases import fmt
+from .capstone_ppo_harness import (CorePolicy, CountingAdam, Heuristic, Recorder, clipped, core_config,
+                                   core_loss_and_grads, greedy_returns, relative_difference, replay, rows_of,
+                                   vector_env)
+
+SHEET = "capstone1_ppo_cartpole.py"
+NOT_IMPLEMENTED = "not implemented yet"
+RTOL = 1e-5        # values: the loss, GAE, log-probs
+GRAD_RTOL = 1e-4   # ‖g − g_core‖ / ‖g_core‖ over all parameters
+SOLVE = dict(total_steps=60_000, seed=0, episodes=20, eval_seed=20_000, threshold=475.0)
+BUFFER_KEYS = ("obs", "actions", "logp", "values", "rewards", "terminated", "truncated", "final_values")
+
+
+def close(got, expected, rtol: float = RTOL) -> bool:
+    got, expected = torch.as_tensor(got, dtype=torch.float32), torch.as_tensor(expected, dtype=torch.float32)
+    return got.shape == expected.shape and torch.allclose(got, expected, rtol=rtol, atol=rtol)
+
+
+def seeded_agent(m: ModuleType, seed: int = 0) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return m.Agent()
+
+
+def check_agent(m: ModuleType) -> str | None:
+    agent = seeded_agent(m)
+    obs = torch.randn(5, 4, generator=torch.Generator().manual_seed(1))
+    action, logp, entropy, value = agent.get_action_and_value(obs)
+    got = {"action": action, "logp": logp, "entropy": entropy, "value": value, "get_value": agent.get_value(obs)}
+    wrong = {k: tuple(v.shape) for k, v in got.items() if tuple(v.shape) != (5,)}
+    if wrong:
+        return f"agent: on obs [5, 4], every output must be [5]; got shapes {wrong}"
+    if action.dtype != torch.long or not ((action == 0) | (action == 1)).all():
+        return f"agent: the sampled actions must be int64 in {{0, 1}}; got {action.dtype} {fmt(action)}"
+    logits = agent.actor(obs)
+    if tuple(logits.shape) != (5, 2):
+        return f"agent: actor(obs [5, 4]) must give logits [5, 2]; got {tuple(logits.shape)}"
+    each = [agent.get_action_and_value(obs, torch.full((5,), a))[1] for a in (0, 1)]
+    expected = torch.log_softmax(logits, -1)
+    if not close(torch.stack(each, -1), expected):
+        return f"agent: log π(a|s) for a given a must be log_softmax(actor(s))[a]: expected {fmt(expected)}, " \
+               f"got {fmt(torch.stack(each, -1))}"
+    checks = {"the sampled action's log-prob": (logp, expected.gather(1, action[:, None]).squeeze(1)),
+              "the entropy −Σ π log π": (entropy, -(expected.exp() * expected).sum(-1)),
+              "get_action_and_value's value (= get_value's)": (value, got["get_value"])}
+    for what, (g, e) in checks.items():
+        if not close(g, e):
+            return f"agent: {what} on obs {fmt(obs[0])}…: expected {fmt(e)}, got {fmt(g)}"
+    if not (logp.requires_grad and value.requires_grad):
+        return "agent: get_action_and_value's logp and value must carry gradients (no torch.no_grad inside it)"
+    many = obs[:1].expand(4000, 4)
+    share, p = agent.get_action_and_value(many)[0].float().mean().item(), expected[0, 1].exp().item()
+    if abs(share - p) > 4 * (p * (1 - p) / 4000) ** 0.5 + 1e-3:
+        return f"agent: actions must be sampled from π (not argmax): π(1|s) = {p:.3f}, share of 1s in 4000 draws {share:.3f}"
+    return None
+
+
+def check_make_envs(m: ModuleType) -> str | None:
+    envs = m.make_envs(3)
+    mode = envs.metadata.get("autoreset_mode")
+    got = (type(envs).__name__, envs.num_envs, envs.single_observation_space.shape, mode)
+    if got != ("SyncVectorEnv", 3, (4,), gym.vector.AutoresetMode.SAME_STEP):
+        return f"make_envs: make_envs(3) must be a SyncVectorEnv of 3 CartPoles with SAME_STEP autoreset; got {got}"
+    return None
+
+
+def _rollout(m: ModuleType, N: int = 4, T: int = 40, limit: int = 12, seed: int = 3):
+    """The learner's rollout on envs with a time limit of ``limit`` steps, and the grader's replay of it."""
+    agent = seeded_agent(m)
+    envs = vector_env(N, limit)
+    obs, _ = envs.reset(seed=seed)
+    buffer, next_obs = m.collect_rollout(agent, envs, obs, T)
+    where = f"collect_rollout(agent, N = {N} CartPoles with a {limit}-step time limit reset with seed {seed}, T = {T})"
+    return agent, buffer, next_obs, where
+
+
+def check_rollout(m: ModuleType) -> str | None:
+    agent, buffer, next_obs, where = _rollout(m)
+    missing = [k for k in (*BUFFER_KEYS, "last_values") if k not in buffer]
+    if missing:
+        return f"rollout: {where}: the buffer lacks {missing}"
+    shapes = {k: tuple(buffer[k].shape) for k in buffer}
+    want = {**{k: (4, 40) for k in BUFFER_KEYS}, "obs": (4, 40, 4), "last_values": (4,)}
+    if any(shapes.get(k) != v for k, v in want.items()):
+        return f"rollout: {where}: expected shapes {want}, got {shapes}"
+    if any(torch.is_tensor(v) and v.requires_grad for v in buffer.values()):
+        return f"rollout: {where}: the buffer must hold no graph (collect under torch.no_grad)"
+    truth = replay(agent, buffer["actions"].long(), 4, 3, 12)
+    for key in ("obs", "rewards", "terminated", "truncated"):
+        bad = (~torch.isclose(buffer[key].float(), truth[key], atol=1e-6)).reshape(4, 40, -1).any(-1).nonzero()
+        if len(bad):
+            n, t = bad[0].tolist()
+            return (f"rollout alignment: {where}: {key}[{n}, {t}] must be what env {n} gave "
+                    f"{'before' if key == 'obs' else 'for'} action {t}: expected {fmt(truth[key][n, t])}, "
+                    f"got {fmt(buffer[key][n, t])}")
+    _, logp, _, values = agent.get_action_and_value(truth["obs"].flatten(0, 1), buffer["actions"].long().flatten())
+    for key, e in (("logp", logp.view(4, 40)), ("values", values.view(4, 40))):
+        if not close(buffer[key], e):
+            n, t = (~torch.isclose(buffer[key], e, atol=RTOL)).nonzero()[0].tolist()
+            return (f"rollout: {where}: {key}[{n}, {t}] must be the agent's at obs[{n}, {t}] (the obs the action "
+                    f"was taken from): expected {e[n, t]:.5f}, got {float(buffer[key][n, t]):.5f}")
+    if not (close(next_obs, truth["next_obs"]) and close(buffer["last_values"], agent.get_value(truth["next_obs"]))):
+        return f"rollout: {where}: the obs returned and last_values must be the obs after step T − 1 and V of it"
+    return None
+
+
+def check_truncation_bootstrap(m: ModuleType) -> str | None:
+    agent, buffer, _, where = _rollout(m)
+    truth = replay(agent, buffer["actions"].long(), 4, 3, 12)
+    truncated = truth["truncated"].bool()
+    assert truncated.any() and truth["terminated"].bool().any(), "the grader's rollout must see both endings"
+    got = buffer["final_values"].float()
+    if not close(got[truncated], truth["final_values"][truncated]):
+        n, t = (truncated & ~torch.isclose(got, truth["final_values"], atol=RTOL)).nonzero()[0].tolist()
+        return (f"truncation bootstrap: {where}: final_values[{n}, {t}] (env {n} hit its time limit at step {t}) "
+                f"must be V(info['final_obs'][{n}]) = {truth['final_values'][n, t]:.5f}, got {float(got[n, t]):.5f}")
+    return None
+
+
+def _gae_cases() -> list[tuple[str, dict]]:
+    g = torch.Generator().manual_seed(30)
+    cases = []
+    for k, (N, T) in enumerate([(1, 3), (1, 3), (1, 3), (2, 4), (1, 1), (3, 8), (4, 5), (2, 9), (1, 6)]):
+        ends = torch.rand(N, T, generator=g)
+        terminated, truncated = (ends < 0.2).float(), ((ends > 0.75) | (ends < 0.05)).float()
+        if k < 3:   # one env, one kind of ending at t = 1 (k = 0: none)
+            terminated, truncated = torch.zeros(1, 3), torch.zeros(1, 3)
+            (terminated if k == 1 else truncated)[0, 1] = float(k > 0)
+        cases.append((f"N = {N}, T = {T}, terminated {fmt(terminated)}, truncated {fmt(truncated)}", dict(
+            rewards=torch.rand(N, T, generator=g), values=torch.randn(N, T, generator=g), terminated=terminated,
+            truncated=truncated, final_values=torch.randn(N, T, generator=g), last_values=torch.randn(N, generator=g),
+            gamma=[0.9, 0.99, 0.5][k % 3], lam=[0.95, 0.8, 1.0][k % 3])))
+    return cases
+
+
+def check_gae(m: ModuleType) -> str | None:
+    for i, (what, c) in enumerate(_gae_cases()):
+        bootstrap = c["truncated"] * (1 - c["terminated"]) * c["final_values"]   # V(final obs) where truncated only
+        dones = ((c["terminated"] + c["truncated"]) > 0).float()
+        expected = core.gae(c["rewards"] + c["gamma"] * bootstrap, c["values"], dones, c["gamma"], c["lam"],
+                            c["last_values"])
+        got = m.gae(**{k: v.clone() if torch.is_tensor(v) else v for k, v in c.items()})
+        for name, g, e in zip(("advantages", "returns"), got, expected):
+            if not close(g, e):
+                return (f"gae: case {i + 1}: {what}, γ = {c['gamma']}, λ = {c['lam']} (final_values hold noise where "
+                        f"not truncated):\n  expected {name} {fmt(e)}, got {fmt(g)}")
+    return None
+
+
+def _minibatch(agent, b: int, seed: int) -> dict:
+    g = torch.Generator().manual_seed(seed)
+    obs = torch.randn(b, 4, generator=g)
+    with torch.no_grad():
+        actions, logp, _, values = agent.get_action_and_value(obs)
+    return {"obs": obs, "actions": actions, "logp": logp + 0.3 * torch.randn(b, generator=g),
+            "values": values + 0.1 * torch.randn(b, generator=g), "advantages": torch.randn(b, generator=g),
+            "returns": torch.randn(b, generator=g)}
+
+
+def check_loss(m: ModuleType) -> str | None:
+    for i, (eps, c_v, c_h) in enumerate([(0.2, 0.5, 0.0), (0.1, 1.0, 0.01), (0.3, 0.25, 0.1)]):
+        agent = seeded_agent(m, i)
+        mb = _minibatch(agent, 16, i)
+        expected, expected_grads = core_loss_and_grads(agent, mb, core_config(eps, c_v, c_h))
+        loss, _ = m.ppo_loss(agent, {k: v.clone() for k, v in mb.items()}, eps, c_v, c_h)
+        loss.backward()
+        grads = [torch.zeros_like(p) if p.grad is None else p.grad for p in agent.parameters()]
+        where = f"loss: ppo_loss on a minibatch of 16 (π_old ≠ π_θ), ε = {eps}, c_v = {c_v}, c_H = {c_h}"
+        if not close(loss, expected):
+            return f"{where}: expected core.compute_loss's {expected:.6f}, got {loss.item():.6f}"
+        if (d := relative_difference(grads, expected_grads)) > GRAD_RTOL:
+            return f"{where}: the loss {loss.item():.6f} is right but its gradient differs from the core's by {d:.2e}"
+    return None
+
+
+UPDATE = dict(num_epochs=3, num_minibatches=4, clip_eps=0.2, value_coef=0.5, entropy_coef=0.01)
+
+
+def run_update(m: ModuleType, max_grad_norm: float, n: int = 32):
+    """The learner's ``update`` on a batch whose π_old is the agent's own (as after a rollout), through the
+    Recorder and CountingAdam."""
+    agent = seeded_agent(m)
+    batch = _minibatch(agent, n, 7)
+    with torch.no_grad():
+        batch["logp"] = agent.get_action_and_value(batch["obs"], batch["actions"])[1]
+    start = copy.deepcopy(agent)
+    recorder = Recorder(agent)
+    optimizer = CountingAdam(agent.parameters(), recorder, lr=3e-3, eps=1e-5)
+    m.update(recorder, optimizer, {k: v.clone() for k, v in batch.items()}, max_grad_norm=max_grad_norm, **UPDATE,
+             generator=torch.Generator().manual_seed(1))
+    where = (f"update(μ = {UPDATE['num_epochs']}, M = {UPDATE['num_minibatches']}, a batch of {n}, "
+             f"max_grad_norm = {max_grad_norm})")
+    return start, batch, optimizer.steps, where
+
+
+def check_optimiser_steps(m: ModuleType) -> str | None:
+    _, _, steps, where = run_update(m, 1e3)
+    expected = UPDATE["num_epochs"] * UPDATE["num_minibatches"]
+    return None if len(steps) == expected else f"optimiser steps: {where}: expected μ·M = {expected}, got {len(steps)}"
+
+
+def check_minibatches(m: ModuleType) -> str | None:
+    _, batch, steps, where = run_update(m, 1e3)
+    M, n = UPDATE["num_minibatches"], len(batch["actions"])
+    rows = [None if s["minibatch"] is None else rows_of(s["minibatch"], batch["obs"]) for s in steps]
+    if len(steps) != UPDATE["num_epochs"] * M or None in rows:
+        return f"minibatches: {where}: each of the μ·M steps must follow a loss on n/M = {n // M} rows of the batch"
+    for e in range(UPDATE["num_epochs"]):
+        epoch = rows[e * M:(e + 1) * M]
+        if sorted(r for mb in epoch for r in mb) != list(range(n)) or {len(mb) for mb in epoch} != {n // M}:
+            return (f"minibatches: {where}: epoch {e + 1}'s {M} minibatches must split the {n} rows, each row once; "
+                    f"got rows {epoch}")
+    orders = [sum(rows[e * M:(e + 1) * M], []) for e in range(UPDATE["num_epochs"])]
+    if orders[0] == list(range(n)) or all(o == orders[0] for o in orders):
+        return f"minibatches: {where}: the rows must be shuffled anew each epoch; got the orders {orders}"
+    return None
+
+
+def _step_differences(m, steps, start, batch, max_grad_norm) -> Callable[[int, str], float]:
+    cfg = core_config(UPDATE["clip_eps"], UPDATE["value_coef"], UPDATE["entropy_coef"])
+
+    def difference(k: int, old: str) -> float:
+        agent = copy.deepcopy(start)
+        with torch.no_grad():
+            for p, w in zip(agent.parameters(), steps[k]["weights"]):
+                p.copy_(w)
+        mb = {key: v[rows_of(steps[k]["minibatch"], batch["obs"])] for key, v in batch.items()}
+        old_logp = None if old == "rollout" else agent.get_action_and_value(mb["obs"], mb["actions"])[1].detach()
+        expected = clipped(core_loss_and_grads(agent, mb, cfg, old_logp)[1], max_grad_norm)
+        return relative_difference(steps[k]["grads"], expected)
+    return difference
+
+
+def check_pi_old(m: ModuleType) -> str | None:
+    start, batch, steps, where = run_update(m, 1e3)
+    if check_minibatches(m) or check_optimiser_steps(m):
+        return f"π_old: {where}: needs the optimiser steps and minibatches right first"
+    difference = _step_differences(m, steps, start, batch, 1e3)
+    for k in range(len(steps)):
+        if (d := difference(k, "rollout")) > GRAD_RTOL:
+            e, j = divmod(k, UPDATE["num_minibatches"])
+            why = ("π_old re-recorded from π_θ after the first optimiser step (the ratio is 1 again): use the "
+                   "rollout's log-probs" if difference(k, "current") <= GRAD_RTOL else "a gradient not the core's")
+            return (f"π_old: {where}: step {k + 1} (epoch {e + 1}, minibatch {j + 1}): {why}; ‖g − g_core‖/‖g_core‖ "
+                    f"= {d:.2e}, the core's loss with π_old = the rollout's log-probs, on that minibatch")
+    return None
+
+
+def check_grad_clip(m: ModuleType) -> str | None:
+    start, batch, steps, where = run_update(m, 0.01)
+    for k, step in enumerate(steps):
+        norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in step["grads"]])).item()
+        if norm > 0.01 * (1 + 1e-3):
+            return f"grad clip: {where}: step {k + 1} was handed a gradient of norm {norm:.4g}, expected ≤ 0.01"
+    return None
+
+
+def check_evaluate(m: ModuleType) -> str | None:
+    torch.manual_seed(0)
+    agent = Heuristic()
+    expected, got = greedy_returns(agent, 6, 40), m.evaluate(agent, episodes=6, seed=40)
+    if not close(torch.as_tensor(list(got), dtype=torch.float32), torch.tensor(expected)):
+        return (f"evaluate: evaluate(a fixed controller, episodes=6, seed=40): greedy episodes (argmax of actor's "
+                f"logits), episode i seeded 40 + i; expected returns {expected}, got {list(got)}")
+    return None
+
+
+def check_solves_cartpole(m: ModuleType) -> str | None:
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        torch.manual_seed(SOLVE["seed"])
+        agent, history = m.train(total_steps=SOLVE["total_steps"], seed=SOLVE["seed"])
+    finally:
+        torch.set_num_threads(threads)
+    where = f"train(total_steps={SOLVE['total_steps']}, seed={SOLVE['seed']})"
+    used = history[-1]["env_steps"] if history else 0
+    if used > SOLVE["total_steps"]:
+        return f"solves CartPole: {where} took {used} env steps, over its budget"
+    returns = greedy_returns(agent, SOLVE["episodes"], SOLVE["eval_seed"])
+    mean = sum(returns) / len(returns)
+    if mean < SOLVE["threshold"]:
+        return (f"solves CartPole: {where}, then {SOLVE['episodes']} greedy episodes (seeds {SOLVE['eval_seed']}…): "
+                f"expected a mean return ≥ {SOLVE['threshold']:g}, got {mean:.1f} after {used} env steps")
+    return None
+
+
+PROPERTIES: dict[str, Callable[[ModuleType], str | None]] = {
+    "agent": check_agent, "make_envs": check_make_envs, "rollout": check_rollout,
+    "truncation_bootstrap": check_truncation_bootstrap, "gae": check_gae, "loss": check_loss,
+    "optimiser_steps": check_optimiser_steps, "minibatches": check_minibatches, "pi_old": check_pi_old,
+    "grad_clip": check_grad_clip, "evaluate": check_evaluate, "solves_cartpole": check_solves_cartpole,
+}
+
+
+LABELS = {"agent": "agent", "make_envs": "make_envs", "rollout": "rollout", "truncation_bootstrap": "truncation bootstrap",
+          "gae": "gae", "loss": "loss", "optimiser_steps": "optimiser steps", "minibatches": "minibatches",
+          "pi_old": "π_old", "grad_clip": "grad clip", "evaluate": "evaluate", "solves_cartpole": "solves CartPole"}
+
+
+def grade(module: ModuleType, name: str) -> tuple[str, str]:
+    """One property of a loaded capstone: ("passed", ""), ("failed", message) or (NOT_IMPLEMENTED, message)."""
+    try:
+        message = PROPERTIES[name](module)
+    except NotImplementedError:
+        return NOT_IMPLEMENTED, NOT_IMPLEMENTED
+    except Exception as e:   # noqa: BLE001 - the learner's code raised: say where, in one line
+        return "failed", f"{LABELS[name]}: raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    return ("passed", "") if message is None else ("failed", message)
+
+
+def grade_file(directory: str | Path, name: str) -> tuple[str, str]:
+    """Grade ``name`` on the sheet in ``directory`` (a missing or stub file: not implemented yet)."""
+    path = Path(directory) / SHEET
+    if not path.is_file():
+        return NOT_IMPLEMENTED, f"{NOT_IMPLEMENTED} ({path} not found)"
+    try:
+        module = load(path)
+    except NotImplementedError:
+        return NOT_IMPLEMENTED, NOT_IMPLEMENTED
+    except Exception as e:   # noqa: BLE001
+        return "failed", f"{SHEET} does not import: {type(e).__name__}: {e}"
+    return grade(module, name)
