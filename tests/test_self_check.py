@@ -1,8 +1,9 @@
 """The notebooks' closing self-checks: right within the tolerance, wrong outside it, unanswered is neither."""
 
 import pytest
+import torch
 
-from ladder.viz import Predict, Reason, SelfCheck, tally
+from ladder.viz import Predict, Reason, SelfCheck, check_computed, tally
 
 
 def test_marks_right_wrong_and_unanswered(capsys):
@@ -85,3 +86,15 @@ def test_a_computed_truth_outside_the_question_is_the_notebook_s_error():
         Predict("?", choices=("only",))
     with pytest.raises(ValueError):
         Reason("?", *"abcdefghi")
+
+
+def test_a_computed_piece_is_checked_within_tolerance_and_unanswered_is_not_an_error(capsys):
+    truth = torch.tensor([[1.0, 2.0], [3.0, 4.0]])
+    assert check_computed(..., truth, how="the sum") is None
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("not answered yet") and out[-1].endswith("(the sum)")
+    assert check_computed(truth + 1e-8, truth) is True
+    assert check_computed(truth + 0.5, truth) is False and "off by up to 0.5" in capsys.readouterr().out
+    assert check_computed(torch.ones(3), truth) is False and "shape (3,)" in capsys.readouterr().out
+    assert check_computed("four", 4.0) is False
+    assert check_computed(4.0, 4) is True

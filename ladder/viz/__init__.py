@@ -17,6 +17,7 @@ Each view returns a ``View`` (an ``ipywidgets.VBox``): ``view.controls`` are its
     sampler_view             a sampler that is not π_old: its weights π_old/π_sampler, and what C_max keeps
     exact_sampler_gradients  the exact bias and variance of the gradient under π_sampler, uncorrected and truncated
     Predict, Reason, tally   self-checks: a prediction or a reason, checked against what the code then computes
+    check_computed           a piece the learner computes in a notebook, checked against the notebook's own
     SelfCheck                a notebook's closing questions, answered with numbers the notebook computed
 """
 
@@ -28,7 +29,7 @@ from ladder.viz.lm_lab import beta_sweep, fixed_grpo_batch, lm_mu_passes, ppo_ru
 from ladder.viz.lm_views import kl_tradeoff_view, lm_mu_view
 from ladder.viz.sampler_lab import exact_sampler_gradients, four_policies
 from ladder.viz.sampler_views import sampler_view
-from ladder.viz.self_check import Predict, Reason, SelfCheck, tally
+from ladder.viz.self_check import Predict, Reason, SelfCheck, check_computed, tally
 from ladder.viz.token_clipping import gradient_mask, token_passes, token_view
 from ladder.viz.trl_loss_parity import parity_view, trl_parity
 from ladder.viz.trl_map_schedule import schedule_view, trl_map_markdown, trl_schedule
@@ -45,4 +46,4 @@ __all__ = ["View", "fixed_batch", "mu_passes", "clipped_objective_view", "mu_vie
            "fixed_grpo_batch", "lm_mu_passes", "lm_mu_view", "trl_map_markdown", "trl_schedule", "schedule_view",
            "trl_parity", "parity_view", "kl_gradients", "kl_gradient_view", "gradient_mask", "token_passes",
            "token_view", "league", "league_view", "four_policies", "exact_sampler_gradients", "sampler_view",
-           "SelfCheck", "Predict", "Reason", "tally"]
+           "SelfCheck", "Predict", "Reason", "tally", "check_computed"]

@@ -24,6 +24,12 @@ is checked, in a later cell, with the explanation printed after::
 runs every notebook), then the truth; it never raises on an answer, and keeps ``mark`` (True / False /
 None). ``tally(p, q, …)`` prints how many of them are right.
 
+A piece the learner **computes** is a cell holding ``...`` that the next cell checks against the
+notebook's own computation, shown after the verdict (so the notebook runs unanswered too)::
+
+    Q_yours = ...             # the learner: r + γ Σ_s' P(s'|s, a) V(s')
+    check_computed(Q_yours, exact["Q"], how="r + gamma * torch.einsum('sat,t->sa', P, V)")
+
 The older check asks for numbers that the notebook computed, read back from its outputs::
 
     quiz = SelfCheck(
@@ -42,6 +48,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+import torch
 
 NOT_ANSWERED = "not answered yet: set .answer in the cell that asks, then run from there again"
 
@@ -129,6 +137,30 @@ class Reason(Predict):
     def check(self, truth, why: str = "") -> None:
         """Mark ``answer`` against the key ``truth`` (a letter), then print the keyed reason and ``why``."""
         super().check(truth, why=f"{self.reasons[self._truth(truth)]}" + (f". {why}" if why else ""))
+
+
+def check_computed(yours, truth, how: str = "", atol: float = 1e-6) -> bool | None:
+    """Compare the learner's tensor or number ``yours`` (``...`` or None: not answered yet) with ``truth``
+    within ``atol``; print the verdict, then ``truth`` and ``how`` it is computed. Returns the mark."""
+    truth_t = torch.as_tensor(truth, dtype=torch.float64)
+    mark = None
+    if yours is ... or yours is None:
+        print("not answered yet: replace the ... in the cell before and run both again")
+    else:
+        try:
+            yours_t = torch.as_tensor(yours, dtype=torch.float64)
+        except (TypeError, ValueError, RuntimeError):
+            yours_t = None
+        if yours_t is None or yours_t.shape != truth_t.shape:
+            shape = "not a number" if yours_t is None else f"shape {tuple(yours_t.shape)}"
+            print(f"not right: yours is {shape}, the answer has shape {tuple(truth_t.shape)}")
+            mark = False
+        else:
+            diff = (yours_t - truth_t).abs().max().item() if truth_t.numel() else 0.0
+            mark = diff <= atol
+            print("right" if mark else f"not right: off by up to {diff:.4g}")
+    print(f"computed: {truth}" + (f"   ({how})" if how else ""))
+    return mark
 
 
 def tally(*questions: Predict) -> None:
