@@ -2,8 +2,10 @@
 
 Goes with notebook 1, section “A baseline”.
 
-Scale advantages to zero mean and unit variance over the real entries, so the step size does not
-depend on the reward scale. With n real entries (``mask = 1``):
+Whitening is met twice: notebook 1 whitens the returns as REINFORCE's baseline (``--baseline whiten``),
+notebook 2 whitens PPO's GAE advantages per minibatch; the sheet is numbered with notebook 2's
+exercises, after GAE. Scale advantages to zero mean and unit variance over the real entries. With n
+real entries (``mask = 1``):
 
     mean = Σ m·x / n
     var  = Σ m·(x − mean)² / (n − 1)        (sample variance; divide by 1 when n = 1)
@@ -20,9 +22,15 @@ and only the first leaves the expected gradient (nearly) as it was:
                       expected term by 1 − 1/n for n independent samples. Exercise 13's
                       leave-one-out baseline avoids that.)
     / sqrt(var + ε)   a rescaling. The batch's gradient keeps the direction of the mean-subtracted
-                      one and is divided by sqrt(var + ε), a number measured on the batch itself:
-                      the expected gradient is rescaled, not the same as with no baseline. That is
-                      the point: the step no longer grows with the reward scale.
+                      one and is divided by sqrt(var + ε), a number measured on the batch itself,
+                      so the expected gradient is rescaled. Under plain SGD that acts like a
+                      learning rate set by the reward scale. Under Adam (every rung here) a constant
+                      factor on the whole loss changes the step only through Adam's ε; what the
+                      division does change is: every batch gets the same scale, so a batch of large
+                      returns does not outweigh the others in Adam's running averages, nor do late
+                      batches (longer episodes, larger returns) outweigh early ones; the policy
+                      term's weight against the terms it is not applied to (value loss, entropy
+                      bonus); and whether the gradient-norm clip (max_grad_norm) cuts the step.
 
     x           [B, T]  the values (padding may hold anything, even nan)
     mask        [B, T]  1 for real entries (None: all real)

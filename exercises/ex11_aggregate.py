@@ -30,10 +30,12 @@ and never divide by 0 (a row or a batch without real actions: it contributes 0).
     >>> [round(aggregate(x, m, mode).item(), 4) for mode in ("token_mean", "seq_mean_token_mean")]
     [2.5, 3.0]
 
-DAPO: say this minibatch is half of an update that holds 8 real tokens (every minibatch, every process):
+DAPO: say this minibatch is one of M = 2 minibatches of an update that holds 8 real tokens (every
+minibatch, on one process). The caller passes this minibatch's share of them, 8 / M = 4, and the
+sum of its real losses, 1 + 2 + 3 + 4 = 10, is divided by it:
 
-    >>> aggregate(x, m, "sum_over_constant", num_tokens=8.0)
-    tensor(1.2500)
+    >>> aggregate(x, m, "sum_over_constant", num_tokens=8.0 / 2)
+    tensor(2.5000)
 
 With a budget of L_max = 5 new tokens per completion, Dr. GRPO divides by B · L_max = 2 · 5 = 10, not by
 the padded B · T = 6 (T is only the longest completion of this batch, and changes from batch to batch):

@@ -138,8 +138,8 @@ GRPO_ROWS = (
             "not set: max_steps > 0 overrides epochs (ladder reshuffles the problems whenever it runs out)"),
     # the loss
     Mapping(G, "beta", "grpo", "kl_coef", "kl_estimate",
-            "β of β·k3(π_θ‖π_ref) per token in the loss; 0 loads no reference model (ladder: computes no π_ref). "
-            "TRL's default is 0, ladder's 0.04", _same("kl_coef")),
+            "β of the per-token KL term in the loss, β·k3 (× π_θ/π_old with use_bias_correction_kl); 0 loads no "
+            "reference model (ladder: computes no π_ref). TRL's default is 0, ladder's 0.04", _same("kl_coef")),
     Mapping(G, "epsilon", "grpo", "clip_eps", "clipped_surrogate", "ratio clipped below at 1 − ε",
             _same("clip_eps")),
     Mapping(G, "epsilon_high", "grpo", "clip_eps_high", "clipped_surrogate", "ratio clipped above at 1 + ε_high",

@@ -152,9 +152,12 @@ view""",
     """settings = (("float16", 1.0), ("bfloat16", 1.0), ("bfloat16", 1.1), ("bfloat16", 0.8))
 display(Markdown(viz.sampler_lab.samplers_markdown(four, settings, c_max=3.0)))
 mean = {d: viz.sampler_lab.mismatch(four.batches[(d, 1.0)])["sampler/logp_diff_mean"] for d in ("float16", "bfloat16")}
-print(f"bfloat16's mean mismatch / float16's: {mean['bfloat16'] / mean['float16']:.1f}")
+further = "bfloat16" if mean["bfloat16"] > mean["float16"] else "float16"
+print(f"bfloat16's mean mismatch / float16's: {mean['bfloat16'] / mean['float16']:.1f} ({further} is further from π_old)")
 hot_mean = viz.sampler_lab.mismatch(four.batches[("bfloat16", 1.1)])["sampler/logp_diff_mean"]
-print(f"bfloat16 at τ = 1.1, mean mismatch / at τ = 1: {hot_mean / mean['bfloat16']:.0f}")
+print(f"bfloat16 at τ = 1.1, mean mismatch / at τ = 1: {hot_mean / mean['bfloat16']:.1f} "
+      f"(the temperature's mismatch is {'larger' if hot_mean > mean['bfloat16'] else 'not larger'} than the rounding's)")
+print(sampler_notes.cold_note(four, ("bfloat16", 1.1)))
 largest = max(viz.sampler_lab.sequence_spread(b)["token_w"][1] for b in four.batches.values())
 largest_seq = max(viz.sampler_lab.sequence_spread(b)["seq_w"][1] for b in four.batches.values())
 print(f"the largest w_t at any setting of the widget: {largest:.2f}; the largest w_i: {largest_seq:.2f}")
@@ -164,12 +167,12 @@ print(sampler_notes.c_max_note(four, 3.0))
 print(f"τ = 1.1, C_max = 1.01, C_min = 1/C_max: sequence_mask drops {hot['changed']} of {hot['of']} completions")""",
     r"""md:<details><summary>Answer</summary>
 
-(1) bfloat16, several times further (the ratio printed above): each of its roundings is 8 times coarser. float16
-buys its precision with range (nothing above 65504), which is why engines mostly sample in bfloat16 and live with
-the larger mismatch. (2) Larger, many times over (the second ratio printed above): a ten percent temperature mismatch
-moves every token's probability, where rounding moves only the uncertain ones a little. A hotter sampler flattens the
-distribution, so the likely tokens — most of a completion — get $w_t$ a little above 1, and the unlikely tokens it
-now draws more often get $w_t$ well below 1. (3) The run says: the line `at C_max = 3 …` above lists every setting
+(1) The first line above says which, and by how much: bfloat16's roundings are each 8 times coarser ($2^{11-8}$), so
+it is expected further. float16 buys its precision with range (nothing above 65504), which is why engines mostly
+sample in bfloat16 and live with the larger mismatch. (2) The second line compares them: a ten percent temperature
+mismatch moves every token's probability, where rounding moves only the uncertain ones a little. A hotter sampler
+flattens the distribution, so the likely tokens — most of a completion — get $w_t$ a little above 1, and the unlikely
+tokens it now draws more often get $w_t$ well below 1 (the line `bfloat16 at τ = 1.1: …` prints the share above 1). (3) The run says: the line `at C_max = 3 …` above lists every setting
 where a mode changed a weight. $C_{\max}$ only bounds from above, so it changes a weight only where the sampler under-drew a
 token, or a whole completion, more than threefold. Rounding at τ = 1 is far from that; a colder sampler (τ = 0.8)
 over-draws the likely tokens and under-draws the rest, so its largest weights come nearest to 3 (the table's last

@@ -46,7 +46,14 @@ The log-derivative trick turns the gradient of an expectation into an expectatio
 $$\nabla_\theta J(\theta) = \mathbb{E}_{\tau \sim \pi_\theta}\Big[\sum_t \nabla_\theta \log \pi_\theta(a_t \mid s_t)\,\hat A_t\Big]$$
 
 where $\hat A_t$ (the *advantage*) says how much better $a_t$ was than expected. REINFORCE, PPO and
-GRPO differ in (1) how they estimate $\hat A_t$ and (2) where the KL to a reference policy goes.
+GRPO all follow this gradient; they differ in
+
+* the objective: REINFORCE's $-\hat A_t\log\pi_\theta$, or PPO's and GRPO's clipped surrogate (notebook 2);
+* how many passes $\mu$ reuse one batch: REINFORCE one, PPO and GRPO several (below);
+* how they estimate $\hat A_t$: returns with a baseline, GAE on a learnt critic (PPO), or the other completions
+  of the same prompt (GRPO, no critic);
+* the KL to a reference policy: none in REINFORCE or in PPO on CartPole, in the per-token reward in RLHF-PPO
+  (notebook 4), in the loss in GRPO (notebook 5).
 
 ## Three policies
 
@@ -159,9 +166,13 @@ summary = reinforce.train(cfg)
 drops the pole sooner, so the training curve tends to sit below the greedy one (compare the last training returns
 printed above with `eval_return_mean`).
 
-Try `baseline="none"` and compare the curves: much more noise. Whitening subtracts the batch mean (a baseline:
-the expected gradient stays the same) and divides by the batch's std (which rescales the gradient, as a learning
-rate would); exercise 4 has the details.
+Try `baseline="none"` and compare the curves: without a baseline each update's gradient is noisier. Whitening subtracts the batch mean (a baseline:
+the expected gradient stays the same) and divides by the batch's std. Under plain SGD that division would act like a
+learning rate; under Adam, which every rung uses, a constant factor on the loss hardly changes the step. What it does
+change: every batch gets the same scale, whether its episodes were short or long (so late batches of long episodes do
+not outweigh early ones), the policy term's weight against any other term of the same loss (an entropy bonus, a
+value loss), and whether the gradient-norm clip cuts the step.
+Exercise 4 has the details.
 **Exercises:** `exercises/ex01_discounted_returns.py` and `ex02_reinforce_loss.py` (grade them with
 `pytest exercises/`). Once they pass, `python -m ladder.run reinforce --use-exercises` trains with your own
 `discounted_returns` and `pg_loss`.""",
@@ -335,8 +346,8 @@ for k in ("clip_frac_low", "clip_frac_high"):
     print(f"{k}: {before[k]:.4f} at ε_high = 0.2 → {after[k]:.4f} at ε_high = 0.28")""",
     r"""md:<details><summary>Answer</summary>
 
-The `high` fraction falls: a positive-advantage sample is clipped only above $1 + \varepsilon_{\text{high}}$, and fewer
-ratios lie above 1.28 than above 1.2. The `low` fraction does not move: the $\hat A < 0$ side is clipped below
+The `high` fraction can only fall: a positive-advantage sample is clipped only above $1 + \varepsilon_{\text{high}}$, and
+no more ratios lie above 1.28 than above 1.2 (it stays put if none lies in between; the printout says which). The `low` fraction does not move: the $\hat A < 0$ side is clipped below
 $1 - \varepsilon_{\text{low}}$, which $\varepsilon_{\text{high}}$ does not touch. Drag $\varepsilon_{\text{high}}$ in the widget
 to see the red dots of the left panel turn blue.
 </details>

@@ -2,11 +2,15 @@
 
 Each update: P prompts × G sampled completions → rule rewards → Â_i = (r_i − mean_group)/std →
 every token of completion i gets Â_i → ``Batch`` → ``ladder.core.update`` with the clipped
-surrogate and β·KL(π_θ‖π_ref) (k3, importance-corrected) in the loss. With ``--qlora`` the base is
-4-bit and only LoRA adapters train; π_ref is the base with the adapter disabled.
+surrogate and β·KL(π_θ‖π_ref) in the loss. With ``--qlora`` the base is 4-bit and only LoRA
+adapters train; π_ref is the base with the adapter disabled.
+
+The KL term is by default β·(π_θ/π_old)·k3, the importance-corrected KL of DeepSeek-V3.2 and TRL 1.16's
+default; DeepSeekMath's GRPO has plain β·k3 (``--kl-correction off``).
 
 The same rung runs GRPO's design space (``ladder.rungs.grpo_options``): Dr. GRPO, DAPO, GSPO,
-CISPO and RLOO are flags, and ``--algo NAME`` sets the flags of each as its paper does.
+CISPO and RLOO are flags, and ``--algo NAME`` sets the flags of each as its paper does (the KL term
+excepted: ``--algo grpo`` keeps the corrected one).
 """
 
 from __future__ import annotations

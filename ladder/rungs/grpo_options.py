@@ -4,7 +4,9 @@ rules that relate several options.
 The design space of GRPO-style training, each choice a flag (and a short function in ladder.core):
 
     advantage      group (GRPO: r − mean, ÷ std)  |  rloo (leave-one-out baseline)
-    KL to π_ref    in the loss (k3, importance-corrected)  |  in the reward (one KL per completion)
+    KL to π_ref    in the loss: β·(π_θ/π_old)·k3 by default (DeepSeek-V3.2's importance-corrected KL,
+                   TRL 1.16's default), plain β·k3 as DeepSeekMath wrote it with --kl-correction off
+                   |  in the reward (one KL per completion)
     π_ref          fixed  |  refreshed: every N updates π_ref ← α·π_θ + (1 − α)·π_ref
     ratio          per token (GRPO)  |  per sequence (GSPO)
     policy loss    clipped surrogate (ε_low, ε_high, optional δ)  |  CISPO
@@ -30,7 +32,9 @@ LOSS_TYPES = {"grpo": ("clipped", "seq_mean_token_mean"), "bnpo": ("clipped", "t
               "dr_grpo": ("clipped", "sum_over_constant"), "dapo": ("clipped", "sum_over_constant"),
               "cispo": ("cispo", "sum_over_constant")}
 
-# --algo: the flags each method's paper sets (explicit flags still win; see the README's table).
+# --algo: the flags each method's paper sets (explicit flags still win; see the README's table). The KL term is
+# not among them: --algo grpo keeps the default β·(π_θ/π_old)·k3 (TRL 1.16's); DeepSeekMath's plain k3 is
+# --kl-correction off.
 ALGOS = {
     "grpo": dict(loss_type="grpo", advantage="group", scale_rewards="group", kl_in="loss", ratio_level="token"),
     "dr_grpo": dict(loss_type="dr_grpo", scale_rewards="none", kl_coef=0.0),
@@ -97,10 +101,13 @@ class Config(LMOptions):
     kl_in: str = option("loss", "where the KL to π_ref goes: loss (β·KL per token in the loss) or reward "
                                 "(r_i − β·Σ_t KL_t on π_old's log-probs, before the advantages; RLOO's choice)",
                         choices=("loss", "reward"))
-    kl_estimator: str = option("k3", "KL estimator: k1 | k2 | k3 (k3 in the loss is GRPO's; k1 in the reward is "
-                                     "RLOO's)", choices=ESTIMATORS)
-    kl_correction: str | None = option(None, "importance-weight the KL term in the loss by π_θ/π_old (off: the "
-                                             "biased form; default on with --kl-in loss)", choices=("on", "off"))
+    kl_estimator: str = option("k3", "KL estimator: k1 | k2 | k3 (k3 in the loss is GRPO's, DeepSeekMath's; "
+                                     "k1 in the reward is RLOO's)", choices=ESTIMATORS)
+    kl_correction: str | None = option(None, "importance-weight the KL term in the loss by π_θ/π_old: β·r·k3, "
+                                             "DeepSeek-V3.2's correction and TRL 1.16's default "
+                                             "use_bias_correction_kl (default: on with --kl-in loss, --algo grpo "
+                                             "included); off: plain β·k3, GRPO as DeepSeekMath wrote it",
+                                       choices=("on", "off"))
     ref_sync_every: int = option(0, "refresh π_ref every N updates: π_ref ← α·π_θ + (1 − α)·π_ref (0: π_ref stays "
                                     "the starting model; TRL's ref_model_sync_steps)", at_least(0))
     ref_mixup: float = option(0.6, "α of the π_ref refresh, in [0, 1] (TRL's ref_model_mixup_alpha)", probability())

@@ -1,0 +1,215 @@
+# ruff: noqa: E501  (LaTeX lines in the notebook text are as long as their equations)
+"""The text and code of notebook 5: GRPO with QLoRA (``text_llm.py`` files it under its name; its section on the
+fourth policy is ``text_sampler.py``).
+
+Cells starting with ``md:`` are Markdown; everything else is code. ``notebooks/build.py`` writes them.
+"""
+
+from text_sampler import CELLS as SAMPLER_CELLS
+from text_toy import SELF_CHECK, SETUP
+
+CELLS: list[str] = [
+    r"""md:# 5 · GRPO with QLoRA
+
+After this notebook (about 60 minutes, on a CPU) you will be able to:
+
+* compute GRPO's group-relative advantages under each reward scale, and say when a group carries no signal;
+* say how each `--loss-type` averages the per-token loss, and when two of them are the same number;
+* read what $\mu$ passes do to the ratios, the clip fraction and the KL estimates on a real (tiny) language model.
+
+**Notation.** As in notebooks 2–4, the ratio is $r_t(\theta) = \pi_\theta(a_t\mid s_t)/\pi_{\text{old}}(a_t\mid s_t)$, always written
+with its $(\theta)$. A completion's reward is one number, written $R_i$ (it is the completion's whole return).
+
+## Dropping the critic
+
+A value head as big as the policy is expensive. GRPO (DeepSeekMath) samples $G$ completions per
+prompt and uses the group as the baseline:
+
+$$\hat A_i = \frac{R_i - \operatorname{mean}(R_1,\dots,R_G)}{\operatorname{std}(R_1,\dots,R_G) + \epsilon}$$
+
+every token of completion $i$ shares $\hat A_i$ (`core.group_relative`). `--scale-rewards` picks the
+denominator: the group's std (`group`), the batch's (`batch`), or none at all (`none`, Dr. GRPO, which
+argues the std over-weights nearly-easy and nearly-impossible prompts, whose small std inflates $\hat A$). A group
+whose rewards are all equal has no signal: $\hat A = 0$.
+
+## Rule rewards
+
+No reward model: a completion earns 1 for the right final answer and a bonus for the expected format
+(`ladder.tasks.arithmetic`).
+
+The widget below takes 12 rewards (say 1 for right, 0 for wrong), cuts them into groups of $G$ in order, and
+computes $\hat A_i$ under each `--scale-rewards`.""",
+    SETUP,
+    r"""md:**Predict first.** With $G = 4$ the third group is $(1, 1, 1, 1)$. Slide $G$ to 6, so the groups become
+$(1,0,0,0,1,1)$ and $(1,0,1,1,1,1)$: how many of the 12 completions will have $\hat A_i = 0$ then?""",
+    """view = viz.group_advantages_view("1, 0, 0, 0,  1, 1, 1, 0,  1, 1, 1, 1", group_size=4)
+view""",
+    """R = torch.tensor([1., 0, 0, 0, 1, 1, 1, 0, 1, 1, 1, 1])
+for G in (4, 6):
+    A = core.group_relative(R, G, "group")
+    print(f"G = {G}: Â = {' '.join(f'{a:+.2f}' for a in A.tolist())}   ({int((A == 0).sum())} of 12 are 0)")""",
+    r"""md:<details><summary>Answer</summary>
+
+None. With $G = 4$ the all-right group gives its four completions $\hat A = 0$: their right answers teach nothing. With
+$G = 6$ no group is constant, so every completion gets a non-zero advantage, right ones positive and wrong ones negative;
+the printout shows both. How the prompts are grouped decides which comparisons the advantage makes.
+</details>""",
+    r"""md:## KL in the loss, and how the loss is averaged
+
+DeepSeekMath's GRPO puts the KL into the loss, not the reward. The paper's reason is the advantage: "instead of
+adding KL penalty in the reward, GRPO regularizes by directly adding the KL divergence between the trained policy and
+the reference policy to the loss, avoiding complicating the calculation of $\hat{A}_{i,t}$" — with the KL in the reward,
+each completion's $R_i$, and so its group-relative $\hat A_i$, would carry the penalty too. Both are options of the
+rung: `--kl-in loss` (GRPO) or `--kl-in reward` (RLOO: $\beta\sum_t \mathrm{KL}_t$ comes off each completion's reward $R_i$);
+notebook 6 §2 computes which estimator's gradient is the gradient of which KL. In the loss DeepSeekMath estimates the
+KL with plain $k_3$ (notebook 3). The grpo rung, like TRL 1.16 by default (`use_bias_correction_kl`), goes one step
+further and weights $k_3$ by the ratio $r_t(\theta)$ (DeepSeek-V3.2's correction); `--kl-correction off` gives
+DeepSeekMath's plain $\beta\,k_3$. The weight's *value* is 1 until the first optimiser step (to float32 rounding:
+$\pi_{\text{old}}$'s log-probs come from a forward pass of their own), but its *gradient* is not 0: from the very first
+step it turns $k_3$'s gradient (that of the forward KL) into the reverse KL's, the one the penalty means (notebook 6
+§2). Its value matters once $\pi_\theta$ has moved, whenever $\mu\cdot M > 1$ ($\mu$ passes of $M$ minibatches): from
+the second minibatch of the first pass on, or from the second pass when $M = 1$. The rung's default loss is
+
+$$L = \operatorname{agg}\Big(-\min\big(r_t(\theta)\hat A_t,\ \operatorname{clip}(r_t(\theta), 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A_t\big) + \beta\, r_t(\theta)\,k_3\Big)$$
+
+(DeepSeekMath's: the same with $\beta\,k_3$ in place of $\beta\,r_t(\theta)\,k_3$).
+
+`--loss-type` chooses $\operatorname{agg}$ (a mode of `core.aggregate`): `grpo` averages tokens within each
+sequence, then sequences (`seq_mean_token_mean`); `bnpo` averages all tokens (`token_mean`); `dr_grpo` and
+`dapo` divide the sum by a constant $N$ the rung computes (`sum_over_constant`): $B\cdot L_{\max}$, the
+generation budget (`max_new_tokens` per completion), or the real tokens of the whole update; each of the $M$
+minibatches divides its sum by its share $N/M$. Long and short completions weigh differently:""",
+    """per_token = torch.tensor([[1.0, 1.0, 1.0, 1.0], [3.0, 0.0, 0.0, 0.0]])
+mask = torch.tensor([[1., 1., 1., 1.], [1., 0., 0., 0.]])   # a long and a short completion
+modes = {"grpo": ("seq_mean_token_mean", None), "bnpo": ("token_mean", None),   # --loss-type → mode, constant
+         "dr_grpo": ("sum_over_constant", 2 * 8), "dapo": ("sum_over_constant", 5)}  # B · L_max (L_max = 8); tokens
+losses = {loss_type: round(core.aggregate(per_token, mask, mode, num_tokens).item(), 3)
+          for loss_type, (mode, num_tokens) in modes.items()}
+losses""",
+    r"""md:`dapo` and `bnpo` give the same number here because this is one minibatch ($M = 1$) on one process: DAPO's
+constant, the real tokens of the whole update, is then the minibatch's own token count (5), so $\sum/N$ is the token mean. With $M > 1$
+each minibatch divides by $N/M$ instead of its own count, and a minibatch of long completions weighs more than under
+`bnpo`.""",
+    r"""md:## Memory: 4-bit + LoRA + the disabled adapter
+
+`--qlora` loads the base model in 4-bit NF4 (double quantisation), trains only small LoRA adapters, and
+gets $\pi_{\text{ref}}$ for free: the reference log-probs are the same model with the adapter **disabled**
+— no second copy of the weights. Gradient checkpointing trades compute for activation memory.
+
+## Run it: a few steps of the tiny preset
+
+The tiny preset (a tiny instruct model ladder built and ships with the package,
+and synthetic two-digit addition) runs on a CPU, 4-bit included. Two steps here; the reward is the
+correctness reward plus the format reward, so a right, well-formatted answer earns 2.
+A group whose $G$ rewards are all equal has $\hat A = 0$ and, with $\pi_\theta = \pi_{\text{ref}}$ at the start of training, the
+$k_3$ term has zero gradient too: nothing moves. `frac_reward_zero_std` is the fraction of such groups. On
+problems that are too hard or too easy for the model it nears 1 and training stalls; the tiny preset's sums are
+chosen to suit its model, and the two steps below print the fraction on them.
+On a GPU, the real run is
+
+```bash
+python -m ladder.run grpo --qlora --device cuda        # Qwen2.5-0.5B-Instruct on GSM8K
+```""",
+    """from ladder.rungs import grpo
+
+USE_GPU = False
+short = {"steps": 2, "eval_size": 8, "eval_every": 0, "print_samples": 2}
+base = {"device": "cuda"} if USE_GPU else {**grpo.PRESETS["tiny"], **short}
+summary = grpo.train(grpo.Config(**base, qlora=True, out=str(RUNS / "notebook-5-grpo"), progress=False))
+for r in metrics(RUNS / "notebook-5-grpo"):
+    print(f"step {r['step']}: " + "  ".join(f"{k} {r[k]:.4f}"
+                                            for k in ("reward", "frac_reward_zero_std", "clip_frac", "kl_ref")))""",
+    r"""md:Every `--print-samples` updates (here: 2) the rung prints one question → completion → reward line and
+appends *all* the update's completions to `OUT/completions.jsonl`, what TRL's `log_completions` shows: each
+completion with its reward, each reward function's score, its advantage $\hat A_i$, its length and whether it
+was cut off at `--max-new-tokens`. `ladder.runlog.read_completions(OUT)` reads it back (a script can read the
+JSON lines as they are). One group of the last logged update — its $G$ advantages are its rewards, centred on
+the group's mean and divided by the group's sample standard deviation (plus a small ε):""",
+    """from ladder.runlog import read_completions
+
+rows = read_completions(RUNS / "notebook-5-grpo")
+group = [r for r in rows if r["step"] == rows[-1]["step"] and r["group"] == 0]
+print(f"step {group[0]['step']}, group 0: {group[0]['question']!r}")
+print(f"{'completion':<44} {'correct':>7} {'format':>6} {'reward':>6} {'Â_i':>7} {'tokens':>6} cut off")
+for r in group:
+    print(f"{r['completion'][:42]!r:<44} {r['rewards']['correctness']:>7.0f} {r['rewards']['format']:>6.0f} "
+          f"{r['reward']:>6.1f} {r['advantage']:>+7.3f} {r['length']:>6} {'yes' if r['truncated'] else 'no'}")""",
+    r"""md:The reward of two steps means nothing; the full tiny run is `python -m ladder.run grpo --qlora --preset tiny`
+(and `python -m ladder.run eval --preset tiny --qlora --adapter runs/grpo-tiny-qlora-seed0/adapter` evaluates the adapter).
+
+## What $\mu$ does on the LM
+
+Notebook 3's experiment, on the language model. The three policies of the tiny QLoRA preset:
+
+* $\pi_{\text{ref}}$ — the 4-bit base with the LoRA adapter **disabled**;
+* $\pi_{\text{old}}$ — the same model after 8 ordinary GRPO updates (`grpo.grpo_step`); it samples one fixed batch
+  of 8 prompts × 8 completions (its number of completion tokens is in the widget's first panel title);
+* $\pi_\theta$ — a copy of $\pi_{\text{old}}$'s adapter, given $\mu$ passes of `core.update` with the GRPO loss
+  (clipped surrogate $+\ \beta\, r_t(\theta)\, k_3$, $\beta = 0.04$).
+
+The tiny model's vocabulary has a few hundred tokens, so every KL is also computed **exactly** at each visited
+position $s_t$: $\sum_v \pi_\theta(v\mid s_t)\log\frac{\pi_\theta(v\mid s_t)}{\pi_x(v\mid s_t)}$. The GRPO loss instead sees one
+sampled token $c_t \sim \pi_{\text{old}}$ per position. Over fresh samples at the same positions, the corrected estimate
+averages to the exact KL:
+
+$$\mathbb{E}_{c\sim\pi_{\text{old}}}\Big[\frac{\pi_\theta(c)}{\pi_{\text{old}}(c)}k_3(c)\Big] = \sum_v \pi_\theta(v)\,k_3(v) = \mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}}),
+\qquad \mathbb{E}_{c\sim\pi_{\text{old}}}[k_3(c)] = \sum_v \pi_{\text{old}}(v)\,k_3(v) \neq \mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$$
+
+and the shaded bands show mean ± std of each estimate over such fresh samples. Building $\pi_{\text{old}}$ and the batch
+takes about 15 seconds, once; each setting of the sliders then costs well under a second per pass (CPU). The preset
+has one minibatch ($M = 1$), so $\pi_\theta = \pi_{\text{old}}$ until the first optimiser step, at the end of pass 1: every pass-1
+ratio is 1, to float32 rounding.""",
+    r"""md:**Predict first.** Slide $\mu$ from 1 to 8. Will the plain $k_3$ average (biased) and the importance-weighted one
+(corrected) move away from the exact KL$(\pi_\theta\,\|\,\pi_{\text{ref}})$ together, or will one of them stay with it?""",
+    """view = viz.lm_mu_view(mu=4, lr=3e-4, clip_eps=0.2)
+view""",
+    """runs = {mu: viz.lm_mu_passes(mu, lr=3e-4) for mu in (1, 2, 4, 8)}
+for mu, run in runs.items():
+    print(f"μ={mu}: ratio std {run['ratios'][-1].std():.3f}  clip {run['clip_frac_after'][-1]:.3f}  "
+          f"KL(θ‖old) {run['kl_old_exact'][-1]:.4f}  KL(θ‖ref) exact {run['kl_ref_exact'][-1]:.4f}  "
+          f"biased {run['kl_ref_biased'][-1]:.4f}  corrected {run['kl_ref_corrected'][-1]:.4f}")
+    print(f"      over fresh samples c ~ π_old: biased {run['kl_ref_biased_expected'][-1]:.4f} "
+          f"± {run['kl_ref_biased_std'][-1]:.4f}, corrected {run['kl_ref_corrected_expected'][-1]:.4f} "
+          f"± {run['kl_ref_corrected_std'][-1]:.4f}")
+print(f"fraction of the groups whose G rewards are all equal: {runs[8]['frac_reward_zero_std']:.3f}")
+for mu, run in runs.items():
+    exact, r = run["kl_ref_exact"][-1], run["ratios"][-1]
+    print(f"μ={mu}: plain k3's expectation − exact KL {run['kl_ref_biased_expected'][-1] - exact:+.4f}; the corrected "
+          f"estimate's std = {run['kl_ref_corrected_std'][-1] / exact:.2f} × the exact KL; "
+          f"{(abs(r - 1) > 0.01).sum()} of {r.size} ratios off 1 by more than 1 %")""",
+    r"""md:<details><summary>Answer</summary>
+
+The corrected one stays with the exact KL, in expectation: its average over fresh samples *is*
+KL$(\pi_\theta\,\|\,\pi_{\text{ref}})$ (the second line of each μ above shows the same number as the exact KL of the
+first), whatever the run. The plain $k_3$ average's expectation is a sum under $\pi_{\text{old}}$, not $\pi_\theta$, so it
+moves off the exact KL as the passes move $\pi_\theta$ away from $\pi_{\text{old}}$: the last lines print the gap for each
+μ. One batch is not the expectation, though: the same lines print the corrected estimate's std over fresh samples as a
+multiple of the exact KL. Where that multiple is not small, this batch's corrected value can sit well off the exact one
+(compare them in the first line of each μ): a few positions, and tokens $\pi_{\text{old}}$ seldom samples, carry much of
+the KL, and their weights $\pi_\theta/\pi_{\text{old}}$ are what the passes spread.
+
+The rest is for the printout to say, on your machine: how the ratio std, the clip fraction and KL$(\pi_\theta\,\|\,\pi_{\text{old}})$
+change with μ (on CartPole, notebook 3, each grew with every pass), and how many ratios move off 1 at all — most
+tokens of a worked sum are nearly certain, which is why the histogram is on a log scale. In the fraction of groups
+printed in the middle all $G$ answers scored the same, so their $\hat A = 0$ and only the KL term moves them.
+</details>
+
+Try the preset's learning rate `1e-3` in the widget: Adam's first steps are larger, so the passes move $\pi_\theta$
+further. Whether the plain estimate then overshoots further, and whether the corrected band widens or narrows, pass by
+pass, is the widget's to show.
+
+**Exercises:** `ex10_group_relative.py` and `ex11_aggregate.py`; then
+`python -m ladder.run grpo --preset tiny --use-exercises` trains with your `group_relative` and `aggregate`.""",
+    *SAMPLER_CELLS,
+    SELF_CHECK,
+    """quiz = viz.SelfCheck(
+    dr_grpo=("In the two-completion example, what loss does --loss-type dr_grpo give?", losses["dr_grpo"]),
+    kl_old=("After μ = 8 passes (learning rate 3e-4), what is the exact KL(π_θ‖π_old)?", runs[8]["kl_old_exact"][-1]),
+    zero_std=("Under the μ widget: what fraction of the fixed batch's groups have all G rewards equal?",
+              runs[8]["frac_reward_zero_std"]),
+    sampler=("In the fourth policy's batch, what sampler/logp_diff_mean did the bfloat16 step log?",
+             four.record["sampler/logp_diff_mean"]),
+)
+quiz.ask()""",
+    "quiz.check(dr_grpo=None, kl_old=None, zero_std=None, sampler=None)",
+]
