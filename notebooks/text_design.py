@@ -108,19 +108,19 @@ trains with your `kl_in_reward`.""",
 stay exact against the reverse KL?""",
     """view = viz.kl_gradient_view(ref_distance=1.0, old_distance=0.0)
 view""",
-    r"""md:<details><summary>Answer</summary>
-
-On-policy, plain $k_3$ in the loss is the one marked *exact* against the forward KL; $k_2$, $\frac{\pi_\theta}{\pi_{\text{old}}}k_3$
-and $k_1$ in the reward are exact against the reverse KL, and $k_1$ in the loss against neither. Once $\pi_{\text{old}} \neq \pi_\theta$
-only $\frac{\pi_\theta}{\pi_{\text{old}}}k_3$ stays exact: $k_2$'s and the reward's exactness needed the samples to come from
-$\pi_\theta$. The next cell prints the errors at both settings.
-</details>""",
     """grads = {old: viz.kl_gradients(ref_distance=1.0, old_distance=old) for old in (0.0, 0.8)}
 for old, g in grads.items():
     print(f"π_old {'= π_θ (on-policy)' if old == 0 else '≠ π_θ (off-policy)'}, {len(g['p_theta'])} actions:  "
           f"‖∇KL rev‖ {g['norm_reverse']:.3f}, ‖∇KL fwd‖ {g['norm_forward']:.3f}")
     for way in viz.exact_kl_gradients.KL_WAYS:
         print(f"   {way:26s} error vs reverse {g['error_reverse'][way]:.1e}   vs forward {g['error_forward'][way]:.1e}")""",
+    r"""md:<details><summary>Answer</summary>
+
+On-policy, plain $k_3$ in the loss is the one marked *exact* against the forward KL; $k_2$, $\frac{\pi_\theta}{\pi_{\text{old}}}k_3$
+and $k_1$ in the reward are exact against the reverse KL, and $k_1$ in the loss against neither. Once $\pi_{\text{old}} \neq \pi_\theta$
+only $\frac{\pi_\theta}{\pi_{\text{old}}}k_3$ stays exact: $k_2$'s and the reward's exactness needed the samples to come from
+$\pi_\theta$. The cell above prints the errors at both settings.
+</details>""",
     r"""md:## 3 · Tokens: who loses the gradient
 
 The clip zeroes a token's gradient where the clipped branch is the smaller one: $r > 1+\varepsilon_{\text{high}}$ with
@@ -148,13 +148,6 @@ passes, `python -m ladder.run grpo --preset tiny --qlora --algo gspo --use-exerc
 sequence level clip more or fewer of the tokens with $\hat A \neq 0$ than the token level?""",
     """view = viz.token_view(mu=3, eps=0.2, level="token")
 view""",
-    r"""md:<details><summary>Answer</summary>
-
-More. At 0.2 the sequence level clips little or nothing, while the token level already loses the outlying tokens. Each
-$s_i$ averages its tokens' log-ratios, so it is less extreme than its most outlying tokens, but all of a completion's
-tokens share it: once $\varepsilon$ falls below that spread, whole completions go at once, every token with them. The next cell
-prints both shares at $\varepsilon$ = 0.2, at 0.05, and at GSPO's pair.
-</details>""",
     """shares = {}
 for eps, high in ((0.2, 1.0), (0.05, 1.0), (3e-4, 4 / 3)):
     view.controls["high"].value = high
@@ -164,11 +157,22 @@ for eps, high in ((0.2, 1.0), (0.05, 1.0), (3e-4, 4 / 3)):
 t = view.data["table"]
 print(f"{len(t.pieces)} completions, {t.group_size} per prompt")
 view.controls["eps"].value, view.controls["high"].value = 0.2, 1.0
-view.controls["level"].value = "sequence"     # the widget above now strikes tokens through at the sequence level""",
-    r"""md:Compare the last line with the first: at GSPO's pair the sequence level clips a far larger share of the tokens than
-the token level does at GRPO's 0.2 — the GSPO paper reports the same of its own runs; here it is one toy batch after
-$\mu = 3$ passes, so read the shares as this batch's, not as GSPO's usual rate — yet each clipped completion is a
-whole, consistent decision rather than a scatter of single tokens.""",
+view.controls["level"].value = "sequence"     # the widget above now strikes tokens through at the sequence level
+token_05, sequence_05 = shares[0.05]["frac_tokens"]["token"], shares[0.05]["frac_tokens"]["sequence"]
+print(f"at ε = 0.05 the sequence level clips {'more' if sequence_05 > token_05 else 'not more'} of the tokens "
+      f"with Â ≠ 0 than the token level: {sequence_05:.0%} against {token_05:.0%}")""",
+    r"""md:<details><summary>Answer</summary>
+
+The last line above answers it on this batch. Why the sequence level catches up as $arepsilon$ falls: each $s_i$
+averages its tokens' log-ratios, so it is less extreme than its most outlying tokens, which the token level clips
+one by one (compare the two levels at 0.2, the first line); but all of a completion's tokens share it: once $arepsilon$ falls below the spread of the $s_i$, whole completions go at once, every token with them.
+</details>""",
+    """gspo_sequence, grpo_token = shares[3e-4]["frac_tokens"]["sequence"], shares[0.2]["frac_tokens"]["token"]
+print(f"tokens clipped: sequence level at GSPO's pair {gspo_sequence:.0%}, token level at GRPO's 0.2 {grpo_token:.0%}")""",
+    r"""md:The GSPO paper reports, of its own runs, that its sequence level at its tiny pair clips a far larger share of the
+tokens than GRPO's token level does at 0.2; the line above is the same comparison on one toy batch after $\mu = 3$
+passes, so read the shares as this batch's, not as GSPO's usual rate. Whatever the share, each completion clipped at
+the sequence level is a whole, consistent decision rather than a scatter of single tokens.""",
     r"""md:## 4 · The league
 
 Finally, the methods against each other on the tiny task, trained by the real rung: `grpo.train` with
@@ -185,19 +189,21 @@ seeds, a larger budget) is `python benchmarks/variants.py`, with results in `ben
 **Exercises:** `ex13_leave_one_out.py` and `ex14_kl_in_reward.py` are `rloo`'s two functions
 (`python -m ladder.run grpo --preset tiny --qlora --algo rloo --use-exercises`); `ex15_soft_update.py` is the π_ref refresh
 (`python -m ladder.run ppo-sentiment --preset tiny --ref-sync-every 2 --use-exercises`).""",
-    r"""md:**Predict first.** `dapo` sets `kl_coef=0.0` (section 1's table), `grpo` keeps $\beta$ with the KL in the loss and
-`rloo` keeps one with the KL in the reward. Switch the metric to the KL: whose curve stays at 0?""",
+    r"""md:**Predict first.** Switch the widget's metric to the KL to $\pi_{\text{ref}}$: of `grpo`, `dapo` and `rloo`, whose
+curve stays at 0, and why? (Section 1's table has what you need.)""",
     """view = viz.league_view(methods=("grpo", "dapo", "rloo"), max_completions=192, eval_size=32)
 view""",
-    r"""md:<details><summary>Answer</summary>
-
-`dapo`'s. With $\beta = 0$ the rung computes no $\pi_{\text{ref}}$ at all, so there is no KL to record and the curve stays at 0;
-`grpo`'s and `rloo`'s are above 0 as soon as $\pi_\theta$ leaves $\pi_{\text{ref}}$. The next cell prints the accuracies. Do not
-read a ranking into them: 32 held-out sums give accuracy in steps of 1/32, and a few updates on one seed may well
-leave several methods on the same value; the benchmark's seeds and larger budget are what separate them.
-</details>""",
     """display(Markdown(view.data["table"]))
 print({m: f"last KL {r['kl_ref'][-1]:.2e}" for m, r in view.data["runs"].items()})""",
+    r"""md:<details><summary>Answer</summary>
+
+`dapo`'s: it sets `kl_coef=0.0` (section 1's table), and with $\beta = 0$ the rung computes no $\pi_{\text{ref}}$ at all,
+so there is no KL to record and the curve stays at 0. `grpo` keeps $\beta$ with the KL in the loss and `rloo` keeps one
+with the KL in the reward: their KL leaves 0 as soon as $\pi_\theta$ leaves $\pi_{\text{ref}}$ (the last KLs printed above).
+The table above also has the accuracies. Do not read a ranking into them: 32 held-out sums give accuracy in steps of
+1/32, and a few updates on one seed may well leave several methods on the same value; the benchmark's seeds and larger
+budget are what separate them.
+</details>""",
     r"""md:---
 
 **From the concepts to the bookkeeping.** Everything above is arithmetic on tensors: what the loss divides by, what a
@@ -244,13 +250,6 @@ doing the same optimiser step. (The ladder row is computed from the ladder confi
 forward, and which ladder configuration does the same work?""",
     """view = viz.schedule_view(num_iterations=2, steps_per_generation=4, gradient_accumulation_steps=2)
 view""",
-    r"""md:<details><summary>Answer</summary>
-
-No: one optimiser step now accumulates both iterations over the whole generation batch ($\text{spg}\cdot\text{num\_iterations}$
-micro-batches), so no step falls between the generation and its last use, $\pi_\theta = \pi_{\text{old}}$ at every use and the
-forward is *skipped*. The ladder row reads `--mu 1 --num-minibatches 1`: the second iteration only adds the same
-gradient again inside that one step. The next cell prints that case first, then five more.
-</details>""",
     """# TRL's own diagram (grpo_trainer.py): 2 GPUs × 3 rows, G = 2, gas = 2, spg = 4 — and four more cases
 cases = [dict(num_iterations=2, steps_per_generation=4, gradient_accumulation_steps=8),     # the prediction's case
          dict(gradient_accumulation_steps=2, steps_per_generation=4, per_device_train_batch_size=3, num_processes=2, num_generations=2),
@@ -263,6 +262,13 @@ for case, s in zip(cases, schedules):
           f"{'computed' if s['computes_old_logp'] else 'skipped'}, any π_θ ≠ π_old: {s['off_policy']}\\n   ladder: "
           + (f"{lad['flags']} (μ·M = {lad['optimizer_steps_per_update']} optimiser steps per update)" if lad["exact"]
              else lad["reason"]))""",
+    r"""md:<details><summary>Answer</summary>
+
+No: one optimiser step now accumulates both iterations over the whole generation batch ($\text{spg}\cdot\text{num\_iterations}$
+micro-batches), so no step falls between the generation and its last use, $\pi_\theta = \pi_{\text{old}}$ at every use and the
+forward is *skipped*. The ladder row reads `--mu 1 --num-minibatches 1`: the second iteration only adds the same
+gradient again inside that one step. The cell above prints that case first, then five more.
+</details>""",
     r"""md:The defaults (`gas = spg = num_iterations = 1`) generate every step and never need $\pi_{\text{old}}$; `num_iterations = 2`
 inside one accumulated step also never does (both iterations see the same weights, so they only recompute the same
 gradient). `steps_per_generation = 3` with `gas = 2` is the odd one: step 1 mixes the last slice of one generation with
@@ -281,9 +287,7 @@ prints $\Delta_\nabla$ for every loss type next to the largest gradient entry. T
 `gradient_accumulation_steps = steps_per_generation = 1`, so the constant of `dapo` and `cispo` (TRL's share for one
 micro-batch, passed through `loss_normaliser` as the rung does) is the micro-batch's own real tokens: `dapo`'s loss
 prints equal to `bnpo`'s, as section 1 said. `tests/test_trl_parity_grpo.py` runs every loss type × ratio level ×
-KL correction × clip variant; here one at a time (the trainer is built offline on first use). One difference is
-deliberate: at the sequence level with `use_bias_correction_kl`, TRL weights each token's KL by the sequence ratio
-$s_i$, ladder by the token's own $\pi_\theta/\pi_{\text{old}}$ (the weight that makes *that token's* estimate unbiased).
+KL correction × clip variant; here one at a time (the trainer is built offline on first use).
 
 **Exercise:** `ex12_sequence_ratio.py` (section 3) is `importance_sampling_level="sequence"`.""",
     r"""md:**Predict first.** (Needs `trl ≥ 1.16`.) Select `importance_sampling_level` = `sequence` with
@@ -293,11 +297,6 @@ $s_i$, ladder by the token's own $\pi_\theta/\pi_{\text{old}}$ (the weight that 
     display(view)
 else:
     print("pip install 'trl>=1.16' (Python ≥ 3.11) to compare with TRL's GRPOTrainer")""",
-    r"""md:<details><summary>Answer</summary>
-
-Ticked: no — the summary says *differs by design*: TRL weights each token's KL by the completion's $s_i$, ladder by
-the token's own $\pi_\theta/\pi_{\text{old}}$. Unticked, the KL term has no weight in either and they agree again to rounding.
-</details>""",
     """if viz.trl_loss_parity.trl_available():
     from trl import GRPOConfig
     for loss_type in viz.trl_loss_parity.PARITY_LOSS_TYPES:
@@ -306,7 +305,16 @@ the token's own $\pi_\theta/\pi_{\text{old}}$. Unticked, the KL term has no weig
               f"largest gradient difference {r['max_grad_diff']:.1e} (largest entry {r['max_grad']:.2f})")
     print("TRL 1.16's default use_bias_correction_kl:", GRPOConfig.__dataclass_fields__["use_bias_correction_kl"].default)
     view.controls["level"].value, view.controls["correction"].value = "sequence", True
-    print("sequence level, bias-corrected KL:", view.data["summary"])""",
+    print("sequence level, bias-corrected KL:", view.data["summary"])
+    view.controls["correction"].value = False
+    print("sequence level, KL uncorrected:   ", view.data["summary"])""",
+    r"""md:<details><summary>Answer</summary>
+
+Ticked: no — the second-to-last line above says *differs by design*. One difference is deliberate: at the sequence level with
+`use_bias_correction_kl`, TRL weights each token's KL by the completion's sequence ratio $s_i$, ladder by the token's
+own $\pi_	heta/\pi_{	ext{old}}$ (the weight that makes *that token's* estimate unbiased). Unticked, the KL term has no
+weight in either and they agree again to rounding (the last line).
+</details>""",
     r"""md:## Self-check
 
 Four numbers this notebook printed. The first cell asks the questions; write your answers into the second and run it
