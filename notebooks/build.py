@@ -1,5 +1,5 @@
 """Write the course notebooks (stripped: no outputs) from their text in ``text_toy.py``, ``text_policies.py``,
-``text_llm.py`` and ``text_design.py``.
+``text_llm.py``, ``text_design.py`` and ``text_foundations.py``.
 
     python notebooks/build.py
 
@@ -18,11 +18,13 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 import text_design  # noqa: E402
+import text_foundations  # noqa: E402
 import text_llm  # noqa: E402
 import text_policies  # noqa: E402
 import text_toy  # noqa: E402
 
-NOTEBOOKS = {**text_toy.NOTEBOOKS, **text_policies.NOTEBOOKS, **text_llm.NOTEBOOKS, **text_design.NOTEBOOKS}
+NOTEBOOKS = dict(sorted({**text_toy.NOTEBOOKS, **text_foundations.NOTEBOOKS, **text_policies.NOTEBOOKS,
+                         **text_llm.NOTEBOOKS, **text_design.NOTEBOOKS}.items()))   # by name: 0, 1, 1b, 2, …
 
 
 def build(out_dir: Path = HERE) -> list[Path]:

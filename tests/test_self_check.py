@@ -64,7 +64,7 @@ def test_a_reason_is_checked_against_the_key_given_later(capsys):
     assert capsys.readouterr().out.splitlines() == ["why?", "  a) first reason", "  b) second reason",
                                                     "  c) third reason"]
     q.check("b", why="more")
-    assert q.mark is None and capsys.readouterr().out.splitlines()[-1] == "computed: b — second reason. more"
+    assert q.mark is None and capsys.readouterr().out.splitlines()[-1] == "computed: b — second reason (more)"
     q.answer = "B"
     q.check("b")
     assert q.mark is True

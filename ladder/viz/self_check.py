@@ -136,7 +136,8 @@ class Reason(Predict):
 
     def check(self, truth, why: str = "") -> None:
         """Mark ``answer`` against the key ``truth`` (a letter), then print the keyed reason and ``why``."""
-        super().check(truth, why=f"{self.reasons[self._truth(truth)]}" + (f". {why}" if why else ""))
+        key = self._truth(truth)
+        super().check(key, why=f"{self.reasons[key]}" + (f" ({why})" if why else ""))
 
 
 def check_computed(yours, truth, how: str = "", atol: float = 1e-6) -> bool | None:

@@ -1,0 +1,304 @@
+# ruff: noqa: E501  (LaTeX lines in the notebook text are as long as their equations)
+"""The text and code of notebook 1b: the foundations — V, Q and A; Monte-Carlo, TD(0) and GAE(λ); termination vs
+time-limit truncation; the surrogate and its trust region — on a chain solved exactly (``ladder.viz.foundations``).
+
+Cells starting with ``md:`` are Markdown; everything else is code. ``notebooks/build.py`` writes them.
+"""
+
+NOTEBOOKS: dict[str, list[str]] = {}
+
+NOTEBOOKS["1b_foundations"] = [
+    r"""md:# 1b · Foundations: values, bootstrapping and the surrogate
+
+After this notebook (about 40 minutes; it runs in seconds, no model) you will be able to:
+
+* compute $V$, $Q$ and $A$ of a policy exactly from the Bellman equations, and say why $\mathbb{E}_{a\sim\pi}[A(s, a)] = 0$;
+* estimate values from sampled episodes by Monte-Carlo, TD(0) and GAE($\lambda$), and say which $\lambda$ to pick when;
+* bootstrap a time-limit truncation with $V(s_T)$, and not a termination;
+* show that PPO's surrogate has the policy gradient as its gradient at $\theta_{\text{old}}$, and why it is trusted only near $\theta_{\text{old}}$.
+
+Notebook 1 weighted each $\log\pi_\theta$ by a return; notebook 2 weights it by an advantage from a critic,
+reuses each batch $\mu$ times and clips. This notebook builds the pieces between, on a problem small enough to
+solve exactly, so every estimate can be held against the truth.
+
+**The chain.** States $0, 1, \dots, n-1$ in a row; two actions, left and right; reward $r = 1$ for every step,
+the last one included; a step off either end **terminates** the episode. It is CartPole in miniature: +1 per
+step until you fall. Episodes start in $s_{\text{start}}$ and rewards are discounted by $\gamma$ (both printed
+below). The policy is a table of logits, $\pi_\theta(a\mid s) = \mathrm{softmax}(\theta[s])_a$; until the last
+section it is the uniform one ($\theta = 0$: left or right with probability $\tfrac12$).
+
+**Predictions.** Some cells ask you to predict before the cell that computes the answer: set `.answer` there,
+then run on; a later cell checks it (`viz.Predict`, `viz.Reason`). Cells with `...` are yours to compute; the
+cell after checks your value and then shows the notebook's own. Unanswered, they say so and move on.""",
+    """import torch
+from IPython.display import Markdown, display
+
+from ladder import core, viz
+from ladder.viz import foundations as fd
+
+torch.set_printoptions(precision=3, sci_mode=False)
+chain = fd.Chain()
+pi = fd.policy(fd.uniform(chain))                  # π(a|s), [n_states, 2]: columns left, right
+P, r = chain.transitions(), chain.rewards()        # P[s, a, s'], r[s, a]
+print(chain)
+pi""",
+    r"""md:## Returns, V, Q and A
+
+The **return** from step $t$ is $G_t = \sum_{k\ge 0}\gamma^k r_{t+k}$. Its expectations name the three functions
+the rest of the course uses:
+
+$$V^\pi(s) = \mathbb{E}_\pi[G_t \mid s_t = s], \qquad Q^\pi(s, a) = \mathbb{E}_\pi[G_t \mid s_t = s, a_t = a], \qquad A^\pi(s, a) = Q^\pi(s, a) - V^\pi(s).$$
+
+One step of the return, $G_t = r_t + \gamma G_{t+1}$, gives the **Bellman equations**:
+
+$$Q(s, a) = r(s, a) + \gamma\sum_{s'} P(s'\mid s, a)\,V(s'), \qquad V(s) = \sum_a \pi(a\mid s)\,Q(s, a).$$
+
+A terminal state has $V = 0$: here a step off the end lands on no state, so that row of $P$ sums to 0. With
+$P_\pi(s, s') = \sum_a \pi(a\mid s)P(s'\mid s, a)$ and $r_\pi(s) = \sum_a\pi(a\mid s)r(s, a)$, the equations for
+$V$ are linear, $V = r_\pi + \gamma P_\pi V$, and one solve gives them all: $V = (I - \gamma P_\pi)^{-1} r_\pi$.""",
+    """exact = fd.exact_values(chain, pi)                # the linear solve above; also Q and A
+V = exact["V"]
+print("V =", V)
+episodes = fd.sample_episodes(chain, pi, episodes=4000, max_steps=80, seed=0)
+G = core.discounted_returns(episodes["rewards"], episodes["mask"], chain.gamma)   # notebook 1's G_t
+print(f"Monte-Carlo: mean G_0 over {len(G)} episodes = {G[:, 0].mean():.3f} ± {G[:, 0].std() / len(G) ** 0.5:.3f}"
+      f"  vs  V(s_start) = {V[chain.start]:.3f}")""",
+    """p_adv = viz.Predict("In state 0, at the left end, is the advantage A(0, right) of stepping right positive or negative?",
+                    choices=("positive", "negative"))
+p_adv.answer = None      # your prediction, before you run on""",
+    r"""md:Your turn: $Q$ from $V$ with the first Bellman equation, as a `[n_states, 2]` tensor (`torch.einsum` reads
+$\sum_{s'} P[s, a, s']\,V[s']$ as `"sat,t->sa"`).""",
+    """Q_yours = ...             # Q(s, a) = r(s, a) + γ Σ_s' P[s, a, s'] V(s')""",
+    """Q = exact["Q"]
+viz.check_computed(Q_yours, Q, how="r + chain.gamma * torch.einsum('sat,t->sa', P, V)")
+A = Q - V[:, None]
+print("A =", A)
+p_adv.check("positive" if A[0, 1] > 0 else "negative",
+            why=f"Q(0, left) = {Q[0, 0]:.3f} is one reward and the end; Q(0, right) = {Q[0, 1]:.3f} keeps the episode going")""",
+    """r_mean = viz.Reason("Why is Σ_a π(a|s) A(s, a) = 0 in every state, whatever the policy?",
+                     "every reward on this chain is 1",
+                     "V(s) is the π-average of Q(s, ·), so Q − V averages to zero under π",
+                     "the chain is symmetric")
+r_mean.answer = None     # "a", "b" or "c\"""",
+    """print("E_π[A(s, ·)] per state:", (pi * A).sum(-1))
+r_mean.check("b", why="Σ_a π(a|s) (Q(s, a) − V(s)) = V(s) − V(s); notebook 1's baseline rests on the same identity")""",
+    r"""md:## Monte-Carlo, TD(0) and GAE($\lambda$)
+
+A training run never has the exact $V$: a critic $\hat V$ learns it from sampled episodes, and the advantages
+come from both. Three targets for $V(s_t)$, from one episode:
+
+* **Monte-Carlo**: the return $G_t$. Unbiased, but it carries the randomness of every later action and reward.
+* **TD(0)**: $r_t + \gamma\hat V(s_{t+1})$. One step of randomness, then it trusts the critic (*bootstrapping*): as wrong as $\hat V$ is.
+* **GAE($\lambda$)** in between. With the **TD error**
+
+$$\delta_t = r_t + \gamma\,\hat V(s_{t+1})(1 - d_t) - \hat V(s_t) \qquad (d_t = 1 \text{ when step } t \text{ terminated}),$$
+
+$$\hat A_t = \sum_{l\ge 0}(\gamma\lambda)^l\,\delta_{t+l}, \qquad R_t = \hat A_t + \hat V(s_t)\ \text{(the critic's target)}.$$
+
+At $\lambda = 0$, $\hat A_t = \delta_t$ and $R_t$ is the TD(0) target. At $\lambda = 1$ the sum telescopes — each
+$\gamma\hat V(s_{t+l+1})$ cancels the next $-\hat V$ — to $\hat A_t = G_t - \hat V(s_t)$, and $R_t = G_t$.
+`core.gae` computes the sum backwards: $\hat A_t = \delta_t + \gamma\lambda(1-d_t)\hat A_{t+1}$.
+
+Below the critic is off on purpose: $\hat V = V/2$.""",
+    """critic = 0.5 * V
+deltas = fd.td_errors(episodes, critic, chain.gamma)     # δ_t, [B, T]; 0 after an episode's end
+lam = 0.9
+lengths = episodes["mask"].sum(1).long()
+ep = int((lengths >= 6).nonzero()[0])            # the first episode of 6 steps or more
+length = int(lengths[ep])
+print(f"episode {ep}: {length} steps, states {episodes['states'][ep, :length].tolist()}")
+print("δ_t =", deltas[ep, :length])""",
+    r"""md:Your turn: $\hat A_0$ of episode `ep` at $\lambda = 0.9$, as the weighted sum of its $\delta$'s (a number).""",
+    """adv0_yours = ...          # Σ_t (γλ)^t δ_t over episode ep""",
+    """adv, ret = fd.gae_returns(episodes, critic, chain.gamma, lam)    # core.gae on this batch
+viz.check_computed(adv0_yours, adv[ep, 0], how="((chain.gamma * lam) ** torch.arange(length) * deltas[ep, :length]).sum()")
+td_target = fd.gae_returns(episodes, critic, chain.gamma, 0.0)[1]
+mc_return = fd.gae_returns(episodes, critic, chain.gamma, 1.0)[1]
+v_next = torch.cat([critic[episodes["states"][:, 1:]], torch.zeros(len(G), 1, dtype=G.dtype)], 1)
+one_step = (episodes["rewards"] + chain.gamma * v_next * (1 - episodes["dones"])) * episodes["mask"]
+print(f"λ = 0: R_t − (r_t + γV̂(s_t+1)) is at most {(td_target - one_step).abs().max():.1e}")
+print(f"λ = 1: R_t − G_t is at most {(mc_return - G).abs().max():.1e}")""",
+    """p_lam = viz.Predict("With the exact critic (c = 0) and n = 10 episodes, which λ gives the smaller squared error "
+                    "for V(s_start): λ = 0 or λ = 1?", choices=("λ = 0", "λ = 1"))
+p_lam.answer = None      # your prediction""",
+    r"""md:**Predict first.** (Answer `p_lam` above.) The widget estimates $V(s_{\text{start}})$ by the average of $R_0$
+over $n$ episodes, for each $\lambda$, with the critic $\hat V = (1 - c)V$. The squared error of that average is
+$\text{bias}^2 + \text{variance}/n$; the curves come from 4000 episodes. It starts at $c = 0$; then move $c$ and $n$:
+where does the lowest point go?""",
+    """fd.lambda_view(lam=0.9, episodes=10, critic_error=0.0)""",
+    """stats = {c: fd.estimator_stats(chain, c, [0.0, 0.5, 0.9, 1.0]) for c in (0.0, 0.5)}
+for c, s in stats.items():
+    print(f"c = {c}, λ = 0, 0.5, 0.9, 1: bias {s['bias'].round(3)} (± {s['stderr'].round(3)}), variance {s['var'].round(3)}")
+mse = stats[0.0]["bias"] ** 2 + stats[0.0]["var"] / 10
+p_lam.check("λ = 0" if mse[0] < mse[-1] else "λ = 1",
+            why=f"squared error {mse[0]:.3f} at λ = 0 vs {mse[-1]:.3f} at λ = 1, with n = 10 and the exact critic")""",
+    r"""md:<details><summary>Answer</summary>
+
+With the exact critic every $\lambda$ aims at the right value (the printed biases at $c = 0$ are within their
+standard errors, the $\pm$), so only the variance counts, and it is smallest where the fewest random steps enter: at
+$\lambda = 0$. With $c = 0.5$ the TD target inherits the critic's error (the printed bias at $\lambda = 0$) while
+$\lambda = 1$ never reads the critic: the same bias at both $c$. Bias does not shrink with $n$, variance does —
+so with many episodes and a poor critic $\lambda$ near 1 wins. A critic in training is somewhere between, which
+is why notebook 2's rungs take $\lambda$ as an option (`--gae-lambda`).
+</details>
+
+### Explained variance
+
+Notebook 2's runs print the critic's **explained variance**, $1 - \mathrm{Var}[R - \hat V]/\mathrm{Var}[R]$ over the
+batch's steps (`core.explained_variance`): 1 is a critic that explains every return, 0 one no better than a
+constant.""",
+    """p_ev = viz.Predict("Against the Monte-Carlo returns of these episodes, is the explained variance of the *exact* V above 0.9?",
+                   choices=("yes", "no"))
+p_ev.answer = None       # your prediction""",
+    """states, mask = episodes["states"], episodes["mask"]
+ev = {name: core.explained_variance(v[states], G, mask) for name, v in
+      {"exact V": V, "V + 3": V + 3, "V / 2": V / 2, "a constant": torch.full_like(V, V.mean().item())}.items()}
+for name, value in ev.items():
+    print(f"explained variance of {name:<10}: {value:+.3f}")
+p_ev.check("yes" if ev["exact V"] > 0.9 else "no",
+           why=f"{ev['exact V']:.3f}: most of a return's variance is the randomness of the actions still to come")""",
+    r"""md:Even the exact $V$ explains a small share here: from one state the return still varies with every action the
+uniform policy has yet to take, and no function of $s_t$ can explain that. Adding a constant to the critic
+changes nothing (compare the first two lines), and a constant critic scores 0. So read the number as a
+trend within one run — rising as the critic learns, falling when it breaks — not against 1.
+
+## Termination vs time-limit truncation
+
+`gymnasium`'s `step` returns two flags. `terminated`: the task ended (the pole fell; here, a step off the
+chain); the next state is terminal, $V = 0$, so $d_t = 1$ and the target is $r_t$. `truncated`: *we* stopped — a
+time limit (CartPole-v1's 500 steps), the end of a rollout — and the state $s_T$ has a future the episode did not
+see. Its step bootstraps:
+
+$$\text{terminated: } R_{T-1} = r_{T-1}, \qquad \text{truncated: } R_{T-1} = r_{T-1} + \gamma V(s_T) \quad (d_{T-1} = 0,\ \texttt{last\_values} = V(s_T)).$$
+
+`core.gae` takes `dones` (terminations only) and `last_values` for the bootstrap; the CartPole rung adds
+$\gamma V(s_T)$ to a truncated step's reward, which is the same thing. Below, episodes are cut at $T = 5$ steps.""",
+    """cut = fd.sample_episodes(chain, pi, episodes=4000, max_steps=5, seed=1)
+row = int(cut["truncated"].nonzero()[0])          # the first episode the time limit cut
+print(f"{cut['truncated'].mean():.0%} of the episodes are cut by the limit; row {row} is one, "
+      f"ending in state s_T = {int(cut['last_state'][row])}")""",
+    r"""md:Your turn: the value target $R_{T-1}$ of row `row`'s last step (a number), using the exact `V`.""",
+    """target_yours = ...        # r_{T-1} + γ V(s_T)""",
+    """ret_cut = fd.gae_returns(cut, V, chain.gamma, 0.0)[1]
+viz.check_computed(target_yours, ret_cut[row, -1], how="1 + chain.gamma * V[cut['last_state'][row]]")
+limit = fd.time_limit_values(gamma=0.99, limit=500)
+display(Markdown("CartPole, γ = 0.99, a policy that never drops the pole: V at every step, and what a critic learns "
+                 "if the 500-step limit counts as a termination\\n\\n| step t | V | as terminated |\\n|---:|---:|---:|\\n" +
+                 "\\n".join(f"| {t} | {limit['v_true']:.1f} | {v:.1f} |" for t, v in zip(limit["steps"], limit["as_terminated"]))))""",
+    """r_clock = viz.Reason(f"A critic taught with the time limit as a termination should learn {limit['as_terminated'][-1]:.1f} at "
+                      f"step {limit['steps'][-1]} and {limit['as_terminated'][0]:.1f} at step {limit['steps'][0]}. Why can it not?",
+                      "γ is too close to 1 for it to converge",
+                      "CartPole's observation holds no clock: the same state at step 10 and at step 499 gets one value",
+                      "it never sees step 499")
+r_clock.answer = None    # "a", "b" or "c\"""",
+    """r_clock.check("b", why="it fits something between the two for every state: wrong everywhere, not only near the limit")""",
+    """p_trunc = viz.Predict("With a time limit of T = 5, will treating the cut as a termination make the mean estimate "
+                      "of V(s_start) too low, about right, or too high?", choices=("too low", "about right", "too high"))
+p_trunc.answer = None    # your prediction""",
+    r"""md:**Predict first.** (Answer `p_trunc` above.) The widget estimates $V(s_{\text{start}})$ by the mean $\lambda = 1$
+target $R_0$ over 4000 episodes cut at $T$, bootstrapping with the exact $V$ at the cut or treating the cut as a
+termination. Move $T$: which curve stays on the exact value?""",
+    """fd.truncation_view(limit=5)""",
+    """t5 = fd.truncation_estimates(chain, [5])
+low, high = t5["v_true"] - 4 * t5["stderr"][0], t5["v_true"] + 4 * t5["stderr"][0]
+as_term = t5["as_terminated"][0]
+p_trunc.check("too low" if as_term < low else "too high" if as_term > high else "about right",
+              why=f"{as_term:.3f} against V(s_start) = {t5['v_true']:.3f}; bootstrapped: {t5['bootstrapped'][0]:.3f}")""",
+    r"""md:<details><summary>Answer</summary>
+
+Treating the cut as a termination sets the future after $s_T$ to 0, and on this chain every future step is worth
++1: the estimate falls short by $\gamma^T V(s_T)$ on every cut episode, and more episodes are cut the shorter the
+limit. Bootstrapping adds back $\gamma^T V(s_T)$, whose expectation is exactly what was cut off, so with the exact
+$V$ it is unbiased at every $T$ (up to sampling noise). With a learned $V$ it is as right as the critic.
+</details>""",
+    r"""md:## The surrogate and its trust region
+
+Notebook 2's PPO does not differentiate $J(\theta) = V_\theta(s_{\text{start}})$; it maximises a **surrogate** built
+from a batch that $\pi_{\text{old}}$ sampled, with the advantages of $\pi_{\text{old}}$:
+
+$$L(\theta) = \mathbb{E}_{s, a\sim\pi_{\text{old}}}\big[r(\theta)\,\hat A\big], \qquad r(\theta) = \frac{\pi_\theta(a\mid s)}{\pi_{\text{old}}(a\mid s)}.$$
+
+At $\theta = \theta_{\text{old}}$, $\nabla_\theta r = \nabla_\theta\pi_\theta/\pi_{\text{old}} = \nabla_\theta\log\pi_\theta$, so
+$\nabla L(\theta_{\text{old}}) = \mathbb{E}[\nabla\log\pi_\theta\,\hat A]$: **the policy gradient**. On the chain both
+sides are exact: $J$ is the linear solve (differentiable, so autograd gives $\nabla J$), and the expectation
+weights each state by its discounted visitation $d_{\text{old}}(s) = \sum_t\gamma^t P(s_t = s)$, with the exact
+$A_{\text{old}}$:
+
+$$L(\theta) = \sum_s d_{\text{old}}(s)\sum_a \pi_{\text{old}}(a\mid s)\,r(\theta)\,A_{\text{old}}(s, a).$$
+
+(PPO's batches weight states by how often they are visited, without the $\gamma^t$: a common approximation.)
+Below, $\theta_{\text{old}}$ is a random table of logits.""",
+    """p_zero = viz.Predict("What is the value L(θ_old) of the surrogate at θ = θ_old (a number)?", atol=1e-6)
+p_zero.answer = None     # your prediction""",
+    """theta_old = torch.randn(chain.n_states, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+grads = fd.surrogate_gradients(chain, theta_old)   # autograd of J and of L at θ_old
+print("∇J(θ_old) =", grads["grad_J"])
+print("∇L(θ_old) =", grads["grad_L"])
+print(f"largest difference: {grads['max_abs_diff']:.1e}")
+p_zero.check(fd.surrogate(chain, theta_old, theta_old).item(),
+             why="zero up to float rounding: r = 1 there, and E_π_old[A_old] = 0 (the section on A)")""",
+    r"""md:Equal gradients say nothing about a step of finite size: $L$ uses $d_{\text{old}}$ and $A_{\text{old}}$, and
+both go stale as $\pi_\theta$ moves. How fast depends on the parameters. With one logit per state, a step moves
+each state's $\pi$ on its own; a network's weights move $\pi$ in many states at once. The extreme case is one
+**shared logit**: $\pi_\theta(\text{right}\mid s) = \sigma(\theta)$ in every state. From $\theta_{\text{old}} = 0$, states
+near the left end want more *right* and states near the right end want more *left*; the policy gradient weighs
+them by $d_{\text{old}}$ and picks a direction. The widget steps $\theta = \theta_{\text{old}} + \alpha u$ along it ($u$ its
+unit direction) and plots the true change $J(\theta) - J(\theta_{\text{old}})$, $L(\theta)$, and PPO's **clipped** surrogate,
+where each term is $\min\big(r\hat A,\ \mathrm{clip}(r, 1-\varepsilon, 1+\varepsilon)\hat A\big)$.""",
+    """p_far = viz.Predict("At a step α = 3, which of the two is above its value at θ_old: the surrogate L, the true J, both, or neither?",
+                    choices=("both", "only L", "only J", "neither"))
+p_far.answer = None      # your prediction""",
+    r"""md:**Predict first.** (Answer `p_far` above.) Then move the step $\alpha$ and $\varepsilon$: where does each curve
+peak?""",
+    """fd.surrogate_view(step=0.5, clip_eps=0.2)""",
+    """shared_old = torch.tensor(0.0, dtype=torch.float64)
+far = fd.surrogate_drift(chain, shared_old, [3.0])
+up_L, up_J = far["surrogate"][0] > 0, far["true_change"][0] > 0
+p_far.check({(True, True): "both", (True, False): "only L", (False, True): "only J", (False, False): "neither"}[(up_L, up_J)],
+            why=f"L(θ) = {far['surrogate'][0]:+.3f}, J(θ) − J(θ_old) = {far['true_change'][0]:+.3f}")
+steps = torch.linspace(0, 3, 61).tolist()
+drift = fd.surrogate_drift(chain, shared_old, steps, clip_eps=0.2)
+for name in ("true_change", "surrogate", "clipped"):
+    print(f"{name:<12} peaks at α = {steps[int(drift[name].argmax())]:.2f}")
+table = fd.surrogate_drift(chain, fd.uniform(chain), [0.5, 2.0, 8.0])
+print("one logit per state, from θ = 0: J(θ) − J(θ_old) at α = 0.5, 2, 8:", table["true_change"].round(3))""",
+    r"""md:<details><summary>Answer</summary>
+
+$L$ is linear in $\pi_\theta$ with weights fixed at $\pi_{\text{old}}$: it keeps rewarding the direction that was
+right at $\theta_{\text{old}}$, long after the visitation and the advantages have changed under the moving
+policy and the true $J$ has turned down. The clipped surrogate stops paying for a ratio past $1 + \varepsilon$
+where $\hat A > 0$ (and below $1 - \varepsilon$ where $\hat A < 0$), but keeps charging for ratios that moved the wrong
+way; its peak lands near $J$'s (printed above). With one logit per state the last line shows a case where even
+long steps still improve $J$ — how far a surrogate can be trusted depends on how the parameters share the policy.
+</details>
+
+So the surrogate is a **local** model of $J$: right to first order at $\theta_{\text{old}}$, drifting as $\pi_\theta$ moves.
+TRPO maximises it inside a trust region, $\mathrm{KL}(\pi_{\text{old}}\,\|\,\pi_\theta) \le \delta$; PPO keeps the
+ratios near 1 more cheaply with the clip, and notebook 2 runs it for $\mu$ passes over each batch — the next
+notebook.
+
+## Self-check
+
+Answer each question (a letter for a reason, one of the choices for a prediction), then run the cell after it.""",
+    """q_ev = viz.Reason("A run's critic has an explained variance that climbs from 0.1 to 0.6, then drops to −0.5 after one update. What does the drop say?",
+                   "the returns became more random",
+                   "the critic now predicts the returns worse than a constant would: that update broke it",
+                   "nothing: explained variance is noise")
+q_ev.answer = None       # "a", "b" or "c\"""",
+    """q_ev.check("b", why="below 0, Var[R − V̂] > Var[R]; more random returns lower it toward 0, as on the chain, not below")""",
+    """p_n = viz.Predict("With the critic V̂ = 0.7 V (c = 0.3), as the number of episodes n grows from 2 to 50, where does the "
+                  "λ with the smallest squared error move?", choices=("toward 0", "stays", "toward 1"))
+p_n.answer = None        # your prediction""",
+    """grid = torch.linspace(0, 1, 21)
+s = fd.estimator_stats(chain, 0.3, grid)
+best = {n: grid[int((s["bias"] ** 2 + s["var"] / n).argmin())].item() for n in (2, 50)}
+p_n.check("toward 1" if best[50] > best[2] else "toward 0" if best[50] < best[2] else "stays",
+          why=f"best λ {best[2]:.2f} at n = 2, {best[50]:.2f} at n = 50: variance / n shrinks, the bias stays")""",
+    """q_mu = viz.Reason("Why can PPO take several steps on one batch, where REINFORCE takes one?",
+                   "the clip stops rewarding a ratio that has moved past 1 ± ε in its advantage's direction, so the steps stay near θ_old, where the old batch is still a fair model of J",
+                   "the surrogate's gradient is the policy gradient at every θ",
+                   "REINFORCE's gradient is biased")
+q_mu.answer = None       # "a", "b" or "c\"""",
+    """q_mu.check("a", why="the gradients agree only at θ_old; the surrogate drifted from J as the step grew")
+viz.tally(p_adv, r_mean, p_lam, p_ev, r_clock, p_trunc, p_zero, p_far, q_ev, p_n, q_mu)""",
+]
