@@ -17,7 +17,8 @@ The contract
 Agent(nn.Module), built as ``Agent()`` (4 observations, 2 actions; the architecture is yours)
     actor(obs [b, 4]) -> logits [b, 2]                     π_θ(·|s) = softmax(logits)
     get_value(obs [b, 4]) -> V(s) [b]
-    get_action_and_value(obs [b, 4], action [b] | None) -> (action [b] int64, log π_θ(a|s) [b], H(π_θ(·|s)) [b], V(s) [b])
+    get_action_and_value(obs [b, 4], action [b] | None)
+        -> (action [b] int64, log π_θ(a|s) [b], H(π_θ(·|s)) [b], V(s) [b])
         action None: sample a ~ π_θ(·|s) (not the argmax: PPO learns from its own exploration).
         logp and V carry gradients; the caller decides about torch.no_grad.
 
@@ -44,7 +45,7 @@ gae(rewards, values, terminated, truncated, final_values, last_values, gamma, la
     set: terminated wins. Inputs are float tensors; leave them unchanged.
 
 ppo_loss(agent, mb, clip_eps, value_coef, entropy_coef) -> (loss, stats)
-    mb: a dict of a minibatch's rows: obs [b, 4], actions, logp (π_old's), values (V_old), advantages, returns, each [b].
+    mb: a dict of a minibatch's rows: obs [b, 4]; actions, logp (π_old's), values (V_old), advantages, returns [b].
         Â ← (Â − mean Â) / (std Â + 1e-8)   over the minibatch (torch's std, unbiased)
         r = exp(log π_θ(a|s) − log π_old(a|s))
         L = mean(−min(r·Â, clip(r, 1 − ε, 1 + ε)·Â)) + c_v · mean(½(V(s) − R)²) − c_H · mean(H(π_θ(·|s)))
@@ -68,9 +69,10 @@ train(total_steps=100_000, seed=0, **your hyperparameters) -> (agent, history)
 
 The pitfalls, and why
 ---------------------
-- Termination is not truncation. CartPole-v1 ends an episode when the pole falls (terminated: the true return
-  after it is 0) or after 500 steps (truncated: the pole was still up; the return would have gone on). Bootstrapping
-  a truncation with 0 teaches V that step 500 is a cliff it cannot see in the obs; bootstrap it with V(s_final).
+- Termination is not truncation. CartPole-v1 ends an episode when the pole falls or the cart leaves the track
+  (terminated: the return after it is 0) or after 500 steps (truncated: the pole was still up; the return would
+  have gone on). Bootstrapping a truncation with 0 teaches V that step 500 is a cliff it cannot see in the obs
+  (the obs has no clock); bootstrap it with V(s_final).
 - Gymnasium ≥ 1.0's vector envs reset a finished env by themselves. The default mode, NEXT_STEP, returns the final
   obs and resets on the following step(), whose action is ignored and whose transition is not real. make_envs asks
   for SAME_STEP: step() returns the NEW episode's first obs at once and puts the finished one's last obs in
@@ -103,10 +105,7 @@ own: a mean return of at least 475 counts as solved.
 
 from __future__ import annotations
 
-import gymnasium as gym
-import numpy as np
-import torch
-from torch import nn
+from torch import nn  # and torch, numpy, gymnasium, your earlier exercises: whatever you need
 
 
 class Agent(nn.Module):

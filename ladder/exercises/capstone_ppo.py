@@ -17,13 +17,21 @@ from types import ModuleType
 import gymnasium as gym
 import torch
 
-from ladder import core
-
-from . import load
+from . import ORIGINALS, exercise_imports, load
+from .capstone_ppo_harness import (
+    CountingAdam,
+    Heuristic,
+    Recorder,
+    clipped,
+    core_config,
+    core_loss_and_grads,
+    greedy_returns,
+    relative_difference,
+    replay,
+    rows_of,
+    vector_env,
+)
 from .cases import fmt
-from .capstone_ppo_harness import (CorePolicy, CountingAdam, Heuristic, Recorder, clipped, core_config,
-                                   core_loss_and_grads, greedy_returns, relative_difference, replay, rows_of,
-                                   vector_env)
 
 SHEET = "capstone1_ppo_cartpole.py"
 NOT_IMPLEMENTED = "not implemented yet"
@@ -72,7 +80,8 @@ def check_agent(m: ModuleType) -> str | None:
     many = obs[:1].expand(4000, 4)
     share, p = agent.get_action_and_value(many)[0].float().mean().item(), expected[0, 1].exp().item()
     if abs(share - p) > 4 * (p * (1 - p) / 4000) ** 0.5 + 1e-3:
-        return f"agent: actions must be sampled from π (not argmax): π(1|s) = {p:.3f}, share of 1s in 4000 draws {share:.3f}"
+        return (f"agent: actions must be sampled from π (not argmax): π(1|s) = {p:.3f}, "
+                f"share of 1s in 4000 draws {share:.3f}")
     return None
 
 
@@ -158,7 +167,7 @@ def check_gae(m: ModuleType) -> str | None:
     for i, (what, c) in enumerate(_gae_cases()):
         bootstrap = c["truncated"] * (1 - c["terminated"]) * c["final_values"]   # V(final obs) where truncated only
         dones = ((c["terminated"] + c["truncated"]) > 0).float()
-        expected = core.gae(c["rewards"] + c["gamma"] * bootstrap, c["values"], dones, c["gamma"], c["lam"],
+        expected = ORIGINALS["gae"](c["rewards"] + c["gamma"] * bootstrap, c["values"], dones, c["gamma"], c["lam"],
                             c["last_values"])
         got = m.gae(**{k: v.clone() if torch.is_tensor(v) else v for k, v in c.items()})
         for name, g, e in zip(("advantages", "returns"), got, expected):
@@ -261,7 +270,8 @@ def check_pi_old(m: ModuleType) -> str | None:
         if (d := difference(k, "rollout")) > GRAD_RTOL:
             e, j = divmod(k, UPDATE["num_minibatches"])
             why = ("π_old re-recorded from π_θ after the first optimiser step (the ratio is 1 again): use the "
-                   "rollout's log-probs" if difference(k, "current") <= GRAD_RTOL else "a gradient not the core's")
+                   "rollout's log-probs" if difference(k, "current") <= GRAD_RTOL
+                   else "the gradient handed to the optimiser is not the core's (zero_grad? the loss?)")
             return (f"π_old: {where}: step {k + 1} (epoch {e + 1}, minibatch {j + 1}): {why}; ‖g − g_core‖/‖g_core‖ "
                     f"= {d:.2e}, the core's loss with π_old = the rollout's log-probs, on that minibatch")
     return None
@@ -314,9 +324,10 @@ PROPERTIES: dict[str, Callable[[ModuleType], str | None]] = {
 }
 
 
-LABELS = {"agent": "agent", "make_envs": "make_envs", "rollout": "rollout", "truncation_bootstrap": "truncation bootstrap",
-          "gae": "gae", "loss": "loss", "optimiser_steps": "optimiser steps", "minibatches": "minibatches",
-          "pi_old": "π_old", "grad_clip": "grad clip", "evaluate": "evaluate", "solves_cartpole": "solves CartPole"}
+LABELS = {"agent": "agent", "make_envs": "make_envs", "rollout": "rollout",
+          "truncation_bootstrap": "truncation bootstrap", "gae": "gae", "loss": "loss",
+          "optimiser_steps": "optimiser steps", "minibatches": "minibatches", "pi_old": "π_old",
+          "grad_clip": "grad clip", "evaluate": "evaluate", "solves_cartpole": "solves CartPole"}
 
 
 def grade(module: ModuleType, name: str) -> tuple[str, str]:
@@ -341,4 +352,5 @@ def grade_file(directory: str | Path, name: str) -> tuple[str, str]:
         return NOT_IMPLEMENTED, NOT_IMPLEMENTED
     except Exception as e:   # noqa: BLE001
         return "failed", f"{SHEET} does not import: {type(e).__name__}: {e}"
-    return grade(module, name)
+    with exercise_imports(path.parent):   # an earlier exercise imported inside a function is found at call time
+        return grade(module, name)

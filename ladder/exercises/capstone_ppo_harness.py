@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from ladder import core
+from ladder.exercises import ORIGINALS  # the core's own functions, captured before any --use-exercises swap
 from ladder.rungs import gym_common
 
 ENV_ID = "CartPole-v1"
@@ -62,7 +63,7 @@ def core_loss_and_grads(agent: nn.Module, mb: dict, cfg: core.UpdateConfig, old_
                         ) -> tuple[float, list[Tensor]]:
     """The core's loss of one minibatch on a copy of ``agent``, and its gradient, parameter by parameter."""
     agent = copy.deepcopy(agent)
-    loss, _, _ = core.compute_loss(CorePolicy(agent), core_batch(mb, old_logp), cfg)
+    loss, _, _ = ORIGINALS["compute_loss"](CorePolicy(agent), core_batch(mb, old_logp), cfg)
     loss.backward()
     return loss.item(), [torch.zeros_like(p) if p.grad is None else p.grad for p in agent.parameters()]
 

@@ -1,0 +1,65 @@
+"""Planted bugs of Capstone I: each is the reference answer with one small edit, the way a learner might get PPO
+wrong, and the property of the grader that must catch it. ``PLANTED_CAPSTONE1[label] = (property, module)``."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from ladder.exercises import load
+from ladder.exercises.capstone_ppo import SHEET
+
+SOLUTION = Path(__file__).resolve().parents[1] / "solutions" / SHEET
+_HERE = Path(tempfile.mkdtemp(prefix="ladder-planted-capstone1-"))
+
+BUGS = {   # label: (the property that catches it, the text of the reference, what replaces it)
+    "actions argmax, not sampled": ("agent", "action = dist.sample()", "action = dist.probs.argmax(-1)"),
+    "NEXT_STEP autoreset (gymnasium's default)": (
+        "make_envs", ',\n                        vector_kwargs={"autoreset_mode": gym.vector.AutoresetMode.SAME_STEP})',
+        ")"),
+    "the obs stored is the one step() returned (off by one)": (
+        "rollout", '(("obs", obs_t)', '(("obs", torch.as_tensor(obs, dtype=torch.float32))'),
+    "the rollout collected with gradients on": ("rollout", "@torch.no_grad()\ndef collect_rollout",
+                                                "def collect_rollout"),
+    "truncation never bootstrapped (final_values 0)": ("truncation_bootstrap", "if truncated.any():", "if False:"),
+    "V(s_final) read from the obs step() returned (the new episode's first)": (
+        "truncation_bootstrap", 'np.stack(info["final_obs"][truncated])', "obs[truncated]"),
+    "a truncation bootstrapped with 0, as a termination": (
+        "gae", "torch.where(truncated, final_values, next_values)", "torch.where(truncated, 0.0, next_values)"),
+    "a truncation does not cut the trace": (
+        "gae", "not_done = 1.0 - (terminated | truncated).float()", "not_done = 1.0 - terminated.float()"),
+    "terminated and truncated at once: bootstrapped": (
+        "gae", "torch.where(terminated, 0.0, next_values)", "torch.where(terminated & ~truncated, 0.0, next_values)"),
+    "returns without V: R = Â": ("gae", "return advantages, advantages + values", "return advantages, advantages"),
+    "advantages not whitened": (
+        "loss", 'adv = (mb["advantages"] - mb["advantages"].mean()) / (mb["advantages"].std() + 1e-8)',
+        'adv = mb["advantages"]'),
+    "max instead of min in the surrogate": ("loss", "pg_loss = -torch.min(", "pg_loss = -torch.max("),
+    "value loss without its ½": ("loss", "v_loss = 0.5 * ((values", "v_loss = ((values"),
+    "entropy bonus with the wrong sign": ("loss", "- entropy_coef * entropy.mean()", "+ entropy_coef * entropy.mean()"),
+    "one step per pass, not one per minibatch": ("optimiser_steps", "size = n // num_minibatches", "size = n"),
+    "minibatches never shuffled": ("minibatches", "order = torch.randperm(n, generator=generator)",
+                                   "order = torch.arange(n)"),
+    "π_old recomputed at the start of each epoch": (
+        "pi_old", "    for _ in range(num_epochs):\n",
+        '    for _ in range(num_epochs):\n        with torch.no_grad():\n'
+        '            batch["logp"] = agent.get_action_and_value(batch["obs"], batch["actions"])[1]\n'),
+    "zero_grad forgotten: gradients pile up": ("pi_old", "            optimizer.zero_grad()\n", ""),
+    "no gradient clipping": ("grad_clip", "            nn.utils.clip_grad_norm_(agent.parameters(), max_grad_norm)\n",
+                             ""),
+    "evaluation samples instead of taking the argmax": (
+        "evaluate", "logits.argmax(-1).numpy()", "torch.distributions.Categorical(logits=logits).sample().numpy()"),
+    "every evaluation episode seeded alike": ("evaluate", "seed=[seed + i for i in range(episodes)]",
+                                              "seed=[seed] * episodes"),
+}
+
+
+def _mutant(number: int, old: str, new: str):
+    source = SOLUTION.read_text()
+    assert source.count(old) == 1, f"{old!r} must occur once in the reference"
+    path = _HERE / f"capstone1_planted{number}.py"
+    path.write_text(source.replace(old, new))
+    return load(path)
+
+
+PLANTED_CAPSTONE1 = {label: (prop, _mutant(i, old, new)) for i, (label, (prop, old, new)) in enumerate(BUGS.items())}

@@ -1,0 +1,68 @@
+"""Capstone I's grader: the reference answer passes every property (and solves CartPole within the budget),
+a sheet of stubs is "not implemented yet", each planted bug is caught by its property in one or two lines,
+and ``pytest exercises/test_capstone1.py`` reports a failure without a traceback."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from planted_bugs_capstone1 import PLANTED_CAPSTONE1
+
+from ladder.exercises import load
+from ladder.exercises.capstone_ppo import LABELS, NOT_IMPLEMENTED, PROPERTIES, SHEET, grade, grade_file
+
+ROOT = Path(__file__).resolve().parents[1]
+FAST = [name for name in PROPERTIES if name != "solves_cartpole"]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return load(ROOT / "solutions" / SHEET)
+
+
+@pytest.mark.parametrize("prop", FAST)
+def test_the_reference_has_every_property(reference, prop):
+    assert grade(reference, prop) == ("passed", "")
+
+
+def test_the_reference_solves_cartpole_within_the_graders_budget(reference):
+    """The one slow test: the reference trains (about 10 s on one thread here) and 20 greedy episodes average ≥ 475."""
+    assert grade(reference, "solves_cartpole") == ("passed", "")
+
+
+@pytest.mark.parametrize("prop", PROPERTIES)
+def test_the_shipped_sheet_is_stubs(prop):
+    assert grade_file(ROOT / "exercises", prop) == (NOT_IMPLEMENTED, NOT_IMPLEMENTED)
+
+
+def test_a_missing_sheet_is_not_implemented_yet(tmp_path):
+    status, message = grade_file(tmp_path, "gae")
+    assert status == NOT_IMPLEMENTED and message.startswith(NOT_IMPLEMENTED)
+
+
+@pytest.mark.parametrize("label", PLANTED_CAPSTONE1)
+def test_planted_bug_is_caught_by_its_property(label):
+    prop, module = PLANTED_CAPSTONE1[label]
+    status, message = grade(module, prop)
+    assert status == "failed", f"the grader's {prop} let '{label}' pass"
+    assert message.startswith(LABELS[prop]) and len(message.splitlines()) <= 2, message
+
+
+def test_every_fast_property_catches_a_planted_bug():
+    assert {prop for prop, _ in PLANTED_CAPSTONE1.values()} == set(FAST)
+
+
+def test_pytest_exercises_reports_a_broken_property_in_a_line_without_traceback(tmp_path):
+    source = (ROOT / "solutions" / SHEET).read_text()
+    (tmp_path / SHEET).write_text(source.replace("if truncated.any():", "if False:"))
+    env = dict(os.environ, LADDER_EXERCISES=str(tmp_path))
+    proc = subprocess.run([sys.executable, "-m", "pytest", "exercises/test_capstone1.py", "-k", "truncation or gae"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "FAILED exercises/test_capstone1.py::test_capstone1[truncation_bootstrap]" in proc.stdout
+    assert "truncation bootstrap: collect_rollout(" in proc.stdout and "1 passed" in proc.stdout
+    assert "Traceback" not in proc.stdout
