@@ -169,10 +169,11 @@ chain); the next state is terminal, $V = 0$, so $d_t = 1$ and the target is $r_t
 time limit (CartPole-v1's 500 steps), the end of a rollout — and the state $s_T$ has a future the episode did not
 see. Its step bootstraps:
 
-$$\text{terminated: } R_{T-1} = r_{T-1}, \qquad \text{truncated: } R_{T-1} = r_{T-1} + \gamma V(s_T) \quad (d_{T-1} = 0,\ \texttt{last\_values} = V(s_T)).$$
+$$\text{terminated: } R_{T-1} = r_{T-1}, \qquad \text{truncated: } R_{T-1} = r_{T-1} + \gamma V(s_T).$$
 
-`core.gae` takes `dones` (terminations only) and `last_values` for the bootstrap; the CartPole rung adds
-$\gamma V(s_T)$ to a truncated step's reward, which is the same thing. Below, episodes are cut at $T = 5$ steps.""",
+`core.gae` takes `dones` (1 only where the task ended) and `last_values`, the $V(s_T)$ of a row cut at the edge of
+the tensor. The CartPole rung, whose environments reset inside a rollout, marks a truncated step done and adds
+$\gamma V(s_T)$ to its reward: the same target. Below, episodes are cut at $T = 5$ steps.""",
     """cut = fd.sample_episodes(chain, pi, episodes=4000, max_steps=5, seed=1)
 row = int(cut["truncated"].nonzero()[0])          # the first episode the time limit cut
 print(f"{cut['truncated'].mean():.0%} of the episodes are cut by the limit; row {row} is one, "
