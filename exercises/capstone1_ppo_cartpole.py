@@ -49,6 +49,7 @@ ppo_loss(agent, mb, clip_eps, value_coef, entropy_coef) -> (loss, stats)
         Â ← (Â − mean Â) / (std Â + 1e-8)   over the minibatch (torch's std, unbiased)
         r = exp(log π_θ(a|s) − log π_old(a|s))
         L = mean(−min(r·Â, clip(r, 1 − ε, 1 + ε)·Â)) + c_v · mean(½(V(s) − R)²) − c_H · mean(H(π_θ(·|s)))
+    Score the minibatch with one call of agent.get_action_and_value(mb["obs"], mb["actions"]).
     loss: a scalar tensor with its graph; stats: a dict of floats of your choice (clip fraction, approx KL …).
 
 update(agent, optimizer, batch, num_epochs, num_minibatches, clip_eps, value_coef, entropy_coef, max_grad_norm,

@@ -90,6 +90,9 @@ class Recorder(nn.Module):
         self.agent = agent
         self.scored: list[Tensor] = []
 
+    def actor(self, obs):
+        return self.agent.actor(obs)
+
     def get_value(self, obs):
         return self.agent.get_value(obs)
 
@@ -147,19 +150,21 @@ def replay(agent: nn.Module, actions: Tensor, num_envs: int, seed: int, max_epis
 
 
 class Heuristic(nn.Module):
-    """A fixed controller with the Agent's interface: push the way the pole leans, π(right|s) = σ(k·θ).
+    """A fixed controller with the Agent's interface: push the way the pole leans, π(right|s) = σ(k·θ), and a
+    critic V(s) = 1 + s·v that differs from one obs to the next (a V(s_final) is then never 0 by chance).
     Its greedy episodes last a few tens of steps, a different number from one seed to the next."""
 
     def __init__(self, k: float = 4.0):
         super().__init__()
         self.w = nn.Parameter(torch.tensor([0.0, 0.0, 1.0, 0.0]) * k)
+        self.v = nn.Parameter(torch.tensor([3.0, 1.0, 20.0, 2.0]))
 
     def actor(self, obs: Tensor) -> Tensor:
         s = obs @ self.w
         return torch.stack([-s / 2, s / 2], dim=-1)
 
     def get_value(self, obs: Tensor) -> Tensor:
-        return torch.zeros(obs.shape[:-1])
+        return 1.0 + obs @ self.v
 
     def get_action_and_value(self, obs, action=None):
         dist = torch.distributions.Categorical(logits=self.actor(obs))
