@@ -134,8 +134,8 @@ p_lam.check("λ = 0" if mse[0] < mse[-1] else "λ = 1",
             why=f"squared error {mse[0]:.3f} at λ = 0 vs {mse[-1]:.3f} at λ = 1, with n = 10 and the exact critic")""",
     r"""md:<details><summary>Answer</summary>
 
-With the exact critic every $\lambda$ aims at the right value (the printed biases at $c = 0$ are within their
-standard errors, the $\pm$), so only the variance counts, and it is smallest where the fewest random steps enter: at
+With the exact critic every $\lambda$ aims at the right value (the printed biases at $c = 0$ are of the size
+of their standard errors, the $\pm$), so only the variance counts, and it is smallest where the fewest random steps enter: at
 $\lambda = 0$. With $c = 0.5$ the TD target inherits the critic's error (the printed bias at $\lambda = 0$) while
 $\lambda = 1$ never reads the critic: the same bias at both $c$. Bias does not shrink with $n$, variance does —
 so with many episodes and a poor critic $\lambda$ near 1 wins. A critic in training is somewhere between, which
@@ -160,7 +160,7 @@ p_ev.check("yes" if ev["exact V"] > 0.9 else "no",
     r"""md:Even the exact $V$ explains a small share here: from one state the return still varies with every action the
 uniform policy has yet to take, and no function of $s_t$ can explain that. Adding a constant to the critic
 changes nothing (compare the first two lines), and a constant critic scores 0. So read the number as a
-trend within one run — rising as the critic learns, falling when it breaks — not against 1.
+trend within one run, not against 1.
 
 ## Termination vs time-limit truncation
 
@@ -274,8 +274,8 @@ long steps still improve $J$ — how far a surrogate can be trusted depends on h
 </details>
 
 So the surrogate is a **local** model of $J$: right to first order at $\theta_{\text{old}}$, drifting as $\pi_\theta$ moves.
-TRPO maximises it inside a trust region, $\mathrm{KL}(\pi_{\text{old}}\,\|\,\pi_\theta) \le \delta$; PPO keeps the
-ratios near 1 more cheaply with the clip, and notebook 2 runs it for $\mu$ passes over each batch — the next
+TRPO maximises it inside a trust region, $\mathrm{KL}(\pi_{\text{old}}\,\|\,\pi_\theta) \le \delta$; PPO, more
+cheaply, takes away with the clip what the surrogate would pay for ratios beyond $1 \pm \varepsilon$, and notebook 2 runs it for $\mu$ passes over each batch — the next
 notebook.
 
 ## Self-check
@@ -295,11 +295,12 @@ s = fd.estimator_stats(chain, 0.3, grid)
 best = {n: grid[int((s["bias"] ** 2 + s["var"] / n).argmin())].item() for n in (2, 50)}
 p_n.check("toward 1" if best[50] > best[2] else "toward 0" if best[50] < best[2] else "stays",
           why=f"best λ {best[2]:.2f} at n = 2, {best[50]:.2f} at n = 50: variance / n shrinks, the bias stays")""",
-    """q_mu = viz.Reason("Why can PPO take several steps on one batch, where REINFORCE takes one?",
-                   "the clip stops rewarding a ratio that has moved past 1 ± ε in its advantage's direction, so the steps stay near θ_old, where the old batch is still a fair model of J",
-                   "the surrogate's gradient is the policy gradient at every θ",
-                   "REINFORCE's gradient is biased")
-q_mu.answer = None       # "a", "b" or "c\"""",
-    """q_mu.check("a", why="the gradients agree only at θ_old; the surrogate drifted from J as the step grew")
-viz.tally(p_adv, r_mean, p_lam, p_ev, r_clock, p_trunc, p_zero, p_far, q_ev, p_n, q_mu)""",
+    """p_eps = viz.Predict("With ε = 0.5 instead of 0.2, does the clipped surrogate of the shared-logit policy peak at a "
+                    "smaller step α than the true J does, or a larger one?", choices=("smaller", "larger"))
+p_eps.answer = None      # your prediction""",
+    """wide = fd.surrogate_drift(chain, shared_old, steps, clip_eps=0.5)
+peak_clip, peak_J = steps[int(wide["clipped"].argmax())], steps[int(wide["true_change"].argmax())]
+p_eps.check("smaller" if peak_clip < peak_J else "larger",
+            why=f"α = {peak_clip:.2f} against {peak_J:.2f}: a wider clip trusts the surrogate further from θ_old")
+viz.tally(p_adv, r_mean, p_lam, p_ev, r_clock, p_trunc, p_zero, p_far, q_ev, p_n, p_eps)""",
 ]
