@@ -24,7 +24,8 @@ FINAL_ANSWER = re.compile(r"####\s*(-?\d+)")
 
 
 def positions_of(attention_mask: Tensor) -> Tensor:
-    """Position ids that skip left padding: a row's first real token is position 0."""
+    """Position ids that skip left padding: a row's first real token is position 0 (rotary embeddings, as here,
+    give the same attention numbered by column; absolute ones, as GPT-2's, need these)."""
     return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
 
 

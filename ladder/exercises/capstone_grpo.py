@@ -147,6 +147,11 @@ def _rounded(values, digits: int):
     return [_rounded(v, digits) for v in values] if isinstance(values, list) else round(values, digits)
 
 
+def bits(mask: Tensor) -> str:
+    """A mask row as '111110000'."""
+    return "".join(str(int(v)) for v in mask.tolist())
+
+
 def max_difference(got: Tensor, want: Tensor, where: Tensor | None = None) -> float:
     diff = (got.detach().float() - want.float()).abs()
     return (diff[where.bool()] if where is not None else diff).max().item() if diff.numel() else 0.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .capstone_grpo import (MAX_NEW_TOKENS, Broken, fmt, fresh, greedy_completions, load_model, load_tokenizer,
+from .capstone_grpo import (MAX_NEW_TOKENS, Broken, bits, fmt, fresh, greedy_completions, load_model, load_tokenizer,
                             max_difference, prompt_batch, reference_logp)
 
 LOGP_ATOL = 1e-5              # log-probs of one full forward: the same up to float32 rounding
@@ -80,7 +80,7 @@ def sampler_stops_at_eos(sol) -> None:
         if not torch.equal(cmask, want) or torch.any((logp != 0) & (cmask == 0)):
             row = int((cmask != want).any(1).float().argmax()) if not torch.equal(cmask, want) else 0
             raise Broken(f"max_new_tokens = {max_new}, {QUESTIONS[row]!r}: ids {fmt(tokens[row])} (EOS = {eos}), "
-                         f"mask {fmt(cmask[row])}; expected mask {fmt(want[row])} and logp 0 where it is 0")
+                         f"mask {bits(cmask[row])}; expected mask {bits(want[row])} and logp 0 where it is 0")
         if max_new == MAX_NEW_TOKENS and not (want == 0).any():
             raise Broken(f"no row ended before another: ids {fmt(tokens)}; expected the sums' completions to stop "
                          f"at different lengths (EOS = {eos})")
@@ -99,8 +99,8 @@ def sampler_left_padding(sol) -> None:
         if not torch.equal(m0[row], m1[row]) or not torch.equal(t0[row, :n], t1[row, :n]) or \
                 max_difference(l0[row], l1[row]) > DECODE_ATOL:
             raise Broken(f"{QUESTIONS[row]!r} with 3 more pad columns: ids {fmt(t1[row, :n])}, log π "
-                         f"{fmt(l1[row, :4])}…; without: {fmt(t0[row, :n])}, {fmt(l0[row, :4])}… (position ids "
-                         f"that skip the padding, and the attention mask grown each step?)")
+                         f"{fmt(l1[row, :4])}…; without: {fmt(t0[row, :n])}, {fmt(l0[row, :4])}… (the attention "
+                         f"mask on every forward, 0 on the pads and grown by a 1 each step?)")
 
 
 def sampler_temperature(sol) -> None:
@@ -155,7 +155,7 @@ def completion_logp_matches_forward(sol) -> None:
         got = _logp(sol, ids, mask, tokens, cmask, temperature, "completion_logp")
         if max_difference(got, want) > LOGP_ATOL:
             row = int((got - want).abs().amax(1).argmax())
-            raise Broken(f"τ = {temperature}, {QUESTIONS[row]!r} (mask {fmt(cmask[row])}): got {fmt(got[row][:8])}…, "
+            raise Broken(f"τ = {temperature}, {QUESTIONS[row]!r} (mask {bits(cmask[row])}): got {fmt(got[row][:8])}…, "
                          f"expected {fmt(want[row][:8])}… (max difference {max_difference(got, want):.2g})")
 
 
@@ -167,7 +167,7 @@ def completion_logp_padding(sol) -> None:
     left = _logp(sol, torch.cat([pad, ids], 1), torch.cat([pad, mask], 1), tokens, cmask, 1.0, "3 more on the left")
     if max_difference(left, base) > LOGP_ATOL:
         raise Broken(f"3 more pad columns left of the prompts: {fmt(left[1][:6])}…, without {fmt(base[1][:6])}… "
-                     f"(max difference {max_difference(left, base):.2g}; position ids that skip the padding?)")
+                     f"(max difference {max_difference(left, base):.2g}; the attention mask, 0 on the pads?)")
     junk = torch.full((len(ids), 4), 7)
     right = _logp(sol, ids, mask, torch.cat([tokens, junk], 1), torch.cat([cmask, torch.zeros(len(ids), 4)], 1),
                   1.0, "4 more on the right")

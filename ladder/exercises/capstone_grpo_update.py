@@ -111,50 +111,75 @@ class CountingAdam(torch.optim.Adam):
         return super().step(closure)
 
 
-def _update(sol, mu: int) -> tuple[torch.nn.Module, CountingAdam]:
+def _update(sol, mu: int, max_grad_norm: float = 1.0) -> tuple[torch.nn.Module, CountingAdam, object]:
+    """(the model after ``sol.update`` with μ passes on the grader's rollout, the optimiser, what it returned)."""
     r = {k: v for k, v in rollout().items() if k != "old_logp"}
     model = load_model()
     optimizer = CountingAdam(model.parameters(), lr=1e-3)
-    losses = sol.update(model, optimizer, r, mu, CLIP_EPS, BETA, TEMPERATURE, 1.0)
-    if not isinstance(losses, list) or len(losses) != mu:
-        raise Broken(f"μ = {mu}: update should return the list of its μ losses, got {losses!r}")
-    return model, optimizer
+    losses = sol.update(model, optimizer, r, mu, CLIP_EPS, BETA, TEMPERATURE, max_grad_norm)
+    return model, optimizer, losses
 
 
 def update_mu_steps(sol) -> None:
-    """One call of update is exactly μ optimiser steps (no minibatches)."""
+    """One call of update is exactly μ optimiser steps (no minibatches), and returns the μ losses."""
     for mu in (1, 3):
-        _, optimizer = _update(sol, mu)
+        _, optimizer, losses = _update(sol, mu)
         if optimizer.steps != mu:
             raise Broken(f"update with μ = {mu} took {optimizer.steps} optimiser step(s), expected {mu}")
+        if not isinstance(losses, list) or len(losses) != mu:
+            raise Broken(f"update with μ = {mu} should return the list of its {mu} losses, got {losses!r}")
 
 
 def update_pi_old_before_first_step(sol) -> None:
-    """π_old is recorded once, before the first step: after μ = 3 steps the weights are core.update's."""
+    """π_old is recorded once, before the first step: after μ = 3 steps the weights are core.update's (with the
+    gradient norm clipped to 1, and with a bound of 100 that never clips: clipped, gradients that pile up
+    over the passes would point the same way and go unseen)."""
+    for max_grad_norm in (1.0, 100.0):
+        _weights_after_three_steps(sol, max_grad_norm)
+
+
+UPDATE_RTOL = 5e-4            # ‖Δθ − Δθ_core‖ / ‖Δθ_core‖: rounding, amplified by Adam, stays below 5e-5 here
+
+
+def _flat(model: torch.nn.Module) -> Tensor:
+    return torch.cat([p.detach().flatten() for p in model.parameters()])
+
+
+def _gap(got: torch.nn.Module, want: torch.nn.Module, start: Tensor) -> float:
+    """How far one update is from another, relative to the second: ‖Δθ_got − Δθ_want‖ / ‖Δθ_want‖."""
+    moved = _flat(want) - start
+    return ((_flat(got) - start - moved).norm() / moved.norm()).item()
+
+
+def _weights_after_three_steps(sol, max_grad_norm: float) -> None:
     from ladder.core import update
 
-    mine, _ = _update(sol, 3)
+    start = _flat(load_model())
+    mine, _, _ = _update(sol, 3, max_grad_norm)
     r = {k: v for k, v in rollout().items() if k != "old_logp"}
     core = core_policy(load_model())
-    update(core, core_batch(r), CountingAdam(core.model.parameters(), lr=1e-3), core_config(3))
-    bad = _differs(mine, core.model, "weights after μ = 3 steps", 1e-4, 1e-6)
-    if bad is None:
+    cfg = core_config(3)
+    cfg.max_grad_norm = max_grad_norm
+    update(core, core_batch(r), CountingAdam(core.model.parameters(), lr=1e-3), cfg)
+    gap = _gap(mine, core.model, start)
+    if gap <= UPDATE_RTOL:
         return
     stale = core_policy(load_model())            # the same three steps, π_old recorded again before each
     optimizer = CountingAdam(stale.model.parameters(), lr=1e-3)
+    cfg.mu = 1
     for _ in range(3):
-        update(stale, core_batch(r), optimizer, core_config(1))
-    if _differs(mine, stale.model, "weights", 1e-4, 1e-6) is None:
+        update(stale, core_batch(r), optimizer, cfg)
+    if _gap(mine, stale.model, start) <= UPDATE_RTOL:
         raise Broken("μ = 3: π_old was recorded again before each step (the ratio is always 1, nothing is ever "
                      "clipped); record it once, before the first optimiser step")
-    raise Broken(f"μ = 3, Adam(lr = 1e-3), max_grad_norm 1: {bad} from core.update's (π_old recorded before the "
+    raise Broken(f"μ = 3, Adam(lr = 1e-3), max_grad_norm {max_grad_norm:g}: the weights moved ‖Δθ − Δθ_core‖ / "
+                 f"‖Δθ_core‖ = {gap:.2g} away from core.update's (> {UPDATE_RTOL:g}; π_old recorded once before the "
                  f"first step, with no graph? zero_grad before each backward? the gradient norm clipped?)")
 
 
 def train_learns(sol) -> None:
     """After train(steps = 16, seed = 0) the greedy held-out accuracy is at least 0.9 (about 0.6 before)."""
     task = tiny_task()
-    before = greedy_accuracy(task.model, task.tokenizer, task.held_out)
     out = sol.train(task.model, task.tokenizer, task.train, steps=STEPS, seed=SEED)
     if not (isinstance(out, tuple) and len(out) == 2 and isinstance(out[0], torch.nn.Module)):
         raise Broken(f"train should return (model, history), got {type(out).__name__}")
@@ -164,5 +189,6 @@ def train_learns(sol) -> None:
                      f"{len(history) if isinstance(history, list) else type(history).__name__}")
     after = greedy_accuracy(model.eval(), task.tokenizer, task.held_out)
     if after < THRESHOLD:
+        before = greedy_accuracy(load_model(), task.tokenizer, task.held_out)
         raise Broken(f"steps = {STEPS}, seed = {SEED}: greedy accuracy on {len(task.held_out)} held-out sums "
                      f"{before:.3f} → {after:.3f}, expected ≥ {THRESHOLD}")

@@ -1,0 +1,94 @@
+"""Planted wrong versions of capstone II's reference (``solutions/capstone2_grpo.py``): each is the reference with
+one small edit, the way a learner might get it wrong, and each must be caught by the property it names — a fast
+one (the training check is never needed to catch them). ``PLANTED_CAPSTONE2[label] = (property, old, new)``."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from ladder.exercises import load
+
+SOLUTIONS = Path(__file__).resolve().parents[1] / "solutions"
+REFERENCE = SOLUTIONS / "capstone2_grpo.py"
+
+PLANTED_CAPSTONE2 = {
+    # the sampler
+    "the attention mask left out of the prompt's forward: the pads are attended": (
+        "sampler_left_padding", "out = model(input_ids=prompt_ids, attention_mask=attention, position_ids=positions,",
+        "out = model(input_ids=prompt_ids, position_ids=positions,"),
+    "the position of each new token not advanced": (
+        "sampler_records_logp", "positions = positions[:, -1:] + 1", "positions = positions[:, -1:]"),
+    "the cache not passed back: each step sees its new token alone": (
+        "sampler_records_logp", "cache=out.cache, use_cache=True)", "use_cache=True)"),
+    "the log-prob recorded at τ = 1": (
+        "sampler_records_logp", "torch.log_softmax(out.logits[:, -1].float() / temperature, dim=-1)",
+        "torch.log_softmax(out.logits[:, -1].float(), dim=-1)"),
+    "drawn at τ = 1 whatever τ": (
+        "sampler_temperature", "torch.multinomial(logp_all.exp(), 1,",
+        "torch.multinomial(torch.softmax(out.logits[:, -1].float(), dim=-1), 1,"),
+    "the argmax, not a draw": (
+        "sampler_temperature", "torch.multinomial(logp_all.exp(), 1, generator=generator).squeeze(-1)",
+        "logp_all.argmax(-1)"),
+    "the EOS masked out with the padding after it": (
+        "sampler_stops_at_eos", "masks.append((~finished).float())",
+        "masks.append((~finished & (token != eos_token_id)).float())"),
+    "a row goes on after its EOS": (
+        "sampler_stops_at_eos", "finished = finished | (token == eos_token_id)", "finished = finished"),
+    # log-probs of given completions
+    "shifted one position too far back": (
+        "completion_logp_matches_forward", "token_logp(logits[:, P - 1:], ids[:, P - 1:],",
+        "token_logp(logits[:, P - 2:-1], ids[:, P - 1:],"),
+    "scored at τ = 1": (
+        "completion_logp_matches_forward", "completion_mask, temperature)    # [B, T]",
+        "completion_mask, 1.0)    # [B, T]"),
+    "the full forward without its attention mask: the pads are attended": (
+        "completion_logp_padding", "logits = model(input_ids=ids, attention_mask=attention, position_ids=",
+        "logits = model(input_ids=ids, position_ids="),
+    # reward and advantages
+    "the first '####', not the last": ("reward_on_strings", "int(finals[-1]) == int(answer)",
+                                      "int(finals[0]) == int(answer)"),
+    "a prefix of the answer counts": ("reward_on_strings", "int(finals[-1]) == int(answer)",
+                                     "answer.startswith(finals[-1])"),
+    "the batch's std, not the group's": ("group_advantages", "return group_relative(rewards, group_size)",
+                                         "return group_relative(rewards, group_size, scale=\"batch\")"),
+    # the loss
+    "one mean over all tokens (long completions weigh more)": (
+        "loss_and_gradient", "return per_completion.mean()", "return per_token.sum() / mask.sum()"),
+    "the KL's direction swapped": ("loss_and_gradient", 'torch.where(mask, rollout["ref_logp"] - logp, 0.0)',
+                                   'torch.where(mask, logp - rollout["ref_logp"], 0.0)'),
+    "the KL importance-weighted (r·k3)": ("loss_and_gradient", "-surrogate + beta * k3",
+                                         "-surrogate + beta * ratio * k3"),
+    "no clip": ("loss_and_gradient", "ratio.clamp(1 - clip_eps, 1 + clip_eps) * advantages",
+                "ratio * advantages"),
+    "each completion's mean over all T columns, padding included": (
+        "loss_and_gradient", "per_completion = per_token.sum(1) / mask.sum(1).clamp(min=1)",
+        "per_completion = per_token.mean(1)"),
+    # the update
+    "π_old recorded again at every pass": (
+        "update_pi_old_before_first_step", "loss = grpo_loss(model, rollout, clip_eps, beta, temperature)",
+        'loss = grpo_loss(model, {**rollout, "old_logp": completion_logp(model, rollout["prompt_ids"], '
+        'rollout["prompt_mask"], rollout["completion_ids"], rollout["completion_mask"], temperature).detach()}, '
+        'clip_eps, beta, temperature)'),
+    "gradients never zeroed: they pile up over the passes": (
+        "update_pi_old_before_first_step", "        optimizer.zero_grad()\n", ""),
+    "no gradient clipping": (
+        "update_pi_old_before_first_step", "        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)\n",
+        ""),
+    "one pass short": ("update_mu_steps", "for _ in range(mu):", "for _ in range(max(mu - 1, 1)):"),
+}
+
+_HERE = Path(tempfile.mkdtemp(prefix="ladder-planted-capstone2-"))   # beside the exercises it imports
+for _path in SOLUTIONS.glob("ex*.py"):
+    shutil.copy(_path, _HERE)
+
+
+def mutant(label: str):
+    """The reference with the edit of ``label``, loaded as a module."""
+    _, old, new = PLANTED_CAPSTONE2[label]
+    source = REFERENCE.read_text()
+    assert source.count(old) == 1, f"{label}: {old!r} is not once in the reference"
+    path = _HERE / f"capstone2_planted{list(PLANTED_CAPSTONE2).index(label)}.py"
+    path.write_text(source.replace(old, new))
+    return load(path)

@@ -1,0 +1,62 @@
+"""Capstone II's grader: the reference passes every property, the shipped sheet is stubs reported as not
+implemented, each planted bug is caught by the property it names in one or two lines, and the reference
+imports nothing of ladder's. ``train_learns`` is the one slow test (about half a minute on one thread)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+from planted_bugs_capstone2 import PLANTED_CAPSTONE2, REFERENCE, mutant
+
+from ladder.exercises import load
+from ladder.exercises.capstone_grpo import NOT_IMPLEMENTED, PROPERTIES, check
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    return load(REFERENCE)
+
+
+@pytest.mark.parametrize("name", PROPERTIES)
+def test_the_reference_passes(name, reference):
+    verdict = check(name, reference)
+    assert verdict.passed, verdict.message
+
+
+def test_the_shipped_sheet_is_stubs_reported_as_not_implemented():
+    sheet = load(ROOT / "exercises" / "capstone2_grpo.py")
+    for name in PROPERTIES:
+        if name != "train_learns":   # it would build the task first; its stub raises all the same
+            assert check(name, sheet).status == NOT_IMPLEMENTED, name
+
+
+def test_the_sheet_declares_what_the_grader_calls():
+    sheet, reference = load(ROOT / "exercises" / "capstone2_grpo.py"), load(REFERENCE)
+    for function in ("sample", "completion_logp", "reward", "group_advantages", "grpo_loss", "update", "train"):
+        assert callable(getattr(sheet, function)) and callable(getattr(reference, function)), function
+
+
+@pytest.mark.parametrize("label", PLANTED_CAPSTONE2)
+def test_a_planted_bug_is_caught_by_its_property(label):
+    name = PLANTED_CAPSTONE2[label][0]
+    verdict = check(name, mutant(label))
+    assert verdict.status == "failed", f"'{label}' passed {name}"
+    assert verdict.message.startswith(f"{name}: ") and verdict.message.count("\n") <= 1, verdict.message
+
+
+def test_enough_planted_bugs_over_enough_properties():
+    assert len(PLANTED_CAPSTONE2) >= 10
+    assert len({name for name, _, _ in PLANTED_CAPSTONE2.values()}) >= 10
+
+
+def test_the_reference_imports_only_torch_transformers_and_earlier_exercises():
+    allowed = re.compile(r"(__future__|copy|random|re|torch(\..*)?|transformers(\..*)?|ex\d\d_\w+)")
+    for node in ast.walk(ast.parse(REFERENCE.read_text())):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            names = [node.module] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+            assert all(allowed.fullmatch(n) for n in names), names
