@@ -17,6 +17,10 @@ from ladder.exercises.capstone_ppo import LABELS, NOT_IMPLEMENTED, PROPERTIES, S
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = [name for name in PROPERTIES if name != "solves_cartpole"]
+FIRST_STUB = {"agent": "__init__", "make_envs": "make_envs", "rollout": "collect_rollout",   # the stub that stops it
+              "truncation_bootstrap": "collect_rollout", "gae": "gae", "loss": "__init__",
+              "optimiser_steps": "__init__", "minibatches": "__init__", "pi_old": "__init__", "grad_clip": "__init__",
+              "evaluate": "evaluate", "solves_cartpole": "train"}
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +39,19 @@ def test_the_reference_solves_cartpole_within_the_graders_budget(reference):
 
 
 @pytest.mark.parametrize("prop", PROPERTIES)
-def test_the_shipped_sheet_is_stubs(prop):
-    assert grade_file(ROOT / "exercises", prop) == (NOT_IMPLEMENTED, NOT_IMPLEMENTED)
+def test_the_shipped_sheet_is_stubs_each_named_when_it_stops_a_property(prop):
+    status, message = grade_file(ROOT / "exercises", prop)
+    assert status == NOT_IMPLEMENTED and message == f"{NOT_IMPLEMENTED} ({FIRST_STUB[prop]})"
+
+
+def test_an_exception_in_the_learners_code_is_one_line_naming_function_and_line(tmp_path):
+    source = (ROOT / "solutions" / SHEET).read_text()
+    (tmp_path / SHEET).write_text(source.replace("not_done = 1.0 - (terminated | truncated).float()",
+                                                 "not_done = 1.0 - (terminated + truncated)"))
+    line = 1 + source[:source.index("not_done = 1.0 - (terminated")].count("\n")
+    status, message = grade(load(tmp_path / SHEET), "gae")
+    assert status == "failed" and len(message.splitlines()) == 1
+    assert message.startswith(f"gae: raised RuntimeError in gae, line {line} of {SHEET}: "), message
 
 
 def test_a_missing_sheet_is_not_implemented_yet(tmp_path):

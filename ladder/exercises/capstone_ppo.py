@@ -10,6 +10,7 @@ expected and what came back. All are fast but ``solves_cartpole``, which trains.
 from __future__ import annotations
 
 import copy
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -331,14 +332,24 @@ LABELS = {"agent": "agent", "make_envs": "make_envs", "rollout": "rollout",
           "grad_clip": "grad clip", "evaluate": "evaluate", "solves_cartpole": "solves CartPole"}
 
 
+def _in_sheet(e: BaseException, module: ModuleType) -> tuple[str, int] | None:
+    """The innermost frame of the learner's file that the exception passed through: (function, line)."""
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if f.filename == module.__file__]
+    return (frames[-1].name, frames[-1].lineno) if frames else None
+
+
 def grade(module: ModuleType, name: str) -> tuple[str, str]:
     """One property of a loaded capstone: ("passed", ""), ("failed", message) or (NOT_IMPLEMENTED, message)."""
     try:
         message = PROPERTIES[name](module)
-    except NotImplementedError:
-        return NOT_IMPLEMENTED, NOT_IMPLEMENTED
+    except NotImplementedError as e:
+        where = _in_sheet(e, module)
+        return NOT_IMPLEMENTED, NOT_IMPLEMENTED + (f" ({where[0]})" if where else "")
     except Exception as e:   # noqa: BLE001 - the learner's code raised: say where, in one line
-        return "failed", f"{LABELS[name]}: raised {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        where = _in_sheet(e, module)
+        at = f" in {where[0]}, line {where[1]} of {SHEET}" if where else ""
+        text = str(e).splitlines()[0] if str(e) else ""
+        return "failed", f"{LABELS[name]}: raised {type(e).__name__}{at}: {text}"
     return ("passed", "") if message is None else ("failed", message)
 
 
@@ -350,7 +361,7 @@ def grade_file(directory: str | Path, name: str) -> tuple[str, str]:
     try:
         module = load(path)
     except NotImplementedError:
-        return NOT_IMPLEMENTED, NOT_IMPLEMENTED
+        return NOT_IMPLEMENTED, f"{NOT_IMPLEMENTED} (the module's top level)"
     except Exception as e:   # noqa: BLE001
         return "failed", f"{SHEET} does not import: {type(e).__name__}: {e}"
     with exercise_imports(path.parent):   # an earlier exercise imported inside a function is found at call time
