@@ -62,7 +62,7 @@ def completion_logp(model, prompt_ids: Tensor, prompt_mask: Tensor, completion_i
     """log π_θ(c_t | prompt, c_<t) at τ, [B, T] float32, 0 where completion_mask is 0.
 
     The logits at position P − 1 + t predict completion token t (P: the padded prompt's length)."""
-    P, T = prompt_ids.shape[1], completion_ids.shape[1]
+    P = prompt_ids.shape[1]
     ids = torch.cat([prompt_ids, completion_ids], dim=1)
     attention = torch.cat([prompt_mask.long(), completion_mask.long()], dim=1)
     logits = model(input_ids=ids, attention_mask=attention, position_ids=positions_of(attention)).logits

@@ -73,9 +73,8 @@ PLANTED_CAPSTONE2 = {
         'clip_eps, beta, temperature)'),
     "gradients never zeroed: they pile up over the passes": (
         "update_pi_old_before_first_step", "        optimizer.zero_grad()\n", ""),
-    "no gradient clipping": (
-        "update_pi_old_before_first_step", "        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)\n",
-        ""),
+    "no gradient clipping": ("update_pi_old_before_first_step",
+                             "        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)\n", ""),
     "one pass short": ("update_mu_steps", "for _ in range(mu):", "for _ in range(max(mu - 1, 1)):"),
 }
 

@@ -10,8 +10,19 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .capstone_grpo import (MAX_NEW_TOKENS, Broken, bits, fmt, fresh, greedy_completions, load_model, load_tokenizer,
-                            max_difference, prompt_batch, reference_logp)
+from .capstone_grpo_task import (
+    MAX_NEW_TOKENS,
+    Broken,
+    bits,
+    fmt,
+    fresh,
+    greedy_completions,
+    load_model,
+    load_tokenizer,
+    max_difference,
+    prompt_batch,
+    reference_logp,
+)
 
 LOGP_ATOL = 1e-5              # log-probs of one full forward: the same up to float32 rounding
 DECODE_ATOL = 1e-4            # a cached decode step against the full forward: float32 rounding reaches 3e-5 here

@@ -11,8 +11,16 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from .capstone_grpo import (MAX_NEW_TOKENS, Broken, greedy_accuracy, load_model, load_tokenizer, prompt_batch,
-                            reference_logp, tiny_task)
+from .capstone_grpo_task import (
+    MAX_NEW_TOKENS,
+    Broken,
+    greedy_accuracy,
+    load_model,
+    load_tokenizer,
+    prompt_batch,
+    reference_logp,
+    tiny_task,
+)
 
 TEMPERATURE, CLIP_EPS, BETA = 0.9, 0.2, 0.1
 JUNK = 1e4                    # on padding: exp(1e4) is inf, and inf · 0 is NaN — select, never multiply
