@@ -5,7 +5,7 @@ Cells starting with ``md:`` are Markdown; everything else is code. ``notebooks/b
 The concepts come first (sections 1–4), the bookkeeping against TRL last (sections 5–7).
 """
 
-from text_toy import SETUP
+from text_toy import SELF_CHECK, SETUP
 
 NOTEBOOKS: dict[str, list[str]] = {}
 
@@ -41,8 +41,7 @@ sets a handful of flags, and `--algo NAME` sets them together:""",
     """display(Markdown(viz.algo_league.algo_table()))""",
     r"""md:### What the constant counts
 
-The rung computes the constant once per update, before the passes (`grpo_options.loss_normaliser`, called in
-`grpo.grpo_step`). An update holds $B$ completions spread over $n_{\text{proc}}$ processes, $B/n_{\text{proc}}$ on each:
+The rung computes the constant once per update, before the passes. An update holds $B$ completions spread over $n_{\text{proc}}$ processes, $B/n_{\text{proc}}$ on each:
 
 $$N_{\text{dr\_grpo}} = \frac{B}{n_{\text{proc}}}\,L_{\max}, \qquad N_{\text{dapo}} = N_{\text{cispo}} = \frac{1}{n_{\text{proc}}}\sum_{\text{processes}}\ \sum_{i,t} m_{i,t},$$
 
@@ -58,15 +57,20 @@ w_{\text{dr\_grpo}} = \frac{1}{n_{\text{proc}}}\cdot\frac{M}{N_{\text{dr\_grpo}}
 with $b = B/(n_{\text{proc}}M)$ rows per minibatch on each process: each one number for every token of the update, whatever its completion's length or its minibatch, against
 $w_{\text{grpo}} = 1/(n_{\text{proc}}\,b\,|y_i|)$ (a short completion's tokens weigh more: the length bias Dr. GRPO removes) and
 $w_{\text{bnpo}} = 1/(n_{\text{proc}} \cdot \text{real tokens of its minibatch on its process})$.
-`viz.algo_league.loss_weights` asks autograd for these weights through `core.aggregate`, with the constants the rung
-computes, on 2 processes × 4 completions cut into $M = 2$ minibatches; each entry is $1/x$, $x$ being what that token's
-loss is divided by.
+The table below asks autograd for these weights, with the constants the rung computes, on 2 processes × 4 completions
+cut into $M = 2$ minibatches; each entry is $1/x$, $x$ being what that token's loss is divided by.
+
+<details><summary>Aside — the code, and TRL's constants</summary>
+
+The rung computes the constant in `grpo_options.loss_normaliser`, called in `grpo.grpo_step`;
+`viz.algo_league.loss_weights` asks autograd for the weights through `core.aggregate`.
 
 TRL 1.16 divides by the same constants. For `dapo` and `cispo` each micro-batch divides by `num_items_in_batch` (the
 real tokens of the whole generation batch, gathered over all processes) ÷ processes × gas ÷ spg, so the gas
 micro-batches of one optimiser step together divide by $N/M$ with $M = \text{spg}/\text{gas}$; for `dr_grpo` each
 micro-batch divides by its rows × `max_completion_length` and then by gas, so one step divides by its rows × $L_{\max}$.
-The two agree wherever ladder has an $M$ (gas divides spg, section 6).""",
+The two agree wherever ladder has an $M$ (gas divides spg, section 6).
+</details>""",
     """weights = viz.algo_league.loss_weights([[8, 2, 5, 1], [3, 3, 7, 4]], num_minibatches=2, max_new_tokens=8)
 display(Markdown(viz.algo_league.loss_weights_table(weights)))
 M, tokens = weights["num_minibatches"], weights["tokens"]
@@ -96,9 +100,9 @@ $\nabla\mathrm{KL}(\pi_{\text{ref}}\|\pi_\theta) = -\mathbb{E}_{\pi_{\text{ref}}
 * $k_1$ in the reward (RLOO, `--kl-in reward`): $\hat A \ni -\beta k_1$ on $\pi_{\text{old}}$, a constant, so the gradient is REINFORCE's
   $\mathbb{E}[k_1\nabla\log\pi_\theta]$ — the reverse KL's, on-policy.
 
-`viz.kl_gradients` checks all of it with no sampling: a small categorical (the cell after the widget prints its size),
-every action enumerated with its weight $\pi_{\text{old}}(a)$, each term built by `core.kl_estimate` / `core.kl_in_reward`,
-differentiated by autograd, against autograd on the exact KLs. Moving $\pi_{\text{old}}$ away from $\pi_\theta$ is what every
+The cell after the widget checks all of it with no sampling: a small categorical (it prints its size), every action
+enumerated with its weight $\pi_{\text{old}}(a)$, each term differentiated by autograd, against autograd on the exact
+KLs (`viz.kl_gradients`, each term built by `core.kl_estimate` / `core.kl_in_reward`). Moving $\pi_{\text{old}}$ away from $\pi_\theta$ is what every
 optimiser step after the first does to the minibatches still to come ($M > 1$ or $\mu > 1$).
 
 **Exercise:** `ex14_kl_in_reward.py`; once it passes, `python -m ladder.run grpo --preset tiny --qlora --algo rloo --use-exercises`
@@ -315,20 +319,33 @@ Ticked: no — the second-to-last line above says *differs by design*. One diffe
 own $\pi_	heta/\pi_{	ext{old}}$ (the weight that makes *that token's* estimate unbiased). Unticked, the KL term has no
 weight in either and they agree again to rounding (the last line).
 </details>""",
-    r"""md:## Self-check
-
-Four numbers this notebook printed. The first cell asks the questions; write your answers into the second and run it
-(`quiz.reveal()` shows the notebook's own numbers).""",
-    """quiz = viz.SelfCheck(
-    dapo_divisor=("Section 1's weights table: every dapo token's loss is divided by the same x (weight 1/x). What is x?",
-                  weights["tokens"] / weights["num_minibatches"]),
-    k3_error=("Section 2, on-policy: how far (‖·‖) is plain k3 in the loss from the reverse KL's gradient?",
-              grads[0.0]["error_reverse"]["k3 in the loss"]),
-    gspo_whole=("Section 3, at GSPO's ε_low / ε_high = 3e-4 / 4e-4: what fraction (0 to 1) of the completions with "
-                "Â ≠ 0 does the sequence level clip whole?", shares[3e-4]["frac_rows"]["sequence"]),
-    steps_per_update=("Section 6: num_iterations = 4, steps_per_generation = 2. How many optimiser steps does one "
-                      "ladder update take?", schedules[4]["ladder"]["optimizer_steps_per_update"]),
-)
-quiz.ask()""",
-    """quiz.check(dapo_divisor=None, k3_error=None, gspo_whole=None, steps_per_update=None)""",
+    SELF_CHECK,
+    """p_divisor = viz.Predict("Section 1's bench with M = 1 minibatch instead of 2 (the same completions, 2 processes): "
+                         "what will x be for dapo, each token's loss divided by x?")
+p_divisor.answer = None
+p_off = viz.Predict("Section 2 with π_old twice as far from π_θ (old_distance 1.6): does π_θ/π_old·k3 in the loss stay "
+                    "exact against the reverse KL?", choices=("yes", "no"))
+p_off.answer = None
+p_steps = viz.Predict("Section 6: num_iterations = 3, steps_per_generation = 2, gradient_accumulation_steps = 1. How "
+                      "many optimiser steps does one ladder update take?")
+p_steps.answer = None
+why_eps = viz.Reason("Why is GSPO's ε some 500 times smaller than GRPO's 0.2?",
+                     "a sequence ratio is the geometric mean of its tokens' ratios, so it strays from 1 far less than "
+                     "single tokens do, and clipping it removes a whole completion",
+                     "GSPO trains with a smaller learning rate", "the sequence ratio is computed in bfloat16",
+                     "GSPO has no KL term to hold π_θ back")
+why_eps.answer = None
+for question in (p_divisor, p_off, p_steps, why_eps):
+    question.ask()
+    print()""",
+    """one = viz.algo_league.loss_weights([[8, 2, 5, 1], [3, 3, 7, 4]], num_minibatches=1, max_new_tokens=8)
+p_divisor.check(1 / one["dapo"][0][0], why=f"x = the update's {one['tokens']} real tokens / M: one step holds them all")
+far = viz.kl_gradients(ref_distance=1.0, old_distance=1.6)
+error = far["error_reverse"]["k3·π_θ/π_old in the loss"]
+p_off.check("yes" if error < 1e-6 * far["norm_reverse"] else "no",
+            why=f"error {error:.1e} against ‖∇KL rev‖ {far['norm_reverse']:.3f}: its expectation is the KL at any π_old")
+ladder_row = viz.trl_schedule(num_iterations=3, steps_per_generation=2)["ladder"]
+p_steps.check(ladder_row["optimizer_steps_per_update"], why=f"{ladder_row['flags']}: μ × M optimiser steps")
+why_eps.check("a", why="section 3's toggle shows the two levels on the same π_θ")
+viz.tally(p_divisor, p_off, p_steps, why_eps)""",
 ]

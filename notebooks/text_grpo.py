@@ -74,11 +74,17 @@ $$L = \operatorname{agg}\Big(-\min\big(r_t(\theta)\hat A_t,\ \operatorname{clip}
 
 (DeepSeekMath's: the same with $\beta\,k_3$ in place of $\beta\,r_t(\theta)\,k_3$).
 
-`--loss-type` chooses $\operatorname{agg}$ (a mode of `core.aggregate`): `grpo` averages tokens within each
-sequence, then sequences (`seq_mean_token_mean`); `bnpo` averages all tokens (`token_mean`); `dr_grpo` and
-`dapo` divide the sum by a constant $N$ the rung computes (`sum_over_constant`): $B\cdot L_{\max}$, the
-generation budget (`max_new_tokens` per completion), or the real tokens of the whole update; each of the $M$
-minibatches divides its sum by its share $N/M$. Long and short completions weigh differently:""",
+`--loss-type` chooses $\operatorname{agg}$: `grpo` averages tokens within each sequence, then sequences; `bnpo`
+averages all tokens; `dr_grpo` divides the sum by a constant, the generation budget $B\cdot L_{\max}$ ($L_{\max}$ new
+tokens per completion), and `dapo` by the real tokens of the whole update. Long and short completions weigh
+differently:
+
+<details><summary>Aside — the core's names, and minibatches</summary>
+
+The three ways are modes of `core.aggregate`: `seq_mean_token_mean` (`grpo`), `token_mean` (`bnpo`) and
+`sum_over_constant` (`dr_grpo`, `dapo`), whose constant $N$ the rung computes (`max_new_tokens` is $L_{\max}$). With
+$M$ minibatches per pass each minibatch divides its sum by its share $N/M$; notebook 6 §1 adds processes.
+</details>""",
     """per_token = torch.tensor([[1.0, 1.0, 1.0, 1.0], [3.0, 0.0, 0.0, 0.0]])
 mask = torch.tensor([[1., 1., 1., 1.], [1., 0., 0., 0.]])   # a long and a short completion
 modes = {"grpo": ("seq_mean_token_mean", None), "bnpo": ("token_mean", None),   # --loss-type → mode, constant
@@ -87,9 +93,13 @@ losses = {loss_type: round(core.aggregate(per_token, mask, mode, num_tokens).ite
           for loss_type, (mode, num_tokens) in modes.items()}
 losses""",
     r"""md:`dapo` and `bnpo` give the same number here because this is one minibatch ($M = 1$) on one process: DAPO's
-constant, the real tokens of the whole update, is then the minibatch's own token count (5), so $\sum/N$ is the token mean. With $M > 1$
-each minibatch divides by $N/M$ instead of its own count, and a minibatch of long completions weighs more than under
-`bnpo`.""",
+constant, the real tokens of the whole update, is then the minibatch's own token count (5), so $\sum/N$ is the token mean.
+
+<details><summary>Aside — when they differ</summary>
+
+With $M > 1$ each minibatch divides by $N/M$ instead of its own count, and a minibatch of long completions weighs more
+than under `bnpo`.
+</details>""",
     r"""md:## Memory: 4-bit + LoRA + the disabled adapter
 
 `--qlora` loads the base model in 4-bit NF4 (double quantisation), trains only small LoRA adapters, and
@@ -119,12 +129,18 @@ summary = grpo.train(grpo.Config(**base, qlora=True, out=str(RUNS / "notebook-5-
 for r in metrics(RUNS / "notebook-5-grpo"):
     print(f"step {r['step']}: " + "  ".join(f"{k} {r[k]:.4f}"
                                             for k in ("reward", "frac_reward_zero_std", "clip_frac", "kl_ref")))""",
-    r"""md:Every `--print-samples` updates (here: 2) the rung prints one question → completion → reward line and
-appends *all* the update's completions to `OUT/completions.jsonl`, what TRL's `log_completions` shows: each
-completion with its reward, each reward function's score, its advantage $\hat A_i$, its length and whether it
-was cut off at `--max-new-tokens`. `ladder.runlog.read_completions(OUT)` reads it back (a script can read the
-JSON lines as they are). One group of the last logged update — its $G$ advantages are its rewards, centred on
-the group's mean and divided by the group's sample standard deviation (plus a small ε):""",
+    r"""md:One group of the last logged update — each completion with its rewards, its length and whether it was cut off;
+its $G$ advantages are its rewards, centred on the group's mean and divided by the group's sample standard deviation
+(plus a small ε):
+
+<details><summary>Aside — where these rows come from</summary>
+
+Every `--print-samples` updates (here: 2) the rung prints one question → completion → reward line and appends *all*
+the update's completions to `OUT/completions.jsonl`, what TRL's `log_completions` shows: each completion with its
+reward, each reward function's score, its advantage $\hat A_i$, its length and whether it was cut off at
+`--max-new-tokens`. `ladder.runlog.read_completions(OUT)` reads it back (a script can read the JSON lines as they
+are).
+</details>""",
     """from ladder.runlog import read_completions
 
 rows = read_completions(RUNS / "notebook-5-grpo")
@@ -156,7 +172,7 @@ $$\mathbb{E}_{c\sim\pi_{\text{old}}}\Big[\frac{\pi_\theta(c)}{\pi_{\text{old}}(c
 \qquad \mathbb{E}_{c\sim\pi_{\text{old}}}[k_3(c)] = \sum_v \pi_{\text{old}}(v)\,k_3(v) \neq \mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$$
 
 and the shaded bands show mean ± std of each estimate over such fresh samples. Building $\pi_{\text{old}}$ and the batch
-takes about 15 seconds, once; each setting of the sliders then costs well under a second per pass (CPU). The preset
+is done once; a new setting of the sliders runs its passes, and a run of μ passes also answers every smaller μ. The preset
 has one minibatch ($M = 1$), so $\pi_\theta = \pi_{\text{old}}$ until the first optimiser step, at the end of pass 1: every pass-1
 ratio is 1, to float32 rounding.""",
     r"""md:**Predict first.** Slide $\mu$ from 1 to 8. Will the plain $k_3$ average (biased) and the importance-weighted one
@@ -189,7 +205,7 @@ multiple of the exact KL. Where that multiple is not small, this batch's correct
 the KL, and their weights $\pi_\theta/\pi_{\text{old}}$ are what the passes spread.
 
 The rest is for the printout to say, on your machine: how the ratio std, the clip fraction and KL$(\pi_\theta\,\|\,\pi_{\text{old}})$
-change with μ (on CartPole, notebook 3, each grew with every pass), and how many ratios move off 1 at all — most
+change with μ (on CartPole, notebook 3, the ratio std and the clip fraction grew with μ), and how many ratios move off 1 at all — most
 tokens of a worked sum are nearly certain, which is why the histogram is on a log scale. In the fraction of groups
 printed in the middle all $G$ answers scored the same, so their $\hat A = 0$ and only the KL term moves them.
 </details>
@@ -202,14 +218,35 @@ pass, is the widget's to show.
 `python -m ladder.run grpo --preset tiny --use-exercises` trains with your `group_relative` and `aggregate`.""",
     *SAMPLER_CELLS,
     SELF_CHECK,
-    """quiz = viz.SelfCheck(
-    dr_grpo=("In the two-completion example, what loss does --loss-type dr_grpo give?", losses["dr_grpo"]),
-    kl_old=("After μ = 8 passes (learning rate 3e-4), what is the exact KL(π_θ‖π_old)?", runs[8]["kl_old_exact"][-1]),
-    zero_std=("Under the μ widget: what fraction of the fixed batch's groups have all G rewards equal?",
-              runs[8]["frac_reward_zero_std"]),
-    sampler=("In the fourth policy's batch, what sampler/logp_diff_mean did the bfloat16 step log?",
-             four.record["sampler/logp_diff_mean"]),
-)
-quiz.ask()""",
-    "quiz.check(dr_grpo=None, kl_old=None, zero_std=None, sampler=None)",
+    """p_group = viz.Predict("A group of G = 4 rewards (2, 0, 0, 0) under --scale-rewards group: what will Â of the right "
+                       "completion be?")
+p_group.answer = None
+p_scale = viz.Predict("Multiply every reward by 10. Under which --scale-rewards does Â stay the same?",
+                      choices=("group", "none"))
+p_scale.answer = None
+p_weight = viz.Predict("In the two-completion aggregation example, which --loss-type gives the short completion's single "
+                       "token the larger weight in the loss?", choices=("grpo", "bnpo"))
+p_weight.answer = None
+why_kl = viz.Reason("Why does DeepSeekMath put the KL in the loss rather than in the reward?",
+                    "not to complicate Â: with the KL in the reward each R_i, and so its group-relative Â_i, would "
+                    "carry the penalty too", "k3 cannot be computed from a reward", "the reward model cannot see π_ref",
+                    "so that the KL term's gradient is exactly the reverse KL's")
+why_kl.answer = None
+for question in (p_group, p_scale, p_weight, why_kl):
+    question.ask()
+    print()""",
+    """p_group.check(core.group_relative(torch.tensor([2., 0, 0, 0]), 4, "group")[0],
+              why="mean 0.5, sample std 1: (2 − 0.5) / 1, ε aside")
+kept = {s: torch.allclose(core.group_relative(10 * R, 4, s), core.group_relative(R, 4, s), atol=1e-3) for s in ("group", "none")}
+p_scale.check("group" if kept["group"] and not kept["none"] else "none",
+              why="dividing by the group's std undoes any common scale; without it Â scales with the rewards")
+weight = {}
+for loss_type, mode in (("grpo", "seq_mean_token_mean"), ("bnpo", "token_mean")):
+    x = per_token.clone().requires_grad_(True)
+    core.aggregate(x, mask, mode).backward()
+    weight[loss_type] = x.grad[1, 0].item()
+p_weight.check(max(weight, key=weight.get), why=f"∂L/∂ℓ of the short token: grpo {weight['grpo']:.2f} = 1/(B·|y_i|), "
+               f"bnpo {weight['bnpo']:.2f} = 1/(the minibatch's real tokens)")
+why_kl.check("a", why="the last reason is what the importance weight π_θ/π_old adds (notebook 6 §2), not DeepSeekMath's")
+viz.tally(p_group, p_scale, p_weight, why_kl)""",
 ]

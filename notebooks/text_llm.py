@@ -5,7 +5,7 @@ Cells starting with ``md:`` are Markdown; everything else is code. ``notebooks/b
 """
 
 from text_grpo import CELLS as GRPO_CELLS
-from text_toy import SETUP
+from text_toy import SELF_CHECK, SETUP
 
 NOTEBOOKS: dict[str, list[str]] = {}
 
@@ -94,9 +94,15 @@ divides by the temperature $\tau$ before it samples). With the prompt's last pos
 
 $$\log\pi(a_t) = \log\operatorname{softmax}\big(z_{P-1+t}/\tau\big)[a_t] = z_{P-1+t,\,a_t}/\tau - \log\sum_v e^{z_{P-1+t,\,v}/\tau},$$
 
-and 0 on padding — `core.token_logp`. The policy calls it on chunks of positions (and shares each prompt's forward
-pass), so the full $[B, P+T, V]$ logits never sit in memory; computed on the whole logits at once, it gives the same
-numbers:""",
+and 0 on padding — `core.token_logp`. On a small batch of the tiny model: the logits' shape, and the first
+completion's tokens with their log-probs.
+
+<details><summary>Aside — how the policy computes them</summary>
+
+The policy calls `core.token_logp` on chunks of positions (and shares each prompt's forward pass), so the full
+$[B, P+T, V]$ logits never sit in memory; the cell also prints the largest difference from `core.token_logp` on the
+whole logits at once.
+</details>""",
     """demo = lm_tokens.token_logps()
 print(f"logits {demo['logits_shape']} = [B, P + T, V]: prompts of P = {demo['prompt_len']}, "
       f"completions of T = {demo['completion_len']}, τ = {demo['temperature']}")
@@ -128,9 +134,14 @@ $\hat A$ over the real tokens of the whole batch (`core.whiten`): the sign of a 
 batch; $R_t$ (before whitening) is the value target.
 
 Real numbers: the rung's own policy after 10 updates at a fixed $\beta = 0.2$ (so that $\pi_{\text{old}} \neq \pi_{\text{ref}}$ and the
-value head has learnt something) samples 16 completions; one of them, through `lm_tokens.token_table`
-(`core.kl_penalized_rewards`, `core.gae`, `core.last_step_mask`, `core.whiten`, as in `ppo_sentiment.ppo_targets`):""",
-    """batch = lm_tokens.ppo_batch(updates=10, kl_coef=0.2, batch_size=16)   # about 15 s, once
+value head has learnt something) samples 16 completions; one of them, token by token:
+
+<details><summary>Aside — the functions behind the table</summary>
+
+`lm_tokens.token_table` computes it with `core.kl_penalized_rewards`, `core.gae`, `core.last_step_mask` and
+`core.whiten`, as the rung's `ppo_sentiment.ppo_targets` does.
+</details>""",
+    """batch = lm_tokens.ppo_batch(updates=10, kl_coef=0.2, batch_size=16)   # the slowest cell: computed once, then cached
 row = 0
 table = lm_tokens.token_table(batch, row)                                # the preset's γ = 1, λ = 0.95
 print(f"{batch.texts[row]!r}: score {table['score']:+.4f}, β = {table['kl_coef']}, "
@@ -173,7 +184,7 @@ far as the reward model pays — which is where **reward hacking** lives: the re
 and nothing keeps the text fluent once it has found what the proxy likes.
 
 The widget below trains the tiny preset once for each $\beta$, **fixed** (`adaptive_kl=False`, so each run pays the
-same price all along), 30 updates of 32 completions each — about ten seconds per run, once; the runs are
+same price all along), 30 updates of 32 completions each — each run once (the slowest cell of the notebook); the runs are
 cached. Pick a $\beta$ to highlight it and to see its completions before and after training (same prompts, same
 sampling seed; the mean over these prompts is printed above their table); slide *updates* to read the curves part of
 the way. Curves are the training batches' means, averaged over the last 5 updates; the
@@ -199,21 +210,34 @@ three choices of the question. A higher price should keep the policy closer to $
 orders the runs by their KL shows whether it did, in these 30 updates. In between, the score can rise while the KL
 stays modest — the trade-off PPO-RLHF is tuned for.
 The adaptive controller (the default, `--kl-target`) picks $\beta$ for you by steering the KL towards a target instead.
-</details>
-
-## Self-check
-
-Answer each question with a number you can read in this notebook's outputs; an answer within 5 % counts.
-Fill in the `None`s below and run the cell again (`quiz.reveal()` shows the notebook's own numbers).""",
-    """quiz = viz.SelfCheck(
-    a0=("With γ = λ = 1, what is Â_0 of the completion in the per-token table?", A0),
-    last_reward=("In the per-token table (γ = 1, λ = 0.95), what is r_t of the last token?", table["reward"][-1]),
-    kl_ratio=("After 30 updates, how many times larger is the KL at β = 0 than at β = 0.2?",
-              ends[0.0]["kl_end"] / ends[0.2]["kl_end"]),
-    eval_after=("What is the mean score of the run's fixed prompts after training?", summary["eval_score_after"]),
-)
-quiz.ask()""",
-    "quiz.check(a0=None, last_reward=None, kl_ratio=None, eval_after=None)",
+</details>""",
+    SELF_CHECK,
+    """p_beta = viz.Predict("In the two-completion example (β = 0.2), double β to 0.4: what will the first completion's "
+                      "last reward r_2 be?")
+p_beta.answer = None
+p_reach = viz.Predict("With γ = λ = 1 and no critic (V = 0), take 1 off the first token's reward in the first completion. "
+                      "Whose advantages change?", choices=("the first token's only", "every token's", "the last token's only"))
+p_reach.answer = None
+why_hack = viz.Reason("Why can a β = 0 run's score keep rising while its text stops reading like a review?",
+                      "the reward model is only a proxy: with no price on the distance to π_ref nothing keeps the text "
+                      "fluent (reward hacking)", "β = 0 switches the value head off", "with β = 0 the KL turns negative",
+                      "the adaptive controller raises the learning rate")
+why_hack.answer = None
+for question in (p_beta, p_reach, why_hack):
+    question.ask()
+    print()""",
+    """doubled, _ = core.kl_penalized_rewards(scores, old_logp, ref_logp, mask, kl_coef=0.4)
+p_beta.check(doubled[0, 2], why=f"r_2 = score − β·KL_2 = {scores[0]:g} − 0.4·({kl[0, 2]:+.2f})")
+dones, no_critic = core.last_step_mask(mask), torch.zeros_like(rewards)
+penalised = rewards.clone()
+penalised[0, 0] -= 1.0
+moved = (core.gae(penalised, no_critic, dones, 1.0, 1.0)[0] - core.gae(rewards, no_critic, dones, 1.0, 1.0)[0]).abs() > 1e-6
+names = {(True, False, False): "the first token's only", (True, True, True): "every token's",
+         (False, False, True): "the last token's only"}
+p_reach.check(names[tuple(moved[0].tolist())],
+              why="a token's advantage sums the rewards from itself on: an earlier token's penalty never reaches a later one")
+why_hack.check("a")
+viz.tally(p_beta, p_reach, why_hack)""",
 ]
 
 NOTEBOOKS["5_grpo_qlora"] = GRPO_CELLS

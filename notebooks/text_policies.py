@@ -50,7 +50,7 @@ The batch is sampled by the current policy, so $\pi_\theta = \pi_{\text{old}}$ u
 first minibatch of the first pass every ratio is 1 (with a gradient), to float32 rounding: $\log\pi_{\text{old}}$ was
 recorded by a forward pass of its own. Each optimiser step moves $\pi_\theta$;
 the samples stay those of $\pi_{\text{old}}$. With $M$ minibatches per pass the second minibatch of the first pass
-already sees $r \neq 1$ (`--algo gspo` sets $M$ as printed below); here $M = 1$, so each pass is one optimiser step.
+already sees $r \neq 1$; here $M = 1$, so each pass is one optimiser step.
 Two things go wrong if we ignore that:
 
 * the ratios spread and the clip switches off more and more of the gradient;
@@ -59,7 +59,12 @@ Two things go wrong if we ignore that:
 
 $$\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}}) = \mathbb{E}_{a\sim\pi_{\text{old}}}\Big[\frac{\pi_\theta(a)}{\pi_{\text{old}}(a)}\,k_3(a)\Big]$$
 
-(`core.kl_estimate(logp, ref_logp, "k3", old_logp)`; GRPO's `--kl-correction on`).
+<details><summary>Aside — in the code</summary>
+
+`core.kl_estimate(logp, ref_logp, "k3", old_logp)`; the grpo rung's `--kl-correction on` (TRL's
+`use_bias_correction_kl`). Of the rung's `--algo` bundles, `gspo` cuts each pass into $M > 1$ minibatches (the cell
+below prints its $M$).
+</details>
 
 ## The widget: $\mu$ real passes on one fixed batch
 
@@ -98,11 +103,29 @@ from the exact value while the corrected one tracks it. Try a larger learning ra
 **Exercises:** `ex07_kl_estimators.py` and `ex08_kl_corrected.py`; with `--use-exercises` your corrected
 `kl_estimate` runs in place of the core's.""",
     SELF_CHECK,
-    """quiz = viz.SelfCheck(
-    k2_bias=("At distance 2.5, what is the bias of k2?", kl_stats[2.5]["k2"]["bias"]),
-    clip_mu_8=("After μ = 8 passes, what is the clip fraction?", runs[8]["clip_frac_after"][-1]),
-    kl_exact_mu_8=("After μ = 8 passes, what is the exact KL(π_θ‖π_ref)?", runs[8]["kl_ref_exact"][-1]),
-)
-quiz.ask()""",
-    "quiz.check(k2_bias=None, clip_mu_8=None, kl_exact_mu_8=None)",
+    """p_k3 = viz.Predict("k1 = −ℓ is negative whenever π_ref gives the sample more probability than π_θ. Can "
+                    "k3 = (e^ℓ − 1) − ℓ ever be negative?", choices=("yes", "no"))
+p_k3.answer = None
+p_lr = viz.Predict("Run the μ = 8 passes again at a 5 times smaller learning rate (4e-4 instead of 2e-3): will the clip "
+                   "fraction after the last pass be larger, smaller or the same?", choices=("larger", "smaller", "the same"))
+p_lr.answer = None
+why_plain = viz.Reason("Why does the plain average of k3 stop estimating KL(π_θ‖π_ref) once π_θ has moved?",
+                       "k3 is a biased estimator",
+                       "the samples were drawn by π_old, and a plain average estimates an expectation under the policy "
+                       "that drew them", "the clip removes the samples that matter", "π_ref moves along with π_θ")
+why_plain.answer = None
+for question in (p_k3, p_lr, why_plain):
+    question.ask()
+    print()""",
+    """ell = torch.linspace(-10, 10, 2001, dtype=torch.float64)          # ℓ = log π_ref − log π_θ on a grid
+k3 = core.kl_estimate(torch.zeros_like(ell), ell, "k3")
+p_k3.check("yes" if k3.min() < -1e-12 else "no", why=f"the smallest k3 for ℓ in [−10, 10] is {k3.min():.1e}: "
+           "e^ℓ ≥ 1 + ℓ for every ℓ")
+slow = viz.mu_passes(8, lr=4e-4)
+clip = {"2e-3": runs[8]["clip_frac_after"][-1], "4e-4": slow["clip_frac_after"][-1]}
+p_lr.check("larger" if clip["4e-4"] > clip["2e-3"] else "the same" if clip["4e-4"] == clip["2e-3"] else "smaller",
+           why=f"clip fraction {clip['2e-3']:.3f} at 2e-3, {clip['4e-4']:.3f} at 4e-4; the ratios' std "
+               f"{runs[8]['ratios'][-1].std():.3f} and {slow['ratios'][-1].std():.3f}: the step size sets how far they spread")
+why_plain.check("b", why="weighting each sample by π_θ/π_old (the corrected estimate) turns it into one under π_θ")
+viz.tally(p_k3, p_lr, why_plain)""",
 ]

@@ -35,9 +35,14 @@ token's loss (never the KL to $\pi_{\text{ref}}$; `core.compute_loss`):
 | `sequence_mask` | $w_i$ if $w_i \le C_{\max}$, else 0: the completion leaves the loss |
 
 (with a lower bound $C_{\min}$ the weight is truncated or masked below it too). ladder's cheaper sampler is the
-trainer's weights rounded: `--sampler-dtype bfloat16` samples with every linear layer computing in bfloat16
-(`policies.sampler.lower_precision`) and records $\log\pi_{\text{sampler}}$ from the logits `generate` computes anyway
-(`RecordLogp`); $\pi_{\text{old}}$ stays the float32 forward.
+trainer's weights rounded: `--sampler-dtype bfloat16` samples with every linear layer computing in bfloat16 and
+records $\log\pi_{\text{sampler}}$ as it samples; $\pi_{\text{old}}$ stays the float32 forward.
+
+<details><summary>Aside — where the code does it</summary>
+
+The rounding is `policies.sampler.lower_precision`; $\log\pi_{\text{sampler}}$ comes from the logits `generate`
+computes anyway (`RecordLogp`). The weights are applied in `core.compute_loss`.
+</details>
 
 ### Four policies on one batch
 
@@ -49,8 +54,8 @@ The tiny preset (LoRA), loaded by the rung's `load_task` and `load_policy`, afte
 * $\pi_\theta$ — after the step's two passes of `core.update`, each token's loss weighted by $\min(w_t, 3)$;
 * $\pi_{\text{ref}}$ — the same model with the adapter disabled.
 
-It also samples the same prompts, with the same seed, with every sampler of the widget further down (about 20 seconds,
-once).""",
+It also samples the same prompts, with the same seed, with every sampler of the widget further down (once, then
+cached).""",
     """from ladder.viz import sampler_notes
 
 four = viz.four_policies()
@@ -62,9 +67,8 @@ print("the step's record, sampler/:", "  ".join(f"{k} {v:.4g}" for k, v in list(
 print("                            ", "  ".join(f"{k} {v:.4g}" for k, v in list(logged.items())[3:]))
 display(Markdown(viz.sampler_lab.four_policy_table(four)))""",
     r"""md:The arrow compares the rounding with how far the step's two optimiser passes move a log-prob
-($|\log\pi_\theta - \log\pi_{\text{old}}|$), and the rung logs exactly the rounding's numbers (`sampler/logp_diff_mean`,
-`sampler/logp_diff_max`; with a correction, the weights' range in `sampler/is_ratio_*` and the share it changed in
-`sampler/corrected_frac`). Most tokens of a worked sum are nearly certain, $\log\pi \approx 0$ whatever the precision;
+($|\log\pi_\theta - \log\pi_{\text{old}}|$), and the rung logs exactly the rounding's numbers (the record printed above;
+with a correction, also the weights' range and the share it changed). Most tokens of a worked sum are nearly certain, $\log\pi \approx 0$ whatever the precision;
 where the model is unsure, rounding moves probability between close competitors — the table's title gives the
 $\pi_{\text{old}}$ of the token with the largest mismatch on this run. There $w_t$ and $r_t(\theta)$ are different numbers for different reasons: $w_t$ is what the
 sampler got wrong, $r_t(\theta)$ how far the update has moved.
@@ -184,7 +188,7 @@ The small weights a hot sampler produces are reached by $C_{\min}$ — tick *C_m
 down: the sequence modes then take most or all of the completions (the last line prints how many).
 </details>
 
-### In TRL, and in the grpo rung
+### Aside — in TRL, and in the grpo rung
 
 TRL corrects by default whenever vLLM samples (`vllm_importance_sampling_correction=True`, mode `sequence_mask`,
 $C_{\max} = 3$, no $C_{\min}$); ladder samples with the trainer's own weights and corrects nothing unless asked:""",
