@@ -252,6 +252,15 @@ def main(argv: list[str] | None = None) -> int:
         return run_command(name, rung, rest, ctrl_c)
 
 
+def learners_functions(cfg, name: str):
+    """``--use-exercises``: the learner's graded functions for the run (the grader is imported only then)."""
+    if not getattr(cfg, "use_exercises", False):
+        return contextlib.nullcontext()
+    from ladder.exercises.swap import use_exercises
+
+    return use_exercises(rung=name)
+
+
 def run_command(name: str, rung, rest: list[str], ctrl_c: CtrlC | None = None) -> int:
     """One command line after its rung: bad input is exit 2, a fault during the run exit 1, Ctrl-C 130."""
     cfg = None
@@ -267,9 +276,7 @@ def run_command(name: str, rung, rest: list[str], ctrl_c: CtrlC | None = None) -
 
             summary = export_trl.write(cfg, export_to)
         else:
-            from ladder.exercises.swap import use_exercises  # the rung has imported torch already
-
-            with use_exercises(enabled=getattr(cfg, "use_exercises", False), rung=name):
+            with learners_functions(cfg, name):
                 summary = rung.train(cfg)  # a directory it created and must not keep, it removes itself
     except UsageError as e:
         _close_progress_bars()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,6 +11,7 @@ import pytest
 import ladder.core
 from ladder import run
 from ladder.core import UpdateConfig
+from ladder.core.swappable import IMPLEMENTATIONS
 from ladder.exercises import EXERCISES, ORIGINALS
 from ladder.exercises.cases_loop import small_policy_and_batch
 from ladder.exercises.swap import use_exercises
@@ -19,7 +19,6 @@ from ladder.runlog import without_timings
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"
-UPDATE = sys.modules["ladder.core.update"]   # (ladder.core.update is the function)
 pytestmark = pytest.mark.usefixtures("solutions_graded_once")   # solutions/ graded once, not at every swap
 
 
@@ -30,42 +29,20 @@ def write_stubs(directory: Path) -> Path:
     return directory
 
 
-def bindings() -> dict[tuple[str, str], object]:
-    """Every place a ladder module holds a core function that exercises mirror."""
-    found = {}
-    for name, module in list(sys.modules.items()):
-        if name.startswith("ladder.") and not name.startswith("ladder.exercises") and module is not None:
-            for attr in ORIGINALS:
-                if attr in vars(module):
-                    found[(name, attr)] = vars(module)[attr]
-    return found
+def bindings() -> dict[str, object]:
+    """What the one table every call goes through holds now, for each swapped exercise."""
+    return {e.stem: IMPLEMENTATIONS[e.function] for e in EXERCISES if e.swap}
 
 
-def test_solutions_are_swapped_in_everywhere_and_restored():
-    import ladder.policies.causal_lm  # noqa: F401 - a rung's modules are loaded during a run
-    import ladder.rungs.cartpole  # noqa: F401
-    import ladder.rungs.grpo  # noqa: F401
+def test_solutions_are_swapped_in_and_restored():
     before = bindings()
-    assert before[("ladder.core.update", "clipped_surrogate")] is ORIGINALS["clipped_surrogate"]
+    assert before == {e.stem: ORIGINALS[e.function] for e in EXERCISES if e.swap}
     lines = []
     with use_exercises(SOLUTIONS, say=lines.append) as swapped:
-        during = bindings()
         assert len(swapped) == sum(e.swap for e in EXERCISES)
-        for key, fn in during.items():
-            assert fn is not before[key], key
-            assert fn.__module__.startswith("_ladder_exercise_"), key
-        # the names the rungs and update() use, and the module-level one kl_penalized_rewards calls
-        for name in ("gae", "whiten", "group_relative", "kl_penalized_rewards", "discounted_returns"):
-            assert getattr(ladder.core, name) is during[("ladder.core", name)]
-        assert UPDATE.clipped_surrogate is during[("ladder.core.losses", "clipped_surrogate")]
-        assert ladder.core.kl.kl_estimate.__module__ == "_ladder_exercise_ex08_kl_corrected"
-        # the loop: the LM policy's log-probs, the loss update() takes, the update and GRPO step the rungs call
-        assert sys.modules["ladder.policies.causal_lm"].token_logp is during[("ladder.core", "token_logp")]
-        assert UPDATE.compute_loss.__module__ == "_ladder_exercise_ex17_compute_loss"
-        assert ladder.core.update.__module__ == "_ladder_exercise_ex18_update"
-        assert sys.modules["ladder.rungs.grpo"].grpo_step.__module__ == "_ladder_exercise_ex20_grpo_step"
-        # the sampler's weights, by the name core.sampler_correction calls (inside compute_loss)
-        assert sys.modules["ladder.core.sampler"].sampler_weights.__module__ == "_ladder_exercise_ex21_sampler_weights"
+        for stem, fn in bindings().items():
+            assert fn.__module__ == f"_ladder_exercise_{stem}", stem
+        assert IMPLEMENTATIONS["kl_estimate"].__module__ == "_ladder_exercise_ex08_kl_corrected"  # ex08 completes ex07
     assert bindings() == before
     assert len(lines) == 1 and "using your discounted_returns (ex01)" in lines[0] and "kl_estimate (ex08)" in lines[0]
 
@@ -84,9 +61,9 @@ def test_only_the_implemented_ones_and_a_failing_one_is_flagged(tmp_path):
                                              "    return x\n")
     lines = []
     with use_exercises(tmp_path, say=lines.append):
-        assert ladder.core.gae is not ORIGINALS["gae"] and UPDATE.whiten is not ORIGINALS["whiten"]
-        assert ladder.core.aggregate is ORIGINALS["aggregate"]
-    assert ladder.core.gae is ORIGINALS["gae"] and UPDATE.whiten is ORIGINALS["whiten"]
+        assert IMPLEMENTATIONS["gae"] is not ORIGINALS["gae"] and IMPLEMENTATIONS["whiten"] is not ORIGINALS["whiten"]
+        assert IMPLEMENTATIONS["aggregate"] is ORIGINALS["aggregate"]
+    assert IMPLEMENTATIONS["gae"] is ORIGINALS["gae"] and IMPLEMENTATIONS["whiten"] is ORIGINALS["whiten"]
     others = [e.function for e in EXERCISES if e.swap and e.function not in ("gae", "whiten")]
     assert lines == [f"--use-exercises ({tmp_path}): using your gae (ex03), whiten (ex04, FAILS its grader); "
                      f"the core's own {', '.join(others)}. A run that learns is no proof that they are right; "
@@ -96,8 +73,8 @@ def test_only_the_implemented_ones_and_a_failing_one_is_flagged(tmp_path):
 def test_a_run_names_only_the_functions_its_rung_calls(tmp_path):
     lines = []
     with use_exercises(SOLUTIONS, say=lines.append, rung="cartpole") as swapped:
-        assert ladder.core.gae is not ORIGINALS["gae"]
-        assert ladder.core.group_relative is ORIGINALS["group_relative"]      # grpo's, not cartpole's
+        assert IMPLEMENTATIONS["gae"] is not ORIGINALS["gae"]
+        assert IMPLEMENTATIONS["group_relative"] is ORIGINALS["group_relative"]      # grpo's, not cartpole's
     names = {r.exercise for r in swapped}
     assert names == {"ex03_gae", "ex04_whiten", "ex05_clipped_surrogate", "ex06_value_loss", "ex11_aggregate",
                      "ex17_compute_loss", "ex18_update"}
@@ -122,7 +99,7 @@ def test_an_import_inside_a_learners_function_finds_their_own_earlier_exercise(t
 
 
 def test_the_cores_loss_weighs_its_sampler_with_the_swapped_in_weights(tmp_path):
-    """compute_loss → sampler_correction → sampler_weights, looked up in ladder.core.sampler: the learner's."""
+    """compute_loss → sampler_correction → core.sampler_weights, looked up in ladder.core: the learner's."""
     write_stubs(tmp_path)
     (tmp_path / "ex21_sampler_weights.py").write_text(      # every weight 0: the policy term vanishes
         "import torch\n\n\ndef sampler_weights(old_logp, sampling_logp, mask, mode, clip_min=None, clip_max=3.0):\n"
@@ -148,7 +125,7 @@ def test_a_stub_an_exercise_calls_is_named(tmp_path):
 def test_restored_even_when_training_raises():
     with pytest.raises(RuntimeError), use_exercises(SOLUTIONS, say=lambda line: None):
         raise RuntimeError("boom")
-    assert ladder.core.gae is ORIGINALS["gae"]
+    assert IMPLEMENTATIONS["gae"] is ORIGINALS["gae"]
 
 
 def _metrics(out: Path) -> list[dict]:

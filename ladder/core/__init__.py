@@ -2,6 +2,10 @@
 
 Rungs build a ``Batch`` of ``[B, T]`` tensors and call ``update``; everything else here is the
 math that ``update`` and the rungs share.
+
+Every function an exercise mirrors (``gae``, ``clipped_surrogate``, ``compute_loss``, ``update``, …) is
+``@swappable``: each call goes through one table, so ``--use-exercises`` replaces it in that one place
+(``swappable.py``, ``ladder.exercises.swap``).
 """
 
 from .advantages import discounted_returns, gae, group_relative, leave_one_out, masked_gae, whiten

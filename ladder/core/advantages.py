@@ -10,8 +10,10 @@ import torch
 from torch import Tensor
 
 from .batch import last_step_mask
+from .swappable import swappable
 
 
+@swappable
 def discounted_returns(rewards: Tensor, mask: Tensor, gamma: float) -> Tensor:
     """Reward-to-go of each row, each row one whole trajectory (padding after its end).
 
@@ -28,6 +30,7 @@ def discounted_returns(rewards: Tensor, mask: Tensor, gamma: float) -> Tensor:
     return returns * mask
 
 
+@swappable
 def gae(rewards: Tensor, values: Tensor, dones: Tensor, gamma: float, lam: float,
         last_values: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """Generalised advantage estimation (Schulman et al. 2016).
@@ -55,6 +58,7 @@ def gae(rewards: Tensor, values: Tensor, dones: Tensor, gamma: float, lam: float
     return advantages, advantages + values
 
 
+@swappable
 def masked_gae(rewards: Tensor, values: Tensor, mask: Tensor, gamma: float, lam: float) -> tuple[Tensor, Tensor]:
     """GAE over the tokens of right-padded completions (RLHF-PPO's per-token rewards, rung 3).
 
@@ -72,6 +76,7 @@ def masked_gae(rewards: Tensor, values: Tensor, mask: Tensor, gamma: float, lam:
     return torch.where(real, advantages, 0.0), torch.where(real, returns, 0.0)
 
 
+@swappable
 def group_relative(rewards: Tensor, group_size: int, scale: str = "group", eps: float = 1e-4) -> Tensor:
     """GRPO's advantage (DeepSeekMath): each completion's reward against its own group.
 
@@ -100,6 +105,7 @@ def group_relative(rewards: Tensor, group_size: int, scale: str = "group", eps: 
     return (centred / (std + eps)).reshape(-1)
 
 
+@swappable
 def leave_one_out(rewards: Tensor, group_size: int, scale: str = "none", eps: float = 1e-4) -> Tensor:
     """RLOO's advantage (Kool et al. 2019; Ahmadian et al. 2024): the baseline of completion i is the
     mean reward of the *other* G − 1 completions of its prompt, so it does not depend on r_i itself.
@@ -123,6 +129,7 @@ def leave_one_out(rewards: Tensor, group_size: int, scale: str = "none", eps: fl
     return advantages
 
 
+@swappable
 def whiten(x: Tensor, mask: Tensor | None = None, shift_mean: bool = True, eps: float = 1e-8) -> Tensor:
     """Normalise to zero mean and unit variance over the real entries.
 

@@ -26,10 +26,12 @@ import torch
 from torch import Tensor
 
 from .batch import last_step_mask
+from .swappable import swappable
 
 ESTIMATORS = ("k1", "k2", "k3")
 
 
+@swappable
 def kl_estimate(logp: Tensor, ref_logp: Tensor, estimator: str = "k3",
                 old_logp: Tensor | None = None) -> Tensor:
     """Per-action estimate of KL(π_θ ‖ π_ref), shape of ``logp``.
@@ -51,6 +53,7 @@ def kl_estimate(logp: Tensor, ref_logp: Tensor, estimator: str = "k3",
     return kl
 
 
+@swappable
 def kl_penalized_rewards(scores: Tensor, old_logp: Tensor, ref_logp: Tensor, mask: Tensor,
                          kl_coef: float, estimator: str = "k1") -> tuple[Tensor, Tensor]:
     """PPO-RLHF's per-token reward: the KL goes into the reward, before advantages.
@@ -66,6 +69,7 @@ def kl_penalized_rewards(scores: Tensor, old_logp: Tensor, ref_logp: Tensor, mas
     return rewards, kl
 
 
+@swappable
 def kl_in_reward(rewards: Tensor, old_logp: Tensor, ref_logp: Tensor, mask: Tensor, kl_coef: float,
                  estimator: str = "k1") -> tuple[Tensor, Tensor]:
     """Critic-free KL shaping: one KL per completion, subtracted from its reward before advantages.

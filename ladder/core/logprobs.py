@@ -14,7 +14,10 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .swappable import swappable
 
+
+@swappable
 def token_logp(logits: Tensor, input_ids: Tensor, mask: Tensor, temperature: float = 1.0) -> Tensor:
     """log π of each scored token, ``[B, n]``, from the logits of the positions before it.
 

@@ -9,9 +9,12 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .swappable import swappable
+
 AGGREGATIONS = ("token_mean", "seq_mean_token_mean", "sum_over_constant")
 
 
+@swappable
 def pg_loss(logp: Tensor, advantages: Tensor) -> Tensor:
     """REINFORCE (Williams 1992): the log-derivative trick.
 
@@ -20,6 +23,7 @@ def pg_loss(logp: Tensor, advantages: Tensor) -> Tensor:
     return -advantages * logp
 
 
+@swappable
 def sequence_log_ratio(logp: Tensor, old_logp: Tensor, mask: Tensor) -> Tensor:
     """GSPO's importance ratio, one per completion (Zheng et al. 2025), as a log, ``[B, 1]``:
 
@@ -34,6 +38,7 @@ def sequence_log_ratio(logp: Tensor, old_logp: Tensor, mask: Tensor) -> Tensor:
     return total / real.sum(dim=1, keepdim=True).clamp(min=1).to(total.dtype)
 
 
+@swappable
 def clipped_surrogate(ratio: Tensor, advantages: Tensor, clip_eps_low: float,
                       clip_eps_high: float | None = None, delta: float | None = None) -> Tensor:
     """PPO's clipped surrogate (Schulman et al. 2017), with clip-higher (DAPO: ε_high ≥ ε_low).
@@ -68,6 +73,7 @@ def cispo_loss(logp: Tensor, ratio: Tensor, advantages: Tensor, max_weight: floa
     return -weight * advantages * logp
 
 
+@swappable
 def value_loss(values: Tensor, old_values: Tensor, returns: Tensor, clip: float | None = None) -> Tensor:
     """Critic regression, optionally clipped around the values seen at sampling time.
 
@@ -86,6 +92,7 @@ def entropy_bonus(entropy: Tensor) -> Tensor:
     return -entropy
 
 
+@swappable
 def aggregate(per_action: Tensor, mask: Tensor, mode: str = "token_mean",
               num_tokens: float | None = None) -> Tensor:
     """Masked average of a per-action loss ``[B, T]`` → scalar.

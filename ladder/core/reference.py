@@ -12,7 +12,10 @@ from collections.abc import Iterable
 import torch
 from torch import Tensor
 
+from .swappable import swappable
 
+
+@swappable
 @torch.no_grad()
 def soft_update(reference: Iterable[Tensor], policy: Iterable[Tensor], alpha: float) -> None:
     """θ_ref ← α · θ + (1 − α) · θ_ref, parameter by parameter, in place.

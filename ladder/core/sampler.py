@@ -20,6 +20,8 @@ import math
 import torch
 from torch import Tensor
 
+from .swappable import swappable
+
 CORRECTIONS = ("none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
 
 
@@ -31,6 +33,7 @@ def sampler_log_ratio(old_logp: Tensor, sampling_logp: Tensor, mask: Tensor, lev
     return diff.sum(dim=1, keepdim=True) if level == "sequence" else diff
 
 
+@swappable
 def sampler_weights(old_logp: Tensor, sampling_logp: Tensor, mask: Tensor, mode: str,
                     clip_min: float | None = None, clip_max: float | None = 3.0) -> Tensor:
     """The importance weight w = π_old / π_sampler of each token ``[B, T]`` or sequence ``[B, 1]``, corrected.

@@ -11,8 +11,10 @@ For each minibatch:
                   × keep_i · π_old/π_sampler              when the batch has a sampler's log-probs (sampler.py)
     L           = agg(L_pg) + c_v·agg(L_V) − c_H·agg(H) + β·agg(KL(π_θ‖π_ref))
 
-then one optimiser step with the gradient norm clipped. REINFORCE, PPO and GRPO differ only in
-the advantages they put in the batch and in this configuration.
+then one optimiser step with the gradient norm clipped. REINFORCE, PPO and GRPO all come through
+here: what differs between them is in the batch (its advantages: returns, GAE with a critic, or
+group-relative; a π_ref to anchor to) and in this configuration (the objective, μ, M, the value and
+KL terms).
 
 A policy is anything with ``evaluate(batch) -> (logp, entropy | None, values | None)``, each
 ``[B, T]``, computed with gradients for the actions stored in the batch.
@@ -33,6 +35,7 @@ from .batch import Batch
 from .kl import kl_estimate
 from .losses import aggregate, cispo_loss, clipped_surrogate, entropy_bonus, pg_loss, sequence_log_ratio, value_loss
 from .sampler import sampler_correction
+from .swappable import swappable
 
 OBJECTIVES = ("clipped", "cispo", "reinforce")
 RATIO_LEVELS = ("token", "sequence")
@@ -125,6 +128,7 @@ def _record_old_logp(policy: Policy, batch: Batch, num_minibatches: int) -> Tens
     return old
 
 
+@swappable
 def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float | None = None
                  ) -> tuple[Tensor, dict, dict]:
     """The scalar loss of one minibatch, its statistics, and the tensors behind them.
@@ -194,6 +198,7 @@ def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float
     return loss, out, tensors
 
 
+@swappable
 def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: UpdateConfig,
            generator: torch.Generator | None = None, num_tokens: float | None = None) -> list[dict]:
     """Run μ passes of shuffled minibatches; return one dict of statistics per pass.

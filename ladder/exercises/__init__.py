@@ -76,7 +76,8 @@ def module_path(exercise: Exercise) -> str:
     return exercise.module if "." in exercise.module else f"ladder.core.{exercise.module}"
 
 
-ORIGINALS = {e.function: getattr(importlib.import_module(module_path(e)), e.function) for e in EXERCISES}
+# The core's own functions (``.core`` of each ``@swappable`` caller), whatever a swap has put in their place.
+ORIGINALS = {e.function: getattr(importlib.import_module(module_path(e)), e.function).core for e in EXERCISES}
 
 
 def exercises_dir(default: str | Path | None = None) -> Path:

@@ -1,35 +1,30 @@
 """``--use-exercises``: train with the learner's own functions in place of the core's.
 
 Inside ``with use_exercises():`` every implemented exercise (one whose function does not raise
-NotImplementedError on its grader's first case) replaces the core function it mirrors, wherever
-ladder's modules hold it: ``ladder.core.gae`` for the rungs, the module that defines it, and the
-names ``ladder.core.update`` imported (``clipped_surrogate``, ``aggregate``, ``whiten``, …).
-An implementation that fails its grader is swapped in too — training shows what the bug does —
-and the one line announcing the swap says so. Leaving the block puts the core's functions back.
+NotImplementedError on its grader's first case) replaces the function it mirrors in the one table
+every call goes through, ``ladder.core.swappable.IMPLEMENTATIONS`` (each mirrored function is
+``@swappable``: a thin caller of that table), so whoever holds the function — ``core.gae``, an import by
+name, a dict, a ``partial`` — runs the learner's (``tests/test_exercises_escape.py`` checks that no call
+escapes). An implementation that fails its grader is swapped in too — training shows what the bug
+does — and the one line announcing the swap says so. Leaving the block puts the core's functions back.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ladder.core.swappable import IMPLEMENTATIONS
 from ladder.runlog import UsageError
 
 from . import EXERCISES, Exercise, exercise_imports, exercises_dir
 from .grading import NOT_IMPLEMENTED, Result, grade_file
 
 
-def _rebind(replace: dict[int, tuple[Callable, Callable]]) -> None:
-    """In every loaded ladder module, point each name bound to an ``old`` function at its ``new`` one."""
-    for name, module in list(sys.modules.items()):
-        if module is None or not name.startswith("ladder.") or name.startswith("ladder.exercises"):
-            continue
-        for attr, value in list(vars(module).items()):
-            old_new = replace.get(id(value))
-            if old_new is not None and value is old_new[0]:
-                setattr(module, attr, old_new[1])
+def _put(functions: list[tuple[Exercise, Callable]]) -> None:
+    for exercise, function in functions:
+        IMPLEMENTATIONS[exercise.function] = function
 
 
 def announcement(directory: Path, swapped: list[tuple[Exercise, Result]], broken: list[Result],
@@ -73,11 +68,10 @@ def use_exercises(directory: str | Path | None = None, enabled: bool = True,
     implemented = [(e, r) for e in calls(rung) for r in [grade_file(directory, e)] if r.status != NOT_IMPLEMENTED]
     swapped = [(e, r) for e, r in implemented if r.function is not None]
     broken = [r for _, r in implemented if r.function is None]          # missing, or does not import
-    pairs = [(e.core, r.function) for e, r in swapped]
     say(announcement(directory, swapped, broken, rung))
-    _rebind({id(core): (core, mine) for core, mine in pairs})
+    _put([(e, r.function) for e, r in swapped])
     try:
         with exercise_imports(directory):   # an import inside a learner's function finds their own files
             yield [r for _, r in swapped]
     finally:
-        _rebind({id(mine): (mine, core) for core, mine in pairs})
+        _put([(e, e.core) for e, _ in swapped])

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from ladder import core, hub, rewards
+from ladder.core.swappable import swappable
 from ladder.distributed import Processes, is_main_process, launched_processes, process_device, weights_digest
 from ladder.plots import Panel
 from ladder.policies import quant
@@ -126,6 +127,7 @@ class CutOffWatch:
                       f"raise --max-new-tokens or use --mask-truncated")
 
 
+@swappable
 def grpo_step(step: Step) -> tuple[dict, Rollout, torch.Tensor]:
     """One GRPO update: sample G completions per prompt → rule rewards → group-relative advantages →
     ``core.update``. Returns the record, this process's rollout and its advantages ``[B]`` (what
