@@ -4,7 +4,8 @@ One row per concept::
 
     Concept(concept, notebook, section, exercise, core, flag, trl)
 
-``notebook`` is the notebook's number and ``section`` the exact title of one of its ``##`` headings;
+``notebook`` is the notebook's number as its file name starts ("1b" comes between 1 and 2) and ``section``
+the exact title of one of its ``##`` headings;
 ``exercise`` the stem of the sheet in ``exercises/`` (None: no sheet); ``core`` the dotted path of the
 function that computes it; ``flag`` a rung and one of its options, with a value where the value is the
 point (``"grpo --kl-in reward"``; None: no flag); ``trl`` TRL's name for it as ``ladder.trl_map`` knows it,
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Concept:
     concept: str
-    notebook: int
+    notebook: str
     section: str
     exercise: str | None
     core: str
@@ -32,64 +33,75 @@ class Concept:
 
 
 CONCEPTS = (
-    Concept("returns-to-go $G_t$", 1, "Returns-to-go", "ex01_discounted_returns",
+    Concept("returns-to-go $G_t$", "1", "Returns-to-go", "ex01_discounted_returns",
             "ladder.core.discounted_returns", "reinforce --gamma", None),
-    Concept("REINFORCE loss $-\\hat A\\log\\pi_\\theta$", 1, "The log-derivative trick", "ex02_reinforce_loss",
+    Concept("REINFORCE loss $-\\hat A\\log\\pi_\\theta$", "1", "The log-derivative trick", "ex02_reinforce_loss",
             "ladder.core.pg_loss", None, None),
-    Concept("baseline $b(s_t)$", 1, "A baseline", "ex04_whiten", "ladder.core.whiten", "reinforce --baseline", None),
-    Concept("GAE", 2, "GAE", "ex03_gae", "ladder.core.gae", "cartpole --gae-lambda", "PPOConfig.lam"),
-    Concept("whitening $\\hat A$", 2, "Train PPO (tiny preset)", "ex04_whiten", "ladder.core.whiten", None,
+    Concept("baseline $b(s_t)$", "1", "A baseline", "ex04_whiten", "ladder.core.whiten", "reinforce --baseline", None),
+    Concept("V, Q and the advantage $A = Q - V$", "1b", "Returns, V, Q and A", None,
+            "ladder.core.discounted_returns", None, None),
+    Concept("TD error $\\delta_t$; Monte-Carlo vs TD(0) vs GAE($\\lambda$)", "1b",
+            "Monte-Carlo, TD(0) and GAE($\\lambda$)", None, "ladder.core.gae", "cartpole --gae-lambda",
+            "PPOConfig.lam"),
+    Concept("explained variance of the critic", "1b", "Monte-Carlo, TD(0) and GAE($\\lambda$)", None,
+            "ladder.core.explained_variance", None, None),
+    Concept("termination vs time-limit truncation", "1b", "Termination vs time-limit truncation", None,
+            "ladder.core.gae", None, None),
+    Concept("the surrogate $\\mathbb{E}[r_t\\hat A_t]$ and its trust region", "1b",
+            "The surrogate and its trust region", None, "ladder.core.clipped_surrogate", "cartpole --clip-eps", None),
+    Concept("GAE", "2", "GAE", "ex03_gae", "ladder.core.gae", "cartpole --gae-lambda", "PPOConfig.lam"),
+    Concept("whitening $\\hat A$", "2", "Train PPO (tiny preset)", "ex04_whiten", "ladder.core.whiten", None,
             "PPOTrainer.compute_advantages"),
-    Concept("ratio $\\pi_\\theta/\\pi_{\\text{old}}$ and clipped surrogate", 2,
+    Concept("ratio $\\pi_\\theta/\\pi_{\\text{old}}$ and clipped surrogate", "2",
             "The clipped objective, on real ratios", "ex05_clipped_surrogate", "ladder.core.clipped_surrogate",
             "cartpole --clip-eps", "GRPOConfig.epsilon"),
-    Concept("clip-higher $\\varepsilon_{\\text{high}}$", 2, "The clipped objective, on real ratios",
+    Concept("clip-higher $\\varepsilon_{\\text{high}}$", "2", "The clipped objective, on real ratios",
             "ex05_clipped_surrogate", "ladder.core.clipped_surrogate", "grpo --clip-eps-high",
             "GRPOConfig.epsilon_high"),
-    Concept("value loss (clipped)", 2, "GAE", "ex06_value_loss", "ladder.core.value_loss",
+    Concept("value loss (clipped)", "2", "GAE", "ex06_value_loss", "ladder.core.value_loss",
             "ppo-sentiment --value-clip", "PPOConfig.cliprange_value"),
-    Concept("the whole loss of a minibatch", 2, "From REINFORCE to PPO's surrogate", "ex17_compute_loss",
+    Concept("the whole loss of a minibatch", "2", "From REINFORCE to PPO's surrogate", "ex17_compute_loss",
             "ladder.core.compute_loss", "cartpole --value-coef", "PPOConfig.vf_coef"),
-    Concept("KL estimators k1, k2, k3", 3, "Estimating a KL from samples", "ex07_kl_estimators",
+    Concept("KL estimators k1, k2, k3", "3", "Estimating a KL from samples", "ex07_kl_estimators",
             "ladder.core.kl_estimate", "ppo-sentiment --kl-estimator", "PPOConfig.kl_penalty"),
-    Concept("KL correction $\\frac{\\pi_\\theta}{\\pi_{\\text{old}}}k$", 3,
+    Concept("KL correction $\\frac{\\pi_\\theta}{\\pi_{\\text{old}}}k$", "3",
             "Why $\\pi_{\\text{old}} = \\pi_\\theta$ at sampling, and what $\\mu$ does", "ex08_kl_corrected",
             "ladder.core.kl_estimate", "grpo --kl-correction on", "GRPOConfig.use_bias_correction_kl"),
-    Concept("μ passes per batch", 3, "Why $\\pi_{\\text{old}} = \\pi_\\theta$ at sampling, and what $\\mu$ does",
+    Concept("μ passes per batch", "3", "Why $\\pi_{\\text{old}} = \\pi_\\theta$ at sampling, and what $\\mu$ does",
             "ex18_update", "ladder.core.update", "grpo --mu", "GRPOConfig.num_iterations"),
-    Concept("M minibatches per pass", 3, "Why $\\pi_{\\text{old}} = \\pi_\\theta$ at sampling, and what $\\mu$ does",
+    Concept("M minibatches per pass", "3", "Why $\\pi_{\\text{old}} = \\pi_\\theta$ at sampling, and what $\\mu$ does",
             "ex18_update", "ladder.core.update", "grpo --num-minibatches", "GRPOConfig.steps_per_generation"),
-    Concept("token log-probs from logits", 4, "Token log-probs: the one-position shift", "ex16_token_logp",
+    Concept("token log-probs from logits", "4", "Token log-probs: the one-position shift", "ex16_token_logp",
             "ladder.core.token_logp", "ppo-sentiment --temperature", "GRPOConfig.temperature"),
-    Concept("KL in the per-token reward (RLHF)", 4, "Reward vs KL: what $\\beta$ buys", "ex09_kl_rewards",
+    Concept("KL in the per-token reward (RLHF)", "4", "Reward vs KL: what $\\beta$ buys", "ex09_kl_rewards",
             "ladder.core.kl_penalized_rewards", "ppo-sentiment --kl-coef", "PPOConfig.init_kl_coef"),
-    Concept("adaptive β", 4, "Adaptive $\\beta$ (Ziegler et al. 2019)", None, "ladder.core.AdaptiveKLController",
+    Concept("adaptive β", "4", "Adaptive $\\beta$ (Ziegler et al. 2019)", None, "ladder.core.AdaptiveKLController",
             "ppo-sentiment --kl-target", "PPOConfig.target"),
-    Concept("GAE over a completion's tokens", 4, "From per-token rewards to advantages: GAE over the completion",
+    Concept("GAE over a completion's tokens", "4", "From per-token rewards to advantages: GAE over the completion",
             "ex19_masked_gae", "ladder.core.masked_gae", "ppo-sentiment --gae-lambda", "PPOConfig.lam"),
-    Concept("group-relative advantages", 5, "Dropping the critic", "ex10_group_relative",
+    Concept("group-relative advantages", "5", "Dropping the critic", "ex10_group_relative",
             "ladder.core.group_relative", "grpo --advantage group", "GRPOConfig.scale_rewards"),
-    Concept("KL in the loss (GRPO)", 5, "KL in the loss, and how the loss is averaged", "ex08_kl_corrected",
+    Concept("KL in the loss (GRPO)", "5", "KL in the loss, and how the loss is averaged", "ex08_kl_corrected",
             "ladder.core.kl_estimate", "grpo --kl-in loss", "GRPOConfig.beta"),
-    Concept("aggregation", 5, "KL in the loss, and how the loss is averaged", "ex11_aggregate",
+    Concept("aggregation", "5", "KL in the loss, and how the loss is averaged", "ex11_aggregate",
             "ladder.core.aggregate", "grpo --loss-type", "GRPOConfig.loss_type"),
-    Concept("one GRPO step: sample, score, advantages, update", 5, "Run it: a few steps of the tiny preset",
+    Concept("one GRPO step: sample, score, advantages, update", "5", "Run it: a few steps of the tiny preset",
             "ex20_grpo_step", "ladder.rungs.grpo.grpo_step", "grpo --group-size", "GRPOConfig.num_generations"),
     Concept("importance weight $\\pi_{\\text{old}}/\\pi_{\\text{sampler}}$ (the fourth policy), truncated or masked",
-            5, "The fourth policy: when the sampler is not π_old", "ex21_sampler_weights",
+            "5", "The fourth policy: when the sampler is not π_old", "ex21_sampler_weights",
             "ladder.core.sampler_weights", "grpo --sampler-correction", "GRPOConfig.vllm_importance_sampling_mode"),
-    Concept("GSPO sequence ratio $s_i$", 6, "3 · Tokens: who loses the gradient", "ex12_sequence_ratio",
+    Concept("GSPO sequence ratio $s_i$", "6", "3 · Tokens: who loses the gradient", "ex12_sequence_ratio",
             "ladder.core.sequence_log_ratio", "grpo --ratio-level sequence", "GRPOConfig.importance_sampling_level"),
-    Concept("RLOO leave-one-out advantages", 6, "4 · The league", "ex13_leave_one_out",
+    Concept("RLOO leave-one-out advantages", "6", "4 · The league", "ex13_leave_one_out",
             "ladder.core.leave_one_out", "grpo --advantage rloo", "RLOOConfig"),
-    Concept("KL in the reward, one per completion (RLOO)", 6, "2 · KL in the loss: values vs gradients",
+    Concept("KL in the reward, one per completion (RLOO)", "6", "2 · KL in the loss: values vs gradients",
             "ex14_kl_in_reward", "ladder.core.kl_in_reward", "grpo --kl-in reward", "RLOOConfig.beta"),
-    Concept("π_ref refresh", 6, "5 · The map: TRL's names → ladder's options → core functions", "ex15_soft_update",
+    Concept("π_ref refresh", "6", "5 · The map: TRL's names → ladder's options → core functions", "ex15_soft_update",
             "ladder.core.soft_update", "grpo --ref-sync-every", "GRPOConfig.ref_model_sync_steps"),
 )
 
 
-def section_of(exercise: str) -> tuple[int, str]:
+def section_of(exercise: str) -> tuple[str, str]:
     """(notebook, section) an exercise goes with: the first row that names it."""
     return next((c.notebook, c.section) for c in CONCEPTS if c.exercise == exercise)
 
