@@ -26,7 +26,6 @@ from .capstone_grpo_task import (
 
 LOGP_ATOL = 1e-5              # log-probs of one full forward: the same up to float32 rounding
 DECODE_ATOL = 1e-4            # a cached decode step against the full forward: float32 rounding reaches 3e-5 here
-JUNK = 1e4                    # what the grader puts where the mask is 0: it must never reach a real token
 QUESTIONS = ["What is 5 + 17?", "What is 48 + 36?", "What is 123 + 9?", "What is 67 + 25?"]   # two prompt lengths
 
 
