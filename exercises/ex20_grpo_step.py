@@ -1,4 +1,4 @@
-"""Exercise 20 — the capstone: one whole GRPO step (DeepSeekMath; rung 4, notebook 5).
+"""Exercise 20 — one whole GRPO step, as the grpo rung runs it (DeepSeekMath; rung 4, notebook 5).
 
 Goes with notebook 5, section “Run it: a few steps of the tiny preset”.
 

@@ -53,7 +53,7 @@ def test_the_exercise_is_a_sheet_for_the_core_function(row):
 
 @pytest.mark.parametrize("row", ROWS)
 def test_the_core_function_imports(row):
-    assert row.core.startswith(("ladder.core.", "ladder.rungs."))   # the capstone mirrors the grpo rung's step
+    assert row.core.startswith(("ladder.core.", "ladder.rungs."))   # exercise 20 mirrors the grpo rung's step
     assert callable(resolve(row.core))
 
 
