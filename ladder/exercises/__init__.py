@@ -66,7 +66,7 @@ EXERCISES = (
     Exercise("ex17_compute_loss", "compute_loss", "update", rungs=ALL),  # graded on a small policy: loss, gradient
     Exercise("ex18_update", "update", "update", rungs=ALL),              # graded by training: the parameters after
     Exercise("ex19_masked_gae", "masked_gae", "advantages", rungs=("ppo-sentiment",)),
-    Exercise("ex20_grpo_step", "grpo_step", "ladder.rungs.grpo", rungs=("grpo",)),   # the rung's whole step, on the tiny LM
+    Exercise("ex20_grpo_step", "grpo_step", "ladder.rungs.grpo", rungs=("grpo",)),   # the rung's step, tiny LM
     # The fourth policy: the sampler's weight π_old/π_sampler (core.sampler_correction calls it, inside ex17's loss).
     Exercise("ex21_sampler_weights", "sampler_weights", "sampler", rungs=("grpo",)),
 )
