@@ -37,7 +37,9 @@ reward, and $\operatorname{agg}$ chosen by `--loss-type` (TRL's names): `grpo` a
 completions (`core.aggregate`'s `seq_mean_token_mean`); `bnpo` averages all the tokens of the minibatch (`token_mean`);
 `dr_grpo`, `dapo` and `cispo` sum the minibatch's token losses and divide by a constant (`sum_over_constant`).
 `dr_grpo` and `dapo` differ only in the constant; `cispo` is `dapo`'s constant around CISPO's loss. Each method's paper
-sets a handful of flags, and `--algo NAME` sets them together:""",
+sets a handful of flags, and `--algo NAME` sets them together — the KL term excepted: `--algo grpo` keeps the
+rung's default $\beta\,\frac{\pi_\theta}{\pi_{\text{old}}}k_3$ (TRL 1.16's), where DeepSeekMath wrote plain $\beta\,k_3$
+(`--kl-correction off`; section 2 computes what each one's gradient follows):""",
     """display(Markdown(viz.algo_league.algo_table()))""",
     r"""md:### What the constant counts
 
