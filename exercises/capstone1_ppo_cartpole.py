@@ -31,7 +31,7 @@ collect_rollout(agent, envs, obs, num_steps) -> (buffer, next_obs)
         logp            log π_old(a_t|s_t)                      values    V(s_t)
         rewards         r_t                                     terminated, truncated   0./1. floats, as the env said
         final_values    V(s_final) where truncated[n, t] (the episode's last obs, which autoreset replaced), 0 elsewhere
-        last_values [N] V(next_obs), for the rows the rollout cut off
+        last_values [N] V(next_obs): every row is cut off at T, and its next step is not in this rollout
     next_obs: the obs after the last step, for the next rollout.
 
 gae(rewards, values, terminated, truncated, final_values, last_values, gamma, lam) -> (advantages, returns), [N, T]
@@ -55,6 +55,7 @@ ppo_loss(agent, mb, clip_eps, value_coef, entropy_coef) -> (loss, stats)
 update(agent, optimizer, batch, num_epochs, num_minibatches, clip_eps, value_coef, entropy_coef, max_grad_norm,
        generator=None) -> stats
     batch: a flat dict with the keys of mb, [n] each (obs [n, 4]); n divisible by M = num_minibatches.
+    Returns a dict of floats of your choice (e.g. the last epoch's mean loss, clip fraction).
     μ = num_epochs passes; each pass splits the batch into M minibatches of n/M rows, shuffled afresh each pass
     (torch.randperm(n, generator=generator)), and takes one optimiser step per minibatch: μ·M steps in all, each
     on the gradient of ppo_loss clipped to a total norm of max_grad_norm. Use the agent only through its methods
@@ -80,7 +81,8 @@ The pitfalls, and why
   ``info["final_obs"]`` (an object array, set where ``info["_final_obs"]`` is True). So the obs step() returns is
   not the s_{t+1} of a transition that ended: V(s_{t+1}) must not be read from it, and final_values comes from info.
 - Record the obs an action was taken FROM. Off by one (storing the obs step() returned) pairs each action with the
-  next state: nothing crashes, nothing learns.
+  next state: nothing crashes, and on CartPole, whose consecutive states are close, it may even learn — which is
+  why the grader checks the rollout against the env itself, and why a run that learns proves little.
 - π_old is the policy that collected the rollout: log π_old is recorded while stepping, before the first optimiser
   step, and never recomputed. Recomputed each epoch (or each minibatch), r = 1 at the start of every pass and the
   clip never holds π_θ near the policy that sampled the data.
@@ -115,6 +117,8 @@ class Agent(nn.Module):
         super().__init__()
         raise NotImplementedError
 
+    # self.actor(obs [b, 4]) -> logits [b, 2]: a submodule (e.g. an nn.Sequential) or a method of yours
+
     def get_value(self, obs):
         raise NotImplementedError
 
@@ -147,5 +151,5 @@ def evaluate(agent, episodes=20, seed=10_000):
     raise NotImplementedError
 
 
-def train(total_steps=100_000, seed=0):
+def train(total_steps=100_000, seed=0):   # add your hyperparameters as keyword arguments with defaults
     raise NotImplementedError

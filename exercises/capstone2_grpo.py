@@ -40,8 +40,8 @@ right-padded to T columns; ids are int64, masks are 1 on real tokens and 0 on pa
         More left padding of the prompts, or more masked columns on the right, changes nothing else.
 
     reward(completions: list[str], answers: list[str]) → [N] float
-        r_i = 1 if the integer right after the LAST '####' in completion i (spaces allowed between) equals
-        int(answer i), else 0 (no '####': 0). "#### 8" is not 82, "#### 820" is not 82.
+        r_i = 1 if the integer right after the LAST '####' in completion i (whitespace allowed between, an
+        optional minus sign) equals int(answer i), else 0 (no '####': 0). "#### 8" is not 82, "#### 820" is not 82.
 
     group_advantages(rewards [N], group_size G) → [N]
         The G completions of a prompt are adjacent. Â_i = (r_i − mean of its group) / (std of its group + 1e-4),
@@ -56,8 +56,9 @@ right-padded to T columns; ids are int64, masks are 1 on real tokens and 0 on pa
             L   = (1/N) Σ_i (1/|o_i|) Σ_{t real} ℓ_t              |o_i|: completion i's real tokens
 
         The β term is k3, DeepSeekMath's estimate of KL(π_θ ‖ π_ref) per token (≥ 0), plain: not weighted
-        by π_θ/π_old. L must equal ``ladder.core.compute_loss`` with GRPO's settings to 1e-5, and its
-        gradient the core's to 1e-4 relative.
+        by π_θ/π_old. L must equal ``ladder.core.compute_loss`` set up for exactly this loss (plain k3, no
+        importance correction — not the grpo rung's default, which weights k3 by π_θ/π_old — this β and ε,
+        GRPO's mean) to 1e-5, and its gradient the core's to 1e-4 relative.
 
     update(model, optimizer, rollout: dict, mu μ, clip_eps, beta, temperature, max_grad_norm) → list of μ floats
         rollout as above without old_logp. Records log π_old of the completions (the weights as they are
@@ -66,7 +67,10 @@ right-padded to T columns; ids are int64, masks are 1 on real tokens and 0 on pa
         Returns the μ losses. (No minibatches: each pass is the whole rollout.)
 
     train(model, tokenizer, problems: list[dict], steps: int, seed: int, ...your hyperparameters, with defaults)
-        → (the trained model, history: a list with one dict per step, e.g. its mean reward)
+        → (the trained model, history: a list with one dict per step)
+        Each step's dict holds at least "reward" (its mean reward) and "kl": the mean over the step's real
+        completion tokens of k3 between the log π it sampled with and π_ref's log-probs of the same tokens
+        (0 at the first step, when π_θ = π_ref; it grows as π_θ moves — what β holds back).
         Fixes every random choice from ``seed``; makes π_ref, a frozen copy of the model, before the first
         step; then ``steps`` times: pick prompts, sample G completions of each, score them, compute Â and
         log π_ref, update. The grader calls ``train(task.model, task.tokenizer, task.train, steps=16,
@@ -115,8 +119,10 @@ A SUGGESTED STRUCTURE. Write and grade the functions in the order above: the sam
 against completion_logp on its own output — they must agree), then reward and advantages, then the loss
 and the update, then the loop. Keep the loop a handful of lines that call the others: a function that
 turns a list of problems into one rollout (prompts repeated G times, tokenized, sampled, decoded,
-scored, Â and log π_ref attached) is a natural unit. Print the mean reward of each step: it rises from
-about 0.65 with these settings.
+scored, Â and log π_ref attached) is a natural unit. Tokenize the prompts with the tokenizer as it comes
+(``tokenizer(prompts, padding=True, return_tensors="pt")``: it pads on the left). Print the mean reward and
+the KL of each step: the reward is noisy from one step to the next (each step draws other sums) and climbs
+over the steps; the KL starts at 0.
 
 HOW IT IS GRADED (``pytest exercises/test_capstone2.py``; each property a test, each failure one or two
 lines naming the property and the input it broke on): the sampler is a cached loop (the prompt, then one
@@ -127,8 +133,9 @@ different ones; completion_logp equals the model's forward to 1e-5, whatever the
 handcrafted strings; group_advantages equals ``ladder.core.group_relative`` to 1e-6; grpo_loss and its
 gradient equal ``ladder.core.compute_loss``'s on the same batch and weights; update takes exactly μ steps,
 and after μ = 3 steps with Adam (max_grad_norm 1, then 100) the weights are ``ladder.core.update``'s to a
-relative 5e-4 (π_old recorded before the first step); train reaches held-out accuracy 0.9 (the one slow
-test, about half a minute).
+relative 5e-4 (π_old recorded before the first step); train(steps = 3) reports a KL of about 0 at its
+first step and above 0 after it (π_ref frozen); train reaches held-out accuracy 0.9 (the one slow test,
+about half a minute).
 """
 
 from __future__ import annotations

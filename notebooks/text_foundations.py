@@ -53,7 +53,8 @@ One step of the return, $G_t = r_t + \gamma G_{t+1}$, gives the **Bellman equati
 
 $$Q(s, a) = r(s, a) + \gamma\sum_{s'} P(s'\mid s, a)\,V(s'), \qquad V(s) = \sum_a \pi(a\mid s)\,Q(s, a).$$
 
-A terminal state has $V = 0$: here a step off the end lands on no state, so that row of $P$ sums to 0. With
+A terminal state has $V = 0$: here a step off the end lands on no state, so for that $(s, a)$ the probabilities
+$P(s'\mid s, a)$ sum to 0. With
 $P_\pi(s, s') = \sum_a \pi(a\mid s)P(s'\mid s, a)$ and $r_\pi(s) = \sum_a\pi(a\mid s)r(s, a)$, the equations for
 $V$ are linear, $V = r_\pi + \gamma P_\pi V$, and one solve gives them all: $V = (I - \gamma P_\pi)^{-1} r_\pi$.""",
     """exact = fd.exact_values(chain, pi)                # the linear solve above; also Q and A
@@ -88,7 +89,7 @@ A training run never has the exact $V$: a critic $\hat V$ learns it from sampled
 come from both. Three targets for $V(s_t)$, from one episode:
 
 * **Monte-Carlo**: the return $G_t$. Unbiased, but it carries the randomness of every later action and reward.
-* **TD(0)**: $r_t + \gamma\hat V(s_{t+1})$. One step of randomness, then it trusts the critic (*bootstrapping*): as wrong as $\hat V$ is.
+* **TD(0)**: $r_t + \gamma\hat V(s_{t+1})$. One step of randomness, then it trusts the critic (*bootstrapping*): its error is the critic's, $\gamma\,(\hat V - V)(s_{t+1})$.
 * **GAE($\lambda$)** in between. With the **TD error**
 
 $$\delta_t = r_t + \gamma\,\hat V(s_{t+1})(1 - d_t) - \hat V(s_t) \qquad (d_t = 1 \text{ when step } t \text{ terminated}),$$
@@ -260,7 +261,9 @@ p_far.check({(True, True): "both", (True, False): "only L", (False, True): "only
 steps = torch.linspace(0, 3, 61).tolist()
 drift = fd.surrogate_drift(chain, shared_old, steps, clip_eps=0.2)
 for name in ("true_change", "surrogate", "clipped"):
-    print(f"{name:<12} peaks at α = {steps[int(drift[name].argmax())]:.2f}")
+    best = int(drift[name].argmax())
+    print(f"{name:<12} " + (f"peaks at α = {steps[best]:.2f}" if best < len(steps) - 1 else
+                            f"still rising at the end of the grid, α = {steps[-1]:.2f}: no peak"))
 table = fd.surrogate_drift(chain, fd.uniform(chain), [0.5, 2.0, 8.0])
 print("one logit per state, from θ = 0: J(θ) − J(θ_old) at α = 0.5, 2, 8:", table["true_change"].round(3))""",
     r"""md:<details><summary>Answer</summary>

@@ -125,14 +125,16 @@ def make_rollout(model, ref_model, tokenizer, problems: list[dict], group_size: 
     prompts = [p["prompt"] for p in problems for _ in range(group_size)]
     answers = [p["answer"] for p in problems for _ in range(group_size)]
     enc = tokenizer(prompts, return_tensors="pt", padding=True)                     # left-padded
-    ids, mask, _ = sample(model, enc.input_ids, enc.attention_mask, max_new_tokens, temperature,
-                          tokenizer.eos_token_id, generator)
+    ids, mask, logp = sample(model, enc.input_ids, enc.attention_mask, max_new_tokens, temperature,
+                             tokenizer.eos_token_id, generator)
     texts = tokenizer.batch_decode(torch.where(mask.bool(), ids, tokenizer.pad_token_id), skip_special_tokens=True)
     rewards = reward(texts, answers)
     rollout = dict(prompt_ids=enc.input_ids, prompt_mask=enc.attention_mask, completion_ids=ids,
                    completion_mask=mask, advantages=group_advantages(rewards, group_size))
     with torch.no_grad():
         rollout["ref_logp"] = completion_logp(ref_model, enc.input_ids, enc.attention_mask, ids, mask, temperature)
+    log_rho = torch.where(mask.bool(), rollout["ref_logp"] - logp, 0.0)              # log π_ref − log π_old
+    rollout["kl"] = ((torch.expm1(log_rho) - log_rho).sum() / mask.sum()).item()    # k3, per real token
     return rollout, rewards
 
 
@@ -150,5 +152,5 @@ def train(model, tokenizer, problems: list[dict], steps: int = 20, seed: int = 0
         rollout, rewards = make_rollout(model, ref_model, tokenizer, rng.sample(problems, prompts_per_step),
                                         group_size, max_new_tokens, temperature, generator)
         losses = update(model, optimizer, rollout, mu, clip_eps, beta, temperature)
-        history.append({"step": step, "reward": rewards.mean().item(), "losses": losses})
+        history.append({"step": step, "reward": rewards.mean().item(), "kl": rollout["kl"], "losses": losses})
     return model, history

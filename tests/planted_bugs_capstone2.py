@@ -31,6 +31,9 @@ PLANTED_CAPSTONE2 = {
     "the argmax, not a draw": (
         "sampler_temperature", "torch.multinomial(logp_all.exp(), 1, generator=generator).squeeze(-1)",
         "logp_all.argmax(-1)"),
+    "the draw ignores the generator it is given": (
+        "sampler_temperature", "torch.multinomial(logp_all.exp(), 1, generator=generator)",
+        "torch.multinomial(logp_all.exp(), 1)"),
     "the EOS masked out with the padding after it": (
         "sampler_stops_at_eos", "masks.append((~finished).float())",
         "masks.append((~finished & (token != eos_token_id)).float())"),
@@ -76,6 +79,10 @@ PLANTED_CAPSTONE2 = {
     "no gradient clipping": ("update_pi_old_before_first_step",
                              "        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)\n", ""),
     "one pass short": ("update_mu_steps", "for _ in range(mu):", "for _ in range(max(mu - 1, 1)):"),
+    # the loop
+    "π_ref the live model, not a frozen copy: the KL is 0 forever": (
+        "train_keeps_a_frozen_reference", "ref_model = copy.deepcopy(model).requires_grad_(False)",
+        "ref_model = model"),
 }
 
 _HERE = Path(tempfile.mkdtemp(prefix="ladder-planted-capstone2-"))   # beside the exercises it imports

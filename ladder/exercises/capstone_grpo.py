@@ -48,7 +48,7 @@ def _where_in(error: BaseException, module) -> str:
 PROPERTIES = ("sampler_is_a_cached_loop", "sampler_records_logp", "sampler_stops_at_eos", "sampler_left_padding",
               "sampler_temperature", "completion_logp_matches_forward", "completion_logp_padding",
               "reward_on_strings", "group_advantages", "loss_and_gradient", "update_mu_steps",
-              "update_pi_old_before_first_step", "train_learns")
+              "update_pi_old_before_first_step", "train_keeps_a_frozen_reference", "train_learns")
 SLOW = ("train_learns",)      # trains the tiny model: about half a minute on one thread; every other is seconds
 
 

@@ -110,7 +110,7 @@ def sampler_left_padding(sol) -> None:
                 max_difference(l0[row], l1[row]) > DECODE_ATOL:
             raise Broken(f"{QUESTIONS[row]!r} with 3 more pad columns: ids {fmt(t1[row, :n])}, log π "
                          f"{fmt(l1[row, :4])}…; without: {fmt(t0[row, :n])}, {fmt(l0[row, :4])}… (the attention "
-                         f"mask on every forward, 0 on the pads and grown by a 1 each step?)")
+                         f"mask on every forward, 0 on the pads and grown by a 1 each step? the generator?)")
 
 
 def sampler_temperature(sol) -> None:
@@ -129,6 +129,9 @@ def sampler_temperature(sol) -> None:
     if len({tuple(r[m.bool()].tolist()) for r, m in zip(tokens, cmask)}) < 2:
         raise Broken(f"τ = 1, {QUESTIONS[1]!r} 8 times: all 8 completions are the same; sample (torch.multinomial "
                      f"with the generator), do not take the argmax")
+    if not torch.equal(_sample(sol, model, ids, mask, 1.0)[0], tokens):
+        raise Broken(f"τ = 1, {QUESTIONS[1]!r} 8 times, twice with generators seeded alike: different tokens; draw "
+                     f"with the generator you are given (torch.multinomial(..., generator=generator))")
 
 
 # --- log-probs of given completions -------------------------------------------------------------

@@ -185,6 +185,20 @@ def _weights_after_three_steps(sol, max_grad_norm: float) -> None:
                  f"first step, with no graph? zero_grad before each backward? the gradient norm clipped?)")
 
 
+def train_keeps_a_frozen_reference(sol) -> None:
+    """π_ref is a frozen copy made before the first step: the KL to it is 0 at the first step and grows after."""
+    task = tiny_task()
+    out = sol.train(task.model, task.tokenizer, task.train, steps=3, seed=SEED)
+    history = out[1] if isinstance(out, tuple) and len(out) == 2 else None
+    if not isinstance(history, list) or len(history) != 3 or \
+            not all(isinstance(h, dict) and "kl" in h for h in history):
+        raise Broken("train(steps = 3) should return (model, history) with one dict per step, each with its \"kl\"")
+    kl = [float(h["kl"]) for h in history]
+    if not (abs(kl[0]) < 1e-4 and max(kl[1:]) > 1e-5):
+        raise Broken(f"train(steps = 3, seed = {SEED}): history's kl {[f'{k:.2g}' for k in kl]}; expected about 0 at "
+                     f"the first step (π_θ = π_ref), then > 0 as π_θ moves (π_ref a frozen copy, not the live model?)")
+
+
 def train_learns(sol) -> None:
     """After train(steps = 16, seed = 0) the greedy held-out accuracy is at least 0.9 (about 0.6 before)."""
     task = tiny_task()

@@ -174,8 +174,9 @@ def check_gae(m: ModuleType) -> str | None:
         got = m.gae(**{k: v.clone() if torch.is_tensor(v) else v for k, v in c.items()})
         for name, g, e in zip(("advantages", "returns"), got, expected):
             if not close(g, e):
+                inputs = ", ".join(f"{k} {fmt(c[k])}" for k in ("rewards", "values", "final_values", "last_values"))
                 return (f"gae: case {i + 1}: {what}, γ = {c['gamma']}, λ = {c['lam']} (final_values hold noise where "
-                        f"not truncated):\n  expected {name} {fmt(e)}, got {fmt(g)}")
+                        f"not truncated), {inputs}:\n  expected {name} {fmt(e)}, got {fmt(g)}")
     return None
 
 
