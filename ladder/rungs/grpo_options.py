@@ -104,9 +104,9 @@ class Config(LMOptions):
     kl_estimator: str = option("k3", "KL estimator: k1 | k2 | k3 (k3 in the loss is GRPO's, DeepSeekMath's; "
                                      "k1 in the reward is RLOO's)", choices=ESTIMATORS)
     kl_correction: str | None = option(None, "importance-weight the KL term in the loss by π_θ/π_old: β·r·k3, "
-                                             "DeepSeek-V3.2's correction and TRL 1.16's default "
-                                             "use_bias_correction_kl (default: on with --kl-in loss, --algo grpo "
-                                             "included); off: plain β·k3, GRPO as DeepSeekMath wrote it",
+                                             "DeepSeek-V3.2's correction, as TRL 1.16's use_bias_correction_kl, "
+                                             "which is on there unless set off (default: on with --kl-in loss, "
+                                             "--algo grpo included); off: plain β·k3, GRPO as DeepSeekMath wrote it",
                                        choices=("on", "off"))
     ref_sync_every: int = option(0, "refresh π_ref every N updates: π_ref ← α·π_θ + (1 − α)·π_ref (0: π_ref stays "
                                     "the starting model; TRL's ref_model_sync_steps)", at_least(0))
