@@ -57,8 +57,9 @@ update(agent, optimizer, batch, num_epochs, num_minibatches, clip_eps, value_coe
     batch: a flat dict with the keys of mb, [n] each (obs [n, 4]); n divisible by M = num_minibatches.
     Returns a dict of floats of your choice (e.g. the last epoch's mean loss, clip fraction).
     μ = num_epochs passes; each pass splits the batch into M minibatches of n/M rows, shuffled afresh each pass
-    (torch.randperm(n, generator=generator)), and takes one optimiser step per minibatch: μ·M steps in all, each
-    on the gradient of ppo_loss clipped to a total norm of max_grad_norm. Use the agent only through its methods
+    (with ``generator`` when one is given, so a run can be repeated), and takes one optimiser step per minibatch:
+    μ·M steps in all, each on the gradient of that minibatch's ppo_loss alone, its total norm clipped to
+    max_grad_norm. Use the agent only through its methods
     and parameters(): the grader hands you a wrapped one.
 
 evaluate(agent, episodes=20, seed=10_000) -> list of returns, one per episode
