@@ -169,9 +169,9 @@ print(f"at ε = 0.05 the sequence level clips {'more' if sequence_05 > token_05 
       f"with Â ≠ 0 than the token level: {sequence_05:.0%} against {token_05:.0%}")""",
     r"""md:<details><summary>Answer</summary>
 
-The last line above answers it on this batch. Why the sequence level catches up as $arepsilon$ falls: each $s_i$
+The last line above answers it on this batch. Why the sequence level catches up as $\varepsilon$ falls: each $s_i$
 averages its tokens' log-ratios, so it is less extreme than its most outlying tokens, which the token level clips
-one by one (compare the two levels at 0.2, the first line); but all of a completion's tokens share it: once $arepsilon$ falls below the spread of the $s_i$, whole completions go at once, every token with them.
+one by one (compare the two levels at 0.2, the first line); but all of a completion's tokens share it: once $\varepsilon$ falls below the spread of the $s_i$, whole completions go at once, every token with them.
 </details>""",
     """gspo_sequence, grpo_token = shares[3e-4]["frac_tokens"]["sequence"], shares[0.2]["frac_tokens"]["token"]
 print(f"tokens clipped: sequence level at GSPO's pair {gspo_sequence:.0%}, token level at GRPO's 0.2 {grpo_token:.0%}")""",
@@ -318,7 +318,7 @@ else:
 
 Ticked: no — the second-to-last line above says *differs by design*. One difference is deliberate: at the sequence level with
 `use_bias_correction_kl`, TRL weights each token's KL by the completion's sequence ratio $s_i$, ladder by the token's
-own $\pi_	heta/\pi_{	ext{old}}$ (the weight that makes *that token's* estimate unbiased). Unticked, the KL term has no
+own $\pi_\theta/\pi_{\text{old}}$ (the weight that makes *that token's* estimate unbiased). Unticked, the KL term has no
 weight in either and they agree again to rounding (the last line).
 </details>""",
     SELF_CHECK,

@@ -43,3 +43,11 @@ def test_every_widget_has_a_prediction_before_and_an_answer_after(path):
 @pytest.mark.parametrize("path", [*NOTEBOOKS, HERE / "6_design_space_and_trl.ipynb"], ids=lambda p: p.name)
 def test_closes_with_predictions_and_reasons_checked_by_the_code(path):
     closing_self_check_questions([{"type": kind, "text": text} for kind, text in cells(path)])
+
+
+@pytest.mark.parametrize("path", sorted(HERE.glob("*.ipynb")), ids=lambda p: p.name)
+def test_no_markdown_cell_holds_a_control_character(path):
+    """A "\\v" or "\\t" in a non-raw string becomes a control character, and "$\\varepsilon$" shows "arepsilon"."""
+    for i, (kind, text) in enumerate(cells(path)):
+        control = sorted({repr(ch) for ch in text if ord(ch) < 32 and ch != "\n"})
+        assert kind != "markdown" or not control, f"cell {i}: {control}"
