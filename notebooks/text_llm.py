@@ -155,8 +155,8 @@ $a_t \sim \pi_{\text{old}}$ is a KL, $\ge 0$. The identity, on the same completi
 A0, sum_r, V0 = exact["advantage"][0], sum(exact["reward"]), exact["value"][0]
 print(f"γ = λ = 1:  Â_0 = {A0:+.4f}   Σ_t r_t − V_0 = {sum_r:+.4f} − ({V0:+.4f}) = {sum_r - V0:+.4f}")
 print(f"γ = 1, λ = 0.95 (the preset):  Â_0 = {table['advantage'][0]:+.4f}")""",
-    r"""md:**Predict first.** In the widget below, slide λ from 0.95 down to 0. What happens to $\hat A_0$, the first token's
-advantage — and to $\hat A$ of the last token?""",
+    r"""md:**Predict first.** In the widget below, slide λ from 0.95 down to 0. Which of the two moves: $\hat A_0$,
+the first token's advantage, or $\hat A$ of the last token? And at $\lambda = 0$, which terms are left in $\hat A_0$?""",
     """gae_view = lm_views.gae_tokens_view(row=row)
 gae_view""",
     """for lam in (1.0, 0.95, 0.0):
@@ -168,8 +168,8 @@ $\hat A_0$ moves from the preset's λ = 0.95 value to the one-step $\delta_0 = r
 at $\lambda = 0$ (at λ = 1 it is the whole sum of rewards minus $V_0$, printed above): at $\lambda = 0$ the score reaches the first
 token only through the critic's $V_1$. Against λ = 1's value, λ = 0's is smaller where $V_1$ is below the rewards still to
 come, $\sum_{t\ge1} r_t$, and larger where it is above: at $\gamma = 1$ the two differ by exactly $V_1 - \sum_{t\ge1} r_t$.
-The preset's λ = 0.95 also weighs every later $V_t$, so which way $\hat A_0$ moves from there is the printout's to
-show, on this completion. The last token's $\hat A = r_{T-1} - V_{T-1}$ does
+The preset's λ = 0.95 also weighs every later $V_t$; which way $\hat A_0$ moves from there depends on the critic's
+values on this completion (the printout shows it). The last token's $\hat A = r_{T-1} - V_{T-1}$ does
 not move: nothing comes after it, whatever $\gamma$ and $\lambda$ are. The printout above shows both.
 </details>""",
     r"""md:## Reward vs KL: what $\beta$ buys
@@ -190,7 +190,7 @@ sampling seed; the mean over these prompts is printed above their table); slide 
 the way. Curves are the training batches' means, averaged over the last 5 updates; the
 dashed line is the highlighted run's $\text{score} - \beta\sum_t\mathrm{KL}_t$ (at $\beta = 0$ it is the score itself).""",
     r"""md:**Predict first.** Click $\beta = 0$ (no price on the KL). After 30 updates, will its completions still read like
-reviews, and will its KL to $\pi_{\text{ref}}$ be about the same as $\beta = 0.2$'s, a few times larger, or ten times larger?""",
+reviews, and will its KL to $\pi_{\text{ref}}$ end larger or smaller than $\beta = 0.2$'s?""",
     """view = lm_views.kl_tradeoff_view(betas=(0.0, 0.2, 1.0), steps=30)
 view""",
     """view.controls["steps"].value = 30   # every run read at its end: means over its last 5 updates
@@ -200,13 +200,14 @@ for beta, run in ends.items():
           f"score − β·KL {run['reward_end']:+.2f}")
 print(f"KL at β = 0 / KL at β = 0.2: {ends[0.0]['kl_end'] / ends[0.2]['kl_end']:.1f}")
 print("the runs by their KL, smallest first: " + ", ".join(f"β = {b}" for b in sorted(ends, key=lambda b: ends[b]["kl_end"])))
-view.controls["beta"].value = 0.0     # the β = 0 run: its completions now sit under the plot
+view.controls["beta"].value = 0.0     # with a live kernel the widget above redraws, the β = 0 run's completions
+# under its plot (a static copy of the notebook keeps the first drawing); the list below is the same completions
 [(s["after"], s["after_score"]) for s in view.data["samples"]]""",
     r"""md:<details><summary>Answer</summary>
 
 With $\beta = 0$ nothing holds the walk back: read its completions (the list above) for text drifting from a review
-towards what VADER likes. How many times $\beta = 0.2$'s its KL ends is the ratio printed above: compare it with the
-three choices of the question. A higher price should keep the policy closer to $\pi_{\text{ref}}$; the line that
+towards what VADER likes. Its KL ends larger than $\beta = 0.2$'s, by the ratio printed above: no
+price on the distance, so nothing stops the walk. A higher price should keep the policy closer to $\pi_{\text{ref}}$; the line that
 orders the runs by their KL shows whether it did, in these 30 updates. In between, the score can rise while the KL
 stays modest — the trade-off PPO-RLHF is tuned for.
 The adaptive controller (the default, `--kl-target`) picks $\beta$ for you by steering the KL towards a target instead.
@@ -218,10 +219,13 @@ p_beta.answer = None
 p_reach = viz.Predict("With γ = λ = 1 and no critic (V = 0), take 1 off the first token's reward in the first completion. "
                       "Whose advantages change?", choices=("the first token's only", "every token's", "the last token's only"))
 p_reach.answer = None
-why_hack = viz.Reason("Why can a β = 0 run's score keep rising while its text stops reading like a review?",
-                      "the reward model is only a proxy: with no price on the distance to π_ref nothing keeps the text "
-                      "fluent (reward hacking)", "β = 0 switches the value head off", "with β = 0 the KL turns negative",
-                      "the adaptive controller raises the learning rate")
+why_hack = viz.Reason("Swap VADER for a reward model that pays for every '!' in a completion, and train at β = 0. "
+                      "What will the completions drift towards, and why?",
+                      "runs of '!' that no longer read like a review: the reward model is only a proxy, and with no price "
+                      "on the distance to π_ref nothing keeps the text fluent",
+                      "fluent reviews with a few more '!': the policy cannot leave GPT-2's text",
+                      "empty completions: at β = 0 the KL term is 0, so nothing is learnt",
+                      "nothing changes: β = 0 switches the value head off")
 why_hack.answer = None
 for question in (p_beta, p_reach, why_hack):
     question.ask()
@@ -236,7 +240,7 @@ names = {(True, False, False): "the first token's only", (True, True, True): "ev
          (False, False, True): "the last token's only"}
 p_reach.check(names[tuple(moved[0].tolist())],
               why="a token's advantage sums the rewards from itself on: an earlier token's penalty never reaches a later one")
-why_hack.check("a")
+why_hack.check("a", why="reward hacking: the β = 0 run above is the same walk with VADER as the proxy")
 viz.tally(p_beta, p_reach, why_hack)""",
 ]
 

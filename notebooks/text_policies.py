@@ -23,13 +23,12 @@ With $a \sim \pi_\theta$ and $\ell = \log \pi_{\text{ref}}(a) - \log \pi_\theta(
 
 $$k_1 = -\ell, \qquad k_2 = \tfrac12 \ell^2, \qquad k_3 = (e^{\ell} - 1) - \ell$$
 
-$k_1$ is unbiased but noisy and can be negative; $k_2$ is biased, and low-variance only near $\pi_\theta \approx \pi_{\text{ref}}$; $k_3$ is unbiased,
-non-negative and low-variance near $\pi_\theta \approx \pi_{\text{ref}}$ — GRPO's choice. All three are
-`core.kl_estimate`. The widget computes their bias and spread against the exact
+Each is one sample's guess at $\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$, and they differ in bias and spread
+(the widget below measures both). All three are `core.kl_estimate`. The widget computes their bias and spread against the exact
 $\mathrm{KL}(p\,\|\,q) = \sum_a p(a)\log\frac{p(a)}{q(a)}$ on a small categorical ($p = \pi_\theta$, $q = \pi_{\text{ref}}$).""",
     SETUP,
     r"""md:**Predict first.** The widget starts with $q$ at distance 1 from $p$. Slide *how far q is from p* to 2.5:
-which of $k_1$, $k_2$, $k_3$ keep their bias near 0, and which of the two unbiased ones has the smaller spread?""",
+which of $k_1$, $k_2$, $k_3$ keep their bias near 0, and which of those has the smaller spread?""",
     """view = viz.kl_estimators_view(distance=1.0, num_samples=16)
 view""",
     """kl_stats = {d: viz.kl_estimator_stats(d) for d in (0.25, 1.0, 2.5)}
@@ -41,7 +40,9 @@ for d, s in kl_stats.items():
 
 $k_1$ and $k_3$ stay unbiased at every distance (their bias is sampling noise), while $k_2$'s bias grows with the
 distance. Of the two unbiased ones $k_3$ has the smaller spread: compare their `std` in each line above, or the
-error bars in the middle panel as you slide.
+error bars in the middle panel as you slide. In short: $k_1$ is unbiased but noisy and can be negative; $k_2$ is
+biased, and low-variance only near $\pi_\theta \approx \pi_{\text{ref}}$; $k_3$ is unbiased and low-variance near
+$\pi_\theta \approx \pi_{\text{ref}}$ — GRPO's choice.
 </details>
 
 ## Why $\pi_{\text{old}} = \pi_\theta$ at sampling, and what $\mu$ does
@@ -88,7 +89,10 @@ view""",
 for mu, run in runs.items():
     print(f"after μ={mu} pass(es): ratio std {run['ratios'][-1].std():.3f}  clip {run['clip_frac_after'][-1]:.3f}  "
           f"KL(θ‖ref) exact {run['kl_ref_exact'][-1]:.4f}  biased {run['kl_ref_biased'][-1]:.4f}  "
-          f"corrected {run['kl_ref_corrected'][-1]:.4f}")""",
+          f"corrected {run['kl_ref_corrected'][-1]:.4f}")
+gap = {k: abs(runs[1][f"kl_ref_{k}"][-1] - runs[1]["kl_ref_exact"][-1]) / runs[1]["kl_ref_exact"][-1]
+       for k in ("biased", "corrected")}
+print(f"μ = 1, off the exact KL by: biased {gap['biased']:.1%}, corrected {gap['corrected']:.1%}")""",
     r"""md:<details><summary>Answer</summary>
 
 The clip fraction after the last pass grows with $\mu$, from (nearly) 0 at $\mu = 1$: each pass spreads the ratios
@@ -98,13 +102,13 @@ further from 1. The corrected estimate tracks the exact KL; the plain average dr
 
 Each line is read **after** its run's passes, i.e. after its $\mu$ optimiser steps: during the single pass of
 $\mu = 1$ every ratio was 1, but after its step they have spread (std above 0) — the ratios the next pass would see.
-With $\mu = 1$ all three KLs agree up to sampling noise. As $\mu$ grows the plain average drifts away
-from the exact value while the corrected one tracks it. Try a larger learning rate, or a smaller $\varepsilon$.
+Already at $\mu = 1$ the plain average is off the exact KL by more than the corrected one (its one step moved
+$\pi_\theta$; the last line above prints both gaps), and as $\mu$ grows it drifts further while the corrected one tracks it. Try a larger learning rate, or a smaller $\varepsilon$.
 **Exercises:** `ex07_kl_estimators.py` and `ex08_kl_corrected.py`; with `--use-exercises` your corrected
 `kl_estimate` runs in place of the core's.""",
     SELF_CHECK,
-    """p_k3 = viz.Predict("k1 = −ℓ is negative whenever π_ref gives the sample more probability than π_θ. Can "
-                    "k3 = (e^ℓ − 1) − ℓ ever be negative?", choices=("yes", "no"))
+    """p_k3 = viz.Predict("A sample to which π_ref gives 3 times the probability π_θ gives (ℓ = log 3): k1 = −ℓ is negative "
+                    "there. What will k3 = (e^ℓ − 1) − ℓ be?")
 p_k3.answer = None
 p_lr = viz.Predict("Run the μ = 8 passes again at a 5 times smaller learning rate (4e-4 instead of 2e-3): will the clip "
                    "fraction after the last pass be larger, smaller or the same?", choices=("larger", "smaller", "the same"))
@@ -119,8 +123,9 @@ for question in (p_k3, p_lr, why_plain):
     print()""",
     """ell = torch.linspace(-10, 10, 2001, dtype=torch.float64)          # ℓ = log π_ref − log π_θ on a grid
 k3 = core.kl_estimate(torch.zeros_like(ell), ell, "k3")
-p_k3.check("yes" if k3.min() < -1e-12 else "no", why=f"the smallest k3 for ℓ in [−10, 10] is {k3.min():.1e}: "
-           "e^ℓ ≥ 1 + ℓ for every ℓ")
+k3_at_3 = core.kl_estimate(torch.zeros(1, dtype=torch.float64), torch.tensor([3.0]).log().double(), "k3").item()
+p_k3.check(k3_at_3, why=f"3 − 1 − log 3: positive where k1 is negative; the smallest k3 for ℓ in [−10, 10] is "
+                        f"{k3.min():.1e}, since e^ℓ ≥ 1 + ℓ for every ℓ")
 slow = viz.mu_passes(8, lr=4e-4)
 clip = {"2e-3": runs[8]["clip_frac_after"][-1], "4e-4": slow["clip_frac_after"][-1]}
 p_lr.check("larger" if clip["4e-4"] > clip["2e-3"] else "the same" if clip["4e-4"] == clip["2e-3"] else "smaller",

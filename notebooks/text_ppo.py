@@ -162,7 +162,8 @@ clip fraction on the $\hat A > 0$ side (`high`), and what happens on the $\hat A
     """view = viz.clipped_objective_view()
 view""",
     """before = {k: view.data[k] for k in ("clip_frac", "clip_frac_low", "clip_frac_high")}
-view.controls["eps_high"].value = 0.28     # DAPO's clip-higher: the widget above redraws
+view.controls["eps_high"].value = 0.28     # DAPO's clip-higher: the widget above redraws with a live kernel
+# (a static copy of this notebook keeps its first drawing)
 after = {k: view.data[k] for k in ("clip_frac", "clip_frac_low", "clip_frac_high")}
 print(f"ε_high = 0.2: clip fraction {before['clip_frac']:.4f}; step 4's clip removed {bridge['removed_share'][4]:.4f}")
 for k in ("clip_frac_low", "clip_frac_high"):
@@ -184,11 +185,13 @@ p_value.answer = None
 p_eps = viz.Predict("Take step 4's ratios and clip at ε = 0.1 instead of 0.2: will the share of samples whose gradient "
                     "the clip removes be larger, smaller or the same?", choices=("larger", "smaller", "the same"))
 p_eps.answer = None
-why_min = viz.Reason("Why does a sample with Â > 0 lose its gradient above r = 1 + ε_high but keep it below r = 1 − ε_low?",
-                     "the min keeps the lower branch: above 1 + ε the flat clipped one, below 1 − ε the unclipped r·Â, "
-                     "so a step that made the objective worse is never hidden",
-                     "below 1 − ε the ratio is clipped to 1 − ε", "samples with r < 1 − ε are too rare to matter",
-                     "ε_low is always larger than ε_high")
+why_min = viz.Reason("A sample with Â = −1 whose ratio has grown to r = 1.5 (ε = 0.2): does the clip take its "
+                     "gradient, and why?",
+                     "no: the min compares r·Â = −1.5 with clip(r)·Â = −1.2 and keeps −1.5, the unclipped branch, "
+                     "which still depends on θ",
+                     "yes: r > 1 + ε, so r is clipped to 1.2 and its gradient is 0",
+                     "no: the clip acts only on samples with Â > 0",
+                     "yes: every sample outside [1 − ε, 1 + ε] loses its gradient")
 why_min.answer = None
 for question in (p_value, p_eps, why_min):
     question.ask()
@@ -201,6 +204,9 @@ adv, ratio_4 = bridge["advantages"], bridge["ratios"][4]
 removed = {eps: float((((adv > 0) & (ratio_4 > 1 + eps)) | ((adv < 0) & (ratio_4 < 1 - eps))).mean()) for eps in (0.2, 0.1)}
 p_eps.check("larger" if removed[0.1] > removed[0.2] else "the same" if removed[0.1] == removed[0.2] else "smaller",
             why=f"{removed[0.2]:.1%} at ε = 0.2, {removed[0.1]:.1%} at ε = 0.1: a narrower band leaves more ratios outside")
-why_min.check("a")
+log_r = torch.tensor(1.5).log().requires_grad_()                  # the sample's log-ratio, r = 1.5
+core.clipped_surrogate(log_r.exp(), torch.tensor(-1.0), 0.2).backward()
+why_min.check("a", why=f"autograd gives ∂L/∂log r = {log_r.grad.item():.2f} = −r·Â, the unclipped branch's "
+                       "gradient: a step that made a bad action likelier is never hidden")
 viz.tally(p_value, p_eps, why_min)""",
 ]

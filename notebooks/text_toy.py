@@ -91,10 +91,12 @@ print("\\n".join(lines[:next(i for i in range(30, len(lines)) if lines[i].starts
 p_tokens.answer = None
 p_last = viz.Predict("At which position t (from 0) will `core.last_step_mask` mark that third row's last real action?")
 p_last.answer = None
-why_ratio = viz.Reason("Why is every ratio r = π_θ/π_old 1 on the first minibatch of the first pass?",
-                       "π_old is a frozen copy of π_ref",
-                       "π_old sampled the batch, and no optimiser step has moved π_θ away from it yet",
-                       "the clip holds the ratio at 1", "the advantages are 0 there")
+why_ratio = viz.Reason("An update cuts its batch into M = 4 minibatches. Why does the second minibatch of the first "
+                       "pass already see ratios r = π_θ/π_old ≠ 1?",
+                       "π_old is re-recorded before each minibatch",
+                       "the first minibatch's optimiser step moved π_θ, while π_old is still the policy that sampled "
+                       "the batch", "the second minibatch's samples were drawn by another policy",
+                       "the clip changes the ratios of the minibatches after the first")
 why_ratio.answer = None
 for question in (p_tokens, p_last, why_ratio):
     question.ask()
@@ -102,7 +104,10 @@ for question in (p_tokens, p_last, why_ratio):
     """batch3 = core.Batch(actions=torch.zeros(3, 3, dtype=torch.long), mask=torch.tensor([[1., 1, 1], [1, 1, 0], [1, 0, 0]]))
 p_tokens.check(batch3.num_tokens, why="num_tokens counts the mask's 1s (3 + 2 + 1); padding never counts")
 p_last.check(int(core.last_step_mask(batch3.mask)[2].argmax()), why="a row's last real action is its mask's last 1")
-why_ratio.check("b", why="after the first optimiser step π_θ ≠ π_old, and the ratio starts to matter")
+bridge = viz.cartpole_lab.surrogate_vs_reinforce(steps=1)     # a CartPole batch; π_θ starts as a copy of π_old
+far = [float(abs(r - 1).max()) for r in bridge["ratios"]]
+why_ratio.check("b", why=f"on a CartPole batch, largest |r − 1| {far[0]:.1e} before the first optimiser step and "
+                         f"{far[1]:.1e} after it: π_θ has moved, π_old has not")
 viz.tally(p_tokens, p_last, why_ratio)""",
 ]
 
@@ -149,8 +154,8 @@ logits.grad                                        # = −Â (onehot(1) − π) 
 
 A short run of the real rung (`python -m ladder.run reinforce --total-steps 8000` does the same from a shell).
 The batch is `episodes_per_update` complete episodes (printed below), padded to `[episodes, T_max]` with a mask; `core.update` runs one pass with
-`objective="reinforce"` — REINFORCE cannot reuse a batch, because its gradient is only right for
-samples from the current $\pi_\theta$.""",
+`objective="reinforce"`: one optimiser step per batch, then a fresh batch (the self-check asks what a
+second pass over the same batch would get wrong).""",
     """from ladder.rungs import reinforce
 
 cfg = reinforce.Config(total_steps=8_000, eval_every=4_000, eval_episodes=20, out=str(RUNS / "notebook-1-reinforce"),
@@ -183,11 +188,11 @@ p_gamma.answer = None
 p_flip = viz.Predict("In the one-logit-vector example, take Â = −2 instead of 2: what will the gradient of the loss on "
                      "logit 0 be?")
 p_flip.answer = None
-why_once = viz.Reason("Why does REINFORCE take only one optimiser step per batch?",
-                      "the batch would have to be padded again",
-                      "−Â·∇log π_θ is the policy gradient only for samples of the current π_θ; after a step the batch "
-                      "comes from an older policy", "Adam cannot take two steps on one batch",
-                      "the returns-to-go G_t change after a step")
+why_once = viz.Reason("Run REINFORCE's loss for μ = 2 passes over each batch. What is wrong with the second pass's "
+                      "gradient?", "the batch would have to be padded again",
+                      "−Â·∇log π_θ averages over samples as if the current π_θ had drawn them, but the first pass's "
+                      "step moved π_θ: they now come from an older policy, and nothing reweights them",
+                      "Adam cannot take two steps on one batch", "the returns-to-go G_t change after a step")
 why_once.answer = None
 for question in (p_gamma, p_flip, why_once):
     question.ask()
@@ -198,7 +203,8 @@ p_gamma.check("grow" if G_099[0, 0] > G[0, 0] else "shrink",
 flipped = torch.zeros(2, requires_grad=True)
 core.pg_loss(torch.log_softmax(flipped, -1)[1], torch.tensor(-2.0)).backward()
 p_flip.check(flipped.grad[0], why="the gradient is −Â (onehot(1) − π): flipping Â's sign flips it")
-why_once.check("b", why="notebook 2's ratio is what lets PPO reuse a batch")
+why_once.check("b", why="the policy gradient is an expectation under the current π_θ; notebook 2's ratio "
+                        "π_θ/π_old reweights the samples, which is what lets PPO reuse a batch")
 viz.tally(p_gamma, p_flip, why_once)""",
 ]
 
