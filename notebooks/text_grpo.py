@@ -27,6 +27,8 @@ prompt and uses the group as the baseline:
 
 $$\hat A_i = \frac{R_i - \operatorname{mean}(R_1,\dots,R_G)}{\operatorname{std}(R_1,\dots,R_G) + \epsilon}$$
 
+with the sample std, $\operatorname{std} = \sqrt{\tfrac{1}{G-1}\sum_j (R_j - \operatorname{mean})^2}$ (`torch.std`'s default);
+
 every token of completion $i$ shares $\hat A_i$ (`core.group_relative`). `--scale-rewards` picks the
 denominator: the group's std (`group`), the batch's (`batch`), or none at all (`none`, Dr. GRPO, which
 argues the std over-weights nearly-easy and nearly-impossible prompts, whose small std inflates $\hat A$). A group
@@ -62,7 +64,8 @@ the reference policy to the loss, avoiding complicating the calculation of $\hat
 each completion's $R_i$, and so its group-relative $\hat A_i$, would carry the penalty too. Both are options of the
 rung: `--kl-in loss` (GRPO) or `--kl-in reward` (RLOO: $\beta\sum_t \mathrm{KL}_t$ comes off each completion's reward $R_i$);
 notebook 6 §2 computes which estimator's gradient is the gradient of which KL. In the loss DeepSeekMath estimates the
-KL with plain $k_3$ (notebook 3). The grpo rung, like TRL 1.16 by default (`use_bias_correction_kl`), goes one step
+KL with plain $k_3$ (notebook 3). The grpo rung, like TRL 1.16's default form of the term (`use_bias_correction_kl`; TRL's default
+$\beta$ is 0, no KL term at all, so the form applies once $\beta > 0$), goes one step
 further and weights $k_3$ by the ratio $r_t(\theta)$ (DeepSeek-V3.2's correction); `--kl-correction off` gives
 DeepSeekMath's plain $\beta\,k_3$. The weight's *value* is 1 until the first optimiser step (to float32 rounding:
 $\pi_{\text{old}}$'s log-probs come from a forward pass of their own), but its *gradient* is not 0: from the very first
@@ -227,10 +230,12 @@ p_scale.answer = None
 p_weight = viz.Predict("In the two-completion aggregation example, which --loss-type gives the short completion's single "
                        "token the larger weight in the loss?", choices=("grpo", "bnpo"))
 p_weight.answer = None
-why_kl = viz.Reason("Why does DeepSeekMath put the KL in the loss rather than in the reward?",
-                    "not to complicate Â: with the KL in the reward each R_i, and so its group-relative Â_i, would "
-                    "carry the penalty too", "k3 cannot be computed from a reward", "the reward model cannot see π_ref",
-                    "so that the KL term's gradient is exactly the reverse KL's")
+why_kl = viz.Reason("Move the KL into the reward (--kl-in reward, β = 0.1): a group of two right answers (R = 1 "
+                    "each), one at Σ_t KL_t = 5 from π_ref, the other at 1. What happens to their advantages, and why?",
+                    "they now differ, the one further from π_ref below: each R_i carries its penalty, so the "
+                    "group-relative Â_i compares distance to π_ref as well as correctness",
+                    "both stay 0: the group's rewards are equal", "both drop by β·KL, so Â_i is unchanged",
+                    "the KL only enters the loss, so Â cannot change")
 why_kl.answer = None
 for question in (p_group, p_scale, p_weight, why_kl):
     question.ask()
@@ -247,6 +252,8 @@ for loss_type, mode in (("grpo", "seq_mean_token_mean"), ("bnpo", "token_mean"))
     weight[loss_type] = x.grad[1, 0].item()
 p_weight.check(max(weight, key=weight.get), why=f"∂L/∂ℓ of the short token: grpo {weight['grpo']:.2f} = 1/(B·|y_i|), "
                f"bnpo {weight['bnpo']:.2f} = 1/(the minibatch's real tokens)")
-why_kl.check("a", why="the last reason is what the importance weight π_θ/π_old adds (notebook 6 §2), not DeepSeekMath's")
+in_reward = core.group_relative(torch.tensor([1 - 0.1 * 5, 1 - 0.1 * 1]), 2, "group")
+why_kl.check("a", why=f"Â = {in_reward[0]:+.3f}, {in_reward[1]:+.3f}: what DeepSeekMath avoids by putting the KL "
+                      "in the loss, where Â keeps only the rewards")
 viz.tally(p_group, p_scale, p_weight, why_kl)""",
 ]

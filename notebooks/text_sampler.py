@@ -8,8 +8,8 @@ CELLS: list[str] = [
     r"""md:## The fourth policy: when the sampler is not π_old
 
 Everything so far assumed that $\pi_{\text{old}}$ drew the batch: the trainer's own forward pass, at the start of the
-update. Fast trainers do not sample with the trainer. Generation is most of a step's time, so TRL's `use_vllm=True`
-hands it to vLLM — another engine, other kernels, often another precision — and keeps $\pi_{\text{old}}$ as the
+update. Fast trainers do not sample with the trainer. Generation is most of a step's time, so they hand it to an
+inference engine such as vLLM — another engine, other kernels, often another precision — and keeps $\pi_{\text{old}}$ as the
 trainer's forward of the same weights. The two give the same token different log-probs: the batch comes from a
 **fourth policy**, $\pi_{\text{sampler}}$. The surrogate means an expectation under $\pi_{\text{old}}$, so
 
@@ -22,9 +22,8 @@ notebooks 2–4, clipped as ever: the trust region around $\pi_{\text{old}}$. $w
 $\pi_{\text{sampler}}$ are both fixed, no gradient flows through it — that corrects for who drew the tokens. Per
 token, $w_t$ corrects only the last draw: the prefix $s_t$ before it was written by $\pi_{\text{sampler}}$ too, so the
 states themselves come from the wrong distribution. The exact weight of a whole completion is the product
-$w_i = \prod_t w_t = \pi_{\text{old}}(y_i)/\pi_{\text{sampler}}(y_i)$ — which is why TRL's default mode is a sequence
-mode. `core.sampler_weights` bounds the weight one of four ways
-(`--sampler-correction`, TRL's `vllm_importance_sampling_mode`), and the result multiplies the policy term of every
+$w_i = \prod_t w_t = \pi_{\text{old}}(y_i)/\pi_{\text{sampler}}(y_i)$. `core.sampler_weights` bounds the weight one
+of four ways (`--sampler-correction`), and the result multiplies the policy term of every
 token's loss (never the KL to $\pi_{\text{ref}}$; `core.compute_loss`):
 
 | mode | weight of the token's policy term |
@@ -42,6 +41,13 @@ records $\log\pi_{\text{sampler}}$ as it samples; $\pi_{\text{old}}$ stays the f
 
 The rounding is `policies.sampler.lower_precision`; $\log\pi_{\text{sampler}}$ comes from the logits `generate`
 computes anyway (`RecordLogp`). The weights are applied in `core.compute_loss`.
+</details>
+
+<details><summary>Aside — in TRL</summary>
+
+TRL samples with vLLM when `use_vllm=True`; `vllm_importance_sampling_mode` picks one of the four modes below the
+same names, and its default is a sequence mode (`sequence_mask`), the exact weight of a whole completion being the
+product of its tokens'. The last aside of this section maps each TRL option to the rung's flag.
 </details>
 
 ### Four policies on one batch
@@ -89,12 +95,13 @@ display(Image(data=viz.sampler_views.four_policies_figure(four)))""",
 $\sqrt{k}$ curve. The tiny task's completions are short; a reasoning completion of thousands of tokens sums a hundred
 times more terms, its log-weight spreads some ten times more, and its weight — the exponential of that sum — has a
 tail no single token's weight has. That is why, on long completions, a bound $C_{\max}$ reaches the sequence modes
-long before the token modes. The tiny task's completions are short, so whether this batch shows it is the run's to
-say: where one uncertain token makes both, the largest sequence weight is about as large as the largest token weight,
-and the first line below says which is larger on this run; a
-hotter sampler (τ = 1.1), whose token weights nearly all lean the same way, lets the product grow sooner. Both, on
-this run, come first below; then what each mode changes on this batch, at TRL's default $C_{\max} = 3$ and at a tight
-$C_{\max} = 1.01$ (`sampler_lab.kept`), and under the table the same in words:""",
+long before the token modes.
+
+This batch's completions are short, so whether it shows that is for the run to say. The first two lines below
+compare the largest sequence weight with the largest token weight (where a single uncertain token makes both, they
+are about equal): on this batch, then on a hotter sampler's (τ = 1.1), whose token weights nearly all lean the same
+way, so that their product grows sooner. The table then shows what each mode changes on this batch, at
+$C_{\max} = 3$ (TRL's default) and at a tight $C_{\max} = 1.01$; the line under it says the same in words:""",
     """print(sampler_notes.tail_note(four))
 display(Markdown(viz.sampler_lab.modes_markdown(four.main, c_maxes=(3.0, 1.01))))
 print(sampler_notes.modes_note(four.main))""",
@@ -188,12 +195,13 @@ The small weights a hot sampler produces are reached by $C_{\min}$ — tick *C_m
 down: the sequence modes then take most or all of the completions (the last line prints how many).
 </details>
 
-### Aside — in TRL, and in the grpo rung
+<details><summary>Aside — in TRL, and in the grpo rung</summary>
 
 TRL corrects by default whenever vLLM samples (`vllm_importance_sampling_correction=True`, mode `sequence_mask`,
-$C_{\max} = 3$, no $C_{\min}$); ladder samples with the trainer's own weights and corrects nothing unless asked:""",
-    """display(Markdown(viz.sampler_lab.trl_markdown()))""",
-    r"""md:With `--off-policy-mask δ` (TRL's `off_policy_mask_threshold`, DeepSeek-V3.2) the rung also drops a completion
+$C_{\max} = 3$, no $C_{\min}$); ladder samples with the trainer's own weights and corrects nothing unless asked. The
+table the next cell prints maps each TRL option to its flag.
+
+With `--off-policy-mask δ` (TRL's `off_policy_mask_threshold`, DeepSeek-V3.2) the rung also drops a completion
 whose advantage is negative *and* whose mean $\log\pi_{\text{sampler}} - \log\pi_\theta$ over its tokens exceeds δ
 (`core.off_policy_keep`; logged as `off_policy/masked_frac`): a bad completion the current policy would no longer
 write teaches little and can destabilise. On the tiny preset:
@@ -201,6 +209,7 @@ write teaches little and can destabilise. On the tiny preset:
 ```bash
 python -m ladder.run grpo --preset tiny --sampler-dtype bfloat16 --sampler-correction sequence_mask
 ```
-
-**Exercise:** `ex21_sampler_weights.py` asks for `sampler_weights`: the four modes, $C_{\min}$ and $C_{\max}$.""",
+</details>""",
+    """display(Markdown(viz.sampler_lab.trl_markdown()))""",
+    r"""md:**Exercise:** `ex21_sampler_weights.py` asks for `sampler_weights`: the four modes, $C_{\min}$ and $C_{\max}$.""",
 ]
