@@ -38,7 +38,7 @@ completions (`core.aggregate`'s `seq_mean_token_mean`); `bnpo` averages all the 
 `dr_grpo`, `dapo` and `cispo` sum the minibatch's token losses and divide by a constant (`sum_over_constant`).
 `dr_grpo` and `dapo` differ only in the constant; `cispo` is `dapo`'s constant around CISPO's loss. Each method's paper
 sets a handful of flags, and `--algo NAME` sets them together — the KL term excepted: `--algo grpo` keeps the
-rung's default $\beta\,\frac{\pi_\theta}{\pi_{\text{old}}}k_3$ (TRL 1.16's), where DeepSeekMath wrote plain $\beta\,k_3$
+rung's default $\beta\,\frac{\pi_\theta}{\pi_{\text{old}}}k_3$ (TRL 1.16's form of the term; TRL's default $\beta$ is 0, no KL term at all), where DeepSeekMath wrote plain $\beta\,k_3$
 (`--kl-correction off`; section 2 computes what each one's gradient follows):""",
     """display(Markdown(viz.algo_league.algo_table()))""",
     r"""md:### What the constant counts
@@ -91,16 +91,9 @@ $$\nabla k_1 = \nabla\log\pi_\theta, \qquad \nabla k_2 = -\ell\,\nabla\log\pi_\t
 On-policy — $\pi_{\text{old}} = \pi_\theta$, as holds until the first optimiser step of an update — take expectations and
 compare with the two exact gradients
 $\nabla\mathrm{KL}(\pi_\theta\|\pi_{\text{ref}}) = \mathbb{E}_{\pi_\theta}\big[\log\tfrac{\pi_\theta}{\pi_{\text{ref}}}\nabla\log\pi_\theta\big]$ (reverse) and
-$\nabla\mathrm{KL}(\pi_{\text{ref}}\|\pi_\theta) = -\mathbb{E}_{\pi_{\text{ref}}}[\nabla\log\pi_\theta] = \mathbb{E}_{\pi_\theta}\big[(1 - \tfrac{\pi_{\text{ref}}}{\pi_\theta})\nabla\log\pi_\theta\big]$ (forward):
+$\nabla\mathrm{KL}(\pi_{\text{ref}}\|\pi_\theta) = -\mathbb{E}_{\pi_{\text{ref}}}[\nabla\log\pi_\theta] = \mathbb{E}_{\pi_\theta}\big[(1 - \tfrac{\pi_{\text{ref}}}{\pi_\theta})\nabla\log\pi_\theta\big]$ (forward).
 
-* $k_1$ in the loss: $\mathbb{E}[\nabla\log\pi_\theta] = 0$ — zero *expected* gradient, whatever $\pi_{\text{ref}}$ is (one batch's gradient is noise, not 0);
-* $k_2$ in the loss: exactly the reverse KL's gradient;
-* $k_3$ in the loss — GRPO as written in DeepSeekMath — exactly the **forward** KL's gradient, though its value estimates the reverse KL;
-* $\frac{\pi_\theta}{\pi_{\text{old}}}k_3$ (ladder's `--kl-correction on`, TRL's `use_bias_correction_kl`): $\mathbb{E}_{\pi_{\text{old}}}[\frac{\pi_\theta}{\pi_{\text{old}}}k_3] = \sum_a \pi_\theta k_3 = \mathrm{KL}(\pi_\theta\|\pi_{\text{ref}})$ as a function of $\theta$,
-  so its gradient is the reverse KL's, on-policy *and* off. The weight's value is 1 until the first optimiser step
-  (on the first minibatch of the first pass); its gradient is not 0;
-* $k_1$ in the reward (RLOO, `--kl-in reward`): $\hat A \ni -\beta k_1$ on $\pi_{\text{old}}$, a constant, so the gradient is REINFORCE's
-  $\mathbb{E}[k_1\nabla\log\pi_\theta]$ — the reverse KL's, on-policy.
+The answer after the widget says which gradient each of the five ways follows, and why.
 
 The cell after the widget checks all of it with no sampling: a small categorical (it prints its size), every action
 enumerated with its weight $\pi_{\text{old}}(a)$, each term differentiated by autograd, against autograd on the exact
@@ -122,6 +115,15 @@ for old, g in grads.items():
         print(f"   {way:26s} error vs reverse {g['error_reverse'][way]:.1e}   vs forward {g['error_forward'][way]:.1e}")""",
     r"""md:<details><summary>Answer</summary>
 
+* $k_1$ in the loss: $\mathbb{E}[\nabla\log\pi_\theta] = 0$ — zero *expected* gradient, whatever $\pi_{\text{ref}}$ is (one batch's gradient is noise, not 0);
+* $k_2$ in the loss: exactly the reverse KL's gradient;
+* $k_3$ in the loss — GRPO as written in DeepSeekMath — exactly the **forward** KL's gradient, though its value estimates the reverse KL;
+* $\frac{\pi_\theta}{\pi_{\text{old}}}k_3$ (ladder's `--kl-correction on`, TRL's `use_bias_correction_kl`): $\mathbb{E}_{\pi_{\text{old}}}[\frac{\pi_\theta}{\pi_{\text{old}}}k_3] = \sum_a \pi_\theta k_3 = \mathrm{KL}(\pi_\theta\|\pi_{\text{ref}})$ as a function of $\theta$,
+  so its gradient is the reverse KL's, on-policy *and* off. The weight's value is 1 until the first optimiser step
+  (on the first minibatch of the first pass); its gradient is not 0;
+* $k_1$ in the reward (RLOO, `--kl-in reward`): $\hat A \ni -\beta k_1$ on $\pi_{\text{old}}$, a constant, so the gradient is REINFORCE's
+  $\mathbb{E}[k_1\nabla\log\pi_\theta]$ — the reverse KL's, on-policy.
+
 On-policy, plain $k_3$ in the loss is the one marked *exact* against the forward KL; $k_2$, $\frac{\pi_\theta}{\pi_{\text{old}}}k_3$
 and $k_1$ in the reward are exact against the reverse KL, and $k_1$ in the loss against neither. Once $\pi_{\text{old}} \neq \pi_\theta$
 only $\frac{\pi_\theta}{\pi_{\text{old}}}k_3$ stays exact: $k_2$'s and the reward's exactness needed the samples to come from
@@ -139,8 +141,10 @@ $$s_i = \exp\Big(\frac{1}{|y_i|}\sum_t \log\frac{\pi_\theta(a_t)}{\pi_{\text{old
 completion goes. Below, a real batch of the tiny QLoRA preset (sampled by $\pi_{\text{old}}$ = the preset after a few GRPO
 updates; computed once, then cached) after $\mu$ passes of `core.update`. Colour the tokens by whether they keep their
 gradient, by $\pi_\theta/\pi_{\text{old}}$, by the sign of $\hat A$, by the exact KL to $\pi_{\text{ref}}$ at that position, or by the
-entropy; struck-through tokens lose their gradient at the chosen level (`viz.gradient_mask` asks autograd, through
-`core.clipped_surrogate`). The toggle does not retrain: it clips the same $\pi_\theta$ both ways.
+entropy; in the coloured text, struck-through tokens lose their gradient at the chosen level (`viz.gradient_mask` asks autograd, through
+`core.clipped_surrogate`). The figure below the text plots each token's ratio as a dot, one row per completion (grey where $\hat A = 0$, green
+where the gradient flows, red where the clip takes it), each completion's $s_i$ as a hollow diamond and the band
+$[1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}}]$ shaded; beside it, the shares clipped at each level. The toggle does not retrain: it clips the same $\pi_\theta$ both ways.
 
 GSPO's own $\varepsilon$ is tiny: `--algo gspo` sets $\varepsilon_{\text{low}} / \varepsilon_{\text{high}}$ = 3e-4 / 4e-4, some 667 and 500 times
 below GRPO's 0.2 (section 1's table prints the second). A sequence ratio is one number per completion, the geometric
@@ -150,8 +154,8 @@ $\frac{4}{3}\varepsilon$; the cell after the widget sets GSPO's pair and prints 
 
 **Exercise:** `ex12_sequence_ratio.py` is the sequence ratio (TRL's `importance_sampling_level="sequence"`); once it
 passes, `python -m ladder.run grpo --preset tiny --qlora --algo gspo --use-exercises` trains with it.""",
-    r"""md:**Predict first.** Switch the clip level to `sequence` and slide $\varepsilon$ from 0.2 down to 0.05. At 0.05, does the
-sequence level clip more or fewer of the tokens with $\hat A \neq 0$ than the token level?""",
+    r"""md:**Predict first.** Switch the clip level to `sequence` and slide $\varepsilon$ from 0.2 down to 0.05. Does the
+share of the tokens with $\hat A \neq 0$ that the sequence level clips grow, shrink, or can it go either way?""",
     """view = viz.token_view(mu=3, eps=0.2, level="token")
 view""",
     """shares = {}
@@ -163,13 +167,17 @@ for eps, high in ((0.2, 1.0), (0.05, 1.0), (3e-4, 4 / 3)):
 t = view.data["table"]
 print(f"{len(t.pieces)} completions, {t.group_size} per prompt")
 view.controls["eps"].value, view.controls["high"].value = 0.2, 1.0
-view.controls["level"].value = "sequence"     # the widget above now strikes tokens through at the sequence level
+view.controls["level"].value = "sequence"     # with a live kernel the widget above redraws at the sequence level
+# (a static copy of the notebook keeps its first drawing)
 token_05, sequence_05 = shares[0.05]["frac_tokens"]["token"], shares[0.05]["frac_tokens"]["sequence"]
+print(f"sequence level: {shares[0.2]['frac_tokens']['sequence']:.0%} of the tokens with Â ≠ 0 clipped at ε = 0.2, "
+      f"{sequence_05:.0%} at ε = 0.05")
 print(f"at ε = 0.05 the sequence level clips {'more' if sequence_05 > token_05 else 'not more'} of the tokens "
       f"with Â ≠ 0 than the token level: {sequence_05:.0%} against {token_05:.0%}")""",
     r"""md:<details><summary>Answer</summary>
 
-The last line above answers it on this batch. Why the sequence level catches up as $\varepsilon$ falls: each $s_i$
+It grows, or at worst stays: a smaller $\varepsilon$ narrows the band, so every $s_i$ outside the wide band is outside the
+narrow one too (the second-to-last line above). Whether it overtakes the token level is this batch's (the last line). Why the sequence level catches up as $\varepsilon$ falls: each $s_i$
 averages its tokens' log-ratios, so it is less extreme than its most outlying tokens, which the token level clips
 one by one (compare the two levels at 0.2, the first line); but all of a completion's tokens share it: once $\varepsilon$ falls below the spread of the $s_i$, whole completions go at once, every token with them.
 </details>""",
@@ -297,7 +305,8 @@ KL correction × clip variant; here one at a time (the trainer is built offline 
 
 **Exercise:** `ex12_sequence_ratio.py` (section 3) is `importance_sampling_level="sequence"`.""",
     r"""md:**Predict first.** (Needs `trl ≥ 1.16`.) Select `importance_sampling_level` = `sequence` with
-`use_bias_correction_kl` ticked. Do TRL and ladder still agree to float32 rounding? And with the box unticked?""",
+`use_bias_correction_kl` ticked: section 5's map says the two weight the KL term differently there. Untick the box:
+will TRL and ladder agree again to float32 rounding, and why?""",
     """if viz.trl_loss_parity.trl_available():
     view = viz.parity_view("grpo")
     display(view)
@@ -316,38 +325,39 @@ else:
     print("sequence level, KL uncorrected:   ", view.data["summary"])""",
     r"""md:<details><summary>Answer</summary>
 
-Ticked: no — the second-to-last line above says *differs by design*. One difference is deliberate: at the sequence level with
+Unticked: yes (the last line). Ticked, the second-to-last line above says *differs by design*. One difference is deliberate: at the sequence level with
 `use_bias_correction_kl`, TRL weights each token's KL by the completion's sequence ratio $s_i$, ladder by the token's
 own $\pi_\theta/\pi_{\text{old}}$ (the weight that makes *that token's* estimate unbiased). Unticked, the KL term has no
-weight in either and they agree again to rounding (the last line).
+weight in either: both add the same plain $k_3$, so they agree again to rounding.
 </details>""",
     SELF_CHECK,
     """p_divisor = viz.Predict("Section 1's bench with M = 1 minibatch instead of 2 (the same completions, 2 processes): "
                          "what will x be for dapo, each token's loss divided by x?")
 p_divisor.answer = None
-p_off = viz.Predict("Section 2 with π_old twice as far from π_θ (old_distance 1.6): does π_θ/π_old·k3 in the loss stay "
-                    "exact against the reverse KL?", choices=("yes", "no"))
+p_off = viz.Predict("Section 2 on-policy (π_old = π_θ), with π_ref twice as far (ref_distance 2.0): does plain k3 in the "
+                    "loss still follow the forward KL's gradient exactly?", choices=("yes", "no"))
 p_off.answer = None
 p_steps = viz.Predict("Section 6: num_iterations = 3, steps_per_generation = 2, gradient_accumulation_steps = 1. How "
                       "many optimiser steps does one ladder update take?")
 p_steps.answer = None
-why_eps = viz.Reason("Why is GSPO's ε some 500 times smaller than GRPO's 0.2?",
-                     "a sequence ratio is the geometric mean of its tokens' ratios, so it strays from 1 far less than "
-                     "single tokens do, and clipping it removes a whole completion",
-                     "GSPO trains with a smaller learning rate", "the sequence ratio is computed in bfloat16",
-                     "GSPO has no KL term to hold π_θ back")
+why_eps = viz.Reason("Give GSPO GRPO's ε = 0.2 on completions of 100 tokens. Why would its clip then seldom act?",
+                     "the sequence ratio is the geometric mean of 100 token ratios: one token at 1.5 moves it only to "
+                     "1.5^(1/100), far inside [0.8, 1.2]", "the sequence ratio is always exactly 1",
+                     "the clip ignores completions longer than ε⁻¹ tokens", "GSPO has no KL term to hold π_θ back")
 why_eps.answer = None
 for question in (p_divisor, p_off, p_steps, why_eps):
     question.ask()
     print()""",
     """one = viz.algo_league.loss_weights([[8, 2, 5, 1], [3, 3, 7, 4]], num_minibatches=1, max_new_tokens=8)
 p_divisor.check(1 / one["dapo"][0][0], why=f"x = the update's {one['tokens']} real tokens / M: one step holds them all")
-far = viz.kl_gradients(ref_distance=1.0, old_distance=1.6)
-error = far["error_reverse"]["k3·π_θ/π_old in the loss"]
-p_off.check("yes" if error < 1e-6 * far["norm_reverse"] else "no",
-            why=f"error {error:.1e} against ‖∇KL rev‖ {far['norm_reverse']:.3f}: its expectation is the KL at any π_old")
+far = viz.kl_gradients(ref_distance=2.0, old_distance=0.0)
+error = far["error_forward"]["k3 in the loss"]
+p_off.check("yes" if error < 1e-6 * far["norm_forward"] else "no",
+            why=f"error {error:.1e} against ‖∇KL fwd‖ {far['norm_forward']:.3f}: E_π_θ[(1 − π_ref/π_θ)∇log π_θ] "
+                "is the forward KL's gradient whatever π_ref is")
 ladder_row = viz.trl_schedule(num_iterations=3, steps_per_generation=2)["ladder"]
 p_steps.check(ladder_row["optimizer_steps_per_update"], why=f"{ladder_row['flags']}: μ × M optimiser steps")
-why_eps.check("a", why="section 3's toggle shows the two levels on the same π_θ")
+s_one_token = torch.exp(torch.tensor(1.5).log() / 100).item()
+why_eps.check("a", why=f"one token at 1.5 among 100: s_i = {s_one_token:.4f}; hence GSPO's ε of 3e-4")
 viz.tally(p_divisor, p_off, p_steps, why_eps)""",
 ]
