@@ -92,8 +92,9 @@ On-policy — $\pi_{\text{old}} = \pi_\theta$, as holds until the first optimise
 compare with the two exact gradients
 $\nabla\mathrm{KL}(\pi_\theta\|\pi_{\text{ref}}) = \mathbb{E}_{\pi_\theta}\big[\log\tfrac{\pi_\theta}{\pi_{\text{ref}}}\nabla\log\pi_\theta\big]$ (reverse) and
 $\nabla\mathrm{KL}(\pi_{\text{ref}}\|\pi_\theta) = -\mathbb{E}_{\pi_{\text{ref}}}[\nabla\log\pi_\theta] = \mathbb{E}_{\pi_\theta}\big[(1 - \tfrac{\pi_{\text{ref}}}{\pi_\theta})\nabla\log\pi_\theta\big]$ (forward).
-
-The answer after the widget says which gradient each of the five ways follows, and why.
+Take expectations of the five ways — $k_1$, $k_2$, $k_3$ or $\frac{\pi_\theta}{\pi_{\text{old}}}k_3$ in the loss (the last is
+ladder's `--kl-correction on`, TRL's `use_bias_correction_kl`), $k_1$ in the reward (RLOO, `--kl-in reward`) — and
+compare; the answer after the widget does it for each.
 
 The cell after the widget checks all of it with no sampling: a small categorical (it prints its size), every action
 enumerated with its weight $\pi_{\text{old}}(a)$, each term differentiated by autograd, against autograd on the exact
@@ -358,6 +359,7 @@ p_off.check("yes" if error < 1e-6 * far["norm_forward"] else "no",
 ladder_row = viz.trl_schedule(num_iterations=3, steps_per_generation=2)["ladder"]
 p_steps.check(ladder_row["optimizer_steps_per_update"], why=f"{ladder_row['flags']}: μ × M optimiser steps")
 s_one_token = torch.exp(torch.tensor(1.5).log() / 100).item()
-why_eps.check("a", why=f"one token at 1.5 among 100: s_i = {s_one_token:.4f}; hence GSPO's ε of 3e-4")
+why_eps.check("a", why=f"one token at 1.5 among 100: s_i = {s_one_token:.4f}; an ε that bites must be of "
+                                     "that order, hence GSPO's 3e-4 / 4e-4")
 viz.tally(p_divisor, p_off, p_steps, why_eps)""",
 ]

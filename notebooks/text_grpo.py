@@ -60,9 +60,9 @@ the printout shows both. How the prompts are grouped decides which comparisons t
 
 DeepSeekMath's GRPO puts the KL into the loss, not the reward. The paper's reason is the advantage: "instead of
 adding KL penalty in the reward, GRPO regularizes by directly adding the KL divergence between the trained policy and
-the reference policy to the loss, avoiding complicating the calculation of $\hat{A}_{i,t}$" — with the KL in the reward,
-each completion's $R_i$, and so its group-relative $\hat A_i$, would carry the penalty too. Both are options of the
-rung: `--kl-in loss` (GRPO) or `--kl-in reward` (RLOO: $\beta\sum_t \mathrm{KL}_t$ comes off each completion's reward $R_i$);
+the reference policy to the loss, avoiding complicating the calculation of $\hat{A}_{i,t}$" (the self-check asks
+what the KL in the reward would do to a group's $\hat A_i$). Both are options of the rung: `--kl-in loss` (GRPO) or
+`--kl-in reward` (RLOO: $\beta\sum_t \mathrm{KL}_t$ comes off each completion's reward $R_i$);
 notebook 6 §2 computes which estimator's gradient is the gradient of which KL. In the loss DeepSeekMath estimates the
 KL with plain $k_3$ (notebook 3). The grpo rung, like TRL 1.16's default form of the term (`use_bias_correction_kl`; TRL's default
 $\beta$ is 0, no KL term at all, so the form applies once $\beta > 0$), goes one step

@@ -45,9 +45,10 @@ computes anyway (`RecordLogp`). The weights are applied in `core.compute_loss`.
 
 <details><summary>Aside — in TRL</summary>
 
-TRL samples with vLLM when `use_vllm=True`; `vllm_importance_sampling_mode` picks one of the four modes below the
-same names, and its default is a sequence mode (`sequence_mask`), the exact weight of a whole completion being the
-product of its tokens'. The last aside of this section maps each TRL option to the rung's flag.
+TRL samples with vLLM when `use_vllm=True`. `vllm_importance_sampling_mode` picks one of the four modes of the
+table above, under the same names; its default is a sequence mode (`sequence_mask`), since the exact weight of a
+whole completion is the product of its tokens'. The last aside of this section maps each TRL option to the rung's
+flag.
 </details>
 
 ### Four policies on one batch
@@ -101,7 +102,7 @@ This batch's completions are short, so whether it shows that is for the run to s
 compare the largest sequence weight with the largest token weight (where a single uncertain token makes both, they
 are about equal): on this batch, then on a hotter sampler's (τ = 1.1), whose token weights nearly all lean the same
 way, so that their product grows sooner. The table then shows what each mode changes on this batch, at
-$C_{\max} = 3$ (TRL's default) and at a tight $C_{\max} = 1.01$; the line under it says the same in words:""",
+$C_{\max} = 3$ (TRL's default) and at a tight $C_{\max} = 1.01$; the two lines under it say the same in words:""",
     """print(sampler_notes.tail_note(four))
 display(Markdown(viz.sampler_lab.modes_markdown(four.main, c_maxes=(3.0, 1.01))))
 print(sampler_notes.modes_note(four.main))""",
