@@ -91,12 +91,13 @@ print("\\n".join(lines[:next(i for i in range(30, len(lines)) if lines[i].starts
 p_tokens.answer = None
 p_last = viz.Predict("At which position t (from 0) will `core.last_step_mask` mark that third row's last real action?")
 p_last.answer = None
-why_ratio = viz.Reason("An update cuts its batch into M = 4 minibatches. Why does the second minibatch of the first "
-                       "pass already see ratios r = π_θ/π_old ≠ 1?",
-                       "π_old is re-recorded before each minibatch",
-                       "the first minibatch's optimiser step moved π_θ, while π_old is still the policy that sampled "
-                       "the batch", "the second minibatch's samples were drawn by another policy",
-                       "the clip changes the ratios of the minibatches after the first")
+why_ratio = viz.Reason("An update cuts its batch into M = 4 minibatches. No optimiser step has used the second "
+                       "minibatch's samples yet. What are their ratios r = π_θ/π_old when its turn comes, and why?",
+                       "all 1: no step has used these samples yet",
+                       "not all 1: the first minibatch's step changed π_θ's weights, so its probabilities at every "
+                       "state, these samples' too, while π_old is still the policy that sampled them",
+                       "not all 1: the second minibatch's samples were drawn by another policy",
+                       "all 1: the clip holds every ratio at 1 until the second pass")
 why_ratio.answer = None
 for question in (p_tokens, p_last, why_ratio):
     question.ask()
