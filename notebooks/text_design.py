@@ -91,10 +91,9 @@ $$\nabla k_1 = \nabla\log\pi_\theta, \qquad \nabla k_2 = -\ell\,\nabla\log\pi_\t
 On-policy — $\pi_{\text{old}} = \pi_\theta$, as holds until the first optimiser step of an update — take expectations and
 compare with the two exact gradients
 $\nabla\mathrm{KL}(\pi_\theta\|\pi_{\text{ref}}) = \mathbb{E}_{\pi_\theta}\big[\log\tfrac{\pi_\theta}{\pi_{\text{ref}}}\nabla\log\pi_\theta\big]$ (reverse) and
-$\nabla\mathrm{KL}(\pi_{\text{ref}}\|\pi_\theta) = -\mathbb{E}_{\pi_{\text{ref}}}[\nabla\log\pi_\theta] = \mathbb{E}_{\pi_\theta}\big[(1 - \tfrac{\pi_{\text{ref}}}{\pi_\theta})\nabla\log\pi_\theta\big]$ (forward).
-Take expectations of the five ways — $k_1$, $k_2$, $k_3$ or $\frac{\pi_\theta}{\pi_{\text{old}}}k_3$ in the loss (the last is
-ladder's `--kl-correction on`, TRL's `use_bias_correction_kl`), $k_1$ in the reward (RLOO, `--kl-in reward`) — and
-compare; the answer after the widget does it for each.
+$\nabla\mathrm{KL}(\pi_{\text{ref}}\|\pi_\theta) = -\mathbb{E}_{\pi_{\text{ref}}}[\nabla\log\pi_\theta] = \mathbb{E}_{\pi_\theta}\big[(1 - \tfrac{\pi_{\text{ref}}}{\pi_\theta})\nabla\log\pi_\theta\big]$ (forward). The five ways are $k_1$, $k_2$, $k_3$ or $\frac{\pi_\theta}{\pi_{\text{old}}}k_3$ in the loss (the last is ladder's
+`--kl-correction on`, TRL's `use_bias_correction_kl`) and $k_1$ in the reward (RLOO, `--kl-in reward`); the answer after
+the widget works out each.
 
 The cell after the widget checks all of it with no sampling: a small categorical (it prints its size), every action
 enumerated with its weight $\pi_{\text{old}}(a)$, each term differentiated by autograd, against autograd on the exact
@@ -115,6 +114,8 @@ for old, g in grads.items():
     for way in viz.exact_kl_gradients.KL_WAYS:
         print(f"   {way:26s} error vs reverse {g['error_reverse'][way]:.1e}   vs forward {g['error_forward'][way]:.1e}")""",
     r"""md:<details><summary>Answer</summary>
+
+Taking expectations:
 
 * $k_1$ in the loss: $\mathbb{E}[\nabla\log\pi_\theta] = 0$ — zero *expected* gradient, whatever $\pi_{\text{ref}}$ is (one batch's gradient is noise, not 0);
 * $k_2$ in the loss: exactly the reverse KL's gradient;
@@ -359,7 +360,7 @@ p_off.check("yes" if error < 1e-6 * far["norm_forward"] else "no",
 ladder_row = viz.trl_schedule(num_iterations=3, steps_per_generation=2)["ladder"]
 p_steps.check(ladder_row["optimizer_steps_per_update"], why=f"{ladder_row['flags']}: μ × M optimiser steps")
 s_one_token = torch.exp(torch.tensor(1.5).log() / 100).item()
-why_eps.check("a", why=f"one token at 1.5 among 100: s_i = {s_one_token:.4f}; an ε that bites must be of "
-                                     "that order, hence GSPO's 3e-4 / 4e-4")
+why_eps.check("a", why=f"one token at 1.5 among 100: s_i = {s_one_token:.4f}; an ε that bites must be "
+                                     "smaller than such moves, hence GSPO's 3e-4 / 4e-4")
 viz.tally(p_divisor, p_off, p_steps, why_eps)""",
 ]

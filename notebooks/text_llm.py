@@ -200,15 +200,14 @@ for beta, run in ends.items():
           f"score − β·KL {run['reward_end']:+.2f}")
 print(f"KL at β = 0 / KL at β = 0.2: {ends[0.0]['kl_end'] / ends[0.2]['kl_end']:.1f}")
 print("the runs by their KL, smallest first: " + ", ".join(f"β = {b}" for b in sorted(ends, key=lambda b: ends[b]["kl_end"])))
-view.controls["beta"].value = 0.0     # with a live kernel the widget above redraws, the β = 0 run's completions
-# under its plot (a static copy of the notebook keeps the first drawing); the list below is the same completions
+view.controls["beta"].value = 0.0     # with a live kernel the widget above redraws with the β = 0
+# run's completions under its plot (a static copy keeps its first drawing); the list below prints the same completions
 [(s["after"], s["after_score"]) for s in view.data["samples"]]""",
     r"""md:<details><summary>Answer</summary>
 
 With $\beta = 0$ nothing holds the walk back: read its completions (the list above) for text drifting from a review
-towards what VADER likes. Its KL ends larger than $\beta = 0.2$'s, by the ratio printed above: no
-price on the distance, so nothing stops the walk. A higher price should keep the policy closer to $\pi_{\text{ref}}$; the line that
-orders the runs by their KL shows whether it did, in these 30 updates. In between, the score can rise while the KL
+towards what VADER likes. Its KL ends larger than $\beta = 0.2$'s, by the factor printed above. A higher price
+should keep the policy closer to $\pi_{\text{ref}}$; the line that orders the runs by their KL shows whether it did, in these 30 updates. In between, the score can rise while the KL
 stays modest — the trade-off PPO-RLHF is tuned for.
 The adaptive controller (the default, `--kl-target`) picks $\beta$ for you by steering the KL towards a target instead.
 </details>""",

@@ -23,8 +23,8 @@ With $a \sim \pi_\theta$ and $\ell = \log \pi_{\text{ref}}(a) - \log \pi_\theta(
 
 $$k_1 = -\ell, \qquad k_2 = \tfrac12 \ell^2, \qquad k_3 = (e^{\ell} - 1) - \ell$$
 
-Each is one sample's guess at $\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$, and they differ in bias and spread
-(the widget below measures both). All three are `core.kl_estimate`. The widget computes their bias and spread against the exact
+Each is one sample's guess at $\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$; they differ in bias and in spread. All three
+are `core.kl_estimate`. The widget computes their bias and spread against the exact
 $\mathrm{KL}(p\,\|\,q) = \sum_a p(a)\log\frac{p(a)}{q(a)}$ on a small categorical ($p = \pi_\theta$, $q = \pi_{\text{ref}}$).""",
     SETUP,
     r"""md:**Predict first.** The widget starts with $q$ at distance 1 from $p$. Slide *how far q is from p* to 2.5:
@@ -103,7 +103,8 @@ further from 1. The corrected estimate tracks the exact KL; the plain average dr
 Each line is read **after** its run's passes, i.e. after its $\mu$ optimiser steps: during the single pass of
 $\mu = 1$ every ratio was 1, but after its step they have spread (std above 0) — the ratios the next pass would see.
 Already at $\mu = 1$ the plain average is off the exact KL by more than the corrected one (its one step moved
-$\pi_\theta$; the last line above prints both gaps), and as $\mu$ grows it drifts further while the corrected one tracks it. Try a larger learning rate, or a smaller $\varepsilon$.
+$\pi_\theta$; the last line above prints both gaps), and as $\mu$ grows it drifts further while the corrected one
+tracks it. Try a larger learning rate, or a smaller $\varepsilon$.
 **Exercises:** `ex07_kl_estimators.py` and `ex08_kl_corrected.py`; with `--use-exercises` your corrected
 `kl_estimate` runs in place of the core's.""",
     SELF_CHECK,
@@ -123,7 +124,7 @@ for question in (p_k3, p_lr, why_plain):
     print()""",
     """ell = torch.linspace(-10, 10, 2001, dtype=torch.float64)          # ℓ = log π_ref − log π_θ on a grid
 k3 = core.kl_estimate(torch.zeros_like(ell), ell, "k3")
-k3_at_3 = core.kl_estimate(torch.zeros(1, dtype=torch.float64), torch.tensor([3.0]).log().double(), "k3").item()
+k3_at_3 = core.kl_estimate(torch.zeros(1, dtype=torch.float64), torch.tensor([3.0], dtype=torch.float64).log(), "k3").item()
 p_k3.check(k3_at_3, why=f"3 − 1 − log 3: positive where k1 is negative; the smallest k3 for ℓ in [−10, 10] is "
                         f"{k3.min():.1e}, since e^ℓ ≥ 1 + ℓ for every ℓ")
 slow = viz.mu_passes(8, lr=4e-4)
