@@ -55,8 +55,8 @@ already sees $r \neq 1$; here $M = 1$, so each pass is one optimiser step.
 Two things go wrong if we ignore that:
 
 * the ratios spread and the clip switches off more and more of the gradient;
-* a KL term estimated as the plain average of $k_3$ over the batch assumes $a \sim \pi_\theta$ — it now
-  estimates the wrong thing. Importance sampling fixes it:
+* a KL term estimated as the plain average of $k_3$ over the batch no longer estimates
+  $\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$ (the self-check asks why). Importance sampling fixes it:
 
 $$\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}}) = \mathbb{E}_{a\sim\pi_{\text{old}}}\Big[\frac{\pi_\theta(a)}{\pi_{\text{old}}(a)}\,k_3(a)\Big]$$
 
