@@ -7,7 +7,10 @@ run the update — in the order the grpo rung runs them, with your exercises 10 
 ``group_advantages``), 14, 16 (inside the policy's log-probs) and 18 (with 17, and through it 5, 8,
 11, 12 and, with a sampler of its own, 21):
 
-    rollout, rounds, sampled = sample_groups(step)          P prompts × G completions, scored (helper)
+    laps     = Laps()                                        times the phases: laps.lap("sampling"), …
+    rollout, rounds, sampled = step.rollout(step)           P prompts × G completions, scored (by default the
+                                                             rung's sample_groups; another rung passes its own)
+    laps.lap("sampling")
     inputs   = lm_batch(rollout.prompt_ids, rollout.prompt_mask, rollout.completion, rollout.mask,
                         step.tokenizer.pad_token_id)         the Batch: prompt + completion, [B, T] actions
     β        = cfg.kl_coef
@@ -17,32 +20,30 @@ run the update — in the order the grpo rung runs them, with your exercises 10 
         old_logp = policy.old_logp_and_values(inputs)[0].float()
         r_i, _   = kl_in_reward(r_i, old_logp.cpu(), ref_logp.cpu(), rollout.mask.cpu(), β, cfg.kl_estimator)
     else: old_logp = None
-    Â_i      = group_advantages(procs.gather(r_i), cfg)[procs.rank * B:][:B]     (ex10 / ex13 inside)
+    Â_i      = step.advantages(procs.gather(r_i), cfg)[procs.rank * B:][:B]    (by default group_advantages:
+                                                                               ex10 / ex13 inside)
     m        = rollout.mask, times ~rollout.truncated per row if cfg.mask_truncated
     batch    = replace(inputs, mask=m.float(), advantages=Â_i[:, None] · m, old_logp=old_logp, ref_logp=ref_logp,
                        sampling_logp=rollout.sampling_logp)   π_sampler's log-probs (None: π_old sampled)
     N        = loss_normaliser(cfg.loss_type, B, cfg.max_new_tokens, active), with active = the real tokens
                of the batch over all processes / the number of processes:
                procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
+    laps.lap("reference")
     passes   = update(step.trainer, batch, step.optimizer, step.update_cfg, num_tokens=N)    (ex18)
-    record   = batch_statistics(rollout, r_i, procs, cfg.group_size), then
-               record.update(procs.mean(passes[-1]), num_passes=len(passes), **{"sampling/rounds": rounds,
-                             "sampling/completions": procs.gather(torch.tensor([float(sampled)])).sum().item()
-                             as an int, "time/sampling_s": …, "time/reference_s": …, "time/update_s": …})
-               (the three times are seconds from time.perf_counter(); the grader ignores them)
-               s = procs.mean({"skipped_steps": Σ over the passes of p["skipped_steps"]})["skipped_steps"]
-               record["skipped_steps"] = step.skipped_steps([{"skipped_steps": s}],
-                                                            step.update_cfg.num_minibatches · len(passes))
+    laps.lap("update")
+    record   = step_record(step, rollout, r_i, passes, rounds, sampled, laps)     the bookkeeping (a helper):
+               the batch's statistics, the passes' over all processes, the times (the grader ignores them)
     return record, rollout, Â_i                              the rung logs Â_i beside each completion
                                                              (OUT/completions.jsonl, grpo.completion_rows)
 
-    step    a ladder.rungs.grpo.Step: cfg, policy, trainer, tokenizer, optimizer, update_cfg, stream,
-            system_prompt, reward_funcs, reward_weights, procs, skipped_steps
+    step    a ladder.rungs.grpo.Step (made by grpo.build): cfg, policy, trainer, tokenizer, optimizer,
+            update_cfg, stream, system_prompt, reward_funcs, reward_weights, procs, skipped_steps, rollout,
+            advantages
     result  (record: dict, rollout, Â_i: [B] this process's advantages); the batch it builds has [B, T] tensors
 
-The helpers come from the rung: ``from ladder.rungs.grpo import sample_groups, group_advantages,
-batch_statistics``, ``from ladder.rungs.grpo_options import loss_normaliser``, ``from
-ladder.policies.causal_lm import lm_batch``, ``from ladder.core import kl_in_reward`` (or your ex14).
+The helpers come from the rung: ``from ladder.rungs.grpo_record import Laps, step_record``, ``from
+ladder.rungs.grpo_options import loss_normaliser``, ``from ladder.policies.causal_lm import lm_batch``,
+``from ladder.core import kl_in_reward`` (or your ex14).
 Worked example (it loads the tiny preset's model, which ships with the package). The harness
 ``run_grpo_step`` runs your ``grpo_step`` once and returns the record (without its timings), the policy
 after the step, and the advantages your step returned:
@@ -59,7 +60,6 @@ yours and with the rung's, from the same seed: the same record, advantages and p
 
 from __future__ import annotations
 
-import time  # noqa: F401 - you will need it
 from dataclasses import replace  # noqa: F401 - you will need it
 
 import torch  # noqa: F401 - you will need it

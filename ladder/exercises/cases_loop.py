@@ -325,7 +325,6 @@ def _grpo_case(label: str, **overrides) -> Case:
 def run_grpo_step(grpo_step, **overrides) -> tuple[dict, torch.nn.Module, torch.Tensor]:
     """One ``grpo_step`` on the tiny preset (2 prompts × 4 completions) from seed 0: (record without its
     timings, the policy after, the advantages it returned)."""
-    from ladder import rewards
     from ladder.distributed import Processes
     from ladder.rungs import grpo
     from ladder.runlog import seed_everything, without_timings
@@ -339,9 +338,8 @@ def run_grpo_step(grpo_step, **overrides) -> tuple[dict, torch.nn.Module, torch.
     system_prompt, problems, _, model_path, tokenizer = grpo.load_task(cfg)
     policy, optimizer = grpo.load_policy(cfg, model_path, device)
     procs = Processes(device)
-    step = grpo.Step(cfg, policy, procs.wrap(policy), tokenizer, optimizer, grpo.update_config(cfg),
-                     grpo.ProblemStream(problems, cfg.seed), system_prompt, rewards.load_all(cfg.reward_funcs),
-                     grpo.reward_weights(cfg), procs)
+    step = grpo.build(cfg, policy=policy, optimizer=optimizer, tokenizer=tokenizer,
+                      stream=grpo.ProblemStream(problems, cfg.seed), system_prompt=system_prompt, procs=procs)
     seed_everything(cfg.seed)
     out = grpo_step(step)
     if not (isinstance(out, tuple) and len(out) == 3):

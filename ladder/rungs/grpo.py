@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import random
 import sys
-import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 
@@ -42,6 +41,7 @@ from ladder.rungs.grpo_options import (
     update_config,
     validate,
 )
+from ladder.rungs.grpo_record import CutOffWatch, Laps, batch_statistics, completion_rows, step_record
 from ladder.rungs.grpo_rollout import Rollout, dynamic_sample, sample
 from ladder.rungs.lm_options import gradient_checkpointing, uses_lora
 from ladder.runlog import UsageError, seed_everything
@@ -50,7 +50,8 @@ from ladder.tasks import math_eval, math_problems
 
 # The rung's options live in grpo_options; they are read from here too (grpo.Config, grpo.PRESETS, …).
 __all__ = ["ALGOS", "LOSS_TYPES", "PRESETS", "Config", "validate", "update_config", "reward_weights", "train",
-           "grpo_step", "completion_rows", "NAME"]
+           "grpo_step", "build", "Step", "set_learning_rate", "completion_rows", "batch_statistics",
+           "CutOffWatch", "NAME"]
 NAME = "grpo"
 CURVES = [Panel("reward", "mean over the update's completions", {"reward": ""}),
           Panel("greedy accuracy (held-out)", "share correct", {"eval_accuracy": ""}),  # step 0: before training
@@ -88,101 +89,6 @@ class ProblemStream:
         self.order = list(state["order"])
 
 
-@dataclass
-class Step:
-    """What one GRPO step works with (built once by ``train``)."""
-
-    cfg: Config
-    policy: CausalLMPolicy     # π_θ (π_old while sampling; π_ref with its adapter off or its own weights)
-    trainer: object            # the policy, or its data-parallel wrapper (its backward averages gradients)
-    tokenizer: object
-    optimizer: torch.optim.Optimizer
-    update_cfg: core.UpdateConfig
-    stream: ProblemStream
-    system_prompt: str
-    reward_funcs: dict[str, Callable]
-    reward_weights: dict[str, float]
-    procs: Processes
-    skipped_steps: Callable[[list[dict], int], float] = lambda passes, steps_per_pass: float(
-        sum(p["skipped_steps"] for p in passes))
-
-
-class CutOffWatch:
-    """Warns once, in one line, when most completions are cut off at ``--max-new-tokens`` for several
-    updates in a row: a cut-off completion has no final answer, scores 0, and its group carries little
-    signal. Reads ``completions/clipped_ratio`` from each update's record."""
-
-    def __init__(self, max_new_tokens: int, warn: Callable[[str], None], share: float = 0.5, updates: int = 3):
-        self.max_new_tokens, self.warn, self.share, self.updates = max_new_tokens, warn, share, updates
-        self.recent: list[float] = []
-        self.warned = False
-
-    def __call__(self, record: dict) -> None:
-        clipped = record["completions/clipped_ratio"]
-        self.recent = [*self.recent, clipped][-self.updates:] if clipped > self.share else []
-        if len(self.recent) == self.updates and not self.warned:
-            self.warned = True
-            self.warn(f"warning: {np.mean(self.recent):.0%} of completions were cut off at --max-new-tokens "
-                      f"{self.max_new_tokens} over the last {self.updates} updates (no final answer, reward 0); "
-                      f"raise --max-new-tokens or use --mask-truncated")
-
-
-@swappable
-def grpo_step(step: Step) -> tuple[dict, Rollout, torch.Tensor]:
-    """One GRPO update: sample G completions per prompt → rule rewards → group-relative advantages →
-    ``core.update``. Returns the record, this process's rollout and its advantages ``[B]`` (what
-    ``completion_rows`` logs).
-
-        r_i   = Σ_f w_f · f(completion_i)          (− β · Σ_t KL_t with --kl-in reward)
-        Â_i   = (r_i − mean_group) / std_group     every token of completion i gets Â_i
-    """
-    cfg, procs, policy = step.cfg, step.procs, step.policy
-    started = time.perf_counter()
-    rollout, rounds, generated = sample_groups(step)
-    sampled = time.perf_counter()
-    inputs = lm_batch(rollout.prompt_ids, rollout.prompt_mask, rollout.completion, rollout.mask,
-                      step.tokenizer.pad_token_id)
-    ref_logp = policy.ref_logp(inputs) if cfg.kl_coef > 0 else None
-    old_logp, rewards = None, rollout.rewards                                   # this process's [n], CPU
-    if cfg.kl_in == "reward" and cfg.kl_coef > 0:
-        old_logp = policy.old_logp_and_values(inputs)[0].float()                # π_old, used by the update too
-        rewards, _ = core.kl_in_reward(rewards, old_logp.cpu(), ref_logp.cpu(), rollout.mask.cpu(), cfg.kl_coef,
-                                       cfg.kl_estimator)
-    advantages = group_advantages(procs.gather(rewards), cfg)[procs.rank * len(rollout):][:len(rollout)]
-    loss_mask = rollout.mask * (~rollout.truncated).to(rollout.mask.device)[:, None] if cfg.mask_truncated \
-        else rollout.mask
-    batch = replace(inputs, mask=loss_mask.float(), advantages=advantages.to(loss_mask.device)[:, None] * loss_mask,
-                    old_logp=old_logp, ref_logp=ref_logp, sampling_logp=rollout.sampling_logp)
-    # The loss's constant normaliser: the active tokens of the whole batch, shared out over the processes
-    # (dapo, cispo), or this process's rows × --max-new-tokens (dr_grpo).
-    active_tokens = procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
-    num_tokens = loss_normaliser(cfg.loss_type, len(batch), cfg.max_new_tokens, active_tokens)
-    referenced = time.perf_counter()
-    passes = core.update(step.trainer, batch, step.optimizer, step.update_cfg, num_tokens=num_tokens)
-    record = batch_statistics(rollout, rewards, procs, cfg.group_size)
-    record.update(procs.mean(passes[-1]), num_passes=len(passes), **{
-        "time/sampling_s": sampled - started, "time/reference_s": referenced - sampled,
-        "time/update_s": time.perf_counter() - referenced, "sampling/rounds": rounds,
-        "sampling/completions": int(procs.gather(torch.tensor([float(generated)])).sum().item())})
-    skipped = procs.mean({"skipped_steps": sum(p["skipped_steps"] for p in passes)})["skipped_steps"]
-    record["skipped_steps"] = step.skipped_steps([{"skipped_steps": skipped}],
-                                                 step.update_cfg.num_minibatches * len(passes))
-    return record, rollout, advantages
-
-
-def completion_rows(rollout: Rollout, advantages: torch.Tensor, procs: Processes, G: int) -> list[dict]:
-    """The update's completions, all processes' in order, one dict each — what TRL's ``log_completions``
-    shows: the question, the completion, its reward and each reward function's score, its advantage Â_i,
-    its length in tokens and whether it was cut off at ``--max-new-tokens``; ``group`` numbers the prompt."""
-    lengths = rollout.mask.sum(1).tolist()
-    mine = [{"question": rollout.questions[i], "completion": rollout.texts[i], "reward": rollout.rewards[i].item(),
-             "rewards": {name: r[i].item() for name, r in rollout.per_function.items()},
-             "advantage": advantages[i].item(), "length": int(lengths[i]), "truncated": bool(rollout.truncated[i])}
-            for i in range(len(rollout))]
-    rows = [row for share in procs.gather_object(mine) for row in share]
-    return [{"group": i // G, **row} for i, row in enumerate(rows)]
-
-
 def sample_groups(step: Step) -> tuple[Rollout, int, int]:
     """This process's share of the next ``--prompts-per-step`` problems, G scored completions each; with
     ``--dynamic-sampling``, further rounds until enough groups have a reward spread.
@@ -215,22 +121,91 @@ def group_advantages(rewards: torch.Tensor, cfg: Config) -> torch.Tensor:
     return core.group_relative(rewards, cfg.group_size, cfg.scale_rewards)
 
 
-def batch_statistics(rollout: Rollout, shaped: torch.Tensor, procs: Processes, G: int) -> dict:
-    """Rewards (each function's too), completion lengths and the cut-off share, over the whole batch."""
-    all_rewards = procs.gather(rollout.rewards)
-    lengths = procs.gather(rollout.mask.sum(1).cpu())
-    record = {"reward": all_rewards.mean().item(), "reward_std": all_rewards.std().item(),
-              "frac_reward_zero_std": (all_rewards.view(-1, G).std(1) == 0).float().mean().item(),
-              "completions/mean_length": lengths.float().mean().item(),
-              "completions/min_length": lengths.min().item(), "completions/max_length": lengths.max().item(),
-              "completions/clipped_ratio": procs.gather(rollout.truncated.float().cpu()).mean().item(),
-              "tokens": int(lengths.sum().item())}
-    if shaped is not rollout.rewards:
-        record["reward_shaped"] = procs.gather(shaped).mean().item()
-    for name, r in rollout.per_function.items():
-        r = procs.gather(r)
-        record[f"rewards/{name}/mean"], record[f"rewards/{name}/std"] = r.mean().item(), r.std().item()
-    return record
+def summed_skipped_steps(passes: list[dict], steps_per_pass: int) -> float:
+    """The optimiser steps the passes skipped (a non-finite gradient), summed: a Step's default count."""
+    return float(sum(p["skipped_steps"] for p in passes))
+
+
+@dataclass
+class Step:
+    """What one GRPO step works with; made by ``build``, by keyword. ``rollout`` and ``advantages`` are
+    the step's algorithm: a new rung's rollout goes here, not into a copy of ``grpo_step``."""
+
+    cfg: Config
+    policy: CausalLMPolicy     # π_θ (π_old while sampling; π_ref with its adapter off or its own weights)
+    trainer: object            # the policy, or its data-parallel wrapper (its backward averages gradients)
+    tokenizer: object
+    optimizer: torch.optim.Optimizer
+    update_cfg: core.UpdateConfig
+    stream: ProblemStream
+    system_prompt: str
+    reward_funcs: dict[str, Callable]
+    reward_weights: dict[str, float]
+    procs: Processes
+    skipped_steps: Callable[[list[dict], int], float] = summed_skipped_steps
+    rollout: Callable[[Step], tuple[Rollout, int, int]] = sample_groups          # (rollout, rounds, sampled here)
+    advantages: Callable[[torch.Tensor, Config], torch.Tensor] = group_advantages  # rewards [P·G] → Â [P·G]
+
+
+def build(cfg: Config, *, policy: CausalLMPolicy, optimizer: torch.optim.Optimizer, tokenizer, stream,
+          system_prompt: str, procs: Processes, trainer=None, update_cfg: core.UpdateConfig | None = None,
+          reward_funcs: dict[str, Callable] | None = None, skipped_steps: Callable = summed_skipped_steps,
+          rollout: Callable = sample_groups, advantages: Callable = group_advantages) -> Step:
+    """The Step that ``train``, exercise 20's harness and the notebooks' labs run ``grpo_step`` on. What
+    is left out is the rung's own: the trainer ``procs.wrap(policy)`` (the policy itself in one process),
+    ``update_config(cfg)``, the ``--reward-funcs`` loaded and weighed by ``reward_weights(cfg)``."""
+    return Step(cfg=cfg, policy=policy, trainer=procs.wrap(policy) if trainer is None else trainer,
+                tokenizer=tokenizer, optimizer=optimizer,
+                update_cfg=update_config(cfg) if update_cfg is None else update_cfg, stream=stream,
+                system_prompt=system_prompt,
+                reward_funcs=rewards.load_all(cfg.reward_funcs) if reward_funcs is None else reward_funcs,
+                reward_weights=reward_weights(cfg), procs=procs, skipped_steps=skipped_steps, rollout=rollout,
+                advantages=advantages)
+
+
+def set_learning_rate(optimizer: torch.optim.Optimizer, cfg: Config, update: int) -> None:
+    """The learning rate of update k = 0, 1, …, a linear warm-up over ``--warmup-steps`` updates:
+
+        lr_k = lr · min(1, (k + 1) / warmup_steps)        (lr throughout when warmup_steps = 0)
+
+    From the update's index alone: ``--resume`` needs no scheduler state."""
+    for group in optimizer.param_groups:
+        group["lr"] = cfg.lr * min(1.0, (update + 1) / cfg.warmup_steps) if cfg.warmup_steps else cfg.lr
+
+
+@swappable
+def grpo_step(step: Step) -> tuple[dict, Rollout, torch.Tensor]:
+    """One GRPO update: sample G completions per prompt (``step.rollout``) → rule rewards → group-relative
+    advantages (``step.advantages``) → ``core.update``; the record is ``step_record``'s. Returns the
+    record, this process's rollout and its advantages ``[B]`` (what ``completion_rows`` logs).
+
+        r_i   = Σ_f w_f · f(completion_i)          (− β · Σ_t KL_t with --kl-in reward)
+        Â_i   = (r_i − mean_group) / std_group     every token of completion i gets Â_i
+    """
+    cfg, procs, policy, laps = step.cfg, step.procs, step.policy, Laps()
+    rollout, rounds, generated = step.rollout(step)                             # sample, scored: r_i
+    laps.lap("sampling")
+    inputs = lm_batch(rollout.prompt_ids, rollout.prompt_mask, rollout.completion, rollout.mask,
+                      step.tokenizer.pad_token_id)
+    ref_logp = policy.ref_logp(inputs) if cfg.kl_coef > 0 else None
+    old_logp, rewards = None, rollout.rewards                                   # this process's [n], CPU
+    if cfg.kl_in == "reward" and cfg.kl_coef > 0:
+        old_logp = policy.old_logp_and_values(inputs)[0].float()                # π_old, used by the update too
+        rewards, _ = core.kl_in_reward(rewards, old_logp.cpu(), ref_logp.cpu(), rollout.mask.cpu(), cfg.kl_coef,
+                                       cfg.kl_estimator)
+    advantages = step.advantages(procs.gather(rewards), cfg)[procs.rank * len(rollout):][:len(rollout)]
+    loss_mask = rollout.mask * (~rollout.truncated).to(rollout.mask.device)[:, None] if cfg.mask_truncated \
+        else rollout.mask
+    batch = replace(inputs, mask=loss_mask.float(), advantages=advantages.to(loss_mask.device)[:, None] * loss_mask,
+                    old_logp=old_logp, ref_logp=ref_logp, sampling_logp=rollout.sampling_logp)
+    # The loss's constant normaliser: the active tokens of the whole batch, shared out over the processes
+    # (dapo, cispo), or this process's rows × --max-new-tokens (dr_grpo).
+    active_tokens = procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
+    num_tokens = loss_normaliser(cfg.loss_type, len(batch), cfg.max_new_tokens, active_tokens)
+    laps.lap("reference")
+    passes = core.update(step.trainer, batch, step.optimizer, step.update_cfg, num_tokens=num_tokens)
+    laps.lap("update")
+    return step_record(step, rollout, rewards, passes, rounds, generated, laps), rollout, advantages
 
 
 def load_policy(cfg: Config, model_path: str, device: torch.device) -> tuple[CausalLMPolicy, torch.optim.Optimizer]:
@@ -309,17 +284,16 @@ def train(cfg: Config) -> dict:
     with RunSession(cfg, NAME, asdict(cfg), total=cfg.steps, procs=procs) as run:
         policy, optimizer = load_policy(cfg, model_path, device)
         run.seed_each_process()  # the weights above are the same everywhere; the samples from here on are not
-        step = Step(cfg, policy, procs.wrap(policy), tokenizer, optimizer, update_config(cfg),
-                    ProblemStream(problems, cfg.seed, source), system_prompt, reward_funcs,
-                    reward_weights(cfg), procs, run.skipped_steps)
+        step = build(cfg, policy=policy, optimizer=optimizer, tokenizer=tokenizer,
+                     stream=ProblemStream(problems, cfg.seed, source), system_prompt=system_prompt, procs=procs,
+                     reward_funcs=reward_funcs, skipped_steps=run.skipped_steps)
         parts = {"policy": policy, "optimizer": optimizer, "problems": step.stream,
                  **({"reference": ReferenceWeights(policy)} if cfg.ref_sync_every else {})}
         progress = run.resume(**parts, progress=None).get("progress") or {
             "tokens": 0, "completions": 0, "evals": [(0, held_out_accuracy(step, held_out))], "first_rewards": []}
         done, cut_off = False, CutOffWatch(cfg.max_new_tokens, lambda line: run.write(line, stderr=True))
         while not done:
-            for group in optimizer.param_groups:  # from the step count alone: --resume needs no scheduler state
-                group["lr"] = cfg.lr * min(1.0, (run.step + 1) / cfg.warmup_steps) if cfg.warmup_steps else cfg.lr
+            set_learning_rate(optimizer, cfg, run.step)
             record, rollout, advantages = grpo_step(step)
             cut_off(record)
             progress["tokens"] += record["tokens"]

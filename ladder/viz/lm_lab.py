@@ -50,7 +50,7 @@ from ladder import core
 from ladder.distributed import Processes
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch, position_ids_for
-from ladder.rewards import load_all, score
+from ladder.rewards import score
 from ladder.rungs import grpo, ppo_sentiment
 from ladder.runlog import rng_state, set_rng_state
 from ladder.tasks import arithmetic
@@ -209,14 +209,13 @@ def _fixed_grpo_batch(seed: int, warmup_updates: int, prompts: int, group_size: 
                                  lora_alpha=cfg.lora_alpha)
     policy = CausalLMPolicy(model, temperature=cfg.temperature, chunk_size=cfg.chunk_size)
     optimizer = quant.make_optimizer(policy.parameters(), cfg.lr, "adamw", device)
-    weights = grpo.reward_weights(cfg)
     system_prompt = arithmetic.TINY_SYSTEM_PROMPT
     problems, _ = arithmetic.train_eval_split(None, cfg.eval_size)
-    step = grpo.Step(cfg, policy, policy, tokenizer, optimizer, grpo_update_config(cfg), _InOrder(problems),
-                     system_prompt, load_all(cfg.reward_funcs), weights, Processes(device))
+    step = grpo.build(cfg, policy=policy, optimizer=optimizer, tokenizer=tokenizer, stream=_InOrder(problems),
+                      system_prompt=system_prompt, procs=Processes(device), trainer=policy,
+                      update_cfg=grpo_update_config(cfg))
     for update in range(warmup_updates):  # the rung's own update, with its learning-rate warmup
-        for group in optimizer.param_groups:
-            group["lr"] = cfg.lr * min(1.0, (update + 1) / cfg.warmup_steps) if cfg.warmup_steps else cfg.lr
+        grpo.set_learning_rate(optimizer, cfg, update)
         grpo.grpo_step(step)
 
     # The fixed batch, sampled by π_old exactly as grpo_step samples one.
@@ -229,7 +228,7 @@ def _fixed_grpo_batch(seed: int, warmup_updates: int, prompts: int, group_size: 
                                        tokenizer.eos_token_id, do_sample=True, top_p=cfg.top_p)
     decoded = tokenizer.batch_decode(torch.where(mask.bool(), completion, tokenizer.pad_token_id),
                                      skip_special_tokens=True)
-    rewards, _ = score(decoded, [p["answer"] for p in picked for _ in range(group_size)], weights)
+    rewards, _ = score(decoded, [p["answer"] for p in picked for _ in range(group_size)], step.reward_weights)
     advantages = core.group_relative(rewards, group_size, cfg.scale_rewards)
     batch = lm_batch(prompt_ids, prompt_mask, completion, mask, tokenizer.pad_token_id,
                      advantages=advantages[:, None] * mask)

@@ -108,13 +108,12 @@ def _four_policies(seed, prompts, group_size, warmup_updates, steps, temperature
     funcs, weights = load_all(plain.reward_funcs), grpo.reward_weights(plain)
 
     def step_of(c: grpo.Config) -> grpo.Step:
-        return grpo.Step(c, policy, policy, tokenizer, optimizer, grpo.update_config(c), stream, system_prompt,
-                         funcs, weights, Processes(device))
+        return grpo.build(c, policy=policy, optimizer=optimizer, tokenizer=tokenizer, stream=stream,
+                          system_prompt=system_prompt, procs=Processes(device), trainer=policy, reward_funcs=funcs)
 
     warm = step_of(plain)
     for update in range(warmup_updates):  # the rung's own updates, with its learning-rate warm-up
-        for group in optimizer.param_groups:
-            group["lr"] = plain.lr * min(1.0, (update + 1) / plain.warmup_steps) if plain.warmup_steps else plain.lr
+        grpo.set_learning_rate(optimizer, plain, update)
         grpo.grpo_step(warm)
     old_state = {n: p.detach().clone() for n, p in policy.named_parameters() if p.requires_grad}
     state = stream.state_dict()

@@ -1,0 +1,105 @@
+"""The grpo rung's construction seam: ``grpo.build`` makes the Step by keyword for every caller, and the
+Step's ``rollout`` and ``advantages`` are the functions ``grpo_step`` runs."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from ladder.distributed import Processes
+from ladder.exercises import cases_loop
+from ladder.rungs import grpo
+from ladder.runlog import seed_everything, without_timings
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = {**grpo.PRESETS["tiny"], "prompts_per_step": 2, "steps": 2, "eval_every": 0, "eval_size": 8,
+        "print_samples": 0, "progress": False, "threads": 1}
+# The files that make a grpo Step: each through build, none by position.
+BUILDERS = ["ladder/rungs/grpo.py", "ladder/exercises/cases_loop.py", "ladder/viz/lm_lab.py",
+            "ladder/viz/sampler_lab.py"]
+
+
+def _metrics(out: Path) -> list[dict]:
+    return [without_timings(json.loads(line)) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def _assert_same_records(got: list[dict], want: list[dict]) -> None:
+    assert len(got) == len(want) > 0
+    for g, w in zip(got, want):
+        assert g.keys() == w.keys()
+        for key, value in w.items():
+            assert g[key] == (pytest.approx(value, rel=1e-9, abs=1e-12) if isinstance(value, float) else value), key
+
+
+def test_a_run_built_with_the_default_rollout_and_advantages_passed_explicitly_logs_the_same_metrics(
+        tmp_path, monkeypatch):
+    grpo.train(grpo.Config(**TINY, out=str(tmp_path / "default")))
+    real_build, built = grpo.build, []
+
+    def build_explicitly(cfg, **parts):
+        built.append(parts)
+        return real_build(cfg, **parts, rollout=grpo.sample_groups, advantages=grpo.group_advantages)
+
+    monkeypatch.setattr(grpo, "build", build_explicitly)
+    grpo.train(grpo.Config(**TINY, out=str(tmp_path / "explicit")))
+    assert len(built) == 1 and "rollout" not in built[0]            # train made its Step through build
+    _assert_same_records(_metrics(tmp_path / "explicit"), _metrics(tmp_path / "default"))
+
+
+def _tiny_step(**given) -> grpo.Step:
+    cfg = grpo.Config(**TINY)
+    seed_everything(cfg.seed)
+    system_prompt, problems, _, model_path, tokenizer = grpo.load_task(cfg)
+    policy, optimizer = grpo.load_policy(cfg, model_path, torch.device("cpu"))
+    return grpo.build(cfg, policy=policy, optimizer=optimizer, tokenizer=tokenizer,
+                      stream=grpo.ProblemStream(problems, cfg.seed), system_prompt=system_prompt,
+                      procs=Processes(torch.device("cpu")), **given)
+
+
+def test_grpo_step_samples_with_the_rollout_and_scores_with_the_advantages_build_was_given():
+    calls = []
+
+    def rollout(step):
+        calls.append(("rollout", step))
+        return grpo.sample_groups(step)
+
+    def advantages(rewards, cfg):
+        calls.append(("advantages", rewards))
+        return torch.full_like(rewards, 0.5)
+
+    step = _tiny_step(rollout=rollout, advantages=advantages)
+    record, sampled, returned = grpo.grpo_step(step)
+    assert [name for name, _ in calls] == ["rollout", "advantages"] and calls[0][1] is step
+    assert torch.equal(calls[1][1], sampled.rewards)                # the rewards the rollout scored
+    assert torch.equal(returned, torch.full((len(sampled),), 0.5))  # the injected Â_i, not the group's
+    assert record["sampling/completions"] == len(sampled) == TINY["prompts_per_step"] * TINY["group_size"]
+
+
+def test_build_fills_in_the_rungs_own_parts():
+    step = _tiny_step()
+    assert step.rollout is grpo.sample_groups and step.advantages is grpo.group_advantages
+    assert step.trainer is step.policy                              # one process: the policy itself
+    assert step.update_cfg == grpo.update_config(step.cfg)
+    assert step.reward_weights == grpo.reward_weights(step.cfg)
+    assert sorted(step.reward_funcs) == sorted(step.reward_weights)
+
+
+def test_exercise_20s_harness_makes_its_step_through_build(monkeypatch):
+    real_build, built = grpo.build, []
+    monkeypatch.setattr(grpo, "build", lambda cfg, **parts: built.append(cfg) or real_build(cfg, **parts))
+    cases_loop.run_grpo_step(grpo.grpo_step)
+    assert len(built) == 1
+
+
+@pytest.mark.parametrize("path", BUILDERS)
+def test_every_grpo_step_is_made_by_build_and_the_warm_up_is_written_once(path):
+    source = (ROOT / path).read_text(encoding="utf-8")
+    assert not re.search(r"(?<![\w.])(grpo\.)?Step\(", source.replace("return Step(cfg=cfg,", "")), path
+    assert "warmup_steps) if" not in source or path == "ladder/rungs/grpo.py"
+    assert ("build(cfg, policy=policy" if path == "ladder/rungs/grpo.py" else "grpo.build(") in source
+    if path.startswith("ladder/viz/"):                             # the labs' warm-up updates are the rung's
+        assert "grpo.set_learning_rate(" in source
