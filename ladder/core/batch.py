@@ -3,6 +3,11 @@
 A row is one trajectory (a CartPole rollout segment, a sampled completion); a column is one
 decision (a push, a token). ``mask[b, t] = 1`` marks a real action, 0 marks padding.
 
+Two masks: ``mask`` says which positions are the policy's actions (only they carry a log-prob term,
+a KL term, an entropy and an advantage); ``attention_mask`` says which positions the policy reads.
+A multi-turn trajectory holds tokens it reads but did not choose — a tool's output, an environment's
+reply — with attention 1 and mask 0. Without an ``attention_mask`` the two coincide.
+
 Every per-action field is ``[B, T]``. ``inputs`` holds whatever the policy needs to recompute
 log π_θ(a_t | s_t) for those actions (observations ``[B, T, obs_dim]`` for an MLP, token ids and
 attention masks for a language model); the core never looks inside it except to select rows.
@@ -22,7 +27,7 @@ class Batch:
     """One batch of experience.
 
     actions    [B, T]  the actions a_t that were taken
-    mask       [B, T]  1 for real actions, 0 for padding
+    mask       [B, T]  1 for real actions, 0 for padding (and for context the policy did not choose)
     old_logp   [B, T]  log π_old(a_t|s_t), recorded when the batch was sampled (None: take
                        log π_θ detached on the first pass, i.e. μ = 1 without an extra forward)
     ref_logp   [B, T]  log π_ref(a_t|s_t) of the frozen anchor (None: no KL to π_ref)
@@ -33,6 +38,8 @@ class Batch:
     advantages [B, T]  Â_t
     returns    [B, T]  value targets R_t
     inputs     dict    policy inputs, each a tensor whose first dimension is B
+    attention_mask [B, T]  1 where the policy reads the token: its actions and the context it did not
+                       choose (a tool's or an environment's reply); 0 for padding (None: ``mask``)
     """
 
     actions: Tensor
@@ -45,6 +52,12 @@ class Batch:
     rewards: Tensor | None = None
     returns: Tensor | None = None
     inputs: dict = field(default_factory=dict)
+    attention_mask: Tensor | None = None
+
+    def __post_init__(self):
+        if self.attention_mask is not None and self.attention_mask.shape != self.mask.shape:
+            raise ValueError(f"attention_mask {list(self.attention_mask.shape)} and mask {list(self.mask.shape)} "
+                             "must both be [B, T]")
 
     def __len__(self) -> int:
         return self.actions.shape[0]

@@ -6,6 +6,13 @@ Layout of one batch row (prompt left-padded to P, completion right-padded to T):
     actions        [c1 c2 c3 EOS pad]                          [B, T]
     mask           [1  1  1  1   0  ]                          [B, T]
 
+A multi-turn row also holds the environment's tokens (a tool's reply r1 r2) among the completion's:
+the model attends to them, but they are not its actions (``Batch.attention_mask`` ≠ ``mask``):
+
+    actions        [c1 c2 r1 r2 c3 EOS pad]
+    mask           [1  1  0  0  1  1   0  ]                    the loss: log π, KL, entropy, advantage
+    attention_mask [1  1  1  1  1  1   0  ]                    what the model reads
+
 The hidden state at position P − 1 + t predicts completion token t, so
 
     log π(c_t | prompt, c_<t) = log_softmax(lm_head(h_{P-1+t}) / τ)[c_t]          (core.token_logp)
@@ -154,7 +161,7 @@ class CausalLMPolicy(nn.Module):
         return out[0]
 
     def _forward(self, model: nn.Module, batch: Batch, want_values: bool):
-        input_ids, attention_mask = batch.inputs["input_ids"], batch.inputs["attention_mask"]
+        input_ids, attention_mask = batch.inputs["input_ids"], model_attention_mask(batch)
         hidden = self._hidden(model, input_ids, attention_mask, batch.actions.shape[1])
         tokens = torch.cat([input_ids[:, -batch.actions.shape[1] - 1:-batch.actions.shape[1]], batch.actions], dim=1)
         logp, entropy = chunked_logp_entropy(hidden, model.get_output_embeddings(), tokens, batch.mask,
@@ -351,11 +358,38 @@ def completion_mask(completion: Tensor, eos_token_id: int | None) -> Tensor:
     return (~after_eos).float()
 
 
+def _check_actions_attended(mask: Tensor, attention_mask: Tensor) -> None:
+    if (mask.bool() & ~attention_mask.bool()).any():
+        raise ValueError("every action (mask 1) must be attended to (attention_mask 1)")
+
+
+def model_attention_mask(batch: Batch) -> Tensor:
+    """The model's attention mask ``[B, P + T]``: the prompt's part from ``inputs["attention_mask"]``, the
+    completion's from ``batch.attention_mask`` when the batch has one (it then holds context the policy
+    reads but did not choose: a tool's reply, attention 1 and mask 0), else as ``inputs`` has it."""
+    attention_mask = batch.inputs["attention_mask"]
+    if batch.attention_mask is None:
+        return attention_mask
+    _check_actions_attended(batch.mask, batch.attention_mask)
+    T = batch.attention_mask.shape[1]
+    return torch.cat([attention_mask[:, :-T], batch.attention_mask.to(attention_mask.dtype)], dim=1)
+
+
 def lm_batch(prompt_ids: Tensor, prompt_mask: Tensor, completion: Tensor, completion_mask: Tensor,
-             pad_token_id: int, **fields) -> Batch:
-    """Assemble the ``Batch`` for prompts + completions (padding positions set to the pad token)."""
-    completion = torch.where(completion_mask.bool(), completion, torch.full_like(completion, pad_token_id))
+             pad_token_id: int, completion_attention_mask: Tensor | None = None, **fields) -> Batch:
+    """Assemble the ``Batch`` for prompts + completions (positions the model does not read set to the pad token).
+
+        completion_mask            [B, T]  the loss mask: 1 on the policy's own tokens
+        completion_attention_mask  [B, T]  1 on every completion token the model reads: its own and the
+                                           environment's (a tool's reply: attention 1, mask 0)
+                                           (None: completion_mask, a single-turn completion)
+    """
+    attended = completion_mask if completion_attention_mask is None else completion_attention_mask
+    if completion_attention_mask is not None:
+        _check_actions_attended(completion_mask, attended)
+    completion = torch.where(attended.bool(), completion, torch.full_like(completion, pad_token_id))
     input_ids = torch.cat([prompt_ids, completion], dim=1)
-    attention_mask = torch.cat([prompt_mask.long(), completion_mask.long()], dim=1)
-    return Batch(actions=completion, mask=completion_mask.float(),
+    attention_mask = torch.cat([prompt_mask.long(), attended.long()], dim=1)
+    two_masks = None if completion_attention_mask is None else completion_attention_mask.float()
+    return Batch(actions=completion, mask=completion_mask.float(), attention_mask=two_masks,
                  inputs={"input_ids": input_ids, "attention_mask": attention_mask}, **fields)
