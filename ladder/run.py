@@ -29,6 +29,7 @@ from pathlib import Path
 
 from ladder.cli import HelpFormatter, OneLineParser, add_config_args, config_from_args, die
 from ladder.distributed import is_main_process
+from ladder.rungs.protocol import Rung
 from ladder.runlog import RunLog, RunStopped, UsageError
 
 RUNGS = {
@@ -40,18 +41,19 @@ RUNGS = {
 }
 
 
-def load_rung(name: str):
+def load_rung(name: str) -> Rung:
+    """The rung's module: it declares every member of ``ladder.rungs.protocol.Rung``."""
     if name not in RUNGS:
         die(f"unknown rung {name!r}; choose one of: {', '.join(RUNGS)}")
     return importlib.import_module(RUNGS[name])
 
 
-def build_parser(name: str, rung, suppress_defaults: bool = False) -> argparse.ArgumentParser:
+def build_parser(name: str, rung: Rung, suppress_defaults: bool = False) -> argparse.ArgumentParser:
     parser = OneLineParser(prog=f"python -m ladder.run {name}", description=(rung.__doc__ or "").strip(),
                            formatter_class=HelpFormatter)
-    presets = ", ".join(getattr(rung, "PRESETS", {})) or "none"
+    presets = ", ".join(rung.PRESETS) or "none"
     parser.add_argument("--preset", default=None, help=f"named configuration ({presets})")
-    algos = getattr(rung, "ALGOS", {})
+    algos = rung.ALGOS
     parser.add_argument("--print-config", action="store_true", help="check the options, print the values this run "
                         f"would use (after --preset{', --algo' if algos else ''} and your flags, with every default "
                         "that depends on other options resolved) as JSON, and exit without training")
@@ -63,14 +65,14 @@ def build_parser(name: str, rung, suppress_defaults: bool = False) -> argparse.A
     return parser
 
 
-def make_config(name: str, rung, argv: list[str]):
+def make_config(name: str, rung: Rung, argv: list[str]):
     args = build_parser(name, rung).parse_args(argv)
     given = set(vars(build_parser(name, rung, suppress_defaults=True).parse_args(argv)))
-    presets = getattr(rung, "PRESETS", {})
+    presets = rung.PRESETS
     if args.preset is not None and args.preset not in presets:
         raise UsageError(f"unknown preset {args.preset!r} for {name}; choose one of: {', '.join(presets) or 'none'}")
     overrides = dict(presets.get(args.preset, {}))
-    overrides.update(getattr(rung, "ALGOS", {}).get(getattr(args, "algo", None), {}))
+    overrides.update(rung.ALGOS.get(getattr(args, "algo", None), {}))
     if getattr(args, "resume", None) is not None:
         overrides = resumed_options(name, rung, args, given)
         args.out = args.resume
@@ -88,7 +90,7 @@ def make_config(name: str, rung, argv: list[str]):
 RESUME_KEEPS = {"resume", "progress", "device", "out", "export_trl"}  # out: the directory resumed, even if moved
 
 
-def resumed_options(name: str, rung, args: argparse.Namespace, given: set[str]) -> dict:
+def resumed_options(name: str, rung: Rung, args: argparse.Namespace, given: set[str]) -> dict:
     """``--resume DIR``: the options the run started with (config.json); only the bookkeeping flags may
     change. Any other flag given with a value of its own is ignored, and one line on stderr says so."""
     saved = RunLog.read_config(args.resume)
@@ -107,59 +109,21 @@ def resumed_options(name: str, rung, args: argparse.Namespace, given: set[str]) 
     return {f.name: saved[f.name] for f in fields(rung.Config) if f.name in saved and f.name not in RESUME_KEEPS}
 
 
-def _device_type(cfg) -> str:
-    import torch
-
-    return torch.device(cfg.device).type
-
-
-def _system_prompt(cfg) -> str:
-    from ladder.tasks import math_problems
-
-    return math_problems.system_prompt(cfg.task, cfg.system_prompt)
-
-
-def _reward_weights(cfg) -> str:
-    from ladder import rewards
-
-    return ",".join(f"{w:g}" for w in rewards.weights(cfg.reward_funcs, cfg.reward_weights).values())
-
-
-def resolved_rules() -> dict:
-    """Options whose value is decided when the run starts: name → the rung's own rule (the function its code
-    calls), given the Config."""
-    from ladder.rungs import grpo_options, lm_options
-
-    return {
-        "lora": lm_options.uses_lora,
-        "gradient_checkpointing": lm_options.gradient_checkpointing,
-        "dequantize_once": lambda cfg: grpo_options.dequantize_once(cfg, _device_type(cfg)),
-        "release_memory": lambda cfg: grpo_options.release_memory(cfg, _device_type(cfg)),
-        "optim": lambda cfg: grpo_options.optimizer_name(cfg, _device_type(cfg)),
-        "clip_eps_high": grpo_options.eps_high,
-        "kl_correction": lambda cfg: (None if cfg.kl_in == "reward"  # grpo.update_config; no KL in the loss: unused
-                                      else "off" if cfg.kl_correction == "off" else "on"),
-        "system_prompt": _system_prompt,  # math_problems.system_prompt (grpo, eval)
-        "reward_weights": _reward_weights,  # rewards.weights (grpo)
-    }
-
-
-def applied(name: str, rung, argv: list[str]) -> dict:
+def applied(name: str, rung: Rung, argv: list[str]) -> dict:
     """The ``--preset`` and ``--algo`` that ``make_config`` applied (none for a resumed run: it keeps the
     options it started with)."""
     args = build_parser(name, rung).parse_args(argv)
     if getattr(args, "resume", None) is not None:
         return {}
-    return {"preset": args.preset, **({"algo": args.algo} if getattr(rung, "ALGOS", None) else {})}
+    return {"preset": args.preset, **({"algo": args.algo} if rung.ALGOS else {})}
 
 
-def effective_config(name: str, rung, cfg, argv: list[str]) -> dict:
+def effective_config(name: str, rung: Rung, cfg, argv: list[str]) -> dict:
     """What ``--print-config`` prints: the rung, the preset and ``--algo`` applied, and every option with
-    the value the run will use (``resolved_rules``; a None left means "off" or "none")."""
+    the value the run will use (the rung's ``RESOLVED`` rules; a None left means "off" or "none")."""
     options = asdict(cfg)
-    for option, value_for in resolved_rules().items():
-        if option in options:
-            options[option] = value_for(cfg)
+    for option, value_for in rung.RESOLVED.items():
+        options[option] = value_for(cfg)
     return {"rung": name, **applied(name, rung, argv), **options}
 
 
@@ -261,21 +225,17 @@ def learners_functions(cfg, name: str):
     return use_exercises(rung=name)
 
 
-def run_command(name: str, rung, rest: list[str], ctrl_c: CtrlC | None = None) -> int:
+def run_command(name: str, rung: Rung, rest: list[str], ctrl_c: CtrlC | None = None) -> int:
     """One command line after its rung: bad input is exit 2, a fault during the run exit 1, Ctrl-C 130."""
     cfg = None
     try:
         cfg = make_config(name, rung, rest)
         if "--print-config" in rest:
-            getattr(rung, "validate", lambda cfg: None)(cfg)  # the rules that relate several options
+            rung.validate(cfg)  # the rules that relate several options
             print(json.dumps(effective_config(name, rung, cfg, rest), indent=2))
             return 0
-        export_to = getattr(cfg, "export_trl", None) if name == "grpo" else None
-        if export_to:  # grpo --export-trl FILE: the run as a TRL script; nothing trained, no run directory
-            from ladder import export_trl
-
-            summary = export_trl.write(cfg, export_to)
-        else:
+        summary = rung.export(cfg)  # grpo --export-trl FILE: the run as a TRL script; no run directory
+        if summary is None:
             with learners_functions(cfg, name):
                 summary = rung.train(cfg)  # a directory it created and must not keep, it removes itself
     except UsageError as e:
@@ -298,7 +258,7 @@ def run_command(name: str, rung, rest: list[str], ctrl_c: CtrlC | None = None) -
         if "export_trl" in summary:
             print(f"wrote {summary['export_trl']}")
         elif cfg.out is not None:
-            print(f"wrote {cfg.out}/{getattr(rung, 'WRITES', 'metrics.jsonl, summary.json, curves.png')}")
+            print(f"wrote {cfg.out}/{rung.WRITES}")
     return 0
 
 

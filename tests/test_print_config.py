@@ -49,7 +49,7 @@ def test_print_config_is_the_config_with_every_default_resolved(name, argv, tmp_
         assert shown.pop("algo") == given.get("--algo")
     assert list(shown) == [f.name for f in dataclasses.fields(rung.Config)]
     for option, value in asdict(cfg).items():
-        if option not in run.resolved_rules():
+        if option not in rung.RESOLVED:
             assert shown[option] == value, option
     unresolved = [f.name for f in dataclasses.fields(rung.Config) if says_its_default(f) and shown[f.name] is None
                   and not (f.name == "kl_correction" and cfg.kl_in == "reward")]

@@ -26,7 +26,8 @@ from ladder.cli import (
 from ladder.plots import Panel
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
-from ladder.runlog import UsageError, seed_everything
+from ladder.rungs.protocol import TRAINING_WRITES, check_minibatches, no_export
+from ladder.runlog import seed_everything
 from ladder.session import RunSession
 
 NAME = "cartpole"
@@ -67,13 +68,16 @@ class Config(RunOptions):
 
 
 PRESETS = {"tiny": {"total_steps": 20_000, "eval_every": 2_500}}
+ALGOS: dict = {}
+WRITES = TRAINING_WRITES
+RESOLVED: dict = {}
+export = no_export
 
 
 def validate(cfg: Config) -> None:
     """Rules that relate several options (each option's domain is checked when the Config is built)."""
-    if (cfg.num_envs * cfg.num_steps) % cfg.num_minibatches:
-        raise UsageError(f"a batch of {cfg.num_envs}×{cfg.num_steps} transitions cannot be split into "
-                         f"{cfg.num_minibatches} equal minibatches")
+    check_minibatches(cfg.num_envs * cfg.num_steps, cfg.num_minibatches,
+                      f"a batch of {cfg.num_envs}×{cfg.num_steps} transitions")
 
 
 def update_config(cfg: Config) -> core.UpdateConfig:

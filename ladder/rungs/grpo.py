@@ -35,6 +35,7 @@ from ladder.rungs.grpo_options import (
     ALGOS,
     LOSS_TYPES,
     PRESETS,
+    RESOLVED,
     Config,
     loss_normaliser,
     reward_weights,
@@ -44,15 +45,17 @@ from ladder.rungs.grpo_options import (
 from ladder.rungs.grpo_record import CutOffWatch, Laps, batch_statistics, completion_rows, step_record
 from ladder.rungs.grpo_rollout import Rollout, dynamic_sample, sample
 from ladder.rungs.lm_options import gradient_checkpointing, uses_lora
+from ladder.rungs.protocol import TRAINING_WRITES
 from ladder.runlog import UsageError, seed_everything
 from ladder.session import RunSession
 from ladder.tasks import math_eval, math_problems
 
 # The rung's options live in grpo_options; they are read from here too (grpo.Config, grpo.PRESETS, …).
-__all__ = ["ALGOS", "LOSS_TYPES", "PRESETS", "Config", "validate", "update_config", "reward_weights", "train",
-           "grpo_step", "build", "Step", "set_learning_rate", "completion_rows", "batch_statistics",
-           "CutOffWatch", "NAME"]
+__all__ = ["ALGOS", "LOSS_TYPES", "PRESETS", "RESOLVED", "WRITES", "Config", "validate", "export", "update_config",
+           "reward_weights", "train", "grpo_step", "build", "Step", "set_learning_rate", "completion_rows",
+           "batch_statistics", "CutOffWatch", "NAME"]
 NAME = "grpo"
+WRITES = TRAINING_WRITES
 CURVES = [Panel("reward", "mean over the update's completions", {"reward": ""}),
           Panel("greedy accuracy (held-out)", "share correct", {"eval_accuracy": ""}),  # step 0: before training
           Panel("correctness reward", "mean over the update's completions", {"rewards/correctness/mean": ""}),
@@ -264,6 +267,16 @@ def load_task(cfg: Config) -> tuple[str, list[dict], list[dict], str, object]:
     math_eval.check_context(tokenizer, quant.load_config(model_path), problems + held_out, system_prompt,
                             cfg.max_new_tokens)
     return system_prompt, problems, held_out, model_path, tokenizer
+
+
+def export(cfg: Config) -> dict | None:
+    """``--export-trl FILE``: the run written as a TRL script (``ladder.export_trl``), nothing trained and no run
+    directory; its summary. None without the flag: the run trains."""
+    if cfg.export_trl is None:
+        return None
+    from ladder import export_trl
+
+    return export_trl.write(cfg, cfg.export_trl)
 
 
 def train(cfg: Config) -> dict:

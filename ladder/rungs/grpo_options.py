@@ -18,13 +18,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import torch
+
 from ladder import core, rewards
 from ladder.cli import Number, OneOf, Text, at_least, interval, non_negative, option, positive, probability
 from ladder.core.kl import ESTIMATORS
 from ladder.core.sampler import CORRECTIONS
 from ladder.core.update import RATIO_LEVELS
+from ladder.rungs import lm_options
 from ladder.rungs.lm_options import LMOptions
+from ladder.rungs.protocol import check_minibatches
 from ladder.runlog import UsageError
+from ladder.tasks import math_problems
 
 # --loss-type (TRL's names) → (core objective, core.aggregate mode); the constant of "sum_over_constant"
 # comes from loss_normaliser.
@@ -170,9 +175,8 @@ PRESETS = {
 def validate(cfg: Config) -> None:
     """Refuse combinations that make no sense, before any model loads (each option's own domain is
     checked when the Config is built)."""
-    if (cfg.prompts_per_step * cfg.group_size) % cfg.num_minibatches:
-        raise UsageError(f"{cfg.prompts_per_step} prompts × {cfg.group_size} completions cannot be split into "
-                         f"{cfg.num_minibatches} equal minibatches")
+    check_minibatches(cfg.prompts_per_step * cfg.group_size, cfg.num_minibatches,
+                      f"{cfg.prompts_per_step} prompts × {cfg.group_size} completions")
     _validate_combinations(cfg)
     reward_weights(cfg)
 
@@ -266,3 +270,26 @@ def loss_normaliser(loss_type: str, rows: int, max_new_tokens: int, active_token
     if loss_type == "dr_grpo":
         return float(rows * max_new_tokens)
     return active_tokens
+
+
+def kl_correction_used(cfg: Config) -> str | None:
+    """--kl-correction as ``update_config`` reads it: on unless off; None with --kl-in reward (no KL term in
+    the loss to correct)."""
+    return None if cfg.kl_in == "reward" else "off" if cfg.kl_correction == "off" else "on"
+
+
+def _device_type(cfg: Config) -> str:
+    return torch.device(cfg.device).type
+
+
+# Options whose value is decided when the run starts: option → the rule the rung's code calls (--print-config).
+RESOLVED = {
+    **lm_options.RESOLVED,
+    "dequantize_once": lambda cfg: dequantize_once(cfg, _device_type(cfg)),
+    "release_memory": lambda cfg: release_memory(cfg, _device_type(cfg)),
+    "optim": lambda cfg: optimizer_name(cfg, _device_type(cfg)),
+    "clip_eps_high": eps_high,
+    "kl_correction": kl_correction_used,
+    "system_prompt": lambda cfg: math_problems.system_prompt(cfg.task, cfg.system_prompt),
+    "reward_weights": lambda cfg: ",".join(f"{w:g}" for w in reward_weights(cfg).values()),
+}

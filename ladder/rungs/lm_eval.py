@@ -21,6 +21,7 @@ from ladder.cli import Checked, Device, PathKind, Text, at_least, option
 from ladder.patches import peft_wraps_quietly
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy
+from ladder.rungs.protocol import no_cross_option_rules, no_export
 from ladder.runlog import RunLog, UsageError, seed_everything
 from ladder.tasks import math_eval, math_problems
 
@@ -49,6 +50,10 @@ class Config(Checked):
 
 WRITES = "config.json, summary.json, completions.jsonl"  # what ``python -m ladder.run`` reports it wrote
 PRESETS = {"tiny": {"model": "@tiny-math", "task": "arithmetic", "max_new_tokens": 28}}
+ALGOS: dict = {}
+RESOLVED = {"system_prompt": lambda cfg: math_problems.system_prompt(cfg.task, cfg.system_prompt)}
+validate = no_cross_option_rules
+export = no_export
 
 
 def train(cfg: Config) -> dict:

@@ -43,3 +43,6 @@ def gradient_checkpointing(cfg: LMOptions) -> bool:
     """--gradient-checkpointing, or on with --qlora when it is not given."""
     return cfg.qlora if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing
 
+
+
+RESOLVED = {"lora": uses_lora, "gradient_checkpointing": gradient_checkpointing}  # a rung's RESOLVED (protocol)

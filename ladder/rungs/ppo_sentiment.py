@@ -36,7 +36,9 @@ from ladder.distributed import Processes, launched_processes, process_device, we
 from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, is_peft, lm_batch
+from ladder.rungs import lm_options
 from ladder.rungs.lm_options import LMOptions, gradient_checkpointing
+from ladder.rungs.protocol import TRAINING_WRITES, check_minibatches, no_export
 from ladder.runlog import UsageError, seed_everything
 from ladder.session import RunSession
 from ladder.tasks import sentiment
@@ -104,13 +106,15 @@ PRESETS = {
     "tiny": {"model": "tiny", "reward_model": "vader", "dataset": "bundled", "steps": 100, "batch_size": 64,
              "num_minibatches": 2, "lr": 5e-5, "threads": 1, "print_samples": 20},
 }
+ALGOS: dict = {}
+WRITES = TRAINING_WRITES
+RESOLVED = lm_options.RESOLVED
+export = no_export
 
 
 def validate(cfg: Config) -> None:
     """Rules that relate several options (each option's domain is checked when the Config is built)."""
-    if cfg.batch_size % cfg.num_minibatches:
-        raise UsageError(f"a batch of {cfg.batch_size} completions cannot be split into {cfg.num_minibatches} "
-                         f"equal minibatches")
+    check_minibatches(cfg.batch_size, cfg.num_minibatches, f"a batch of {cfg.batch_size} completions")
     if cfg.min_prompt_tokens > cfg.max_prompt_tokens:
         raise UsageError("need --min-prompt-tokens ≤ --max-prompt-tokens")
     if cfg.ref_sync_every and cfg.kl_coef == 0:

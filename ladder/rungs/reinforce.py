@@ -18,6 +18,7 @@ from ladder.cli import Number, RunOptions, Text, at_least, non_negative, option,
 from ladder.plots import Panel
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
+from ladder.rungs.protocol import TRAINING_WRITES, no_export
 from ladder.runlog import seed_everything
 from ladder.session import RunSession
 
@@ -52,6 +53,10 @@ class Config(RunOptions):
 
 
 PRESETS = {"tiny": {"total_steps": 40_000, "eval_every": 5_000}}
+ALGOS: dict = {}
+WRITES = TRAINING_WRITES
+RESOLVED: dict = {}
+export = no_export
 
 
 def validate(cfg: Config) -> None:

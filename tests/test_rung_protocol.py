@@ -1,0 +1,78 @@
+"""Every rung implements ``ladder.rungs.protocol.Rung``; the command line reads a rung through it alone."""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+from pathlib import Path
+
+import pytest
+
+from ladder import run
+from ladder.cli import Checked
+from ladder.rungs import protocol
+from ladder.runlog import UsageError
+
+RUNGS = {name: run.load_rung(name) for name in run.RUNGS}
+
+
+@pytest.mark.parametrize("name", list(RUNGS))
+def test_every_rung_declares_every_member_of_the_protocol(name):
+    rung = RUNGS[name]
+    assert isinstance(rung, protocol.Rung)
+    assert rung.NAME == name
+    assert dataclasses.is_dataclass(rung.Config) and issubclass(rung.Config, Checked)
+    options = {f.name for f in dataclasses.fields(rung.Config)}
+    for bundle in [*rung.PRESETS.values(), *rung.ALGOS.values()]:
+        assert set(bundle) <= options
+    assert set(rung.RESOLVED) <= options and all(callable(rule) for rule in rung.RESOLVED.values())
+    assert isinstance(rung.WRITES, str) and rung.WRITES
+    assert all(callable(part) for part in (rung.validate, rung.train, rung.export))
+
+
+def test_a_module_missing_a_member_is_not_a_rung():
+    complete = {member: getattr(RUNGS["cartpole"], member) for member in
+                ("NAME", "Config", "PRESETS", "ALGOS", "WRITES", "RESOLVED", "validate", "train", "export")}
+    assert isinstance(types.SimpleNamespace(**complete), protocol.Rung)
+    for member in complete:
+        assert not isinstance(types.SimpleNamespace(**{k: v for k, v in complete.items() if k != member}),
+                              protocol.Rung), member
+
+
+def test_the_command_line_names_no_rung_and_guesses_no_member():
+    source = (Path(run.__file__)).read_text(encoding="utf-8")
+    assert "getattr(rung" not in source and "hasattr(rung" not in source
+    assert 'name == "grpo"' not in source
+
+
+@pytest.mark.parametrize("name", [name for name in RUNGS if name != "grpo"])
+def test_only_grpo_exports_instead_of_training(name):
+    assert RUNGS[name].export(RUNGS[name].Config()) is None
+
+
+def test_grpo_exports_only_with_export_trl(tmp_path):
+    grpo = RUNGS["grpo"]
+    assert grpo.export(grpo.Config()) is None
+    target = tmp_path / "s.py"
+    summary = grpo.export(grpo.Config(**grpo.PRESETS["tiny"], export_trl=str(target), out=str(tmp_path / "run")))
+    assert summary["export_trl"] == str(target) and target.is_file() and not (tmp_path / "run").exists()
+
+
+UNEVEN = {  # a batch of 15 rows in 4 minibatches: each rung's own words for its batch, one check
+    "cartpole": ({"num_envs": 3, "num_steps": 5, "num_minibatches": 4}, "a batch of 3×5 transitions"),
+    "ppo-sentiment": ({"batch_size": 15, "num_minibatches": 4}, "a batch of 15 completions"),
+    "grpo": ({"prompts_per_step": 5, "group_size": 3, "num_minibatches": 4}, "5 prompts × 3 completions"),
+}
+
+
+@pytest.mark.parametrize("name", list(UNEVEN))
+def test_every_minibatch_rule_is_the_one_check(name):
+    options, batch = UNEVEN[name]
+    with pytest.raises(UsageError) as refused:
+        RUNGS[name].validate(RUNGS[name].Config(**options))
+    assert str(refused.value) == f"{batch} cannot be split into 4 equal minibatches"
+    with pytest.raises(UsageError) as direct:
+        protocol.check_minibatches(15, 4, batch)
+    assert str(direct.value) == str(refused.value)
+    even = {**options, "num_minibatches": 3 if name != "grpo" else 5}
+    RUNGS[name].validate(RUNGS[name].Config(**even))  # 15 rows split into 3 (or 5): accepted
