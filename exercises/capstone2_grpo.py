@@ -63,7 +63,8 @@ right-padded to T columns; ids are int64, masks are 1 on real tokens and 0 on pa
     update(model, optimizer, rollout: dict, mu μ, clip_eps, beta, temperature, max_grad_norm) → list of μ floats
         rollout as above without old_logp. Records log π_old of the completions (the weights as they are
         now, no graph), then takes exactly μ optimiser steps, each on the gradient of grpo_loss alone
-        (nothing left over from the step before), its total norm clipped to max_grad_norm. Returns the μ losses. (No minibatches: each pass is the whole rollout.)
+        (nothing left over from the step before), its total norm clipped to max_grad_norm.
+        Returns the μ losses. (No minibatches: each pass is the whole rollout.)
 
     train(model, tokenizer, problems: list[dict], steps: int, seed: int, ...your hyperparameters, with defaults)
         → (the trained model, history: a list with one dict per step)
