@@ -22,6 +22,7 @@ from .capstone_grpo_task import (
     max_difference,
     prompt_batch,
     reference_logp,
+    sampled_completions,
 )
 
 LOGP_ATOL = 1e-5              # log-probs of one full forward: the same up to float32 rounding
@@ -141,12 +142,7 @@ def _completions(seed: int = 1) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     τ = 1, rows of different lengths, random junk tokens after each row's EOS."""
     model, tokenizer = load_model(), load_tokenizer()
     ids, mask = prompt_batch(tokenizer, QUESTIONS)
-    torch.manual_seed(seed)
-    out = model.generate(input_ids=ids, attention_mask=mask, do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
-                         max_new_tokens=MAX_NEW_TOKENS, pad_token_id=tokenizer.pad_token_id,
-                         eos_token_id=tokenizer.eos_token_id)[:, ids.shape[1]:]
-    is_eos = (out == tokenizer.eos_token_id).long()
-    cmask = ((is_eos.cumsum(1) - is_eos) == 0).float()
+    out, cmask = sampled_completions(model, tokenizer, ids, mask, seed)
     cmask[0, 12:] = 0                                  # a shorter row, cut off before its EOS
     junk = torch.randint(len(tokenizer), out.shape, generator=torch.Generator().manual_seed(seed))
     return ids, mask, torch.where(cmask.bool(), out, junk), cmask

@@ -160,3 +160,14 @@ def fresh(model):
 
     model.generate = refuse
     return model
+
+
+def sampled_completions(model, tokenizer, ids: Tensor, mask: Tensor, seed: int) -> tuple[Tensor, Tensor]:
+    """Completions of the prompts drawn by ``generate`` at τ = 1 from ``seed``, and their masks (1 up to and
+    including each row's first EOS): the grader's own batches, [B, MAX_NEW_TOKENS at most]."""
+    torch.manual_seed(seed)
+    out = model.generate(input_ids=ids, attention_mask=mask, do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
+                         max_new_tokens=MAX_NEW_TOKENS, pad_token_id=tokenizer.pad_token_id,
+                         eos_token_id=tokenizer.eos_token_id)[:, ids.shape[1]:]
+    is_eos = (out == tokenizer.eos_token_id).long()
+    return out, ((is_eos.cumsum(1) - is_eos) == 0).float()

@@ -12,13 +12,13 @@ import torch
 from torch import Tensor
 
 from .capstone_grpo_task import (
-    MAX_NEW_TOKENS,
     Broken,
     greedy_accuracy,
     load_model,
     load_tokenizer,
     prompt_batch,
     reference_logp,
+    sampled_completions,
     tiny_task,
 )
 
@@ -33,12 +33,7 @@ def rollout(seed: int = 0) -> dict:
     model, tokenizer = load_model(), load_tokenizer()
     ids, mask = prompt_batch(tokenizer, ["What is 48 + 36?", "What is 5 + 17?", "What is 67 + 25?"])
     ids, mask = ids.repeat_interleave(2, 0), mask.repeat_interleave(2, 0)
-    torch.manual_seed(seed)
-    out = model.generate(input_ids=ids, attention_mask=mask, do_sample=True, temperature=1.0, top_k=0, top_p=1.0,
-                         max_new_tokens=MAX_NEW_TOKENS, pad_token_id=tokenizer.pad_token_id,
-                         eos_token_id=tokenizer.eos_token_id)[:, ids.shape[1]:]
-    is_eos = (out == tokenizer.eos_token_id).long()
-    cmask = ((is_eos.cumsum(1) - is_eos) == 0).float()
+    out, cmask = sampled_completions(model, tokenizer, ids, mask, seed)
     lengths = torch.tensor([30, 9, 30, 4, 14, 30])       # rows of different lengths: the means differ
     cmask = cmask * (torch.arange(out.shape[1]) < lengths[:, None])
     g = torch.Generator().manual_seed(seed)
