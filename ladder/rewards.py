@@ -28,13 +28,14 @@ from ladder.runlog import UsageError
 from ladder.tasks import arithmetic
 
 
-def load_reward_function(spec: str) -> tuple[str, Callable]:
-    """A built-in name, ``FILE.py:FUNCTION`` or ``MODULE:FUNCTION`` → (its name, the function)."""
+def load_reward_function(spec: str, flag: str = "--reward-funcs") -> tuple[str, Callable]:
+    """A built-in name, ``FILE.py:FUNCTION`` or ``MODULE:FUNCTION`` → (its name, the function); ``flag`` names the
+    option in the one-line errors (the agent rung loads ``--env FILE.py:Class`` the same way)."""
     if spec in arithmetic.REWARD_FUNCTIONS:
         return spec, arithmetic.REWARD_FUNCTIONS[spec]
     where, _, attr = spec.rpartition(":")
     if not where or not attr:
-        raise UsageError(f"--reward-funcs: {spec!r} is neither a built-in ({', '.join(arithmetic.REWARD_FUNCTIONS)}) "
+        raise UsageError(f"{flag}: {spec!r} is neither a built-in ({', '.join(arithmetic.REWARD_FUNCTIONS)}) "
                          f"nor FILE.py:FUNCTION / MODULE:FUNCTION")
     printed = []
     try:
@@ -45,9 +46,9 @@ def load_reward_function(spec: str) -> tuple[str, Callable]:
         raise
     except BaseException as e:  # noqa: BLE001 - whatever the user's file does wrong (sys.exit too): one line
         what = f"importing it called {_exited(e)}" if _exited(e) else f"{type(e).__name__}: {_one_line(e)}"
-        raise UsageError(f"--reward-funcs: cannot load {spec!r} ({what}{_printed(printed)})") from None
+        raise UsageError(f"{flag}: cannot load {spec!r} ({what}{_printed(printed)})") from None
     if not callable(fn):
-        raise UsageError(f"--reward-funcs: {spec!r} is not a function")
+        raise UsageError(f"{flag}: {spec!r} is not a function")
     return attr, fn
 
 

@@ -4,6 +4,7 @@
     cartpole       PPO on CartPole (actor-critic, vector envs, GAE)
     ppo-sentiment  RLHF-PPO: a causal LM continues movie reviews positively (KL-shaped rewards, value head)
     grpo           GRPO on math problems (group-relative advantages, rule rewards; --qlora)
+    agent          GRPO on multi-turn tool use: the environment's replies are context, not actions
     eval           greedy accuracy of a model (and adapter) on the fixed held-out problems
 
 Every training run writes OUT/config.json, OUT/metrics.jsonl, OUT/summary.json and OUT/curves.png
@@ -38,6 +39,7 @@ RUNGS = {
     "grpo": "ladder.rungs.grpo",
     "eval": "ladder.rungs.lm_eval",
     "ppo-sentiment": "ladder.rungs.ppo_sentiment",
+    "agent": "ladder.rungs.agent",
 }
 
 

@@ -42,11 +42,14 @@ def test_a_run_built_with_the_default_rollout_and_advantages_passed_explicitly_l
 
     def build_explicitly(cfg, **parts):
         built.append(parts)
-        return real_build(cfg, **parts, rollout=grpo.sample_groups, advantages=grpo.group_advantages)
+        given = {"rollout": grpo.sample_groups, "advantages": grpo.group_advantages,
+                 "credit": grpo.same_for_every_token}
+        return real_build(cfg, **{**parts, **given})
 
     monkeypatch.setattr(grpo, "build", build_explicitly)
     grpo.train(grpo.Config(**TINY, out=str(tmp_path / "explicit")))
-    assert len(built) == 1 and "rollout" not in built[0]            # train made its Step through build
+    assert len(built) == 1 and built[0]["rollout"] is grpo.sample_groups  # train made its Step through build
+    assert "advantages" not in built[0]
     _assert_same_records(_metrics(tmp_path / "explicit"), _metrics(tmp_path / "default"))
 
 

@@ -8,7 +8,7 @@ Every function an exercise mirrors (``gae``, ``clipped_surrogate``, ``compute_lo
 (``swappable.py``, ``ladder.exercises.swap``).
 """
 
-from .advantages import discounted_returns, gae, group_relative, leave_one_out, masked_gae, whiten
+from .advantages import discounted_returns, gae, group_relative, group_relative_turns, leave_one_out, masked_gae, whiten
 from .batch import Batch, last_step_mask
 from .kl import AdaptiveKLController, FixedKLController, kl_estimate, kl_in_reward, kl_penalized_rewards
 from .logprobs import token_logp
@@ -20,7 +20,7 @@ from .update import Policy, UpdateConfig, compute_loss, update
 
 __all__ = [
     "Batch", "last_step_mask", "token_logp",
-    "discounted_returns", "gae", "masked_gae", "group_relative", "leave_one_out", "whiten",
+    "discounted_returns", "gae", "masked_gae", "group_relative", "group_relative_turns", "leave_one_out", "whiten",
     "kl_estimate", "kl_penalized_rewards", "kl_in_reward", "FixedKLController", "AdaptiveKLController",
     "pg_loss", "clipped_surrogate", "cispo_loss", "sequence_log_ratio", "value_loss", "entropy_bonus", "aggregate",
     "soft_update",

@@ -106,6 +106,33 @@ def group_relative(rewards: Tensor, group_size: int, scale: str = "group", eps: 
 
 
 @swappable
+def group_relative_turns(turn_rewards: Tensor, turn_mask: Tensor, group_size: int, eps: float = 1e-4) -> Tensor:
+    """Per-turn credit: DeepSeekMath's GRPO with process supervision, a turn of a multi-turn trajectory
+    taking the place of a reasoning step.
+
+    ``turn_rewards`` [N, K]: r_{i,k}, the reward of turn k of trajectory i (the trajectory's own reward
+    added to its last turn); ``turn_mask`` [N, K]: 1 on the turns trajectory i has. Every reward of a
+    group (all turns of its G trajectories) is normalised by the group's mean and std, and a turn's
+    advantage is the sum of the normalised rewards from it on:
+
+        r̃_{i,k} = (r_{i,k} − mean(R_group)) / (std(R_group) + ε)
+        Â_{i,k} = Σ_{j ≥ k} r̃_{i,j}
+
+    Returns [N, K] (0 on absent turns); every token of turn k of trajectory i gets Â_{i,k}.
+    """
+    if turn_rewards.shape[0] % group_size:
+        raise ValueError(f"{turn_rewards.shape[0]} trajectories do not form groups of {group_size}")
+    N, K = turn_rewards.shape
+    present = turn_mask.to(turn_rewards.dtype)
+    rewards, in_group = turn_rewards.reshape(-1, group_size * K), present.reshape(-1, group_size * K)  # a group a row
+    count = in_group.sum(1, keepdim=True).clamp(min=1.0)
+    mean = (rewards * in_group).sum(1, keepdim=True) / count
+    std = ((((rewards - mean) * in_group) ** 2).sum(1, keepdim=True) / (count - 1).clamp(min=1.0)).sqrt()
+    normalised = ((rewards - mean) / (std + eps) * in_group).view(N, K)
+    return normalised.flip(1).cumsum(1).flip(1) * present
+
+
+@swappable
 def leave_one_out(rewards: Tensor, group_size: int, scale: str = "none", eps: float = 1e-4) -> Tensor:
     """RLOO's advantage (Kool et al. 2019; Ahmadian et al. 2024): the baseline of completion i is the
     mean reward of the *other* G − 1 completions of its prompt, so it does not depend on r_i itself.

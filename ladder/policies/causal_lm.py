@@ -258,6 +258,13 @@ class CausalLMPolicy(nn.Module):
         return logp, values
 
     @torch.no_grad()
+    def sampling_weights(self):
+        """A context in which the model samples with π_sampler's weights: rounded to ``sampler_dtype``
+        (``lower_precision``), the 4-bit base dequantized once (``dequantize_once``), or as they are."""
+        if self.sampler_dtype is not None:
+            return lower_precision(self.model, self.sampler_dtype)
+        return quant.dequantized_once(self.model) if self.dequantize_once else nullcontext()
+
     def generate(self, prompt_ids: Tensor, prompt_mask: Tensor, max_new_tokens: int, pad_token_id: int,
                  eos_token_id: int | None, do_sample: bool = True, top_k: int = 0, top_p: float = 1.0,
                  min_new_tokens: int = 0, record_logp: bool = False) -> tuple[Tensor, ...]:
@@ -276,11 +283,7 @@ class CausalLMPolicy(nn.Module):
         recorder = RecordLogp(self.temperature) if record_logp else None
         if recorder is not None:
             kwargs["logits_processor"] = LogitsProcessorList([recorder])
-        if self.sampler_dtype is not None:
-            dense = lower_precision(self.model, self.sampler_dtype)
-        else:
-            dense = quant.dequantized_once(self.model) if self.dequantize_once else nullcontext()
-        with _eval_mode(self.model), dense:
+        with _eval_mode(self.model), self.sampling_weights():
             shared = shared_prompts(prompt_ids[:, :-1], prompt_mask[:, :-1]) if self.share_prompts else None
             if shared is not None:  # encode each distinct prompt once; generate continues from its cache
                 first, rows = shared

@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import torch
@@ -53,7 +53,7 @@ from ladder.tasks import math_eval, math_problems
 # The rung's options live in grpo_options; they are read from here too (grpo.Config, grpo.PRESETS, …).
 __all__ = ["ALGOS", "LOSS_TYPES", "PRESETS", "RESOLVED", "WRITES", "Config", "validate", "export", "update_config",
            "reward_weights", "train", "grpo_step", "build", "Step", "set_learning_rate", "completion_rows",
-           "batch_statistics", "CutOffWatch", "NAME"]
+           "batch_statistics", "CutOffWatch", "NAME", "Task", "math_task", "train_task"]
 NAME = "grpo"
 WRITES = TRAINING_WRITES
 CURVES = [Panel("reward", "mean over the update's completions", {"reward": ""}),
@@ -124,6 +124,11 @@ def group_advantages(rewards: torch.Tensor, cfg: Config) -> torch.Tensor:
     return core.group_relative(rewards, cfg.group_size, cfg.scale_rewards)
 
 
+def same_for_every_token(rollout: Rollout, advantages: torch.Tensor, cfg: Config) -> torch.Tensor:
+    """GRPO's credit: every token of completion i gets its completion's Â_i → ``[n, 1]``, broadcast over T."""
+    return advantages[:, None]
+
+
 def summed_skipped_steps(passes: list[dict], steps_per_pass: int) -> float:
     """The optimiser steps the passes skipped (a non-finite gradient), summed: a Step's default count."""
     return float(sum(p["skipped_steps"] for p in passes))
@@ -148,12 +153,14 @@ class Step:
     skipped_steps: Callable[[list[dict], int], float] = summed_skipped_steps
     rollout: Callable[[Step], tuple[Rollout, int, int]] = sample_groups          # (rollout, rounds, sampled here)
     advantages: Callable[[torch.Tensor, Config], torch.Tensor] = group_advantages  # rewards [P·G] → Â [P·G]
+    credit: Callable[[Rollout, torch.Tensor, Config], torch.Tensor] = same_for_every_token  # Â [n] → tokens' [n, T]
 
 
 def build(cfg: Config, *, policy: CausalLMPolicy, optimizer: torch.optim.Optimizer, tokenizer, stream,
           system_prompt: str, procs: Processes, trainer=None, update_cfg: core.UpdateConfig | None = None,
           reward_funcs: dict[str, Callable] | None = None, skipped_steps: Callable = summed_skipped_steps,
-          rollout: Callable = sample_groups, advantages: Callable = group_advantages) -> Step:
+          rollout: Callable = sample_groups, advantages: Callable = group_advantages,
+          credit: Callable = same_for_every_token) -> Step:
     """The Step that ``train``, exercise 20's harness and the notebooks' labs run ``grpo_step`` on. What
     is left out is the rung's own: the trainer ``procs.wrap(policy)`` (the policy itself in one process),
     ``update_config(cfg)``, the ``--reward-funcs`` loaded and weighed by ``reward_weights(cfg)``."""
@@ -163,7 +170,7 @@ def build(cfg: Config, *, policy: CausalLMPolicy, optimizer: torch.optim.Optimiz
                 system_prompt=system_prompt,
                 reward_funcs=rewards.load_all(cfg.reward_funcs) if reward_funcs is None else reward_funcs,
                 reward_weights=reward_weights(cfg), procs=procs, skipped_steps=skipped_steps, rollout=rollout,
-                advantages=advantages)
+                advantages=advantages, credit=credit)
 
 
 def set_learning_rate(optimizer: torch.optim.Optimizer, cfg: Config, update: int) -> None:
@@ -189,7 +196,7 @@ def grpo_step(step: Step) -> tuple[dict, Rollout, torch.Tensor]:
     rollout, rounds, generated = step.rollout(step)                             # sample, scored: r_i
     laps.lap("sampling")
     inputs = lm_batch(rollout.prompt_ids, rollout.prompt_mask, rollout.completion, rollout.mask,
-                      step.tokenizer.pad_token_id)
+                      step.tokenizer.pad_token_id, completion_attention_mask=rollout.attention_mask)
     ref_logp = policy.ref_logp(inputs) if cfg.kl_coef > 0 else None
     old_logp, rewards = None, rollout.rewards                                   # this process's [n], CPU
     if cfg.kl_in == "reward" and cfg.kl_coef > 0:
@@ -199,7 +206,8 @@ def grpo_step(step: Step) -> tuple[dict, Rollout, torch.Tensor]:
     advantages = step.advantages(procs.gather(rewards), cfg)[procs.rank * len(rollout):][:len(rollout)]
     loss_mask = rollout.mask * (~rollout.truncated).to(rollout.mask.device)[:, None] if cfg.mask_truncated \
         else rollout.mask
-    batch = replace(inputs, mask=loss_mask.float(), advantages=advantages.to(loss_mask.device)[:, None] * loss_mask,
+    token_advantages = step.credit(rollout, advantages, cfg).to(loss_mask.device)  # [n, T] or [n, 1]
+    batch = replace(inputs, mask=loss_mask.float(), advantages=token_advantages * loss_mask,
                     old_logp=old_logp, ref_logp=ref_logp, sampling_logp=rollout.sampling_logp)
     # The loss's constant normaliser: the active tokens of the whole batch, shared out over the processes
     # (dapo, cispo), or this process's rows × --max-new-tokens (dr_grpo).
@@ -279,31 +287,61 @@ def export(cfg: Config) -> dict | None:
     return export_trl.write(cfg, cfg.export_trl)
 
 
+@dataclass
+class Task:
+    """What a GRPO run trains on, apart from the algorithm: the problems (with the fingerprint of their source, which
+    ``--resume`` checks), the model and its tokenizer, how a batch is sampled and credited, how the held-out problems
+    are scored, and the curves drawn. ``math_task`` is this rung's; the agent rung brings its own."""
+
+    system_prompt: str
+    problems: list[dict]
+    held_out: list[dict]
+    model_path: str
+    tokenizer: object
+    source: tuple[str | None, str | None]
+    rollout: Callable[[Step], tuple[Rollout, int, int]] = sample_groups
+    credit: Callable[[Rollout, torch.Tensor, Config], torch.Tensor] = same_for_every_token
+    accuracy: Callable[[Step, list[dict]], float] = held_out_accuracy
+    curves: list[Panel] = field(default_factory=lambda: list(CURVES))
+
+
+def math_task(cfg: Config) -> Task:
+    """The math problems of ``--task`` (``load_task``): one completion per prompt, greedy held-out accuracy."""
+    system_prompt, problems, held_out, model_path, tokenizer = load_task(cfg)
+    return Task(system_prompt, problems, held_out, model_path, tokenizer,
+                source=(cfg.dataset, math_problems.fingerprint(cfg.task, cfg.dataset)))
+
+
 def train(cfg: Config) -> dict:
-    """Train with GRPO; write metrics.jsonl, completions.jsonl (every ``--print-samples`` updates),
-    summary.json, curves.png and the adapter into ``cfg.out``.
+    """Train with GRPO on math problems (``train_task`` with ``math_task``)."""
+    validate(cfg)
+    return train_task(cfg, NAME, math_task)
+
+
+def train_task(cfg: Config, name: str, load: Callable[[Config], Task]) -> dict:
+    """Train with GRPO on the task ``load(cfg)`` makes; write metrics.jsonl, completions.jsonl (every
+    ``--print-samples`` updates), summary.json, curves.png and the adapter into ``cfg.out``.
 
     Under ``accelerate launch`` every process runs this function on its share of the prompts (see
     ``ladder.distributed``); only the main process writes.
     """
-    validate(cfg)
     device = placement(cfg)
     seed_everything(cfg.seed)
-    system_prompt, problems, held_out, model_path, tokenizer = load_task(cfg)
-    source = (cfg.dataset, math_problems.fingerprint(cfg.task, cfg.dataset))  # a --resume checks it is the same
+    task = load(cfg)  # checked to fit the model's context before any weight loads
     reward_funcs = rewards.load_all(cfg.reward_funcs)  # a user's module runs before the run directory exists
     procs = Processes(device)  # after the tiny model is built and cached (see ladder.distributed)
     # The output directory is claimed (finished run? --overwrite? another run in it?) before the model loads.
-    with RunSession(cfg, NAME, asdict(cfg), total=cfg.steps, procs=procs) as run:
-        policy, optimizer = load_policy(cfg, model_path, device)
+    with RunSession(cfg, name, asdict(cfg), total=cfg.steps, procs=procs) as run:
+        policy, optimizer = load_policy(cfg, task.model_path, device)
         run.seed_each_process()  # the weights above are the same everywhere; the samples from here on are not
-        step = build(cfg, policy=policy, optimizer=optimizer, tokenizer=tokenizer,
-                     stream=ProblemStream(problems, cfg.seed, source), system_prompt=system_prompt, procs=procs,
-                     reward_funcs=reward_funcs, skipped_steps=run.skipped_steps)
+        step = build(cfg, policy=policy, optimizer=optimizer, tokenizer=task.tokenizer,
+                     stream=ProblemStream(task.problems, cfg.seed, task.source), system_prompt=task.system_prompt,
+                     procs=procs, reward_funcs=reward_funcs, skipped_steps=run.skipped_steps, rollout=task.rollout,
+                     credit=task.credit)
         parts = {"policy": policy, "optimizer": optimizer, "problems": step.stream,
                  **({"reference": ReferenceWeights(policy)} if cfg.ref_sync_every else {})}
         progress = run.resume(**parts, progress=None).get("progress") or {
-            "tokens": 0, "completions": 0, "evals": [(0, held_out_accuracy(step, held_out))], "first_rewards": []}
+            "tokens": 0, "completions": 0, "evals": [(0, task.accuracy(step, task.held_out))], "first_rewards": []}
         done, cut_off = False, CutOffWatch(cfg.max_new_tokens, lambda line: run.write(line, stderr=True))
         while not done:
             set_learning_rate(optimizer, cfg, run.step)
@@ -318,7 +356,7 @@ def train(cfg: Config) -> dict:
             done = run.step + 1 >= cfg.steps or bool(cfg.max_completions and
                                                      progress["completions"] >= cfg.max_completions)
             if (cfg.eval_every and (run.step + 1) % cfg.eval_every == 0) or done:
-                record["eval_accuracy"] = held_out_accuracy(step, held_out)
+                record["eval_accuracy"] = task.accuracy(step, task.held_out)
                 progress["evals"].append((run.step + 1, record["eval_accuracy"]))
             run.log({**record, "tokens_total": progress["tokens"], "completions_total": progress["completions"],
                      "lr": optimizer.param_groups[0]["lr"]},
@@ -333,7 +371,7 @@ def train(cfg: Config) -> dict:
         summary = summarize(cfg, run, progress, procs.gather_object(weights_digest(policy)))
         if procs.is_main:  # the trained adapter only (π_ref's adapter, if any, stays out)
             save_trained(policy.model, run.dir, lora=uses_lora(cfg))
-        run.finish(summary, [p.starting_at(eval_accuracy=progress["evals"][0][1]) for p in CURVES], x="step")
+        run.finish(summary, [p.starting_at(eval_accuracy=progress["evals"][0][1]) for p in task.curves], x="step")
     procs.barrier()
     return summary
 
@@ -349,7 +387,7 @@ def save_trained(model, out, lora: bool) -> None:
 def summarize(cfg: Config, run: RunSession, progress: dict, digests: list[str]) -> dict:
     """summary.json: greedy accuracy before and after, the first and last rewards, the final KL."""
     records, evals, first = run.records(), progress["evals"], progress["first_rewards"]
-    return {"rung": NAME, "model": cfg.model, "task": cfg.task, "steps": run.step, "tokens": progress["tokens"],
+    return {"rung": run.rung, "model": cfg.model, "task": cfg.task, "steps": run.step, "tokens": progress["tokens"],
             "completions": progress["completions"], "accuracy_before": evals[0][1], "accuracy_after": evals[-1][1],
             "accuracy_gain": evals[-1][1] - evals[0][1], "evals": evals,
             "reward_first5": float(np.mean(first)) if first else None,

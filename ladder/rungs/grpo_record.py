@@ -57,6 +57,8 @@ def batch_statistics(rollout: Rollout, shaped: torch.Tensor, procs: Processes, G
               "tokens": int(lengths.sum().item())}
     if shaped is not rollout.rewards:
         record["reward_shaped"] = procs.gather(shaped).mean().item()
+    for name, values in (rollout.stats or {}).items():
+        record[name] = procs.gather(values.float().cpu()).mean().item()
     for name, r in rollout.per_function.items():
         r = procs.gather(r)
         record[f"rewards/{name}/mean"], record[f"rewards/{name}/std"] = r.mean().item(), r.std().item()

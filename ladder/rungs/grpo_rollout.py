@@ -32,6 +32,11 @@ class Rollout:
     texts: list
     questions: list
     sampling_logp: Tensor | None = None  # [n, T] log π_sampler of each token, recorded while sampling (or None)
+    # A multi-turn rollout's (ladder.rungs.agent) — None for one completion per prompt:
+    attention_mask: Tensor | None = None  # [n, T] 1 on the model's and the environment's tokens (mask: the model's)
+    turn: Tensor | None = None            # [n, T] the model turn of each token (−1: the environment's, pad)
+    turn_rewards: Tensor | None = None    # [n, K] each model turn's reward (the trajectory's added to the last)
+    stats: dict | None = None             # name → [n], logged as its mean (tool calls, turns, …)
 
     def __len__(self) -> int:
         return len(self.rewards)
@@ -73,8 +78,21 @@ def concat(rollouts: list[Rollout], pad_token_id: int) -> Rollout:
         per_function={k: torch.cat([r.per_function[k] for r in rollouts]) for k in rollouts[0].per_function},
         truncated=torch.cat([r.truncated for r in rollouts]),
         texts=[t for r in rollouts for t in r.texts], questions=[q for r in rollouts for q in r.questions],
-        sampling_logp=None if rollouts[0].sampling_logp is None else
-        torch.cat([_pad_to(r.sampling_logp, T, 0.0, left=False) for r in rollouts]))
+        sampling_logp=_cat_padded([r.sampling_logp for r in rollouts], T, 0.0),
+        attention_mask=_cat_padded([r.attention_mask for r in rollouts], T, 0.0),
+        turn=_cat_padded([r.turn for r in rollouts], T, -1),
+        turn_rewards=_cat_padded([r.turn_rewards for r in rollouts],
+                                 max(r.turn_rewards.shape[1] for r in rollouts) if rollouts[0].turn_rewards is not None
+                                 else 0, 0.0),
+        stats=None if rollouts[0].stats is None else {k: torch.cat([r.stats[k] for r in rollouts])
+                                                      for k in rollouts[0].stats})
+
+
+def _cat_padded(parts: list[Tensor | None], width: int, value) -> Tensor | None:
+    """The parts' rows in one tensor, each right-padded to ``width`` with ``value`` (None if the rollouts have none)."""
+    if parts[0] is None:
+        return None
+    return torch.cat([_pad_to(x, width, value, left=False) for x in parts])
 
 
 def sample(policy, tokenizer, cfg, problems: list[dict], system_prompt: str, weights: dict,

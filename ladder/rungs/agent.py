@@ -1,0 +1,260 @@
+"""Rung 5: agents — GRPO on multi-turn trajectories, where the environment talks back.
+
+A trajectory is the model's turns and the environment's replies, one ``[B, T]`` row with two masks: the
+environment's tokens (a tool's reply) are context the model attends to (attention 1) but not actions it is
+graded on (mask 0: no log-prob term, no KL, no entropy, no advantage). So the same ``grpo_step`` and the same
+``core.update`` train an agent; only the rollout is new (``agent_rollout.multi_turn``: token ids on one cache).
+
+    r_i    = Σ_f w_f · f(last turn of trajectory i) + env_i.get_reward()      (each term where there is one)
+    Â_i    = (r_i − mean_group) / std_group          every model token of trajectory i (--credit trajectory)
+    Â_i,k  = Σ_{j ≥ k} r̃_i,j                          every model token of turn k (--credit turn: per-turn rewards,
+                                                     DeepSeekMath's process supervision; core.group_relative_turns)
+
+The environment is a class in TRL 1.16's protocol (``ladder.tasks.tool_calls``): ``--env calculator | guess |
+gsm8k | FILE.py:Class | MODULE:Class``. Every GRPO option applies (``--algo``, ``--loss-type``, the KL, …).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import partial
+
+import torch
+
+from ladder import core, hub, rewards
+from ladder.cli import Text, at_least, option
+from ladder.plots import Panel
+from ladder.policies import quant
+from ladder.rungs import grpo, grpo_options
+from ladder.rungs.agent_rollout import Trajectories, multi_turn
+from ladder.rungs.grpo_rollout import Rollout
+from ladder.rungs.protocol import TRAINING_WRITES
+from ladder.runlog import RunStopped, UsageError
+from ladder.tasks import agent_envs, arithmetic, math_problems, tiny_agent, tool_calls
+
+NAME = "agent"
+WRITES = TRAINING_WRITES
+ALGOS = grpo_options.ALGOS
+TINY_MODEL = "@tiny-agent"
+# --env NAME → (the environment class, its problems (training, held out), its system prompt); gsm8k's problems
+# are --dataset's (math_problems.split).
+ENVIRONMENTS = {"calculator": (agent_envs.Calculator, agent_envs.product_problems, agent_envs.CALCULATOR_PROMPT),
+                "guess": (agent_envs.GuessingGame, agent_envs.guess_problems, agent_envs.GUESS_PROMPT),
+                "gsm8k": (agent_envs.GSM8KCalculator, None, agent_envs.GSM8K_PROMPT)}
+CURVES = [Panel("reward", "mean over the update's trajectories", {"reward": ""}),
+          Panel("greedy accuracy (held-out)", "share solved", {"eval_accuracy": ""}),
+          Panel("tool calls", "per trajectory (mean)", {"agent/tool_calls": ""}),
+          Panel("turns", "model turns per trajectory (mean)", {"agent/turns": ""}),
+          Panel("environment tokens (masked)", "per trajectory (mean)", {"agent/env_tokens": ""}),
+          Panel("KL(π_θ‖π_ref)", "nats per token", {"kl_ref": ""})]
+
+
+@dataclass
+class Config(grpo_options.Config):
+    env: str = option("gsm8k", "the environment: calculator (products, a multiply tool) | guess (a number from 1 to "
+                               "10, replies higher/lower) | gsm8k (GSM8K, a calculate tool) | FILE.py:Class | "
+                               "MODULE:Class (TRL's protocol: reset, tools as methods, optional get_reward; its "
+                               "problems are --task's)", Text())
+    max_tool_calls: int = option(5, "tool calls per trajectory; a call past it is answered with an error (TRL's "
+                                    "max_tool_calling_iterations)", at_least(0))
+    max_new_tokens: int = option(1024, "token budget of a whole trajectory: the model's tokens and the "
+                                       "environment's (TRL's max_completion_length)", at_least(1))
+    credit: str = option("trajectory", "trajectory: every model token gets its trajectory's Â | turn: a turn's "
+                                       "tokens get the normalised per-turn rewards from it on (the environment's "
+                                       "get_turn_rewards, the trajectory's reward on its last turn)",
+                         choices=("trajectory", "turn"))
+    train_env_tokens: bool = option(False, "the mistake, to see it: put the environment's tokens in the loss as if "
+                                           "the model had written them (mask = attention mask)")
+    reward_funcs: str = option("correctness", "reward functions of the last model turn, comma-separated (as grpo's "
+                                              "--reward-funcs); an environment's get_reward is added with weight 1",
+                               Text())
+
+
+PRESETS = {
+    "tiny": dict(model=TINY_MODEL, env="calculator", lora=True, lora_r=16, lora_alpha=32, steps=40, prompts_per_step=8,
+                 group_size=8, lr=1e-3, warmup_steps=5, max_new_tokens=64, max_tool_calls=2, kl_coef=0.04,
+                 eval_every=10, eval_size=100, print_samples=10, threads=1),
+    "tiny-guess": dict(model=TINY_MODEL, env="guess", lora=True, lora_r=16, lora_alpha=32, steps=60,
+                       prompts_per_step=8, group_size=8, lr=1e-3, warmup_steps=5, max_new_tokens=192,
+                       max_tool_calls=5, kl_coef=0.04, eval_every=10, eval_size=100, print_samples=10, threads=1),
+}
+RESOLVED = {**grpo_options.RESOLVED, "system_prompt": lambda cfg: system_prompt(cfg)}
+
+
+def validate(cfg: Config) -> None:
+    """GRPO's rules, and the agent's own."""
+    grpo_options.validate(cfg)
+    if cfg.train_env_tokens and cfg.sampler_correction != "none":
+        raise UsageError("--train-env-tokens puts tokens the sampler never drew in the loss: they have no "
+                         "π_sampler log-prob to correct with; drop --sampler-correction")
+    environment(cfg)
+
+
+def export(cfg: Config) -> dict | None:
+    """``--export-trl FILE``: the run as a TRL script, ``GRPOTrainer(environment_factory=…)``."""
+    if cfg.export_trl is None:
+        return None
+    from ladder import export_trl
+
+    return export_trl.write_agent(cfg, cfg.export_trl)
+
+
+def environment(cfg: Config) -> type:
+    """The class of ``--env``: a built-in name, or ``FILE.py:Class`` / ``MODULE:Class`` (one line if not found)."""
+    if cfg.env in ENVIRONMENTS:
+        return ENVIRONMENTS[cfg.env][0]
+    if ":" not in cfg.env:
+        raise UsageError(f"--env {cfg.env!r} is neither a built-in ({', '.join(ENVIRONMENTS)}) nor FILE.py:Class / "
+                         f"MODULE:Class")
+    name, cls = rewards.load_reward_function(cfg.env, flag="--env")
+    if not isinstance(cls, type) or not callable(getattr(cls, "reset", None)):
+        raise UsageError(f"--env {cfg.env!r}: {name} is not a class with a reset method (TRL's environment protocol)")
+    return cls
+
+
+def system_prompt(cfg: Config) -> str:
+    """--system-prompt, or the environment's own (--task's for an environment of the user's)."""
+    return cfg.system_prompt or (ENVIRONMENTS[cfg.env][2] if cfg.env in ENVIRONMENTS else
+                                 math_problems.system_prompt(cfg.task))
+
+
+def problems(cfg: Config) -> tuple[list[dict], list[dict]]:
+    """(training problems, held-out problems) of the environment."""
+    generate = ENVIRONMENTS[cfg.env][1] if cfg.env in ENVIRONMENTS else None
+    if generate is not None:
+        train, held_out = generate(cfg.eval_size)
+        return (train[:cfg.train_size] if cfg.train_size else train), held_out
+    task = "gsm8k" if cfg.env == "gsm8k" else cfg.task
+    return math_problems.split(task, cfg.dataset, cfg.eval_size, cfg.train_size, cfg.prompts_per_step)
+
+
+def agent_task(cfg: Config) -> grpo.Task:
+    """The environment's problems, the model (``@tiny-agent``: ladder's tiny tool-calling model), the multi-turn
+    rollout and its credit, the held-out share solved, checked to fit the model's context."""
+    env_class, prompt = environment(cfg), system_prompt(cfg)
+    train, held_out = problems(cfg)
+    model_path = hub.resolve(str(tiny_agent.tiny_agent_model()) if cfg.model == TINY_MODEL else cfg.model, "--model")
+    tokenizer = quant.load_tokenizer(model_path)
+    check_context(tokenizer, quant.load_config(model_path), train + held_out, prompt, env_class, cfg.max_new_tokens)
+    source = (cfg.dataset, math_problems.fingerprint("gsm8k", cfg.dataset)) if cfg.env == "gsm8k" else (None, None)
+    return grpo.Task(prompt, train, held_out, model_path, tokenizer, source,
+                     rollout=partial(sample_trajectories, env_class=env_class),
+                     credit=turn_credit if cfg.credit == "turn" else grpo.same_for_every_token,
+                     accuracy=partial(held_out_solved, env_class=env_class), curves=CURVES)
+
+
+def train(cfg: Config) -> dict:
+    """Train an agent with GRPO (``grpo.train_task`` with ``agent_task``)."""
+    validate(cfg)
+    return grpo.train_task(cfg, NAME, agent_task)
+
+
+def chat_prompt(tokenizer, problem: dict, system: str, tools: list[dict], observation: str | None) -> str:
+    """The prompt with the tools in the chat template (``tools=``); ``reset``'s text appended to the question."""
+    messages = [{"role": "system", "content": system},
+                {"role": "user", "content": problem["question"] + (observation or "")}]
+    return tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
+
+
+def check_context(tokenizer, config, problems: list[dict], system: str, env_class: type, budget: int) -> None:
+    limit = getattr(config, "max_position_embeddings", None)
+    longest = max(problems, key=lambda p: len(p["question"]))
+    tools = tool_calls.tool_schemas(env_class())
+    length = len(tokenizer(chat_prompt(tokenizer, longest, system, tools, None)).input_ids)
+    if limit is not None and length + budget > limit:
+        raise UsageError(f"a prompt of {length} tokens plus --max-new-tokens {budget} exceeds the model's context "
+                         f"of {limit} tokens; lower --max-new-tokens")
+
+
+def _environment_call(env, method: str, *args, **kwargs):
+    """``env.method(...)``; an environment that raises stops the run in one line (exit 1), the run kept."""
+    try:
+        return getattr(env, method)(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - the user's environment: name it, keep the run
+        text = " ".join(str(e).split())[:120]
+        raise RunStopped(f"environment {type(env).__name__}.{method} raised {type(e).__name__}: {text}; the run "
+                         f"directory is kept (--resume continues from its last checkpoint)") from None
+
+
+def play(policy, tokenizer, env_class: type, batch: list[dict], system: str, cfg: Config, do_sample: bool
+         ) -> tuple[Trajectories, list, dict]:
+    """One environment per problem of ``batch``, reset with it, and one trajectory each: (trajectories, the
+    environments after them, the tokenized prompts)."""
+    envs = [env_class() for _ in batch]
+    observations = [_environment_call(env, "reset", **problem) for env, problem in zip(envs, batch)]
+    tools = tool_calls.tool_schemas(envs[0]) if envs else []
+    prompts = [chat_prompt(tokenizer, p, system, tools, o) for p, o in zip(batch, observations)]
+    enc = tokenizer(prompts, return_tensors="pt", padding=True).to(policy.model.device)
+    trajectories = multi_turn(policy, tokenizer, envs, enc.input_ids, enc.attention_mask, cfg.max_new_tokens,
+                              cfg.max_tool_calls, do_sample=do_sample, top_p=cfg.top_p if do_sample else 1.0)
+    return trajectories, envs, enc
+
+
+def score(trajectories: Trajectories, envs: list, batch: list[dict], weights: dict, functions: dict
+          ) -> tuple[torch.Tensor, dict]:
+    """r_i = Σ_f w_f · f(last turn_i) + get_reward(env_i) (logged under the class's name, as TRL does)."""
+    total, per_function = rewards.score(trajectories.answers, [p["answer"] for p in batch], weights, functions)
+    if envs and callable(getattr(envs[0], "get_reward", None)):
+        own = torch.tensor([float(_environment_call(env, "get_reward")) for env in envs])
+        total, per_function = total + own, {**per_function, type(envs[0]).__name__: own}
+    return total, per_function
+
+
+def turn_rewards(trajectories: Trajectories, envs: list, total: torch.Tensor) -> torch.Tensor:
+    """[n, K]: each model turn's reward from ``get_turn_rewards`` (0 where the environment gives none), the
+    trajectory's reward added to its last turn."""
+    last = trajectories.turn.max(1).values.clamp(min=0)  # the index of each trajectory's last model turn
+    rewards_ = torch.zeros(len(envs), int(last.max()) + 1)
+    for i, env in enumerate(envs):
+        given = _environment_call(env, "get_turn_rewards") if callable(getattr(env, "get_turn_rewards", None)) else []
+        given = torch.tensor([float(r) for r in given][:int(last[i]) + 1])
+        rewards_[i, :len(given)] = given
+    rewards_[torch.arange(len(envs)), last] += total
+    return rewards_
+
+
+def turn_credit(rollout: Rollout, advantages: torch.Tensor, cfg: Config) -> torch.Tensor:
+    """--credit turn: the tokens of turn k get Â_{i,k} (``core.group_relative_turns``) → [n, T]."""
+    K = rollout.turn_rewards.shape[1]
+    last = rollout.turn.max(1).values.clamp(min=0)
+    present = torch.arange(K)[None, :] <= last[:, None]
+    per_turn = core.group_relative_turns(rollout.turn_rewards, present, cfg.group_size)
+    on_turn = rollout.turn.cpu() >= 0
+    return torch.where(on_turn, per_turn.gather(1, rollout.turn.cpu().clamp(min=0)), 0.0)
+
+
+def sample_trajectories(step: grpo.Step, env_class: type) -> tuple[Rollout, int, int]:
+    """This process's share of the next ``--prompts-per-step`` problems, G trajectories each, scored."""
+    cfg, tokenizer = step.cfg, step.tokenizer
+    batch = [p for p in step.procs.shard(step.stream.draw(cfg.prompts_per_step)) for _ in range(cfg.group_size)]
+    trajectories, envs, enc = play(step.policy, tokenizer, env_class, batch, step.system_prompt, cfg, do_sample=True)
+    total, per_function = score(trajectories, envs, batch, step.reward_weights, step.reward_funcs)
+    texts = tokenizer.batch_decode(torch.where(trajectories.attention_mask.bool(), trajectories.completion,
+                                               tokenizer.pad_token_id), skip_special_tokens=False)
+    rollout = Rollout(prompt_ids=enc.input_ids, prompt_mask=enc.attention_mask, completion=trajectories.completion,
+                      mask=trajectories.attention_mask if cfg.train_env_tokens else trajectories.mask,
+                      rewards=total, per_function=per_function, truncated=trajectories.truncated,
+                      texts=[t.replace(tokenizer.pad_token, "") for t in texts],
+                      questions=[p["question"] for p in batch],
+                      sampling_logp=trajectories.sampling_logp if grpo_options.records_sampler_logp(cfg) else None,
+                      attention_mask=trajectories.attention_mask, turn=trajectories.turn,
+                      turn_rewards=turn_rewards(trajectories, envs, total) if cfg.credit == "turn" else None,
+                      stats={"agent/tool_calls": trajectories.tool_calls, "agent/turns": trajectories.turns,
+                             "agent/tool_failures": trajectories.tool_failures,
+                             "agent/env_tokens": trajectories.env_tokens})
+    return rollout, 1, len(rollout)
+
+
+def held_out_solved(step: grpo.Step, held_out: list[dict], env_class: type, chunk: int = 64) -> float:
+    """The share of held-out problems solved greedily: the environment's ``get_reward`` ≥ 1 where it has one,
+    else a correct final answer. Each process scores its share."""
+    procs, mine, solved = step.procs, held_out[step.procs.rank::step.procs.world], 0.0
+    for start in range(0, len(mine), chunk):
+        batch = mine[start:start + chunk]
+        trajectories, envs, _ = play(step.policy, step.tokenizer, env_class, batch, step.system_prompt, step.cfg,
+                                     do_sample=False)
+        if callable(getattr(env_class, "get_reward", None)):
+            solved += sum(float(_environment_call(env, "get_reward")) >= 1.0 for env in envs)
+        else:
+            solved += sum(arithmetic.correctness_reward(trajectories.answers, [p["answer"] for p in batch]))
+    return procs.gather(torch.tensor([solved], dtype=torch.float64)).sum().item() / len(held_out)

@@ -1,0 +1,109 @@
+"""The environment protocol of TRL 1.16's ``GRPOTrainer(environment_factory=…)``, so one class works in both.
+
+An environment is a class; the trainer makes one instance per trajectory and calls
+
+    env.reset(**row) -> str | None     before the trajectory: the text it returns (if any) is appended to the
+                                       user's message; ``row`` is the problem ({"question", "answer", …})
+    env.<tool>(**arguments) -> str     every public method other than reset / get_reward is a tool the model may
+                                       call; its signature and docstring (Google style, ``Args:``) are the tool's
+                                       schema (``transformers.utils.get_json_schema``), shown to the model by the
+                                       chat template's ``tools=``
+    env.get_reward() -> float          optional: the environment scores the trajectory itself (a reward column
+                                       named after the class, weight 1, beside the reward functions)
+
+ladder adds one optional method TRL does not call: ``get_turn_rewards() -> list[float]``, a reward per model turn
+(the credit of ``--credit turn``).
+
+Tool calls are written the Hermes / Qwen2.5 way, inside the assistant's turn:
+
+    <tool_call>
+    {"name": "multiply", "arguments": {"a": 37, "b": 48}}
+    </tool_call>
+
+A call that cannot be parsed, names no tool, has wrong arguments, raises, or comes past ``--max-tool-calls`` is
+answered with an error, as TRL answers it (``{'error': '…'}``): the model reads it and goes on. The text the
+environment adds after the model's end of turn (the tool's reply, and the template's markers around it) is
+rendered by the chat template, exactly as TRL's ``_get_tool_suffix_ids`` renders it.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import re
+from collections.abc import Callable
+
+NOT_TOOLS = ("reset", "get_reward", "get_turn_rewards")
+_CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
+
+
+def tools_of(env) -> dict[str, Callable]:
+    """Name → bound method of every public method of the environment's class but ``reset`` and ``get_reward``
+    (TRL's rule; ladder's ``get_turn_rewards`` is not a tool either)."""
+    return {name: getattr(env, name) for name, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
+            if name not in NOT_TOOLS and not name.startswith("_")}
+
+
+def tool_schemas(env) -> list[dict]:
+    """The JSON schema of each tool, what ``apply_chat_template(..., tools=…)`` shows the model."""
+    from transformers.utils import get_json_schema
+
+    return [get_json_schema(fn) for fn in tools_of(env).values()]
+
+
+def parse_tool_calls(turn: str) -> list[dict | str]:
+    """The calls in one model turn, in order: ``{"name": str, "arguments": dict}`` for each well-formed one,
+    an error message (str) for each malformed one; ``[]`` when the turn calls no tool (it is an answer)."""
+    calls: list[dict | str] = []
+    for body in _CALL.findall(turn):
+        try:
+            call = json.loads(body.strip())
+        except json.JSONDecodeError as e:
+            calls.append(f"malformed tool call: {e.msg} at character {e.pos}")
+            continue
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str) or \
+                not isinstance(call.get("arguments", {}), dict):
+            calls.append('malformed tool call: expected {"name": ..., "arguments": {...}}')
+            continue
+        calls.append({"name": call["name"], "arguments": call.get("arguments", {})})
+    return calls
+
+
+def call_tool(tools: dict[str, Callable], call: dict | str) -> tuple[dict, bool]:
+    """Run one parsed call: (the tool message ``{"role": "tool", "name", "content"}``, whether it failed).
+    A failure is the message ``{'error': '…'}``, TRL's, never an exception."""
+    if isinstance(call, str):
+        return {"role": "tool", "name": "unknown", "content": str({"error": call})}, True
+    name = call["name"]
+    try:
+        if name not in tools:
+            raise ValueError(f"Tool {name} not found.")
+        result = tools[name](**call["arguments"])
+    except Exception as e:  # noqa: BLE001 - the tool's failure is the model's to read, as in TRL
+        return {"role": "tool", "name": name, "content": str({"error": str(e)})}, True
+    return {"role": "tool", "name": name, "content": str(result)}, False
+
+
+def over_budget(call: dict | str, limit: int) -> dict:
+    """The reply to a call past ``--max-tool-calls``: an error the model reads, then it must answer."""
+    name = call["name"] if isinstance(call, dict) else "unknown"
+    return {"role": "tool", "name": name, "content": str({"error": f"no tool calls left (at most {limit})"})}
+
+
+def suffix_ids(tokenizer, tool_messages: list[dict]) -> list[int]:
+    """The environment's tokens after the model's end of turn: the tool messages and the next assistant header,
+    as the chat template renders them (TRL's ``_get_tool_suffix_ids``: a dummy conversation rendered with and
+    without the messages; what the EOS-trimmed first is missing of the second)."""
+    dummy = [{"role": "user", "content": "dummy"},
+             {"role": "assistant", "content": "",
+              "tool_calls": [{"type": "function", "function": {"name": tool_messages[0]["name"], "arguments": {}}}]}]
+    prefix = tokenizer.apply_chat_template(dummy, tokenize=True, add_generation_prompt=False, return_dict=False)
+    full = tokenizer.apply_chat_template(dummy + tool_messages, tokenize=True, add_generation_prompt=True,
+                                         return_dict=False)
+    eos = [i for i, t in enumerate(prefix) if t == tokenizer.eos_token_id]
+    if eos:
+        prefix = prefix[:eos[-1] + 1]
+    if full[:len(prefix)] != prefix:
+        raise ValueError("the chat template renders the conversation before a tool's reply differently with and "
+                         "without it; it cannot be used for tool calls")
+    return full[len(prefix):]
