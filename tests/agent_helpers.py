@@ -101,15 +101,15 @@ def qwen2_5_tokenizer():
                                    individual_digits=True, extra_special=QWEN2_5_SPECIAL, eos_token="<|im_end|>")
 
 
-def random_model(tokenizer, seed: int = 0, hidden: int = 32, layers: int = 2, heads: int = 2):
-    """A Qwen2 of random weights (seeded) for ``tokenizer``, context 512."""
+def random_model(tokenizer, seed: int = 0, hidden: int = 32, layers: int = 2, heads: int = 2, context: int = 512):
+    """A Qwen2 of random weights (seeded) for ``tokenizer``."""
     torch.manual_seed(seed)
-    return tiny_lm.build_model("qwen2", tokenizer, hidden=hidden, layers=layers, heads=heads, max_positions=512)
+    return tiny_lm.build_model("qwen2", tokenizer, hidden=hidden, layers=layers, heads=heads, max_positions=context)
 
 
-def save_random_model(path, tokenizer, seed: int = 0) -> str:
+def save_random_model(path, tokenizer, seed: int = 0, context: int = 512) -> str:
     """``random_model`` and its tokenizer saved like a hub snapshot (what ``--model DIR`` loads)."""
-    tiny_lm.save(random_model(tokenizer, seed), tokenizer, path)
+    tiny_lm.save(random_model(tokenizer, seed, context=context), tokenizer, path)
     return str(path)
 
 
