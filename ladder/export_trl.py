@@ -14,6 +14,10 @@ Any grpo flag works with ``--export-trl`` (``--algo dapo``, ``--reward-funcs cor
 directory is created (``@tiny-math`` is built into ladder's cache first if it is not there yet). In
 Python: ``export_trl.write(grpo.Config(...), "grpo_trl.py")`` (``grpo.train`` only trains).
 
+The agent rung's ``--export-trl`` (``write_agent``) writes ``GRPOTrainer(environment_factory=ENV_CLASS)`` from the
+same parts, with ``max_tool_calling_iterations`` = ``--max-tool-calls``; the script gets its problems and system
+prompt from ``ladder.rungs.agent`` itself (``python -m ladder.run agent --preset tiny --export-trl agent_trl.py``).
+
 The script's ``GRPOConfig`` comes from ``ladder.trl_map`` alone: every row with a value gives one field
 and its comment (the ladder option, the ``ladder.core`` function, what differs). The options TRL cannot
 reproduce are listed in a comment block, those this run really uses first. The script imports ladder
@@ -36,9 +40,10 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from ladder import rewards, trl_map
+from ladder.export_trl_helpers import AGENT_HELPERS, HELPERS, TOOL_PARSING
 from ladder.rungs.grpo_options import Config, validate
 from ladder.runlog import UsageError
-from ladder.tasks import arithmetic, math_problems
+from ladder.tasks import arithmetic, math_problems, tiny_agent
 
 DEVICES = ("cpu", "cuda")
 
@@ -91,14 +96,15 @@ def _dict_lines(values: dict, indent: str) -> list[str]:
     return lines
 
 
-def _differences(cfg: Config) -> list[str]:
-    """The comment block: ladder options TRL cannot reproduce (active here first), GRPOConfig names not set."""
+def _differences(cfg: Config, rungs: tuple[str, ...] = ("grpo",)) -> list[str]:
+    """The comment block: ladder options of ``rungs`` TRL cannot reproduce (active here first), GRPOConfig names
+    not set."""
     active, inactive = [], []
-    for row in trl_map.not_in_trl("grpo"):
+    for row in [r for rung in rungs for r in trl_map.not_in_trl(rung)]:
         (active if row.applies is not None and row.applies_to(cfg) else inactive).append(row)
     given = trl_map.trl_values(cfg)
-    unset = list({r.trl_field: r for r in trl_map.rows("GRPOConfig") if r.trl_field and r.trl_field not in given}
-                 .values())
+    unset = list({r.trl_field: r for r in trl_map.rows("GRPOConfig")
+                  if r.trl_field and r.trl_field not in given and r.ladder_rung in rungs}.values())
     lines = ["# " + "-" * 114, "# What TRL does differently, or not at all (ladder.trl_map).", "#"]
     lines.append("# Used by this run, and GRPOTrainer has no equivalent:" if active else
                  "# This run uses no ladder option that GRPOTrainer lacks.")
@@ -191,114 +197,8 @@ def _model_code(cfg: Config) -> list[str]:
     return lines
 
 
-HELPERS = '''
-def local_path(path: str) -> Path:
-    """A relative path as given: from the working directory, else from where the script was exported."""
-    p = Path(path).expanduser()
-    return p if p.is_absolute() or p.exists() else Path(EXPORTED_FROM) / p
-
-
-def load_user_function(spec: str):
-    """FILE.py:FUNCTION or MODULE:FUNCTION, as ladder's --reward-funcs reads it."""
-    where, _, name = spec.rpartition(":")
-    if where.endswith(".py"):
-        path = local_path(where)
-        module_spec = importlib.util.spec_from_file_location(path.stem, path)
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-    else:
-        module = importlib.import_module(where)
-    return getattr(module, name)
-
-
-def completion_text(completion) -> str:
-    """TRL hands a conversational completion over as [{"role": "assistant", "content": ...}]."""
-    return completion[-1]["content"] if isinstance(completion, list) else completion
-
-
-def for_trl(name: str, fn):
-    """ladder's reward fn(completions, answers) -> list[float] as TRL's fn(completions, **columns): the
-    dataset's columns arrive as keywords, the reference answers as `answer`."""
-    def reward(completions, answer, **columns):
-        return [float(r) for r in fn([completion_text(c) for c in completions], list(answer))]
-
-    reward.__name__ = name  # TRL logs rewards/NAME/mean, as ladder does
-    return reward
-
-
-def chat(question: str) -> list[dict]:
-    """The prompt as ladder builds it: the system prompt, then the question (TRL applies the chat template)."""
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": question}]
-
-
-def train_dataset() -> Dataset:
-    problems = train_problems()
-    return Dataset.from_list([{"prompt": chat(p["question"]), "answer": p["answer"]} for p in problems])
-
-
-def literal(text: str):
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError):
-        return text
-
-
-def grpo_config(args) -> GRPOConfig:
-    kwargs = {**GRPO_CONFIG, **BY_DEVICE[args.device]}
-    world = int(os.environ.get("WORLD_SIZE", "1"))  # ladder's --prompts-per-step is a total over all processes
-    if kwargs["per_device_train_batch_size"] % world:
-        sys.exit(f"per_device_train_batch_size {kwargs['per_device_train_batch_size']} cannot be shared by "
-                 f"{world} processes")
-    kwargs["per_device_train_batch_size"] //= world
-    if args.max_steps is not None:
-        kwargs["max_steps"] = args.max_steps
-    if args.output_dir is not None:
-        kwargs["output_dir"] = args.output_dir
-    for item in args.set:
-        name, _, text = item.partition("=")
-        kwargs[name.strip()] = literal(text.strip())
-    if "activation_checkpointing" in GRPOConfig.__dataclass_fields__:  # transformers >= 5.24's name for it
-        kwargs["activation_checkpointing"] = kwargs.pop("gradient_checkpointing")
-    return GRPOConfig(**kwargs)
-
-
-def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--max-steps", type=int, help=f"optimiser steps (default {GRPO_CONFIG['max_steps']})")
-    parser.add_argument("--output-dir", help=f"default {GRPO_CONFIG['output_dir']}")
-    parser.add_argument("--device", choices=tuple(BY_DEVICE), default=DEVICE, help=f"default {DEVICE}")
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="any GRPOConfig field (a Python literal, else text); repeatable")
-    args = parser.parse_args(argv)
-    if THREADS:
-        torch.set_num_threads(THREADS)
-    config = grpo_config(args)
-    tokenizer = AutoTokenizer.from_pretrained(MODEL)
-    tokenizer.padding_side = "left"
-    if tokenizer.pad_token is None:  # as ladder: pad with EOS (padding is masked out)
-        tokenizer.pad_token = tokenizer.eos_token
-    trainer = GRPOTrainer(model=MODEL, reward_funcs=reward_funcs(), args=config, train_dataset=train_dataset(),
-                          processing_class=tokenizer, peft_config=PEFT_CONFIG,
-                          quantization_config=quantization_config(args.device))
-    if config.use_cpu:
-        # bitsandbytes repacks 4-bit weights for fast CPU inference on a no-grad forward in eval mode (CPUs with
-        # AVX512-BF16); a later forward with gradients then fails. Keep the training layout (ladder.policies.quant).
-        for module in trainer.model.modules():
-            if hasattr(module, "support_avx512bf16_for_cpu"):
-                module.support_avx512bf16_for_cpu = False
-    trainer.train()
-    trainer.save_model(config.output_dir)  # the adapter with --lora/--qlora, else the model
-
-
-if __name__ == "__main__":
-    main()
-'''
-
-
-def script(cfg: Config, exported_from: str | os.PathLike | None = None) -> str:
-    """The text of the TRL script for ``cfg`` (a validated grpo ``Config``)."""
-    shared, by_device = config_values(cfg)
-    flags = " ".join(_non_default_options(cfg)) or "(all defaults)"
+def _imports(cfg: Config, ladder_imports: tuple[str, ...] = ("from ladder.tasks import arithmetic, math_problems",)
+             ) -> list[str]:
     imports = ["import argparse", "import ast", "import importlib", "import importlib.util", "import os", "import sys",
                "import warnings", "from pathlib import Path", "", "import torch", "from datasets import Dataset"]
     if cfg.qlora or cfg.lora:
@@ -310,12 +210,27 @@ def script(cfg: Config, exported_from: str | os.PathLike | None = None) -> str:
                 """pip install -e ".[dev]")')"""]
     if cfg.overlong_buffer:
         imports.append("from trl.rewards import get_soft_overlong_punishment")
-    imports += ["", "from ladder.tasks import arithmetic, math_problems", "",
-                "# TRL and peft still call transformers' gradient_checkpointing* names, which transformers 5.24",
-                "# renamed activation_checkpointing*: a warning about their code, not about this script.",
-                'warnings.filterwarnings("ignore", message=r"`\\w*gradient_checkpointing\\w*` is deprecated", '
-                'category=FutureWarning)']
+    return imports + ["", *ladder_imports, "",
+                      "# TRL and peft still call transformers' gradient_checkpointing* names, which transformers 5.24",
+                      "# renamed activation_checkpointing*: a warning about their code, not about this script.",
+                      'warnings.filterwarnings("ignore", message=r"`\\w*gradient_checkpointing\\w*` is deprecated", '
+                      'category=FutureWarning)']
 
+
+def _config_code(cfg: Config) -> list[str]:
+    """``GRPO_CONFIG`` and ``BY_DEVICE``: the map's values, each with its comment."""
+    shared, by_device = config_values(cfg)
+    config = ["# GRPOConfig, field by field from ladder.trl_map: the ladder option and core function behind each.",
+              "GRPO_CONFIG = dict(", *_dict_lines(shared, "    "), ")", "",
+              "# The fields that depend on the device (the script's --device picks one).", "BY_DEVICE = {"]
+    for device, values in by_device.items():
+        config += [f"    {device!r}: dict(", *_dict_lines(values, "        "), "    ),"]
+    return config + ["}", ""]
+
+
+def script(cfg: Config, exported_from: str | os.PathLike | None = None) -> str:
+    """The text of the TRL script for ``cfg`` (a validated grpo ``Config``)."""
+    flags = " ".join(_non_default_options(cfg)) or "(all defaults)"
     eval_cmd = (f"python -m ladder.run eval --model {shlex.quote(cfg.model)} --task {cfg.task}"
                 + (f" --dataset {shlex.quote(cfg.dataset)}" if cfg.task == "gsm8k" else "")
                 + f" --eval-size {cfg.eval_size} --max-new-tokens {cfg.max_new_tokens}"
@@ -353,15 +268,9 @@ def script(cfg: Config, exported_from: str | os.PathLike | None = None) -> str:
         f"EXPORTED_FROM = {str(Path(exported_from or Path.cwd()).resolve())!r}",
         "",
     ]
-    config = ["# GRPOConfig, field by field from ladder.trl_map: the ladder option and core function behind each.",
-              "GRPO_CONFIG = dict(", *_dict_lines(shared, "    "), ")", "",
-              "# The fields that depend on the device (the script's --device picks one).", "BY_DEVICE = {"]
-    for device, values in by_device.items():
-        config += [f"    {device!r}: dict(", *_dict_lines(values, "        "), "    ),"]
-    config += ["}", ""]
     body = [*_differences(cfg), "", "", *_problems_code(cfg), "", "", *_rewards_code(cfg), "", "",
             *_model_code(cfg), "", ""]
-    return "\n".join(head + imports + constants + config + body) + HELPERS
+    return "\n".join(head + _imports(cfg) + constants + _config_code(cfg) + body) + HELPERS
 
 
 def write(cfg: Config, path: str | os.PathLike) -> dict:
@@ -377,6 +286,87 @@ def write(cfg: Config, path: str | os.PathLike) -> dict:
     unsupported = [r.ladder_option for r in trl_map.not_in_trl("grpo") if r.applies is not None and r.applies_to(cfg)]
     return {"rung": "grpo", "export_trl": str(path), "model": cfg.model, "trainer": "trl.GRPOTrainer",
             "max_steps": shared["max_steps"][0], "not_in_trl": ", ".join(unsupported) or "none"}
+
+
+# --- the agent rung: GRPOTrainer(environment_factory=…) ------------------------------------------------------
+# (ladder.rungs.agent's TINY_MODEL and ENVIRONMENTS' classes: the agent rung imports this module, so this module
+# cannot import it; tests/test_agent_export.py keeps the two equal.)
+TINY_AGENT = "@tiny-agent"
+AGENT_ENVIRONMENTS = {"calculator": "Calculator", "guess": "GuessingGame", "gsm8k": "GSM8KCalculator"}
+
+
+def _environment_code(cfg) -> tuple[list[str], list[str]]:
+    """(its import, ``environment_class()``) for ``--env``: a built-in's import path, or a user's FILE.py:Class /
+    MODULE:Class loaded by the script (loaded here first: one line if it cannot be)."""
+    doc = f'    """--env {cfg.env}: TRL makes one instance per trajectory, calls reset(**row), then its tools."""'
+    if cfg.env in AGENT_ENVIRONMENTS:
+        name = AGENT_ENVIRONMENTS[cfg.env]
+        return [f"from ladder.tasks.agent_envs import {name}"], ["def environment_class() -> type:", doc,
+                                                                 f"    return {name}"]
+    if ":" not in cfg.env:
+        raise UsageError(f"--env {cfg.env!r} is neither a built-in ({', '.join(AGENT_ENVIRONMENTS)}) nor FILE.py:Class "
+                         f"/ MODULE:Class")
+    name, cls = rewards.load_reward_function(cfg.env, flag="--env")
+    if not isinstance(cls, type) or not callable(getattr(cls, "reset", None)):
+        raise UsageError(f"--env {cfg.env!r}: {name} is not a class with a reset method (TRL's environment protocol)")
+    return [], ["def environment_class() -> type:", doc, f"    return load_user_function({cfg.env!r})"]
+
+
+def _agent_problems_code(cfg) -> list[str]:
+    """The rung's options that pick the problems and the system prompt, and ``train_problems()``: the rung's own
+    ``problems`` and ``system_prompt`` (ladder.rungs.agent), run by the script."""
+    options = dict(env=cfg.env, task=cfg.task, dataset=cfg.dataset, eval_size=cfg.eval_size,
+                   train_size=cfg.train_size, prompts_per_step=cfg.prompts_per_step, system_prompt=cfg.system_prompt)
+    local = (cfg.env == "gsm8k" or cfg.env not in AGENT_ENVIRONMENTS) and Path(cfg.dataset).is_file()
+    given = '{**LADDER_OPTIONS, "dataset": str(local_path(LADDER_OPTIONS["dataset"]))}' if local else "LADDER_OPTIONS"
+    return ["# The agent rung's options that pick its problems and its system prompt (ladder.rungs.agent).",
+            "LADDER_OPTIONS = dict(", *[f"    {k}={v!r}," for k, v in options.items()], ")",
+            "SYSTEM_PROMPT = agent.system_prompt(agent.Config(**LADDER_OPTIONS))", "", "",
+            "def train_problems() -> list[dict]:",
+            '    """ladder\'s training problems, as the agent rung draws them (ladder.rungs.agent.problems):',
+            '    --eval-size held out, the first --train-size of the rest (0: all)."""',
+            f"    train, _held_out = agent.problems(agent.Config(**{given}))", "    return train"]
+
+
+def agent_script(cfg, exported_from: str | os.PathLike | None = None) -> str:
+    """The text of the TRL script for an agent rung's ``cfg``: the grpo script's parts, the environment's class as
+    ``environment_factory``, the rung's problems and system prompt, TRL's tool-call parsing."""
+    env_import, env_code = _environment_code(cfg)
+    flags = " ".join(_non_default_options(cfg)) or "(all defaults)"
+    head = ["#!/usr/bin/env python",
+            f'"""GRPO on tool use with TRL: ladder\'s agent run, exported by `--export-trl` (ladder.export_trl; TRL '
+            f'{_trl_version()}).', "", "ladder options (those not at their default):",
+            *textwrap.wrap(flags, 116, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False), "",
+            "Run:", "    python THIS.py [--max-steps N] [--output-dir DIR] [--device cpu|cuda] [--set FIELD=VALUE ...]",
+            '"""', ""]
+    imports = _imports(cfg, ("from trl.chat_template_utils import add_response_schema, qwen3_template", "",
+                             "from ladder.rungs import agent", "from ladder.tasks import arithmetic", *env_import))
+    model = str(tiny_agent.tiny_agent_model()) if cfg.model == TINY_AGENT else cfg.model
+    constants = ["", f"MODEL = {model!r}" + ("  # --model @tiny-agent, ladder's tiny tool-calling model"
+                                             if cfg.model == TINY_AGENT else ""),
+                 f"THREADS = {cfg.threads}  # --threads (0: torch's default)",
+                 f"DEVICE = {_device_type(cfg.device)!r}  # --device",
+                 f"EXPORTED_FROM = {str(Path(exported_from or Path.cwd()).resolve())!r}", ""]
+    body = [*_differences(cfg, ("grpo", "agent")), "", "", *_agent_problems_code(cfg), "", "", *env_code, "", "",
+            *_rewards_code(cfg), "", "", *_model_code(cfg), "", ""]
+    return "\n".join(head + imports + constants + _config_code(cfg) + body) + TOOL_PARSING + AGENT_HELPERS
+
+
+def write_agent(cfg, path: str | os.PathLike) -> dict:
+    """Write the agent rung's run as a TRL script, ``GRPOTrainer(environment_factory=…)``; a summary as ``write``'s.
+    GRPO's options are checked as for a run, the environment and the reward functions loaded (one line if not)."""
+    validate(cfg)
+    rewards.load_all(cfg.reward_funcs)
+    if (cfg.env == "gsm8k" or cfg.env not in AGENT_ENVIRONMENTS) and Path(cfg.dataset).is_file():
+        task = "gsm8k" if cfg.env == "gsm8k" else cfg.task
+        math_problems.split(task, cfg.dataset, cfg.eval_size, cfg.train_size, cfg.prompts_per_step)
+    write_whole(path, agent_script(cfg))
+    shared, _ = config_values(cfg)
+    unsupported = [r.ladder_option for rung in ("grpo", "agent") for r in trl_map.not_in_trl(rung)
+                   if r.applies is not None and r.applies_to(cfg)]
+    return {"rung": "agent", "export_trl": str(path), "model": cfg.model, "env": cfg.env,
+            "trainer": "trl.GRPOTrainer(environment_factory=…)", "max_steps": shared["max_steps"][0],
+            "not_in_trl": ", ".join(unsupported) or "none"}
 
 
 def write_whole(path: str | os.PathLike, text: str) -> None:

@@ -103,6 +103,11 @@ def _peft(cfg) -> bool:
     return cfg.lora or cfg.qlora
 
 
+def _agent(cfg) -> bool:
+    """An agent rung's Config (its rows apply to it alone; a grpo Config has no --max-tool-calls)."""
+    return hasattr(cfg, "max_tool_calls")
+
+
 SCHEDULE = ("ladder: each update samples P·G completions and makes μ passes over them, each pass a fresh "
             "shuffle into M minibatches, one optimiser step each. TRL: a generation batch of "
             "per_device_train_batch_size × steps_per_generation × processes completions is shuffled once "
@@ -231,7 +236,7 @@ GRPO_ROWS = (
     Mapping(G, "seed", "grpo", "seed", None, "", _same("seed")),
     Mapping(G, "output_dir", "grpo", "out", None,
             "OUT-trl (the adapter or model is saved there; the script's --output-dir overrides it)",
-            lambda cfg: f"{cfg.out or f'runs/grpo-seed{cfg.seed}'}-trl"),
+            lambda cfg: (cfg.out or f"runs/{'agent' if _agent(cfg) else 'grpo'}-seed{cfg.seed}") + "-trl"),
     Mapping(G, "save_steps", "grpo", "checkpoint_every", None, "× μ × M optimiser steps",
             lambda cfg: optimizer_steps(cfg, cfg.checkpoint_every)),
     Mapping(G, "save_total_limit", "grpo", "checkpoint_every", None, "ladder keeps only the latest checkpoint",
@@ -307,6 +312,39 @@ GRPO_ROWS = (
             "ladder skips (and counts) non-finite steps and stops after N in a row; TRL steps anyway"),
     Mapping(G, NONE, "grpo", "use_exercises", None, "TRL computes the loss with its own code"),
     Mapping(G, NONE, "grpo", "export_trl", None, "the switch that writes this script"),
+)
+
+# --- agents: GRPOTrainer(environment_factory=…) ↔ the agent rung (every grpo row above applies to it too) -----
+
+AGENT_ROWS = (
+    Mapping(GT, "environment_factory", "agent", "env", None,
+            "the environment class itself: TRL makes one instance per trajectory and calls reset(**row) with the "
+            "dataset row (the problem's fields and the prompt); built-ins are ladder.tasks.agent_envs' classes, "
+            "a FILE.py:Class is loaded by the script"),
+    Mapping(G, "max_tool_calling_iterations", "agent", "max_tool_calls", None,
+            "TRL counts rounds of its tool loop (all the calls of one turn in one round) and ends a trajectory whose "
+            "turn calls a tool past the limit, the call unanswered; ladder counts calls and answers one past the "
+            "limit with an error the model reads before it answers. The same for one call per turn",
+            _same("max_tool_calls"), _agent),
+    Mapping(G, "max_completion_length", "agent", "max_new_tokens", "aggregate",
+            "the token budget of the whole trajectory, the tools' replies included; a reply that would not fit "
+            "ends the trajectory in both"),
+    Mapping(GT, "environment_factory", "agent", None, "aggregate",
+            "the loss mask: TRL's tool_mask (its tool loop; a rollout_func returns it as env_mask) is 1 on the "
+            "model's tokens and 0 on the tools' replies, ladder's Trajectories.mask; both attend to every token "
+            "(ladder's Trajectories.attention_mask)"),
+    Mapping(G, NONE, "agent", "train_env_tokens", "aggregate",
+            "TRL always keeps the tools' tokens out of the loss (tool_mask); ladder's --train-env-tokens, the "
+            "mistake made to be seen, has no TRL switch: the script trains as without it",
+            applies=lambda cfg: cfg.train_env_tokens),
+    Mapping(G, NONE, "agent", "credit", "group_relative_turns",
+            "GRPOTrainer gives every model token its trajectory's advantage (--credit trajectory); --credit turn "
+            "(get_turn_rewards, per-turn advantages) is not in TRL: the script trains with the trajectory's",
+            applies=lambda cfg: cfg.credit == "turn"),
+    Mapping(GT, "reward_funcs", "agent", "reward_funcs", None,
+            "TRL passes a trajectory as its messages (the model's turns, the tools' replies): the script's rewards "
+            "read the last assistant message, as ladder's read the last model turn; an environment's get_reward "
+            "is added by both, weight 1, logged under the class's name"),
 )
 
 # --- RLOO: RLOOConfig ↔ the grpo rung with --algo rloo (advantage rloo, KL in the reward, k1) --------
@@ -394,7 +432,7 @@ PPO_ROWS = (
             "updated after every step with the batch's mean KL"),
 )
 
-ROWS = GRPO_ROWS + RLOO_ROWS + PPO_ROWS
+ROWS = GRPO_ROWS + AGENT_ROWS + RLOO_ROWS + PPO_ROWS
 
 
 # --- lookups ---------------------------------------------------------------------------------------
