@@ -12,7 +12,10 @@ run the update — in the order the grpo rung runs them, with your exercises 10 
                                                              rung's sample_groups; another rung passes its own)
     laps.lap("sampling")
     inputs   = lm_batch(rollout.prompt_ids, rollout.prompt_mask, rollout.completion, rollout.mask,
-                        step.tokenizer.pad_token_id)         the Batch: prompt + completion, [B, T] actions
+                        step.tokenizer.pad_token_id,         the Batch: prompt + completion, [B, T] actions;
+                        completion_attention_mask=rollout.attention_mask)   an agent's trajectory (exercise 22):
+                                                             the environment's tokens read, not actions (None:
+                                                             one completion per prompt, read where it is masked)
     β        = cfg.kl_coef
     ref_logp = policy.ref_logp(inputs) if β > 0 else None   π_ref's log-probs (a no-grad forward)
     r_i      = rollout.rewards                               [B] on the CPU
@@ -23,7 +26,10 @@ run the update — in the order the grpo rung runs them, with your exercises 10 
     Â_i      = step.advantages(procs.gather(r_i), cfg)[procs.rank * B:][:B]    (by default group_advantages:
                                                                                ex10 / ex13 inside)
     m        = rollout.mask, times ~rollout.truncated per row if cfg.mask_truncated
-    batch    = replace(inputs, mask=m.float(), advantages=Â_i[:, None] · m, old_logp=old_logp, ref_logp=ref_logp,
+    Â_t      = step.credit(rollout, Â_i, cfg)                by default Â_i[:, None], [B, 1]: every token of row i
+                                                             gets Â_i; the agent rung's --credit turn gives each
+                                                             turn's tokens their own, [B, T]
+    batch    = replace(inputs, mask=m.float(), advantages=Â_t · m, old_logp=old_logp, ref_logp=ref_logp,
                        sampling_logp=rollout.sampling_logp)   π_sampler's log-probs (None: π_old sampled)
     N        = loss_normaliser(cfg.loss_type, B, cfg.max_new_tokens, active), with active = the real tokens
                of the batch over all processes / the number of processes:
@@ -38,7 +44,7 @@ run the update — in the order the grpo rung runs them, with your exercises 10 
 
     step    a ladder.rungs.grpo.Step (made by grpo.build): cfg, policy, trainer, tokenizer, optimizer,
             update_cfg, stream, system_prompt, reward_funcs, reward_weights, procs, skipped_steps, rollout,
-            advantages
+            advantages, credit
     result  (record: dict, rollout, Â_i: [B] this process's advantages); the batch it builds has [B, T] tensors
 
 The helpers come from the rung: ``from ladder.rungs.grpo_record import Laps, step_record``, ``from

@@ -19,7 +19,8 @@ def grpo_step(step) -> tuple:
     rollout, rounds, sampled = step.rollout(step)                       # P prompts × G completions, scored
     laps.lap("sampling")
     inputs = lm_batch(rollout.prompt_ids, rollout.prompt_mask, rollout.completion, rollout.mask,
-                      step.tokenizer.pad_token_id)
+                      step.tokenizer.pad_token_id,                      # an agent's: the env's tokens are read
+                      completion_attention_mask=rollout.attention_mask)  # (None: one completion per prompt)
     ref_logp = policy.ref_logp(inputs) if cfg.kl_coef > 0 else None
     old_logp, rewards = None, rollout.rewards
     if cfg.kl_in == "reward" and cfg.kl_coef > 0:                       # RLOO: the KL is a cost in the reward
@@ -31,8 +32,9 @@ def grpo_step(step) -> tuple:
     mask = rollout.mask
     if cfg.mask_truncated:                                              # cut-off completions take no part
         mask = mask * (~rollout.truncated).to(mask.device)[:, None]
-    batch = replace(inputs, mask=mask.float(), advantages=advantages.to(mask.device)[:, None] * mask,
-                    old_logp=old_logp, ref_logp=ref_logp,               # every token of row i gets Â_i
+    token_advantages = step.credit(rollout, advantages, cfg).to(mask.device)   # [B, 1]: Â_i; [B, T] per turn
+    batch = replace(inputs, mask=mask.float(), advantages=token_advantages * mask,
+                    old_logp=old_logp, ref_logp=ref_logp,               # by default every token of row i gets Â_i
                     sampling_logp=rollout.sampling_logp)                # π_sampler's, when it is not π_old
     active = procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
     num_tokens = loss_normaliser(cfg.loss_type, B, cfg.max_new_tokens, active)

@@ -317,3 +317,7 @@ PLANTED = {
 from planted_bugs_loop import PLANTED_LOOP  # noqa: E402 - the loop exercises' bugs, planted in their solutions
 
 PLANTED.update(PLANTED_LOOP)
+
+from planted_bugs_agent import PLANTED_AGENT  # noqa: E402 - the agent exercises' bugs (22, 23)
+
+PLANTED.update(PLANTED_AGENT)

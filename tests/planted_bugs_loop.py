@@ -94,8 +94,12 @@ PLANTED_LOOP = {
             "rewards, values = rewards * mask, values * mask"),
     }),
     "ex20_grpo_step": _planted("ex20_grpo_step", "grpo_step", {
-        "every token gets the reward, not the advantage": ("advantages.to(mask.device)[:, None] * mask",
-                                                           "rewards.to(mask.device)[:, None] * mask"),
+        "every token gets the reward, not the advantage": ("step.credit(rollout, advantages, cfg)",
+                                                           "step.credit(rollout, rewards, cfg)"),
+        "an agent's environment tokens not read (no attention mask to lm_batch)": (
+            "completion_attention_mask=rollout.attention_mask)", ")"),
+        "the credit ignored: Â_i on every token, even per turn": ("step.credit(rollout, advantages, cfg)",
+                                                                 "advantages[:, None]"),
         "DAPO's normaliser left out": ("num_tokens=num_tokens)", "num_tokens=None)"),
         "the KL in the reward forgotten": ('if cfg.kl_in == "reward" and cfg.kl_coef > 0:', "if False:"),
         "cut-off completions kept in the loss": ("    if cfg.mask_truncated:", "    if False:"),

@@ -40,8 +40,9 @@ class Exercise:
         return ORIGINALS[self.function]
 
 
-ALL = ("reinforce", "cartpole", "ppo-sentiment", "grpo")
-LM = ("ppo-sentiment", "grpo")
+ALL = ("reinforce", "cartpole", "ppo-sentiment", "grpo", "agent")
+LM = ("ppo-sentiment", "grpo", "agent")
+GRPO = ("grpo", "agent")   # the agent rung is GRPO on multi-turn trajectories: its step, update and options
 
 EXERCISES = (
     Exercise("ex01_discounted_returns", "discounted_returns", "advantages", rungs=("reinforce",)),
@@ -54,21 +55,24 @@ EXERCISES = (
     Exercise("ex07_kl_estimators", "kl_estimate", "kl", swap=False),
     Exercise("ex08_kl_corrected", "kl_estimate", "kl", rungs=LM),
     Exercise("ex09_kl_rewards", "kl_penalized_rewards", "kl", rungs=("ppo-sentiment",)),
-    Exercise("ex10_group_relative", "group_relative", "advantages", rungs=("grpo",)),
+    Exercise("ex10_group_relative", "group_relative", "advantages", rungs=GRPO),
     Exercise("ex11_aggregate", "aggregate", "losses", rungs=ALL),
     # GRPO's design space: GSPO's ratio, RLOO's advantage, the KL in the reward, a moving π_ref.
-    Exercise("ex12_sequence_ratio", "sequence_log_ratio", "losses", rungs=("grpo",)),
-    Exercise("ex13_leave_one_out", "leave_one_out", "advantages", rungs=("grpo",)),
-    Exercise("ex14_kl_in_reward", "kl_in_reward", "kl", rungs=("grpo",)),
+    Exercise("ex12_sequence_ratio", "sequence_log_ratio", "losses", rungs=GRPO),
+    Exercise("ex13_leave_one_out", "leave_one_out", "advantages", rungs=GRPO),
+    Exercise("ex14_kl_in_reward", "kl_in_reward", "kl", rungs=GRPO),
     Exercise("ex15_soft_update", "soft_update", "reference", rungs=LM),   # in place: graded on what it changes
     # The loop itself: every line from a batch to an optimiser step, then one whole GRPO step.
     Exercise("ex16_token_logp", "token_logp", "logprobs", rungs=LM),
     Exercise("ex17_compute_loss", "compute_loss", "update", rungs=ALL),  # graded on a small policy: loss, gradient
     Exercise("ex18_update", "update", "update", rungs=ALL),              # graded by training: the parameters after
     Exercise("ex19_masked_gae", "masked_gae", "advantages", rungs=("ppo-sentiment",)),
-    Exercise("ex20_grpo_step", "grpo_step", "ladder.rungs.grpo", rungs=("grpo",)),   # the rung's step, tiny LM
+    Exercise("ex20_grpo_step", "grpo_step", "ladder.rungs.grpo", rungs=GRPO),   # the rung's step, tiny LM
     # The fourth policy: the sampler's weight π_old/π_sampler (core.sampler_correction calls it, inside ex17's loss).
-    Exercise("ex21_sampler_weights", "sampler_weights", "sampler", rungs=("grpo",)),
+    Exercise("ex21_sampler_weights", "sampler_weights", "sampler", rungs=GRPO),
+    # The agent rung's rollout: a trajectory's two masks, then the multi-turn loop on one cache.
+    Exercise("ex22_trajectory_tensors", "trajectory_tensors", "ladder.rungs.agent_rollout", rungs=("agent",)),
+    Exercise("ex23_multi_turn", "multi_turn", "ladder.rungs.agent_rollout", rungs=("agent",)),
 )
 
 

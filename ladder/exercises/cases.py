@@ -14,7 +14,8 @@ import torch
 from torch import Tensor
 
 OUTPUTS = {"gae": ("advantages", "returns"), "masked_gae": ("advantages", "returns"),
-           "kl_penalized_rewards": ("rewards", "kl"), "kl_in_reward": ("rewards", "kl")}
+           "kl_penalized_rewards": ("rewards", "kl"), "kl_in_reward": ("rewards", "kl"),
+           "trajectory_tensors": ("completion", "mask", "attention_mask")}
 JUNK = 7.0  # what padding holds when it has to stay finite
 
 

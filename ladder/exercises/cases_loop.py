@@ -371,5 +371,5 @@ def grpo_step() -> list[Case]:
 
 LOOP_CASES = {
     "ex16_token_logp": token_logp, "ex17_compute_loss": compute_loss, "ex18_update": update,
-    "ex19_masked_gae": masked_gae, "ex20_grpo_step": grpo_step,
+    "ex19_masked_gae": masked_gae,   # ex20's cases: these of grpo_step, and the agent rung's (cases_agent)
 }

@@ -27,10 +27,11 @@ from torch import Tensor
 
 from . import EXERCISES, Exercise, exercise_imports, load
 from .cases import OUTPUTS, TOY_CASES, Case, Mismatch, fmt
+from .cases_agent import AGENT_CASES
 from .cases_lm import LM_CASES
 from .cases_loop import LOOP_CASES
 
-CASES = {**TOY_CASES, **LM_CASES, **LOOP_CASES}  # exercise → the function that makes its cases
+CASES = {**TOY_CASES, **LM_CASES, **LOOP_CASES, **AGENT_CASES}  # exercise → the function that makes its cases
 
 NOT_IMPLEMENTED = "not implemented yet"
 EXERCISE_FILE = re.compile(r"ex\d\d_\w+")
@@ -78,6 +79,7 @@ def _call(fn, case: Case, grad: bool):
 
 def _where_in(fn, error: BaseException) -> str:
     """' (at ex03_gae.py:41)': the last line of the learner's file the error went through."""
+    fn = getattr(fn, "__wrapped__", fn)   # a function under @torch.no_grad(): the learner's own code
     return _where_in_file(getattr(getattr(fn, "__code__", None), "co_filename", None), error)
 
 

@@ -1,0 +1,79 @@
+"""Exercise 23 — the multi-turn rollout: the model writes, the environment answers, on one cache.
+
+Goes with notebook 5, section “Run it: a few steps of the tiny preset”.
+
+The agent rung samples trajectories, not completions: the model writes a turn, which may call tools;
+the environment runs them and its reply is read; the model writes again; until a turn without a call
+(the answer) or the budget. Every row of the batch advances one token per step, in one of three states:
+
+    the model's turn     draw x ~ softmax(z / τ) (top-p), record log π(x): mask 1, attention 1
+    the environment's    feed the next token of the reply, queued when the model's turn ended: mask 0,
+                         attention 1 (context, not an action — exercise 22)
+    done                 feed pad: mask 0, attention 0
+
+A turn ends at EOS (``tokenizer.eos_token_id``, the template's end of turn). Then decode the turn (to read
+it, never to rebuild the sequence), ``tool_calls.parse_tool_calls(text)``: no call → the turn is the answer
+and the trajectory ends; else run each call, ``tool_calls.call_tool(tools, call)`` with ``tools =
+tool_calls.tools_of(env)`` (a malformed call, an unknown tool, a tool that raises: an error message, never an
+exception), a call past ``max_tool_calls`` in the trajectory answered with ``tool_calls.over_budget(call,
+max_tool_calls)`` instead of run; and queue ``tool_calls.suffix_ids(tokenizer, replies)``, the chat template's
+rendering of the replies and the next assistant header, tokenized once. If that reply does not leave room
+for a token of answer within ``max_new_tokens`` (``len(suffix) >= max_new_tokens − t − 1`` at step t), drop it:
+the trajectory ends there, truncated (as TRL drops it). The budget counts every token, the model's and the
+environment's; a trajectory still in a turn when it runs out is truncated, and what it wrote is its answer.
+
+The pitfalls, each a property the grader checks:
+
+    * one cache: the prompts are encoded once, then each step feeds one token per row with the cache —
+      re-encoding the trajectory at every turn costs O(T²) and is not what was sampled
+    * the model's tokens as drawn: decoding a turn and encoding the text again gives other ids (BPE merges
+      differ); the trajectory holds the ids that were drawn, whose log-probs were recorded
+    * the environment's tokens are fed with attention 1, or the next turn is sampled without reading the
+      reply while training reads it: log π recorded as drawn must equal one forward over the whole row
+    * positions skip the left padding (``position_ids_for(prompt_mask)``, then + 1 per step, pad included)
+    * ``log_softmax(z / τ)`` with ``τ = policy.temperature``, as the loss will compute it
+
+    policy          .model (a causal LM: input_ids, attention_mask, position_ids, use_cache, and the cache —
+                    ``ladder.patches.with_cache(cache)`` / ``cache_of(output)``), .temperature, and
+                    .sampling_weights() (a context to sample in)
+    envs            one environment per row, already reset (TRL's protocol: its public methods are tools)
+    prompt_ids      [B, P] left-padded, with prompt_mask [B, P]
+    result          ``ladder.rungs.agent_rollout.Trajectories``: completion, mask, attention_mask,
+                    sampling_logp [B, T] (exercise 22 makes the first three from each row's segments; log π
+                    of the model's tokens, 0 elsewhere), turn = ``turn_index(mask)``, and per row: truncated,
+                    tool_calls (past the budget included), tool_failures, turns, answers (the last turn's text,
+                    EOS and special tokens left out: what the rewards read)
+
+Worked example: a small random model whose turns are scripted (the grader's, ``agent_harness``): it calls
+``multiply(3, 4)``, spelt one character a token (56 tokens with its EOS), reads the reply (15 tokens), answers
+``#### 12`` (8 tokens):
+
+    >>> from ladder.exercises.cases_agent import segments, worked_example
+    >>> trajectories = worked_example(multi_turn)
+    >>> segments(trajectories)
+    [('model', 56), ('env', 15), ('model', 8)]
+    >>> trajectories.turns, trajectories.tool_calls, trajectories.truncated, trajectories.answers
+    (tensor([2]), tensor([1]), tensor([False]), ['#### 12'])
+
+Mirrors ``ladder.rungs.agent_rollout.multi_turn``. Grade it: ``pytest exercises/`` (property by property, each
+case naming its property, then the same trajectories as the rung's on the same script); once it passes,
+``python -m ladder.run agent --preset tiny --use-exercises`` samples with it.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+from ladder.patches import cache_of, with_cache  # noqa: F401 - you will need them
+from ladder.policies.causal_lm import position_ids_for  # noqa: F401 - you will need it
+from ladder.rungs.agent_rollout import Trajectories, turn_index  # noqa: F401 - you will need them
+from ladder.tasks import tool_calls  # noqa: F401 - you will need it
+
+
+@torch.no_grad()
+def multi_turn(policy, tokenizer, envs: list, prompt_ids: Tensor, prompt_mask: Tensor, max_new_tokens: int,
+               max_tool_calls: int, do_sample: bool = True, top_p: float = 1.0,
+               generator: torch.Generator | None = None) -> Trajectories:
+    """One trajectory per row against ``envs[row]``, within ``max_new_tokens`` tokens in all."""
+    raise NotImplementedError

@@ -1,0 +1,128 @@
+"""Solution to exercise 23 — the multi-turn rollout: the model's turns and the environment's replies, in token ids,
+on one key/value cache."""
+
+from __future__ import annotations
+
+import torch
+from ex22_trajectory_tensors import trajectory_tensors
+from torch import Tensor
+
+from ladder.patches import cache_of, with_cache
+from ladder.policies.causal_lm import position_ids_for
+from ladder.rungs.agent_rollout import Trajectories, turn_index
+from ladder.tasks import tool_calls
+
+
+class Row:
+    """One trajectory while it is sampled: its segments, the replies still to feed, its counts."""
+
+    def __init__(self, env):
+        self.tools = tool_calls.tools_of(env)
+        self.segments: list[tuple[str, list[int]]] = []   # ("model" | "env", ids), in order
+        self.logps: list[float] = []                      # log π of each of the model's tokens, as drawn
+        self.queue: list[int] = []                        # the environment's tokens still to feed
+        self.turn: list[int] = []                         # the model's current turn
+        self.answer: list[int] = []                       # the last turn, without its EOS
+        self.turns = self.calls = self.failures = 0
+        self.done = self.truncated = False
+
+    def add(self, kind: str, token: int) -> None:
+        if not self.segments or self.segments[-1][0] != kind:
+            self.segments.append((kind, []))
+        self.segments[-1][1].append(token)
+
+    def end_turn(self, tokenizer, max_tool_calls: int, room: int) -> None:
+        """EOS: a turn without a call is the answer; calls are run and their rendered replies queued."""
+        self.answer, self.turn = self.turn[:-1], []
+        self.turns += 1
+        text = tokenizer.decode(self.answer, skip_special_tokens=False)    # read only, to find the calls
+        calls = tool_calls.parse_tool_calls(text)
+        if not calls:
+            self.done = True
+            return
+        replies = []
+        for call in calls:
+            self.calls += 1
+            if self.calls > max_tool_calls:
+                reply, failed = tool_calls.over_budget(call, max_tool_calls), True
+            else:
+                reply, failed = tool_calls.call_tool(self.tools, call)     # an error comes back as text
+            replies.append(reply)
+            self.failures += failed
+        suffix = tool_calls.suffix_ids(tokenizer, replies)                 # the template's rendering, tokenized once
+        if len(suffix) >= room:                                            # no room to read it and answer
+            self.done = self.truncated = True
+        else:
+            self.queue = suffix
+
+    def next_token(self, drawn: int, logp: float, tokenizer, max_tool_calls: int, room: int) -> int | None:
+        """This step's token: None once done, the environment's next queued one, else the model's draw."""
+        if self.done:
+            return None
+        if self.queue:
+            token = self.queue.pop(0)
+            self.add("env", token)
+            return token
+        self.add("model", drawn)
+        self.logps.append(logp)
+        self.turn.append(drawn)
+        if drawn == tokenizer.eos_token_id:
+            self.end_turn(tokenizer, max_tool_calls, room)
+        return drawn
+
+
+def draw(logits: Tensor, temperature: float, top_p: float, do_sample: bool, generator) -> tuple[Tensor, Tensor]:
+    """(tokens [B], log π(token) [B]) from softmax(z / τ), top-p kept when sampling."""
+    logp = torch.log_softmax(logits.float() / temperature, dim=-1)
+    if not do_sample:
+        tokens = logp.argmax(-1)
+    else:
+        weights = logp.exp()
+        if top_p < 1.0:
+            sorted_p, order = weights.sort(dim=-1, descending=True)
+            dropped = sorted_p.cumsum(-1) - sorted_p > top_p
+            weights = weights.scatter(1, order, sorted_p.masked_fill(dropped, 0.0))
+        tokens = torch.multinomial(weights, 1, generator=generator).squeeze(1)
+    return tokens, logp.gather(1, tokens[:, None]).squeeze(1)
+
+
+@torch.no_grad()
+def multi_turn(policy, tokenizer, envs: list, prompt_ids: Tensor, prompt_mask: Tensor, max_new_tokens: int,
+               max_tool_calls: int, do_sample: bool = True, top_p: float = 1.0,
+               generator: torch.Generator | None = None) -> Trajectories:
+    """One trajectory per row against ``envs[row]``, within ``max_new_tokens`` tokens in all."""
+    model, rows, device = policy.model, [Row(env) for env in envs], prompt_ids.device
+    was_training = model.training
+    model.eval()
+    with policy.sampling_weights():
+        out = model(input_ids=prompt_ids, attention_mask=prompt_mask, position_ids=position_ids_for(prompt_mask),
+                    use_cache=True)                                        # the prompts, once
+        cache, logits = cache_of(out), out.logits[:, -1]
+        attention, position = prompt_mask.long(), position_ids_for(prompt_mask)[:, -1]
+        for t in range(max_new_tokens):
+            drawn, logp = draw(logits, policy.temperature, top_p, do_sample, generator)
+            chosen = [row.next_token(d, lp, tokenizer, max_tool_calls, room=max_new_tokens - t - 1)
+                      for row, d, lp in zip(rows, drawn.tolist(), logp.tolist())]
+            if all(row.done for row in rows):
+                break
+            tokens = torch.tensor([tokenizer.pad_token_id if c is None else c for c in chosen], device=device)
+            attend = torch.tensor([int(c is not None) for c in chosen], device=device)  # pad: not read
+            attention = torch.cat([attention, attend[:, None]], dim=1)
+            position = position + 1
+            out = model(input_ids=tokens[:, None], attention_mask=attention, position_ids=position[:, None],
+                        use_cache=True, **with_cache(cache))               # one new token per row, on the cache
+            cache, logits = cache_of(out), out.logits[:, -1]
+    model.train(was_training)
+    for row in rows:
+        if not row.done:                                                   # the budget ran out mid-turn
+            row.truncated, row.answer = True, row.turn
+    completion, mask, attention_mask = trajectory_tensors([row.segments for row in rows], tokenizer.pad_token_id)
+    sampling_logp = torch.zeros_like(mask)
+    sampling_logp[mask.bool()] = torch.tensor([lp for row in rows for lp in row.logps])
+    return Trajectories(completion=completion.to(device), mask=mask, attention_mask=attention_mask,
+                        sampling_logp=sampling_logp, turn=turn_index(mask),
+                        truncated=torch.tensor([row.truncated for row in rows]),
+                        tool_calls=torch.tensor([row.calls for row in rows]),
+                        tool_failures=torch.tensor([row.failures for row in rows]),
+                        turns=torch.tensor([row.turns for row in rows]),
+                        answers=tokenizer.batch_decode([row.answer for row in rows], skip_special_tokens=True))
