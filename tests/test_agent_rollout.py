@@ -180,13 +180,23 @@ def test_logprobs_on_the_cache_equal_one_full_forward_with_two_masks(scripted, m
 
 def test_sampling_logp_equals_one_full_forward(model, tok):
     """The random model sampling on its own (τ = 0.7, top-p 0.9, prompts of different lengths shared by groups):
-    the log π_sampler recorded as each token was drawn = the policy's full forward, to float32 tolerance."""
+    each prompt goes through the model once and each token once; the log π_sampler recorded as each token was
+    drawn = the policy's full forward, to float32 tolerance."""
     policy = CausalLMPolicy(model, temperature=0.7)
     enc = prompts(tok, ["What is 12 * 34?", "What is 56 * 78? Use the tool."])
     prompt_ids, prompt_mask = enc.input_ids.repeat_interleave(3, 0), enc.attention_mask.repeat_interleave(3, 0)
     envs = [agent_envs.Calculator() for _ in range(len(prompt_ids))]
-    t = multi_turn(policy, tok, envs, prompt_ids, prompt_mask, 24, 2, do_sample=True, top_p=0.9,
-                   generator=torch.Generator().manual_seed(0))
+    fed = []
+    hook = model.register_forward_pre_hook(lambda _, args, kwargs: fed.append(kwargs["input_ids"].shape),
+                                           with_kwargs=True)
+    try:
+        t = multi_turn(policy, tok, envs, prompt_ids, prompt_mask, 24, 2, do_sample=True, top_p=0.9,
+                       generator=torch.Generator().manual_seed(0))
+    finally:
+        hook.remove()
+    # each distinct prompt encoded once, then one token per row and step
+    assert fed[0] == enc.input_ids.shape and set(fed[1:]) == {(len(prompt_ids), 1)}
+    assert len(fed) - 1 in (t.completion.shape[1] - 1, t.completion.shape[1])
     batch = lm_batch(prompt_ids, prompt_mask, t.completion, t.mask, tok.pad_token_id,
                      completion_attention_mask=t.attention_mask)
     with torch.no_grad():

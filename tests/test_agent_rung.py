@@ -219,3 +219,14 @@ def test_credit_turn_gives_each_turn_its_own_advantage(cli, random_agent_model, 
     last = batch.mask[:, call + calls_multiply["reply"]:].bool()
     assert all((second[i][last[i]] == second[i][last[i]][0]).all() for i in range(len(second)))
     assert (first[:, 0] - second[:, 0]).abs().max() > 0.1 and second[:, 0].abs().max() > 0.1
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_the_rung_runs_on_a_gpu(cli, random_agent_model, calls_multiply, grpo_files, tmp_path):
+    """--device cuda with tool calls and --credit turn: the trajectory's tensors (completion, both masks, the
+    sampler's log-probs, the turns) meet the prompts on one device."""
+    out = tmp_path / "run"
+    result = cli(*small(random_agent_model, out, "--env", "calculator", "--device", "cuda", "--credit", "turn",
+                        "--reward-funcs", grpo_files["length"]))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert [r["agent/env_tokens"] for r in read_metrics(out)] == [calls_multiply["reply"]] * 2
