@@ -66,6 +66,18 @@ ROLLOUT = {
                 "sequence = torch.cat([sequence, tokens[:, None]], dim=1)\n"
                 "            out = model(input_ids=sequence, attention_mask=attention, "
                 "position_ids=position_ids_for(attention))")]),
+    "the whole trajectory re-encoded at the start of each turn": (
+        ONCE, [("attention, position = prompt_mask.long(), position_ids_for(prompt_mask)[:, -1]",
+                "attention, position, sequence = prompt_mask.long(), position_ids_for(prompt_mask)[:, -1], prompt_ids"),
+               ("out = model(input_ids=tokens[:, None], attention_mask=attention, position_ids=position[:, None],\n"
+                "                        use_cache=True, **with_cache(cache))",
+                "sequence = torch.cat([sequence, tokens[:, None]], dim=1)\n"
+                '            if any(r.queue and r.segments[-1][0] == "model" for r in rows):   # a turn ended\n'
+                "                out = model(input_ids=sequence, attention_mask=attention,\n"
+                "                            position_ids=position_ids_for(attention), use_cache=True)\n"
+                "            else:\n"
+                "                out = model(input_ids=tokens[:, None], attention_mask=attention,\n"
+                "                            position_ids=position[:, None], use_cache=True, **with_cache(cache))")]),
     "the model's turn decoded and tokenized again": (
         WORKED, [("        calls = tool_calls.parse_tool_calls(text)\n",
                   "        self.segments[-1] = (\"model\", tokenizer.encode(text, add_special_tokens=False)\n"

@@ -105,3 +105,19 @@ def test_the_core_rollout_reaches_a_learners_trajectory_tensors_through_the_tabl
     monkeypatch.setenv("LADDER_EXERCISES", str(learner))
     assert run.main(["agent", *AGENT, "--steps", "1", "--use-exercises", "--out", str(tmp_path / "run")]) == 0
     assert "8" in (learner / "ex22_trajectory_tensors.py.calls").read_text().split()
+
+
+def test_no_call_of_the_agent_rung_escapes_the_swap(tmp_path):
+    """Every function the agent rung's exercises name is called through the table (the core's own raise)."""
+    from test_exercises_escape import spies_in_place_of_the_core
+
+    from ladder.exercises.swap import calls
+
+    runs = [["--credit", "turn"],
+            ["--algo", "rloo", "--kl-in", "reward", "--kl-coef", "0.04", "--ref-sync-every", "1"],
+            ["--ratio-level", "sequence", "--sampler-dtype", "bfloat16", "--sampler-correction", "token_truncate"]]
+    with spies_in_place_of_the_core() as counts:
+        for i, args in enumerate(runs):
+            assert run.main(["agent", *AGENT, "--steps", "1", *args, "--out", str(tmp_path / f"run{i}")]) == 0
+    missed = sorted({e.function for e in calls("agent")} - set(counts))
+    assert not missed, f"agent never called {missed} through ladder's namespace"
