@@ -121,3 +121,30 @@ def test_no_call_of_the_agent_rung_escapes_the_swap(tmp_path):
             assert run.main(["agent", *AGENT, "--steps", "1", *args, "--out", str(tmp_path / f"run{i}")]) == 0
     missed = sorted({e.function for e in calls("agent")} - set(counts))
     assert not missed, f"agent never called {missed} through ladder's namespace"
+
+
+def test_with_every_solution_swapped_in_the_agent_rung_trains_exactly_as_the_core(tmp_path, monkeypatch, capsys):
+    """All the agent rung's exercises (the GRPO ones, exercise 20's step among them, and 22, 23) from solutions/:
+    the same metrics as the core's, per-turn credit on the guessing game. Grading is the graders' test; here each
+    solution is taken as it is (grading exercise 20 alone trains 16 GRPO steps)."""
+    from ladder.exercises import load
+    from ladder.exercises.grading import Result
+
+    def taken_as_it_is(directory, exercise):
+        function = getattr(load(Path(directory) / f"{exercise.stem}.py"), exercise.function)
+        return Result(exercise.stem, "passed", function=function)
+
+    monkeypatch.setattr(swap, "grade_file", taken_as_it_is)
+    args = ["agent", *AGENT, "--env", "guess", "--credit", "turn", "--max-new-tokens", "96", "--max-tool-calls", "3"]
+    assert run.main([*args, "--out", str(tmp_path / "core")]) == 0
+    monkeypatch.setenv("LADDER_EXERCISES", str(ROOT / "solutions"))
+    capsys.readouterr()
+    assert run.main([*args, "--use-exercises", "--out", str(tmp_path / "mine")]) == 0
+    said = capsys.readouterr().out.splitlines()[0]
+    assert "agent trains with your" in said and "grpo_step (ex20)" in said and "multi_turn (ex23)" in said, said
+    assert "the core's own" not in said                            # every function it calls is the learner's
+
+    def metrics(out: Path) -> list[dict]:
+        return [without_timings(json.loads(line)) for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+    assert metrics(tmp_path / "mine") == metrics(tmp_path / "core")
