@@ -298,18 +298,21 @@ AGENT_ENVIRONMENTS = {"calculator": "Calculator", "guess": "GuessingGame", "gsm8
 def _environment_code(cfg) -> tuple[list[str], list[str]]:
     """(its import, ``environment_class()``) for ``--env``: a built-in's import path, or a user's FILE.py:Class /
     MODULE:Class loaded by the script (loaded here first: one line if it cannot be)."""
-    doc = f'    """--env {cfg.env}: TRL makes one instance per trajectory, calls reset(**row), then its tools."""'
     if cfg.env in AGENT_ENVIRONMENTS:
-        name = AGENT_ENVIRONMENTS[cfg.env]
-        return [f"from ladder.tasks.agent_envs import {name}"], ["def environment_class() -> type:", doc,
-                                                                 f"    return {name}"]
-    if ":" not in cfg.env:
+        cls = AGENT_ENVIRONMENTS[cfg.env]
+        imports = [f"from ladder.tasks.agent_envs import {cls}"]
+    elif ":" not in cfg.env:
         raise UsageError(f"--env {cfg.env!r} is neither a built-in ({', '.join(AGENT_ENVIRONMENTS)}) nor FILE.py:Class "
                          f"/ MODULE:Class")
-    name, cls = rewards.load_reward_function(cfg.env, flag="--env")
-    if not isinstance(cls, type) or not callable(getattr(cls, "reset", None)):
-        raise UsageError(f"--env {cfg.env!r}: {name} is not a class with a reset method (TRL's environment protocol)")
-    return [], ["def environment_class() -> type:", doc, f"    return load_user_function({cfg.env!r})"]
+    else:
+        name, loaded = rewards.load_reward_function(cfg.env, flag="--env")
+        if not isinstance(loaded, type) or not callable(getattr(loaded, "reset", None)):
+            raise UsageError(f"--env {cfg.env!r}: {name} is not a class with a reset method (TRL's environment "
+                             f"protocol)")
+        imports, cls = [], f"load_user_function({cfg.env!r})"
+    return imports, ["def environment_class() -> type:",
+                     f'    """--env {cfg.env}: TRL makes one instance per trajectory, calls reset(**row), then its '
+                     'tools."""', f"    return for_trl_environment({cls})"]
 
 
 def _agent_problems_code(cfg) -> list[str]:

@@ -4,8 +4,9 @@
     accepts (``max_tool_calling_iterations`` = ``--max-tool-calls``, ``max_completion_length`` = ``--max-new-tokens``);
 (b) ``python -m ladder.run agent --preset tiny --export-trl F`` writes the script and no run directory, and the
     script trains one step offline on the CPU with TRL's tool loop, the tiny model calling the calculator;
-(c) the guessing game's script: its rows reach ``reset``, its ``get_reward`` is TRL's extra reward column, the
-    reward reads the last assistant message, and --credit turn / --train-env-tokens are named as not in TRL;
+(c) the guessing game's script: its rows reach ``reset``, its ``get_reward`` is TRL's extra reward column, its
+    only tool is ``guess`` (ladder's ``get_turn_rewards`` hidden from TRL), the reward reads the last assistant
+    message, one step trains, and --credit turn / --train-env-tokens are named as not in TRL;
 (d) a user's FILE.py:Class environment is loaded by the script; a bad --env is one line and writes nothing.
 """
 
@@ -91,7 +92,7 @@ def test_export_cli_writes_a_script_that_trains_one_step_with_the_calculator(tmp
     assert script.is_file() and not (tmp_path / "runs").exists()
     text = script.read_text()
     compile(text, str(script), "exec")
-    assert "from ladder.tasks.agent_envs import Calculator" in text and "return Calculator" in text
+    assert "from ladder.tasks.agent_envs import Calculator" in text and "return for_trl_environment(Calculator)" in text
     assert "environment_factory=environment_class()," in text
     assert f"max_tool_calling_iterations={agent.PRESETS['tiny']['max_tool_calls']}," in text
     assert f"max_completion_length={agent.PRESETS['tiny']['max_new_tokens']}," in text
@@ -123,13 +124,14 @@ def test_guess_script_rows_reset_the_game_and_its_reward_is_trls_extra_column(tm
 
     module = _load_script(tmp_path / "guess_trl.py")
     assert module.GRPO_CONFIG["max_tool_calling_iterations"] == 5
-    assert module.environment_class() is agent_envs.GuessingGame
+    game_class = module.environment_class()  # the game, ladder's get_turn_rewards hidden from TRL's tools
+    assert issubclass(game_class, agent_envs.GuessingGame) and game_class.__name__ == "GuessingGame"
     data = module.train_dataset()
     train, _ = agent.problems(cfg)
     assert len(data) == 32 and [row["secret"] for row in data] == [p["secret"] for p in train]
     assert data[0]["prompt"] == [{"role": "system", "content": agent_envs.GUESS_PROMPT},
                                  {"role": "user", "content": train[0]["question"]}]
-    game = module.environment_class()()
+    game = game_class()
     game.reset(**data[0])  # TRL's call: the whole row
     assert game.guess(data[0]["secret"]) == "correct" and game.get_reward() == 1.0
 
@@ -151,6 +153,10 @@ def test_guess_script_rows_reset_the_game_and_its_reward_is_trls_extra_column(tm
                               environment_factory=module.environment_class())
     assert trainer.reward_func_names == ["correctness", "GuessingGame"]  # get_reward, weight 1, as ladder adds it
     assert trainer.max_tool_calling_iterations == 5 and trainer.max_completion_length == 192
+    assert [tool.__name__ for tool in trainer.tools] == ["guess"]  # as ladder's tools: get_turn_rewards is not one
+    trainer.train()  # one step: TRL renders the tools in the prompts, runs its tool loop against the games, scores
+    logged = trainer.state.log_history[0]
+    assert logged["tools/call_frequency"] > 0 and "rewards/GuessingGame/mean" in logged
 
 
 # --- (d) a user's environment, a bad one ----------------------------------------------------------------------------
@@ -176,7 +182,7 @@ def test_a_users_environment_is_loaded_by_the_script_and_a_bad_one_is_one_line(t
     cfg = _tiny(env="counter.py:Counter", task="arithmetic")
     export_trl.write_agent(cfg, "counter_trl.py")
     text = Path("counter_trl.py").read_text()
-    assert "return load_user_function('counter.py:Counter')" in text
+    assert "return for_trl_environment(load_user_function('counter.py:Counter'))" in text
     module = _load_script(tmp_path / "counter_trl.py")
     assert module.environment_class().__name__ == "Counter"
     assert module.SYSTEM_PROMPT == agent.system_prompt(cfg)  # --task arithmetic's
