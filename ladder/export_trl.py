@@ -312,7 +312,7 @@ def _environment_code(cfg) -> tuple[list[str], list[str]]:
         imports, cls = [], f"load_user_function({cfg.env!r})"
     return imports, ["def environment_class() -> type:",
                      f'    """--env {cfg.env}: TRL makes one instance per trajectory, calls reset(**row), then its '
-                     'tools."""', f"    return for_trl_environment({cls})"]
+                     'tools."""', f"    return {cls}"]
 
 
 def _agent_problems_code(cfg) -> list[str]:

@@ -120,15 +120,6 @@ AGENT_HELPERS = HELPERS.replace(TRAINER_CALL, "    parse_tool_calls(tokenizer)\n
 assert AGENT_HELPERS.count("environment_factory") == 1, "HELPERS' trainer call changed: update TRAINER_CALL"
 
 TOOL_PARSING = '''
-def for_trl_environment(cls: type) -> type:
-    """TRL 1.16 offers every public method of the class but reset and get_reward as a tool; ladder's
-    get_turn_rewards (the per-turn credit of --credit turn, which TRL does not use) is hidden from it, so the model
-    sees the same tools as in ladder. The class keeps its name (TRL logs get_reward under it)."""
-    if not callable(getattr(cls, "get_turn_rewards", None)):
-        return cls
-    return type(cls.__name__, (cls,), {"get_turn_rewards": None, "__module__": cls.__module__})
-
-
 def parse_tool_calls(tokenizer) -> None:
     """TRL reads a turn's tool calls with a response template it knows for a few chat templates (Qwen2.5's among
     them). ladder's tiny model writes Qwen2.5's <tool_call> JSON in a short template of its own: read it as Qwen's."""

@@ -339,7 +339,7 @@ AGENT_ROWS = (
             applies=lambda cfg: cfg.train_env_tokens),
     Mapping(G, NONE, "agent", "credit", "group_relative_turns",
             "GRPOTrainer gives every model token its trajectory's advantage (--credit trajectory); --credit turn "
-            "(get_turn_rewards, per-turn advantages) is not in TRL: the script trains with the trajectory's",
+            "(turn_rewards, per-turn advantages) is not in TRL: the script trains with the trajectory's",
             applies=lambda cfg: cfg.credit == "turn"),
     Mapping(GT, "reward_funcs", "agent", "reward_funcs", None,
             "TRL passes a trajectory as its messages (the model's turns, the tools' replies): the script's rewards "

@@ -5,7 +5,7 @@
 (b) ``python -m ladder.run agent --preset tiny --export-trl F`` writes the script and no run directory, and the
     script trains one step offline on the CPU with TRL's tool loop, the tiny model calling the calculator;
 (c) the guessing game's script: its rows reach ``reset``, its ``get_reward`` is TRL's extra reward column, its
-    only tool is ``guess`` (ladder's ``get_turn_rewards`` hidden from TRL), the reward reads the last assistant
+    only tool is ``guess`` (ladder's ``turn_rewards`` an attribute, no tool), the reward reads the last assistant
     message, one step trains, and --credit turn / --train-env-tokens are named as not in TRL;
 (d) a user's FILE.py:Class environment is loaded by the script; a bad --env is one line and writes nothing.
 """
@@ -92,7 +92,7 @@ def test_export_cli_writes_a_script_that_trains_one_step_with_the_calculator(tmp
     assert script.is_file() and not (tmp_path / "runs").exists()
     text = script.read_text()
     compile(text, str(script), "exec")
-    assert "from ladder.tasks.agent_envs import Calculator" in text and "return for_trl_environment(Calculator)" in text
+    assert "from ladder.tasks.agent_envs import Calculator" in text and "return Calculator" in text
     assert "environment_factory=environment_class()," in text
     assert f"max_tool_calling_iterations={agent.PRESETS['tiny']['max_tool_calls']}," in text
     assert f"max_completion_length={agent.PRESETS['tiny']['max_new_tokens']}," in text
@@ -124,8 +124,8 @@ def test_guess_script_rows_reset_the_game_and_its_reward_is_trls_extra_column(tm
 
     module = _load_script(tmp_path / "guess_trl.py")
     assert module.GRPO_CONFIG["max_tool_calling_iterations"] == 5
-    game_class = module.environment_class()  # the game, ladder's get_turn_rewards hidden from TRL's tools
-    assert issubclass(game_class, agent_envs.GuessingGame) and game_class.__name__ == "GuessingGame"
+    game_class = module.environment_class()  # the game itself: its turn_rewards is an attribute, not a tool
+    assert game_class is agent_envs.GuessingGame
     data = module.train_dataset()
     train, _ = agent.problems(cfg)
     assert len(data) == 32 and [row["secret"] for row in data] == [p["secret"] for p in train]
@@ -182,7 +182,7 @@ def test_a_users_environment_is_loaded_by_the_script_and_a_bad_one_is_one_line(t
     cfg = _tiny(env="counter.py:Counter", task="arithmetic")
     export_trl.write_agent(cfg, "counter_trl.py")
     text = Path("counter_trl.py").read_text()
-    assert "return for_trl_environment(load_user_function('counter.py:Counter'))" in text
+    assert "return load_user_function('counter.py:Counter')" in text
     module = _load_script(tmp_path / "counter_trl.py")
     assert module.environment_class().__name__ == "Counter"
     assert module.SYSTEM_PROMPT == agent.system_prompt(cfg)  # --task arithmetic's

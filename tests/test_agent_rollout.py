@@ -231,8 +231,9 @@ def test_a_tool_fault_is_a_reply_never_an_exception(model, tok):
              ("<tool_call>\n{not json}\n</tool_call>", "{'error': 'malformed tool call"),
              (call_text("divide", a=1, b=2), "{'error': 'Tool divide not found.'}"),
              (call_text("multiply", x=1), "{'error': "),
-             (call_text("multiply", a=1, b=2) + call_text("multiply", a=3, b=4), "{'error': 'no tool calls left")]
+             (call_text("multiply", a=1, b=2), "{'error': 'no tool calls left")]
     turns = [[turn(tok, text), answer] for text, _ in cases]
+    turns[-1].insert(1, turn(tok, call_text("multiply", a=3, b=4)))  # a second calling turn: past TRL's count of 1
     questions = [f"Question {i}?" for i in range(len(cases))]
     t, _, _ = play(model, tok, turns, questions, budget=160, max_tool_calls=1, env_class=Workshop)
     for row, (_, error) in enumerate(cases):
@@ -240,7 +241,7 @@ def test_a_tool_fault_is_a_reply_never_an_exception(model, tok):
     assert "multiply() got an unexpected keyword argument 'x'" in env_text(tok, t, 3)
     assert env_text(tok, t, 4).startswith(reply("2").removesuffix("<|im_start|>assistant\n").split("<|im_end|>")[0])
     assert t.tool_calls.tolist() == [1, 1, 1, 1, 2] and t.tool_failures.tolist() == [1, 1, 1, 1, 1]
-    assert t.answers == ["#### 1"] * len(cases) and t.turns.tolist() == [2] * len(cases)
+    assert t.answers == ["#### 1"] * len(cases) and t.turns.tolist() == [2, 2, 2, 2, 3]
     assert not t.truncated.any()
 
 
@@ -309,16 +310,13 @@ def test_turn_credit_gives_each_turns_tokens_its_advantage():
 
 
 def test_turn_rewards_add_the_trajectorys_reward_to_its_last_turn():
-    """``agent.turn_rewards``: the environment's per-turn rewards (cut to the turns there are; 0 without
-    ``get_turn_rewards``), the trajectory's reward added to its last turn."""
+    """``agent.per_turn_rewards``: the environment's per-turn rewards (cut to the turns there are; 0 without
+    ``turn_rewards``), the trajectory's reward added to its last turn."""
     class Graded:
         def __init__(self, given):
-            self.given = given
-
-        def get_turn_rewards(self):
-            return self.given
+            self.turn_rewards = given
 
     turn = torch.tensor([[0, -1, 1, -1, 2], [0, 0, -1, -1, -1], [0, -1, 1, 1, -1]])
     envs = [Graded([0.5, 0.0, 1.0, 9.0]), Graded([]), agent_envs.Calculator()]
-    got = agent.turn_rewards(SimpleNamespace(turn=turn), envs, torch.tensor([1.0, 2.0, 3.0]))
+    got = agent.per_turn_rewards(SimpleNamespace(turn=turn), envs, torch.tensor([1.0, 2.0, 3.0]))
     assert got.tolist() == [[0.5, 0.0, 2.0], [2.0, 0.0, 0.0], [0.0, 3.0, 0.0]]

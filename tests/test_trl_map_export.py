@@ -22,11 +22,11 @@ import pytest
 
 import ladder.core
 from ladder import export_trl, trl_map
-from ladder.rungs import grpo, ppo_sentiment
+from ladder.rungs import agent, grpo, ppo_sentiment
 from ladder.runlog import UsageError
 from ladder.tasks import arithmetic, math_problems
 
-CONFIGS = {"grpo": grpo.Config, "ppo-sentiment": ppo_sentiment.Config}
+CONFIGS = {"grpo": grpo.Config, "ppo-sentiment": ppo_sentiment.Config, "agent": agent.Config}
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -27,7 +27,7 @@ from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.rungs import grpo, grpo_options
 from ladder.rungs.agent_rollout import Trajectories, multi_turn
-from ladder.rungs.grpo_rollout import Rollout
+from ladder.rungs.grpo_rollout import Rollout, with_overlong_penalty
 from ladder.rungs.protocol import TRAINING_WRITES
 from ladder.runlog import RunStopped, UsageError
 from ladder.tasks import agent_envs, arithmetic, math_problems, tiny_agent, tool_calls
@@ -55,13 +55,14 @@ class Config(grpo_options.Config):
                                "10, replies higher/lower) | gsm8k (GSM8K, a calculate tool) | FILE.py:Class | "
                                "MODULE:Class (TRL's protocol: reset, tools as methods, optional get_reward; its "
                                "problems are --task's)", Text())
-    max_tool_calls: int = option(5, "tool calls per trajectory; a call past it is answered with an error (TRL's "
-                                    "max_tool_calling_iterations)", at_least(0))
+    max_tool_calls: int = option(5, "turns that call tools, per trajectory (TRL's max_tool_calling_iterations); a "
+                                    "call in a later turn is answered with an error, where TRL ends the "
+                                    "trajectory", at_least(0))
     max_new_tokens: int = option(1024, "token budget of a whole trajectory: the model's tokens and the "
                                        "environment's (TRL's max_completion_length)", at_least(1))
     credit: str = option("trajectory", "trajectory: every model token gets its trajectory's Â | turn: a turn's "
                                        "tokens get the normalised per-turn rewards from it on (the environment's "
-                                       "get_turn_rewards, the trajectory's reward on its last turn)",
+                                       "turn_rewards, the trajectory's reward on its last turn)",
                          choices=("trajectory", "turn"))
     train_env_tokens: bool = option(False, "the mistake, to see it: put the environment's tokens in the loss as if "
                                            "the model had written them (mask = attention mask)")
@@ -84,6 +85,8 @@ RESOLVED = {**grpo_options.RESOLVED, "system_prompt": lambda cfg: system_prompt(
 def validate(cfg: Config) -> None:
     """GRPO's rules, and the agent's own."""
     grpo_options.validate(cfg)
+    if cfg.min_new_tokens:
+        raise UsageError("--min-new-tokens holds back EOS in one completion; an agent's EOS ends a turn: drop it")
     if cfg.train_env_tokens and cfg.sampler_correction != "none":
         raise UsageError("--train-env-tokens puts tokens the sampler never drew in the loss: they have no "
                          "π_sampler log-prob to correct with; drop --sampler-correction")
@@ -94,6 +97,7 @@ def export(cfg: Config) -> dict | None:
     """``--export-trl FILE``: the run as a TRL script, ``GRPOTrainer(environment_factory=…)``."""
     if cfg.export_trl is None:
         return None
+    validate(cfg)
     from ladder import export_trl
 
     return export_trl.write_agent(cfg, cfg.export_trl)
@@ -138,7 +142,8 @@ def agent_task(cfg: Config) -> grpo.Task:
     check_context(tokenizer, quant.load_config(model_path), train + held_out, prompt, env_class, cfg.max_new_tokens)
     source = (cfg.dataset, math_problems.fingerprint("gsm8k", cfg.dataset)) if cfg.env == "gsm8k" else (None, None)
     return grpo.Task(prompt, train, held_out, model_path, tokenizer, source,
-                     rollout=partial(sample_trajectories, env_class=env_class),
+                     rollout=partial(grpo.sample_groups, sample_share=partial(sample_trajectories,
+                                                                              env_class=env_class)),
                      credit=turn_credit if cfg.credit == "turn" else grpo.same_for_every_token,
                      accuracy=partial(held_out_solved, env_class=env_class), curves=CURVES)
 
@@ -200,14 +205,13 @@ def score(trajectories: Trajectories, envs: list, batch: list[dict], weights: di
     return total, per_function
 
 
-def turn_rewards(trajectories: Trajectories, envs: list, total: torch.Tensor) -> torch.Tensor:
-    """[n, K]: each model turn's reward from ``get_turn_rewards`` (0 where the environment gives none), the
+def per_turn_rewards(trajectories: Trajectories, envs: list, total: torch.Tensor) -> torch.Tensor:
+    """[n, K]: each model turn's reward from the environment's ``turn_rewards`` (0 where it gives none), the
     trajectory's reward added to its last turn."""
-    last = trajectories.turn.max(1).values.clamp(min=0)  # the index of each trajectory's last model turn
+    last = trajectories.turn.cpu().max(1).values.clamp(min=0)  # the index of each trajectory's last model turn
     rewards_ = torch.zeros(len(envs), int(last.max()) + 1)
     for i, env in enumerate(envs):
-        given = _environment_call(env, "get_turn_rewards") if callable(getattr(env, "get_turn_rewards", None)) else []
-        given = torch.tensor([float(r) for r in given][:int(last[i]) + 1])
+        given = torch.tensor([float(r) for r in getattr(env, "turn_rewards", [])][:int(last[i]) + 1])
         rewards_[i, :len(given)] = given
     rewards_[torch.arange(len(envs)), last] += total
     return rewards_
@@ -223,12 +227,14 @@ def turn_credit(rollout: Rollout, advantages: torch.Tensor, cfg: Config) -> torc
     return torch.where(on_turn, per_turn.gather(1, rollout.turn.cpu().clamp(min=0)), 0.0)
 
 
-def sample_trajectories(step: grpo.Step, env_class: type) -> tuple[Rollout, int, int]:
-    """This process's share of the next ``--prompts-per-step`` problems, G trajectories each, scored."""
+def sample_trajectories(step: grpo.Step, problems: list[dict], env_class: type) -> Rollout:
+    """G trajectories of each of ``problems`` (this process's share), scored (with ``--overlong-buffer``, DAPO's
+    penalty on the trajectory's length, the environment's tokens included: the budget counts them)."""
     cfg, tokenizer = step.cfg, step.tokenizer
-    batch = [p for p in step.procs.shard(step.stream.draw(cfg.prompts_per_step)) for _ in range(cfg.group_size)]
+    batch = [p for p in problems for _ in range(cfg.group_size)]
     trajectories, envs, enc = play(step.policy, tokenizer, env_class, batch, step.system_prompt, cfg, do_sample=True)
     total, per_function = score(trajectories, envs, batch, step.reward_weights, step.reward_funcs)
+    total, per_function = with_overlong_penalty(total, per_function, trajectories.attention_mask.sum(1).cpu(), cfg)
     texts = tokenizer.batch_decode(torch.where(trajectories.attention_mask.bool(), trajectories.completion,
                                                tokenizer.pad_token_id), skip_special_tokens=False)
     rollout = Rollout(prompt_ids=enc.input_ids, prompt_mask=enc.attention_mask, completion=trajectories.completion,
@@ -238,11 +244,11 @@ def sample_trajectories(step: grpo.Step, env_class: type) -> tuple[Rollout, int,
                       questions=[p["question"] for p in batch],
                       sampling_logp=trajectories.sampling_logp if grpo_options.records_sampler_logp(cfg) else None,
                       attention_mask=trajectories.attention_mask, turn=trajectories.turn,
-                      turn_rewards=turn_rewards(trajectories, envs, total) if cfg.credit == "turn" else None,
+                      turn_rewards=per_turn_rewards(trajectories, envs, total) if cfg.credit == "turn" else None,
                       stats={"agent/tool_calls": trajectories.tool_calls, "agent/turns": trajectories.turns,
                              "agent/tool_failures": trajectories.tool_failures,
                              "agent/env_tokens": trajectories.env_tokens})
-    return rollout, 1, len(rollout)
+    return rollout
 
 
 def held_out_solved(step: grpo.Step, held_out: list[dict], env_class: type, chunk: int = 64) -> float:

@@ -14,10 +14,11 @@ goes through the model once, on the cache: nothing is re-encoded when a turn beg
 are never decoded and re-tokenized into the sequence (decoding only reads them, to parse a call).
 
 A model turn ends at EOS (the template's end of turn). If it holds tool calls (``tool_calls.parse_tool_calls``),
-each is run against the row's environment (``--max-tool-calls`` in all; a call past it, a malformed call, an
-unknown tool or a tool that raises is answered with an error the model reads) and the chat template's rendering
-of the replies is queued; a turn without a call is the answer and ends the trajectory. A reply that would not fit
-in the token budget ``max_new_tokens`` ends it too (truncated, as TRL drops such a reply), as does the budget.
+each is run against the row's environment (in at most ``--max-tool-calls`` turns, TRL's count; a call in a later
+turn, a malformed call, an unknown tool or a tool that raises is answered with an error the model reads) and the
+chat template's rendering of the replies is queued; a turn without a call is the answer and ends the trajectory.
+A reply that would not fit in the token budget ``max_new_tokens`` ends it too (truncated, as TRL drops such a
+reply), as does the budget.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ class _Row:
         self.tools = tool_calls.tools_of(env)
         self.queue: list[int] = []       # the environment's tokens still to feed
         self.turn_tokens: list[int] = []  # the model's current turn
-        self.turns = self.calls = self.failures = 0
+        self.turns = self.calls = self.failures = self.calling_turns = 0
         self.done = self.truncated = False
         self.answer_ids: list[int] = []  # the last model turn's tokens (its EOS left out)
         self.segments: list[tuple[str, list[int]]] = []  # ("model" | "env", token ids), in order
@@ -83,10 +84,10 @@ class _Row:
         if not calls:
             self.done = True
             return
-        replies = []
+        replies, self.calling_turns = [], self.calling_turns + 1
         for call in calls:
             self.calls += 1
-            if self.calls > max_tool_calls:
+            if self.calling_turns > max_tool_calls:  # TRL's count: turns that call tools, not calls
                 reply, failed = tool_calls.over_budget(call, max_tool_calls), True
             else:
                 reply, failed = tool_calls.call_tool(self.tools, call)
@@ -159,8 +160,10 @@ def multi_turn(policy, tokenizer, envs: list, prompt_ids: Tensor, prompt_mask: T
     sampling_logp = torch.zeros_like(mask)
     sampling_logp[mask.bool()] = torch.tensor([lp for r in rows for lp in r.logps])
     counts = {k: torch.tensor([getattr(r, k) for r in rows]) for k in ("calls", "failures", "turns")}
-    return Trajectories(completion=completion.to(prompt_ids.device), mask=mask, attention_mask=attention_mask,
-                        sampling_logp=sampling_logp, turn=turn_index(mask),
+    device = prompt_ids.device
+    return Trajectories(completion=completion.to(device), mask=mask.to(device),
+                        attention_mask=attention_mask.to(device), sampling_logp=sampling_logp.to(device),
+                        turn=turn_index(mask).to(device),
                         truncated=torch.tensor([r.truncated for r in rows]), tool_calls=counts["calls"],
                         tool_failures=counts["failures"], turns=counts["turns"],
                         answers=tokenizer.batch_decode([r.answer_ids for r in rows], skip_special_tokens=True))

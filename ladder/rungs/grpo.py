@@ -92,23 +92,25 @@ class ProblemStream:
         self.order = list(state["order"])
 
 
-def sample_groups(step: Step) -> tuple[Rollout, int, int]:
-    """This process's share of the next ``--prompts-per-step`` problems, G scored completions each; with
-    ``--dynamic-sampling``, further rounds until enough groups have a reward spread.
-    Returns (rollout, sampling rounds, completions sampled here)."""
+def sample_completions(step: Step, problems: list[dict]) -> Rollout:
+    """G completions of each of ``problems`` (this process's share), scored: ``grpo_rollout.sample``."""
+    return sample(step.policy, step.tokenizer, step.cfg, problems, step.system_prompt, step.reward_weights,
+                  step.reward_funcs, step.procs.device)
+
+
+def sample_groups(step: Step, sample_share: Callable[[Step, list[dict]], Rollout] = sample_completions
+                  ) -> tuple[Rollout, int, int]:
+    """This process's share of the next ``--prompts-per-step`` problems, G scored samples each
+    (``sample_share``: completions here, trajectories in the agent rung); with ``--dynamic-sampling``, further
+    rounds until enough groups have a reward spread. Returns (rollout, sampling rounds, samples drawn here)."""
     cfg, procs = step.cfg, step.procs
-
-    def sample_share(problems: list[dict]) -> Rollout:
-        return sample(step.policy, step.tokenizer, cfg, procs.shard(problems), step.system_prompt,
-                      step.reward_weights, step.reward_funcs, procs.device)
-
-    rollout = sample_share(step.stream.draw(cfg.prompts_per_step))
+    rollout = sample_share(step, procs.shard(step.stream.draw(cfg.prompts_per_step)))
     if not cfg.dynamic_sampling:
         return rollout, 1, len(rollout)
 
     def sample_more(wanted: bool) -> Rollout | None:
         more = step.stream.draw(cfg.prompts_per_step)  # every process draws: the order stays the same everywhere
-        return sample_share(more) if wanted else None
+        return sample_share(step, procs.shard(more)) if wanted else None
 
     def all_done(mine: bool) -> bool:
         return bool(procs.gather(torch.tensor([float(mine)])).min().item())

@@ -112,14 +112,19 @@ def sample(policy, tokenizer, cfg, problems: list[dict], system_prompt: str, wei
     answers = [p["answer"] for p in problems for _ in range(G)]
     rewards, per_function = score(texts, answers, weights, functions)
     lengths = mask.sum(1).cpu()
-    if cfg.overlong_buffer:
-        penalty = overlong_penalty(lengths, cfg.max_new_tokens, round(cfg.overlong_buffer * cfg.max_new_tokens),
-                                   cfg.overlong_penalty)
-        rewards = rewards + penalty
-        per_function = {**per_function, "overlong": penalty}
+    rewards, per_function = with_overlong_penalty(rewards, per_function, lengths, cfg)
     truncated = ~(completion == tokenizer.eos_token_id).any(1).cpu() & (lengths >= cfg.max_new_tokens)
     return Rollout(prompt_ids, prompt_mask, completion, mask, rewards, per_function, truncated, texts,
                    [p["question"] for p in problems for _ in range(G)], *sampling_logp)
+
+
+def with_overlong_penalty(rewards: Tensor, per_function: dict, lengths: Tensor, cfg) -> tuple[Tensor, dict]:
+    """With ``--overlong-buffer``, r_i plus DAPO's soft overlong penalty of length L_i (logged as "overlong")."""
+    if not cfg.overlong_buffer:
+        return rewards, per_function
+    penalty = overlong_penalty(lengths, cfg.max_new_tokens, round(cfg.overlong_buffer * cfg.max_new_tokens),
+                               cfg.overlong_penalty)
+    return rewards + penalty, {**per_function, "overlong": penalty}
 
 
 def informative(rewards: Tensor, group_size: int) -> Tensor:

@@ -1,6 +1,6 @@
 """Rebuild the tiny models the package ships (``ladder/tasks/tiny_models``) with the code that made them:
 
-    python -m ladder.tasks.rebuild_tiny --rebuild      # about 3 minutes on a CPU
+    python -m ladder.tasks.rebuild_tiny --rebuild      # about 12 minutes on a CPU
 
 A module of its own: the builders live with their tasks (``arithmetic``, ``sentiment``), which use ``tiny_lm``.
 """
@@ -16,10 +16,11 @@ from ladder.tasks import tiny_lm
 
 def builders() -> dict[str, Callable[[Path], None]]:
     """Every tiny model the package ships: its version name → the function that builds it."""
-    from ladder.tasks import arithmetic, sentiment
+    from ladder.tasks import arithmetic, sentiment, tiny_agent
 
     return {sentiment.TINY_MODEL_VERSION: sentiment.build_tiny_sentiment_model,
-            arithmetic.TINY_MODEL_VERSION: arithmetic.build_tiny_math_model}
+            arithmetic.TINY_MODEL_VERSION: arithmetic.build_tiny_math_model,
+            tiny_agent.TINY_MODEL_VERSION: tiny_agent.build_tiny_agent_model}
 
 
 def rebuild(where: Path = tiny_lm.SHIPPED) -> list[Path]:
@@ -41,6 +42,6 @@ if __name__ == "__main__":
     import sys
 
     if sys.argv[1:] != ["--rebuild"]:
-        print("usage: python -m ladder.tasks.rebuild_tiny --rebuild   (about 3 minutes on a CPU)", file=sys.stderr)
+        print("usage: python -m ladder.tasks.rebuild_tiny --rebuild   (about 12 minutes on a CPU)", file=sys.stderr)
         sys.exit(2)
     rebuild()

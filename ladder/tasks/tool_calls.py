@@ -11,8 +11,8 @@ An environment is a class; the trainer makes one instance per trajectory and cal
     env.get_reward() -> float          optional: the environment scores the trajectory itself (a reward column
                                        named after the class, weight 1, beside the reward functions)
 
-ladder adds one optional method TRL does not call: ``get_turn_rewards() -> list[float]``, a reward per model turn
-(the credit of ``--credit turn``).
+ladder reads one optional attribute TRL does not: ``env.turn_rewards``, a list with a reward per model turn that
+calls a tool (the credit of ``--credit turn``). An attribute, not a method: TRL would offer a method as a tool.
 
 Tool calls are written the Hermes / Qwen2.5 way, inside the assistant's turn:
 
@@ -33,13 +33,13 @@ import json
 import re
 from collections.abc import Callable
 
-NOT_TOOLS = ("reset", "get_reward", "get_turn_rewards")
+NOT_TOOLS = ("reset", "get_reward")
 _CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)
 
 
 def tools_of(env) -> dict[str, Callable]:
     """Name → bound method of every public method of the environment's class but ``reset`` and ``get_reward``
-    (TRL's rule; ladder's ``get_turn_rewards`` is not a tool either)."""
+    (TRL's rule)."""
     return {name: getattr(env, name) for name, _ in inspect.getmembers(type(env), predicate=inspect.isfunction)
             if name not in NOT_TOOLS and not name.startswith("_")}
 
@@ -85,9 +85,10 @@ def call_tool(tools: dict[str, Callable], call: dict | str) -> tuple[dict, bool]
 
 
 def over_budget(call: dict | str, limit: int) -> dict:
-    """The reply to a call past ``--max-tool-calls``: an error the model reads, then it must answer."""
+    """The reply to a call in a turn past ``--max-tool-calls`` calling turns: an error the model reads, then it must
+    answer (TRL ends the trajectory there, the call unanswered)."""
     name = call["name"] if isinstance(call, dict) else "unknown"
-    return {"role": "tool", "name": name, "content": str({"error": f"no tool calls left (at most {limit})"})}
+    return {"role": "tool", "name": name, "content": str({"error": f"no tool calls left (at most {limit} turns)"})}
 
 
 def suffix_ids(tokenizer, tool_messages: list[dict]) -> list[int]:
