@@ -41,6 +41,7 @@ from pathlib import Path
 
 from ladder import rewards, trl_map
 from ladder.export_trl_helpers import AGENT_HELPERS, HELPERS, TOOL_PARSING
+from ladder.rungs import agent_options
 from ladder.rungs.grpo_options import Config, validate
 from ladder.runlog import UsageError
 from ladder.tasks import arithmetic, math_problems, tiny_agent
@@ -289,26 +290,16 @@ def write(cfg: Config, path: str | os.PathLike) -> dict:
 
 
 # --- the agent rung: GRPOTrainer(environment_factory=…) ------------------------------------------------------
-# (ladder.rungs.agent's TINY_MODEL and ENVIRONMENTS' classes: the agent rung imports this module, so this module
-# cannot import it; tests/test_agent_export.py keeps the two equal.)
-TINY_AGENT = "@tiny-agent"
-AGENT_ENVIRONMENTS = {"calculator": "Calculator", "guess": "GuessingGame", "gsm8k": "GSM8KCalculator"}
 
 
 def _environment_code(cfg) -> tuple[list[str], list[str]]:
     """(its import, ``environment_class()``) for ``--env``: a built-in's import path, or a user's FILE.py:Class /
     MODULE:Class loaded by the script (loaded here first: one line if it cannot be)."""
-    if cfg.env in AGENT_ENVIRONMENTS:
-        cls = AGENT_ENVIRONMENTS[cfg.env]
-        imports = [f"from ladder.tasks.agent_envs import {cls}"]
-    elif ":" not in cfg.env:
-        raise UsageError(f"--env {cfg.env!r} is neither a built-in ({', '.join(AGENT_ENVIRONMENTS)}) nor FILE.py:Class "
-                         f"/ MODULE:Class")
+    loaded = agent_options.environment(cfg)  # one line if it cannot be loaded
+    if cfg.env in agent_options.ENVIRONMENTS:
+        cls = loaded.__name__
+        imports = [f"from {loaded.__module__} import {cls}"]
     else:
-        name, loaded = rewards.load_reward_function(cfg.env, flag="--env")
-        if not isinstance(loaded, type) or not callable(getattr(loaded, "reset", None)):
-            raise UsageError(f"--env {cfg.env!r}: {name} is not a class with a reset method (TRL's environment "
-                             f"protocol)")
         imports, cls = [], f"load_user_function({cfg.env!r})"
     return imports, ["def environment_class() -> type:",
                      f'    """--env {cfg.env}: TRL makes one instance per trajectory, calls reset(**row), then its '
@@ -320,7 +311,7 @@ def _agent_problems_code(cfg) -> list[str]:
     ``problems`` and ``system_prompt`` (ladder.rungs.agent), run by the script."""
     options = dict(env=cfg.env, task=cfg.task, dataset=cfg.dataset, eval_size=cfg.eval_size,
                    train_size=cfg.train_size, prompts_per_step=cfg.prompts_per_step, system_prompt=cfg.system_prompt)
-    local = (cfg.env == "gsm8k" or cfg.env not in AGENT_ENVIRONMENTS) and Path(cfg.dataset).is_file()
+    local = (cfg.env == "gsm8k" or cfg.env not in agent_options.ENVIRONMENTS) and Path(cfg.dataset).is_file()
     given = '{**LADDER_OPTIONS, "dataset": str(local_path(LADDER_OPTIONS["dataset"]))}' if local else "LADDER_OPTIONS"
     return ["# The agent rung's options that pick its problems and its system prompt (ladder.rungs.agent).",
             "LADDER_OPTIONS = dict(", *[f"    {k}={v!r}," for k, v in options.items()], ")",
@@ -344,9 +335,9 @@ def agent_script(cfg, exported_from: str | os.PathLike | None = None) -> str:
             '"""', ""]
     imports = _imports(cfg, ("from trl.chat_template_utils import add_response_schema, qwen3_template", "",
                              "from ladder.rungs import agent", "from ladder.tasks import arithmetic", *env_import))
-    model = str(tiny_agent.tiny_agent_model()) if cfg.model == TINY_AGENT else cfg.model
+    model = str(tiny_agent.tiny_agent_model()) if cfg.model == agent_options.TINY_MODEL else cfg.model
     constants = ["", f"MODEL = {model!r}" + ("  # --model @tiny-agent, ladder's tiny tool-calling model"
-                                             if cfg.model == TINY_AGENT else ""),
+                                             if cfg.model == agent_options.TINY_MODEL else ""),
                  f"THREADS = {cfg.threads}  # --threads (0: torch's default)",
                  f"DEVICE = {_device_type(cfg.device)!r}  # --device",
                  f"EXPORTED_FROM = {str(Path(exported_from or Path.cwd()).resolve())!r}", ""]
@@ -358,9 +349,9 @@ def agent_script(cfg, exported_from: str | os.PathLike | None = None) -> str:
 def write_agent(cfg, path: str | os.PathLike) -> dict:
     """Write the agent rung's run as a TRL script, ``GRPOTrainer(environment_factory=…)``; a summary as ``write``'s.
     GRPO's options are checked as for a run, the environment and the reward functions loaded (one line if not)."""
-    validate(cfg)
+    agent_options.validate(cfg)
     rewards.load_all(cfg.reward_funcs)
-    if (cfg.env == "gsm8k" or cfg.env not in AGENT_ENVIRONMENTS) and Path(cfg.dataset).is_file():
+    if (cfg.env == "gsm8k" or cfg.env not in agent_options.ENVIRONMENTS) and Path(cfg.dataset).is_file():
         task = "gsm8k" if cfg.env == "gsm8k" else cfg.task
         math_problems.split(task, cfg.dataset, cfg.eval_size, cfg.train_size, cfg.prompts_per_step)
     write_whole(path, agent_script(cfg))

@@ -62,13 +62,6 @@ def test_agent_rows_name_the_rungs_options_and_real_trl_names():
     assert [r.ladder_option for r in trl_map.for_field("GRPOTrainer", "environment_factory")] == ["env", None]
 
 
-def test_the_exports_copies_of_the_rungs_names_are_the_rungs():
-    """export_trl cannot import the agent rung (the rung imports it): its copies of the names must agree."""
-    assert export_trl.TINY_AGENT == agent.TINY_MODEL
-    assert {name: getattr(agent_envs, cls) for name, cls in export_trl.AGENT_ENVIRONMENTS.items()} == \
-        {name: entry[0] for name, entry in agent.ENVIRONMENTS.items()}
-
-
 @pytest.mark.parametrize("preset", ["tiny", "tiny-guess"])
 def test_values_make_an_agent_config_trl_accepts(preset, tmp_path):
     trl = pytest.importorskip("trl", minversion="1.16")

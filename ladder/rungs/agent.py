@@ -16,81 +16,42 @@ gsm8k | FILE.py:Class | MODULE:Class``. Every GRPO option applies (``--algo``, `
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import partial
 
 import torch
 
 from ladder import core, hub, rewards
-from ladder.cli import Text, at_least, option
 from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.rungs import grpo, grpo_options
+from ladder.rungs.agent_options import (
+    ENVIRONMENTS,
+    PRESETS,
+    RESOLVED,
+    TINY_MODEL,
+    Config,
+    environment,
+    problems,
+    system_prompt,
+    validate,
+)
 from ladder.rungs.agent_rollout import Trajectories, multi_turn
 from ladder.rungs.grpo_rollout import Rollout, with_overlong_penalty
 from ladder.rungs.protocol import TRAINING_WRITES
 from ladder.runlog import RunStopped, UsageError
-from ladder.tasks import agent_envs, arithmetic, math_problems, tiny_agent, tool_calls
+from ladder.tasks import arithmetic, math_problems, tiny_agent, tool_calls
 
+__all__ = ["ALGOS", "CURVES", "ENVIRONMENTS", "NAME", "PRESETS", "RESOLVED", "TINY_MODEL", "WRITES", "Config",
+           "agent_task", "environment", "export", "problems", "system_prompt", "train", "validate"]
 NAME = "agent"
 WRITES = TRAINING_WRITES
 ALGOS = grpo_options.ALGOS
-TINY_MODEL = "@tiny-agent"
-# --env NAME → (the environment class, its problems (training, held out), its system prompt); gsm8k's problems
-# are --dataset's (math_problems.split).
-ENVIRONMENTS = {"calculator": (agent_envs.Calculator, agent_envs.product_problems, agent_envs.CALCULATOR_PROMPT),
-                "guess": (agent_envs.GuessingGame, agent_envs.guess_problems, agent_envs.GUESS_PROMPT),
-                "gsm8k": (agent_envs.GSM8KCalculator, None, agent_envs.GSM8K_PROMPT)}
 CURVES = [Panel("reward", "mean over the update's trajectories", {"reward": ""}),
           Panel("greedy accuracy (held-out)", "share solved", {"eval_accuracy": ""}),
           Panel("tool calls", "per trajectory (mean)", {"agent/tool_calls": ""}),
           Panel("turns", "model turns per trajectory (mean)", {"agent/turns": ""}),
           Panel("environment tokens (masked)", "per trajectory (mean)", {"agent/env_tokens": ""}),
           Panel("KL(π_θ‖π_ref)", "nats per token", {"kl_ref": ""})]
-
-
-@dataclass
-class Config(grpo_options.Config):
-    env: str = option("gsm8k", "the environment: calculator (products, a multiply tool) | guess (a number from 1 to "
-                               "10, replies higher/lower) | gsm8k (GSM8K, a calculate tool) | FILE.py:Class | "
-                               "MODULE:Class (TRL's protocol: reset, tools as methods, optional get_reward; its "
-                               "problems are --task's)", Text())
-    max_tool_calls: int = option(5, "turns that call tools, per trajectory (TRL's max_tool_calling_iterations); a "
-                                    "call in a later turn is answered with an error, where TRL ends the "
-                                    "trajectory", at_least(0))
-    max_new_tokens: int = option(1024, "token budget of a whole trajectory: the model's tokens and the "
-                                       "environment's (TRL's max_completion_length)", at_least(1))
-    credit: str = option("trajectory", "trajectory: every model token gets its trajectory's Â | turn: a turn's "
-                                       "tokens get the normalised per-turn rewards from it on (the environment's "
-                                       "turn_rewards, the trajectory's reward on its last turn)",
-                         choices=("trajectory", "turn"))
-    train_env_tokens: bool = option(False, "the mistake, to see it: put the environment's tokens in the loss as if "
-                                           "the model had written them (mask = attention mask)")
-    reward_funcs: str = option("correctness", "reward functions of the last model turn, comma-separated (as grpo's "
-                                              "--reward-funcs); an environment's get_reward is added with weight 1",
-                               Text())
-
-
-PRESETS = {
-    "tiny": dict(model=TINY_MODEL, env="calculator", lora=True, lora_r=16, lora_alpha=32, steps=40, prompts_per_step=8,
-                 group_size=8, lr=1e-3, warmup_steps=5, max_new_tokens=64, max_tool_calls=2, kl_coef=0.04,
-                 eval_every=10, eval_size=100, print_samples=10, threads=1),
-    "tiny-guess": dict(model=TINY_MODEL, env="guess", lora=True, lora_r=16, lora_alpha=32, steps=60,
-                       prompts_per_step=8, group_size=8, lr=1e-3, warmup_steps=5, max_new_tokens=192,
-                       max_tool_calls=5, kl_coef=0.04, eval_every=10, eval_size=100, print_samples=10, threads=1),
-}
-RESOLVED = {**grpo_options.RESOLVED, "system_prompt": lambda cfg: system_prompt(cfg)}
-
-
-def validate(cfg: Config) -> None:
-    """GRPO's rules, and the agent's own."""
-    grpo_options.validate(cfg)
-    if cfg.min_new_tokens:
-        raise UsageError("--min-new-tokens holds back EOS in one completion; an agent's EOS ends a turn: drop it")
-    if cfg.train_env_tokens and cfg.sampler_correction != "none":
-        raise UsageError("--train-env-tokens puts tokens the sampler never drew in the loss: they have no "
-                         "π_sampler log-prob to correct with; drop --sampler-correction")
-    environment(cfg)
 
 
 def export(cfg: Config) -> dict | None:
@@ -101,35 +62,6 @@ def export(cfg: Config) -> dict | None:
     from ladder import export_trl
 
     return export_trl.write_agent(cfg, cfg.export_trl)
-
-
-def environment(cfg: Config) -> type:
-    """The class of ``--env``: a built-in name, or ``FILE.py:Class`` / ``MODULE:Class`` (one line if not found)."""
-    if cfg.env in ENVIRONMENTS:
-        return ENVIRONMENTS[cfg.env][0]
-    if ":" not in cfg.env:
-        raise UsageError(f"--env {cfg.env!r} is neither a built-in ({', '.join(ENVIRONMENTS)}) nor FILE.py:Class / "
-                         f"MODULE:Class")
-    name, cls = rewards.load_reward_function(cfg.env, flag="--env")
-    if not isinstance(cls, type) or not callable(getattr(cls, "reset", None)):
-        raise UsageError(f"--env {cfg.env!r}: {name} is not a class with a reset method (TRL's environment protocol)")
-    return cls
-
-
-def system_prompt(cfg: Config) -> str:
-    """--system-prompt, or the environment's own (--task's for an environment of the user's)."""
-    return cfg.system_prompt or (ENVIRONMENTS[cfg.env][2] if cfg.env in ENVIRONMENTS else
-                                 math_problems.system_prompt(cfg.task))
-
-
-def problems(cfg: Config) -> tuple[list[dict], list[dict]]:
-    """(training problems, held-out problems) of the environment."""
-    generate = ENVIRONMENTS[cfg.env][1] if cfg.env in ENVIRONMENTS else None
-    if generate is not None:
-        train, held_out = generate(cfg.eval_size)
-        return (train[:cfg.train_size] if cfg.train_size else train), held_out
-    task = "gsm8k" if cfg.env == "gsm8k" else cfg.task
-    return math_problems.split(task, cfg.dataset, cfg.eval_size, cfg.train_size, cfg.prompts_per_step)
 
 
 def agent_task(cfg: Config) -> grpo.Task:
