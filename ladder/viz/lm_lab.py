@@ -50,7 +50,6 @@ from ladder import core
 from ladder.distributed import Processes
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch, position_ids_for
-from ladder.rewards import score
 from ladder.rungs import grpo, ppo_sentiment
 from ladder.runlog import rng_state, set_rng_state
 from ladder.tasks import arithmetic
@@ -218,20 +217,13 @@ def _fixed_grpo_batch(seed: int, warmup_updates: int, prompts: int, group_size: 
         grpo.set_learning_rate(optimizer, cfg, update)
         grpo.grpo_step(step)
 
-    # The fixed batch, sampled by π_old exactly as grpo_step samples one.
+    # The fixed batch, sampled by π_old with the rung's own sampler (grpo_step's).
     picked = problems[warmup_updates * prompts:(warmup_updates + 1) * prompts]
-    texts = [arithmetic.chat_prompt(tokenizer, p["question"], system_prompt) for p in picked]
-    enc = tokenizer(texts, return_tensors="pt", padding=True)
-    prompt_ids = enc.input_ids.repeat_interleave(group_size, dim=0)
-    prompt_mask = enc.attention_mask.repeat_interleave(group_size, dim=0)
-    completion, mask = policy.generate(prompt_ids, prompt_mask, cfg.max_new_tokens, tokenizer.pad_token_id,
-                                       tokenizer.eos_token_id, do_sample=True, top_p=cfg.top_p)
-    decoded = tokenizer.batch_decode(torch.where(mask.bool(), completion, tokenizer.pad_token_id),
-                                     skip_special_tokens=True)
-    rewards, _ = score(decoded, [p["answer"] for p in picked for _ in range(group_size)], step.reward_weights)
+    rollout = grpo.sample_completions(step, picked)
+    rewards = rollout.rewards
     advantages = core.group_relative(rewards, group_size, cfg.scale_rewards)
-    batch = lm_batch(prompt_ids, prompt_mask, completion, mask, tokenizer.pad_token_id,
-                     advantages=advantages[:, None] * mask)
+    batch = lm_batch(rollout.prompt_ids, rollout.prompt_mask, rollout.completion, rollout.mask,
+                     tokenizer.pad_token_id, advantages=advantages[:, None] * rollout.mask)
     with torch.no_grad():
         batch.old_logp = policy.evaluate(batch)[0].float()
         batch.ref_logp = policy.ref_logp(batch).float()
