@@ -1,6 +1,6 @@
 """Exercise 22 — two masks from a list of turns: what the model wrote, what it read.
 
-Goes with notebook 5, section “Run it: a few steps of the tiny preset”.
+Goes with notebook 7, section “1 · One trajectory, two masks”.
 
 An agent's trajectory is not one completion but turns: the model writes (a tool call), the environment
 answers (the tool's reply, wrapped in the chat template's markers), the model writes again (the answer).

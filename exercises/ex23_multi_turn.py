@@ -1,6 +1,6 @@
 """Exercise 23 — the multi-turn rollout: the model writes, the environment answers, on one cache.
 
-Goes with notebook 5, section “Run it: a few steps of the tiny preset”.
+Goes with notebook 7, section “2 · The rollout: turn after turn, on one cache”.
 
 The agent rung samples trajectories, not completions: the model writes a turn, which may call tools;
 the environment runs them and its reply is read; the model writes again; until a turn without a call
