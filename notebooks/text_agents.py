@@ -125,8 +125,8 @@ call and the tool's right reply — measures
 $$\overline{\log\pi}_{\text{digits}} = \frac{1}{|D|}\sum_{t \in D}\log\pi_\theta(x_t \mid x_{<t}), \qquad D = \text{the positions of the reply's digits,}$$
 
 and the exact $\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$ (a sum over the whole vocabulary) at the call's positions and at the
-reply's. Greedy held-out accuracy is measured every 8 updates on 50 products. The two runs take about a minute
-together on one CPU thread.""",
+reply's. Greedy held-out accuracy is measured every 8 updates on 50 products. The two runs are the notebook's
+longest computation (the widget runs them once; the cell after it reads the same runs).""",
     """p_digits = viz.Predict("After 24 updates with --train-env-tokens, will log π of the reply's digits (the probe) "
                        "be higher or lower than after 24 updates of the default run?", choices=("higher", "lower"))
 p_digits.answer = None""",
@@ -135,9 +135,9 @@ view""",
     """runs = agent_lab.env_token_runs(steps=24)
 for name, run in runs.items():
     before, after = run["rows"][0], run["rows"][-1]
-    print(f"{name:18s} log π(reply digits) {before['logp_digits']:+.2f} → {after['logp_digits']:+.2f}   "
+    print(f"{name}:\\n   log π(reply digits) {before['logp_digits']:+.2f} → {after['logp_digits']:+.2f}   "
           f"exact KL at the reply {before['kl_env']:.3f} → {after['kl_env']:.3f}, at the call "
-          f"{before['kl_model']:.3f} → {after['kl_model']:.3f}   held-out accuracy "
+          f"{before['kl_model']:.3f} → {after['kl_model']:.3f}\\n   held-out accuracy "
           f"{before['eval_accuracy']:.2f} → {after['eval_accuracy']:.2f}   the rung's kl_ref {after['kl_ref']:.3f}")
 default, mistaken = runs["default"]["rows"][-1], runs["--train-env-tokens"]["rows"][-1]
 p_digits.check("higher" if mistaken["logp_digits"] > default["logp_digits"] else "lower",
@@ -189,14 +189,15 @@ game = agent_lab.guess_group()
 print(f"{game.question!r}: rewards {game.rewards.tolist()}")
 print("per-turn rewards r_{i,k}, a row per trajectory (the trajectory's reward added to its last turn; 0 past it):")
 print(game.turn_rewards)""",
-    """p_distinct = viz.Predict("Trajectory 0 of this group has several model turns. How many distinct values of Â do "
-                         "its model tokens carry under --credit trajectory?")
+    """p_distinct = viz.Predict("How many distinct values of Â do the model tokens of trajectory 0 (all its turns) "
+                         "carry under --credit trajectory?")
 p_distinct.answer = None""",
     """view = agent_views.credit_view(row=0, credit="turn")
 view""",
     """on_model = game.mask[0].bool()
 p_distinct.check(len(set(game.advantages["trajectory"][0][on_model].tolist())),
-                 why="--credit trajectory: every model token of trajectory i gets Â_i")
+                 why=f"--credit trajectory: every model token of trajectory i gets Â_i, in all its "
+                     f"{int(game.turn[0].max()) + 1} turn(s)")
 present = torch.arange(game.turn_rewards.shape[1])[None, :] <= game.turn.max(1).values[:, None]
 per_turn = core.group_relative_turns(game.turn_rewards, present, len(game.rewards))
 for i in range(len(game.rewards)):

@@ -53,11 +53,12 @@ def tokens_html(group: Group, row: int, credit: str = "trajectory") -> str:
     return f"<div>{head}</div><div style='font-size:11px'>{legend}</div><div style='line-height:2'>{body}</div>"
 
 
-def _strips(fig: Figure, group: Group, row: int, rows: list[tuple[str, np.ndarray, str]]) -> None:
-    """One heat map [G, T] per entry (title, values, colour map), the selected trajectory outlined."""
+def _strips(fig: Figure, row: int, rows: list[tuple[str, np.ndarray, str]], columns: int | None = None) -> None:
+    """One heat map [G, T] per entry (title, values, colour map; ``"advantage"``: green > 0, pink < 0, white 0,
+    with a colour bar), the selected trajectory outlined; ``columns`` subplots in the row (default: one each)."""
     for k, (title, values, cmap) in enumerate(rows):
-        ax = fig.add_subplot(1, len(rows), k + 1)
-        if cmap == "RdBu_r":
+        ax = fig.add_subplot(1, columns or len(rows), k + 1)
+        if cmap == "advantage":
             top = max(float(np.abs(values).max()), 1e-6)
             image = ax.imshow(values, aspect="auto", cmap="PiYG", norm=TwoSlopeNorm(0.0, -top, top),
                               interpolation="nearest")
@@ -89,10 +90,10 @@ def trajectory_view(row: int = 0, update: dict | None = None) -> View:
         i = v["row"]
         text.value = tokens_html(group, i)
         fig = Figure(figsize=(11, 2.8))
-        _strips(fig, group, i, [("mask (the loss: the model's tokens)", group.mask.numpy(), "Blues"),
-                                ("attention_mask (what the model reads)", group.attention_mask.numpy(), "Greys"),
-                                ("Â · mask (the advantage each token gets)",
-                                 group.advantages["trajectory"].numpy(), "RdBu_r")])
+        _strips(fig, i, [("mask (the loss: the model's tokens)", group.mask.numpy(), "Blues"),
+                         ("attention_mask (what the model reads)", group.attention_mask.numpy(), "Greys"),
+                         ("Â · mask (the advantage each token gets)", group.advantages["trajectory"].numpy(),
+                          "advantage")])
         fig.tight_layout()
         model, read = int(group.mask[i].sum()), int(group.attention_mask[i].sum())
         on_model = group.advantages["trajectory"][i][group.mask[i].bool()]
@@ -150,10 +151,14 @@ def env_tokens_view(update: int | None = None, metric: str = "log π(reply digit
             ax.bar(xs + (n - 0.5) * 0.4, np.exp(run["rows"][k]["reply_logp"][j]), 0.4, color=colour, label=name)
         ax.plot(xs, np.exp(first["rows"][0]["reply_logp"][j]), "k_", markersize=12, label="before training")
         ax.set_xticks(xs)
-        ax.set_xticklabels([p.replace("\n", "⏎") for p in pieces], rotation=90, fontsize=8)
+        ax.set_xticklabels([p.replace("\n", "\\n") for p in pieces], rotation=90, fontsize=8)
+        for label, piece in zip(ax.get_xticklabels(), pieces):
+            if piece.strip().isdigit():     # the reply's digits: what the probe's log π averages over
+                label.set_fontweight("bold")
+                label.set_color("C3")
         ax.set_ylim(0, 1)
         ax.set_ylabel("π_θ(token | everything before)")
-        ax.set_title(f"the tool's reply to {probe_.questions[j]!r}, after update {k}", fontsize=9)
+        ax.set_title(f"the tool's reply to {probe_.questions[j]!r} after update {k} (red: its digits)", fontsize=9)
         ax.legend(fontsize=7)
         fig.tight_layout()
         at = {name: run["rows"][k] for name, run in runs.items()}
@@ -178,20 +183,19 @@ def credit_view(row: int = 0, credit: str = "trajectory", group: Group | None = 
         i, c = v["row"], v["credit"]
         text.value = tokens_html(group, i, c)
         fig = Figure(figsize=(11, 3.2))
-        _strips(fig, group, i, [(f"Â · mask, --credit {c}", group.advantages[c].numpy(), "RdBu_r")])
-        ax = fig.axes[0]
-        ax.set_position([0.06, 0.18, 0.4, 0.7])
-        ax = fig.add_axes([0.58, 0.18, 0.4, 0.7])
+        _strips(fig, i, [(f"Â · mask, --credit {c}", group.advantages[c].numpy(), "advantage")], columns=2)
+        ax = fig.add_subplot(1, 2, 2)
         model = group.mask[i].bool().numpy()
-        t = np.arange(len(model))[model]
-        for name, style in (("trajectory", "C0-"), ("turn", "C1-")):
-            ax.plot(t, group.advantages[name][i].numpy()[model], style, drawstyle="steps-mid",
+        for name, colour in (("trajectory", "C0"), ("turn", "C1")):
+            on_model = np.where(model, group.advantages[name][i].numpy(), np.nan)   # a gap where the env speaks
+            ax.plot(np.arange(len(model)), on_model, color=colour, drawstyle="steps-mid",
                     linewidth=2.5 if name == c else 1.0, label=f"--credit {name}")
         ax.axhline(0, color="0.6", linewidth=0.8)
-        ax.set_xlabel("position t (the model's tokens)")
+        ax.set_xlabel("position t (gaps: the environment's tokens)")
         ax.set_ylabel("Â_t")
         ax.set_title(f"trajectory {i}: reward {float(group.rewards[i]):g}", fontsize=9)
         ax.legend(fontsize=8)
+        fig.tight_layout()
         turns = turn_table(group, i)
         summary = f"trajectory {i}, --credit {c}: Â per turn " + ", ".join(f"{t_[c]:+.2f}" for t_ in turns)
         return fig, {"turns": turns, "row": i, "credit": c, "html": text.value, "summary": summary}
