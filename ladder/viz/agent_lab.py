@@ -36,7 +36,7 @@ from ladder import core
 from ladder.distributed import Processes
 from ladder.policies.causal_lm import position_ids_for
 from ladder.rungs import agent, grpo
-from ladder.tasks import tiny_agent, tool_calls
+from ladder.tasks import agent_envs, tiny_agent, tool_calls
 from ladder.viz.lm_lab import quiet_run
 
 CPU = torch.device("cpu")
@@ -155,7 +155,7 @@ class Probe:
 def reply_probe(tokenizer, problems: list[dict], system_prompt: str) -> Probe:
     """The probe: for "What is a * b?", the prompt, ``multiply(a, b)`` as the model calls it, and the reply a·b
     (``tool_calls.suffix_ids``, the tokens the rollout feeds)."""
-    tools = tool_calls.tool_schemas(agent.ENVIRONMENTS["calculator"][0]())
+    tools = tool_calls.tool_schemas(agent_envs.Calculator())
     rows, kinds = [], []
     for p in problems:
         a, b = (int(x) for x in p["question"].removeprefix("What is ").rstrip("?").split(" * "))
