@@ -15,12 +15,24 @@ A turn ends at EOS (``tokenizer.eos_token_id``, the template's end of turn). The
 it, never to rebuild the sequence), ``tool_calls.parse_tool_calls(text)``: no call → the turn is the answer
 and the trajectory ends; else run each call, ``tool_calls.call_tool(tools, call)`` with ``tools =
 tool_calls.tools_of(env)`` (a malformed call, an unknown tool, a tool that raises: an error message, never an
-exception), a call past ``max_tool_calls`` in the trajectory answered with ``tool_calls.over_budget(call,
-max_tool_calls)`` instead of run; and queue ``tool_calls.suffix_ids(tokenizer, replies)``, the chat template's
-rendering of the replies and the next assistant header, tokenized once. If that reply does not leave room
-for a token of answer within ``max_new_tokens`` (``len(suffix) >= max_new_tokens − t − 1`` at step t), drop it:
-the trajectory ends there, truncated (as TRL drops it). The budget counts every token, the model's and the
-environment's; a trajectory still in a turn when it runs out is truncated, and what it wrote is its answer.
+exception); and queue ``tool_calls.suffix_ids(tokenizer, replies)``, the chat template's rendering of the
+replies and the next assistant header, tokenized once. If that reply does not leave room for a token of answer
+within ``max_new_tokens`` (``len(suffix) >= max_new_tokens − t − 1`` at step t), drop it: the trajectory ends
+there, truncated (as TRL drops it). The budget counts every token, the model's and the environment's; a
+trajectory still in a turn when it runs out is truncated, and what it wrote is its answer.
+
+``max_tool_calls`` counts the model's turns that call tools, not the calls (TRL's ``max_tool_calling_iterations``;
+a turn may hold several calls). In the first ``max_tool_calls`` calling turns every call is run; in a calling turn
+past them, every call is answered with ``tool_calls.over_budget(call, max_tool_calls)`` instead of run, and the
+model reads that error and goes on (TRL ends the trajectory there instead). With ``max_tool_calls = 1``, a turn of
+two calls, another turn of two calls, then an answer: the first turn's two calls run, the second's two get the
+error. The counts, per row:
+
+    turns           the model's turns that ended with EOS (an answer, or a turn of calls — its reply dropped
+                    for want of room included); a turn cut off by the token budget does not count
+    tool_calls      every call made, run or not (past the budget included)
+    tool_failures   the calls answered with an error: a malformed call, an unknown tool, a tool that raises,
+                    and every call past the budget
 
 The pitfalls, each a property the grader checks:
 
@@ -41,8 +53,8 @@ The pitfalls, each a property the grader checks:
     result          ``ladder.rungs.agent_rollout.Trajectories``: completion, mask, attention_mask,
                     sampling_logp [B, T] (exercise 22 makes the first three from each row's segments; log π
                     of the model's tokens, 0 elsewhere), turn = ``turn_index(mask)``, and per row: truncated,
-                    tool_calls (past the budget included), tool_failures, turns, answers (the last turn's text,
-                    EOS and special tokens left out: what the rewards read)
+                    tool_calls, tool_failures, turns (the counts above), answers (the last turn's text, EOS
+                    and special tokens left out: what the rewards read)
 
 Worked example: a small random model whose turns are scripted (the grader's, ``agent_harness``): it calls
 ``multiply(3, 4)``, spelt one character a token (56 tokens with its EOS), reads the reply (15 tokens), answers

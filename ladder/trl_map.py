@@ -322,9 +322,9 @@ AGENT_ROWS = (
             "dataset row (the problem's fields and the prompt); built-ins are ladder.tasks.agent_envs' classes, "
             "a FILE.py:Class is loaded by the script"),
     Mapping(G, "max_tool_calling_iterations", "agent", "max_tool_calls", None,
-            "TRL counts rounds of its tool loop (all the calls of one turn in one round) and ends a trajectory whose "
-            "turn calls a tool past the limit, the call unanswered; ladder counts calls and answers one past the "
-            "limit with an error the model reads before it answers. The same for one call per turn",
+            "both count the turns that call tools (TRL's rounds of its tool loop: all the calls of one turn in one "
+            "round), not the calls; past the limit TRL ends the trajectory, the turn's calls unanswered, while "
+            "ladder answers each of them with an error the model reads (a tool failure) and lets it answer",
             _same("max_tool_calls"), _agent),
     Mapping(G, "max_completion_length", "agent", "max_new_tokens", "aggregate",
             "the token budget of the whole trajectory, the tools' replies included; a reply that would not fit "

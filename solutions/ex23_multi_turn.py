@@ -23,7 +23,7 @@ class Row:
         self.queue: list[int] = []                        # the environment's tokens still to feed
         self.turn: list[int] = []                         # the model's current turn
         self.answer: list[int] = []                       # the last turn, without its EOS
-        self.turns = self.calls = self.failures = 0
+        self.turns = self.calls = self.failures = self.calling_turns = 0   # turns: those ended by EOS
         self.done = self.truncated = False
 
     def add(self, kind: str, token: int) -> None:
@@ -40,10 +40,10 @@ class Row:
         if not calls:
             self.done = True
             return
-        replies = []
+        replies, self.calling_turns = [], self.calling_turns + 1
         for call in calls:
             self.calls += 1
-            if self.calls > max_tool_calls:
+            if self.calling_turns > max_tool_calls:                        # the budget counts calling turns
                 reply, failed = tool_calls.over_budget(call, max_tool_calls), True
             else:
                 reply, failed = tool_calls.call_tool(self.tools, call)     # an error comes back as text

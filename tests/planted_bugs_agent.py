@@ -98,8 +98,13 @@ ROLLOUT = {
         ERRORS, [("reply, failed = tool_calls.call_tool(self.tools, call)",
                   'reply, failed = {"role": "tool", "name": call["name"], '
                   '"content": str(self.tools[call["name"]](**call["arguments"]))}, False')]),
-    "--max-tool-calls never checked": ("--max-tool-calls respected", [("if self.calls > max_tool_calls:",
+    "--max-tool-calls never checked": ("--max-tool-calls respected", [("if self.calling_turns > max_tool_calls:",
                                                                        "if False:")]),
+    "--max-tool-calls counting calls one by one, not calling turns": (
+        "--max-tool-calls respected", [("if self.calling_turns > max_tool_calls:", "if self.calls > max_tool_calls:")]),
+    "a call past --max-tool-calls not counted as a failure": (
+        "--max-tool-calls respected", [("tool_calls.over_budget(call, max_tool_calls), True",
+                                        "tool_calls.over_budget(call, max_tool_calls), False")]),
     "a reply that does not fit is fed anyway, cut by the budget": (
         "--max-new-tokens respected", [("if len(suffix) >= room:", "if room <= 0:")]),
     "the turn ended at </tool_call>, not at EOS": (

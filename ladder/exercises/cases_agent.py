@@ -195,16 +195,22 @@ def _errors_are_text(fn, core) -> None:
 
 
 def _calls_budget(fn, core) -> None:
+    """--max-tool-calls counts the turns that call tools (TRL's count), not the calls: past it, every call of a
+    calling turn is answered with tool_calls.over_budget's error, and each counts as a failure."""
     two = MULTIPLY + MULTIPLY
-    got = _run(fn, _script(two, two, "#### 12"), questions=QUESTIONS[:1], max_new_tokens=400, max_tool_calls=3)[0]
-    over = tool_calls.over_budget({"name": "multiply"}, 3)
-    want = [[("model", h.spell(two)), ("env", _reply(_tool("12"), _tool("12"))), ("model", h.spell(two)),
-             ("env", _reply(_tool("12"), over)), ("model", h.spell("#### 12"))]]
-    _expect_rows(got, want, "--max-tool-calls 3: the fourth call is answered with tool_calls.over_budget's error, "
-                            "not run")
-    if got.tool_calls.tolist() != [4] or got.tool_failures.tolist() != [1]:
-        raise Mismatch(f"4 calls, 1 failed (past the budget); got {got.tool_calls.tolist()} calls, "
-                       f"{got.tool_failures.tolist()} failed")
+    script = _script(two, two, "#### 12")
+    first = [("model", h.spell(two)), ("env", _reply(_tool("12"), _tool("12"))), ("model", h.spell(two))]
+    over = tool_calls.over_budget({"name": "multiply"}, 1)
+    for limit, second, failures in ((1, [over, over], 2), (2, [_tool("12"), _tool("12")], 0)):
+        got = _run(fn, script, questions=QUESTIONS[:1], max_new_tokens=400, max_tool_calls=limit)[0]
+        want = [first + [("env", _reply(*second)), ("model", h.spell("#### 12"))]]
+        _expect_rows(got, want, f"--max-tool-calls {limit}, two turns of two calls: the budget counts calling turns, "
+                                "not calls; every call of a turn past it is answered with tool_calls.over_budget's "
+                                "error, not run")
+        if got.tool_calls.tolist() != [4] or got.tool_failures.tolist() != [failures]:
+            raise Mismatch(f"--max-tool-calls {limit}: 4 calls, {failures} failed (each call past the budget is a "
+                           f"failure); got {got.tool_calls.tolist()} calls, {got.tool_failures.tolist()} failed")
+    _same_as_core(fn, core, script, questions=QUESTIONS[:1], max_new_tokens=400, max_tool_calls=1)
 
 
 def _token_budget(fn, core) -> None:
@@ -250,7 +256,8 @@ def multi_turn() -> list[Case]:
              script="call, then the model's own", temperature=0.7),
         case("two rows that end apart", _rows_end_apart, script="call while the reply says again, then answer"),
         case("tool errors become text", _errors_are_text, script="malformed, unknown tool, divide by 0, answer"),
-        case("--max-tool-calls respected", _calls_budget, script="two calls, two calls, answer", max_tool_calls=3),
+        case("--max-tool-calls respected", _calls_budget, script="two calls, two calls, answer",
+             max_tool_calls="1, then 2"),
         case("--max-new-tokens respected", _token_budget, script="call, '#### 12'; then the model's own"),
         case("EOS ends a turn", _eos_ends_a_turn, script="call + ' now', '#### 12'"),
         case("a turn without a call ends the trajectory", _answer_ends, script="'#### 12', call"),
