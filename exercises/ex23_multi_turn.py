@@ -19,7 +19,8 @@ exception); and queue ``tool_calls.suffix_ids(tokenizer, replies)``, the chat te
 replies and the next assistant header, tokenized once. If that reply does not leave room for a token of answer
 within ``max_new_tokens`` (``len(suffix) >= max_new_tokens − t − 1`` at step t), drop it: the trajectory ends
 there, truncated (as TRL drops it). The budget counts every token, the model's and the environment's; a
-trajectory still in a turn when it runs out is truncated, and what it wrote is its answer.
+trajectory still in a turn when it runs out is truncated, and has no answer: a half-written turn (or a last turn of
+calls) is not one, and its answer is "" (a reward must not score a number it happened to write).
 
 ``max_tool_calls`` counts the model's turns that call tools, not the calls (TRL's ``max_tool_calling_iterations``;
 a turn may hold several calls). In the first ``max_tool_calls`` calling turns every call is run; in a calling turn
@@ -53,8 +54,8 @@ The pitfalls, each a property the grader checks:
     result          ``ladder.rungs.agent_rollout.Trajectories``: completion, mask, attention_mask,
                     sampling_logp [B, T] (exercise 22 makes the first three from each row's segments; log π
                     of the model's tokens, 0 elsewhere), turn = ``turn_index(mask)``, and per row: truncated,
-                    tool_calls, tool_failures, turns (the counts above), answers (the last turn's text, EOS
-                    and special tokens left out: what the rewards read)
+                    tool_calls, tool_failures, turns (the counts above), answers (the answer's text — the turn
+                    without a call, EOS and special tokens left out; "" if truncated: what the rewards read)
 
 Worked example: a small random model whose turns are scripted (the grader's, ``agent_harness``): it calls
 ``multiply(3, 4)``, spelt one character a token (56 tokens with its EOS), reads the reply (15 tokens), answers

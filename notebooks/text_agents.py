@@ -56,7 +56,7 @@ print("mask          ", mask.long().tolist())
 print("attention_mask", attention.long().tolist())
 print("turn          ", agent_rollout.turn_index(mask).tolist(), "  (the model turn of each token; −1: not the model's)")""",
     r"""md:Now a real one. The cell below runs **one update of the agent rung** on the tiny calculator preset (4 problems ×
-$G = 8$ trajectories, `grpo.grpo_step` exactly as `python -m ladder.run agent --preset tiny` runs it) and records the
+$G = 8$ trajectories — the preset draws 8 problems per update — through the same `grpo.grpo_step` the rung runs) and records the
 batch that `core.update` receives. The widget shows one group: each token on blue (the model's) or sand (the
 environment's) with its $\hat A$ under it, and the group's `mask`, `attention_mask` and $\hat A\cdot m$ as $[G, T]$ maps.""",
     """p_env = viz.Predict("Of the environment's tokens in this batch (the tools' replies and the template's markers "
@@ -103,10 +103,11 @@ environment's tokens included (TRL's `max_completion_length`). The update's reco
 for key in ("agent/turns", "agent/tool_calls", "agent/tool_failures", "agent/env_tokens", "completions/mean_length"):
     print(f"{key:26s} {record[key]:.2f}   (mean per trajectory)")
 print(f"this group: tool calls {group.tool_calls.tolist()}, rewards {group.rewards.tolist()}")""",
-    r"""md:The tiny model calls the tool on some samples and answers from memory on the others; greedy, it answers from
-memory (section 3 prints its held-out accuracy before any update). The correctness reward pays the trajectories that
+    r"""md:The tiny model calls the tool on some samples and makes a number up on the others; greedy, it makes one
+up (section 3 prints its held-out accuracy before any update). The correctness reward pays the trajectories that
 called the tool and copied its reply, so in a group with both kinds their $\hat A_i > 0$; a few dozen updates raise
-the share of calls and the accuracy (`python -m ladder.run agent --preset tiny`, 40 updates, prints both).
+the share of calls and the accuracy (`python -m ladder.run agent --preset tiny`, 40 updates: its summary prints the
+accuracy before and after, its `curves.png` and `metrics.jsonl` hold the calls per trajectory, `agent/tool_calls`).
 
 **Exercise:** `ex23_multi_turn.py` — the rollout itself: one cache, the three states, the budget
 (`python -m ladder.run agent --preset tiny --use-exercises` samples with yours).""",

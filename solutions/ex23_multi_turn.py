@@ -22,7 +22,7 @@ class Row:
         self.logps: list[float] = []                      # log π of each of the model's tokens, as drawn
         self.queue: list[int] = []                        # the environment's tokens still to feed
         self.turn: list[int] = []                         # the model's current turn
-        self.answer: list[int] = []                       # the last turn, without its EOS
+        self.answer: list[int] = []                       # the answer (a turn without a call), without its EOS
         self.turns = self.calls = self.failures = self.calling_turns = 0   # turns: those ended by EOS
         self.done = self.truncated = False
 
@@ -33,10 +33,12 @@ class Row:
 
     def end_turn(self, tokenizer, max_tool_calls: int, room: int) -> None:
         """EOS: a turn without a call is the answer; calls are run and their rendered replies queued."""
-        self.answer, self.turn = self.turn[:-1], []
-        self.turns += 1
-        text = tokenizer.decode(self.answer, skip_special_tokens=False)    # read only, to find the calls
+        text = tokenizer.decode(self.turn[:-1], skip_special_tokens=False)  # read only, to find the calls
         calls = tool_calls.parse_tool_calls(text)
+        if not calls:
+            self.answer = self.turn[:-1]
+        self.turn = []
+        self.turns += 1
         if not calls:
             self.done = True
             return
@@ -114,8 +116,8 @@ def multi_turn(policy, tokenizer, envs: list, prompt_ids: Tensor, prompt_mask: T
             cache, logits = cache_of(out), out.logits[:, -1]
     model.train(was_training)
     for row in rows:
-        if not row.done:                                                   # the budget ran out mid-turn
-            row.truncated, row.answer = True, row.turn
+        if not row.done:                                    # the budget ran out before an answer: none
+            row.truncated = True
     completion, mask, attention_mask = trajectory_tensors([row.segments for row in rows], tokenizer.pad_token_id)
     sampling_logp = torch.zeros_like(mask)
     sampling_logp[mask.bool()] = torch.tensor([lp for row in rows for lp in row.logps])

@@ -246,11 +246,12 @@ def test_a_tool_fault_is_a_reply_never_an_exception(model, tok):
 
 
 def test_the_token_budget_truncates(model, tok):
-    """A turn longer than --max-new-tokens: the trajectory is the budget's tokens, truncated, its text the answer."""
+    """A turn longer than --max-new-tokens: the trajectory is the budget's tokens, truncated, with no answer (a
+    half-written turn is none: a reward must not score a number it happened to write)."""
     long_turn = ids(tok, "#### " + "1234567890" * 4) + [tok.eos_token_id]
     t, _, _ = play(model, tok, [[long_turn]], ["What is 1 * 1?"], budget=12)
     assert t.completion.shape[1] == 12 and t.completion[0].tolist() == long_turn[:12]
-    assert t.truncated.tolist() == [True] and t.mask.sum() == 12 and t.answers == [tok.decode(long_turn[:12])]
+    assert t.truncated.tolist() == [True] and t.mask.sum() == 12 and t.answers == [""]
 
 
 def test_a_reply_that_does_not_fit_ends_the_trajectory(model, tok):

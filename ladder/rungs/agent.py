@@ -77,7 +77,8 @@ def agent_task(cfg: Config) -> grpo.Task:
                      rollout=partial(grpo.sample_groups, sample_share=partial(sample_trajectories,
                                                                               env_class=env_class)),
                      credit=turn_credit if cfg.credit == "turn" else grpo.same_for_every_token,
-                     accuracy=partial(held_out_solved, env_class=env_class), curves=CURVES)
+                     accuracy=partial(held_out_solved, env_class=env_class), curves=CURVES,
+                     name=f"env {cfg.env}")
 
 
 def train(cfg: Config) -> dict:

@@ -47,7 +47,8 @@ class Trajectories:
     tool_calls: Tensor       # [B] tool calls made (those past --max-tool-calls included)
     tool_failures: Tensor    # [B] calls answered with an error
     turns: Tensor            # [B] model turns
-    answers: list[str] = field(default_factory=list)  # [B] the last model turn's text: what the rewards read
+    answers: list[str] = field(default_factory=list)  # [B] the answer (a turn without a call): what rewards read;
+    #                                                   "" when the budget ran out first (no answer, no credit)
 
     @property
     def env_tokens(self) -> Tensor:
@@ -64,7 +65,7 @@ class _Row:
         self.turn_tokens: list[int] = []  # the model's current turn
         self.turns = self.calls = self.failures = self.calling_turns = 0
         self.done = self.truncated = False
-        self.answer_ids: list[int] = []  # the last model turn's tokens (its EOS left out)
+        self.answer_ids: list[int] = []  # the answer's tokens (a turn without a call, its EOS left out)
         self.segments: list[tuple[str, list[int]]] = []  # ("model" | "env", token ids), in order
         self.logps: list[float] = []     # log π_sampler of each of the model's tokens, in order
 
@@ -76,13 +77,13 @@ class _Row:
 
     def end_turn(self, tokenizer, max_tool_calls: int, room: int) -> None:
         """The model ended a turn (EOS): an answer ends the trajectory; calls queue the environment's reply."""
-        self.answer_ids = self.turn_tokens[:-1]
-        text = tokenizer.decode(self.answer_ids, skip_special_tokens=False)
-        self.turn_tokens = []
-        self.turns += 1
+        text = tokenizer.decode(self.turn_tokens[:-1], skip_special_tokens=False)
         calls = tool_calls.parse_tool_calls(text)
         if not calls:
-            self.done = True
+            self.answer_ids, self.done = self.turn_tokens[:-1], True
+        self.turn_tokens = []
+        self.turns += 1
+        if not calls:
             return
         replies, self.calling_turns = [], self.calling_turns + 1
         for call in calls:
@@ -154,8 +155,8 @@ def multi_turn(policy, tokenizer, envs: list, prompt_ids: Tensor, prompt_mask: T
                         position_ids=position[:, None], use_cache=True, **with_cache(cache))
             cache, logits = cache_of(out), out.logits[:, -1]
     for r in rows:
-        if not r.done:  # the budget ran out mid-turn: what the model wrote of its turn is all it answered
-            r.truncated, r.answer_ids = True, r.turn_tokens
+        if not r.done:  # the budget ran out before an answer: none (a half-written turn is no answer)
+            r.truncated = True
     completion, mask, attention_mask = trajectory_tensors([r.segments for r in rows], tokenizer.pad_token_id)
     sampling_logp = torch.zeros_like(mask)
     sampling_logp[mask.bool()] = torch.tensor([lp for r in rows for lp in r.logps])

@@ -305,6 +305,7 @@ class Task:
     credit: Callable[[Rollout, torch.Tensor, Config], torch.Tensor] = same_for_every_token
     accuracy: Callable[[Step, list[dict]], float] = held_out_accuracy
     curves: list[Panel] = field(default_factory=lambda: list(CURVES))
+    name: str | None = None  # what summary.json calls the task (None: --task)
 
 
 def math_task(cfg: Config) -> Task:
@@ -370,7 +371,8 @@ def train_task(cfg: Config, name: str, load: Callable[[Config], Task]) -> dict:
                           f"{rows[0]['reward']:.2f} (all {len(rows)}: {run.dir / 'completions.jsonl'})")
             if not done:
                 run.checkpoint(**parts, progress=progress)
-        summary = summarize(cfg, run, progress, procs.gather_object(weights_digest(policy)))
+        summary = {**summarize(cfg, run, progress, procs.gather_object(weights_digest(policy))),
+                   "task": task.name or cfg.task}
         if procs.is_main:  # the trained adapter only (π_ref's adapter, if any, stays out)
             save_trained(policy.model, run.dir, lora=uses_lora(cfg))
         run.finish(summary, [p.starting_at(eval_accuracy=progress["evals"][0][1]) for p in task.curves], x="step")
