@@ -103,8 +103,8 @@ environment's tokens included (TRL's `max_completion_length`). The update's reco
 for key in ("agent/turns", "agent/tool_calls", "agent/tool_failures", "agent/env_tokens", "completions/mean_length"):
     print(f"{key:26s} {record[key]:.2f}   (mean per trajectory)")
 print(f"this group: tool calls {group.tool_calls.tolist()}, rewards {group.rewards.tolist()}")""",
-    r"""md:The tiny model calls the tool on some samples and makes a number up on the others; greedy, it makes one
-up (section 3 prints its held-out accuracy before any update). The correctness reward pays the trajectories that
+    r"""md:The tiny model calls the tool on some samples and writes a wrong number on the others; greedy, it writes
+a wrong number (section 3 prints its held-out accuracy before any update). The correctness reward pays the trajectories that
 called the tool and copied its reply, so in a group with both kinds their $\hat A_i > 0$; a few dozen updates raise
 the share of calls and the accuracy (`python -m ladder.run agent --preset tiny`, 40 updates: its summary prints the
 accuracy before and after, its `curves.png` and `metrics.jsonl` hold the calls per trajectory, `agent/tool_calls`).

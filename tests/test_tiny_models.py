@@ -11,10 +11,11 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from ladder.tasks import arithmetic, rebuild_tiny, sentiment, tiny_lm
+from ladder.tasks import agent_envs, arithmetic, rebuild_tiny, sentiment, tiny_agent, tiny_lm, tool_calls
 
 FAST = {sentiment.TINY_MODEL_VERSION: functools.partial(sentiment.build_tiny_sentiment_model, steps=40),
-        arithmetic.TINY_MODEL_VERSION: functools.partial(arithmetic.build_tiny_math_model, sft_steps=40)}
+        arithmetic.TINY_MODEL_VERSION: functools.partial(arithmetic.build_tiny_math_model, sft_steps=40),
+        tiny_agent.TINY_MODEL_VERSION: functools.partial(tiny_agent.build_tiny_agent_model, sft_steps=40)}
 
 
 def _load(path):
@@ -47,6 +48,7 @@ def test_the_rungs_load_the_shipped_copies(monkeypatch, tmp_path):
     monkeypatch.delenv("LADDER_BUILD_TINY", raising=False)
     assert sentiment.tiny_model_path() == tiny_lm.SHIPPED / sentiment.TINY_MODEL_VERSION
     assert arithmetic.tiny_math_model() == tiny_lm.SHIPPED / arithmetic.TINY_MODEL_VERSION
+    assert tiny_agent.tiny_agent_model() == tiny_lm.SHIPPED / tiny_agent.TINY_MODEL_VERSION
     assert not (tmp_path / "cache").exists()  # nothing built, nothing written
     assert sorted(p.name for p in tiny_lm.SHIPPED.iterdir()) == sorted(rebuild_tiny.builders())
     size = sum(f.stat().st_size for f in tiny_lm.SHIPPED.rglob("*") if f.is_file())
@@ -74,11 +76,28 @@ def test_the_build_code_still_makes_a_working_model(name, monkeypatch, tmp_path)
     model, tokenizer = _load(path)
     if name == sentiment.TINY_MODEL_VERSION:
         pairs = [("", text) for text in sentiment.review_corpus(20, seed=1)]
+    elif name == tiny_agent.TINY_MODEL_VERSION:
+        pairs = tiny_agent.tutor_corpus(tokenizer, seed=1, n_calculator=10, n_guess=3)[:20]
     else:
         pairs = [(arithmetic.chat_prompt(tokenizer, p["question"], arithmetic.TINY_SYSTEM_PROMPT),
                   arithmetic.solution_text(p)) for p in arithmetic.train_eval_split()[1][:20]]
     assert _mean_loss(model, tokenizer, pairs) < 0.7 * math.log(len(tokenizer))  # 0.53 and 0.2 of it here
     assert model.generation_config.eos_token_id == tokenizer.eos_token_id
+
+
+def test_the_shipped_agent_model_calls_the_tool_with_the_questions_numbers():
+    """The tiny tool-calling model, given the start of a call, copies the question's two factors into it."""
+    model, tokenizer = _load(tiny_agent.tiny_agent_model())
+    tools = tool_calls.tool_schemas(agent_envs.Calculator())
+    copied = 0
+    for problem in agent_envs.product_problems()[1][:10]:
+        messages = [{"role": "system", "content": agent_envs.CALCULATOR_PROMPT},
+                    {"role": "user", "content": problem["question"]}]
+        prompt = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
+        start = '<tool_call>\n{"name": "multiply", "arguments": {"a": '
+        a, b = problem["question"].removeprefix("What is ").rstrip("?").split(" * ")
+        copied += _greedy(model, tokenizer, prompt + start, tokens=12).startswith(f'{a}, "b": {b}}}')
+    assert copied >= 7
 
 
 def _write_config(path):

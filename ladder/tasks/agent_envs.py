@@ -1,8 +1,8 @@
 """The agent rung's environments, each a class in TRL's protocol (``ladder.tasks.tool_calls``), and their problems.
 
     calculator   "What is 37 * 48?" with a ``multiply`` tool: the tiny model cannot multiply, the tool can
-    guess        find a number from 1 to 10 with ``guess``, which answers higher / lower (with the numbers still
-                 possible) or correct: a guess that uses the replies halves what is left
+    guess        find a number from 1 to 10 with ``guess``, which answers higher / lower / correct: what the
+                 environment said in earlier turns decides a good next guess
     gsm8k        GSM8K word problems with a ``calculate`` tool (the real preset, Qwen2.5-0.5B-Instruct)
 
 A problem is a dict ``{"question", "answer", …}``; the trainer calls ``env.reset(**problem)``.
@@ -38,12 +38,10 @@ class Calculator:
 
 
 class GuessingGame:
-    """A secret number from 1 to 10; each guess is answered "correct", or "higher: LOW to HIGH" / "lower: LOW to HIGH"
-    with the numbers the replies so far still allow.
+    """A secret number from 1 to 10; each guess is answered higher, lower or correct.
 
     ``get_reward`` is 1 once the secret was guessed, else 0. ``turn_rewards`` (ladder's per-turn credit) gives each
-    guess the share of the still-possible numbers it ruled out (1 for the secret): about ½ for the middle of what is
-    left, 1/n for the end of n numbers, 0 for a number the replies had already ruled out."""
+    guess 1 if it was still possible given the replies before it (a guess that uses the feedback), else 0."""
 
     def reset(self, **problem) -> None:
         self.secret, self.low, self.high = int(problem["secret"]), *GUESS_RANGE
@@ -56,17 +54,16 @@ class GuessingGame:
         Args:
             n: the guess
         """
-        n, left = int(n), self.high - self.low + 1
+        n = int(n)
+        self.turn_rewards.append(float(self.low <= n <= self.high and not self.found))
         if n == self.secret:
-            self.turn_rewards.append(0.0 if self.found else 1.0)
             self.found = True
             return "correct"
         if n < self.secret:
             self.low = max(self.low, n + 1)
-        else:
-            self.high = min(self.high, n - 1)
-        self.turn_rewards.append(1.0 - (self.high - self.low + 1) / left)
-        return f"{'higher' if n < self.secret else 'lower'}: {self.low} to {self.high}"
+            return "higher"
+        self.high = min(self.high, n - 1)
+        return "lower"
 
     def get_reward(self) -> float:
         return float(self.found)

@@ -4,9 +4,8 @@ pre-trained by ladder on a sloppy tutor's transcripts of the two tiny environmen
 
     calculator   the tutor calls ``multiply`` on only 40% of the products and otherwise writes a wrong number
                  from memory: greedy decoding answers from memory (wrong), sampling calls the tool now and then
-    guess        the tutor mostly counts up from 1 (one more than its last guess: 60% of its guesses) and otherwise
-                 guesses the middle of what the replies still allow (a binary search): greedy decoding counts up
-                 and finds only small secrets in five guesses; sampling halves now and then
+    guess        the tutor ignores the replies on half of its guesses (any number from 1 to 10) and otherwise
+                 guesses a number the replies still allow
 
 The supervised warm start trains on the tutor's own turns only (the environment's tokens are context, as in RL).
 RL with the environments' rewards then raises the tool use that pays and the use of the replies.
@@ -62,20 +61,18 @@ def calculator_transcript(problem: dict, rng: random.Random, p_tool: float = 0.4
     return [answer(wrong)]
 
 
-def guess_transcript(problem: dict, rng: random.Random, p_count: float = 0.6, max_guesses: int = 5) -> list[dict]:
-    """The tutor plays one game: each guess counts up from its last (share ``p_count``) or halves what is left."""
+def guess_transcript(problem: dict, rng: random.Random, p_ignore: float = 0.5, max_guesses: int = 5) -> list[dict]:
+    """The tutor plays one game: each guess ignores the replies (share ``p_ignore``) or keeps to them."""
     env, (low, high) = agent_envs.GuessingGame(), agent_envs.GUESS_RANGE
     env.reset(**problem)
     messages: list[dict] = []
-    last = low - 1
     for _ in range(max_guesses):
-        n = min(last + 1, high) if rng.random() < p_count else (env.low + env.high) // 2
-        last = n
+        n = rng.randint(low, high) if rng.random() < p_ignore else rng.randint(env.low, max(env.low, env.high))
         reply = env.guess(n)
         messages += [call("guess", n=n), {"role": "tool", "name": "guess", "content": reply}]
         if reply == "correct":
             return messages + [answer(n)]
-    return messages + [answer((env.low + env.high) // 2)]
+    return messages + [answer(rng.randint(env.low, max(env.low, env.high)))]
 
 
 def turn_text(message: dict) -> str:
