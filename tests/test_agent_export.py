@@ -145,8 +145,9 @@ def test_guess_script_rows_reset_the_game_and_its_reward_is_trls_extra_column(tm
                               processing_class=tokenizer, peft_config=module.PEFT_CONFIG,
                               environment_factory=module.environment_class())
     assert trainer.reward_func_names == ["correctness", "GuessingGame"]  # get_reward, weight 1, as ladder adds it
-    assert trainer.max_tool_calling_iterations == 5 and trainer.max_completion_length == 192
-    assert [tool.__name__ for tool in trainer.tools] == ["guess"]  # as ladder's tools: get_turn_rewards is not one
+    assert trainer.max_tool_calling_iterations == cfg.max_tool_calls == 5
+    assert trainer.max_completion_length == cfg.max_new_tokens
+    assert [tool.__name__ for tool in trainer.tools] == ["guess"]  # as ladder's tools: turn_rewards is an attribute
     trainer.train()  # one step: TRL renders the tools in the prompts, runs its tool loop against the games, scores
     logged = trainer.state.log_history[0]
     assert logged["tools/call_frequency"] > 0 and "rewards/GuessingGame/mean" in logged
