@@ -27,20 +27,8 @@ from ladder.tasks import agent_envs, tool_calls
 SYSTEM = agent_envs.CALCULATOR_PROMPT
 
 
-class Workshop:
-    """A calculator with a tool that always raises."""
-
-    def reset(self, **problem) -> None:
-        return None
-
-    def multiply(self, a: int, b: int) -> str:
-        """Multiply two whole numbers.
-
-        Args:
-            a: the first factor
-            b: the second factor
-        """
-        return str(int(a) * int(b))
+class Workshop(agent_envs.Calculator):
+    """The calculator, with one more tool that always raises."""
 
     def explode(self, a: int) -> str:
         """Always fails.
