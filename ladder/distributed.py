@@ -97,6 +97,13 @@ class Processes:
         if self.world > 1:
             torch.distributed.barrier()
 
+    def close(self) -> None:
+        """Wait for every process, then leave the group together: a process that exits while its peers still
+        hold connections to it can take them down with it (gloo aborts on a closed peer)."""
+        if self.world > 1 and torch.distributed.is_initialized():
+            torch.distributed.barrier()
+            torch.distributed.destroy_process_group()
+
     @property
     def _comm_device(self) -> torch.device:
         return self.device if torch.distributed.get_backend() == "nccl" else torch.device("cpu")

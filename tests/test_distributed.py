@@ -63,6 +63,8 @@ def _worker(rank: int, port: int, results) -> None:
     results[rank] = (procs.shard(list(range(6))), procs.gather(x).tolist(),
                      procs.mean({"a": float(rank), "ratio_min": float(rank), "ratio_max": float(rank), "s": "x"}),
                      procs.gather_object(f"r{rank}"))
+    procs.close()  # both leave together: a process that exits holding its gloo connections can abort its peer
+    results[rank] += (torch.distributed.is_initialized(),)
 
 
 def test_two_processes_share_gather_and_reduce():
@@ -77,7 +79,8 @@ def test_two_processes_share_gather_and_reduce():
     mp.spawn(_worker, args=(port, results), nprocs=2)
     assert results[0][0] == [0, 1, 2] and results[1][0] == [3, 4, 5]
     for rank in (0, 1):
-        shard, gathered, mean, objects = results[rank]
+        shard, gathered, mean, objects, still_joined = results[rank]
+        assert not still_joined
         assert gathered == [0.0, 10.0, 1.0, 11.0]
         assert mean == {"a": 0.5, "ratio_min": 0.0, "ratio_max": 1.0, "s": "x"}
         assert objects == ["r0", "r1"]

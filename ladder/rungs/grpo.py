@@ -376,7 +376,7 @@ def train_task(cfg: Config, name: str, load: Callable[[Config], Task]) -> dict:
         if procs.is_main:  # the trained adapter only (π_ref's adapter, if any, stays out)
             save_trained(policy.model, run.dir, lora=uses_lora(cfg))
         run.finish(summary, [p.starting_at(eval_accuracy=progress["evals"][0][1]) for p in task.curves], x="step")
-    procs.barrier()
+    procs.close()
     return summary
 
 

@@ -338,7 +338,7 @@ def train(cfg: Config) -> dict:
             (run.dir / "samples.md").write_text(table + "\n")
             save_policy(policy, tokenizer, run.dir)
         run.finish(summary, CURVES, x="step")
-    procs.barrier()
+    procs.close()
     return summary
 
 
