@@ -26,87 +26,25 @@ field, whether the run really uses the option TRL cannot reproduce.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
+from ladder.trl_map_ppo import PPO_ROWS, RLOO_ROWS
+from ladder.trl_mapping import (
+    CLASSIC,
+    CLASSIC_PPO_CONFIG_FIELDS,
+    Mapping,
+    agent,
+    const,
+    on_cuda,
+    optim,
+    optimizer_steps,
+    peft,
+    reward_weights,
+    same,
+)
 
-@dataclass(frozen=True)
-class Mapping:
-    trl_class: str
-    trl_field: str | None
-    ladder_rung: str
-    ladder_option: str | None
-    core_function: str | None
-    note: str = ""
-    value: Callable[[Any], Any] | None = field(default=None, compare=False, repr=False)
-    applies: Callable[[Any], bool] | None = field(default=None, compare=False, repr=False)
-
-    def applies_to(self, cfg) -> bool:
-        return self.applies is None or bool(self.applies(cfg))
-
-
-# TRL ≤ 0.11's PPOConfig (trl/trainer/ppo_config.py of the classic PPOTrainer): the names the rows below
-# use, recorded here because no installed TRL (1.x) has the class to check them against.
-CLASSIC_PPO_CONFIG_FIELDS = frozenset((
-    "exp_name", "seed", "log_with", "task_name", "model_name", "query_dataset", "reward_model",
-    "remove_unused_columns", "tracker_kwargs", "accelerator_kwargs", "project_kwargs", "tracker_project_name",
-    "push_to_hub_if_best_kwargs", "steps", "learning_rate", "adap_kl_ctrl", "init_kl_coef", "kl_penalty", "target",
-    "horizon", "gamma", "lam", "cliprange", "cliprange_value", "vf_coef", "batch_size", "forward_batch_size",
-    "mini_batch_size", "gradient_accumulation_steps", "world_size", "ppo_epochs", "max_grad_norm",
-    "optimize_cuda_cache", "optimize_device_cache", "early_stopping", "target_kl", "compare_steps", "ratio_threshold",
-    "use_score_scaling", "use_score_norm", "score_clip",
-))
-CLASSIC = ("PPOConfig", "PPOTrainer")  # rows named after TRL ≤ 0.11, not checkable against TRL 1.x
-
-
-# --- values: a grpo Config → the GRPOConfig value -----------------------------------------------
-
-def _same(option: str) -> Callable[[Any], Any]:
-    def value(cfg):
-        return getattr(cfg, option)
-
-    value.__qualname__ = value.__name__ = f"same_{option}"
-    return value
-
-
-def _const(constant) -> Callable[[Any], Any]:
-    def value(cfg):
-        return constant
-
-    return value
-
-
-def optimizer_steps(cfg, updates: int) -> int:
-    """ladder counts updates (P·G sampled completions, μ passes × M minibatches); TRL counts optimiser
-    steps, μ·M of them per generation batch (with gradient_accumulation_steps = 1)."""
-    return updates * cfg.mu * cfg.num_minibatches
-
-
-def _on_cuda(cfg) -> bool:
-    return str(cfg.device).startswith("cuda")
-
-
-def _reward_weights(cfg) -> list[float]:
-    from ladder import rewards
-
-    weights = list(rewards.weights(cfg.reward_funcs, cfg.reward_weights).values())
-    return weights + ([cfg.overlong_penalty] if cfg.overlong_buffer else [])
-
-
-def _optim(cfg) -> str:
-    paged = cfg.optim == "paged_adamw_8bit" or (cfg.optim == "auto" and cfg.qlora and _on_cuda(cfg))
-    return "paged_adamw_8bit" if paged else "adamw_torch"
-
-
-def _peft(cfg) -> bool:
-    return cfg.lora or cfg.qlora
-
-
-def _agent(cfg) -> bool:
-    """An agent rung's Config (its rows apply to it alone; a grpo Config has no --max-tool-calls)."""
-    return hasattr(cfg, "max_tool_calls")
-
+__all__ = ["CLASSIC", "CLASSIC_PPO_CONFIG_FIELDS", "Mapping", "optimizer_steps", "ROWS", "SCHEDULE", "rows",
+           "trl_classes", "for_field", "for_option", "ladder_options", "not_in_trl", "trl_values"]
 
 SCHEDULE = ("ladder: each update samples P·G completions and makes μ passes over them, each pass a fresh "
             "shuffle into M minibatches, one optimiser step each. TRL: a generation batch of "
@@ -125,17 +63,17 @@ NONE = None  # no TRL equivalent
 GRPO_ROWS = (
     # batch and schedule
     Mapping(G, "num_generations", "grpo", "group_size", "group_relative", "G completions per prompt",
-            _same("group_size")),
+            same("group_size")),
     Mapping(G, "per_device_train_batch_size", "grpo", "prompts_per_step", "update",
             "P·G/M completions per optimiser step (ladder's --prompts-per-step × --group-size ÷ --num-minibatches); "
             "ladder's P is the total over all processes, TRL's batch is per device: the script divides by WORLD_SIZE",
             lambda cfg: cfg.prompts_per_step * cfg.group_size // cfg.num_minibatches),
     Mapping(G, "gradient_accumulation_steps", "grpo", None, "update",
-            "1: ladder takes one optimiser step per minibatch and accumulates nothing", _const(1)),
-    Mapping(G, "steps_per_generation", "grpo", "num_minibatches", "update", SCHEDULE, _same("num_minibatches")),
+            "1: ladder takes one optimiser step per minibatch and accumulates nothing", const(1)),
+    Mapping(G, "steps_per_generation", "grpo", "num_minibatches", "update", SCHEDULE, same("num_minibatches")),
     Mapping(G, "num_iterations", "grpo", "mu", "update",
             "μ passes over each generation batch (TRL keeps the micro-batches of the first pass; ladder reshuffles)",
-            _same("mu")),
+            same("mu")),
     Mapping(G, "max_steps", "grpo", "steps", None,
             "TRL counts optimiser steps: --steps × μ × M (one ladder update = one generation batch)",
             lambda cfg: optimizer_steps(cfg, cfg.steps)),
@@ -144,16 +82,16 @@ GRPO_ROWS = (
     # the loss
     Mapping(G, "beta", "grpo", "kl_coef", "kl_estimate",
             "β of the per-token KL term in the loss, β·k3 (× π_θ/π_old with use_bias_correction_kl); 0 loads no "
-            "reference model (ladder: computes no π_ref). TRL's default is 0, ladder's 0.04", _same("kl_coef")),
+            "reference model (ladder: computes no π_ref). TRL's default is 0, ladder's 0.04", same("kl_coef")),
     Mapping(G, "epsilon", "grpo", "clip_eps", "clipped_surrogate", "ratio clipped below at 1 − ε",
-            _same("clip_eps")),
+            same("clip_eps")),
     Mapping(G, "epsilon_high", "grpo", "clip_eps_high", "clipped_surrogate", "ratio clipped above at 1 + ε_high",
-            _same("clip_eps_high"), lambda cfg: cfg.loss_type != "cispo"),
+            same("clip_eps_high"), lambda cfg: cfg.loss_type != "cispo"),
     Mapping(G, "epsilon_high", "grpo", "cispo_max_weight", "cispo_loss",
             "with loss_type cispo TRL's epsilon_high is CISPO's cap ε_max on the detached weight",
-            _same("cispo_max_weight"), lambda cfg: cfg.loss_type == "cispo"),
+            same("cispo_max_weight"), lambda cfg: cfg.loss_type == "cispo"),
     Mapping(G, "delta", "grpo", "delta", "clipped_surrogate", "two-sided clipping: ratio capped at δ where Â < 0",
-            _same("delta")),
+            same("delta")),
     # the fourth policy: π_sampler ≠ π_old (TRL's sampler is vLLM; ladder's, the weights rounded)
     Mapping(G, "use_vllm", "grpo", "sampler_dtype", None, "TRL samples with vLLM (its own engine and kernels); "
             "ladder with the trainer's weights rounded to --sampler-dtype. Not set by the export: add use_vllm=True "
@@ -162,21 +100,21 @@ GRPO_ROWS = (
             "TRL's default is on (with use_vllm); ladder's --sampler-correction none is off",
             lambda cfg: cfg.sampler_correction != "none"),
     Mapping(G, "vllm_importance_sampling_mode", "grpo", "sampler_correction", "sampler_weights",
-            "the same four modes (TRL's default sequence_mask)", _same("sampler_correction"),
+            "the same four modes (TRL's default sequence_mask)", same("sampler_correction"),
             lambda cfg: cfg.sampler_correction != "none"),
     Mapping(G, "vllm_importance_sampling_clip_max", "grpo", "sampler_clip_max", "sampler_weights", "C_max",
-            _same("sampler_clip_max")),
+            same("sampler_clip_max")),
     Mapping(G, "vllm_importance_sampling_clip_min", "grpo", "sampler_clip_min", "sampler_weights", "C_min",
-            _same("sampler_clip_min")),
+            same("sampler_clip_min")),
     Mapping(G, "off_policy_mask_threshold", "grpo", "off_policy_mask", "off_policy_keep",
-            "δ of DeepSeek-V3.2's off-policy sequence mask", _same("off_policy_mask")),
+            "δ of DeepSeek-V3.2's off-policy sequence mask", same("off_policy_mask")),
     Mapping(G, "loss_type", "grpo", "loss_type", "aggregate",
             "grpo | bnpo | dr_grpo | dapo | cispo, the same names (TRL's default is dapo, ladder's grpo)",
-            _same("loss_type")),
+            same("loss_type")),
     Mapping(G, "scale_rewards", "grpo", "scale_rewards", "group_relative", "group | batch | none",
-            _same("scale_rewards")),
+            same("scale_rewards")),
     Mapping(G, "importance_sampling_level", "grpo", "ratio_level", "sequence_log_ratio",
-            "token (GRPO) | sequence (GSPO)", _same("ratio_level")),
+            "token (GRPO) | sequence (GSPO)", same("ratio_level")),
     Mapping(G, "use_bias_correction_kl", "grpo", "kl_correction", "kl_estimate",
             "the KL term weighted by π_θ/π_old (on by default in both: ladder with --kl-in loss, TRL 1.16 True). "
             "At ratio level sequence TRL weights by the sequence ratio, ladder by each token's "
@@ -185,31 +123,31 @@ GRPO_ROWS = (
     Mapping(G, "sync_ref_model", "grpo", "ref_sync_every", "soft_update",
             "TRL 1.16 refuses sync_ref_model with a PEFT model (ladder refreshes a second, frozen adapter): "
             "with --lora/--qlora the export leaves π_ref fixed",
-            lambda cfg: bool(cfg.ref_sync_every) and not _peft(cfg)),
+            lambda cfg: bool(cfg.ref_sync_every) and not peft(cfg)),
     Mapping(G, "ref_model_sync_steps", "grpo", "ref_sync_every", "soft_update",
             "TRL counts optimiser steps: --ref-sync-every × μ × M",
             lambda cfg: optimizer_steps(cfg, cfg.ref_sync_every), lambda cfg: bool(cfg.ref_sync_every)),
     Mapping(G, "ref_model_mixup_alpha", "grpo", "ref_mixup", "soft_update", "π_ref ← α·π_θ + (1 − α)·π_ref",
-            _same("ref_mixup")),
+            same("ref_mixup")),
     Mapping(G, "mask_truncated_completions", "grpo", "mask_truncated", None,
             "completions cut at the length limit take no part in the loss (ladder: grpo_rollout)",
-            _same("mask_truncated")),
+            same("mask_truncated")),
     Mapping(G, "multi_objective_aggregation", "grpo", None, "group_relative",
             "r_i = Σ_f w_f · f(completion_i) first, then the advantage: ladder's order",
-            _const("sum_then_normalize")),
+            const("sum_then_normalize")),
     Mapping(G, "reward_weights", "grpo", "reward_weights", None,
-            "one weight per reward function (+ --overlong-penalty for the overlong reward)", _reward_weights),
+            "one weight per reward function (+ --overlong-penalty for the overlong reward)", reward_weights),
     # sampling
     Mapping(G, "max_completion_length", "grpo", "max_new_tokens", "aggregate",
             "completion length limit (and dr_grpo's constant L_max); 512 by default in both",
-            _same("max_new_tokens")),
+            same("max_new_tokens")),
     Mapping(G, "generation_kwargs", "grpo", "min_new_tokens", None, "EOS suppressed until min_new_tokens",
             lambda cfg: {"min_new_tokens": cfg.min_new_tokens}, lambda cfg: cfg.min_new_tokens > 0),
     Mapping(G, "temperature", "grpo", "temperature", None, "sampling τ; log-probs use the same τ in both",
-            _same("temperature")),
-    Mapping(G, "top_p", "grpo", "top_p", None, "nucleus sampling", _same("top_p")),
+            same("temperature")),
+    Mapping(G, "top_p", "grpo", "top_p", None, "nucleus sampling", same("top_p")),
     # optimiser
-    Mapping(G, "learning_rate", "grpo", "lr", None, "", _same("lr")),
+    Mapping(G, "learning_rate", "grpo", "lr", None, "", same("lr")),
     Mapping(G, "lr_scheduler_type", "grpo", "warmup_steps", None,
             "ladder keeps the rate constant after the warmup; TRL's default decays it linearly to 0",
             lambda cfg: "constant_with_warmup" if cfg.warmup_steps else "constant"),
@@ -217,33 +155,33 @@ GRPO_ROWS = (
             "× μ × M optimiser steps; TRL's first step has rate 0, ladder's lr/N",
             lambda cfg: optimizer_steps(cfg, cfg.warmup_steps)),
     Mapping(G, "max_grad_norm", "grpo", "max_grad_norm", "update", "gradient-norm clip per optimiser step",
-            _same("max_grad_norm")),
+            same("max_grad_norm")),
     Mapping(G, "optim", "grpo", "optim", None,
-            "auto: paged_adamw_8bit with --qlora on CUDA, else AdamW (weight decay 0 in both)", _optim),
+            "auto: paged_adamw_8bit with --qlora on CUDA, else AdamW (weight decay 0 in both)", optim),
     Mapping(G, "gradient_checkpointing", "grpo", "gradient_checkpointing", None,
             "default: on with --qlora (TRL's default: on)",
             lambda cfg: cfg.qlora if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing),
     Mapping(G, "disable_dropout", "grpo", None, None, "ladder always turns dropout off in the policy",
-            _const(True)),
+            const(True)),
     # where and how it runs
     Mapping(G, "use_cpu", "grpo", "device", None, "the script's --device overrides it",
             lambda cfg: cfg.device == "cpu"),
     Mapping(G, "bf16", "grpo", "device", None,
             "ladder computes in bfloat16 on a CUDA GPU that has it, float32 on the CPU (TRL's default: bf16 on)",
-            _on_cuda),
+            on_cuda),
     Mapping(G, "model_init_kwargs", "grpo", "device", None, "the dtype the model loads in",
-            lambda cfg: {"dtype": "bfloat16" if _on_cuda(cfg) else "float32"}),
-    Mapping(G, "seed", "grpo", "seed", None, "", _same("seed")),
+            lambda cfg: {"dtype": "bfloat16" if on_cuda(cfg) else "float32"}),
+    Mapping(G, "seed", "grpo", "seed", None, "", same("seed")),
     Mapping(G, "output_dir", "grpo", "out", None,
             "OUT-trl (the adapter or model is saved there; the script's --output-dir overrides it)",
-            lambda cfg: (cfg.out or f"runs/{'agent' if _agent(cfg) else 'grpo'}-seed{cfg.seed}") + "-trl"),
+            lambda cfg: (cfg.out or f"runs/{'agent' if agent(cfg) else 'grpo'}-seed{cfg.seed}") + "-trl"),
     Mapping(G, "save_steps", "grpo", "checkpoint_every", None, "× μ × M optimiser steps",
             lambda cfg: optimizer_steps(cfg, cfg.checkpoint_every)),
     Mapping(G, "save_total_limit", "grpo", "checkpoint_every", None, "ladder keeps only the latest checkpoint",
-            _const(1)),
+            const(1)),
     Mapping(G, "report_to", "grpo", "report_to", None, "the same trackers (TRL's TensorBoard logs go under output_dir)",
             lambda cfg: [cfg.report_to] if cfg.report_to != "none" else "none"),
-    Mapping(G, "logging_steps", "grpo", None, None, "ladder logs every update", _const(1)),
+    Mapping(G, "logging_steps", "grpo", None, None, "ladder logs every update", const(1)),
     Mapping(G, "disable_tqdm", "grpo", "progress", None, "", lambda cfg: not cfg.progress),
     Mapping(G, "log_completions", "grpo", "print_samples", None,
             "not set: TRL logs a table of completions every logging step; ladder every N updates "
@@ -325,7 +263,7 @@ AGENT_ROWS = (
             "both count the turns that call tools (TRL's rounds of its tool loop: all the calls of one turn in one "
             "round), not the calls; past the limit TRL ends the trajectory, the turn's calls unanswered, while "
             "ladder answers each of them with an error the model reads (a tool failure) and lets it answer",
-            _same("max_tool_calls"), _agent),
+            same("max_tool_calls"), agent),
     Mapping(G, "max_completion_length", "agent", "max_new_tokens", "aggregate",
             "the token budget of the whole trajectory, the tools' replies included; a reply that would not fit "
             "ends the trajectory in both"),
@@ -345,91 +283,6 @@ AGENT_ROWS = (
             "TRL passes a trajectory as its messages (the model's turns, the tools' replies): the script's rewards "
             "read the last assistant message, as ladder's read the last model turn; an environment's get_reward "
             "is added by both, weight 1, logged under the class's name"),
-)
-
-# --- RLOO: RLOOConfig ↔ the grpo rung with --algo rloo (advantage rloo, KL in the reward, k1) --------
-
-R = "RLOOConfig"
-RLOO_ROWS = (
-    Mapping(R, "num_generations", "grpo", "group_size", "leave_one_out", "G completions per prompt"),
-    Mapping(R, "beta", "grpo", "kl_coef", "kl_in_reward",
-            "β of the KL in the reward: --kl-in reward --kl-estimator k1 (Σ_t over the completion, on π_old)"),
-    Mapping(R, "normalize_advantages", "grpo", "scale_rewards", "leave_one_out",
-            "True ↔ --scale-rewards batch (Â whitened over the batch), False ↔ none"),
-    Mapping(R, "epsilon", "grpo", "clip_eps", "clipped_surrogate",
-            "RLOOTrainer clips one ratio of summed log-probs per completion, ladder per token "
-            "(tests/test_trl_parity_grpo pins the difference)"),
-    Mapping(R, "epsilon_high", "grpo", "clip_eps_high", "clipped_surrogate", ""),
-    Mapping(R, "num_iterations", "grpo", "mu", "update", "as GRPOConfig's"),
-    Mapping(R, "steps_per_generation", "grpo", "num_minibatches", "update", "as GRPOConfig's"),
-    Mapping(R, "per_device_train_batch_size", "grpo", "prompts_per_step", "update", "as GRPOConfig's: P·G/M"),
-    Mapping(R, "max_steps", "grpo", "steps", None, "as GRPOConfig's: --steps × μ × M"),
-    Mapping(R, "max_completion_length", "grpo", "max_new_tokens", None, ""),
-    Mapping(R, "temperature", "grpo", "temperature", None, ""),
-    Mapping(R, "top_p", "grpo", "top_p", None, ""),
-    Mapping(R, "learning_rate", "grpo", "lr", None, ""),
-    Mapping(R, "max_grad_norm", "grpo", "max_grad_norm", "update", ""),
-    Mapping(R, "reward_weights", "grpo", "reward_weights", None, ""),
-    Mapping(R, "mask_truncated_completions", "grpo", "mask_truncated", None, ""),
-    Mapping(R, "sync_ref_model", "grpo", "ref_sync_every", "soft_update", "as GRPOConfig's"),
-    Mapping(R, "ref_model_sync_steps", "grpo", "ref_sync_every", "soft_update", "optimiser steps"),
-    Mapping(R, "ref_model_mixup_alpha", "grpo", "ref_mixup", "soft_update", ""),
-    Mapping(R, "reward_clip_range", "grpo", None, None, "ladder does not clip rewards"),
-    Mapping(R, "seed", "grpo", "seed", None, ""),
-)
-
-# --- classic PPO (TRL ≤ 0.11: PPOConfig + PPOTrainer.step, the RLHF articles) ↔ ppo-sentiment ----------
-
-P = "PPOConfig"
-PT = "PPOTrainer"
-PPO_ROWS = (
-    Mapping(P, "init_kl_coef", "ppo-sentiment", "kl_coef", "kl_penalized_rewards",
-            "β of −β·KL_t in the per-token reward (the adaptive controller's start)"),
-    Mapping(P, "adap_kl_ctrl", "ppo-sentiment", "adaptive_kl", "AdaptiveKLController",
-            "off: FixedKLController"),
-    Mapping(P, "target", "ppo-sentiment", "kl_target", "AdaptiveKLController", "target per-sequence KL"),
-    Mapping(P, "horizon", "ppo-sentiment", "kl_horizon", "AdaptiveKLController", "in completions"),
-    Mapping(P, "kl_penalty", "ppo-sentiment", "kl_estimator", "kl_estimate",
-            "'kl' ↔ k1, 'mse' ↔ k2 (½ℓ²); 'abs' and 'full' have no ladder estimator"),
-    Mapping(P, "cliprange", "ppo-sentiment", "clip_eps", "clipped_surrogate", "PPO's ε"),
-    Mapping(P, "cliprange_value", "ppo-sentiment", "value_clip", "value_loss", "V clipped around V_old"),
-    Mapping(P, "vf_coef", "ppo-sentiment", "value_coef", "value_loss", "c_v of the value loss in core.update"),
-    Mapping(P, "gamma", "ppo-sentiment", "gamma", "gae", ""),
-    Mapping(P, "lam", "ppo-sentiment", "gae_lambda", "gae", ""),
-    Mapping(P, "ppo_epochs", "ppo-sentiment", "mu", "update", "μ passes over each batch"),
-    Mapping(P, "mini_batch_size", "ppo-sentiment", "num_minibatches", "update",
-            "num_minibatches = batch_size / (mini_batch_size × gradient_accumulation_steps)"),
-    Mapping(P, "gradient_accumulation_steps", "ppo-sentiment", "num_minibatches", "update",
-            "ladder accumulates nothing: one optimiser step per minibatch (see mini_batch_size)"),
-    Mapping(P, "batch_size", "ppo-sentiment", "batch_size", None, "completions per PPOTrainer.step / update"),
-    Mapping(P, "learning_rate", "ppo-sentiment", "lr", None, "the articles' 1.41e-5 is ladder's default"),
-    Mapping(P, "max_grad_norm", "ppo-sentiment", "max_grad_norm", "update", ""),
-    Mapping(P, "steps", "ppo-sentiment", "steps", None,
-            "counts samples: ppo epochs = ceil(steps / batch_size), so ladder's steps = TRL's steps / batch_size"),
-    Mapping(P, "seed", "ppo-sentiment", "seed", None, ""),
-    Mapping(P, "model_name", "ppo-sentiment", "model", None,
-            "tracking only in TRL; the articles load lvwerra/gpt2-imdb"),
-    Mapping(P, "query_dataset", "ppo-sentiment", "dataset", None, "tracking only in TRL; the articles use imdb"),
-    Mapping(P, "reward_model", "ppo-sentiment", "reward_model", None,
-            "tracking only in TRL; the articles score with lvwerra/distilbert-imdb's POSITIVE logit"),
-    Mapping(P, "forward_batch_size", "ppo-sentiment", None, None,
-            "a deprecated alias of mini_batch_size; not ladder's --forward-batch-size (rows per no-grad forward)"),
-    Mapping(P, "target_kl", "ppo-sentiment", None, "update",
-            "with early_stopping: skip the rest once KL(π_old‖π_θ) > 1.5·target_kl; core.UpdateConfig.target_kl "
-            "stops after a pass instead, and ppo-sentiment has no flag for it"),
-    Mapping(P, "ratio_threshold", "ppo-sentiment", None, None, "ladder skips only non-finite steps"),
-    Mapping(P, "use_score_scaling", "ppo-sentiment", None, None, "ladder does not rescale scores"),
-    Mapping(PT, "step", "ppo-sentiment", None, "update",
-            "PPOTrainer.step(queries, responses, scores) = one ladder update: π_old, V_old, π_ref forwards → "
-            "rewards → GAE → μ passes of minibatches → β update"),
-    Mapping(PT, "compute_rewards", "ppo-sentiment", "kl_coef", "kl_penalized_rewards",
-            "r_t = −β·KL_t + [t = last]·score"),
-    Mapping(PT, "compute_advantages", "ppo-sentiment", "gae_lambda", "gae", "GAE, then Â whitened"),
-    Mapping(PT, "compute_advantages", "ppo-sentiment", None, "whiten", "Â whitened over the batch's tokens"),
-    Mapping(PT, "loss", "ppo-sentiment", "clip_eps", "clipped_surrogate", "policy loss"),
-    Mapping(PT, "loss", "ppo-sentiment", "value_clip", "value_loss", "clipped value loss"),
-    Mapping(PT, "kl_ctl", "ppo-sentiment", "adaptive_kl", "AdaptiveKLController",
-            "updated after every step with the batch's mean KL"),
 )
 
 ROWS = GRPO_ROWS + AGENT_ROWS + RLOO_ROWS + PPO_ROWS

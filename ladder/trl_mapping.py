@@ -1,0 +1,85 @@
+"""The row of ``ladder.trl_map`` (``Mapping``) and the small functions its rows use to compute a TRL value from
+a ladder ``Config`` (``same("lr")``: the option itself; ``const(x)``; ``on_cuda``, ``optim``, ``peft``, ...)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Mapping:
+    trl_class: str
+    trl_field: str | None
+    ladder_rung: str
+    ladder_option: str | None
+    core_function: str | None
+    note: str = ""
+    value: Callable[[Any], Any] | None = field(default=None, compare=False, repr=False)
+    applies: Callable[[Any], bool] | None = field(default=None, compare=False, repr=False)
+
+    def applies_to(self, cfg) -> bool:
+        return self.applies is None or bool(self.applies(cfg))
+
+
+# TRL ≤ 0.11's PPOConfig (trl/trainer/ppo_config.py of the classic PPOTrainer): the names the rows below
+# use, recorded here because no installed TRL (1.x) has the class to check them against.
+CLASSIC_PPO_CONFIG_FIELDS = frozenset((
+    "exp_name", "seed", "log_with", "task_name", "model_name", "query_dataset", "reward_model",
+    "remove_unused_columns", "tracker_kwargs", "accelerator_kwargs", "project_kwargs", "tracker_project_name",
+    "push_to_hub_if_best_kwargs", "steps", "learning_rate", "adap_kl_ctrl", "init_kl_coef", "kl_penalty", "target",
+    "horizon", "gamma", "lam", "cliprange", "cliprange_value", "vf_coef", "batch_size", "forward_batch_size",
+    "mini_batch_size", "gradient_accumulation_steps", "world_size", "ppo_epochs", "max_grad_norm",
+    "optimize_cuda_cache", "optimize_device_cache", "early_stopping", "target_kl", "compare_steps", "ratio_threshold",
+    "use_score_scaling", "use_score_norm", "score_clip",
+))
+CLASSIC = ("PPOConfig", "PPOTrainer")  # rows named after TRL ≤ 0.11, not checkable against TRL 1.x
+
+
+# --- values: a grpo Config → the GRPOConfig value -----------------------------------------------
+
+def same(option: str) -> Callable[[Any], Any]:
+    def value(cfg):
+        return getattr(cfg, option)
+
+    value.__qualname__ = value.__name__ = f"same_{option}"
+    return value
+
+
+def const(constant) -> Callable[[Any], Any]:
+    def value(cfg):
+        return constant
+
+    return value
+
+
+def optimizer_steps(cfg, updates: int) -> int:
+    """ladder counts updates (P·G sampled completions, μ passes × M minibatches); TRL counts optimiser
+    steps, μ·M of them per generation batch (with gradient_accumulation_steps = 1)."""
+    return updates * cfg.mu * cfg.num_minibatches
+
+
+def on_cuda(cfg) -> bool:
+    return str(cfg.device).startswith("cuda")
+
+
+def reward_weights(cfg) -> list[float]:
+    from ladder import rewards
+
+    weights = list(rewards.weights(cfg.reward_funcs, cfg.reward_weights).values())
+    return weights + ([cfg.overlong_penalty] if cfg.overlong_buffer else [])
+
+
+def optim(cfg) -> str:
+    paged = cfg.optim == "paged_adamw_8bit" or (cfg.optim == "auto" and cfg.qlora and on_cuda(cfg))
+    return "paged_adamw_8bit" if paged else "adamw_torch"
+
+
+def peft(cfg) -> bool:
+    return cfg.lora or cfg.qlora
+
+
+def agent(cfg) -> bool:
+    """An agent rung's Config (its rows apply to it alone; a grpo Config has no --max-tool-calls)."""
+    return hasattr(cfg, "max_tool_calls")
