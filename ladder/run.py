@@ -6,6 +6,7 @@
     grpo           GRPO on math problems (group-relative advantages, rule rewards; --qlora)
     agent          GRPO on multi-turn tool use: the environment's replies are context, not actions
     eval           greedy accuracy of a model (and adapter) on the fixed held-out problems
+    doctor         read a run's logs (ladder's or TRL's) and name the known failures: python -m ladder.doctor
 
 Every training run writes OUT/config.json, OUT/metrics.jsonl, OUT/summary.json and OUT/curves.png
 (``eval``: OUT/config.json, OUT/summary.json and OUT/completions.jsonl); ``--resume OUT`` continues an
@@ -213,6 +214,10 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__.strip())
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
+    if name == "doctor":  # not a rung: reads a run's logs (ladder.doctor)
+        from ladder.doctor.__main__ import main as doctor
+
+        return doctor(rest, prog="python -m ladder.run doctor")
     rung = load_rung(name)
     with terminal_guards(whole_process) as ctrl_c:
         return run_command(name, rung, rest, ctrl_c)
