@@ -2,8 +2,8 @@
 
 One rollout is what a GRPO step of the agent rung samples: 8 problems × G = 8 trajectories = 64, each the model's
 turns and the environment's replies within the preset's token budget (``--max-new-tokens``, the replies included)
-and tool calls (``--max-tool-calls``; TRL: ``max_tool_calling_iterations``), sampled at temperature 1 from ladder's
-tiny tool-calling model (``@tiny-agent``, float32, no LoRA), on one torch thread.
+and tool calls (``--max-tool-calls``; TRL: ``max_tool_calling_iterations``), sampled at temperature 1 from the
+preset's tiny tool-calling model (``@tiny-agent``, ``@tiny-guess``; float32, no LoRA), on one torch thread.
 
     ladder   ``agent.play`` → ``agent_rollout.multi_turn``: every row advances one token per step on one key/value
              cache; a tool's reply is fed token by token into the same cache (each distinct prompt encoded once)
@@ -160,16 +160,16 @@ def main() -> None:
     import transformers
     import trl
 
-    from ladder.tasks import tiny_agent
+    from ladder.rungs import agent_options
 
     torch.set_num_threads(1)
-    model_dir = str(tiny_agent.tiny_agent_model())
     print(f"# multi-turn rollouts on CPU, ladder vs TRL {trl.__version__} -- {time.strftime('%Y-%m-%d %H:%M')}")
     print(f"# {platform.platform()}, {os.cpu_count()} CPUs; python {platform.python_version()}; torch "
           f"{torch.__version__}, transformers {transformers.__version__}; 1 thread; load average "
           f"{os.getloadavg()[0]:.2f}")
     for env in args.envs:
         cfg = setting(env)[0]
+        model_dir = agent_options.model_path(cfg)
         print(f"\n## {env} (--preset {PRESETS[env]}): {PROMPTS} problems x G={G} = {PROMPTS * G} trajectories, "
               f"--max-new-tokens {cfg.max_new_tokens}, --max-tool-calls {cfg.max_tool_calls}, "
               f"{args.warmup} warm-up + {args.repeats} timed rollouts")

@@ -44,7 +44,7 @@ from ladder.export_trl_helpers import AGENT_HELPERS, HELPERS, TOOL_PARSING
 from ladder.rungs import agent_options
 from ladder.rungs.grpo_options import Config, validate
 from ladder.runlog import UsageError
-from ladder.tasks import arithmetic, math_problems, tiny_agent
+from ladder.tasks import arithmetic, math_problems
 
 DEVICES = ("cpu", "cuda")
 
@@ -335,9 +335,8 @@ def agent_script(cfg, exported_from: str | os.PathLike | None = None) -> str:
             '"""', ""]
     imports = _imports(cfg, ("from trl.chat_template_utils import add_response_schema, qwen3_template", "",
                              "from ladder.rungs import agent", "from ladder.tasks import arithmetic", *env_import))
-    model = str(tiny_agent.tiny_agent_model()) if cfg.model == agent_options.TINY_MODEL else cfg.model
-    constants = ["", f"MODEL = {model!r}" + ("  # --model @tiny-agent, ladder's tiny tool-calling model"
-                                             if cfg.model == agent_options.TINY_MODEL else ""),
+    tiny = f"  # --model {cfg.model}, ladder's tiny model" if cfg.model in agent_options.TINY_MODELS else ""
+    constants = ["", f"MODEL = {agent_options.model_path(cfg)!r}" + tiny,
                  f"THREADS = {cfg.threads}  # --threads (0: torch's default)",
                  f"DEVICE = {_device_type(cfg.device)!r}  # --device",
                  f"EXPORTED_FROM = {str(Path(exported_from or Path.cwd()).resolve())!r}", ""]

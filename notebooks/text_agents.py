@@ -22,10 +22,10 @@ turn — here a tool call — and the **environment** answers; the model reads t
 (`python -m ladder.run agent`) is GRPO on such trajectories, and the whole difference to notebook 5 is in the
 rollout and in one mask: the same `grpo.grpo_step`, the same `core.update`, the same loss.
 
-Two tiny environments ship with the package, each for the tiny tool-calling model ladder built:
+Two tiny environments ship with the package, each with a tiny tool-calling model ladder built for it:
 
 * `--preset tiny` — the **calculator**: "What is 37 * 48?" with a `multiply` tool. The tiny model cannot multiply; the tool can.
-* `--preset tiny-guess` — the **guessing game**: a secret number from 1 to 10, a `guess` tool that replies how the guess compares.""",
+* `--preset tiny-guess` — the **guessing game**: a secret number from 1 to 10, a `guess` tool that replies how the guess compares and which numbers are still possible ("higher: 6 to 10").""",
     SETUP,
     r"""md:## 1 · One trajectory, two masks
 
@@ -181,7 +181,7 @@ gives each turn the sum of what follows:
 $$\tilde r_{i,k} = \frac{r_{i,k} - \operatorname{mean}(\mathbf R_{\text{group}})}{\operatorname{std}(\mathbf R_{\text{group}}) + \epsilon}, \qquad \hat A_{i,k} = \sum_{j \ge k} \tilde r_{i,j},$$
 
 with $\mathbf R_{\text{group}}$ every turn reward of the group's $G$ trajectories; every token of turn $k$ gets $\hat A_{i,k}$.
-Below, one group of the tiny guessing game (sampled by the tiny model before any training) with both credits
+Below, one group of the tiny guessing game (sampled by its tiny model before any training) with both credits
 computed from the same rollout.""",
     """from ladder.tasks import agent_envs
 

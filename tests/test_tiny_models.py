@@ -6,6 +6,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import random
 
 import pytest
 import torch
@@ -15,7 +16,8 @@ from ladder.tasks import agent_envs, arithmetic, rebuild_tiny, sentiment, tiny_a
 
 FAST = {sentiment.TINY_MODEL_VERSION: functools.partial(sentiment.build_tiny_sentiment_model, steps=40),
         arithmetic.TINY_MODEL_VERSION: functools.partial(arithmetic.build_tiny_math_model, sft_steps=40),
-        tiny_agent.TINY_MODEL_VERSION: functools.partial(tiny_agent.build_tiny_agent_model, sft_steps=40)}
+        tiny_agent.TINY_MODEL_VERSION: functools.partial(tiny_agent.build_tiny_agent_model, sft_steps=40),
+        tiny_agent.TINY_GUESS_VERSION: functools.partial(tiny_agent.build_tiny_guess_model, sft_steps=40)}
 
 
 def _load(path):
@@ -36,11 +38,11 @@ def _mean_loss(model, tokenizer, pairs: list[tuple[str, str]]) -> float:
     return sum(losses) / len(losses)
 
 
-def _greedy(model, tokenizer, prompt: str, tokens: int = 24) -> str:
+def _greedy(model, tokenizer, prompt: str, tokens: int = 24, skip_special_tokens: bool = True) -> str:
     enc = tokenizer([prompt], return_tensors="pt")
     out = model.generate(**enc, do_sample=False, max_new_tokens=tokens, pad_token_id=tokenizer.pad_token_id,
                          eos_token_id=tokenizer.eos_token_id)
-    return tokenizer.decode(out[0, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+    return tokenizer.decode(out[0, enc["input_ids"].shape[1]:], skip_special_tokens=skip_special_tokens)
 
 
 def test_the_rungs_load_the_shipped_copies(monkeypatch, tmp_path):
@@ -49,6 +51,7 @@ def test_the_rungs_load_the_shipped_copies(monkeypatch, tmp_path):
     assert sentiment.tiny_model_path() == tiny_lm.SHIPPED / sentiment.TINY_MODEL_VERSION
     assert arithmetic.tiny_math_model() == tiny_lm.SHIPPED / arithmetic.TINY_MODEL_VERSION
     assert tiny_agent.tiny_agent_model() == tiny_lm.SHIPPED / tiny_agent.TINY_MODEL_VERSION
+    assert tiny_agent.tiny_guess_model() == tiny_lm.SHIPPED / tiny_agent.TINY_GUESS_VERSION
     assert not (tmp_path / "cache").exists()  # nothing built, nothing written
     assert sorted(p.name for p in tiny_lm.SHIPPED.iterdir()) == sorted(rebuild_tiny.builders())
     size = sum(f.stat().st_size for f in tiny_lm.SHIPPED.rglob("*") if f.is_file())
@@ -78,6 +81,8 @@ def test_the_build_code_still_makes_a_working_model(name, monkeypatch, tmp_path)
         pairs = [("", text) for text in sentiment.review_corpus(20, seed=1)]
     elif name == tiny_agent.TINY_MODEL_VERSION:
         pairs = tiny_agent.tutor_corpus(tokenizer, seed=1, n_calculator=10, n_guess=3)[:20]
+    elif name == tiny_agent.TINY_GUESS_VERSION:
+        pairs = tiny_agent.tutor_corpus(tokenizer, seed=1, n_calculator=0, n_guess=6, bare_replies=False)[:20]
     else:
         pairs = [(arithmetic.chat_prompt(tokenizer, p["question"], arithmetic.TINY_SYSTEM_PROMPT),
                   arithmetic.solution_text(p)) for p in arithmetic.train_eval_split()[1][:20]]
@@ -98,6 +103,25 @@ def test_the_shipped_agent_model_calls_the_tool_with_the_questions_numbers():
         a, b = problem["question"].removeprefix("What is ").rstrip("?").split(" * ")
         copied += _greedy(model, tokenizer, prompt + start, tokens=12).startswith(f'{a}, "b": {b}}}')
     assert copied >= 7
+
+
+def test_the_shipped_guess_model_keeps_to_the_numbers_the_reply_leaves():
+    """After one wrong guess and its reply ("higher: 6 to 10"), the guess model's next greedy guess is one the
+    reply still allows, more often than not (its tutor kept to the replies on half its guesses, and guessed any
+    number on the other half)."""
+    model, tokenizer = _load(tiny_agent.tiny_guess_model())
+    tools, rng, kept = tool_calls.tool_schemas(agent_envs.GuessingGame()), random.Random(0), 0
+    for problem in agent_envs.guess_problems()[1][:10]:
+        game, first = agent_envs.GuessingGame(), rng.choice([n for n in range(2, 10) if n != problem["secret"]])
+        game.reset(**problem)
+        messages = [{"role": "system", "content": agent_envs.GUESS_PROMPT},
+                    {"role": "user", "content": problem["question"]}, tiny_agent.call("guess", n=first),
+                    {"role": "tool", "name": "guess", "content": game.guess(first)}]
+        prompt = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
+        calls = tool_calls.parse_tool_calls(_greedy(model, tokenizer, prompt, tokens=20, skip_special_tokens=False))
+        second = calls[0]["arguments"].get("n") if calls and isinstance(calls[0], dict) else None
+        kept += isinstance(second, int) and game.low <= second <= game.high
+    assert kept >= 7
 
 
 def _write_config(path):

@@ -23,7 +23,7 @@ import torch
 from ladder import core, hub, rewards
 from ladder.plots import Panel
 from ladder.policies import quant
-from ladder.rungs import grpo, grpo_options
+from ladder.rungs import agent_options, grpo, grpo_options
 from ladder.rungs.agent_options import (
     ENVIRONMENTS,
     PRESETS,
@@ -39,7 +39,7 @@ from ladder.rungs.agent_rollout import Trajectories, multi_turn
 from ladder.rungs.grpo_rollout import Rollout, with_overlong_penalty
 from ladder.rungs.protocol import TRAINING_WRITES
 from ladder.runlog import RunStopped, UsageError
-from ladder.tasks import arithmetic, math_problems, tiny_agent, tool_calls
+from ladder.tasks import arithmetic, math_problems, tool_calls
 
 __all__ = ["ALGOS", "CURVES", "ENVIRONMENTS", "NAME", "PRESETS", "RESOLVED", "TINY_MODEL", "WRITES", "Config",
            "agent_task", "environment", "export", "problems", "system_prompt", "train", "validate"]
@@ -65,11 +65,11 @@ def export(cfg: Config) -> dict | None:
 
 
 def agent_task(cfg: Config) -> grpo.Task:
-    """The environment's problems, the model (``@tiny-agent``: ladder's tiny tool-calling model), the multi-turn
-    rollout and its credit, the held-out share solved, checked to fit the model's context."""
+    """The environment's problems, the model (``@tiny-agent``, ``@tiny-guess``: ladder's tiny tool-calling
+    models), the multi-turn rollout and its credit, the held-out share solved, checked to fit the model's context."""
     env_class, prompt = environment(cfg), system_prompt(cfg)
     train, held_out = problems(cfg)
-    model_path = hub.resolve(str(tiny_agent.tiny_agent_model()) if cfg.model == TINY_MODEL else cfg.model, "--model")
+    model_path = hub.resolve(agent_options.model_path(cfg), "--model")
     tokenizer = quant.load_tokenizer(model_path)
     check_context(tokenizer, quant.load_config(model_path), train + held_out, prompt, env_class, cfg.max_new_tokens)
     source = (cfg.dataset, math_problems.fingerprint("gsm8k", cfg.dataset)) if cfg.env == "gsm8k" else (None, None)

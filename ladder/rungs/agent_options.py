@@ -10,9 +10,12 @@ from ladder import rewards
 from ladder.cli import Text, at_least, option
 from ladder.rungs import grpo_options
 from ladder.runlog import UsageError
-from ladder.tasks import agent_envs, math_problems
+from ladder.tasks import agent_envs, math_problems, tiny_agent
 
 TINY_MODEL = "@tiny-agent"
+TINY_GUESS_MODEL = "@tiny-guess"
+# --model NAME → the shipped tiny model's directory (built on first use with LADDER_BUILD_TINY=1)
+TINY_MODELS = {TINY_MODEL: tiny_agent.tiny_agent_model, TINY_GUESS_MODEL: tiny_agent.tiny_guess_model}
 # --env NAME → (the environment class, its problems (training, held out), its system prompt); gsm8k's problems
 # are --dataset's (math_problems.split).
 ENVIRONMENTS = {"calculator": (agent_envs.Calculator, agent_envs.product_problems, agent_envs.CALCULATOR_PROMPT),
@@ -21,9 +24,9 @@ ENVIRONMENTS = {"calculator": (agent_envs.Calculator, agent_envs.product_problem
 @dataclass
 class Config(grpo_options.Config):
     env: str = option("gsm8k", "the environment: calculator (products, a multiply tool) | guess (a number from 1 to "
-                               "10, replies higher/lower) | gsm8k (GSM8K, a calculate tool) | FILE.py:Class | "
-                               "MODULE:Class (TRL's protocol: reset, tools as methods, optional get_reward; its "
-                               "problems are --task's)", Text())
+                               "10, replies higher/lower and the numbers left) | gsm8k (GSM8K, a calculate tool) | "
+                               "FILE.py:Class | MODULE:Class (TRL's protocol: reset, tools as methods, optional "
+                               "get_reward; its problems are --task's)", Text())
     max_tool_calls: int = option(5, "turns that call tools, per trajectory (TRL's max_tool_calling_iterations); a "
                                     "call in a later turn is answered with an error, where TRL ends the "
                                     "trajectory", at_least(0))
@@ -45,7 +48,7 @@ PRESETS = {
                  group_size=8, lr=1e-3, warmup_steps=5, max_new_tokens=64, max_tool_calls=2, kl_coef=0.04,
                  eval_every=10, eval_size=100, print_samples=10, threads=1),
     # The game scores itself (get_reward: the secret found); the correctness of the last turn is logged, weight 0.
-    "tiny-guess": dict(model=TINY_MODEL, env="guess", lora=True, lora_r=16, lora_alpha=32, steps=60,
+    "tiny-guess": dict(model=TINY_GUESS_MODEL, env="guess", lora=True, lora_r=16, lora_alpha=32, steps=60,
                        prompts_per_step=8, group_size=8, lr=3e-3, credit="turn", reward_weights="0", warmup_steps=5,
                        max_new_tokens=256, max_tool_calls=5, kl_coef=0.04, eval_every=10, eval_size=100,
                        print_samples=10, threads=1),
@@ -75,6 +78,11 @@ def environment(cfg: Config) -> type:
     if not isinstance(cls, type) or not callable(getattr(cls, "reset", None)):
         raise UsageError(f"--env {cfg.env!r}: {name} is not a class with a reset method (TRL's environment protocol)")
     return cls
+
+
+def model_path(cfg: Config) -> str:
+    """--model, with ladder's tiny models (@tiny-agent, @tiny-guess) resolved to their directories."""
+    return str(TINY_MODELS[cfg.model]()) if cfg.model in TINY_MODELS else cfg.model
 
 
 def system_prompt(cfg: Config) -> str:

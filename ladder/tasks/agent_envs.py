@@ -1,8 +1,8 @@
 """The agent rung's environments, each a class in TRL's protocol (``ladder.tasks.tool_calls``), and their problems.
 
     calculator   "What is 37 * 48?" with a ``multiply`` tool: the tiny model cannot multiply, the tool can
-    guess        find a number from 1 to 10 with ``guess``, which answers higher / lower / correct: what the
-                 environment said in earlier turns decides a good next guess
+    guess        find a number from 1 to 10 with ``guess``, which answers higher / lower (with the numbers still
+                 possible) / correct: what the environment said decides a good next guess
     gsm8k        GSM8K word problems with a ``calculate`` tool (the real preset, Qwen2.5-0.5B-Instruct)
 
 A problem is a dict ``{"question", "answer", …}``; the trainer calls ``env.reset(**problem)``.
@@ -38,7 +38,8 @@ class Calculator:
 
 
 class GuessingGame:
-    """A secret number from 1 to 10; each guess is answered higher, lower or correct.
+    """A secret number from 1 to 10; each guess is answered "higher: 6 to 10", "lower: 1 to 4" (the direction, then
+    the numbers the replies so far still allow) or "correct".
 
     ``get_reward`` is 1 once the secret was guessed, else 0. ``turn_rewards`` (ladder's per-turn credit) gives each
     guess 1 if it was still possible given the replies before it (a guess that uses the feedback), else 0."""
@@ -61,9 +62,9 @@ class GuessingGame:
             return "correct"
         if n < self.secret:
             self.low = max(self.low, n + 1)
-            return "higher"
+            return f"higher: {self.low} to {self.high}"
         self.high = min(self.high, n - 1)
-        return "lower"
+        return f"lower: {self.low} to {self.high}"
 
     def get_reward(self) -> float:
         return float(self.found)

@@ -20,7 +20,8 @@ def builders() -> dict[str, Callable[[Path], None]]:
 
     return {sentiment.TINY_MODEL_VERSION: sentiment.build_tiny_sentiment_model,
             arithmetic.TINY_MODEL_VERSION: arithmetic.build_tiny_math_model,
-            tiny_agent.TINY_MODEL_VERSION: tiny_agent.build_tiny_agent_model}
+            tiny_agent.TINY_MODEL_VERSION: tiny_agent.build_tiny_agent_model,
+            tiny_agent.TINY_GUESS_VERSION: tiny_agent.build_tiny_guess_model}
 
 
 def rebuild(where: Path = tiny_lm.SHIPPED) -> list[Path]:
