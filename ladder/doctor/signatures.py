@@ -35,7 +35,7 @@ class Thresholds:
     length_growth: float = 1.3  # 30% longer, every third longer than the one before: a trend, not noise
     rise_min: float = 0.1  # a reward function up by 0.1 (rewards in [0, 1]) is a real rise
     correctness_share: float = 0.25  # correctness rising < a quarter as much: the rise is not correctness
-    flat_reward: float = 0.1  # |Δ reward| < 0.1 × the within-group spread: no learning visible
+    flat_reward: float = 0.5  # |Δ reward| < ½ the within-group spread; a short run's thirds differ by ~⅓ of it by noise
     kl_still: float = 1e-3  # per-token KL to π_ref below this: the weights have hardly moved
     low_lr: float = 1e-5  # full-fine-tuning rates (1e-6–1e-5); LoRA needs ~10× more (its update is low-rank)
     skipped_updates: int = 1  # in float32 a non-finite gradient is never rounding noise: any one is a fault

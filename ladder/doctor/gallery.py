@@ -1,0 +1,170 @@
+"""The failure gallery: each failure the doctor names, reproduced by a seeded tiny run on the CPU a flag or two away
+from a healthy preset, and the flags that fix it.
+
+    broken run = python -m ladder.run RUNG  *preset  *breaks
+    fixed run  = python -m ladder.run RUNG  *preset  *breaks  *fix      (a later flag wins)
+
+``run_gallery_entry(name, cache_dir)`` runs one of them (about 10 s on one core) and returns its run directory,
+kept under ``cache_dir`` keyed by the run's full configuration, so a notebook and the tests share the runs. A run
+is written into a temporary directory and renamed into place when complete: a cache entry is whole or absent.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+SHORT = ("--no-progress", "--threads", "1")
+# The healthy presets, shortened where the full preset takes minutes: 8 updates give thirds of 2, 4 and 2
+# logged points, enough for every trend signature (Thresholds.min_points_trend = 6).
+PRESETS = {
+    "grpo": ("--preset", "tiny", "--steps", "8", "--eval-size", "20", "--eval-every", "0", "--print-samples", "0",
+             *SHORT),
+    "ppo-sentiment": ("--preset", "tiny", "--steps", "8", *SHORT),
+    "cartpole": ("--preset", "tiny", *SHORT),
+    "reinforce": ("--preset", "tiny", *SHORT),
+    "agent": ("--preset", "tiny", "--steps", "8", "--eval-size", "10", "--eval-every", "0", "--print-samples", "0",
+              *SHORT),
+}
+DATA = "{data}"  # in a flag: the directory of the gallery's data files (written next to the cached runs)
+TINY_PROMPT = "Solve it. End with #### and the number."
+
+
+@dataclass(frozen=True)
+class Failure:
+    signature: str  # the doctor's signature the broken run must trigger (and no other problem)
+    rung: str
+    breaks: tuple[str, ...]  # flags added to the healthy preset
+    fix: tuple[str, ...]  # flags added after them
+    why: str
+
+    @property
+    def preset(self) -> tuple[str, ...]:
+        return PRESETS[self.rung]
+
+
+GALLERY = {
+    "loss_and_clip_zero": Failure(
+        "clip_zero", "grpo", (), ("--mu", "2"),
+        "at μ·M = 1 the ratio π_θ/π_old is exactly 1: nothing is clipped and the loss is the mean advantage, "
+        "≈ 0 — harmless; a second pass (μ = 2) moves the ratio"),
+    "truncation": Failure(
+        "truncation", "grpo", ("--max-new-tokens", "12"), ("--max-new-tokens", "28"),
+        "the worked sum needs ~25 tokens: cut off at 12 every completion scores 0, every group is alike, Â = 0"),
+    "too_hard": Failure(
+        "no_signal", "grpo", ("--task", "gsm8k", "--dataset", f"{DATA}/products.jsonl", "--system-prompt",
+                              TINY_PROMPT, "--reward-funcs", "correctness"), ("--task", "arithmetic"),
+        "a model taught two-digit sums never gets a three-digit product right: with correctness the only "
+        "reward, every completion scores 0 and every group is alike"),
+    "kl_blowup": Failure(
+        "kl_blowup", "grpo", ("--lr", "1e-2", "--warmup-steps", "0"), ("--lr", "1e-3"),
+        "ten times the preset's learning rate, from the first update: each step moves the policy farther than "
+        "β·KL holds it, KL to π_ref climbs past 1 nat per token"),
+    "nothing_moving": Failure(
+        "nothing_moving", "grpo", ("--lr", "1e-6",), ("--lr", "1e-3",),
+        "a full-fine-tuning rate on LoRA adapters (which start at zero): the policy stays at π_ref, the reward "
+        "flat"),
+    "sampler_mismatch": Failure(
+        "sampler_mismatch", "grpo", ("--sampler-dtype", "bfloat16", "--sampler-correction", "token_truncate",
+                                     "--sampler-clip-max", "1.0001"), ("--sampler-dtype", "same"),
+        "a bfloat16 sampler differs from the float32 π_old by ~5e-4 nats per token, more than the cap's 1e-4 on "
+        "a tenth of the tokens: the correction truncates their weights"),
+    "critic_not_learning": Failure(
+        "critic_not_learning", "ppo-sentiment", ("--value-coef", "0"), ("--value-coef", "0.1"),
+        "with no value loss the value head never leaves its start: V is a constant, explains none of the "
+        "returns (EV = 0) and GAE's baseline is no baseline"),
+}
+
+
+def write_data(data_dir: Path) -> None:
+    """The data files the entries name: 300 products of two three-digit numbers, as GSM8K rows (seeded)."""
+    data_dir.mkdir(parents=True, exist_ok=True)
+    path = data_dir / "products.jsonl"
+    if path.exists():
+        return
+    rng = random.Random(0)
+    rows = []
+    for _ in range(300):
+        a, b = rng.randrange(100, 1000), rng.randrange(100, 1000)
+        rows.append(json.dumps({"question": f"What is {a} * {b}?", "answer": str(a * b)}))
+    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text("\n".join(rows) + "\n")
+    partial.replace(path)
+
+
+def entry_flags(name: str, fixed: bool = False, seed: int = 0) -> tuple[str, list[str]]:
+    """(rung, the run's flags with the data directory still a placeholder)."""
+    if name not in GALLERY:
+        raise KeyError(f"no gallery entry {name!r}; choose one of: {', '.join(GALLERY)}")
+    failure = GALLERY[name]
+    flags = [*failure.preset, *failure.breaks, *(failure.fix if fixed else ()), "--seed", str(seed)]
+    return failure.rung, flags
+
+
+def healthy_flags(rung: str, seed: int = 0) -> list[str]:
+    return [*PRESETS[rung], "--seed", str(seed)]
+
+
+def config_key(rung: str, flags: list[str]) -> str:
+    """A hash of the run's whole configuration as ``ladder.run`` resolves it (preset, flags, defaults): two flag
+    lists that give the same run share one cache entry."""
+    from ladder import run
+
+    cfg = asdict(run.make_config(rung, run.load_rung(rung), [*flags, "--out", "-"]))
+    for transient in ("out", "progress", "overwrite"):
+        cfg.pop(transient, None)
+    text = json.dumps({"rung": rung, **cfg}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def cached_run(rung: str, flags: list[str], cache_dir: str | os.PathLike) -> Path:
+    """The run of ``python -m ladder.run RUNG FLAGS`` under ``cache_dir``: run once (one thread), then reused."""
+    cache = Path(cache_dir)
+    data = cache / "data"
+    write_data(data)
+    flags = [flag.replace(DATA, str(data)) for flag in flags]
+    key = config_key(rung, flags)
+    final = cache / f"{rung}-{key}"
+    with open(cache / f".{rung}-{key}.lock", "w") as lock:  # another process making this run: wait for it
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (final / "summary.json").exists():
+            _make_run(rung, flags, final)
+    return final
+
+
+def _make_run(rung: str, flags: list[str], final: Path) -> None:
+    """Run into a scratch directory beside ``final``, then rename it into place."""
+    scratch = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
+    out = scratch / "run"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    done = subprocess.run([sys.executable, "-m", "ladder.run", rung, *flags, "--out", str(out)], env=env,
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        shutil.rmtree(scratch, ignore_errors=True)
+        raise RuntimeError(f"ladder.run {rung} {' '.join(flags)} failed (exit {done.returncode}): "
+                           f"{done.stderr.strip().splitlines()[-1:]}")
+    (out / "gallery_flags.json").write_text(json.dumps({"rung": rung, "flags": flags}))
+    if final.exists():  # a run left incomplete by an interrupted rename
+        shutil.rmtree(final)
+    out.rename(final)
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+def run_gallery_entry(name: str, out_dir: str | os.PathLike, fixed: bool = False, seed: int = 0) -> Path:
+    """The run directory of gallery entry ``name`` (its broken run, or with ``fixed`` its fixed one)."""
+    rung, flags = entry_flags(name, fixed, seed)
+    return cached_run(rung, flags, out_dir)
+
+
+def run_healthy(rung: str, out_dir: str | os.PathLike, seed: int = 0) -> Path:
+    """The run directory of a rung's healthy (shortened) tiny preset."""
+    return cached_run(rung, healthy_flags(rung, seed), out_dir)
