@@ -78,10 +78,19 @@ GALLERY = {
                                      "--sampler-clip-max", "1.0001"), ("--sampler-dtype", "same"),
         "a bfloat16 sampler differs from the float32 π_old by ~5e-4 nats per token, more than the cap's 1e-4 on "
         "a tenth of the tokens: the correction truncates their weights"),
+    "nonfinite": Failure(
+        "nonfinite", "grpo", ("--reward-weights", "1e30,1e30", "--scale-rewards", "none"),
+        ("--reward-weights", "1,1"),
+        "rewards on a scale of 1e30 with Â not divided by the group's spread: the loss is still finite, its "
+        "gradient overflows float32 and every update is skipped"),
     "critic_not_learning": Failure(
         "critic_not_learning", "ppo-sentiment", ("--value-coef", "0"), ("--value-coef", "0.1"),
         "with no value loss the value head never leaves its start: V is a constant, explains none of the "
         "returns (EV = 0) and GAE's baseline is no baseline"),
+    "clip_too_high": Failure(
+        "clip_too_high", "cartpole", ("--mu", "100", "--lr", "4e-2"), ("--mu", "15", "--lr", "2e-3"),
+        "a hundred passes at twenty times the learning rate: every batch is pushed far past 1 ± ε, a third "
+        "of the ratios are clipped"),
 }
 
 
