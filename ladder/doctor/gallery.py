@@ -65,6 +65,12 @@ GALLERY = {
                               TINY_PROMPT, "--reward-funcs", "correctness"), ("--task", "arithmetic"),
         "a model taught two-digit sums never gets a three-digit product right: with correctness the only "
         "reward, every completion scores 0 and every group is alike"),
+    "format_hacking": Failure(
+        "format_hacking", "grpo", ("--task", "gsm8k", "--dataset", f"{DATA}/products.jsonl", "--system-prompt",
+                                   TINY_PROMPT, "--temperature", "1.3", "--kl-coef", "0.2", "--steps", "12"),
+        ("--task", "arithmetic"),
+        "on products it never gets right, only the format reward tells completions apart: sampled at τ = 1.3 "
+        "the format is learnable and rises, the correctness stays 0; on sums it can learn both rise"),
     "kl_blowup": Failure(
         "kl_blowup", "grpo", ("--lr", "1e-2", "--warmup-steps", "0"), ("--lr", "1e-3"),
         "ten times the preset's learning rate, from the first update: each step moves the policy farther than "
