@@ -25,7 +25,7 @@ rollout and in one mask: the same `grpo.grpo_step`, the same `core.update`, the 
 Two tiny environments ship with the package, each with a tiny tool-calling model ladder built for it:
 
 * `--preset tiny` — the **calculator**: "What is 37 * 48?" with a `multiply` tool. The tiny model cannot multiply; the tool can.
-* `--preset tiny-guess` — the **guessing game**: a secret number from 1 to 10, a `guess` tool that replies how the guess compares and which numbers are still possible ("higher: 6 to 10").""",
+* `--preset tiny-guess` — the **guessing game**: a secret number from 1 to 10, found with at most five calls of a `guess` tool (`--max-tool-calls 5`), which replies how the secret compares with the guess and which numbers are still possible ("higher: 6 to 10": the secret is above the guess, somewhere in 6–10), then a last turn `#### n`. The reply restates the whole range left, so a good next guess needs no memory of earlier turns, only a number from the latest reply; the game's tiny model ignores the replies on half its guesses, and RL has that to unlearn.""",
     SETUP,
     r"""md:## 1 · One trajectory, two masks
 
@@ -173,14 +173,17 @@ why_drift.check("a", why="a token's KL term sits where mask = 1; the replies' po
 In the guessing game a trajectory has several turns, and they are not equally good: a guess the earlier replies had
 already ruled out is a wasted turn, even in a game that is eventually won. GRPO's credit (`--credit trajectory`)
 gives every model token of trajectory $i$ the same $\hat A_i$. DeepSeekMath's **process supervision** instead
-rewards each reasoning step; here a step is a turn. The environment gives each turn a reward (its `turn_rewards`
-list; the game's docstring, printed below, says what a guess earns), the trajectory's own reward is added to its last
-turn, and `core.group_relative_turns` (`--credit turn`) normalises all the rewards of the group's turns together and
-gives each turn the sum of what follows:
+rewards each reasoning step; here a step is a turn. The environment gives each guess a reward (its `turn_rewards`
+list; the game's docstring, printed below, says what a guess earns). The last turn, the answer `#### n`, is a turn
+too: the environment gives it nothing, and the trajectory's own reward (1 if the secret was found) is added to it.
+`core.group_relative_turns` (`--credit turn`) normalises all the rewards of the group's turns together and gives each
+turn the sum of what follows:
 
 $$\tilde r_{i,k} = \frac{r_{i,k} - \operatorname{mean}(\mathbf R_{\text{group}})}{\operatorname{std}(\mathbf R_{\text{group}}) + \epsilon}, \qquad \hat A_{i,k} = \sum_{j \ge k} \tilde r_{i,j},$$
 
-with $\mathbf R_{\text{group}}$ every turn reward of the group's $G$ trajectories; every token of turn $k$ gets $\hat A_{i,k}$.
+with $\mathbf R_{\text{group}}$ every turn reward of the group's $G$ trajectories — the turns each trajectory really has, not
+the padding past its last — and std the sample standard deviation (divided by $n-1$, as GRPO's); every token of turn
+$k$ gets $\hat A_{i,k}$.
 Below, one group of the tiny guessing game (sampled by its tiny model before any training) with both credits
 computed from the same rollout.""",
     """from ladder.tasks import agent_envs
@@ -188,8 +191,10 @@ computed from the same rollout.""",
 print(agent_envs.GuessingGame.__doc__)
 game = agent_lab.guess_group()
 print(f"{game.question!r}: rewards {game.rewards.tolist()}")
-print("per-turn rewards r_{i,k}, a row per trajectory (the trajectory's reward added to its last turn; 0 past it):")
-print(game.turn_rewards)""",
+print("per-turn rewards r_{i,k}, a row per trajectory (the trajectory's reward added to its last turn, the answer):")
+for i in range(len(game.rewards)):
+    turns = int(game.turn[i].max()) + 1
+    print(f"  trajectory {i}: {turns} turns ({turns - 1} guesses + the answer), r = {game.turn_rewards[i, :turns].tolist()}")""",
     """p_distinct = viz.Predict("How many distinct values of Â do the model tokens of trajectory 0 (all its turns) "
                          "carry under --credit trajectory?")
 p_distinct.answer = None""",
@@ -204,15 +209,23 @@ per_turn = core.group_relative_turns(game.turn_rewards, present, len(game.reward
 for i in range(len(game.rewards)):
     turns = agent_lab.turn_table(game, i)
     print(f"trajectory {i} (reward {game.rewards[i]:g}): Â per turn, trajectory credit "
-          + " ".join(f"{t['trajectory']:+.2f}" for t in turns) + "  |  turn credit "
-          + " ".join(f"{t['turn']:+.2f}" for t in turns))
+          + " ".join(f"{t['trajectory'] + 0:+.2f}" for t in turns) + "  |  turn credit "
+          + " ".join(f"{round(t['turn'], 2) + 0:+.2f}" for t in turns))
 print("core.group_relative_turns gives the same per-turn Â as the rung's turn_credit:",
       all(abs(t["turn"] - per_turn[i, t["index"]].item()) < 1e-5
           for i in range(len(game.rewards)) for t in agent_lab.turn_table(game, i)))""",
-    r"""md:Slide through the group with `--credit turn` on: inside one trajectory the advantage now changes from turn to turn,
-and a turn of a lost game can carry $\hat A > 0$ (its guess was a good one) as a turn of a won game can carry
-$\hat A < 0$. Switch to `trajectory`: each row is one colour again. The normalisation runs over *all* the group's turns,
-so a turn whose own reward is 0 gets a negative $\tilde r$ — the per-turn rewards decide the scale.""",
+    r"""md:Slide through the group with `--credit turn` on: inside one trajectory the advantage now changes from turn to turn.
+Switch to `trajectory`: each row is one colour again. The normalisation runs over *all* the group's turns, so a turn
+whose own reward is 0 gets a negative $\tilde r$ — the per-turn rewards decide the scale. Under per-turn credit a turn
+of a lost game *can* carry $\hat A > 0$ (good guesses, then bad luck) and a turn of a won game $\hat A < 0$ (a wasted
+guess before the win); the cell below counts whether this group has any. And since each kept guess earns a reward, a
+slow win collects more than a fast one: process rewards can pay for length, which the trajectory's credit never
+does — a reason per-turn rewards are designed with care.""",
+    """lost_up = sum(t["turn"] > 0.005 for i in range(len(game.rewards)) if game.rewards[i] < 1
+              for t in agent_lab.turn_table(game, i))
+won_down = sum(t["turn"] < -0.005 for i in range(len(game.rewards)) if game.rewards[i] >= 1
+               for t in agent_lab.turn_table(game, i))
+print(f"turns of lost games with Â > 0: {lost_up}; turns of won games with Â < 0: {won_down}")""",
     """why_sum = viz.Reason("Why is a turn's advantage Σ_{j ≥ k} r̃_{i,j}, the normalised rewards from turn k on, and not "
                       "turn k's own r̃_{i,k} alone?",
                       "turn k's choice shapes what follows (the reply it gets, the later guesses), so its credit "

@@ -230,3 +230,20 @@ def test_the_rung_runs_on_a_gpu(cli, random_agent_model, calls_multiply, grpo_fi
                         "--reward-funcs", grpo_files["length"]))
     assert result.returncode == 0, result.stderr[-3000:]
     assert [r["agent/env_tokens"] for r in read_metrics(out)] == [calls_multiply["reply"]] * 2
+
+
+def test_the_environments_turn_rewards_are_logged_per_trajectory():
+    """``agent/turn_reward``: each trajectory's mean turn reward (the game: its guesses that kept to the replies),
+    0 for a trajectory that made no rewarded turn; nothing for an environment without ``turn_rewards``."""
+    from ladder.tasks import agent_envs
+
+    games = [agent_envs.GuessingGame() for _ in range(3)]
+    for game in games:
+        game.reset(question="Guess my number from 1 to 10.", answer="7", secret=7)
+    games[0].guess(5)  # "higher: 6 to 10"
+    games[0].guess(3)  # ruled out by that reply
+    games[1].guess(7)
+    assert agent.turn_reward_stats(games)["agent/turn_reward"].tolist() == [0.5, 1.0, 0.0]
+    calculator = agent_envs.Calculator()
+    calculator.reset()
+    assert agent.turn_reward_stats([calculator]) == {}

@@ -51,6 +51,7 @@ CURVES = [Panel("reward", "mean over the update's trajectories", {"reward": ""})
           Panel("tool calls", "per trajectory (mean)", {"agent/tool_calls": ""}),
           Panel("turns", "model turns per trajectory (mean)", {"agent/turns": ""}),
           Panel("environment tokens (masked)", "per trajectory (mean)", {"agent/env_tokens": ""}),
+          Panel("the environment's turn rewards", "per trajectory (mean)", {"agent/turn_reward": ""}),
           Panel("KL(π_θ‖π_ref)", "nats per token", {"kl_ref": ""})]
 
 
@@ -150,6 +151,15 @@ def per_turn_rewards(trajectories: Trajectories, envs: list, total: torch.Tensor
     return rewards_
 
 
+def turn_reward_stats(envs: list) -> dict:
+    """[n]: each trajectory's mean of the environment's ``turn_rewards`` (0 where it rewarded no turn; the guessing
+    game: the share of its guesses that kept to the replies), for an environment that has them."""
+    if not envs or not hasattr(envs[0], "turn_rewards"):
+        return {}
+    means = [sum(map(float, env.turn_rewards)) / len(env.turn_rewards) if env.turn_rewards else 0.0 for env in envs]
+    return {"agent/turn_reward": torch.tensor(means)}
+
+
 def turn_credit(rollout: Rollout, advantages: torch.Tensor, cfg: Config) -> torch.Tensor:
     """--credit turn: the tokens of turn k get Â_{i,k} (``core.group_relative_turns``) → [n, T]."""
     K = rollout.turn_rewards.shape[1]
@@ -180,7 +190,7 @@ def sample_trajectories(step: grpo.Step, problems: list[dict], env_class: type) 
                       turn_rewards=per_turn_rewards(trajectories, envs, total) if cfg.credit == "turn" else None,
                       stats={"agent/tool_calls": trajectories.tool_calls, "agent/turns": trajectories.turns,
                              "agent/tool_failures": trajectories.tool_failures,
-                             "agent/env_tokens": trajectories.env_tokens})
+                             "agent/env_tokens": trajectories.env_tokens, **turn_reward_stats(envs)})
     return rollout
 
 

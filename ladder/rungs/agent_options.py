@@ -48,8 +48,9 @@ PRESETS = {
                  group_size=8, lr=1e-3, warmup_steps=5, max_new_tokens=64, max_tool_calls=2, kl_coef=0.04,
                  eval_every=10, eval_size=100, print_samples=10, threads=1),
     # The game scores itself (get_reward: the secret found); the correctness of the last turn is logged, weight 0.
+    # A warm-up of 15 updates: reaching lr 3e-3 in 5 broke the calls' JSON for a few updates before it recovered.
     "tiny-guess": dict(model=TINY_GUESS_MODEL, env="guess", lora=True, lora_r=16, lora_alpha=32, steps=60,
-                       prompts_per_step=8, group_size=8, lr=3e-3, credit="turn", reward_weights="0", warmup_steps=5,
+                       prompts_per_step=8, group_size=8, lr=3e-3, credit="turn", reward_weights="0", warmup_steps=15,
                        max_new_tokens=256, max_tool_calls=5, kl_coef=0.04, eval_every=10, eval_size=100,
                        print_samples=10, threads=1),
 }
