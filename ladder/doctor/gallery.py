@@ -46,10 +46,11 @@ class Failure:
     breaks: tuple[str, ...]  # flags added to the healthy preset
     fix: tuple[str, ...]  # flags added after them
     why: str
+    setting: tuple[str, ...] = ()  # flags that change the preset in both runs (shorter, or so a trend shows)
 
     @property
     def preset(self) -> tuple[str, ...]:
-        return PRESETS[self.rung]
+        return (*PRESETS[self.rung], *self.setting)
 
 
 GALLERY = {
@@ -93,6 +94,12 @@ GALLERY = {
         "critic_not_learning", "ppo-sentiment", ("--value-coef", "0"), ("--value-coef", "0.1"),
         "with no value loss the value head never leaves its start: V is a constant, explains none of the "
         "returns (EV = 0) and GAE's baseline is no baseline"),
+    "entropy_collapse": Failure(
+        "entropy_collapse", "cartpole", ("--lr", "0.07",), ("--lr", "2e-3", "--mu", "15"),
+        "35 times the preset's learning rate: within a few updates the policy puts probability 1 on one action "
+        "and the pole falls after ~9 steps every time; nothing else is tried again (the fix is the preset's "
+        "rate and its 15 passes: at μ = 1, 16 updates are too few for the critic)",
+        setting=("--mu", "1", "--total-steps", "4096")),
     "clip_too_high": Failure(
         "clip_too_high", "cartpole", ("--mu", "100", "--lr", "4e-2"), ("--mu", "15", "--lr", "2e-3"),
         "a hundred passes at twenty times the learning rate: every batch is pushed far past 1 ± ε, a third "
