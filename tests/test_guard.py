@@ -46,3 +46,18 @@ def test_guard_counts_only_updates_whose_every_step_was_skipped():
     with pytest.raises(RunStopped, match="2 updates in a row"):
         guard([{"skipped_steps": 2.0}], steps_per_pass=2)
     assert len(warnings) == 1
+
+
+def test_rewards_too_large_to_average_end_the_run_with_a_summary_not_a_traceback(tmp_path):
+    """Rewards of 2e38 (float32's largest is 3.4e38): their mean overflows, the record logs it as null, and the
+    summary says None instead of failing to average it."""
+    from ladder import run
+
+    out = tmp_path / "run"
+    code = run.main(["grpo", "--preset", "tiny", "--steps", "2", "--eval-size", "4", "--print-samples", "0",
+                     "--reward-weights", "2e38,2e38", "--scale-rewards", "none", "--out", str(out), "--no-progress"])
+    assert code == 0
+    records = [json.loads(line) for line in open(out / "metrics.jsonl")]
+    assert len(records) == 2 and all(r["reward"] is None for r in records)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["reward_first5"] is None and summary["reward_last5"] is None

@@ -20,7 +20,6 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 
-import numpy as np
 import torch
 
 from ladder import core, hub, rewards
@@ -42,7 +41,7 @@ from ladder.rungs.grpo_options import (
     update_config,
     validate,
 )
-from ladder.rungs.grpo_record import CutOffWatch, Laps, batch_statistics, completion_rows, step_record
+from ladder.rungs.grpo_record import CutOffWatch, Laps, batch_statistics, completion_rows, step_record, summarize
 from ladder.rungs.grpo_rollout import Rollout, dynamic_sample, sample
 from ladder.rungs.lm_options import gradient_checkpointing, uses_lora
 from ladder.rungs.protocol import TRAINING_WRITES
@@ -386,15 +385,3 @@ def save_trained(model, out, lora: bool) -> None:
         model.save_pretrained(out / "adapter", selected_adapters=[model.active_adapter])
     else:
         model.save_pretrained(out / "model")
-
-
-def summarize(cfg: Config, run: RunSession, progress: dict, digests: list[str]) -> dict:
-    """summary.json: greedy accuracy before and after, the first and last rewards, the final KL."""
-    records, evals, first = run.records(), progress["evals"], progress["first_rewards"]
-    return {"rung": run.rung, "model": cfg.model, "task": cfg.task, "steps": run.step, "tokens": progress["tokens"],
-            "completions": progress["completions"], "accuracy_before": evals[0][1], "accuracy_after": evals[-1][1],
-            "accuracy_gain": evals[-1][1] - evals[0][1], "evals": evals,
-            "reward_first5": float(np.mean(first)) if first else None,
-            "reward_last5": float(np.mean([r["reward"] for r in records[-5:]])) if records else None,
-            "final_kl": records[-1].get("kl_ref") if records else None, "wall_s": run.wall_s, "seed": cfg.seed,
-            "processes": run.procs.world, "weights_digest_per_process": digests}

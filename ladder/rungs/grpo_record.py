@@ -1,5 +1,6 @@
 """What a GRPO step records, beside the algorithm: the batch's statistics, the phases' times, the
-passes' counters gathered over the processes, the logged completions and the cut-off warning.
+passes' counters gathered over the processes, the logged completions and the cut-off warning; and what
+a run's summary.json says.
 
 ``grpo.grpo_step`` reads as the algorithm (sample → reward → advantages → update) and hands its
 pieces to ``step_record``, which makes the update's one record (what ``metrics.jsonl`` holds).
@@ -7,6 +8,7 @@ pieces to ``step_record``, which makes the update's one record (what ``metrics.j
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -96,3 +98,21 @@ class CutOffWatch:
             self.warn(f"warning: {np.mean(self.recent):.0%} of completions were cut off at --max-new-tokens "
                       f"{self.max_new_tokens} over the last {self.updates} updates (no final answer, reward 0); "
                       f"raise --max-new-tokens or use --mask-truncated")
+
+
+def finite_mean(values: list) -> float | None:
+    """The mean of ``values`` where it is a finite number (a record logs a non-finite one as null), else None."""
+    mean = float(np.mean(values)) if values and all(v is not None for v in values) else math.nan
+    return mean if math.isfinite(mean) else None
+
+
+def summarize(cfg, run, progress: dict, digests: list[str]) -> dict:
+    """summary.json: greedy accuracy before and after, the first and last rewards, the final KL."""
+    records, evals, first = run.records(), progress["evals"], progress["first_rewards"]
+    return {"rung": run.rung, "model": cfg.model, "task": cfg.task, "steps": run.step, "tokens": progress["tokens"],
+            "completions": progress["completions"], "accuracy_before": evals[0][1], "accuracy_after": evals[-1][1],
+            "accuracy_gain": evals[-1][1] - evals[0][1], "evals": evals,
+            "reward_first5": finite_mean(first),
+            "reward_last5": finite_mean([r["reward"] for r in records[-5:]]),
+            "final_kl": records[-1].get("kl_ref") if records else None, "wall_s": run.wall_s, "seed": cfg.seed,
+            "processes": run.procs.world, "weights_digest_per_process": digests}
