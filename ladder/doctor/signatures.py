@@ -151,7 +151,7 @@ def finding(name: str, metric: str, window: tuple[list[int], list[float]], saw: 
     w = WORDING[name]
     file, heading = w.section
     return Finding(name, w.severity, metric, list(window[0]), list(window[1]), saw, w.means.format(**fill),
-                   f"ladder {w.ladder}; TRL: {w.trl}", f"{file}, “{plain(heading)}”")
+                   f"ladder: {w.ladder}; TRL: {w.trl}", f"{file}, “{plain(heading)}”")
 
 
 LATEX = {"$": "", r"\text{old}": "old", r"\pi": "π", r"\theta": "θ", r"\mu": "μ", "_{old}": "_old"}
