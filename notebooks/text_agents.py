@@ -25,7 +25,7 @@ rollout and in one mask: the same `grpo.grpo_step`, the same `core.update`, the 
 Two tiny environments ship with the package, each with a tiny tool-calling model ladder built for it:
 
 * `--preset tiny` — the **calculator**: "What is 37 * 48?" with a `multiply` tool. The tiny model cannot multiply; the tool can.
-* `--preset tiny-guess` — the **guessing game**: a secret number from 1 to 10, found with at most five calls of a `guess` tool (`--max-tool-calls 5`), which replies how the secret compares with the guess and which numbers are still possible ("higher: 6 to 10": the secret is above the guess, somewhere in 6–10), then a last turn `#### n`. The reply restates the whole range left, so a good next guess needs no memory of earlier turns, only a number from the latest reply; the game's tiny model ignores the replies on half its guesses, and RL has that to unlearn.""",
+* `--preset tiny-guess` — the **guessing game**: a secret number from 1 to 10, found with at most five calls of a `guess` tool (`--max-tool-calls 5`), which replies how the secret compares with the guess and which numbers are still possible ("higher: 6 to 10": the secret is above the guess, somewhere in 6–10), then a last turn `#### n`. The game is won by the guess that gets "correct" (its own reward, `get_reward`); the answer line is not graded. The reply restates the whole range left, so a good next guess needs no memory of earlier turns, only a number from the latest reply; the game's tiny model ignores the replies on half its guesses, and RL has that to unlearn.""",
     SETUP,
     r"""md:## 1 · One trajectory, two masks
 
@@ -55,8 +55,8 @@ print("completion    ", completion.tolist())
 print("mask          ", mask.long().tolist())
 print("attention_mask", attention.long().tolist())
 print("turn          ", agent_rollout.turn_index(mask).tolist(), "  (the model turn of each token; −1: not the model's)")""",
-    r"""md:Now a real one. The cell below runs **one update of the agent rung** on the tiny calculator preset (4 problems ×
-$G = 8$ trajectories — the preset draws 8 problems per update — through the same `grpo.grpo_step` the rung runs) and records the
+    r"""md:Now a real one. The cell below runs **one update of the agent rung** on the tiny calculator preset (here 4 problems ×
+$G = 8$ trajectories; the preset itself draws 8 problems per update — through the same `grpo.grpo_step` the rung runs) and records the
 batch that `core.update` receives. The widget shows one group: each token on blue (the model's) or sand (the
 environment's) with its $\hat A$ under it, and the group's `mask`, `attention_mask` and $\hat A\cdot m$ as $[G, T]$ maps.""",
     """p_env = viz.Predict("Of the environment's tokens in this batch (the tools' replies and the template's markers "
@@ -186,15 +186,18 @@ the padding past its last — and std the sample standard deviation (divided by 
 $k$ gets $\hat A_{i,k}$.
 Below, one group of the tiny guessing game (sampled by its tiny model before any training) with both credits
 computed from the same rollout.""",
-    """from ladder.tasks import agent_envs
+    """import inspect
 
-print(agent_envs.GuessingGame.__doc__)
+from ladder.tasks import agent_envs
+
+print(inspect.getdoc(agent_envs.GuessingGame))
 game = agent_lab.guess_group()
 print(f"{game.question!r}: rewards {game.rewards.tolist()}")
 print("per-turn rewards r_{i,k}, a row per trajectory (the trajectory's reward added to its last turn, the answer):")
 for i in range(len(game.rewards)):
     turns = int(game.turn[i].max()) + 1
-    print(f"  trajectory {i}: {turns} turns ({turns - 1} guesses + the answer), r = {game.turn_rewards[i, :turns].tolist()}")""",
+    guesses = f"{turns - 1} guess" + ("es" if turns != 2 else "")
+    print(f"  trajectory {i}: {turns} turns ({guesses} + the answer), r = {game.turn_rewards[i, :turns].tolist()}")""",
     """p_distinct = viz.Predict("How many distinct values of Â do the model tokens of trajectory 0 (all its turns) "
                          "carry under --credit trajectory?")
 p_distinct.answer = None""",

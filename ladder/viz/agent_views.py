@@ -37,7 +37,7 @@ def tokens_html(group: Group, row: int, credit: str = "trajectory") -> str:
         model = bool(group.mask[row, t])
         a = float(advantages[t])
         colour = "#1a7f1a" if a > 0 else ("#b00" if a < 0 else "#888")
-        label = f"{a:+.2f}" if model else "·"
+        label = f"{round(a, 2) + 0:+.2f}" if model else "·"  # + 0: no "-0.00"
         title = (f"t={t} mask={int(group.mask[row, t])} attention={int(group.attention_mask[row, t])} "
                  f"turn={int(group.turn[row, t])} Â={a:+.3f}")
         spans.append(f"<span title='{title}' style='display:inline-block;text-align:center;margin:1px;"
@@ -197,7 +197,8 @@ def credit_view(row: int = 0, credit: str = "trajectory", group: Group | None = 
         ax.legend(fontsize=8)
         fig.tight_layout()
         turns = turn_table(group, i)
-        summary = f"trajectory {i}, --credit {c}: Â per turn " + ", ".join(f"{t_[c]:+.2f}" for t_ in turns)
+        per_turn = ", ".join(f"{round(t_[c], 2) + 0:+.2f}" for t_ in turns)  # + 0: no "-0.00"
+        summary = f"trajectory {i}, --credit {c}: Â per turn {per_turn}"
         return fig, {"turns": turns, "row": i, "credit": c, "html": text.value, "summary": summary}
 
     view = View(controls, draw, "Per-trajectory vs per-turn credit: one group of the guessing game")
