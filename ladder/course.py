@@ -114,6 +114,12 @@ CONCEPTS = (
     Concept("the environment protocol: reset, tools as methods, get_reward", "7",
             "5 · The environment protocol, and where each idea lives", None, "ladder.rungs.agent.environment",
             "agent --env", "GRPOTrainer.environment_factory"),
+    Concept("the loss ≈ 0 and the clip fraction 0 at $\\mu \\cdot M = 1$: harmless, the gradient is not 0", "8",
+            "1 · Reading a run: the clean bill and two harmless notes", None, "ladder.core.clipped_surrogate",
+            "grpo --mu", "GRPOConfig.num_iterations"),
+    Concept("zero-spread groups ($\\hat A = 0$, no gradient): completions cut off at the token budget", "8",
+            "3 · The token budget: where the signal starves", None, "ladder.core.group_relative",
+            "grpo --max-new-tokens", "GRPOConfig.max_completion_length"),
 )
 
 

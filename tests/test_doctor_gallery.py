@@ -2,8 +2,10 @@
 flag or two away from its healthy preset, triggers its signature and no other problem; the fixed run triggers none
 of it; every rung's tiny preset (grpo, ppo-sentiment and agent shortened to 8 updates) is healthy.
 
-Each run takes about 10 s on one core. The runs are cached under pytest's base temporary directory, shared by the
-xdist workers of one session (a run is renamed into place when complete), so a run two tests need is made once."""
+Each run takes about 10 s on one core. The runs are cached in ``gallery.default_cache()`` ($LADDER_CACHE/gallery),
+keyed by configuration and by the package's source: the xdist workers, the gallery notebook run beside them and the
+next session share them (a run is renamed into place when complete, a lock makes a second process wait for it), so a
+run several need is made once, and a run made by other code is never reused."""
 
 from __future__ import annotations
 
@@ -12,18 +14,24 @@ from pathlib import Path
 import pytest
 
 from ladder.doctor import diagnose, read_run
-from ladder.doctor.gallery import GALLERY, PRESETS, run_gallery_entry, run_healthy
+from ladder.doctor.gallery import (
+    GALLERY,
+    PRESETS,
+    config_key,
+    default_cache,
+    healthy_flags,
+    run_gallery_entry,
+    run_healthy,
+)
 from ladder.doctor.signatures import WORDING
 
 pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> Path:
-    """One directory for the whole session: under xdist, each worker's base temp has the session's as parent."""
-    base = tmp_path_factory.getbasetemp()
-    root = base.parent if base.name.startswith("popen-gw") else base
-    return root / "doctor-gallery"
+def cache() -> Path:
+    """The cache the notebook uses too."""
+    return default_cache()
 
 
 def problems(run_dir: Path) -> list[str]:
@@ -65,3 +73,19 @@ def test_runs_are_cached_by_configuration(cache):
     """The truncation entry's fix restores the preset's token budget: the same configuration, the same run."""
     assert run_gallery_entry("truncation", cache, fixed=True) == run_healthy("grpo", cache)
     assert run_gallery_entry("truncation", cache) != run_healthy("grpo", cache)
+
+
+def test_the_cache_key_holds_the_source(monkeypatch):
+    """The same configuration made by other code is another run."""
+    from ladder.doctor import gallery
+
+    flags = healthy_flags("grpo")
+    key = config_key("grpo", flags)
+    assert config_key("grpo", flags) == key
+    monkeypatch.setattr(gallery, "source_hash", lambda: "other code")
+    assert config_key("grpo", flags) != key
+
+
+def test_the_default_cache_follows_ladder_cache(monkeypatch, tmp_path):
+    monkeypatch.setenv("LADDER_CACHE", str(tmp_path))
+    assert default_cache() == tmp_path / "gallery"

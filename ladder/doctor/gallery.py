@@ -5,13 +5,16 @@ from a healthy preset, and the flags that fix it.
     fixed run  = python -m ladder.run RUNG  *preset  *breaks  *fix      (a later flag wins)
 
 ``run_gallery_entry(name, cache_dir)`` runs one of them (about 10 s on one core) and returns its run directory,
-kept under ``cache_dir`` keyed by the run's full configuration, so a notebook and the tests share the runs. A run
-is written into a temporary directory and renamed into place when complete: a cache entry is whole or absent.
+kept under ``cache_dir`` (``default_cache()``: ``$LADDER_CACHE/gallery``, so the notebook and the tests share the
+runs) and keyed by the run's full configuration and by a hash of the ladder package's source, so a run made by
+other code is never reused. A run is written into a temporary directory and renamed into place when complete: a
+cache entry is whole or absent; a lock file makes a second process that wants the same run wait for the first.
 """
 
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import json
 import os
@@ -20,6 +23,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -118,7 +122,7 @@ def write_data(data_dir: Path) -> None:
     for _ in range(300):
         a, b = rng.randrange(100, 1000), rng.randrange(100, 1000)
         rows.append(json.dumps({"question": f"What is {a} * {b}?", "answer": str(a * b)}))
-    partial = path.with_suffix(f".{os.getpid()}.tmp")
+    partial = path.with_suffix(f".{os.getpid()}-{threading.get_ident()}.tmp")  # one per writer, threads too
     partial.write_text("\n".join(rows) + "\n")
     partial.replace(path)
 
@@ -136,15 +140,34 @@ def healthy_flags(rung: str, seed: int = 0) -> list[str]:
     return [*PRESETS[rung], "--seed", str(seed)]
 
 
+def default_cache() -> Path:
+    """``$LADDER_CACHE/gallery`` (default ``~/.cache/ladder/gallery``): one place for every process's runs."""
+    from ladder.tasks.tiny_lm import cache_dir
+
+    return cache_dir() / "gallery"
+
+
+@functools.cache
+def source_hash() -> str:
+    """sha256 over every ``ladder/**/*.py`` (its path in the package, then its bytes), sorted by path: the code
+    that makes a run, so a change to any of it makes every run anew."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(package.rglob("*.py")):
+        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
+        digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def config_key(rung: str, flags: list[str]) -> str:
-    """A hash of the run's whole configuration as ``ladder.run`` resolves it (preset, flags, defaults): two flag
-    lists that give the same run share one cache entry."""
+    """A hash of the run's whole configuration as ``ladder.run`` resolves it (preset, flags, defaults) and of the
+    package's source: two flag lists that give the same run with the same code share one cache entry."""
     from ladder import run
 
     cfg = asdict(run.make_config(rung, run.load_rung(rung), [*flags, "--out", "-"]))
     for transient in ("out", "progress", "overwrite"):
         cfg.pop(transient, None)
-    text = json.dumps({"rung": rung, **cfg}, sort_keys=True, default=str)
+    text = json.dumps({"rung": rung, "source": source_hash(), **cfg}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -152,7 +175,7 @@ def cached_run(rung: str, flags: list[str], cache_dir: str | os.PathLike) -> Pat
     """The run of ``python -m ladder.run RUNG FLAGS`` under ``cache_dir``: run once (one thread), then reused."""
     cache = Path(cache_dir)
     data = cache / "data"
-    write_data(data)
+    write_data(data)  # makes the cache directory too
     flags = [flag.replace(DATA, str(data)) for flag in flags]
     key = config_key(rung, flags)
     final = cache / f"{rung}-{key}"
@@ -181,12 +204,16 @@ def _make_run(rung: str, flags: list[str], final: Path) -> None:
     shutil.rmtree(scratch, ignore_errors=True)
 
 
-def run_gallery_entry(name: str, out_dir: str | os.PathLike, fixed: bool = False, seed: int = 0) -> Path:
-    """The run directory of gallery entry ``name`` (its broken run, or with ``fixed`` its fixed one)."""
+def run_gallery_entry(name: str, cache_dir: str | os.PathLike | None = None, fixed: bool = False,
+                      seed: int = 0) -> Path:
+    """The run directory of gallery entry ``name`` (its broken run, or with ``fixed`` its fixed one), under
+    ``cache_dir`` (default: ``default_cache()``)."""
     rung, flags = entry_flags(name, fixed, seed)
-    return cached_run(rung, flags, out_dir)
+    return cached_run(rung, flags, cache_dir or default_cache())
 
 
-def run_healthy(rung: str, out_dir: str | os.PathLike, seed: int = 0) -> Path:
-    """The run directory of a rung's healthy (shortened) tiny preset."""
-    return cached_run(rung, healthy_flags(rung, seed), out_dir)
+def run_healthy(rung: str, cache_dir: str | os.PathLike | None = None, seed: int = 0, extra: tuple[str, ...] = ()
+                ) -> Path:
+    """The run directory of a rung's healthy (shortened) tiny preset, with ``extra`` flags after it (a later flag
+    wins: ``("--max-new-tokens", "16")``)."""
+    return cached_run(rung, [*healthy_flags(rung, seed), *extra], cache_dir or default_cache())

@@ -1,0 +1,179 @@
+# ruff: noqa: E501  (LaTeX lines in the notebook text are as long as their equations)
+"""The text and code of notebook 8: when a run goes wrong — the run doctor and its failure gallery.
+
+Cells starting with ``md:`` are Markdown; everything else is code. ``notebooks/build.py`` writes them.
+Every run is a gallery run (``ladder.doctor.gallery``), made once and cached in ``$LADDER_CACHE/gallery``, where
+``tests/test_doctor_gallery.py`` finds the same runs.
+"""
+
+from text_toy import SELF_CHECK, SETUP
+
+NOTEBOOKS: dict[str, list[str]] = {}
+
+NOTEBOOKS["8_run_doctor"] = [
+    r"""md:# 8 · When a run goes wrong
+
+After this notebook (about 30 minutes, on a CPU; its runs take a few minutes the first time, then come from a cache)
+you will be able to:
+
+* ask the doctor whether a run is healthy, and read its answer: what it saw, what it means, what to change;
+* tell the two harmless surprises (the loss ≈ 0, the clip fraction 0 at $\mu \cdot M = 1$) from real problems;
+* recognise each failure the doctor names by the curve it reads, and see the flag that fixes it;
+* say where the token budget starves GRPO of its signal, and read a TRL run with the same doctor.
+
+The question asked most about a GRPO or PPO run is not how to write the loss but **is my run healthy?** Every run of
+ladder writes `metrics.jsonl`, one record per update, and the doctor reads it (TRL's `trainer_state.json` too):
+
+    python -m ladder.doctor RUN_DIR [--plot] [--json]       # also: python -m ladder.run doctor RUN_DIR
+
+Exit code 0: healthy (harmless notes at most); 1: problems found; 2: not a run (one line). Each **signature** is a
+small function of the logged series — the median over a window of the run, never one point — against a threshold
+kept, with its reason, in `ladder.doctor.signatures.Thresholds`.""",
+    SETUP,
+    r"""md:Every run this notebook reads is a seeded tiny run of `ladder.doctor.gallery`, made once and kept in a cache keyed by
+its configuration and by a hash of ladder's own code (so a run made by other code is never read). The first time,
+the next cell makes them, two at a time; afterwards it finds them.""",
+    """import shlex
+import statistics
+
+from ladder.doctor import diagnose, gallery, read_run, runs
+from ladder.doctor.signatures import T, WORDING
+from ladder.viz import doctor_views
+
+runs_made = doctor_views.make_runs()    # the first time: every run, two at a time (minutes); then from the cache
+print(f"the {runs_made} runs this notebook reads are in {gallery.default_cache()}")""",
+    r"""md:## 1 · Reading a run: the clean bill and two harmless notes
+
+The tiny GRPO preset, shortened to a few updates (`gallery.PRESETS["grpo"]`), is the healthy run every GRPO failure
+below is a flag or two away from. The doctor on it:""",
+    """healthy = gallery.run_healthy("grpo")          # from the cache
+findings, report = doctor_views.verdict(healthy)
+print("python -m ladder.run grpo", " ".join(gallery.healthy_flags("grpo")))
+print()
+print(report)""",
+    r"""md:Healthy, with two notes marked *harmless*. The preset takes one optimiser step per batch ($\mu = 1$ pass,
+$M = 1$ minibatch), so at that step $\pi_\theta = \pi_{\text{old}}$ and every ratio is exactly 1:
+
+$$r_t = \frac{\pi_\theta(a_t)}{\pi_{\text{old}}(a_t)} = 1 \;\Rightarrow\; \operatorname{clip}(r_t, 1-\varepsilon, 1+\varepsilon) = r_t
+\quad\text{(nothing clipped)}, \qquad L = -\operatorname{agg}\big(r_t\hat A_t\big) + \beta\,\overline{k_3} \approx -\overline{\hat A} \approx 0,$$
+
+because the group-relative $\hat A_i = (R_i - \bar R)/\operatorname{std}(R)$ sums to zero over each group (and $k_3 \approx 0$
+next to $\pi_{\text{ref}}$). The *value* is ≈ 0, the *gradient* is not: $\nabla_\theta L = -\operatorname{agg}\big(\hat A_t\,\nabla_\theta \log\pi_\theta(a_t)\big)$
+weights each token's $\nabla\log\pi$ by its own $\hat A_t$. The doctor calls the loss ≈ 0 harmless only while the gradient norm is alive.""",
+    """p_grad = viz.Predict("The healthy run's loss is ≈ 0 at every update. Is its gradient norm ≈ 0 too (below the "
+                     "doctor's T.grad_alive)?", choices=("yes", "no"))
+p_grad.answer = None      # your prediction, before you run on""",
+    """run = read_run(healthy)
+loss, grad, clip = run.get("loss"), run.get("grad_norm"), run.get("clip_frac")
+print(f"μ·M = {run.facts.updates_per_batch} optimiser step(s) per batch")
+print(f"median |loss|     {statistics.median(abs(v) for v in loss.values):.3g}   (the doctor's 'loss ≈ 0': below T.loss_zero = {T.loss_zero})")
+print(f"median grad_norm  {statistics.median(grad.values):.3g}   (alive: above T.grad_alive = {T.grad_alive})")
+print(f"clip fraction at each update: {clip.values}")
+p_grad.check("yes" if statistics.median(grad.values) <= T.grad_alive else "no",
+             why="each token's ∇log π is weighted by its own Â: the Â sum to 0, the weighted gradients do not")""",
+    r"""md:## 2 · The gallery: each failure, broken and fixed
+
+`ladder.doctor.gallery.GALLERY` holds one entry per failure the doctor names: a seeded tiny run a flag or two away from
+its rung's healthy preset (the *broken* flags), and the flags that fix it, added after them (a later flag wins).
+Each verdict below is the doctor's, on the real run:""",
+    """verdicts = {}
+for name, failure in gallery.GALLERY.items():
+    entry = doctor_views.entry_runs(name)        # the rung's healthy preset, the broken run, the fixed run
+    verdicts[name] = {kind: doctor_views.verdict(path)[0] for kind, path in entry.items()}
+    broken, fixed = (doctor_views.problems(verdicts[name][kind]) for kind in ("broken", "fixed"))
+    print(f"{name} ({failure.rung}{', ' + shlex.join(failure.setting) if failure.setting else ''})")
+    print(f"   broken: {shlex.join(failure.breaks) or '(the preset itself)'}")
+    print(f"       → {', '.join(broken) or 'no problem (the signature ' + failure.signature + ' is harmless)'}")
+    print(f"   fixed:  {shlex.join(failure.fix)}\\n       → {', '.join(fixed) or 'no problem'}")""",
+    r"""md:Pick an entry: the curve of the metric its signature reads, on the broken run (red), the fixed run (green) and the
+rung's healthy preset (grey), with the window the doctor read circled; the legend and the line above the figure give the doctor's
+problems on each run. `python -m ladder.doctor RUN_DIR --plot` draws the same evidence into `RUN_DIR/doctor.png`.""",
+    """view = doctor_views.gallery_view("truncation")
+view""",
+    r"""md:The doctor's whole verdict on the entry picked above, broken and fixed — what it saw (the numbers), what it means,
+what to change (ladder's flag and TRL's name), and the notebook section that explains it. Pick another entry and run
+this cell again:""",
+    """name = view.data["entry"]
+print(f"{name}: {gallery.GALLERY[name].why}\\n")
+for kind in ("broken", "fixed"):
+    rung, flags = gallery.entry_flags(name, fixed=kind == "fixed")
+    print(f"--- {kind}: python -m ladder.run {rung} {shlex.join(flags)}")
+    print(doctor_views.verdict(doctor_views.entry_runs(name)[kind])[1], "\\n")""",
+    r"""md:## 3 · The token budget: where the signal starves
+
+A completion cut off at `--max-new-tokens` has no answer line, so the correctness reward gives it 0 and the format
+reward 0. When every completion of a group is cut off, the group's rewards are all alike and
+
+$$\hat A_i = \frac{R_i - \bar R}{\operatorname{std}(R) + \epsilon} = 0 \quad\text{for every } i:$$
+
+the group adds no gradient at all. The doctor's `truncation` signature compares two late medians (over the run's
+last half) with two thresholds: the share of completions cut off (`completions/clipped_ratio`) against
+`Thresholds.truncated_share`, and the share of zero-spread groups (`frac_reward_zero_std`) against
+`Thresholds.zero_std_share`. Both must be crossed. The healthy preset, run again at several budgets (each run cached):""",
+    """sweep = doctor_views.budget_sweep()
+print(f"thresholds: cut off ≥ {T.truncated_share} and zero spread ≥ {T.zero_std_share}")
+for budget, point in sweep.items():
+    print(f"--max-new-tokens {budget:3d}: cut off {point['cut']:.2f}, zero-spread groups {point['alike']:.2f} "
+          f"→ {', '.join(point['problems']) or 'no problem'}")
+starved = [b for b, p in sweep.items() if "truncation" in p["problems"]]
+clear = [b for b, p in sweep.items() if "truncation" not in p["problems"]]
+print(f"truncation diagnosed at {starved}; not at {clear}")
+preset = read_run(sweep[max(sweep)]["path"])
+print(f"at --max-new-tokens {max(sweep)} the completions are {min(preset.get('completions/min_length').values):.0f} to "
+      f"{max(preset.get('completions/max_length').values):.0f} tokens long")""",
+    r"""md:Move the slider. Left: the two shares update by update at one budget; right: their late medians at every budget,
+with the doctor's thresholds dashed. Below the shortest completion's length (printed above) every completion is cut
+off, every group is alike and nothing is learnt; between the shortest and the longest some are cut off, and a group
+teaches only where its completions differ; past the longest, groups regain their spread.""",
+    """budget = doctor_views.budget_view(sweep)
+budget""",
+    r"""md:## 4 · Reading a TRL run
+
+The doctor reads a TRL output directory too: `trainer_state.json`'s `log_history` (or the newest
+`checkpoint-N/trainer_state.json`), one record per logging step. TRL's metric names become ladder's through
+`ladder.doctor.runs.TRL_NAMES`, so every signature reads the same series from either; `rewards/<name>/mean` and
+`/std` are the same in both. A non-finite `loss` or `grad_norm` in a record counts as a non-finite step (TRL applies
+such steps; ladder skips them). No TRL run is needed to read the table:""",
+    """rows = ["| TRL 1.16 (`log_history`) | ladder (`metrics.jsonl`) |", "|---|---|"]
+rows += [f"| `{trl}` | `{ours}` |" for trl, ours in runs.TRL_NAMES.items()]
+display(Markdown("\\n".join(rows)))""",
+    r"""md:`trainer_state.json` holds the metrics, not the configuration. The facts a signature needs — $\mu$ (`num_iterations`),
+the loss type, the learning rate, the token budget — come from `training_args.json`, or from a JSON file of the
+`GRPOConfig` fields given as `--trl-config FILE`, or from the log itself (the peak `learning_rate`); what none of them
+gives is taken as TRL's default and listed in the report as assumed:""",
+    """rows = ["| GRPOConfig field | the doctor's fact | TRL's default, if not given |", "|---|---|---|"]
+rows += [f"| `{field}` | `{fact}` | {default if default is not None else '`gradient_accumulation_steps`'} |"
+         for field, (fact, default) in runs.TRL_FACTS.items()]
+display(Markdown("\\n".join(rows)))""",
+    SELF_CHECK,
+    """p_budget = viz.Predict(f"Of the budgets {list(sweep)}, which is the smallest at which the doctor no longer finds "
+                       "truncation?", choices=tuple(sweep))
+p_budget.answer = None
+p_mu2 = viz.Predict("The fix of loss_and_clip_zero adds --mu 2. Over the last half of that run, is the median clip "
+                    "fraction 0 (≤ T.clip_zero), or above it?", choices=("0", "above"))
+p_mu2.answer = None
+p_count = viz.Predict(f"Of the {len(gallery.GALLERY)} broken runs, how many would make the doctor exit with code 1 "
+                      "(a problem, not only harmless notes)?")
+p_count.answer = None
+p_trl = viz.Predict("Under which ladder name does the doctor read TRL's `kl`?", choices=("kl", "kl_ref", "kl_ref_seq"))
+p_trl.answer = None
+why_alike = viz.Reason("Why does a group whose completions are all cut off add no gradient?",
+                       "its rewards are all alike, so every Â_i = (R_i − mean R)/std is 0",
+                       "cut-off tokens are masked out of the loss", "the clip removes their ratios",
+                       "the KL term cancels their advantage")
+why_alike.answer = None
+for question in (p_budget, p_mu2, p_count, p_trl, why_alike):
+    question.ask()
+    print()""",
+    """p_budget.check(min(clear, default=max(sweep)), why=f"cut-off shares {[round(p['cut'], 2) for p in sweep.values()]} "
+                  f"and zero-spread shares {[round(p['alike'], 2) for p in sweep.values()]} at budgets {list(sweep)}")
+mu2 = read_run(gallery.run_gallery_entry("loss_and_clip_zero", fixed=True)).get("clip_frac")
+late_clip = statistics.median(mu2.values[len(mu2) // 2:])
+p_mu2.check("above" if late_clip > T.clip_zero else "0",
+            why=f"median {late_clip:.3g}: the second pass starts from a moved π_θ, its ratios leave 1")
+harmless = [name for name, v in verdicts.items() if not doctor_views.problems(v["broken"])]
+p_count.check(len(verdicts) - len(harmless), why=f"all but {', '.join(harmless)}, whose signature is harmless")
+p_trl.check(runs.TRL_NAMES["kl"], why="TRL's kl is its mean per-token KL estimate to π_ref: ladder's kl_ref")
+why_alike.check("a", why="the mask keeps cut-off tokens unless --mask-truncated; it is the reward that is alike")
+viz.tally(p_budget, p_mu2, p_count, p_trl, why_alike)""",
+]
