@@ -73,8 +73,8 @@ CASES = {
                    "reward": [0.92 + 0.005 * (-1) ** i for i in range(N)]}, {}),
     "entropy_collapse": ({"entropy": [0.5 * 0.6 ** i for i in range(N)]}, {}),
     "kl_blowup": ({"kl_ref": [0.01 * 1.5 ** i for i in range(N)]}, {}),
-    "length_drift": ({"completions/mean_length": ramp(20.0, 40.0), "completions/max_length": [60.0] * N},
-                     {"max_new_tokens": 64}),
+    "length_drift": ({"completions/mean_length": ramp(20.0, 40.0), "completions/max_length": [60.0] * N,
+                      "reward": [1.0 + 0.01 * (-1) ** i for i in range(N)]}, {"max_new_tokens": 64}),
     "format_hacking": ({"rewards/format/mean": ramp(0.2, 0.9), "rewards/correctness/mean": [0.4] * N,
                         "reward": ramp(0.6, 1.3)}, {}),
     "nothing_moving": ({"reward": [1.0 + 0.005 * (-1) ** i for i in range(N)], "kl_ref": [1e-5] * N,
@@ -303,3 +303,40 @@ def test_a_real_trl_run_is_read_from_its_trainer_state(tmp_path):
     told = read_run(out, trl_config=str(out) + "-args.json")
     assert told.unknown == ["LoRA (no adapter_config.json: taken as full fine-tuning)"]
     assert told.facts.loss_type == "dapo" and told.facts.mu == 1 and told.facts.kl_coef == 0.04
+
+
+# The same signatures where a closer look clears the run (or convicts it): name → (series changed, config changed,
+# whether the signature fires).
+SECOND_LOOKS = {
+    "longer and better: no length drift": ("length_drift", {"completions/mean_length": ramp(20.0, 40.0)}, {}, False),
+    "longer by its tool calls: no length drift": (
+        "length_drift", {"completions/mean_length": ramp(20.0, 40.0), "reward": [1.0] * N,
+                         "agent/tool_calls": ramp(0.3, 0.9)}, {"rung": "agent"}, False),
+    "correctness at weight 0: no format hacking": (
+        "format_hacking", {"rewards/format/mean": ramp(0.2, 0.9), "rewards/correctness/mean": [0.4] * N},
+        {"reward_funcs": "correctness,format", "reward_weights": "0,1"}, False),
+    "no value loss: the critic is not learning": (
+        "critic_not_learning", {"explained_variance": [0.05] * N},
+        {"rung": "ppo-sentiment", "mu": 4, "num_minibatches": 2, "value_coef": 0.0}, True),
+    "a little explained variance with a value loss: no finding": (
+        "critic_not_learning", {"explained_variance": [0.05] * N},
+        {"rung": "ppo-sentiment", "mu": 4, "num_minibatches": 2, "value_coef": 0.1}, False),
+    "deterministic from the first update: entropy collapse": ("entropy_collapse", {"entropy": [0.0] * N}, {}, True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(SECOND_LOOKS))
+def test_a_closer_look(tmp_path, case):
+    signature, changes, config, fires = SECOND_LOOKS[case]
+    run = write_run(tmp_path / "run", {**healthy_series(), **changes}, config)
+    assert (signature in [f.name for f in diagnose(read_run(run))]) == fires
+
+
+def test_a_run_too_short_to_judge_says_so(tmp_path):
+    run = tmp_path / "short"
+    run.mkdir()
+    (run / "config.json").write_text(json.dumps(CONFIG))
+    (run / "metrics.jsonl").write_text(json.dumps({"step": 1, **{k: v[0] for k, v in healthy_series().items()}}))
+    result = doctor(run)
+    assert result.returncode == 0 and "1 logged step\n" in result.stdout and "too short to judge" in result.stdout
+

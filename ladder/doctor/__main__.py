@@ -20,7 +20,7 @@ from ladder.runlog import UsageError
 
 
 def build_parser(prog: str = "python -m ladder.doctor") -> OneLineParser:
-    parser = OneLineParser(prog=prog, description=__doc__.strip().splitlines()[2])
+    parser = OneLineParser(prog=prog, description=" ".join(__doc__.strip().splitlines()[2:4]))
     parser.add_argument("run_dir", metavar="RUN_DIR", help="a ladder run directory or a TRL output directory")
     parser.add_argument("--plot", action="store_true", help="write RUN_DIR/doctor.png: each finding's curve, "
                                                              "its evidence marked")

@@ -8,7 +8,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ladder.doctor.runs import Run
-from ladder.doctor.signatures import Finding
+from ladder.doctor.signatures import Finding, T
 
 
 def is_healthy(findings: list[Finding]) -> bool:
@@ -17,12 +17,14 @@ def is_healthy(findings: list[Finding]) -> bool:
 
 def text_report(run: Run, findings: list[Finding]) -> str:
     steps = max((len(s) for s in run.series.values()), default=0)
-    lines = [f"{run.path}: a {run.source} {run.rung} run, {steps} logged steps"]
+    lines = [f"{run.path}: a {run.source} {run.rung} run, {steps} logged step{'s' if steps != 1 else ''}"]
     lines += [f"  note: {note}" for note in run.notes]
     if run.unknown:
-        lines.append(f"  not known (no config given): {'; '.join(run.unknown)}")
+        lines.append(f"  not known (TRL's defaults assumed): {'; '.join(run.unknown)}")
     problems = [f for f in findings if f.severity == "problem"]
-    if not problems:
+    if steps < T.min_points:
+        lines.append(f"too short to judge: the signatures need at least {T.min_points} logged steps")
+    elif not problems:
         lines.append("healthy: none of the known failure signatures"
                      + (" (only harmless ones, below)" if findings else ""))
     else:

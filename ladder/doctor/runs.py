@@ -94,6 +94,8 @@ class Facts:
     max_new_tokens: int | None = None
     kl_coef: float | None = None
     sampler_correction: str | None = None
+    value_coef: float | None = None
+    unweighted: frozenset[str] = frozenset()  # reward functions logged with weight 0: not in the objective
     assumed: set[str] = field(default_factory=set)  # facts not read from the run: a default taken
 
     def shown(self, fact: str) -> str:
@@ -219,10 +221,24 @@ def _read_ladder(directory: Path) -> Run:
                   loss_type=config.get("loss_type"), lr=config.get("lr"),
                   lora=bool(config.get("lora") or config.get("qlora")) if "lora" in config else None,
                   max_new_tokens=config.get("max_new_tokens"), kl_coef=config.get("kl_coef"),
-                  sampler_correction=config.get("sampler_correction"))
+                  sampler_correction=config.get("sampler_correction"), value_coef=config.get("value_coef"),
+                  unweighted=_unweighted(config))
     if rung == "reinforce":
         facts.mu, facts.minibatches = None, None  # no ratio, no clipping
     return Run(directory, "ladder", rung, series, facts, completions, notes)
+
+
+def _unweighted(config: dict) -> frozenset[str]:
+    """The reward functions of ``--reward-funcs`` whose ``--reward-weights`` entry is 0."""
+    from ladder import rewards
+
+    if not config.get("reward_funcs"):
+        return frozenset()
+    try:
+        weights = rewards.weights(config["reward_funcs"], config.get("reward_weights"))
+    except UsageError:
+        return frozenset()
+    return frozenset(name for name, weight in weights.items() if weight == 0)
 
 
 # --- TRL ----------------------------------------------------------------------------------------------------

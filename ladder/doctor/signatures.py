@@ -29,6 +29,8 @@ class Thresholds:
     too_hard: float = 0.1  # correctness ≤ 0.1: nearly every completion wrong, groups all-wrong
     entropy_kept: float = 0.1  # entropy down to a tenth of its start: sampling is near-greedy, groups identical
     entropy_min_start: float = 1e-3  # below this at the start the ratio is noise (an already-confident model)
+    entropy_floor: float = 1e-3  # nats per action: sampling is greedy in all but one draw in ~1000 (collapsed
+    # from the first update on, which a ratio to the start cannot see)
     kl_high: float = 0.3  # nats per token to π_ref: far past the 0.001–0.05 of a healthy run
     kl_growing_min: float = 0.05  # a growth from tiny values means nothing; from here on it does
     kl_growth: float = 5.0  # last third ≥ 5× the middle third: the KL is running away, not settling
@@ -86,7 +88,8 @@ WORDING = {
         "filter the dataset (GRPOTrainer has no dynamic sampling)", (NB5, "## Run it: a few steps of the tiny preset")),
     "entropy_collapse": Wording(
         "entropy collapse", "problem",
-        "the policy has become near-deterministic: groups of identical completions, no exploration left",
+        "the policy is near-deterministic: the same actions (groups of identical completions) every time, no "
+        "exploration left",
         "lower --lr, raise --kl-coef, or --clip-eps-high 0.28 (clip-higher)", "lower learning_rate, raise beta, "
         "or epsilon_high=0.28", (NB6, "## 3 · Tokens: who loses the gradient")),
     "kl_blowup": Wording(
@@ -97,11 +100,11 @@ WORDING = {
     "length_drift": Wording(
         "length drift under the per-sequence mean", "problem",
         "the per-sequence mean gives each token of a long completion less weight, so long wrong answers are "
-        "punished less than short ones: length grows with no gain",
+        "punished less than short ones: length grows while the reward does not",
         "--loss-type dr_grpo (or dapo)", "loss_type='dr_grpo' (or 'dapo')", (NB6, "### What the constant counts")),
     "format_hacking": Wording(
         "reward rising while correctness does not", "problem",
-        "the policy is learning the easy reward (format) and not the task; the total reward hides it",
+        "the policy is learning an easier reward (format, say) and not the task; the total reward hides it",
         "--reward-weights with more weight on correctness, or a stricter format reward",
         "reward_weights", (NB5, "## Rule rewards")),
     "nothing_moving": Wording(
@@ -123,12 +126,14 @@ WORDING = {
         (NB5, "## The fourth policy: when the sampler is not π_old")),
     "critic_not_learning": Wording(
         "critic not learning", "problem",
-        "the value head explains none of the returns' variance: GAE's baseline is noise, the advantages too",
-        "raise --value-coef or --lr, or more --mu passes", "vf_coef (classic PPOConfig), learning_rate",
+        "the value head explains none of the returns' variance: GAE's baseline is noise, the advantages too{cause}",
+        "raise --value-coef (0 trains no critic); if the policy diverged too (entropy, KL), lower --lr first",
+        "vf_coef (classic PPOConfig), learning_rate",
         ("notebooks/1b_foundations.ipynb", "### Explained variance")),
     "clip_too_high": Wording(
         "clip fraction too high", "problem",
-        "most steps push the ratio out of [1 − ε, 1 + ε]: the update is leaving the trust region",
+        "a large share of the tokens has its ratio π_θ/π_old pushed out of [1 − ε, 1 + ε]: the update is leaving "
+        "the trust region",
         "lower --mu or --lr (or fewer --num-minibatches)", "lower num_iterations or learning_rate",
         ("notebooks/2_ppo_cartpole.ipynb", "## The clipped objective, on real ratios")),
 }
@@ -259,7 +264,8 @@ def entropy_collapse(run: Run) -> Finding | None:
     if not enough(entropy, T.min_points_trend):
         return None
     first, _, last = thirds(entropy)
-    if med(first) < T.entropy_min_start or med(last) > T.entropy_kept * med(first):
+    fell = med(first) >= T.entropy_min_start and med(last) <= T.entropy_kept * med(first)
+    if not (fell or med(last) <= T.entropy_floor):
         return None
     return finding("entropy_collapse", "entropy", last,
                    f"entropy median {med(first):.3g} over {span(first)}, {med(last):.3g} over {span(last)}")
@@ -285,10 +291,16 @@ def length_drift(run: Run) -> Finding | None:
     first, middle, last = (med(w) for w in thirds(length))
     if not (first < middle < last and last >= T.length_growth * first):
         return None
+    reward = run.get("reward")
+    gain = rise(reward) if enough(reward, T.min_points_trend) else 0.0
+    calls = run.get("agent/tool_calls")
+    more_calls = rise(calls) if enough(calls, T.min_points_trend) else 0.0
+    if gain >= T.rise_min or more_calls >= T.rise_min:
+        return None  # longer and better, or longer by its tool calls (an agent learning its tool): no drift
     window = thirds(length)[2]
     return finding("length_drift", "completions/mean_length", (length.steps, length.values),
                    f"mean length {first:.1f} → {middle:.1f} → {last:.1f} tokens over the thirds of the run "
-                   f"(to {span(window)}), loss type {run.facts.shown('loss_type')}")
+                   f"(to {span(window)}), reward {gain:+.2f}, loss type {run.facts.shown('loss_type')}")
 
 
 def rise(s: Series) -> float:
@@ -301,6 +313,8 @@ def format_hacking(run: Run) -> Finding | None:
     if found is None or not enough(found[1], T.min_points_trend):
         return None
     correct_name, correct = found
+    if correct_name.split("/")[1] in run.facts.unweighted:
+        return None  # logged at weight 0 (an environment scores the task): not what the run optimises
     others = [(name, s) for name, s in run.series.items() if name.startswith("rewards/") and name.endswith("/mean")
               and name != correct_name and enough(s, T.min_points_trend)]
     for name, s in others:
@@ -322,7 +336,8 @@ def nothing_moving(run: Run) -> Finding | None:
     lora = " for LoRA, whose low-rank update needs ~10× the full-fine-tuning rate" if run.facts.lora else ""
     still = f", KL to π_ref {med(late(kl)):.2g}" if kl is not None else ""
     return finding("nothing_moving", "reward", (reward.steps, reward.values),
-                   f"reward {rise(reward):+.3f} first → last third (spread {statistics.median(spread.values):.2f})"
+                   f"reward {rise(reward):+.3f} first → last third (the groups' reward std "
+                   f"{statistics.median(spread.values):.2f})"
                    f"{still}, lr {lr:g}" + (" with LoRA" if run.facts.lora else ""), lora=lora)
 
 
@@ -354,10 +369,13 @@ def sampler_mismatch(run: Run) -> Finding | None:
 
 def critic_not_learning(run: Run) -> Finding | None:
     ev = run.get("explained_variance")
-    if not enough(ev, T.min_points) or med(late(ev)) > T.explained_variance:
+    untrained = run.facts.value_coef == 0
+    if not enough(ev, T.min_points) or (med(late(ev)) > T.explained_variance and not untrained):
         return None
+    cause = " (the value coefficient is 0: the critic is never trained)" if untrained else ""
     return finding("critic_not_learning", "explained_variance", late(ev),
-                   f"explained variance median {med(late(ev)):.2f} over {span(late(ev))}")
+                   f"explained variance median {med(late(ev)):.2f} over {span(late(ev))}, value coefficient "
+                   f"{run.facts.shown('value_coef')}", cause=cause)
 
 
 def clip_too_high(run: Run) -> Finding | None:
