@@ -66,8 +66,10 @@ NB6 = "notebooks/6_design_space_and_trl.ipynb"
 WORDING = {
     "loss_zero": Wording(
         "loss ≈ 0 at μ·M = 1", "harmless",
-        "with one optimiser step per batch π_old = π_θ, the ratio is 1 and the loss is the mean advantage (0 for "
-        "group-centred Â) plus β·KL; its gradient is not zero — look at grad_norm and the reward, not the loss",
+        "with one optimiser step per batch π_old = π_θ, the ratio is 1 and the loss is the mean advantage plus β·KL "
+        "(the mean of group-centred Â is 0 per completion; averaged over tokens, as dapo, bnpo and dr_grpo do, it "
+        "is a length-weighted mean, small when lengths are alike); its gradient is not zero — look at grad_norm and "
+        "the reward, not the loss",
         "nothing (--mu > 1 or --num-minibatches > 1 makes the ratio move)", "nothing (num_iterations, "
         "steps_per_generation)", (NB3, r"## Why $\pi_{\text{old}} = \pi_\theta$ at sampling, and what $\mu$ does")),
     "clip_zero": Wording(
@@ -80,7 +82,8 @@ WORDING = {
         "completions cut off at the token budget get the same (usually zero) reward, whole groups alike: Â = 0, "
         "no gradient from them",
         "raise --max-new-tokens, or --mask-truncated / --overlong-buffer", "raise max_completion_length, or "
-        "mask_truncated_completions=True", (NB6, "### What the constant counts")),
+        "mask_truncated_completions=True", ("notebooks/8_run_doctor.ipynb",
+                                            "## 3 · The token budget: where the signal starves")),
     "no_signal": Wording(
         "groups that teach nothing", "problem",
         "a group whose rewards are all equal has Â = 0 and adds no gradient; {why}",
@@ -88,10 +91,10 @@ WORDING = {
         "filter the dataset (GRPOTrainer has no dynamic sampling)", (NB5, "## Run it: a few steps of the tiny preset")),
     "entropy_collapse": Wording(
         "entropy collapse", "problem",
-        "the policy is near-deterministic: the same actions (groups of identical completions) every time, no "
-        "exploration left",
-        "lower --lr, raise --kl-coef, or --clip-eps-high 0.28 (clip-higher)", "lower learning_rate, raise beta, "
-        "or epsilon_high=0.28", (NB6, "## 3 · Tokens: who loses the gradient")),
+        "the policy is near-deterministic: the same actions every time (for an LM, groups of identical "
+        "completions), no exploration left",
+        "lower --lr; grpo: raise --kl-coef or --clip-eps-high 0.28 (clip-higher); cartpole: --entropy-coef 0.01",
+        "lower learning_rate, raise beta, or epsilon_high=0.28", (NB6, "## 3 · Tokens: who loses the gradient")),
     "kl_blowup": Wording(
         "KL to π_ref blowing up", "problem",
         "the policy is running away from π_ref: steps too large for the data, reward hacking follows",
@@ -115,7 +118,8 @@ WORDING = {
     "nonfinite": Wording(
         "non-finite steps", "problem",
         "a loss or gradient overflowed (NaN/inf); ladder skipped those steps, TRL applies them",
-        "lower --lr or --max-grad-norm; check the reward function for NaN", "lower learning_rate or max_grad_norm",
+        "check the rewards' scale and NaNs first (huge rewards with --scale-rewards none overflow the gradient before "
+        "any clipping), then lower --lr", "scale_rewards, the reward functions, learning_rate",
         ("README.md", "## Every run")),
     "sampler_mismatch": Wording(
         "a sampler mismatch the correction no longer covers", "problem",
@@ -132,8 +136,8 @@ WORDING = {
         ("notebooks/1b_foundations.ipynb", "### Explained variance")),
     "clip_too_high": Wording(
         "clip fraction too high", "problem",
-        "a large share of the tokens has its ratio π_θ/π_old pushed out of [1 − ε, 1 + ε]: the update is leaving "
-        "the trust region",
+        "a large share of the actions (an LM's tokens) has its ratio π_θ/π_old pushed out of [1 − ε, 1 + ε]: the "
+        "update is leaving the trust region; the run may still learn, but it is fragile",
         "lower --mu or --lr (or fewer --num-minibatches)", "lower num_iterations or learning_rate",
         ("notebooks/2_ppo_cartpole.ipynb", "## The clipped objective, on real ratios")),
 }
