@@ -29,8 +29,7 @@ class Thresholds:
     too_hard: float = 0.1  # correctness ≤ 0.1: nearly every completion wrong, groups all-wrong
     entropy_kept: float = 0.1  # entropy down to a tenth of its start: sampling is near-greedy, groups identical
     entropy_min_start: float = 1e-3  # below this at the start the ratio is noise (an already-confident model)
-    entropy_floor: float = 1e-3  # nats per action: sampling is greedy in all but one draw in ~1000 (collapsed
-    # from the first update on, which a ratio to the start cannot see)
+    entropy_floor: float = 1e-3  # nats per action: greedy but ~1 draw in 1000, collapsed even from the start
     kl_high: float = 0.3  # nats per token to π_ref: far past the 0.001–0.05 of a healthy run
     kl_growing_min: float = 0.05  # a growth from tiny values means nothing; from here on it does
     kl_growth: float = 5.0  # last third ≥ 5× the middle third: the KL is running away, not settling
