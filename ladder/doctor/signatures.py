@@ -278,13 +278,13 @@ def kl_blowup(run: Run) -> Finding | None:
     kl = run.get("kl_ref")
     if not enough(kl, T.min_points_trend):
         return None
-    _, middle, last = thirds(kl)
+    first, middle, last = thirds(kl)
     high = med(last) >= T.kl_high
     growing = med(last) >= T.kl_growing_min and med(last) >= T.kl_growth * med(middle)
     if not (high or growing):
         return None
-    return finding("kl_blowup", "kl_ref", last, f"KL(π_θ‖π_ref) median {med(middle):.3g} over {span(middle)}, "
-                   f"{med(last):.3g} over {span(last)}")
+    return finding("kl_blowup", "kl_ref", last, f"KL(π_θ‖π_ref) median {med(first):.3g} over {span(first)}, "
+                   f"{med(middle):.3g} over {span(middle)}, {med(last):.3g} over {span(last)}")
 
 
 def length_drift(run: Run) -> Finding | None:
@@ -390,11 +390,11 @@ def clip_too_high(run: Run) -> Finding | None:
                    f"(μ = {run.facts.shown('mu')}, M = {run.facts.shown('minibatches')}, lr {run.facts.shown('lr')})")
 
 
-SIGNATURES = (loss_zero, clip_zero, truncation, no_signal, entropy_collapse, kl_blowup, length_drift, format_hacking,
-              nothing_moving, nonfinite, sampler_mismatch, critic_not_learning, clip_too_high)
+SIGNATURES = (nonfinite, kl_blowup, entropy_collapse, clip_too_high, sampler_mismatch, nothing_moving,
+              critic_not_learning, truncation, no_signal, length_drift, format_hacking, loss_zero, clip_zero)
 
 
 def diagnose(run: Run) -> list[Finding]:
-    """Every signature's finding on the run, problems first."""
+    """Every finding on the run, problems first, in SIGNATURES' order: likely causes before their symptoms."""
     found = [f for f in (signature(run) for signature in SIGNATURES) if f is not None]
     return sorted(found, key=lambda f: f.severity != "problem")
