@@ -18,7 +18,7 @@ you will be able to:
 
 * ask the doctor whether a run is healthy, and read its answer: what it saw, what it means, what to change;
 * tell the two harmless surprises (the loss ≈ 0, the clip fraction 0 at $\mu \cdot M = 1$) from real problems;
-* recognise each failure the doctor names by the curve it reads, and see the flag that fixes it;
+* recognise the failures of the gallery by the curve the doctor reads, and see the flags that fix them;
 * say where the token budget starves GRPO of its signal, and read a TRL run with the same doctor.
 
 The question asked most about a GRPO or PPO run is not how to write the loss but **is my run healthy?** Every run of
@@ -36,8 +36,10 @@ the next cell makes them, two at a time; afterwards it finds them.""",
     """import shlex
 import statistics
 
+from ladder import run as ladder_run
 from ladder.doctor import diagnose, gallery, read_run, runs
-from ladder.doctor.signatures import T, WORDING
+from ladder.doctor.signatures import SIGNATURES, T, WORDING
+from ladder.tasks import math_problems
 from ladder.viz import doctor_views
 
 runs_made = doctor_views.make_runs()    # the first time: every run, two at a time (minutes); then from the cache
@@ -71,11 +73,13 @@ print(f"median grad_norm  {statistics.median(grad.values):.3g}   (alive: above T
 print(f"clip fraction at each update: {clip.values}")
 p_grad.check("yes" if statistics.median(grad.values) <= T.grad_alive else "no",
              why="each token's ∇log π is weighted by its own Â: the Â sum to 0, the weighted gradients do not")""",
-    r"""md:## 2 · The gallery: each failure, broken and fixed
+    r"""md:## 2 · The gallery: the failures, broken and fixed
 
-`ladder.doctor.gallery.GALLERY` holds one entry per failure the doctor names: a seeded tiny run a flag or two away from
-its rung's healthy preset (the *broken* flags), and the flags that fix it, added after them (a later flag wins).
-Each verdict below is the doctor's, on the real run:""",
+`ladder.doctor.gallery.GALLERY` holds an entry for most failures the doctor names: a seeded tiny run away from its
+rung's healthy preset by the *broken* flags, and the flags that fix it, added after them (a later flag wins). Most
+entries are a flag or two away; `too_hard` and `format_hacking` are more: they need a data file of products, the
+`gsm8k` task and a prompt of their own. For `loss_and_clip_zero`, whose signatures are harmless, the second command
+fixes nothing: it is a contrast (with $\mu = 2$ the ratio moves). Each verdict below is the doctor's, on the real run:""",
     """verdicts = {}
 for name, failure in gallery.GALLERY.items():
     entry = doctor_views.entry_runs(name)        # the rung's healthy preset, the broken run, the fixed run
@@ -84,15 +88,56 @@ for name, failure in gallery.GALLERY.items():
     print(f"{name} ({failure.rung}{', ' + shlex.join(failure.setting) if failure.setting else ''})")
     print(f"   broken: {shlex.join(failure.breaks) or '(the preset itself)'}")
     print(f"       → {', '.join(broken) or 'no problem (the signature ' + failure.signature + ' is harmless)'}")
-    print(f"   fixed:  {shlex.join(failure.fix)}\\n       → {', '.join(fixed) or 'no problem'}")""",
+    label = "fixed:  " if broken else "contrast:"          # a harmless signature has nothing to fix
+    print(f"   {label} {shlex.join(failure.fix)}\\n       → {', '.join(fixed) or 'no problem'}")""",
+    r"""md:Not every signature has an entry. The doctor's signatures (`signatures.SIGNATURES`) that no broken run above
+shows, and the reading the doctor gives on the one `no_signal` entry (its signature has a too-easy reading too, which
+no entry shows):""",
+    """shown = {finding.name for v in verdicts.values() for finding in v["broken"]}
+missing = [signature.__name__ for signature in SIGNATURES if signature.__name__ not in shown]
+print(f"signatures no gallery run shows: {', '.join(missing) or 'none'}")
+for name, failure in gallery.GALLERY.items():
+    if failure.signature == "no_signal":
+        found = next(f for f in verdicts[name]["broken"] if f.name == "no_signal")
+        print(f"no_signal in the gallery: {name} only — the doctor reads: {found.means}")""",
+    r"""md:Two entries teach more than their verdict. `clip_too_high` is diagnosed, yet its broken run does not fail: CartPole
+is forgiving, and a hundred passes at a high rate still solve it, stopping early once the evaluation return reaches
+the stop, sooner than the healthy preset. What goes wrong is the update: its largest ratios go far out of
+$[1-\varepsilon, 1+\varepsilon]$ and its training returns swing. A high clip fraction is a warning that the steps leave
+the trust region — the clip is doing its work, the run is fragile — not a proof of failure. From the runs:""",
+    """for kind in ("broken", "healthy"):
+    run = read_run(doctor_views.entry_runs("clip_too_high")[kind])
+    evals, ratio_max, returns = run.get("eval_return_mean"), run.get("ratio_max"), run.get("return")
+    print(f"{kind:8s} updates run {run.get('clip_frac').steps[-1]:3d}, eval return {evals.values[-1]:.0f} at update "
+          f"{evals.steps[-1]}, median clip fraction {statistics.median(run.get('clip_frac').values):.2f}, "
+          f"largest ratio {max(ratio_max.values):.1f}, training return {min(returns.values):.0f} to "
+          f"{max(returns.values):.0f}")""",
+    r"""md:`format_hacking` samples products of three-digit numbers, which the tiny model never solves, at $\tau = 1.3$: it
+first loses the answer format, then learns it again, so the format reward rises while correctness stays 0. Its fix,
+`--task arithmetic`, gives it sums it can learn, and the doctor then sees no rise of the format alone. With
+`--task arithmetic`, neither `--dataset` nor `--system-prompt` left in the fixed command decides what it sees: the
+dataset is ignored (the task brings its own sums), and the prompt it gives is the arithmetic task's own (printed
+below), so it changes nothing. What the fixed run really uses (`python -m ladder.run grpo ... --print-config` prints the same), and the
+rewards of both runs, update by update:""",
+    """rung, flags = gallery.entry_flags("format_hacking", fixed=True)
+cfg = ladder_run.make_config(rung, ladder_run.load_rung(rung), [*flags, "--out", "-"])
+print(f"task {cfg.task}; dataset {cfg.dataset!r} (ignored by the arithmetic task)")
+prompt, own = math_problems.system_prompt(cfg.task, cfg.system_prompt), math_problems.system_prompt(cfg.task)
+print(f"system prompt {prompt!r}: " + ("the arithmetic task's own prompt" if prompt == own else f"not the task's {own!r}"))
+for kind in ("broken", "fixed"):
+    run = read_run(doctor_views.entry_runs("format_hacking")[kind])
+    for reward in ("correctness", "format"):
+        s = run.get(f"rewards/{reward}/mean")
+        print(f"{kind:6s} {reward:11s} median {statistics.median(s.values[:len(s) // 2]):.2f} over the first half, "
+              f"{statistics.median(s.values[len(s) // 2:]):.2f} over the last: {[round(v, 2) for v in s.values]}")""",
     r"""md:Pick an entry: the curve of the metric its signature reads, on the broken run (red), the fixed run (green) and the
 rung's healthy preset (grey), with the window the doctor read circled; the legend and the line above the figure give the doctor's
 problems on each run. `python -m ladder.doctor RUN_DIR --plot` draws the same evidence into `RUN_DIR/doctor.png`.""",
     """view = doctor_views.gallery_view("truncation")
 view""",
     r"""md:The doctor's whole verdict on the entry picked above, broken and fixed — what it saw (the numbers), what it means,
-what to change (ladder's flag and TRL's name), and the notebook section that explains it. Pick another entry and run
-this cell again:""",
+what to change (ladder's flag and TRL's name), and the notebook section that explains it (for `loss_and_clip_zero`
+the "fixed" run is the contrast at $\mu = 2$). Pick another entry and run this cell again:""",
     """name = view.data["entry"]
 print(f"{name}: {gallery.GALLERY[name].why}\\n")
 for kind in ("broken", "fixed"):
@@ -120,11 +165,17 @@ clear = [b for b, p in sweep.items() if "truncation" not in p["problems"]]
 print(f"truncation diagnosed at {starved}; not at {clear}")
 preset = read_run(sweep[max(sweep)]["path"])
 print(f"at --max-new-tokens {max(sweep)} the completions are {min(preset.get('completions/min_length').values):.0f} to "
-      f"{max(preset.get('completions/max_length').values):.0f} tokens long")""",
+      f"{max(preset.get('completions/max_length').values):.0f} tokens long")
+healthy_alike = sweep[max(sweep)]["alike"]
+regained = min(b for b, p in sweep.items() if p["alike"] <= healthy_alike + 0.05)
+print(f"zero-spread groups back at the preset's level ({healthy_alike:.2f}, within 0.05) from budget {regained}, "
+      f"where the cut-off share is still {sweep[regained]['cut']:.2f}")""",
     r"""md:Move the slider. Left: the two shares update by update at one budget; right: their late medians at every budget,
 with the doctor's thresholds dashed. Below the shortest completion's length (printed above) every completion is cut
-off, every group is alike and nothing is learnt; between the shortest and the longest some are cut off, and a group
-teaches only where its completions differ; past the longest, groups regain their spread.""",
+off, every group is alike and nothing is learnt. Between the shortest and the longest some are cut off, and a group
+that mixes cut-off completions (reward 0) with finished ones has spread: the zero-spread share is back at the preset's
+level already at a budget where a large share of completions is still cut off (the last line printed above), well
+before the budget passes the longest completion. The doctor asks for both shares to be high for that reason.""",
     """budget = doctor_views.budget_view(sweep)
 budget""",
     r"""md:## 4 · Reading a TRL run
@@ -149,8 +200,8 @@ display(Markdown("\\n".join(rows)))""",
     """p_budget = viz.Predict(f"Of the budgets {list(sweep)}, which is the smallest at which the doctor no longer finds "
                        "truncation?", choices=tuple(sweep))
 p_budget.answer = None
-p_mu2 = viz.Predict("The fix of loss_and_clip_zero adds --mu 2. Over the last half of that run, is the median clip "
-                    "fraction 0 (≤ T.clip_zero), or above it?", choices=("0", "above"))
+p_mu2 = viz.Predict("The contrast run of loss_and_clip_zero adds --mu 2. Over the last half of that run, is the median "
+                    f"clip fraction 0 (≤ T.clip_zero = {T.clip_zero}), or above it?", choices=("0", "above"))
 p_mu2.answer = None
 p_count = viz.Predict(f"Of the {len(gallery.GALLERY)} broken runs, how many would make the doctor exit with code 1 "
                       "(a problem, not only harmless notes)?")
@@ -170,7 +221,8 @@ for question in (p_budget, p_mu2, p_count, p_trl, why_alike):
 mu2 = read_run(gallery.run_gallery_entry("loss_and_clip_zero", fixed=True)).get("clip_frac")
 late_clip = statistics.median(mu2.values[len(mu2) // 2:])
 p_mu2.check("above" if late_clip > T.clip_zero else "0",
-            why=f"median {late_clip:.3g}: the second pass starts from a moved π_θ, its ratios leave 1")
+            why=f"median {late_clip:.3g} against T.clip_zero = {T.clip_zero}: the second pass starts from a moved π_θ, "
+                f"so the ratios leave 1, but a ratio is clipped only once it leaves [1 − ε, 1 + ε] — most do not")
 harmless = [name for name, v in verdicts.items() if not doctor_views.problems(v["broken"])]
 p_count.check(len(verdicts) - len(harmless), why=f"all but {', '.join(harmless)}, whose signature is harmless")
 p_trl.check(runs.TRL_NAMES["kl"], why="TRL's kl is its mean per-token KL estimate to π_ref: ladder's kl_ref")

@@ -1,5 +1,7 @@
-"""The failure gallery: each failure the doctor names, reproduced by a seeded tiny run on the CPU a flag or two away
-from a healthy preset, and the flags that fix it.
+"""The failure gallery: the failures the doctor names, each reproduced by a seeded tiny run on the CPU, and the flags
+that fix it. Most entries are a flag or two away from a healthy preset; too_hard and format_hacking need a data file
+of products, the gsm8k task and a prompt. Not every signature has an entry: no run here shows length_drift, and
+no_signal only in its too-hard case, not its too-easy one (notebook 8 checks this against ``signatures.SIGNATURES``).
 
     broken run = python -m ladder.run RUNG  *preset  *breaks
     fixed run  = python -m ladder.run RUNG  *preset  *breaks  *fix      (a later flag wins)
@@ -74,8 +76,9 @@ GALLERY = {
         "format_hacking", "grpo", ("--task", "gsm8k", "--dataset", f"{DATA}/products.jsonl", "--system-prompt",
                                    TINY_PROMPT, "--temperature", "1.3", "--kl-coef", "0.2", "--steps", "12"),
         ("--task", "arithmetic"),
-        "on products it never gets right, only the format reward tells completions apart: sampled at τ = 1.3 "
-        "the format is learnable and rises, the correctness stays 0; on sums it can learn both rise"),
+        "on products the tiny model never solves, only the format reward tells completions apart: sampled at "
+        "τ = 1.3 it first loses the format, then learns it again, so the format reward rises while correctness "
+        "stays 0; the fix gives it data it can learn (the sums), where the doctor sees no format-only rise"),
     "kl_blowup": Failure(
         "kl_blowup", "grpo", ("--lr", "1e-2", "--warmup-steps", "0"), ("--lr", "1e-3"),
         "ten times the preset's learning rate, from the first update: each step moves the policy farther than "
@@ -106,8 +109,11 @@ GALLERY = {
         setting=("--mu", "1", "--total-steps", "4096")),
     "clip_too_high": Failure(
         "clip_too_high", "cartpole", ("--mu", "100", "--lr", "4e-2"), ("--mu", "15", "--lr", "2e-3"),
-        "a hundred passes at twenty times the learning rate: every batch is pushed far past 1 ± ε, a third "
-        "of the ratios are clipped"),
+        "a hundred passes at twenty times the learning rate: every batch is pushed far past 1 ± ε and a third "
+        "of the ratios are clipped, yet CartPole is forgiving and this run solves it (its eval return reaches "
+        "the stop) while its largest ratios go wild and its training returns swing: a high clip fraction warns "
+        "that the steps leave the trust region (the clip is doing its work, the run is fragile), it is not "
+        "proof of failure"),
 }
 
 

@@ -4,7 +4,7 @@
     make_runs       every run the notebook reads, made (or found in the cache) two at a time
     entry_runs      a gallery entry's three runs: the rung's healthy preset, the broken run and the fixed one
     verdict         the doctor's findings on a run directory, and its text report
-    gallery_view    a dropdown of the entries: the metric the entry's signature reads, healthy / broken / fixed
+    gallery_view    a dropdown of the entries: the metric(s) the entry's signature reads, healthy / broken / fixed
     budget_sweep    the healthy tiny grpo run at each token budget (--max-new-tokens): the late medians the
                     truncation signature reads, and the doctor's problems
     budget_view     a slider over the budgets: both shares against the doctor's thresholds (``Thresholds``)
@@ -62,14 +62,15 @@ def entry_metric(name: str, findings: list[Finding]) -> str:
     return next(f.metric for f in findings if f.name == GALLERY[name].signature)
 
 
-def _draw_entry(values: dict) -> tuple[Figure, dict]:
-    name = values["entry"]
-    runs = entry_runs(name)
-    found = {kind: verdict(path)[0] for kind, path in runs.items()}
-    metric = entry_metric(name, found["broken"])
-    fig = Figure(figsize=(7.5, 3.0))
-    ax = fig.add_subplot(1, 1, 1)
-    data = {"entry": name, "metric": metric}
+# The signatures that compare more than one series: every (metric, threshold) they read, each drawn in its own panel.
+PANELS = {"truncation": (("completions/clipped_ratio", "truncated_share"), ("frac_reward_zero_std", "zero_std_share"))}
+
+
+def _plot_metric(ax, name: str, metric: str, runs: dict[str, Path], found: dict[str, list[Finding]],
+                 threshold: str | None) -> dict:
+    """One metric of entry ``name`` on healthy / broken / fixed runs, the broken run's evidence circled, and the
+    doctor's threshold ``Thresholds.<threshold>`` dashed when given. Returns the curves drawn."""
+    data = {}
     widths = {"healthy": 5, "broken": 1.5, "fixed": 1.5}  # the healthy run a wide band: the fixed one is often it
     for kind, path in runs.items():
         s = read_run(path).get(metric)
@@ -80,12 +81,32 @@ def _draw_entry(values: dict) -> tuple[Figure, dict]:
                     marker="" if kind == "healthy" else ".",
                     label=f"{kind}{same}: {', '.join(problems(found[kind])) or 'no problem'}")
     evidence = next(f for f in found["broken"] if f.name == GALLERY[name].signature)
-    ax.scatter(evidence.steps, evidence.values, s=60, facecolors="none", edgecolors="k", zorder=3,
-               label="the evidence the doctor read")
-    ax.set_xlabel("step (as the run logs it; CartPole: environment steps)")
+    if evidence.metric == metric:
+        ax.scatter(evidence.steps, evidence.values, s=60, facecolors="none", edgecolors="k", zorder=3,
+                   label="the evidence the doctor read")
+    if threshold is not None:
+        ax.axhline(getattr(T, threshold), color="k", ls="--", lw=0.8, label=f"{threshold} {getattr(T, threshold)}")
+    ax.set_xlabel("update")
     ax.set_ylabel(metric)
     ax.set_title(f"{name}: {metric}", fontsize=9)
     ax.legend(fontsize=7, loc="best")
+    return data
+
+
+def _draw_entry(values: dict) -> tuple[Figure, dict]:
+    name = values["entry"]
+    runs = entry_runs(name)
+    found = {kind: verdict(path)[0] for kind, path in runs.items()}
+    metric = entry_metric(name, found["broken"])
+    panels = PANELS.get(GALLERY[name].signature, ((metric, None),))
+    fig = Figure(figsize=(7.5 if len(panels) == 1 else 10.5, 3.0))
+    data = {"entry": name, "metric": metric}
+    for i, (shown, threshold) in enumerate(panels):
+        curves = _plot_metric(fig.add_subplot(1, len(panels), i + 1), name, shown, runs, found, threshold)
+        if shown == metric:
+            data.update(curves)
+        else:
+            data[shown] = curves
     fig.tight_layout()
     data["summary"] = (f"broken → {', '.join(problems(found['broken'])) or 'no problem'}; fixed → "
                        f"{', '.join(problems(found['fixed'])) or 'no problem'}")
@@ -94,7 +115,8 @@ def _draw_entry(values: dict) -> tuple[Figure, dict]:
 
 def gallery_view(entry: str = "truncation") -> View:
     """A dropdown over ``GALLERY``: the broken run's, the fixed run's and the healthy preset's curve of the metric the
-    entry's signature reads, the evidence window circled; the doctor's problems on each in the legend."""
+    entry's signature reads (each of them, with its threshold, where it reads several: ``PANELS``), the evidence
+    window circled; the doctor's problems on each in the legend."""
     dropdown = widgets.Dropdown(options=list(GALLERY), value=entry, description="entry", **_CONTROL)
     return View({"entry": dropdown}, _draw_entry, title="The failure gallery: healthy, broken, fixed")
 
