@@ -98,10 +98,17 @@ class Processes:
             torch.distributed.barrier()
 
     def close(self) -> None:
-        """Wait for every process, then leave the group together: a process that exits while its peers still
-        hold connections to it can take them down with it (gloo aborts on a closed peer)."""
+        """Leave the group together. A process that exits, or tears its gloo connections down, while a peer still
+        waits on a message from it can hang or abort that peer; so: a barrier (every collective done), then a wait
+        on the launcher's key-value store until every process is past it (no gloo message in flight), then
+        ``destroy_process_group`` in each."""
         if self.world > 1 and torch.distributed.is_initialized():
+            from torch.distributed.distributed_c10d import _get_default_store
+
             torch.distributed.barrier()
+            store = _get_default_store()
+            store.set(f"ladder/closing/{self.rank}", "1")
+            store.wait([f"ladder/closing/{rank}" for rank in range(self.world)])
             torch.distributed.destroy_process_group()
 
     @property
