@@ -4,7 +4,7 @@ of it; every rung's tiny preset (grpo, ppo-sentiment and agent shortened to 8 up
 
 Each run takes about 10 s on one core. The runs are cached in ``gallery.default_cache()`` ($LADDER_CACHE/gallery),
 keyed by configuration and by the package's source: the xdist workers, the gallery notebook run beside them and the
-next session share them (a run is renamed into place when complete, a lock makes a second process wait for it), so a
+next pytest run share them (a run is renamed into place when complete, a lock makes a second process wait for it), so a
 run several need is made once, and a run made by other code is never reused."""
 
 from __future__ import annotations
