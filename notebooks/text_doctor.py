@@ -42,6 +42,11 @@ from ladder.doctor.signatures import SIGNATURES, T, WORDING
 from ladder.tasks import math_problems
 from ladder.viz import doctor_views
 
+def command(flags) -> str:   # flags as a shell command, the gallery's data directory (the products file) written out
+    data = str(gallery.default_cache() / "data")
+    return shlex.join(flag.replace(gallery.DATA, data) for flag in flags)
+
+
 runs_made = doctor_views.make_runs()    # the first time: every run, two at a time (minutes); then from the cache
 print(f"the {runs_made} runs this notebook reads are in {gallery.default_cache()}")""",
     r"""md:## 1 · Reading a run: the clean bill and two harmless notes
@@ -85,11 +90,11 @@ for name, failure in gallery.GALLERY.items():
     entry = doctor_views.entry_runs(name)        # the rung's healthy preset, the broken run, the fixed run
     verdicts[name] = {kind: doctor_views.verdict(path)[0] for kind, path in entry.items()}
     broken, fixed = (doctor_views.problems(verdicts[name][kind]) for kind in ("broken", "fixed"))
-    print(f"{name} ({failure.rung}{', ' + shlex.join(failure.setting) if failure.setting else ''})")
-    print(f"   broken: {shlex.join(failure.breaks) or '(the preset itself)'}")
+    print(f"{name} ({failure.rung}{', ' + command(failure.setting) if failure.setting else ''})")
+    print(f"   broken: {command(failure.breaks) or '(the preset itself)'}")
     print(f"       → {', '.join(broken) or 'no problem (the signature ' + failure.signature + ' is harmless)'}")
     label = "fixed:  " if broken else "contrast:"          # a harmless signature has nothing to fix
-    print(f"   {label} {shlex.join(failure.fix)}\\n       → {', '.join(fixed) or 'no problem'}")""",
+    print(f"   {label} {command(failure.fix)}\\n       → {', '.join(fixed) or 'no problem'}")""",
     r"""md:Not every signature has an entry. The doctor's signatures (`signatures.SIGNATURES`) that no broken run above
 shows, and the reading the doctor gives on the one `no_signal` entry (its signature has a too-easy reading too, which
 no entry shows):""",
@@ -142,7 +147,7 @@ the "fixed" run is the contrast at $\mu = 2$). Pick another entry and run this c
 print(f"{name}: {gallery.GALLERY[name].why}\\n")
 for kind in ("broken", "fixed"):
     rung, flags = gallery.entry_flags(name, fixed=kind == "fixed")
-    print(f"--- {kind}: python -m ladder.run {rung} {shlex.join(flags)}")
+    print(f"--- {kind}: python -m ladder.run {rung} {command(flags)}")
     print(doctor_views.verdict(doctor_views.entry_runs(name)[kind])[1], "\\n")""",
     r"""md:## 3 · The token budget: where the signal starves
 
