@@ -167,9 +167,10 @@ def test_logprobs_on_the_cache_equal_one_full_forward_with_two_masks(scripted, m
 
 
 def test_sampling_logp_equals_one_full_forward(model, tok):
-    """The random model sampling on its own (τ = 0.7, top-p 0.9, prompts of different lengths shared by groups):
+    """The random model sampling on its own (τ = 0.7, no top-p cut, prompts of different lengths shared by groups):
     each prompt goes through the model once and each token once; the log π_sampler recorded as each token was
-    drawn = the policy's full forward, to float32 tolerance."""
+    drawn = the policy's full forward, to float32 tolerance (under a top-p cut it is log p − log Z_t:
+    test_sampler_top_p)."""
     policy = CausalLMPolicy(model, temperature=0.7)
     enc = prompts(tok, ["What is 12 * 34?", "What is 56 * 78? Use the tool."])
     prompt_ids, prompt_mask = enc.input_ids.repeat_interleave(3, 0), enc.attention_mask.repeat_interleave(3, 0)
@@ -178,7 +179,7 @@ def test_sampling_logp_equals_one_full_forward(model, tok):
     hook = model.register_forward_pre_hook(lambda _, args, kwargs: fed.append(kwargs["input_ids"].shape),
                                            with_kwargs=True)
     try:
-        t = multi_turn(policy, tok, envs, prompt_ids, prompt_mask, 24, 2, do_sample=True, top_p=0.9,
+        t = multi_turn(policy, tok, envs, prompt_ids, prompt_mask, 24, 2, do_sample=True, top_p=1.0,
                        generator=torch.Generator().manual_seed(0))
     finally:
         hook.remove()

@@ -269,7 +269,8 @@ class CausalLMPolicy(nn.Module):
                  eos_token_id: int | None, do_sample: bool = True, top_k: int = 0, top_p: float = 1.0,
                  min_new_tokens: int = 0, record_logp: bool = False) -> tuple[Tensor, ...]:
         """Sample completions for left-padded prompts; return (completion ids, completion mask), ``[B, T]``,
-        and with ``record_logp`` the sampler's own log-probs of the tokens, ``[B, T]`` (``RecordLogp``).
+        and with ``record_logp`` the sampler's own log-probs of the tokens, ``[B, T]`` (``RecordLogp``): those
+        of the distribution they were drawn from, top-k and top-p cut and renormalised; 0 after the first EOS.
 
         Tokens after the first EOS are padding (mask 0); the EOS itself is a real action. With
         ``sampler_dtype`` the tokens are drawn from the weights rounded to it (``lower_precision``).
@@ -280,7 +281,7 @@ class CausalLMPolicy(nn.Module):
             kwargs.update(do_sample=True, temperature=self.temperature, top_k=top_k, top_p=top_p)
         else:
             kwargs.update(do_sample=False, temperature=None, top_k=None, top_p=None)
-        recorder = RecordLogp(self.temperature) if record_logp else None
+        recorder = RecordLogp(self.temperature, top_k, top_p) if record_logp else None
         if recorder is not None:
             kwargs["logits_processor"] = LogitsProcessorList([recorder])
         with _eval_mode(self.model), self.sampling_weights():
@@ -294,9 +295,10 @@ class CausalLMPolicy(nn.Module):
                 kwargs.update(with_cache(cache))
             out = self.model.generate(input_ids=prompt_ids, attention_mask=prompt_mask, **kwargs)
         completion = out[:, prompt_ids.shape[1]:]
+        mask = completion_mask(completion, eos_token_id)
         if recorder is None:
-            return completion, completion_mask(completion, eos_token_id)
-        return completion, completion_mask(completion, eos_token_id), recorder.finish(completion)
+            return completion, mask
+        return completion, mask, recorder.finish(completion).masked_fill(mask == 0, 0.0)
 
 
 class ReferenceWeights:

@@ -3,11 +3,16 @@
 ``lower_precision(model, dtype)`` makes every linear layer (4-bit ones dequantized) multiply by a copy of
 its weight in ``dtype``, once, on entry: generate then draws from π_sampler, the same weights rounded —
 as a bf16 inference engine beside an fp32 trainer does. ``RecordLogp`` keeps, while ``generate`` runs,
-the sampler's own log-prob of each token it drew, from the logits generate computes anyway:
+the sampler's own log-prob of each token it drew, from the logits generate computes anyway (no extra
+forward). The token was drawn from q: p = softmax(logits_t / τ) cut to the tokens top-k and top-p keep
+(the nucleus N_t) and renormalised. That is what it records, through the very warpers generate applies
+(``sampling_warpers``), then a log_softmax:
 
-    log π_sampler(c_t) = log_softmax(logits_t / τ)[c_t]        (no extra forward)
+    log π_sampler(c_t) = log q(c_t) = log p(c_t) − log Σ_{b∈N_t} p(b)        (c_t ∈ N_t)
 
-π_old stays the trainer's full-precision forward of the same tokens; ``core.sampler`` weighs the two.
+π_old stays the trainer's full-precision forward of the same tokens, over the whole p; ``core.sampler``
+weighs the two, so under a top-k or top-p cut the weight π_old / π_sampler of a token is the mass its
+step kept, Z_t = Σ_{b∈N_t} p(b) ≤ 1 (times the rounding's ratio with ``lower_precision``).
 """
 
 from __future__ import annotations
@@ -16,7 +21,13 @@ from contextlib import contextmanager
 
 import torch
 from torch import Tensor, nn
-from transformers import LogitsProcessor
+from transformers import (
+    LogitsProcessor,
+    LogitsProcessorList,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+)
 
 from ladder.runlog import UsageError
 
@@ -73,13 +84,39 @@ def lower_precision(model: nn.Module, dtype: torch.dtype):
             del layer.forward
 
 
-class RecordLogp(LogitsProcessor):
-    """Run inside ``generate`` (before its temperature and top-p warpers): at each step, the log-prob under
-    logits / τ of the token drawn at the step before; ``finish`` adds the last token's. Holds one step's
-    ``[B, V]`` log-probs at a time."""
+def sampling_warpers(temperature: float, top_k: int | None = 0, top_p: float | None = 1.0) -> LogitsProcessorList:
+    """The warpers ``generate(do_sample=True, temperature=τ, top_k=k, top_p=p)`` applies after every other
+    logits processor, in its order and with its ``min_tokens_to_keep`` = 1 (one beam): z / τ, then the k
+    largest kept, then the smallest set of those whose mass (renormalised) reaches p; a dropped token's
+    score is −inf. (A model's own generation config may add min-p or typical-p warpers: not mirrored here.)"""
+    warpers = LogitsProcessorList()
+    if temperature is not None and temperature != 1.0:
+        warpers.append(TemperatureLogitsWarper(temperature))
+    if top_k is not None and top_k != 0:
+        warpers.append(TopKLogitsWarper(top_k=top_k, min_tokens_to_keep=1))
+    if top_p is not None and top_p < 1.0:
+        warpers.append(TopPLogitsWarper(top_p=top_p, min_tokens_to_keep=1))
+    return warpers
 
-    def __init__(self, temperature: float):
-        self.temperature, self.previous, self.logps = temperature, None, []
+
+def sampled_logp(input_ids: Tensor, scores: Tensor, warpers: LogitsProcessorList) -> Tensor:
+    """``[B, V]`` log q of every token, q the distribution a sampler draws from after ``warpers``:
+
+        log q(a) = log p(a) − log Σ_{b∈N} p(b)   for a in the kept set N,   −inf outside,
+
+    p = softmax(scores / τ); the log_softmax of the warped scores computes exactly that."""
+    return torch.log_softmax(warpers(input_ids, scores.float()), dim=-1)
+
+
+class RecordLogp(LogitsProcessor):
+    """Run inside ``generate``, after its other processors and before its warpers: at each step, the
+    log-prob of the token drawn at the step before under the distribution it was drawn from,
+    log q(a) = log p(a) − log Σ_{b∈N} p(b) (``sampled_logp`` with generate's own ``sampling_warpers``:
+    temperature, top-k, top-p); ``finish`` adds the last token's. Holds one step's ``[B, V]`` log-probs
+    at a time."""
+
+    def __init__(self, temperature: float, top_k: int | None = 0, top_p: float | None = 1.0):
+        self.warpers, self.previous, self.logps = sampling_warpers(temperature, top_k, top_p), None, []
 
     def _take(self, tokens: Tensor) -> None:
         self.logps.append(self.previous.gather(1, tokens[:, None]).squeeze(1))
@@ -87,11 +124,12 @@ class RecordLogp(LogitsProcessor):
     def __call__(self, input_ids: Tensor, scores: Tensor) -> Tensor:
         if self.previous is not None:
             self._take(input_ids[:, -1])
-        self.previous = torch.log_softmax(scores.float() / self.temperature, dim=-1)
+        self.previous = sampled_logp(input_ids, scores, self.warpers)
         return scores
 
     def finish(self, completion: Tensor) -> Tensor:
-        """``[B, T]`` log π_sampler of the completion's tokens (positions after EOS hold junk: mask them)."""
+        """``[B, T]`` log π_sampler of the completion's tokens (positions after EOS hold junk, −inf where generate's
+        pad is outside the kept set: mask them)."""
         if self.previous is not None and len(self.logps) < completion.shape[1]:
             self._take(completion[:, len(self.logps)])
         self.previous = None

@@ -31,6 +31,7 @@ from torch import Tensor
 from ladder.core.swappable import swappable
 from ladder.patches import cache_of, with_cache
 from ladder.policies.causal_lm import _eval_mode, position_ids_for, shared_prompts
+from ladder.policies.sampler import sampled_logp, sampling_warpers
 from ladder.tasks import tool_calls
 
 
@@ -41,7 +42,7 @@ class Trajectories:
     completion: Tensor       # [B, T] the model's and the environment's tokens, pad after the end
     mask: Tensor             # [B, T] 1 on the model's tokens (EOS of each turn included): the loss mask
     attention_mask: Tensor   # [B, T] 1 on every token the model reads: its own and the environment's
-    sampling_logp: Tensor    # [B, T] log π_sampler of the model's tokens, recorded as drawn (0 elsewhere)
+    sampling_logp: Tensor    # [B, T] log π_sampler of the model's tokens, as drawn: top-p's q (0 elsewhere)
     turn: Tensor             # [B, T] the model turn a token belongs to (−1: the environment's, pad)
     truncated: Tensor        # [B] bool: the budget ran out before the model answered
     tool_calls: Tensor       # [B] tool calls made (those past --max-tool-calls included)
@@ -103,18 +104,20 @@ class _Row:
 
 def _draw(logits: Tensor, temperature: float, top_p: float, do_sample: bool,
           generator: torch.Generator | None) -> tuple[Tensor, Tensor]:
-    """(tokens [B], log π_sampler(token) [B]) from the last position's logits: softmax(z / τ), top-p kept."""
-    logp = torch.log_softmax(logits.float() / temperature, dim=-1)
+    """(tokens [B], log π_sampler(token) [B]) from the last position's logits. Sampling draws from q: p =
+    softmax(z / τ) cut to the top-p nucleus N (generate's own warpers, ``sampling_warpers``) and renormalised,
+    and records the log-prob of that distribution,
+
+        log q(a) = log p(a) − log Σ_{b∈N} p(b);
+
+    greedy takes the argmax of p and records its log p."""
     if not do_sample:
+        logp = torch.log_softmax(logits.float() / temperature, dim=-1)
         tokens = logp.argmax(-1)
         return tokens, logp.gather(1, tokens[:, None]).squeeze(1)
-    weights = logp.exp()
-    if top_p < 1.0:
-        sorted_p, order = weights.sort(dim=-1, descending=True)
-        dropped = sorted_p.cumsum(-1) - sorted_p > top_p  # keep the smallest set whose mass reaches p
-        weights = weights.scatter(1, order, sorted_p.masked_fill(dropped, 0.0))
-    tokens = torch.multinomial(weights, 1, generator=generator).squeeze(1)
-    return tokens, logp.gather(1, tokens[:, None]).squeeze(1)
+    logq = sampled_logp(None, logits, sampling_warpers(temperature, top_p=top_p))
+    tokens = torch.multinomial(logq.exp(), 1, generator=generator).squeeze(1)
+    return tokens, logq.gather(1, tokens[:, None]).squeeze(1)
 
 
 def _prefill(model, prompt_ids: Tensor, prompt_mask: Tensor):
