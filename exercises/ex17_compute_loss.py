@@ -16,18 +16,20 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
                  cispo_loss(logp, r, Â, cfg.cispo_max_weight)   objective "cispo" (ladder.core)
                  pg_loss(logp, Â)                               objective "reinforce" (ex02)
                  anything else: raise ValueError; likewise for an unknown ratio_level
-    ℓ, s       = sampler_correction(ℓ, logp, old_logp, mb.sampling_logp, Â, mask, cfg.sampler_correction,
-                                    cfg.sampler_clip_min, cfg.sampler_clip_max, cfg.off_policy_mask)
+    w          = corrected_weights(old_logp, mb.sampling_logp, mask, cfg.sampler)
+    ℓ, s       = sampler_correction(ℓ, logp, old_logp, mb.sampling_logp, Â, mask, cfg.sampler, w)
                  (ladder.core; exercise 21 writes its weights): when a sampler π_sampler ≠ π_old drew the
                  tokens, ℓ_t × π_old/π_sampler × the off-policy mask, per token, before the aggregation and
                  on the policy term alone; s, its statistics ({} and ℓ unchanged when mb.sampling_logp and
-                 cfg.off_policy_mask are both None)
+                 cfg.sampler.off_policy_mask are both None)
     L_pg       = agg(ℓ)
     L          = L_pg
                + c_v · agg(value_loss(V, V_old, R, cfg.value_clip))   if V and mb.returns are not None (ex06);
                                                                        V_old = mb.values, or V.detach() if None
-               + c_H · agg(entropy_bonus(H))                          if H is not None (ladder.core;
-                                                                       add only if c_H ≠ 0)
+               + c_H · masked_mean(entropy_bonus(H), mask)            if H is not None (ladder.core;
+                                                                       add only if c_H ≠ 0): a token mean
+                                                                       whatever cfg.aggregation, masked_mean(x,
+                                                                       m) = Σ m·x / Σ m (ladder.core)
                + β · agg(kl_estimate(logp, ref_logp, k, old_logp if cfg.kl_correction else None))
                                                                        if mb.ref_logp is not None (ex08;
                                                                        add only if β ≠ 0)
@@ -45,7 +47,7 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
                 loss    the scalar L, with its graph
                 stats   ladder.core.stats.minibatch_stats(terms, r, Â, mask, logp, old_logp, ε_low, ε_high)
                         (ε_high resolved: a number, never None), where
-                        terms = {"loss_pg": L_pg, **s, "value_loss": …, "entropy": −agg(entropy_bonus(H)),
+                        terms = {"loss_pg": L_pg, **s, "value_loss": …, "entropy": masked_mean(H, mask) detached,
                         "kl_ref": agg(KL), "loss": L} — each term present when it was computed, whatever its
                         coefficient
                 tensors {"ratio": r.detach(), "advantages": Â, "mask": mask, "values": V.detach() or None,

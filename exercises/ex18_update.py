@@ -17,11 +17,15 @@ The loop every rung calls once per batch (notebook 2 runs it; notebook 3 watches
     params = the optimiser's parameters that require a gradient
     for k in range(μ):
         for mb in batch.minibatches(M, generator):      a fresh shuffle each pass, from ``generator``
-            loss, stats, tensors = compute_loss(policy, mb, cfg, N / M)      (N = num_tokens; None stays None)
+            cfg_k = cfg, or with entropy_control: replace(cfg, entropy_coef=entropy_control.applied())
+            loss, stats, tensors = compute_loss(policy, mb, cfg_k, N / M)    (N = num_tokens; None stays None)
             optimizer.zero_grad(set_to_none=True); loss.backward()
             ‖g‖ = torch.nn.utils.clip_grad_norm_(params, cfg.max_grad_norm, or inf when it is None)
             stats.update(step_if_finite(optimizer, params, loss, ‖g‖))     (ladder.core.update: steps unless
                                                                            something is not finite)
+            with entropy_control: entropy_control.observe((H · kept).sum(), kept.sum()) and
+                stats["entropy_coef"] = entropy_control.coef, where H = tensors["entropy"] and
+                kept = tensors["kept"] (the tokens the policy term kept; tensors["mask"] if absent)
             keep (tensors["values"], tensors["returns"], tensors["mask"]) when both are not None
         record = pass_record(k, the pass's stats, the kept critic tensors)   (ladder.core.stats)
         stop after this pass if cfg.target_kl is not None and record["approx_kl_old_k3"] > cfg.target_kl
@@ -33,6 +37,7 @@ The loop every rung calls once per batch (notebook 2 runs it; notebook 3 watches
     cfg        a ladder.core.UpdateConfig
     generator  the torch.Generator that shuffles the minibatches (None: torch's global one)
     num_tokens N of aggregation "sum_over_constant" for the whole batch (else None)
+    entropy_control  a ladder.core.AdaptiveEntropyCoef that moves c_H after every step (None: c_H is cfg's)
     result     list[dict]: one record per pass
 
 Use your ``compute_loss`` (``from ex17_compute_loss import compute_loss``) or ladder.core's. Worked
@@ -65,6 +70,7 @@ from ladder.core.update import step_if_finite  # noqa: F401 - you will need it
 
 
 def update(policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: UpdateConfig,
-           generator: torch.Generator | None = None, num_tokens: float | None = None) -> list[dict]:
+           generator: torch.Generator | None = None, num_tokens: float | None = None,
+           entropy_control=None) -> list[dict]:
     """μ passes of shuffled minibatches, one optimiser step each; one record per pass."""
     raise NotImplementedError

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ladder.trl_map_design import DESIGN_ROWS
 from ladder.trl_map_ppo import PPO_ROWS, RLOO_ROWS
 from ladder.trl_mapping import (
     CLASSIC,
@@ -109,7 +110,8 @@ GRPO_ROWS = (
     Mapping(G, "off_policy_mask_threshold", "grpo", "off_policy_mask", "off_policy_keep",
             "δ of DeepSeek-V3.2's off-policy sequence mask", same("off_policy_mask")),
     Mapping(G, "loss_type", "grpo", "loss_type", "aggregate",
-            "grpo | bnpo | dr_grpo | dapo | cispo, the same names (TRL's default is dapo, ladder's grpo)",
+            "grpo | bnpo | dr_grpo | dapo | cispo | sapo | luspo | vespo, the same names (TRL's default is dapo, "
+            "ladder's grpo)",
             same("loss_type")),
     Mapping(G, "scale_rewards", "grpo", "scale_rewards", "group_relative", "group | batch | none",
             same("scale_rewards")),
@@ -132,9 +134,6 @@ GRPO_ROWS = (
     Mapping(G, "mask_truncated_completions", "grpo", "mask_truncated", None,
             "completions cut at the length limit take no part in the loss (ladder: grpo_rollout)",
             same("mask_truncated")),
-    Mapping(G, "multi_objective_aggregation", "grpo", None, "group_relative",
-            "r_i = Σ_f w_f · f(completion_i) first, then the advantage: ladder's order",
-            const("sum_then_normalize")),
     Mapping(G, "reward_weights", "grpo", "reward_weights", None,
             "one weight per reward function (+ --overlong-penalty for the overlong reward)", reward_weights),
     # sampling
@@ -145,7 +144,9 @@ GRPO_ROWS = (
             lambda cfg: {"min_new_tokens": cfg.min_new_tokens}, lambda cfg: cfg.min_new_tokens > 0),
     Mapping(G, "temperature", "grpo", "temperature", None, "sampling τ; log-probs use the same τ in both",
             same("temperature")),
-    Mapping(G, "top_p", "grpo", "top_p", None, "nucleus sampling", same("top_p")),
+    Mapping(G, "top_p", "grpo", "top_p", None, "nucleus sampling. ladder's π_sampler is the distribution drawn from, "
+            "the cut renormalised, so π_old/π_sampler is the kept mass; TRL's vLLM log-probs are the uncut ones "
+            "(trl#6789)", same("top_p")),
     # optimiser
     Mapping(G, "learning_rate", "grpo", "lr", None, "", same("lr")),
     Mapping(G, "lr_scheduler_type", "grpo", "warmup_steps", None,
@@ -285,7 +286,7 @@ AGENT_ROWS = (
             "is added by both, weight 1, logged under the class's name"),
 )
 
-ROWS = GRPO_ROWS + AGENT_ROWS + RLOO_ROWS + PPO_ROWS
+ROWS = GRPO_ROWS + DESIGN_ROWS + AGENT_ROWS + RLOO_ROWS + PPO_ROWS
 
 
 # --- lookups ---------------------------------------------------------------------------------------

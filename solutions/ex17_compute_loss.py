@@ -12,8 +12,8 @@ from ex11_aggregate import aggregate
 from ex12_sequence_ratio import sequence_log_ratio
 from torch import Tensor
 
-from ladder.core import Batch, UpdateConfig, cispo_loss, entropy_bonus, sampler_correction
-from ladder.core.stats import minibatch_stats
+from ladder.core import Batch, UpdateConfig, cispo_loss, corrected_weights, entropy_bonus, sampler_correction
+from ladder.core.stats import masked_mean, minibatch_stats
 
 
 def compute_loss(policy, mb: Batch, cfg: UpdateConfig, num_tokens: float | None = None
@@ -46,9 +46,10 @@ def compute_loss(policy, mb: Batch, cfg: UpdateConfig, num_tokens: float | None 
     else:
         raise ValueError(f"unknown objective {cfg.objective!r}")
     # π_sampler drew the tokens: ℓ_t × π_old/π_sampler (exercise 21's weights) × the off-policy mask, per token,
-    # on the policy term alone and before the aggregation (without mb.sampling_logp or cfg.off_policy_mask: as it was)
-    pg, sampler_stats = sampler_correction(pg, logp, old_logp, mb.sampling_logp, adv, mask, cfg.sampler_correction,
-                                           cfg.sampler_clip_min, cfg.sampler_clip_max, cfg.off_policy_mask)
+    # on the policy term alone and before the aggregation (without mb.sampling_logp or cfg.sampler.off_policy_mask:
+    # as it was)
+    weights = corrected_weights(old_logp, mb.sampling_logp, mask, cfg.sampler)
+    pg, sampler_stats = sampler_correction(pg, logp, old_logp, mb.sampling_logp, adv, mask, cfg.sampler, weights)
     loss_pg = agg(pg)
     loss, terms = loss_pg, {"loss_pg": loss_pg, **sampler_stats}
 
@@ -58,10 +59,10 @@ def compute_loss(policy, mb: Batch, cfg: UpdateConfig, num_tokens: float | None 
         loss = loss + cfg.value_coef * loss_v
         terms["value_loss"] = loss_v
     if entropy is not None:
-        loss_h = agg(entropy_bonus(entropy))
+        loss_h = masked_mean(entropy_bonus(entropy), mask)       # a token mean, whatever the aggregation
         if cfg.entropy_coef:
             loss = loss + cfg.entropy_coef * loss_h
-        terms["entropy"] = -loss_h
+        terms["entropy"] = masked_mean(entropy.detach(), mask)  # nats per token
     if mb.ref_logp is not None:                                            # the KL to π_ref, in the loss
         loss_kl = agg(kl_estimate(logp, mb.ref_logp, cfg.kl_estimator, old_logp if cfg.kl_correction else None))
         if cfg.kl_coef:

@@ -14,7 +14,8 @@ from ladder.core.update import step_if_finite
 
 
 def update(policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: UpdateConfig,
-           generator: torch.Generator | None = None, num_tokens: float | None = None) -> list[dict]:
+           generator: torch.Generator | None = None, num_tokens: float | None = None,
+           entropy_control=None) -> list[dict]:
     """μ passes of shuffled minibatches, one optimiser step each; one record per pass."""
     M = cfg.num_minibatches
     if cfg.mu < 1 or len(batch) % M:
@@ -33,11 +34,16 @@ def update(policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: UpdateCo
     for k in range(cfg.mu):
         steps, critic = [], []
         for mb in batch.minibatches(M, generator):
-            loss, stats, tensors = compute_loss(policy, mb, cfg, per_minibatch)
+            step_cfg = cfg if entropy_control is None else replace(cfg, entropy_coef=entropy_control.applied())
+            loss, stats, tensors = compute_loss(policy, mb, step_cfg, per_minibatch)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
             stats.update(step_if_finite(optimizer, params, loss, grad_norm))
+            if entropy_control is not None:                # c_H moves after every step, on what was kept
+                kept = tensors.get("kept", tensors["mask"])
+                entropy_control.observe((tensors["entropy"] * kept).sum(), kept.sum())
+                stats["entropy_coef"] = entropy_control.coef
             if tensors["values"] is not None and tensors["returns"] is not None:
                 critic.append((tensors["values"], tensors["returns"], tensors["mask"]))
             steps.append(stats)

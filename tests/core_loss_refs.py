@@ -74,6 +74,8 @@ def ref_aggregate(x, mask, mode, num_tokens=None):
             real = [x[b][i] for i in range(T) if mask[b][i]]
             per_seq.append(sum(real) / len(real))
         return sum(per_seq) / B
+    if mode == "seq_mean_token_sum":
+        return total / B
     assert mode == "sum_over_constant"
     return total / max(num_tokens, 1.0)
 

@@ -131,7 +131,8 @@ def widen(batch: Batch, extra: int, seed: int) -> Batch:
 
 # Four rows: the first two (process 0) hold 6 + 5 = 11 active tokens, the last two (process 1) 1 + 2 = 3.
 DAPO_LENGTHS = [6, 5, 1, 2]
-DAPO_CFG = dict(mu=2, aggregation="sum_over_constant", max_grad_norm=None, value_coef=0.5, entropy_coef=0.01)
+# No entropy bonus: it is each process's own token mean (as TRL's), not a share of the whole batch's sum.
+DAPO_CFG = dict(mu=2, aggregation="sum_over_constant", max_grad_norm=None, value_coef=0.5)
 
 
 class DDPLinearPolicy(LinearPolicy):

@@ -62,8 +62,7 @@ PLANTED_LOOP = {
         "the sampler's correction applied to the KL to π_ref too": (
             "loss_kl = agg(kl_estimate(logp, mb.ref_logp, cfg.kl_estimator, old_logp if cfg.kl_correction else None))",
             "loss_kl = agg(sampler_correction(kl_estimate(logp, mb.ref_logp, cfg.kl_estimator, old_logp if "
-            "cfg.kl_correction else None), logp, old_logp, mb.sampling_logp, adv, mask, cfg.sampler_correction, "
-            "cfg.sampler_clip_min, cfg.sampler_clip_max, cfg.off_policy_mask)[0])"),
+            "cfg.kl_correction else None), logp, old_logp, mb.sampling_logp, adv, mask, cfg.sampler, weights)[0])"),
         "the sampler's weights from π_θ instead of π_old": (
             "pg, sampler_stats = sampler_correction(pg, logp, old_logp,",
             "pg, sampler_stats = sampler_correction(pg, logp, logp.detach(),"),

@@ -81,7 +81,7 @@ def _policy_and_batch(sampling_shift: float):
 def test_a_sampler_equal_to_pi_old_changes_nothing_and_reports_no_gap():
     table, logits, batch = _policy_and_batch(0.0)
     plain, _, _ = core.compute_loss(table, core.Batch(**{**batch.__dict__, "sampling_logp": None}), core.UpdateConfig())
-    loss, stats, _ = core.compute_loss(table, batch, core.UpdateConfig(sampler_correction="token_truncate"))
+    loss, stats, _ = core.compute_loss(table, batch, core.UpdateConfig(sampler=core.SamplerOptions("token_truncate")))
     assert loss.item() == pytest.approx(plain.item())
     assert stats["sampler/logp_diff_max"] == 0.0 and stats["sampler/corrected_frac"] == 0.0
     assert stats["sampler/is_ratio_min"] == stats["sampler/is_ratio_max"] == 1.0
@@ -95,7 +95,8 @@ def test_the_weight_multiplies_the_policy_term_only():
     plain_cfg = core.UpdateConfig(kl_coef=0.0)
     batch_ref = core.Batch(**{**batch.__dict__, "ref_logp": ref})
     _, plain, _ = core.compute_loss(table, core.Batch(**{**batch_ref.__dict__, "sampling_logp": None}), plain_cfg)
-    _, weighted, _ = core.compute_loss(table, batch_ref, core.UpdateConfig(sampler_correction="token_truncate"))
+    truncated = core.UpdateConfig(sampler=core.SamplerOptions("token_truncate"))
+    _, weighted, _ = core.compute_loss(table, batch_ref, truncated)
     assert weighted["loss_pg"] == pytest.approx(math.exp(0.2) * plain["loss_pg"], rel=1e-5)
     assert weighted["kl_ref"] == pytest.approx(plain["kl_ref"], rel=1e-6)
     assert weighted["sampler/logp_diff_mean"] == pytest.approx(0.2, rel=1e-5)

@@ -65,7 +65,8 @@ def test_update_kl_coef_moves_policy_towards_ref(estimator, correction):
 
 
 def reference_loss(policy, batch, old_logp, cfg: UpdateConfig, num_tokens: float):
-    """L = agg(L_clip) + c_v agg(L_V) - c_H agg(H) + beta agg(w * k3), written out by hand."""
+    """L = agg(L_clip) + c_v agg(L_V) - c_H mean_t(H) + beta agg(w * k3), written out by hand (the entropy
+    bonus a token mean whatever the aggregation)."""
     logp, entropy, values = policy.evaluate(batch)
     m = batch.mask
     B = m.shape[0]
@@ -92,7 +93,8 @@ def reference_loss(policy, batch, old_logp, cfg: UpdateConfig, num_tokens: float
     l_v = 0.5 * torch.maximum((values - batch.returns) ** 2, (v_clip - batch.returns) ** 2)
     ell = batch.ref_logp - logp
     kl = torch.exp(logp - old_logp) * (torch.exp(ell) - 1 - ell)
-    return agg(l_pg) + cfg.value_coef * agg(l_v) - cfg.entropy_coef * agg(entropy) + cfg.kl_coef * agg(kl)
+    entropy_mean = (entropy * m).sum() / m.sum()
+    return agg(l_pg) + cfg.value_coef * agg(l_v) - cfg.entropy_coef * entropy_mean + cfg.kl_coef * agg(kl)
 
 
 # sum_over_constant with a budget rows · L_max (Dr. GRPO, L_max = 8 > T) and with a token count (DAPO)
@@ -280,7 +282,7 @@ def test_a_constant_normaliser_makes_the_loss_independent_of_the_width():
         loss.backward()
         return loss.item(), [q.grad.clone() for q in p.parameters()]
 
-    cfg = UpdateConfig(aggregation="sum_over_constant", kl_coef=0.1, entropy_coef=0.01)
+    cfg = UpdateConfig(aggregation="sum_over_constant", kl_coef=0.1)  # the entropy bonus is a mean: not ÷ N
     (l5, g5), (l8, g8) = loss_and_grad(narrow, 6 * 8), loss_and_grad(wide, 6 * 8)  # Dr. GRPO: B · L_max, L_max 8
     assert l5 == pytest.approx(l8, rel=1e-6)
     for a, b in zip(g5, g8):

@@ -10,7 +10,7 @@ import pytest
 
 import ladder.core
 from ladder import run
-from ladder.core import UpdateConfig
+from ladder.core import SamplerOptions, UpdateConfig
 from ladder.core.swappable import IMPLEMENTATIONS
 from ladder.exercises import EXERCISES, ORIGINALS
 from ladder.exercises.cases_loop import small_policy_and_batch
@@ -105,7 +105,7 @@ def test_the_cores_loss_weighs_its_sampler_with_the_swapped_in_weights(tmp_path)
         "import torch\n\n\ndef sampler_weights(old_logp, sampling_logp, mask, mode, clip_min=None, clip_max=3.0):\n"
         "    return torch.zeros_like(old_logp)\n")
     policy, batch = small_policy_and_batch(15, critic=False, sampling=True)
-    cfg = UpdateConfig(sampler_correction="token_truncate")
+    cfg = UpdateConfig(sampler=SamplerOptions("token_truncate"))
     core_loss = ladder.core.compute_loss(policy, batch, cfg)[1]["loss_pg"]
     lines = []
     with use_exercises(tmp_path, say=lines.append, rung="grpo"):

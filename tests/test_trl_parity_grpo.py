@@ -256,7 +256,7 @@ def _trl_formula(trainer, inputs, logp, kl_weight):
 
 
 def _sequence_kl_cases():
-    for loss_type in LOSS_TYPES:
+    for loss_type in ("grpo", "bnpo", "dr_grpo", "dapo", "cispo"):  # the losses _trl_formula writes out
         for clip, (eps_high, delta) in (CISPO_CLIPS if loss_type == "cispo" else CLIPS).items():
             yield pytest.param(loss_type, eps_high, delta, id=f"{loss_type}-{clip}")
 

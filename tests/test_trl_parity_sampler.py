@@ -135,8 +135,7 @@ def test_loss_and_gradients_with_a_sampler_match_trl(grpo_trainer, policy, grpo_
         (grpo_trainer.use_vllm, grpo_trainer.vllm_importance_sampling_correction,
          grpo_trainer.off_policy_mask_threshold) = saved
     cfg = ladder_config(grpo_trainer, loss_type, "token", True, eps_high, None, BETA)
-    cfg.sampler_correction, cfg.sampler_clip_min, cfg.sampler_clip_max, cfg.off_policy_mask = \
-        mode, clip_min, clip_max, delta
+    cfg.sampler = core.SamplerOptions(mode, clip_min, clip_max, delta)
     batch = lm_batch(grpo_inputs["prompt_ids"], grpo_inputs["prompt_mask"], grpo_inputs["completion_ids"], mask,
                      policy.model.config.pad_token_id, advantages=grpo_inputs["advantages"][:, None] * mask,
                      old_logp=old, ref_logp=grpo_inputs["ref_per_token_logps"], sampling_logp=sampling_logp)

@@ -143,7 +143,9 @@ def test_parity_view_every_loss_type_matches_trl(parity):
             parity.controls["correction"].value = level == "token"
             d = parity.data
             assert d["loss_type"] == loss_type and d["level"] == level and d["same_by_design"]
-            assert d["loss_diff"] < 1e-5 and d["max_grad_diff"] < 1e-5, (loss_type, level, d["summary"])
+            # the bound of trl_helpers.close: float32 rounding grows with the largest entry (luspo sums tokens)
+            assert d["loss_diff"] < 1e-5 and d["max_grad_diff"] < 1e-6 + 1e-5 * d["max_grad"], \
+                (loss_type, level, d["summary"])
             assert d["max_grad"] > 0.1 and d["num_params"] > 10
     parity.controls["level"].value = "token"
     parity.controls["correction"].value = True

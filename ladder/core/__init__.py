@@ -8,23 +8,56 @@ Every function an exercise mirrors (``gae``, ``clipped_surrogate``, ``compute_lo
 (``swappable.py``, ``ladder.exercises.swap``).
 """
 
-from .advantages import discounted_returns, gae, group_relative, group_relative_turns, leave_one_out, masked_gae, whiten
+from .advantages import (
+    decoupled_group_relative,
+    discounted_returns,
+    gae,
+    group_relative,
+    group_relative_turns,
+    leave_one_out,
+    masked_gae,
+    whiten,
+)
 from .batch import Batch, last_step_mask
+from .entropy import AdaptiveEntropyCoef, high_entropy_mask
 from .kl import AdaptiveKLController, FixedKLController, kl_estimate, kl_in_reward, kl_penalized_rewards
 from .logprobs import token_logp
-from .losses import aggregate, cispo_loss, clipped_surrogate, entropy_bonus, pg_loss, sequence_log_ratio, value_loss
+from .losses import (
+    aggregate,
+    cispo_loss,
+    clipped_surrogate,
+    entropy_bonus,
+    gamma_weight,
+    pg_loss,
+    sequence_log_ratio,
+    soft_gated_surrogate,
+    value_loss,
+)
+from .objectives import POLICY_TERMS, PolicyInputs
 from .reference import soft_update
-from .sampler import CORRECTIONS, off_policy_keep, sampler_correction, sampler_log_ratio, sampler_weights
+from .sampler import (
+    CORRECTIONS,
+    SamplerOptions,
+    corrected_weights,
+    off_policy_keep,
+    sampler_correction,
+    sampler_log_ratio,
+    sampler_weights,
+)
 from .stats import REDUCTIONS, approx_kl_old, clip_fractions, explained_variance, masked_mean, ratio_stats, reduce_stats
 from .update import Policy, UpdateConfig, compute_loss, update
 
 __all__ = [
     "Batch", "last_step_mask", "token_logp",
-    "discounted_returns", "gae", "masked_gae", "group_relative", "group_relative_turns", "leave_one_out", "whiten",
+    "discounted_returns", "gae", "masked_gae", "group_relative", "decoupled_group_relative", "group_relative_turns",
+    "leave_one_out", "whiten",
     "kl_estimate", "kl_penalized_rewards", "kl_in_reward", "FixedKLController", "AdaptiveKLController",
-    "pg_loss", "clipped_surrogate", "cispo_loss", "sequence_log_ratio", "value_loss", "entropy_bonus", "aggregate",
+    "pg_loss", "clipped_surrogate", "cispo_loss", "soft_gated_surrogate", "gamma_weight", "sequence_log_ratio",
+    "value_loss", "entropy_bonus", "aggregate", "POLICY_TERMS", "PolicyInputs",
+    "high_entropy_mask", "AdaptiveEntropyCoef",
     "soft_update",
-    "CORRECTIONS", "sampler_log_ratio", "sampler_weights", "off_policy_keep", "sampler_correction",
+    "CORRECTIONS", "SamplerOptions", "corrected_weights", "sampler_log_ratio", "sampler_weights", "off_policy_keep",
+    "sampler_correction",
     "clip_fractions", "approx_kl_old", "ratio_stats", "explained_variance", "masked_mean", "REDUCTIONS", "reduce_stats",
     "Policy", "UpdateConfig", "compute_loss", "update",
 ]

@@ -106,6 +106,31 @@ def group_relative(rewards: Tensor, group_size: int, scale: str = "group", eps: 
 
 
 @swappable
+def decoupled_group_relative(per_function: Tensor, weights: Tensor, group_size: int, eps: float = 1e-4) -> Tensor:
+    """Several rewards, each normalised within its group before they are summed (GDPO, arXiv 2601.05242;
+    TRL's ``multi_objective_aggregation="normalize_then_sum"``), then the sum whitened over the batch:
+
+        ř_{i,f} = (r_{i,f} − mean_group(r_f)) / (std_group(r_f) + ε)      each reward function f alone
+        s_i     = Σ_f w_f · ř_{i,f}
+        Â_i     = (s_i − mean_batch(s)) / (std_batch(s) + ε)
+
+    ``per_function`` [N, F] (the G completions of a prompt adjacent), ``weights`` [F]; std is the
+    sample std (Bessel), as ``group_relative``'s. Summing first (``group_relative`` of Σ_f w_f r_f)
+    lets the reward with the largest spread decide the advantage; normalising each first gives every
+    reward function the same say within a group, and distinct reward combinations keep distinct
+    advantages. Returns [N].
+    """
+    if group_size < 2:
+        raise ValueError(f"group_size must be at least 2, got {group_size}")
+    if per_function.shape[0] % group_size:
+        raise ValueError(f"{per_function.shape[0]} rewards do not form groups of {group_size}")
+    grouped = per_function.view(-1, group_size, per_function.shape[1])
+    normalised = (grouped - grouped.mean(dim=1, keepdim=True)) / (grouped.std(dim=1, keepdim=True) + eps)
+    summed = (normalised.reshape(per_function.shape) * weights.to(per_function.dtype)).sum(dim=1)
+    return (summed - summed.mean()) / (summed.std() + eps)
+
+
+@swappable
 def group_relative_turns(turn_rewards: Tensor, turn_mask: Tensor, group_size: int, eps: float = 1e-4) -> Tensor:
     """Per-turn credit: DeepSeekMath's GRPO with process supervision, a turn of a multi-turn trajectory
     taking the place of a reasoning step.

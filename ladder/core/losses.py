@@ -6,12 +6,14 @@ Signs: these are quantities to *minimise*.
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import Tensor
 
 from .swappable import swappable
 
-AGGREGATIONS = ("token_mean", "seq_mean_token_mean", "sum_over_constant")
+AGGREGATIONS = ("token_mean", "seq_mean_token_mean", "seq_mean_token_sum", "sum_over_constant")
 
 
 @swappable
@@ -74,6 +76,49 @@ def cispo_loss(logp: Tensor, ratio: Tensor, advantages: Tensor, max_weight: floa
 
 
 @swappable
+def soft_gated_surrogate(ratio: Tensor, advantages: Tensor, temp_pos: float, temp_neg: float) -> Tensor:
+    """A soft gate in place of the hard clip (SAPO, arXiv 2511.20347): a sigmoid of the ratio, scaled so
+    that its slope at r = 1 is 1, as the unclipped surrogate's.
+
+        τ_t = τ_pos if Â_t > 0 else τ_neg
+        L_t = −(4/τ_t) · σ(τ_t · (r_t − 1)) · Â_t
+        ∂L_t/∂r_t = −4 σ(1 − σ) · Â_t          1 at r = 1, fading smoothly as r leaves 1
+
+    Where the clip switches a token's gradient off at a hard edge, the gate turns it down gradually,
+    and a larger τ makes it fade faster (τ_neg > τ_pos: tokens with Â < 0 are damped sooner, as
+    their unbounded ratios are the less stable side).
+    """
+    temperature = torch.where(advantages > 0, temp_pos, temp_neg)
+    return -torch.sigmoid(temperature * (ratio - 1.0)) * 4.0 / temperature * advantages
+
+
+@swappable
+def gamma_weight(log_ratio: Tensor, mask: Tensor, advantages: Tensor, k_pos: float, lambda_pos: float,
+                 k_neg: float, lambda_neg: float, sampler_log_weight: Tensor | None = None) -> Tensor:
+    """A smooth, detached weight of each completion from its sequence ratio (VESPO, arXiv 2602.10693), ``[B, 1]``:
+
+        log w_i = Σ_t m_t · clamp(log r_t, −20, 20)  (+ Σ_t m_t · log(π_old/π_sampler), when given)
+        φ(w)    = e^λ · w^k · e^(−λw)                 the gamma shape, φ(1) = 1, largest at w = k/λ
+        (k, λ)  = (k_pos, λ_pos) if Â_i ≥ 0 else (k_neg, λ_neg)
+
+    log w is clamped to [log 1e-8, 20] and λ to at least 1e-4; φ is computed as exp(λ + k·log w − λ·w),
+    and a non-finite φ becomes 0. No gradient flows through φ: it scales REINFORCE's −Â·∇log π
+    (``gamma_weighted``'s loss), large near w = 1 and vanishing far off-policy on either side.
+    """
+    with torch.no_grad():
+        real = mask.bool()
+        log_w = torch.where(real, log_ratio.clamp(-20.0, 20.0), 0.0).sum(dim=1, keepdim=True)
+        if sampler_log_weight is not None:
+            log_w = log_w + torch.where(real, sampler_log_weight, 0.0).sum(dim=1, keepdim=True)
+        log_w = log_w.clamp(math.log(1e-8), 20.0)
+        nonneg = advantages[:, :1] >= 0
+        k = torch.where(nonneg, k_pos, k_neg)
+        lam = torch.where(nonneg, lambda_pos, lambda_neg).clamp(min=1e-4)
+        phi = torch.exp(lam + k * log_w - lam * torch.exp(log_w))
+        return phi.nan_to_num(nan=0.0, posinf=0.0, neginf=0.0)
+
+
+@swappable
 def value_loss(values: Tensor, old_values: Tensor, returns: Tensor, clip: float | None = None) -> Tensor:
     """Critic regression, optionally clipped around the values seen at sampling time.
 
@@ -99,6 +144,7 @@ def aggregate(per_action: Tensor, mask: Tensor, mode: str = "token_mean",
 
         token_mean           Σ_{b,t} m·x / Σ_{b,t} m                    every action weighs the same
         seq_mean_token_mean  (1/B) Σ_b [ Σ_t m·x / Σ_t m ]             every sequence weighs the same
+        seq_mean_token_sum   (1/B) Σ_b Σ_t m·x                          a sequence weighs its length
         sum_over_constant    Σ_{b,t} m·x / N                            N = num_tokens, a constant the
                                                                         caller computes (at least 1)
 
@@ -110,6 +156,8 @@ def aggregate(per_action: Tensor, mask: Tensor, mode: str = "token_mean",
                                       whatever the completions' lengths, so no length bias
         DAPO (Yu et al. 2025)         sum_over_constant, N = the real tokens of the whole batch over all
                                       processes ÷ processes, each minibatch dividing by its share of it
+        LUSPO (arXiv 2602.05261)      seq_mean_token_sum: with GSPO's one ratio per sequence, each
+                                      sequence's term scaled by its length, undoing the per-sequence mean
 
     ``num_tokens`` is required by ``sum_over_constant`` and ignored by the two averages.
     """
@@ -121,6 +169,8 @@ def aggregate(per_action: Tensor, mask: Tensor, mode: str = "token_mean",
     if mode == "seq_mean_token_mean":
         per_seq = per_action.sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)
         return per_seq.mean()
+    if mode == "seq_mean_token_sum":
+        return per_action.sum(dim=1).mean()
     if mode == "sum_over_constant":
         if num_tokens is None:
             raise ValueError("aggregation sum_over_constant divides by num_tokens: pass the constant N")

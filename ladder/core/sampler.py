@@ -16,6 +16,7 @@ multiply the policy term of the loss, never the KL to π_ref (``update.compute_l
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -95,23 +96,43 @@ def sampler_stat_tensors(old_logp: Tensor, sampling_logp: Tensor, mask: Tensor, 
     return out
 
 
+@dataclass(frozen=True)
+class SamplerOptions:
+    """How the policy term is corrected for its sampler: the weight's mode and bounds, and δ of the mask."""
+
+    correction: str = "none"            # π_old/π_sampler weight of the policy term: CORRECTIONS
+    clip_min: float | None = None       # C_min of that weight (None: no lower bound)
+    clip_max: float | None = 3.0        # C_max of that weight (None: no upper bound)
+    off_policy_mask: float | None = None  # δ of the off-policy sequence mask (None: off)
+
+
+def corrected_weights(old_logp: Tensor, sampling_logp: Tensor | None, mask: Tensor, options: SamplerOptions
+                      ) -> Tensor | None:
+    """w = π_old/π_sampler as ``options`` corrects it (``sampler_weights``), or None: no sampler's log-probs
+    (π_sampler = π_old), or no correction asked for."""
+    if sampling_logp is None or options.correction == "none":
+        return None
+    return sampler_weights(old_logp, sampling_logp, mask, options.correction, options.clip_min, options.clip_max)
+
+
 def sampler_correction(per_token_loss: Tensor, logp: Tensor, old_logp: Tensor, sampling_logp: Tensor | None,
-                       advantages: Tensor, mask: Tensor, mode: str, clip_min: float | None, clip_max: float | None,
-                       delta: float | None) -> tuple[Tensor, dict[str, Tensor]]:
+                       advantages: Tensor, mask: Tensor, options: SamplerOptions, weights: Tensor | None,
+                       weigh: bool = True) -> tuple[Tensor, dict[str, Tensor]]:
     """The policy term's per-token loss, corrected for its sampler, and the statistics of the correction:
 
-        L_t ← keep_i · w · L_t       w = sampler_weights(…) (1 with mode "none"),
-                                     keep_i = off_policy_keep(…, δ) (1 with δ None)
+        L_t ← keep_i · w · L_t       w = ``weights`` (``corrected_weights``; 1 when None or not ``weigh``:
+                                     an objective that folds w into its own weight), keep_i =
+                                     off_policy_keep(…, δ) (1 with δ None)
 
     Without ``sampling_logp`` the sampler is π_old: no weight, and the off-policy mask compares π_old with π_θ."""
     stats: dict[str, Tensor] = {}
     if sampling_logp is not None:
-        weights = None if mode == "none" else sampler_weights(old_logp, sampling_logp, mask, mode, clip_min, clip_max)
-        stats.update(sampler_stat_tensors(old_logp, sampling_logp, mask, mode, weights))
-        if weights is not None:
+        stats.update(sampler_stat_tensors(old_logp, sampling_logp, mask, options.correction, weights))
+        if weights is not None and weigh:
             per_token_loss = per_token_loss * weights
-    if delta is not None:
-        keep = off_policy_keep(advantages, logp, old_logp if sampling_logp is None else sampling_logp, mask, delta)
+    if options.off_policy_mask is not None:
+        sampler = old_logp if sampling_logp is None else sampling_logp
+        keep = off_policy_keep(advantages, logp, sampler, mask, options.off_policy_mask)
         rows = mask.sum(1) > 0
         stats["off_policy/masked_frac"] = 1.0 - keep[:, 0][rows].float().mean() if rows.any() else \
             torch.zeros((), device=mask.device)

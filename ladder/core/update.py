@@ -5,11 +5,12 @@ For each minibatch:
     logp, H, V  = policy.evaluate(minibatch)              log π_θ, entropy, values  [b, T]
     r           = exp(logp − old_logp)                    ratio π_θ / π_old, per token
                   (or GSPO's one ratio per row: ratio_level "sequence")
-    L_pg        = clipped_surrogate(r, Â, δ)              objective "clipped"   (PPO / GRPO)
-                  cispo_loss(logp, r, Â)                  objective "cispo"
-                  −Â·logp                                 objective "reinforce"
+    L_pg        = POLICY_TERMS[objective](r, Â, …)        clipped, cispo, soft_gate, gamma_weighted,
+                                                          reinforce (objectives.py)
                   × keep_i · π_old/π_sampler              when the batch has a sampler's log-probs (sampler.py)
-    L           = agg(L_pg) + c_v·agg(L_V) − c_H·agg(H) + β·agg(KL(π_θ‖π_ref))
+                  × keep_t                                with entropy_quantile ρ < 1: the top-ρ entropy
+                                                          tokens only (entropy.py)
+    L           = agg(L_pg) + c_v·agg(L_V) − c_H·mean_t(H) + β·agg(KL(π_θ‖π_ref))
 
 then one optimiser step with the gradient norm clipped. REINFORCE, PPO and GRPO all come through
 here: what differs between them is in the batch (its advantages: returns, GAE with a critic, or
@@ -23,7 +24,7 @@ A policy is anything with ``evaluate(batch) -> (logp, entropy | None, values | N
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import torch
@@ -32,12 +33,15 @@ from torch import Tensor
 from . import stats
 from .advantages import whiten
 from .batch import Batch
+from .entropy import AdaptiveEntropyCoef, high_entropy_mask
 from .kl import kl_estimate
-from .losses import aggregate, cispo_loss, clipped_surrogate, entropy_bonus, pg_loss, sequence_log_ratio, value_loss
-from .sampler import sampler_correction
+from .losses import aggregate, entropy_bonus, sequence_log_ratio, value_loss
+from .objectives import FOLDS_SAMPLER_WEIGHT, POLICY_TERMS, PolicyInputs
+from .sampler import SamplerOptions, corrected_weights, sampler_correction
+from .stats import masked_mean
 from .swappable import swappable
 
-OBJECTIVES = ("clipped", "cispo", "reinforce")
+OBJECTIVES = tuple(POLICY_TERMS)
 RATIO_LEVELS = ("token", "sequence")
 
 
@@ -51,26 +55,35 @@ class UpdateConfig:
 
     mu: int = 1                          # μ: optimisation passes over one batch
     num_minibatches: int = 1             # shuffled minibatches per pass (each one optimiser step)
-    objective: str = "clipped"           # "clipped" (PPO / GRPO), "cispo" or "reinforce"
+    objective: str = "clipped"           # the policy term: a key of objectives.POLICY_TERMS
     ratio_level: str = "token"           # "token": r per action; "sequence": GSPO's s_i per row
     clip_eps_low: float = 0.2            # ε_low:  r is clipped below at 1 − ε_low
     clip_eps_high: float | None = None   # ε_high: r is clipped above at 1 + ε_high (None: ε_low)
     delta: float | None = None           # δ: two-sided clipping caps r at δ where Â < 0 too (None: off)
     cispo_max_weight: float = 5.0        # ε_max: CISPO's cap on the detached importance weight
+    gate_temp_pos: float = 1.0           # τ_pos: the soft gate's temperature where Â > 0
+    gate_temp_neg: float = 1.05          # τ_neg: the soft gate's temperature where Â ≤ 0
+    gamma_k_pos: float = 2.0             # k, λ of the gamma weight φ(w) = e^λ·w^k·e^(−λw) where Â ≥ 0
+    gamma_lambda_pos: float = 3.0
+    gamma_k_neg: float = 3.0             # k, λ of φ where Â < 0
+    gamma_lambda_neg: float = 2.0
     aggregation: str = "token_mean"      # see losses.aggregate ("sum_over_constant": update's num_tokens)
     value_coef: float = 0.5              # c_v (ignored when the policy has no critic)
     value_clip: float | None = None      # clip of V around V_old in the value loss
-    entropy_coef: float = 0.0            # c_H
+    entropy_coef: float = 0.0            # c_H of the bonus −c_H·mean_t H (over the tokens the policy term keeps)
+    entropy_quantile: float = 1.0        # ρ: the policy term keeps the top-ρ share of tokens by entropy (1: all)
     kl_coef: float = 0.0                 # β of KL(π_θ‖π_ref) in the loss (0: no KL term)
     kl_estimator: str = "k3"
     kl_correction: bool = True           # importance-weight the KL term by π_θ/π_old
     normalize_advantages: bool = False   # whiten Â within each minibatch
     max_grad_norm: float | None = 1.0
     target_kl: float | None = None       # stop the passes once KL(π_old‖π_θ) (k3) exceeds it
-    sampler_correction: str = "none"     # π_old/π_sampler weight of the policy term: sampler.CORRECTIONS
-    sampler_clip_min: float | None = None  # C_min of that weight (None: no lower bound)
-    sampler_clip_max: float | None = 3.0   # C_max of that weight (None: no upper bound)
-    off_policy_mask: float | None = None   # δ of the off-policy sequence mask (None: off)
+    sampler: SamplerOptions = field(default_factory=SamplerOptions)  # π_old/π_sampler and the off-policy mask
+
+    @property
+    def eps_high(self) -> float:
+        """ε_high resolved: ``clip_eps_high``, or ε_low when it is None."""
+        return self.clip_eps_low if self.clip_eps_high is None else self.clip_eps_high
 
 
 def _trainable(optimizer: torch.optim.Optimizer) -> list[Tensor]:
@@ -128,6 +141,22 @@ def _record_old_logp(policy: Policy, batch: Batch, num_minibatches: int) -> Tens
     return old
 
 
+def _log_ratio(logp: Tensor, old_logp: Tensor, mask: Tensor, level: str) -> Tensor:
+    """log r ``[B, T]``: per token (0 on padding: r = 1), or GSPO's one per row broadcast along it."""
+    if level == "token":
+        return torch.where(mask.bool(), logp - old_logp, 0.0)
+    if level == "sequence":
+        return sequence_log_ratio(logp, old_logp, mask).expand_as(logp)
+    raise ValueError(f"ratio_level must be one of {RATIO_LEVELS}, got {level!r}")
+
+
+def policy_term(x: PolicyInputs, cfg: UpdateConfig) -> Tensor:
+    """The per-token policy loss of ``cfg.objective`` (``objectives.POLICY_TERMS``)."""
+    if cfg.objective not in POLICY_TERMS:
+        raise ValueError(f"objective must be one of {OBJECTIVES}, got {cfg.objective!r}")
+    return POLICY_TERMS[cfg.objective](x, cfg)
+
+
 @swappable
 def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float | None = None
                  ) -> tuple[Tensor, dict, dict]:
@@ -137,9 +166,11 @@ def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float
     ``losses.aggregate``); the averaging aggregations ignore it.
     The KL's importance weight stays per token at either ratio level: it corrects each token's KL
     estimate for the token having been sampled by π_old, which a per-row average would not.
-    Returns (loss, stats, tensors) with tensors = ratio, advantages, mask, values, returns.
+    The entropy bonus is the mean entropy of the tokens the policy term keeps, whatever the aggregation,
+    so c_H means the same for every loss.
+    Returns (loss, stats, tensors) with tensors = ratio, advantages, mask, values, returns, and the
+    entropy and the tokens the policy term kept (what ``AdaptiveEntropyCoef`` reads).
     """
-    eps_high = cfg.clip_eps_low if cfg.clip_eps_high is None else cfg.clip_eps_high
     logp, entropy, values = policy.evaluate(mb)
     logp = logp.float()
     old_logp = logp.detach() if mb.old_logp is None else mb.old_logp
@@ -150,24 +181,19 @@ def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float
     def agg(x: Tensor) -> Tensor:
         return aggregate(x, mask, cfg.aggregation, num_tokens)
 
-    if cfg.ratio_level == "token":
-        log_ratio = torch.where(mask.bool(), logp - old_logp, 0.0)  # padding: r = 1
-    elif cfg.ratio_level == "sequence":
-        log_ratio = sequence_log_ratio(logp, old_logp, mask).expand_as(logp)
-    else:
-        raise ValueError(f"ratio_level must be one of {RATIO_LEVELS}, got {cfg.ratio_level!r}")
+    log_ratio = _log_ratio(logp, old_logp, mask, cfg.ratio_level)
     ratio = torch.exp(log_ratio)
-    if cfg.objective == "clipped":
-        pg = clipped_surrogate(ratio, adv, cfg.clip_eps_low, eps_high, cfg.delta)
-    elif cfg.objective == "cispo":
-        pg = cispo_loss(logp, ratio, adv, cfg.cispo_max_weight)
-    elif cfg.objective == "reinforce":
-        pg = pg_loss(logp, adv)
-    else:
-        raise ValueError(f"objective must be one of {OBJECTIVES}, got {cfg.objective!r}")
+    weights = corrected_weights(old_logp, mb.sampling_logp, mask, cfg.sampler)   # π_old/π_sampler, or None
+    x = PolicyInputs(logp, log_ratio, ratio, _log_ratio(logp, old_logp, mask, "token"), adv, mask, weights)
+    pg = policy_term(x, cfg)
     # π_sampler ≠ π_old: each token's (or sequence's) weight π_old/π_sampler, and the off-policy sequence mask
-    pg, sampler_stats = sampler_correction(pg, logp, old_logp, mb.sampling_logp, adv, mask, cfg.sampler_correction,
-                                           cfg.sampler_clip_min, cfg.sampler_clip_max, cfg.off_policy_mask)
+    pg, sampler_stats = sampler_correction(pg, logp, old_logp, mb.sampling_logp, adv, mask, cfg.sampler, weights,
+                                           weigh=cfg.objective not in FOLDS_SAMPLER_WEIGHT)
+    kept = mask
+    if entropy is not None and cfg.entropy_quantile < 1.0:
+        kept = high_entropy_mask(entropy, mask, cfg.entropy_quantile)
+        pg = pg * kept
+        sampler_stats["entropy/kept_frac"] = kept.sum() / mask.sum().clamp(min=1.0)
     loss_pg = agg(pg)
     loss = loss_pg
     out = {"loss_pg": loss_pg, **sampler_stats}
@@ -178,13 +204,12 @@ def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float
         loss = loss + cfg.value_coef * loss_v
         out["value_loss"] = loss_v
     if entropy is not None:
-        loss_h = agg(entropy_bonus(entropy))
         if cfg.entropy_coef:
             if torch.is_grad_enabled() and not entropy.requires_grad:
                 raise ValueError("entropy_coef > 0 needs an entropy with a graph; this policy's evaluate returns "
                                  "it as a detached statistic: ask the policy for the entropy's graph")
-            loss = loss + cfg.entropy_coef * loss_h
-        out["entropy"] = -loss_h
+            loss = loss + cfg.entropy_coef * masked_mean(entropy_bonus(entropy), kept)
+        out["entropy"] = masked_mean(entropy.detach(), mask)  # nats per token, whatever the aggregation
     if mb.ref_logp is not None:
         kl = kl_estimate(logp, mb.ref_logp, cfg.kl_estimator, old_logp if cfg.kl_correction else None)
         loss_kl = agg(kl)
@@ -192,15 +217,17 @@ def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float
             loss = loss + cfg.kl_coef * loss_kl
         out["kl_ref"] = loss_kl
     out["loss"] = loss
-    out = stats.minibatch_stats(out, ratio, adv, mask, logp, old_logp, cfg.clip_eps_low, eps_high)
+    out = stats.minibatch_stats(out, ratio, adv, mask, logp, old_logp, cfg.clip_eps_low, cfg.eps_high)
     tensors = {"ratio": ratio.detach(), "advantages": adv, "mask": mask,
-               "values": None if values is None else values.detach(), "returns": mb.returns}
+               "values": None if values is None else values.detach(), "returns": mb.returns,
+               "entropy": None if entropy is None else entropy.detach(), "kept": kept}
     return loss, out, tensors
 
 
 @swappable
 def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: UpdateConfig,
-           generator: torch.Generator | None = None, num_tokens: float | None = None) -> list[dict]:
+           generator: torch.Generator | None = None, num_tokens: float | None = None,
+           entropy_control: AdaptiveEntropyCoef | None = None) -> list[dict]:
     """Run μ passes of shuffled minibatches; return one dict of statistics per pass.
 
     ``num_tokens`` is the constant N of the aggregation "sum_over_constant" for the whole batch,
@@ -211,6 +238,8 @@ def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: 
     ``batch`` is left as it was: π_old, when it has to be recorded, goes into a copy.
     A minibatch whose loss or gradient is not finite changes nothing: its step is skipped and
     counted in ``skipped_steps``; so is a step that would leave a weight non-finite (it is undone).
+    With ``entropy_control`` each minibatch's c_H is ``entropy_control.applied()``, and after its step the
+    controller reads the entropy of the tokens the policy term kept and moves c_H (logged as ``entropy_coef``).
     """
     if cfg.mu < 1:
         raise ValueError(f"mu must be at least 1, got {cfg.mu}")
@@ -227,7 +256,8 @@ def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: 
         steps = []
         critic = []
         for mb in batch.minibatches(cfg.num_minibatches, generator):
-            loss, step, tensors = compute_loss(policy, mb, cfg, tokens_per_minibatch)
+            step_cfg = cfg if entropy_control is None else replace(cfg, entropy_coef=entropy_control.applied())
+            loss, step, tensors = compute_loss(policy, mb, step_cfg, tokens_per_minibatch)
             optimizer.zero_grad(set_to_none=True)
             # A non-finite loss still runs backward, as NaN: every gradient is then NaN, so data-parallel
             # processes (which average gradients in backward) all see a non-finite norm and all skip alike.
@@ -235,6 +265,10 @@ def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: 
             (loss if loss_finite else loss * math.nan).backward()
             grad_norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
             step.update(step_if_finite(optimizer, params, loss, grad_norm))
+            if entropy_control is not None:
+                kept = tensors.get("kept", tensors["mask"])
+                entropy_control.observe((tensors["entropy"] * kept).sum(), kept.sum())
+                step["entropy_coef"] = entropy_control.coef  # c_H after the move (TRL logs the same)
             if tensors["values"] is not None and tensors["returns"] is not None:
                 critic.append((tensors["values"], tensors["returns"], tensors["mask"]))
             steps.append(step)

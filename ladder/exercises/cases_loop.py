@@ -16,7 +16,7 @@ from dataclasses import fields
 import torch
 from torch import Tensor
 
-from ladder.core import Batch, UpdateConfig
+from ladder.core import Batch, SamplerOptions, UpdateConfig
 
 from .cases import JUNK, Case, Mismatch, fmt, lengths_mask, padded, pick, randn, shapes, t
 
@@ -225,7 +225,7 @@ def _describe(cfg: UpdateConfig) -> str:
 
 
 def compute_loss() -> list[Case]:
-    C = UpdateConfig
+    C, S = UpdateConfig, SamplerOptions
     return [
         _loss_case("π_old = π_θ (old_logp None): the ratio is 1, the clipped surrogate and ½(V − R)²", 1, C(),
                    old=False),
@@ -246,15 +246,15 @@ def compute_loss() -> list[Case]:
         # π_sampler ≠ π_old: the policy term's ℓ_t × π_old/π_sampler (exercise 21) before the aggregation
         _loss_case("a sampler's log-probs (NaN on padding), token_truncate at C_max = 1.5: ℓ_t · min(w_t, 1.5) "
                    "before agg, the sampler/ statistics in stats", 15,
-                   C(sampler_correction="token_truncate", sampler_clip_max=1.5), sampling=True),
+                   C(sampler=S("token_truncate", clip_max=1.5)), sampling=True),
         _loss_case("sequence_mask in [C_min, C_max] = [0.5, 2]: a completion outside leaves the policy term, "
                    "not the KL to π_ref (β = 0.1)", 16,
-                   C(sampler_correction="sequence_mask", sampler_clip_min=0.5, sampler_clip_max=2.0, kl_coef=0.1),
+                   C(sampler=S("sequence_mask", clip_min=0.5, clip_max=2.0), kl_coef=0.1),
                    ref=True, sampling=True),
         _loss_case("the off-policy mask (off_policy_mask = 0.05) beside token_mask in [0.5, 2], GRPO's aggregation",
                    17,
-                   C(sampler_correction="token_mask", sampler_clip_min=0.5, sampler_clip_max=2.0,
-                     off_policy_mask=0.05, aggregation="seq_mean_token_mean"), sampling=True),
+                   C(sampler=S("token_mask", clip_min=0.5, clip_max=2.0, off_policy_mask=0.05),
+                     aggregation="seq_mean_token_mean"), sampling=True),
         Case("an unknown objective: a ValueError", dict(policy=small_policy_and_batch(13)[0],
                                                        mb=small_policy_and_batch(13)[1], cfg=C(objective="a2c")),
              raises=ValueError),

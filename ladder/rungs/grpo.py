@@ -15,7 +15,6 @@ excepted: ``--algo grpo`` keeps the corrected one).
 
 from __future__ import annotations
 
-import random
 import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
@@ -43,16 +42,18 @@ from ladder.rungs.grpo_options import (
 )
 from ladder.rungs.grpo_record import CutOffWatch, Laps, batch_statistics, completion_rows, step_record, summarize
 from ladder.rungs.grpo_rollout import Rollout, dynamic_sample, sample
+from ladder.rungs.grpo_staleness import LaggingRollout
 from ladder.rungs.lm_options import gradient_checkpointing, uses_lora
 from ladder.rungs.protocol import TRAINING_WRITES
 from ladder.runlog import UsageError, seed_everything
 from ladder.session import RunSession
 from ladder.tasks import math_eval, math_problems
+from ladder.tasks.math_problems import ProblemStream
 
 # The rung's options live in grpo_options; they are read from here too (grpo.Config, grpo.PRESETS, …).
 __all__ = ["ALGOS", "LOSS_TYPES", "PRESETS", "RESOLVED", "WRITES", "Config", "validate", "export", "update_config",
            "reward_weights", "train", "grpo_step", "build", "Step", "set_learning_rate", "completion_rows",
-           "batch_statistics", "CutOffWatch", "NAME", "Task", "math_task", "train_task"]
+           "batch_statistics", "CutOffWatch", "NAME", "Task", "math_task", "train_task", "ProblemStream"]
 NAME = "grpo"
 WRITES = TRAINING_WRITES
 CURVES = [Panel("reward", "mean over the update's completions", {"reward": ""}),
@@ -61,34 +62,6 @@ CURVES = [Panel("reward", "mean over the update's completions", {"reward": ""}),
           Panel("KL(π_θ‖π_ref)", "nats per token", {"kl_ref": ""}),
           Panel("completion length", "tokens (mean)", {"completions/mean_length": ""}),
           Panel("groups with zero spread", "share of groups (no signal)", {"frac_reward_zero_std": ""})]
-
-
-class ProblemStream:
-    """The training problems in a shuffled order, reshuffled after each pass; the same order in every
-    process (each takes its share of what is drawn). A checkpoint part; it keeps the fingerprint of its
-    ``source`` too (--dataset, ``math_problems.fingerprint``) and refuses to resume on data that changed."""
-
-    def __init__(self, problems: list[dict], seed: int, source: tuple[str | None, str | None] = (None, None)):
-        self.problems, self.rng, self.order = problems, random.Random(seed), []
-        self.source = source
-
-    def draw(self, n: int) -> list[dict]:
-        picked = []
-        for _ in range(n):
-            if not self.order:
-                self.order = list(range(len(self.problems)))
-                self.rng.shuffle(self.order)
-            picked.append(self.problems[self.order.pop()])
-        return picked
-
-    def state_dict(self) -> dict:
-        return {"rng": self.rng.getstate(), "order": list(self.order), "dataset": self.source[1]}
-
-    def load_state_dict(self, state: dict) -> None:
-        dataset, fingerprint = self.source  # the order indexes the problems: they must be those it was drawn from
-        math_problems.check_unchanged(dataset, state.get("dataset"), fingerprint)
-        self.rng.setstate(state["rng"])
-        self.order = list(state["order"])
 
 
 def sample_completions(step: Step, problems: list[dict]) -> Rollout:
@@ -125,6 +98,21 @@ def group_advantages(rewards: torch.Tensor, cfg: Config) -> torch.Tensor:
     return core.group_relative(rewards, cfg.group_size, cfg.scale_rewards)
 
 
+def batch_advantages(step: Step, rollout: Rollout, rewards: torch.Tensor) -> torch.Tensor:
+    """Â ``[n]`` of this process's completions, from whole groups of the whole batch: ``step.advantages`` of the
+    summed rewards r_i, or with --multi-objective-aggregation normalize_then_sum each reward function normalised
+    within its group first (``core.decoupled_group_relative``; the overlong penalty one more function, weight 1)."""
+    cfg, procs = step.cfg, step.procs
+    if cfg.multi_objective_aggregation == "normalize_then_sum":
+        names = list(rollout.per_function)
+        scores = torch.stack([rollout.per_function[name].float() for name in names], dim=1)    # [n, F]
+        weights = torch.tensor([step.reward_weights.get(name, 1.0) for name in names])
+        whole = core.decoupled_group_relative(procs.gather(scores), weights, cfg.group_size)
+    else:
+        whole = step.advantages(procs.gather(rewards), cfg)
+    return whole[procs.rank * len(rollout):][:len(rollout)]
+
+
 def same_for_every_token(rollout: Rollout, advantages: torch.Tensor, cfg: Config) -> torch.Tensor:
     """GRPO's credit: every token of completion i gets its completion's Â_i → ``[n, 1]``, broadcast over T."""
     return advantages[:, None]
@@ -155,13 +143,14 @@ class Step:
     rollout: Callable[[Step], tuple[Rollout, int, int]] = sample_groups          # (rollout, rounds, sampled here)
     advantages: Callable[[torch.Tensor, Config], torch.Tensor] = group_advantages  # rewards [P·G] → Â [P·G]
     credit: Callable[[Rollout, torch.Tensor, Config], torch.Tensor] = same_for_every_token  # Â [n] → tokens' [n, T]
+    entropy_control: core.AdaptiveEntropyCoef | None = None  # --adaptive-entropy's c_H (None: c_H fixed)
 
 
 def build(cfg: Config, *, policy: CausalLMPolicy, optimizer: torch.optim.Optimizer, tokenizer, stream,
           system_prompt: str, procs: Processes, trainer=None, update_cfg: core.UpdateConfig | None = None,
           reward_funcs: dict[str, Callable] | None = None, skipped_steps: Callable = summed_skipped_steps,
           rollout: Callable = sample_groups, advantages: Callable = group_advantages,
-          credit: Callable = same_for_every_token) -> Step:
+          credit: Callable = same_for_every_token, entropy_control: core.AdaptiveEntropyCoef | None = None) -> Step:
     """The Step that ``train``, exercise 20's harness and the notebooks' labs run ``grpo_step`` on. What
     is left out is the rung's own: the trainer ``procs.wrap(policy)`` (the policy itself in one process),
     ``update_config(cfg)``, the ``--reward-funcs`` loaded and weighed by ``reward_weights(cfg)``."""
@@ -171,7 +160,7 @@ def build(cfg: Config, *, policy: CausalLMPolicy, optimizer: torch.optim.Optimiz
                 system_prompt=system_prompt,
                 reward_funcs=rewards.load_all(cfg.reward_funcs) if reward_funcs is None else reward_funcs,
                 reward_weights=reward_weights(cfg), procs=procs, skipped_steps=skipped_steps, rollout=rollout,
-                advantages=advantages, credit=credit)
+                advantages=advantages, credit=credit, entropy_control=entropy_control)
 
 
 def set_learning_rate(optimizer: torch.optim.Optimizer, cfg: Config, update: int) -> None:
@@ -204,7 +193,7 @@ def grpo_step(step: Step) -> tuple[dict, Rollout, torch.Tensor]:
         old_logp = policy.old_logp_and_values(inputs)[0].float()                # π_old, used by the update too
         rewards, _ = core.kl_in_reward(rewards, old_logp.cpu(), ref_logp.cpu(), rollout.mask.cpu(), cfg.kl_coef,
                                        cfg.kl_estimator)
-    advantages = step.advantages(procs.gather(rewards), cfg)[procs.rank * len(rollout):][:len(rollout)]
+    advantages = batch_advantages(step, rollout, rewards)
     loss_mask = rollout.mask * (~rollout.truncated).to(rollout.mask.device)[:, None] if cfg.mask_truncated \
         else rollout.mask
     token_advantages = step.credit(rollout, advantages, cfg).to(loss_mask.device)  # [n, T] or [n, 1]
@@ -215,7 +204,8 @@ def grpo_step(step: Step) -> tuple[dict, Rollout, torch.Tensor]:
     active_tokens = procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
     num_tokens = loss_normaliser(cfg.loss_type, len(batch), cfg.max_new_tokens, active_tokens)
     laps.lap("reference")
-    passes = core.update(step.trainer, batch, step.optimizer, step.update_cfg, num_tokens=num_tokens)
+    control = {} if step.entropy_control is None else {"entropy_control": step.entropy_control}
+    passes = core.update(step.trainer, batch, step.optimizer, step.update_cfg, num_tokens=num_tokens, **control)
     laps.lap("update")
     return step_record(step, rollout, rewards, passes, rounds, generated, laps), rollout, advantages
 
@@ -231,12 +221,31 @@ def load_policy(cfg: Config, model_path: str, device: torch.device) -> tuple[Cau
         ref_model = quant.load_causal_lm(model_path, device)  # full fine-tuning needs a frozen copy
     dequantize_once = grpo_options.dequantize_once(cfg, device.type)
     policy = CausalLMPolicy(model, temperature=cfg.temperature, chunk_size=cfg.chunk_size, ref_model=ref_model,
-                            dequantize_once=dequantize_once, sampler_dtype=check_sampler_dtype(cfg.sampler_dtype,
+                            dequantize_once=dequantize_once, entropy_grad=cfg.entropy_coef > 0 or cfg.adaptive_entropy,
+                            sampler_dtype=check_sampler_dtype(cfg.sampler_dtype,
                                                                                                device))
     if cfg.ref_sync_every:
         policy.make_reference_refreshable()  # a second, frozen adapter (LoRA) or the frozen copy (full)
     optim = grpo_options.optimizer_name(cfg, device.type)
     return policy, quant.make_optimizer(policy.parameters(), cfg.lr, optim, device)
+
+
+def checkpoint_parts(step: Step, rollout: LaggingRollout) -> dict:
+    """What a checkpoint holds: π_θ, the optimiser, the problems' order, and what the options add (π_ref's
+    refreshed weights, the lagging π_rollout's snapshots, the adaptive c_H)."""
+    cfg = step.cfg
+    return {"policy": step.policy, "optimizer": step.optimizer, "problems": step.stream,
+            **({"reference": ReferenceWeights(step.policy)} if cfg.ref_sync_every else {}),
+            **({"rollout_lag": rollout} if cfg.max_staleness else {}),
+            **({"entropy_coef": step.entropy_control} if step.entropy_control is not None else {})}
+
+
+def entropy_controller(cfg: Config, procs: Processes) -> core.AdaptiveEntropyCoef | None:
+    """--adaptive-entropy's controller of c_H, reading the entropy of every process (None without the flag)."""
+    if not cfg.adaptive_entropy:
+        return None
+    return core.AdaptiveEntropyCoef(cfg.entropy_coef, cfg.entropy_target, cfg.entropy_coef_min, cfg.entropy_coef_max,
+                                    cfg.entropy_coef_delta, reduce=lambda x: procs.gather(x[None]).sum(0))
 
 
 def held_out_accuracy(step: Step, held_out: list[dict]) -> float:
@@ -336,12 +345,13 @@ def train_task(cfg: Config, name: str, load: Callable[[Config], Task]) -> dict:
     with RunSession(cfg, name, asdict(cfg), total=cfg.steps, procs=procs) as run:
         policy, optimizer = load_policy(cfg, task.model_path, device)
         run.seed_each_process()  # the weights above are the same everywhere; the samples from here on are not
+        rollout = LaggingRollout(task.rollout, policy, cfg.max_staleness)  # π_rollout = π_θ of k updates before
+        entropy_control = entropy_controller(cfg, procs)
         step = build(cfg, policy=policy, optimizer=optimizer, tokenizer=task.tokenizer,
                      stream=ProblemStream(task.problems, cfg.seed, task.source), system_prompt=task.system_prompt,
-                     procs=procs, reward_funcs=reward_funcs, skipped_steps=run.skipped_steps, rollout=task.rollout,
-                     credit=task.credit)
-        parts = {"policy": policy, "optimizer": optimizer, "problems": step.stream,
-                 **({"reference": ReferenceWeights(policy)} if cfg.ref_sync_every else {})}
+                     procs=procs, reward_funcs=reward_funcs, skipped_steps=run.skipped_steps, rollout=rollout,
+                     credit=task.credit, entropy_control=entropy_control)
+        parts = checkpoint_parts(step, rollout)
         progress = run.resume(**parts, progress=None).get("progress") or {
             "tokens": 0, "completions": 0, "evals": [(0, task.accuracy(step, task.held_out))], "first_rewards": []}
         done, cut_off = False, CutOffWatch(cfg.max_new_tokens, lambda line: run.write(line, stderr=True))

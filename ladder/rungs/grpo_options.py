@@ -35,7 +35,8 @@ from ladder.tasks import math_problems
 # comes from loss_normaliser.
 LOSS_TYPES = {"grpo": ("clipped", "seq_mean_token_mean"), "bnpo": ("clipped", "token_mean"),
               "dr_grpo": ("clipped", "sum_over_constant"), "dapo": ("clipped", "sum_over_constant"),
-              "cispo": ("cispo", "sum_over_constant")}
+              "cispo": ("cispo", "sum_over_constant"), "sapo": ("soft_gate", "seq_mean_token_mean"),
+              "luspo": ("clipped", "seq_mean_token_sum"), "vespo": ("gamma_weighted", "sum_over_constant")}
 
 # --algo: the flags each method's paper sets (explicit flags still win; see the README's table). The KL term is
 # not among them: --algo grpo keeps the default β·(π_θ/π_old)·k3 (TRL 1.16's); DeepSeekMath's plain k3 is
@@ -49,6 +50,10 @@ ALGOS = {
                  num_minibatches=4),
     "cispo": dict(loss_type="cispo", cispo_max_weight=5.0, scale_rewards="batch", kl_coef=0.0),
     "rloo": dict(advantage="rloo", scale_rewards="none", kl_in="reward", kl_estimator="k1", kl_coef=0.03),
+    "sapo": dict(loss_type="sapo", sapo_temperature_pos=1.0, sapo_temperature_neg=1.05),
+    "luspo": dict(loss_type="luspo", ratio_level="sequence", clip_eps=3e-4, clip_eps_high=4e-4, kl_coef=0.0),
+    "vespo": dict(loss_type="vespo", ratio_level="token", kl_coef=0.0),
+    "gdpo": dict(multi_objective_aggregation="normalize_then_sum"),
 }
 
 
@@ -91,7 +96,10 @@ class Config(LMOptions):
                               choices=RATIO_LEVELS)
     loss_type: str = option("grpo", "policy loss and aggregation: grpo (per-sequence mean) | bnpo (token mean) | "
                                     "dr_grpo (÷ P·G·max-new-tokens) | dapo (÷ active tokens) | cispo (clipped "
-                                    "detached weight × log π, ÷ active tokens)", choices=tuple(LOSS_TYPES))
+                                    "detached weight × log π, ÷ active tokens) | sapo (a soft sigmoid gate in place "
+                                    "of the clip, per-sequence mean) | luspo (clipped, each sequence's sum: with "
+                                    "--ratio-level sequence, GSPO without its length bias) | vespo (a smooth gamma "
+                                    "weight of the sequence ratio × log π, ÷ active tokens)", choices=tuple(LOSS_TYPES))
     clip_eps: float = option(0.2, "ε: the ratio is clipped below at 1 − ε (and above at 1 + --clip-eps-high); "
                                   "PPO's ε, TRL's epsilon", interval(0, 1, open_low=True, open_high=True),
                              aliases=("--clip-eps-low",))
@@ -102,6 +110,27 @@ class Config(LMOptions):
                                        "(INTELLECT-2; None: off)", Number(float, low=1.0, open_low=True))
     cispo_max_weight: float = option(5.0, "ε_max: CISPO's cap on the detached importance weight (ScaleRL: 5)",
                                      positive())
+    sapo_temperature_pos: float = option(1.0, "τ_pos of sapo's gate −(4/τ)·σ(τ(r − 1))·Â where Â > 0: larger fades "
+                                              "the gradient sooner as r leaves 1 (TRL's name)", positive())
+    sapo_temperature_neg: float = option(1.05, "τ_neg of sapo's gate where Â ≤ 0 (TRL's name)", positive())
+    vespo_k_pos: float = option(2.0, "k of vespo's weight φ(w) = e^λ·w^k·e^(−λw) where Â ≥ 0: larger damps w < 1 "
+                                     "more (TRL's name)", non_negative())
+    vespo_lambda_pos: float = option(3.0, "λ of φ where Â ≥ 0: larger damps w > 1 more (TRL's name)", positive())
+    vespo_k_neg: float = option(3.0, "k of φ where Â < 0 (TRL's name)", non_negative())
+    vespo_lambda_neg: float = option(2.0, "λ of φ where Â < 0 (TRL's name)", positive())
+    top_entropy_quantile: float = option(1.0, "ρ: only the share ρ of tokens with the highest entropy take part in "
+                                              "the policy term (\"Beyond the 80/20 rule\": 0.2; 1: all)",
+                                         probability())
+    entropy_coef: float = option(0.0, "c_H of the entropy bonus −c_H·mean H over the tokens the policy term keeps "
+                                      "(with --adaptive-entropy: its starting value)", non_negative())
+    adaptive_entropy: bool = option(False, "move c_H after every optimiser step: +Δ while the entropy is at or below "
+                                           "--entropy-target, −Δ above it, applied only at or below it (Skywork-OR1; "
+                                           "TRL's use_adaptive_entropy)")
+    entropy_target: float = option(0.2, "the entropy (nats per token) --adaptive-entropy holds the policy above",
+                                   non_negative())
+    entropy_coef_min: float = option(0.0, "the lowest c_H --adaptive-entropy moves to", non_negative())
+    entropy_coef_max: float = option(1.0, "the highest c_H --adaptive-entropy moves to", non_negative())
+    entropy_coef_delta: float = option(0.005, "Δ: --adaptive-entropy's step of c_H", non_negative())
     kl_coef: float = option(0.04, "β of the KL to π_ref (0: no reference computed at all)", non_negative())
     kl_in: str = option("loss", "where the KL to π_ref goes: loss (β·KL per token in the loss) or reward "
                                 "(r_i − β·Σ_t KL_t on π_old's log-probs, before the advantages; RLOO's choice)",
@@ -151,6 +180,15 @@ class Config(LMOptions):
                                "fn(completions, answers) -> list of floats", Text())
     reward_weights: str | None = option(None, "one weight per reward function, comma-separated (default: all 1)",
                                         Text())
+    multi_objective_aggregation: str = option("sum_then_normalize", "with several reward functions: "
+                                              "sum_then_normalize (Â from Σ_f w_f·r_f) or normalize_then_sum (GDPO: "
+                                              "each r_f normalised within its group, then Σ_f w_f·ř_f whitened over "
+                                              "the batch; --scale-rewards does not apply)",
+                                              choices=("sum_then_normalize", "normalize_then_sum"))
+    max_staleness: int = option(0, "k: each update trains on completions drawn by the policy as it was k updates "
+                                   "earlier (π_rollout, an asynchronous trainer's lag without its threads; fewer at "
+                                   "the start). π_old is still the trainer's own forward; --sampler-correction "
+                                   "weighs π_old/π_rollout (0: no lag)", at_least(0))
     print_samples: int = option(25, "every N updates, print one question → completion → reward and append all "
                                     "the update's completions (rewards, advantage, cut off or not) to "
                                     "OUT/completions.jsonl (0: never)", at_least(0))
@@ -178,6 +216,7 @@ def validate(cfg: Config) -> None:
     check_minibatches(cfg.prompts_per_step * cfg.group_size, cfg.num_minibatches,
                       f"{cfg.prompts_per_step} prompts × {cfg.group_size} completions")
     _validate_combinations(cfg)
+    _validate_objectives(cfg)
     reward_weights(cfg)
 
 
@@ -195,9 +234,8 @@ def _validate_combinations(cfg: Config) -> None:
         raise UsageError("--loss-type cispo weighs every token by its own ratio; --ratio-level sequence is GSPO's "
                          "clipped objective (--algo gspo)")
     if cfg.delta is not None:
-        if cfg.loss_type == "cispo":
-            raise UsageError("--delta caps the clipped surrogate's ratio; --loss-type cispo caps its weight with "
-                             "--cispo-max-weight instead")
+        if LOSS_TYPES[cfg.loss_type][0] != "clipped":
+            raise UsageError(f"--delta caps the clipped surrogate's ratio; --loss-type {cfg.loss_type} has no clip")
         if cfg.delta <= 1.0 + eps_high(cfg):
             raise UsageError(f"--delta must exceed 1 + --clip-eps-high = {1.0 + eps_high(cfg):g}, got {cfg.delta}")
     if cfg.sampler_clip_min is not None and cfg.sampler_clip_max is not None and \
@@ -207,6 +245,22 @@ def _validate_combinations(cfg: Config) -> None:
     if cfg.overlong_buffer and int(cfg.overlong_buffer * cfg.max_new_tokens) < 1:
         raise UsageError(f"--overlong-buffer {cfg.overlong_buffer} of --max-new-tokens {cfg.max_new_tokens} is "
                          f"less than one token")
+
+
+def _validate_objectives(cfg: Config) -> None:
+    if cfg.loss_type == "vespo" and cfg.ratio_level == "sequence":
+        raise UsageError("--loss-type vespo computes its own sequence weight from the token ratios; use "
+                         "--ratio-level token")
+    if cfg.loss_type == "vespo" and cfg.sampler_correction.startswith("sequence"):
+        raise UsageError("--loss-type vespo folds a per-token π_old/π_sampler into its sequence weight: use "
+                         "--sampler-correction token_truncate or token_mask")
+    if cfg.multi_objective_aggregation == "normalize_then_sum":
+        if cfg.advantage == "rloo" or cfg.kl_in == "reward":
+            raise UsageError("--multi-objective-aggregation normalize_then_sum normalises each reward function's "
+                             "scores: it needs --advantage group and --kl-in loss")
+    if cfg.adaptive_entropy and cfg.entropy_coef_min > cfg.entropy_coef_max:
+        raise UsageError(f"--entropy-coef-min {cfg.entropy_coef_min:g} must not exceed --entropy-coef-max "
+                         f"{cfg.entropy_coef_max:g}")
 
 
 def reward_weights(cfg: Config) -> dict[str, float]:
@@ -243,17 +297,20 @@ def update_config(cfg: Config) -> core.UpdateConfig:
     return core.UpdateConfig(
         mu=cfg.mu, num_minibatches=cfg.num_minibatches, objective=objective, ratio_level=cfg.ratio_level,
         clip_eps_low=cfg.clip_eps, clip_eps_high=eps_high(cfg), delta=cfg.delta,
-        cispo_max_weight=cfg.cispo_max_weight, aggregation=aggregation,
+        cispo_max_weight=cfg.cispo_max_weight, aggregation=aggregation, gate_temp_pos=cfg.sapo_temperature_pos,
+        gate_temp_neg=cfg.sapo_temperature_neg, gamma_k_pos=cfg.vespo_k_pos, gamma_lambda_pos=cfg.vespo_lambda_pos,
+        gamma_k_neg=cfg.vespo_k_neg, gamma_lambda_neg=cfg.vespo_lambda_neg, entropy_coef=cfg.entropy_coef,
+        entropy_quantile=cfg.top_entropy_quantile,
         kl_coef=cfg.kl_coef if cfg.kl_in == "loss" else 0.0, kl_estimator=cfg.kl_estimator,
         kl_correction=cfg.kl_correction != "off", max_grad_norm=cfg.max_grad_norm,
-        sampler_correction=cfg.sampler_correction, sampler_clip_min=cfg.sampler_clip_min,
-        sampler_clip_max=cfg.sampler_clip_max, off_policy_mask=cfg.off_policy_mask)
+        sampler=core.SamplerOptions(cfg.sampler_correction, cfg.sampler_clip_min, cfg.sampler_clip_max,
+                                    cfg.off_policy_mask))
 
 
 def records_sampler_logp(cfg: Config) -> bool:
-    """Whether sampling records π_sampler's log-probs: a sampler of its own dtype, or a correction asked for
-    (with --sampler-dtype same it then weighs the sampling kernels' small mismatch)."""
-    return cfg.sampler_dtype != "same" or cfg.sampler_correction != "none"
+    """Whether sampling records π_sampler's log-probs: a sampler of its own dtype, a lagging π_rollout, or a
+    correction asked for (with --sampler-dtype same it then weighs the sampling kernels' small mismatch)."""
+    return cfg.sampler_dtype != "same" or cfg.sampler_correction != "none" or cfg.max_staleness > 0
 
 
 def loss_normaliser(loss_type: str, rows: int, max_new_tokens: int, active_tokens: float) -> float | None:

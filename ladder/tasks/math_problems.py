@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import random
 from pathlib import Path
 
 from ladder.runlog import UsageError
@@ -232,3 +233,31 @@ def check_unchanged(dataset: str | None, saved: str | None, now: str | None) -> 
 
 def _short(fingerprint_: str) -> str:
     return fingerprint_[:19] + "…" if fingerprint_.startswith("sha256:") else fingerprint_
+
+
+class ProblemStream:
+    """The training problems in a shuffled order, reshuffled after each pass; the same order in every
+    process (each takes its share of what is drawn). A checkpoint part; it keeps the fingerprint of its
+    ``source`` too (--dataset, ``math_problems.fingerprint``) and refuses to resume on data that changed."""
+
+    def __init__(self, problems: list[dict], seed: int, source: tuple[str | None, str | None] = (None, None)):
+        self.problems, self.rng, self.order = problems, random.Random(seed), []
+        self.source = source
+
+    def draw(self, n: int) -> list[dict]:
+        picked = []
+        for _ in range(n):
+            if not self.order:
+                self.order = list(range(len(self.problems)))
+                self.rng.shuffle(self.order)
+            picked.append(self.problems[self.order.pop()])
+        return picked
+
+    def state_dict(self) -> dict:
+        return {"rng": self.rng.getstate(), "order": list(self.order), "dataset": self.source[1]}
+
+    def load_state_dict(self, state: dict) -> None:
+        dataset, fingerprint = self.source  # the order indexes the problems: they must be those it was drawn from
+        check_unchanged(dataset, state.get("dataset"), fingerprint)
+        self.rng.setstate(state["rng"])
+        self.order = list(state["order"])

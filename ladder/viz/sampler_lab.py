@@ -262,8 +262,9 @@ def _per_action_grads(logp_sampler: torch.Tensor, mode: str, c_max: float | None
     logp = torch.log_softmax(theta, 0)[:, None]
     loss = core.clipped_surrogate(torch.exp(logp - old), adv, 0.2)
     if logp_sampler is not None:
-        loss, _ = core.sampler_correction(loss, logp, old, logp_sampler[:, None], adv, torch.ones_like(adv), mode,
-                                          None, c_max, None)
+        options, mask = core.SamplerOptions(mode, None, c_max), torch.ones_like(adv)
+        weights = core.corrected_weights(old, logp_sampler[:, None], mask, options)
+        loss, _ = core.sampler_correction(loss, logp, old, logp_sampler[:, None], adv, mask, options, weights)
     grads = torch.stack([torch.autograd.grad(loss[a, 0], theta, retain_graph=True)[0] for a in range(len(base))])
     return grads, {"p_old": old.exp().squeeze(1), "advantages": adv.squeeze(1)}
 
