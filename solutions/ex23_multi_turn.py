@@ -74,7 +74,7 @@ class Row:
 
 
 def draw(logits: Tensor, temperature: float, top_p: float, do_sample: bool, generator) -> tuple[Tensor, Tensor]:
-    """(tokens [B], log π(token) [B]) from softmax(z / τ), top-p kept when sampling."""
+    """(tokens [B], log q(token) [B]) from q = softmax(z / τ), top-p's cut renormalised when sampling."""
     logp = torch.log_softmax(logits.float() / temperature, dim=-1)
     if not do_sample:
         tokens = logp.argmax(-1)
@@ -84,6 +84,7 @@ def draw(logits: Tensor, temperature: float, top_p: float, do_sample: bool, gene
             sorted_p, order = weights.sort(dim=-1, descending=True)
             dropped = sorted_p.cumsum(-1) - sorted_p > top_p
             weights = weights.scatter(1, order, sorted_p.masked_fill(dropped, 0.0))
+            logp = torch.log(weights / weights.sum(-1, keepdim=True))      # log q = log p − log Z on the nucleus
         tokens = torch.multinomial(weights, 1, generator=generator).squeeze(1)
     return tokens, logp.gather(1, tokens[:, None]).squeeze(1)
 

@@ -153,9 +153,12 @@ class Config(LMOptions):
                                 choices=("same", "bfloat16", "float16"))
     sampler_correction: str = option("none", "weigh the policy term by w = π_old/π_sampler (core.sampler): none | "
                                              "token_truncate | token_mask | sequence_truncate | sequence_mask (TRL's "
-                                             "vllm_importance_sampling_mode). With --sampler-dtype same it corrects "
-                                             "the small mismatch of the cached sampling kernels, at the cost of a "
-                                             "log-softmax over the vocabulary per sampled token",
+                                             "vllm_importance_sampling_mode). π_sampler is the distribution the tokens "
+                                             "were drawn from, --top-p's cut renormalised: under --top-p < 1 a "
+                                             "token's w is the mass its step kept. With --sampler-dtype same, "
+                                             "--top-p 1 and no --max-staleness it corrects the small mismatch of the "
+                                             "cached sampling kernels, at the cost of a log-softmax over the "
+                                             "vocabulary per sampled token",
                                      choices=CORRECTIONS)
     sampler_clip_max: float | None = option(3.0, "C_max of w: truncated to it, or masked above it (TRL's "
                                                  "vllm_importance_sampling_clip_max; from Python, None: no bound)",

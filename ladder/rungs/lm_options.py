@@ -24,7 +24,10 @@ class LMOptions(RunOptions):
                                                        "--qlora)")
     max_new_tokens: int = option(512, "completion length limit (tokens)", at_least(1))
     temperature: float = option(1.0, "sampling temperature τ (log-probs use the same τ)", positive())
-    top_p: float = option(1.0, "nucleus sampling p (1: off)", interval(0, 1, open_low=True))
+    top_p: float = option(1.0, "nucleus sampling p (1: off): tokens are drawn from the smallest set of most likely "
+                                "tokens holding p of the mass, renormalised; π_old, π_θ and π_ref score the whole "
+                                "distribution (grpo: --sampler-correction weighs the difference)",
+                          interval(0, 1, open_low=True))
     chunk_size: int = option(16, "positions per chunk of the lm_head / log-softmax (rows·chunk·vocab floats at "
                                  "once)", at_least(1))
     print_samples: int = option(10, "print sample prompt → completion → reward lines every N updates (0: never)",
