@@ -62,9 +62,12 @@ def validate(cfg: Config) -> None:
     grpo_options.validate(cfg)
     if cfg.min_new_tokens:
         raise UsageError("--min-new-tokens holds back EOS in one completion; an agent's EOS ends a turn: drop it")
-    if cfg.train_env_tokens and cfg.sampler_correction != "none":
+    if cfg.train_env_tokens and (cfg.sampler_correction != "none" or cfg.max_staleness):
         raise UsageError("--train-env-tokens puts tokens the sampler never drew in the loss: they have no "
-                         "π_sampler log-prob to correct with; drop --sampler-correction")
+                         "π_sampler log-prob to correct with; drop --sampler-correction and --max-staleness")
+    if cfg.credit == "turn" and cfg.multi_objective_aggregation == "normalize_then_sum":
+        raise UsageError("--credit turn normalises the turns' rewards together (core.group_relative_turns); "
+                         "--multi-objective-aggregation normalize_then_sum applies to --credit trajectory")
     environment(cfg)
 
 
