@@ -150,11 +150,24 @@ def _log_ratio(logp: Tensor, old_logp: Tensor, mask: Tensor, level: str) -> Tens
     raise ValueError(f"ratio_level must be one of {RATIO_LEVELS}, got {level!r}")
 
 
-def policy_term(x: PolicyInputs, cfg: UpdateConfig) -> Tensor:
-    """The per-token policy loss of ``cfg.objective`` (``objectives.POLICY_TERMS``)."""
+def policy_term(x: PolicyInputs, old_logp: Tensor, sampling_logp: Tensor | None, entropy: Tensor | None,
+                cfg: UpdateConfig) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
+    """The policy term's per-token loss, the tokens it keeps, and the statistics of what weighed it:
+
+        ℓ_t = POLICY_TERMS[objective](x)_t · keep_i · w · keep_t
+
+    keep_i · w from the sampler (``sampler_correction``: 1 without a sampler or a correction), keep_t the
+    top-ρ entropy tokens (``high_entropy_mask``; every real token with ρ = 1 or no entropy)."""
     if cfg.objective not in POLICY_TERMS:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {cfg.objective!r}")
-    return POLICY_TERMS[cfg.objective](x, cfg)
+    pg = POLICY_TERMS[cfg.objective](x, cfg)
+    pg, out = sampler_correction(pg, x.logp, old_logp, sampling_logp, x.advantages, x.mask, cfg.sampler,
+                                 x.sampler_weight, weigh=cfg.objective not in FOLDS_SAMPLER_WEIGHT)
+    kept = x.mask
+    if entropy is not None and cfg.entropy_quantile < 1.0:
+        kept = high_entropy_mask(entropy, x.mask, cfg.entropy_quantile)
+        out["entropy/kept_frac"] = kept.sum() / x.mask.sum().clamp(min=1.0)
+    return pg * kept, kept, out
 
 
 @swappable
@@ -185,18 +198,10 @@ def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float
     ratio = torch.exp(log_ratio)
     weights = corrected_weights(old_logp, mb.sampling_logp, mask, cfg.sampler)   # π_old/π_sampler, or None
     x = PolicyInputs(logp, log_ratio, ratio, _log_ratio(logp, old_logp, mask, "token"), adv, mask, weights)
-    pg = policy_term(x, cfg)
-    # π_sampler ≠ π_old: each token's (or sequence's) weight π_old/π_sampler, and the off-policy sequence mask
-    pg, sampler_stats = sampler_correction(pg, logp, old_logp, mb.sampling_logp, adv, mask, cfg.sampler, weights,
-                                           weigh=cfg.objective not in FOLDS_SAMPLER_WEIGHT)
-    kept = mask
-    if entropy is not None and cfg.entropy_quantile < 1.0:
-        kept = high_entropy_mask(entropy, mask, cfg.entropy_quantile)
-        pg = pg * kept
-        sampler_stats["entropy/kept_frac"] = kept.sum() / mask.sum().clamp(min=1.0)
+    pg, kept, pg_stats = policy_term(x, old_logp, mb.sampling_logp, entropy, cfg)
     loss_pg = agg(pg)
     loss = loss_pg
-    out = {"loss_pg": loss_pg, **sampler_stats}
+    out = {"loss_pg": loss_pg, **pg_stats}
 
     if values is not None and mb.returns is not None:
         old_values = mb.values if mb.values is not None else values.detach()
