@@ -1,0 +1,304 @@
+"""TRL 1.16's newer GRPO options through TRL's ``GRPOTrainer`` and through ladder, on identical tensors.
+
+Each case is one grpo rung ``Config``: TRL's trainer is set from ``trl_map.trl_values(cfg)`` (what
+``--export-trl`` writes) and ladder's update from ``grpo_options.update_config(cfg)`` (what the rung
+trains with), so both mappings are what is checked. Loss and every gradient agree to ``close``'s tolerance:
+
+    top_entropy_quantile ρ          get_high_entropy_mask(H, m, 1 − ρ)      high_entropy_mask(H, m, ρ)
+    entropy_coef c_H                −c_H · mean H over the kept tokens      CausalLMPolicy(entropy_grad=True)
+    use_adaptive_entropy            self.entropy_coef after each step       core.update(entropy_control=…)
+    sapo_temperature_*, vespo_*     _compute_loss                           gate_temp_*, gamma_* of UpdateConfig
+    multi_objective_aggregation     advantages of                           decoupled_group_relative (GDPO),
+                                    _generate_and_score_completions         group_relative
+    --export-trl                    the script's GRPOConfig fields          the rung's options
+
+The fixtures (a GRPOTrainer on the tiny saved Qwen2, the hand-made inputs) are tests/test_trl_parity_grpo.py's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+from types import SimpleNamespace
+
+import pytest
+import test_trl_parity_grpo as parity
+import torch
+from test_trl_parity_grpo import G, assert_same, ladder_num_tokens, trl_loss
+from trl_helpers import (
+    MAX_COMPLETION_LENGTH,
+    TEMPERATURE,
+    AutoModelForCausalLM,
+    Dataset,
+    GRPOConfig,
+    GRPOTrainer,
+    close,
+    grads,
+    kept_rng,
+    one_thread,  # noqa: F401 (autouse fixture)
+    tokenizer_of,
+)
+
+from ladder import core, export_trl, run, trl_map
+from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
+from ladder.rungs import grpo
+from ladder.rungs.grpo_options import update_config
+
+# the module-scoped fixtures of tests/test_trl_parity_grpo.py, one trainer for this module
+grpo_trainer, policy, grpo_inputs = parity.grpo_trainer, parity.policy, parity.grpo_inputs
+
+# The GRPOConfig fields these tests set on the trainer (each copied by GRPOTrainer.__init__ as below).
+FIELDS = ("loss_type", "epsilon", "epsilon_high", "delta", "beta", "importance_sampling_level",
+          "use_bias_correction_kl", "sapo_temperature_pos", "sapo_temperature_neg", "vespo_k_pos",
+          "vespo_lambda_pos", "vespo_k_neg", "vespo_lambda_neg", "top_entropy_quantile", "entropy_coef",
+          "use_adaptive_entropy", "entropy_target", "entropy_coef_min", "entropy_coef_max", "entropy_coef_delta")
+TRAINER_COPIES = {"loss_type": "loss_type", "epsilon": "epsilon_low", "epsilon_high": "epsilon_high", "beta": "beta",
+                  "importance_sampling_level": "importance_sampling_level",
+                  "top_entropy_quantile": "top_entropy_quantile", "entropy_coef": "entropy_coef",
+                  "use_adaptive_entropy": "use_adaptive_entropy"}
+LOSSES = {"grpo": dict(loss_type="grpo"), "dapo": dict(loss_type="dapo"),
+          "sapo-tau": dict(loss_type="sapo", sapo_temperature_pos=0.5, sapo_temperature_neg=2.0),
+          "vespo-k-lambda": dict(loss_type="vespo", vespo_k_pos=1.5, vespo_lambda_pos=2.5, vespo_k_neg=2.0,
+                                 vespo_lambda_neg=4.0)}
+ENTROPY = {"all": (1.0, 0.0), "rho=0": (0.0, 0.0), "rho=0.2": (0.2, 0.0), "rho=0.5": (0.5, 0.0),
+           "bonus": (1.0, 0.02), "rho=0.2+bonus": (0.2, 0.02), "rho=0.5+bonus": (0.5, 0.02)}
+
+
+def rung_config(**options) -> grpo.Config:
+    """The rung's defaults (β = 0.04 with the KL correction, ε = 0.2) on the fixture's sizes; a gradient-norm
+    clip that never binds, so ``core.update`` leaves the gradient as ``_compute_loss``'s backward makes it."""
+    return grpo.Config(**{"max_new_tokens": MAX_COMPLETION_LENGTH, "temperature": TEMPERATURE,
+                          "group_size": G, "max_grad_norm": 1e9, **options})
+
+
+def configure(trainer, cfg: grpo.Config) -> None:
+    """TRL's trainer set to ``trl_map.trl_values(cfg)`` (GRPOConfig's defaults for fields the map leaves out)."""
+    values = {name: value for name, (value, _) in trl_map.trl_values(cfg).items()}
+    defaults = {f.name: f.default for f in dataclasses.fields(GRPOConfig)}
+    for name in FIELDS:
+        setattr(trainer.args, name, values.get(name, defaults[name]))
+    if trainer.args.epsilon_high is None:  # as GRPOConfig.__post_init__
+        trainer.args.epsilon_high = trainer.args.epsilon
+    for name, attribute in TRAINER_COPIES.items():
+        setattr(trainer, attribute, getattr(trainer.args, name))
+    trainer._entropy_bonus_enabled = trainer.entropy_coef != 0.0 or trainer.use_adaptive_entropy
+    trainer._last_world_entropy = float("inf")
+    trainer._entropy_window_stats = None
+
+
+@pytest.fixture(scope="module")
+def entropy_policy(grpo_trainer):
+    """ladder's policy on the trainer's model, its entropy with a graph (what the rung builds for c_H > 0)."""
+    return CausalLMPolicy(grpo_trainer.model, temperature=TEMPERATURE, entropy_grad=True)
+
+
+def ladder_batch(policy, inputs):
+    mask = inputs["completion_mask"]
+    return lm_batch(inputs["prompt_ids"], inputs["prompt_mask"], inputs["completion_ids"], mask,
+                    policy.model.config.pad_token_id, advantages=inputs["advantages"][:, None] * mask,
+                    old_logp=inputs["old_per_token_logps"], ref_logp=inputs["ref_per_token_logps"])
+
+
+def ladder_loss(policy, inputs, cfg, num_tokens):
+    policy.model.zero_grad(set_to_none=True)
+    loss, stats, tensors = core.compute_loss(policy, ladder_batch(policy, inputs), cfg, num_tokens)
+    loss.backward()
+    return loss.detach(), grads(policy.model), stats
+
+
+# --- the top-entropy mask ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rho", [0.0, 0.2, 0.5, 1.0])
+def test_high_entropy_mask_is_trls(grpo_trainer, rho):
+    """The same tokens kept, on entropies with ties, junk on the padding and rows of every length."""
+    gen = torch.Generator().manual_seed(3)
+    entropy = torch.rand(5, 7, generator=gen) * 2.0
+    entropy[0, :3] = entropy[2, 1:4] = entropy[4, 5]  # a run of ties
+    mask = (torch.arange(7)[None] < torch.tensor([7, 2, 5, 0, 6])[:, None]).long()
+    entropy = torch.where(mask.bool(), entropy, 9.0)   # padding above every real entropy: must stay out
+    expected = grpo_trainer.get_high_entropy_mask(entropy, mask, 1.0 - rho)
+    got = core.high_entropy_mask(entropy, mask, rho)
+    assert torch.equal(got.bool(), expected)
+    assert 0 < got.sum() <= mask.sum() and (got.sum() == mask.sum()) == (rho == 1.0)
+
+
+# --- the loss: entropy mask, entropy bonus, SAPO's and VESPO's parameters ---------------------------
+
+def _loss_cases():
+    for loss_name, loss_options in LOSSES.items():
+        for entropy_name, (rho, coef) in ENTROPY.items():
+            yield pytest.param({**loss_options, "top_entropy_quantile": rho, "entropy_coef": coef},
+                               id=f"{loss_name}-{entropy_name}")
+
+
+@pytest.mark.parametrize("options", list(_loss_cases()))
+def test_loss_and_gradients_match_trl(grpo_trainer, entropy_policy, grpo_inputs, options):
+    cfg = rung_config(**options)
+    configure(grpo_trainer, cfg)
+    expected = trl_loss(grpo_trainer, grpo_inputs)
+    got = ladder_loss(entropy_policy, grpo_inputs, update_config(cfg), ladder_num_tokens(grpo_trainer, grpo_inputs))
+    assert_same(expected, got)
+    kept = float(got[2].get("entropy/kept_frac", 1.0))
+    assert (0.0 < kept < 1.0) == (cfg.top_entropy_quantile < 1.0), kept
+
+
+def test_options_change_trls_loss(grpo_trainer, grpo_inputs):
+    """The parity above means something only if each option moves TRL's loss on these inputs."""
+    def loss(**options):
+        configure(grpo_trainer, rung_config(**options))
+        return trl_loss(grpo_trainer, grpo_inputs)[0].item()
+
+    for options in LOSSES.values():
+        if len(options) > 1:  # SAPO's temperatures, VESPO's k and λ against the defaults
+            assert abs(loss(**options) - loss(loss_type=options["loss_type"])) > 1e-4, options
+        assert abs(loss(**options, top_entropy_quantile=0.2) - loss(**options)) > 1e-4, options
+        assert abs(loss(**options, entropy_coef=0.02) - loss(**options)) > 1e-4, options
+
+
+# --- the adaptive entropy coefficient over several optimiser steps -----------------------------------
+
+def _swapped_completions(inputs: dict) -> dict:
+    """The same prompts, the completions (with their masks, log-probs and advantages) in reverse row order:
+    a second batch whose entropy differs."""
+    completion_side = ("completion_ids", "completion_mask", "old_per_token_logps", "ref_per_token_logps",
+                       "advantages")
+    return {k: v.flip(0) if k in completion_side else v for k, v in inputs.items()}
+
+
+def _kept_entropy(policy, inputs, cfg) -> float:
+    with torch.no_grad():
+        _, _, tensors = core.compute_loss(policy, ladder_batch(policy, inputs), update_config(cfg), 1.0)
+    kept = tensors["kept"]
+    return ((tensors["entropy"] * kept).sum() / kept.sum()).item()
+
+
+@pytest.mark.parametrize("loss_type,rho", [("grpo", 1.0), ("dapo", 0.5)])
+@pytest.mark.parametrize("target", ["above", "below", "between"])
+def test_adaptive_entropy_coefficient_and_losses_match_trl(grpo_trainer, entropy_policy, grpo_inputs, loss_type,
+                                                           rho, target):
+    """Five optimiser steps on batches A A B B A: TRL's ``_compute_loss`` (train mode, sync_gradients, so each
+    call ends a step and moves ``self.entropy_coef``) and ``core.update`` with an ``AdaptiveEntropyCoef`` and
+    lr 0 (the weights stay). A target above both batches' entropy moves c_H up to c_max, one below them
+    down to c_min, one between them both ways, switching the bonus on and off."""
+    batches = {"A": grpo_inputs, "B": _swapped_completions(grpo_inputs)}
+    options = dict(loss_type=loss_type, top_entropy_quantile=rho, adaptive_entropy=True, entropy_coef=0.05,
+                   entropy_coef_min=0.01, entropy_coef_max=0.09, entropy_coef_delta=0.02)
+    entropies = sorted(_kept_entropy(entropy_policy, batch, rung_config(**options)) for batch in batches.values())
+    assert entropies[1] - entropies[0] > 0.01, entropies
+    options["entropy_target"] = {"above": entropies[1] + 0.05, "below": entropies[0] - 0.05,
+                                 "between": sum(entropies) / 2}[target]
+    cfg = rung_config(**options)
+    configure(grpo_trainer, cfg)
+    assert grpo_trainer.model.training and grpo_trainer.accelerator.sync_gradients
+    control = core.AdaptiveEntropyCoef(cfg.entropy_coef, cfg.entropy_target, cfg.entropy_coef_min,
+                                       cfg.entropy_coef_max, cfg.entropy_coef_delta)
+    optimizer = torch.optim.SGD(entropy_policy.model.parameters(), lr=0.0)
+    before = {n: p.detach().clone() for n, p in entropy_policy.model.named_parameters()}
+    trl_coefs, ladder_coefs = [], []
+    for name in "AABBA":
+        inputs = batches[name]
+        expected = trl_loss(grpo_trainer, inputs)
+        trl_coefs.append(grpo_trainer.entropy_coef)
+        num_tokens = ladder_num_tokens(grpo_trainer, inputs)
+        record = core.update(entropy_policy, ladder_batch(entropy_policy, inputs), optimizer, update_config(cfg),
+                             num_tokens=num_tokens, entropy_control=control)[0]
+        ladder_coefs.append(control.coef)
+        assert_same(expected, (torch.tensor(record["loss"]), grads(entropy_policy.model)))
+        close(torch.tensor(record["entropy_coef"]), torch.tensor(control.coef), "logged c_H")
+    close(torch.tensor(ladder_coefs), torch.tensor(trl_coefs), "c_H after each step")
+    assert all(torch.equal(p, before[n]) for n, p in entropy_policy.model.named_parameters())
+    moves = {round(b - a, 6) for a, b in zip([cfg.entropy_coef] + trl_coefs, trl_coefs)}
+    assert moves == {"above": {0.02, 0.0}, "below": {-0.02, 0.0}, "between": {0.02, -0.02}}[target], moves
+
+
+# --- GDPO's advantages: TRL's own _generate_and_score_completions on fixed rewards -------------------
+
+GDPO_G = 3
+SMALL = [1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]                # 0/1, one group without spread
+LARGE = [120.0, -40.0, 300.0, 5.0, 17.0, -200.0, 50.0, -75.0, 8.0]    # spread of hundreds
+WEIGHTS = [1.0, 0.3]
+
+
+def small(completions, **_):
+    return SMALL[:len(completions)]
+
+
+def large(completions, **_):
+    return LARGE[:len(completions)]
+
+
+@pytest.fixture(scope="module")
+def gdpo_trainer(parity_model_dir, tmp_path_factory):
+    args = GRPOConfig(output_dir=str(tmp_path_factory.mktemp("gdpo-out")), report_to=[], use_cpu=True, bf16=False,
+                      per_device_train_batch_size=len(SMALL), num_generations=GDPO_G, max_completion_length=4,
+                      temperature=TEMPERATURE, beta=0.0, reward_weights=WEIGHTS, gradient_checkpointing=False,
+                      logging_steps=10**9, save_strategy="no", dataloader_num_workers=0)
+    with kept_rng():
+        trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(parity_model_dir), reward_funcs=[small, large],
+                              args=args, train_dataset=Dataset.from_list([{"prompt": "What is 2 + 3?"}] * 3),
+                              processing_class=tokenizer_of(parity_model_dir))
+    trainer.model.train()
+    return trainer
+
+
+def trl_advantages(trainer, aggregation: str) -> torch.Tensor:
+    trainer.multi_objective_aggregation = trainer.args.multi_objective_aggregation = aggregation
+    prompts = ["What is 2 + 3?", "Tom has 4 apples.", "How many are left?"]
+    inputs = [{"prompt": p} for p in prompts for _ in range(GDPO_G)]
+    with kept_rng(), torch.no_grad():
+        return trainer._generate_and_score_completions(inputs)["advantages"]
+
+
+def test_gdpo_advantages_match_trl(gdpo_trainer):
+    per_function = torch.tensor([SMALL, LARGE]).T                      # [N, F]
+    weights = torch.tensor(WEIGHTS)
+    expected = trl_advantages(gdpo_trainer, "normalize_then_sum")
+    close(core.decoupled_group_relative(per_function, weights, GDPO_G), expected, "normalize_then_sum", rtol=0.0)
+    summed = trl_advantages(gdpo_trainer, "sum_then_normalize")
+    close(core.group_relative(per_function @ weights, GDPO_G), summed, "sum_then_normalize", rtol=0.0)
+    assert (expected - summed).abs().max() > 0.1  # the large reward decides the summed advantage, not GDPO's
+
+    # the rung's batch_advantages, one process
+    class Rollout(SimpleNamespace):
+        def __len__(self):
+            return len(SMALL)
+
+    rollout = Rollout(per_function={"small": per_function[:, 0], "large": per_function[:, 1]})
+    for aggregation, trl_result in (("normalize_then_sum", expected), ("sum_then_normalize", summed)):
+        step = SimpleNamespace(cfg=grpo.Config(group_size=GDPO_G, multi_objective_aggregation=aggregation),
+                               procs=SimpleNamespace(rank=0, gather=lambda x: x), advantages=grpo.group_advantages,
+                               reward_weights={"small": WEIGHTS[0], "large": WEIGHTS[1]})
+        close(grpo.batch_advantages(step, rollout, per_function @ weights), trl_result, aggregation, rtol=0.0)
+
+
+# --- --export-trl carries the design options --------------------------------------------------------
+
+EXPORTS = {
+    "sapo": (["--algo", "sapo", "--sapo-temperature-neg", "1.3"],
+             dict(loss_type="sapo", sapo_temperature_pos=1.0, sapo_temperature_neg=1.3)),
+    "vespo": (["--algo", "vespo", "--vespo-k-pos", "1.5", "--vespo-lambda-neg", "4"],
+              dict(loss_type="vespo", importance_sampling_level="token", beta=0.0, vespo_k_pos=1.5,
+                   vespo_lambda_pos=3.0, vespo_k_neg=3.0, vespo_lambda_neg=4.0)),
+    "gdpo": (["--multi-objective-aggregation", "normalize_then_sum"],
+             dict(multi_objective_aggregation="normalize_then_sum")),
+    "entropy": (["--top-entropy-quantile", "0.2", "--adaptive-entropy", "--entropy-coef", "0.01",
+                 "--entropy-target", "0.3", "--entropy-coef-max", "0.5", "--entropy-coef-delta", "0.002"],
+                dict(top_entropy_quantile=0.2, use_adaptive_entropy=True, entropy_coef=0.01, entropy_target=0.3,
+                     entropy_coef_min=0.0, entropy_coef_max=0.5, entropy_coef_delta=0.002)),
+}
+
+
+@pytest.mark.parametrize("flags,fields", EXPORTS.values(), ids=EXPORTS.keys())
+def test_export_trl_carries_the_design_options(tmp_path, monkeypatch, flags, fields):
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "grpo_trl.py"
+    cfg = run.make_config("grpo", grpo, ["--preset", "tiny", *flags, "--export-trl", str(path)])
+    grpo.validate(cfg)
+    export_trl.write(cfg, cfg.export_trl)
+    spec = importlib.util.spec_from_file_location("exported_design", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    values = {**module.GRPO_CONFIG, **module.BY_DEVICE["cpu"]}
+    args = GRPOConfig(**{**values, "output_dir": str(tmp_path / "out")})  # TRL takes them
+    for name, value in fields.items():
+        assert values[name] == value and getattr(args, name) == value, (name, values.get(name))
