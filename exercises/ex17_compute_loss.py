@@ -11,22 +11,29 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
     log r      = logp − old_logp on real tokens, 0 on padding       ratio_level "token"
                  sequence_log_ratio(logp, old_logp, mask) [b, 1], broadcast to every   "sequence" (ex12)
                  position of its row, padding included
+                 anything else: raise ValueError
     r          = exp(log r)
-    ℓ          = clipped_surrogate(r, Â, ε_low, ε_high, δ)     objective "clipped" (ex05; ε_high None → ε_low)
-                 cispo_loss(logp, r, Â, cfg.cispo_max_weight)   objective "cispo" (ladder.core)
-                 pg_loss(logp, Â)                               objective "reinforce" (ex02)
-                 anything else: raise ValueError; likewise for an unknown ratio_level
-    w          = corrected_weights(old_logp, mb.sampling_logp, mask, cfg.sampler)
-    ℓ, s       = sampler_correction(ℓ, logp, old_logp, mb.sampling_logp, Â, mask, cfg.sampler, w)
-                 (ladder.core; exercise 21 writes its weights): when a sampler π_sampler ≠ π_old drew the
-                 tokens, ℓ_t × π_old/π_sampler × the off-policy mask, per token, before the aggregation and
-                 on the policy term alone; s, its statistics ({} and ℓ unchanged when mb.sampling_logp and
+    w          = corrected_weights(old_logp, mb.sampling_logp, mask, cfg.sampler)     (ladder.core; exercise 21
+                 writes its weights): π_old/π_sampler, truncated or masked, or None (no sampler's log-probs)
+    ℓ          = POLICY_TERMS[cfg.objective](PolicyInputs(logp, log r, r, log r_token, Â, mask, w), cfg)
+                 (ladder.core's table: "clipped" → clipped_surrogate (ex05), "cispo", "soft_gate" (ex24),
+                 "gamma_weighted", "reinforce" → pg_loss (ex02)); log r_token is the token level's log r
+                 whatever cfg.ratio_level; an objective not in the table: raise ValueError
+    ℓ, s       = sampler_correction(ℓ, logp, old_logp, mb.sampling_logp, Â, mask, cfg.sampler, w,
+                                    weigh=cfg.objective not in FOLDS_SAMPLER_WEIGHT)
+                 (ladder.core; FOLDS_SAMPLER_WEIGHT from ladder.core.objectives): when a sampler π_sampler ≠
+                 π_old drew the tokens, ℓ_t × w × the off-policy mask, per token, before the aggregation and on
+                 the policy term alone — "gamma_weighted" folds w into its own weight, so it is not multiplied
+                 again; s, its statistics ({} and ℓ unchanged when mb.sampling_logp and
                  cfg.sampler.off_policy_mask are both None)
+    kept       = mask, or high_entropy_mask(H, mask, ρ) if H is not None and ρ = cfg.entropy_quantile < 1
+                 (ladder.core: the top-ρ share of the real tokens by entropy); then ℓ ← ℓ · kept and
+                 s["entropy/kept_frac"] = Σ kept / max(Σ mask, 1)
     L_pg       = agg(ℓ)
     L          = L_pg
                + c_v · agg(value_loss(V, V_old, R, cfg.value_clip))   if V and mb.returns are not None (ex06);
                                                                        V_old = mb.values, or V.detach() if None
-               + c_H · masked_mean(entropy_bonus(H), mask)            if H is not None (ladder.core;
+               + c_H · masked_mean(entropy_bonus(H), kept)            if H is not None (ladder.core;
                                                                        add only if c_H ≠ 0): a token mean
                                                                        whatever cfg.aggregation, masked_mean(x,
                                                                        m) = Σ m·x / Σ m (ladder.core)
@@ -34,9 +41,9 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
                                                                        if mb.ref_logp is not None (ex08;
                                                                        add only if β ≠ 0)
     agg(x)     = aggregate(x, mask, cfg.aggregation, num_tokens)     (ex11), mask = mb.mask.float()
-    the config's names: ε_low = cfg.clip_eps_low, ε_high = cfg.clip_eps_high (None → ε_low, here and
-    below), δ = cfg.delta, c_v = cfg.value_coef, c_H = cfg.entropy_coef, β = cfg.kl_coef,
-    k = cfg.kl_estimator
+    the config's names: ε_low = cfg.clip_eps_low, ε_high = cfg.clip_eps_high (None → ε_low, in the
+    statistics below), c_v = cfg.value_coef, c_H = cfg.entropy_coef, β = cfg.kl_coef, k = cfg.kl_estimator;
+    the policy terms read their own (δ, ε_max, τ_pos/τ_neg, the gamma weight's k and λ) from cfg
 
     policy      anything with evaluate(batch) -> (logp, entropy or None, values or None), each [b, T]
     mb          a Batch (one minibatch): actions, mask, advantages, old_logp, ref_logp, sampling_logp, values,
@@ -51,11 +58,13 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
                         "kl_ref": agg(KL), "loss": L} — each term present when it was computed, whatever its
                         coefficient
                 tensors {"ratio": r.detach(), "advantages": Â, "mask": mask, "values": V.detach() or None,
-                         "returns": mb.returns}
+                         "returns": mb.returns, "entropy": H.detach() or None, "kept": kept} (exercise 18
+                         hands H and kept to an adaptive c_H)
 
-Import your earlier exercises from the same directory (``from ex05_clipped_surrogate import
-clipped_surrogate``; the grader and ``--use-exercises`` give you your own files), or ladder.core's
-until yours pass. Worked example: before any optimiser step π_θ = π_old, so every ratio is 1 and
+Import your earlier exercises from the same directory (``from ex04_whiten import whiten``; the grader
+and ``--use-exercises`` give you your own files), or ladder.core's until yours pass. The policy terms
+come from the table: they call ladder.core's functions, which ``--use-exercises`` replaces with your
+exercises 2, 5 and 24. Worked example: before any optimiser step π_θ = π_old, so every ratio is 1 and
 nothing is clipped:
 
     >>> from ladder.core import UpdateConfig

@@ -1,18 +1,17 @@
-"""Solution to exercise 17 — the loss of one minibatch, from the earlier exercises."""
+"""Solution to exercise 17 — the loss of one minibatch, from the earlier exercises and the table of policy terms."""
 
 from __future__ import annotations
 
 import torch
-from ex02_reinforce_loss import pg_loss
 from ex04_whiten import whiten
-from ex05_clipped_surrogate import clipped_surrogate
 from ex06_value_loss import value_loss
 from ex08_kl_corrected import kl_estimate
 from ex11_aggregate import aggregate
 from ex12_sequence_ratio import sequence_log_ratio
 from torch import Tensor
 
-from ladder.core import Batch, UpdateConfig, cispo_loss, corrected_weights, entropy_bonus, sampler_correction
+from ladder.core import Batch, UpdateConfig, corrected_weights, entropy_bonus, high_entropy_mask, sampler_correction
+from ladder.core.objectives import FOLDS_SAMPLER_WEIGHT, POLICY_TERMS, PolicyInputs
 from ladder.core.stats import masked_mean, minibatch_stats
 
 
@@ -30,26 +29,28 @@ def compute_loss(policy, mb: Batch, cfg: UpdateConfig, num_tokens: float | None 
     def agg(x: Tensor) -> Tensor:
         return aggregate(x, mask, cfg.aggregation, num_tokens)
 
+    token_log_ratio = torch.where(mask.bool(), logp - old_logp, 0.0)     # log r per token, 0 on padding
     if cfg.ratio_level == "token":
-        log_ratio = torch.where(mask.bool(), logp - old_logp, 0.0)
+        log_ratio = token_log_ratio
     elif cfg.ratio_level == "sequence":
         log_ratio = sequence_log_ratio(logp, old_logp, mask).expand_as(logp)
     else:
         raise ValueError(f"unknown ratio_level {cfg.ratio_level!r}")
     ratio = torch.exp(log_ratio)
-    if cfg.objective == "clipped":
-        pg = clipped_surrogate(ratio, adv, cfg.clip_eps_low, eps_high, cfg.delta)
-    elif cfg.objective == "cispo":
-        pg = cispo_loss(logp, ratio, adv, cfg.cispo_max_weight)
-    elif cfg.objective == "reinforce":
-        pg = pg_loss(logp, adv)
-    else:
+    if cfg.objective not in POLICY_TERMS:
         raise ValueError(f"unknown objective {cfg.objective!r}")
-    # π_sampler drew the tokens: ℓ_t × π_old/π_sampler (exercise 21's weights) × the off-policy mask, per token,
-    # on the policy term alone and before the aggregation (without mb.sampling_logp or cfg.sampler.off_policy_mask:
-    # as it was)
-    weights = corrected_weights(old_logp, mb.sampling_logp, mask, cfg.sampler)
-    pg, sampler_stats = sampler_correction(pg, logp, old_logp, mb.sampling_logp, adv, mask, cfg.sampler, weights)
+    weights = corrected_weights(old_logp, mb.sampling_logp, mask, cfg.sampler)   # π_old/π_sampler (ex21), or None
+    inputs = PolicyInputs(logp, log_ratio, ratio, token_log_ratio, adv, mask, weights)
+    pg = POLICY_TERMS[cfg.objective](inputs, cfg)                          # ℓ_t: clipped, cispo, soft_gate, …
+    # π_sampler drew the tokens: ℓ_t × w (unless the term folds w in itself) × the off-policy mask, per token, on the
+    # policy term alone, before the aggregation (no mb.sampling_logp and no cfg.sampler.off_policy_mask: as it was)
+    pg, sampler_stats = sampler_correction(pg, logp, old_logp, mb.sampling_logp, adv, mask, cfg.sampler, weights,
+                                           weigh=cfg.objective not in FOLDS_SAMPLER_WEIGHT)
+    kept = mask                                                            # the tokens the policy term keeps
+    if entropy is not None and cfg.entropy_quantile < 1.0:                 # only the top-ρ entropy tokens
+        kept = high_entropy_mask(entropy, mask, cfg.entropy_quantile)
+        pg = pg * kept
+        sampler_stats["entropy/kept_frac"] = kept.sum() / mask.sum().clamp(min=1.0)
     loss_pg = agg(pg)
     loss, terms = loss_pg, {"loss_pg": loss_pg, **sampler_stats}
 
@@ -59,7 +60,7 @@ def compute_loss(policy, mb: Batch, cfg: UpdateConfig, num_tokens: float | None 
         loss = loss + cfg.value_coef * loss_v
         terms["value_loss"] = loss_v
     if entropy is not None:
-        loss_h = masked_mean(entropy_bonus(entropy), mask)       # a token mean, whatever the aggregation
+        loss_h = masked_mean(entropy_bonus(entropy), kept)       # a token mean over the kept, whatever agg
         if cfg.entropy_coef:
             loss = loss + cfg.entropy_coef * loss_h
         terms["entropy"] = masked_mean(entropy.detach(), mask)  # nats per token
@@ -71,5 +72,6 @@ def compute_loss(policy, mb: Batch, cfg: UpdateConfig, num_tokens: float | None 
     terms["loss"] = loss
     stats = minibatch_stats(terms, ratio, adv, mask, logp, old_logp, cfg.clip_eps_low, eps_high)
     tensors = {"ratio": ratio.detach(), "advantages": adv, "mask": mask,
-               "values": None if values is None else values.detach(), "returns": mb.returns}
+               "values": None if values is None else values.detach(), "returns": mb.returns,
+               "entropy": None if entropy is None else entropy.detach(), "kept": kept}
     return loss, stats, tensors

@@ -321,3 +321,7 @@ PLANTED.update(PLANTED_LOOP)
 from planted_bugs_agent import PLANTED_AGENT  # noqa: E402 - the agent exercises' bugs (22, 23)
 
 PLANTED.update(PLANTED_AGENT)
+
+from planted_bugs_design import PLANTED_DESIGN  # noqa: E402 - the design-space exercises' bugs (24, 25)
+
+PLANTED.update(PLANTED_DESIGN)

@@ -55,17 +55,34 @@ PLANTED_LOOP = {
                                               "loss = loss - cfg.entropy_coef * loss_h"),
         "GSPO's sequence ratio ignored": ("sequence_log_ratio(logp, old_logp, mask).expand_as(logp)",
                                           "torch.where(mask.bool(), logp - old_logp, 0.0)"),
-        "ε_high ignored": ("clipped_surrogate(ratio, adv, cfg.clip_eps_low, eps_high, cfg.delta)",
-                           "clipped_surrogate(ratio, adv, cfg.clip_eps_low, cfg.clip_eps_low, cfg.delta)"),
+        "ε_high ignored in the clip statistics": (
+            "minibatch_stats(terms, ratio, adv, mask, logp, old_logp, cfg.clip_eps_low, eps_high)",
+            "minibatch_stats(terms, ratio, adv, mask, logp, old_logp, cfg.clip_eps_low, cfg.clip_eps_low)"),
+        "ε_high left None in the statistics": (
+            "eps_high = cfg.clip_eps_low if cfg.clip_eps_high is None else cfg.clip_eps_high",
+            "eps_high = cfg.clip_eps_high"),
+        "an objective not in the table: KeyError, not ValueError": ("    if cfg.objective not in POLICY_TERMS:",
+                                                                   "    if False:"),
+        "the token-level inputs given the sequence's ratio": (
+            "PolicyInputs(logp, log_ratio, ratio, token_log_ratio,",
+            "PolicyInputs(logp, token_log_ratio, torch.exp(token_log_ratio), token_log_ratio,"),
         "the sampler's correction left out of the loss (its statistics kept)": (
             "pg, sampler_stats = sampler_correction(pg,", "_, sampler_stats = sampler_correction(pg,"),
         "the sampler's correction applied to the KL to π_ref too": (
             "loss_kl = agg(kl_estimate(logp, mb.ref_logp, cfg.kl_estimator, old_logp if cfg.kl_correction else None))",
             "loss_kl = agg(sampler_correction(kl_estimate(logp, mb.ref_logp, cfg.kl_estimator, old_logp if "
             "cfg.kl_correction else None), logp, old_logp, mb.sampling_logp, adv, mask, cfg.sampler, weights)[0])"),
-        "the sampler's weights from π_θ instead of π_old": (
+        "the sampler's statistics from π_θ instead of π_old": (
             "pg, sampler_stats = sampler_correction(pg, logp, old_logp,",
             "pg, sampler_stats = sampler_correction(pg, logp, logp.detach(),"),
+        "the sampler's weights from π_θ instead of π_old": ("corrected_weights(old_logp,",
+                                                             "corrected_weights(logp.detach(),"),
+        "the sampler's weight multiplied again where the gamma weight folds it in": (
+            "weigh=cfg.objective not in FOLDS_SAMPLER_WEIGHT", "weigh=True"),
+        "the entropy mask not applied to the policy term": ("        pg = pg * kept\n", ""),
+        "the entropy bonus over every real token, not the kept ones": (
+            "masked_mean(entropy_bonus(entropy), kept)", "masked_mean(entropy_bonus(entropy), mask)"),
+        "the kept fraction not reported": ('        sampler_stats["entropy/kept_frac"] = ', "        _ = "),
     }),
     "ex18_update": _planted("ex18_update", "update", {
         "π_old never recorded: every ratio is 1": ("if batch.old_logp is None and cfg.mu * M > 1:", "if False:"),

@@ -114,8 +114,10 @@ def test_no_call_of_the_agent_rung_escapes_the_swap(tmp_path):
     from ladder.exercises.swap import calls
 
     runs = [["--credit", "turn"],
-            ["--algo", "rloo", "--kl-in", "reward", "--kl-coef", "0.04", "--ref-sync-every", "1"],
-            ["--ratio-level", "sequence", "--sampler-dtype", "bfloat16", "--sampler-correction", "token_truncate"]]
+            ["--algo", "rloo", "--kl-in", "reward", "--kl-coef", "0.04", "--ref-sync-every", "1",
+             "--loss-type", "sapo"],
+            ["--ratio-level", "sequence", "--sampler-dtype", "bfloat16", "--sampler-correction", "token_truncate"],
+            ["--algo", "gdpo"]]
     with spies_in_place_of_the_core() as counts:
         for i, args in enumerate(runs):
             assert run.main(["agent", *AGENT, "--steps", "1", *args, "--out", str(tmp_path / f"run{i}")]) == 0

@@ -28,9 +28,11 @@ RUNS = {
     "reinforce": [["--total-steps", "600", "--eval-every", "600"]],
     "cartpole": [["--total-steps", "512", "--eval-every", "512"]],
     "ppo-sentiment": [["--preset", "tiny", "--steps", "1", "--batch-size", "8", "--ref-sync-every", "1"]],
-    "grpo": [[*GRPO, "--algo", "rloo", "--kl-in", "reward", "--kl-coef", "0.04", "--ref-sync-every", "1"],
+    "grpo": [[*GRPO, "--algo", "rloo", "--kl-in", "reward", "--kl-coef", "0.04", "--ref-sync-every", "1",
+              "--loss-type", "sapo"],
              [*GRPO, "--ratio-level", "sequence", "--sampler-dtype", "bfloat16", "--sampler-correction",
-              "token_truncate"]],
+              "token_truncate"],
+             [*GRPO, "--algo", "gdpo"]],
 }
 
 

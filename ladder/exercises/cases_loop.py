@@ -230,7 +230,8 @@ def compute_loss() -> list[Case]:
         _loss_case("π_old = π_θ (old_logp None): the ratio is 1, the clipped surrogate and ½(V − R)²", 1, C(),
                    old=False),
         _loss_case("π_old recorded: r = exp(logp − old_logp) ≠ 1, clipped at 1 ± 0.2", 2, C()),
-        _loss_case("ε_high = 0.28 and two-sided δ = 1.5", 3, C(clip_eps_high=0.28, delta=1.5)),
+        _loss_case("ε_high = 0.28 and two-sided δ = 1.5 (ratios between 1.2 and 1.28: clipped only at ε_low)", 6,
+                   C(clip_eps_high=0.28, delta=1.5)),
         _loss_case("no critic (values None): no value loss", 4, C(), critic=False),
         _loss_case("KL to π_ref: β = 0.1, k3, importance-corrected", 5, C(kl_coef=0.1), ref=True),
         _loss_case("KL to π_ref: k1, not corrected; β = 0 still reports kl_ref", 6,
@@ -255,6 +256,15 @@ def compute_loss() -> list[Case]:
                    17,
                    C(sampler=S("token_mask", clip_min=0.5, clip_max=2.0, off_policy_mask=0.05),
                      aggregation="seq_mean_token_mean"), sampling=True),
+        # the table's newer rows, and the entropy mask: ℓ_t on the top-ρ entropy tokens only
+        _loss_case("SAPO's soft gate (τ_pos = 1, τ_neg = 2) and the bonus over the top-half entropy tokens "
+                   "(entropy_quantile = 0.5, c_H = 0.01)", 18,
+                   C(objective="soft_gate", gate_temp_pos=1.0, gate_temp_neg=2.0, entropy_quantile=0.5,
+                     entropy_coef=0.01, aggregation="seq_mean_token_mean")),
+        _loss_case("VESPO's gamma weight with a sampler's log-probs, token_truncate at C_max = 1.5: w folded into "
+                   "φ(w_i), not multiplied again", 19,
+                   C(objective="gamma_weighted", aggregation="sum_over_constant",
+                     sampler=S("token_truncate", clip_max=1.5)), 20.0, sampling=True),
         Case("an unknown objective: a ValueError", dict(policy=small_policy_and_batch(13)[0],
                                                        mb=small_policy_and_batch(13)[1], cfg=C(objective="a2c")),
              raises=ValueError),

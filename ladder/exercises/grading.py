@@ -28,10 +28,12 @@ from torch import Tensor
 from . import EXERCISES, Exercise, exercise_imports, load
 from .cases import OUTPUTS, TOY_CASES, Case, Mismatch, fmt
 from .cases_agent import AGENT_CASES
+from .cases_design import DESIGN_CASES
 from .cases_lm import LM_CASES
 from .cases_loop import LOOP_CASES
 
-CASES = {**TOY_CASES, **LM_CASES, **LOOP_CASES, **AGENT_CASES}  # exercise → the function that makes its cases
+# exercise → the function that makes its cases
+CASES = {**TOY_CASES, **LM_CASES, **LOOP_CASES, **AGENT_CASES, **DESIGN_CASES}
 
 NOT_IMPLEMENTED = "not implemented yet"
 EXERCISE_FILE = re.compile(r"ex\d\d_\w+")
