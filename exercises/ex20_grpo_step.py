@@ -23,8 +23,11 @@ run the update — in the order the grpo rung runs them, with your exercises 10 
         old_logp = policy.old_logp_and_values(inputs)[0].float()
         r_i, _   = kl_in_reward(r_i, old_logp.cpu(), ref_logp.cpu(), rollout.mask.cpu(), β, cfg.kl_estimator)
     else: old_logp = None
-    Â_i      = step.advantages(procs.gather(r_i), cfg)[procs.rank * B:][:B]    (by default group_advantages:
-                                                                               ex10 / ex13 inside)
+    Â_i      = batch_advantages(step, rollout, r_i)          this process's B rows of the whole batch's Â:
+                                                             step.advantages(procs.gather(r_i), cfg) (by default
+                                                             group_advantages: ex10 / ex13 inside), or with
+                                                             --multi-objective-aggregation normalize_then_sum
+                                                             each reward function normalised first (ex25)
     m        = rollout.mask, times ~rollout.truncated per row if cfg.mask_truncated
     Â_t      = step.credit(rollout, Â_i, cfg)                by default Â_i[:, None], [B, 1]: every token of row i
                                                              gets Â_i; the agent rung's --credit turn gives each
@@ -35,7 +38,8 @@ run the update — in the order the grpo rung runs them, with your exercises 10 
                of the batch over all processes / the number of processes:
                procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
     laps.lap("reference")
-    passes   = update(step.trainer, batch, step.optimizer, step.update_cfg, num_tokens=N)    (ex18)
+    passes   = update(step.trainer, batch, step.optimizer, step.update_cfg, num_tokens=N)    (ex18), and
+               entropy_control=step.entropy_control when it is not None (--adaptive-entropy's c_H)
     laps.lap("update")
     record   = step_record(step, rollout, r_i, passes, rounds, sampled, laps)     the bookkeeping (a helper):
                the batch's statistics, the passes' over all processes, the times (the grader ignores them)
@@ -44,12 +48,12 @@ run the update — in the order the grpo rung runs them, with your exercises 10 
 
     step    a ladder.rungs.grpo.Step (made by grpo.build): cfg, policy, trainer, tokenizer, optimizer,
             update_cfg, stream, system_prompt, reward_funcs, reward_weights, procs, skipped_steps, rollout,
-            advantages, credit
+            advantages, credit, entropy_control
     result  (record: dict, rollout, Â_i: [B] this process's advantages); the batch it builds has [B, T] tensors
 
 The helpers come from the rung: ``from ladder.rungs.grpo_record import Laps, step_record``, ``from
 ladder.rungs.grpo_options import loss_normaliser``, ``from ladder.policies.causal_lm import lm_batch``,
-``from ladder.core import kl_in_reward`` (or your ex14).
+``from ladder.core import kl_in_reward`` (or your ex14), ``from ladder.rungs.grpo import batch_advantages``.
 Worked example (it loads the tiny preset's model, which ships with the package). The harness
 ``run_grpo_step`` runs your ``grpo_step`` once and returns the record (without its timings), the policy
 after the step, and the advantages your step returned:

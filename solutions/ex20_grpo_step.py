@@ -9,6 +9,7 @@ from ex14_kl_in_reward import kl_in_reward
 from ex18_update import update
 
 from ladder.policies.causal_lm import lm_batch
+from ladder.rungs.grpo import batch_advantages
 from ladder.rungs.grpo_options import loss_normaliser
 from ladder.rungs.grpo_record import Laps, step_record
 
@@ -28,7 +29,7 @@ def grpo_step(step) -> tuple:
         rewards, _ = kl_in_reward(rewards, old_logp.cpu(), ref_logp.cpu(), rollout.mask.cpu(), cfg.kl_coef,
                                   cfg.kl_estimator)
     B = len(rollout)
-    advantages = step.advantages(procs.gather(rewards), cfg)[procs.rank * B:][:B]
+    advantages = batch_advantages(step, rollout, rewards)              # whole groups; this process's B rows
     mask = rollout.mask
     if cfg.mask_truncated:                                              # cut-off completions take no part
         mask = mask * (~rollout.truncated).to(mask.device)[:, None]
@@ -39,7 +40,8 @@ def grpo_step(step) -> tuple:
     active = procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
     num_tokens = loss_normaliser(cfg.loss_type, B, cfg.max_new_tokens, active)
     laps.lap("reference")
-    passes = update(step.trainer, batch, step.optimizer, step.update_cfg, num_tokens=num_tokens)
+    control = {} if step.entropy_control is None else {"entropy_control": step.entropy_control}
+    passes = update(step.trainer, batch, step.optimizer, step.update_cfg, num_tokens=num_tokens, **control)
     laps.lap("update")
     record = step_record(step, rollout, rewards, passes, rounds, sampled, laps)
     return record, rollout, advantages                                  # Â_i: logged beside each completion

@@ -116,13 +116,19 @@ PLANTED_LOOP = {
             "completion_attention_mask=rollout.attention_mask)", ")"),
         "the credit ignored: Â_i on every token, even per turn": ("step.credit(rollout, advantages, cfg)",
                                                                  "advantages[:, None]"),
-        "DAPO's normaliser left out": ("num_tokens=num_tokens)", "num_tokens=None)"),
+        "DAPO's normaliser left out": ("num_tokens=num_tokens, **control)", "num_tokens=None, **control)"),
         "the KL in the reward forgotten": ('if cfg.kl_in == "reward" and cfg.kl_coef > 0:', "if False:"),
         "cut-off completions kept in the loss": ("    if cfg.mask_truncated:", "    if False:"),
         "the rewards returned where the advantages belong": ("return record, rollout, advantages",
                                                              "return record, rollout, rewards"),
         "the sampler's log-probs left out of the batch": ("sampling_logp=rollout.sampling_logp)",
                                                           "sampling_logp=None)"),
+        "GDPO ignored: the summed rewards' advantages always": (
+            "advantages = batch_advantages(step, rollout, rewards)",
+            "advantages = step.advantages(procs.gather(rewards), cfg)[procs.rank * B:][:B]"),
+        "the adaptive entropy coefficient never reaches the update": (
+            'control = {} if step.entropy_control is None else {"entropy_control": step.entropy_control}',
+            "control = {}"),
     }),
     "ex21_sampler_weights": _planted("ex21_sampler_weights", "sampler_weights", {
         "the ratio inverted: π_sampler/π_old": ("old_logp - sampling_logp", "sampling_logp - old_logp"),

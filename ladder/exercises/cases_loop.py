@@ -376,6 +376,10 @@ def grpo_step() -> list[Case]:
                    "C_max = 1.01 and the off-policy mask δ = 0 weigh the policy term (seed 2: Â ≠ 0)", seed=2,
                    sampler_dtype="bfloat16", sampler_correction="token_truncate", sampler_clip_max=1.01,
                    off_policy_mask=0.0),
+        _grpo_case("GDPO: each reward function normalised within its group, then summed and whitened",
+                   multi_objective_aggregation="normalize_then_sum", seed=2),
+        _grpo_case("--adaptive-entropy: c_H moved after the step (target above the entropy: the bonus on), "
+                   "SAPO's gate", adaptive_entropy=True, entropy_coef=0.01, entropy_target=10.0, loss_type="sapo"),
     ]
 
 

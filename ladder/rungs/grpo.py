@@ -153,14 +153,16 @@ def build(cfg: Config, *, policy: CausalLMPolicy, optimizer: torch.optim.Optimiz
           credit: Callable = same_for_every_token, entropy_control: core.AdaptiveEntropyCoef | None = None) -> Step:
     """The Step that ``train``, exercise 20's harness and the notebooks' labs run ``grpo_step`` on. What
     is left out is the rung's own: the trainer ``procs.wrap(policy)`` (the policy itself in one process),
-    ``update_config(cfg)``, the ``--reward-funcs`` loaded and weighed by ``reward_weights(cfg)``."""
+    ``update_config(cfg)``, the ``--reward-funcs`` loaded and weighed by ``reward_weights(cfg)``, and
+    ``entropy_controller(cfg, procs)``."""
     return Step(cfg=cfg, policy=policy, trainer=procs.wrap(policy) if trainer is None else trainer,
                 tokenizer=tokenizer, optimizer=optimizer,
                 update_cfg=update_config(cfg) if update_cfg is None else update_cfg, stream=stream,
                 system_prompt=system_prompt,
                 reward_funcs=rewards.load_all(cfg.reward_funcs) if reward_funcs is None else reward_funcs,
                 reward_weights=reward_weights(cfg), procs=procs, skipped_steps=skipped_steps, rollout=rollout,
-                advantages=advantages, credit=credit, entropy_control=entropy_control)
+                advantages=advantages, credit=credit,
+                entropy_control=entropy_controller(cfg, procs) if entropy_control is None else entropy_control)
 
 
 def set_learning_rate(optimizer: torch.optim.Optimizer, cfg: Config, update: int) -> None:
@@ -346,11 +348,10 @@ def train_task(cfg: Config, name: str, load: Callable[[Config], Task]) -> dict:
         policy, optimizer = load_policy(cfg, task.model_path, device)
         run.seed_each_process()  # the weights above are the same everywhere; the samples from here on are not
         rollout = LaggingRollout(task.rollout, policy, cfg.max_staleness)  # π_rollout = π_θ of k updates before
-        entropy_control = entropy_controller(cfg, procs)
         step = build(cfg, policy=policy, optimizer=optimizer, tokenizer=task.tokenizer,
                      stream=ProblemStream(task.problems, cfg.seed, task.source), system_prompt=task.system_prompt,
                      procs=procs, reward_funcs=reward_funcs, skipped_steps=run.skipped_steps, rollout=rollout,
-                     credit=task.credit, entropy_control=entropy_control)
+                     credit=task.credit)
         parts = checkpoint_parts(step, rollout)
         progress = run.resume(**parts, progress=None).get("progress") or {
             "tokens": 0, "completions": 0, "evals": [(0, task.accuracy(step, task.held_out))], "first_rewards": []}
