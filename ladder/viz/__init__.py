@@ -14,6 +14,9 @@ Each view returns a ``View`` (an ``ipywidgets.VBox``): ``view.controls`` are its
     kl_gradient_view         the exact expected gradient of each way of putting the KL into training
     token_view               a tiny-GRPO batch as text, tokens coloured; token- vs sequence-level clipping
     league_view              the --algo bundles trained by the grpo rung at one budget of completions
+    objective_view           clipped, CISPO, SAPO and VESPO: the loss and ∂L/∂r of one token against r
+    entropy_mask_view        the top-ρ entropy tokens of the tiny model's completions (core.high_entropy_mask)
+    staleness_view           --max-staleness k: the weight π_old/π_rollout of a rollout k updates stale
     sampler_view             a sampler that is not π_old: its weights π_old/π_sampler, and what C_max keeps
     exact_sampler_gradients  the exact bias and variance of the gradient under π_sampler, uncorrected and truncated
     Predict, Reason, tally   self-checks: a prediction or a reason, checked against what the code then computes
@@ -27,6 +30,7 @@ from ladder.viz.cartpole_lab import fixed_batch, mu_passes
 from ladder.viz.exact_kl_gradients import kl_gradient_view, kl_gradients
 from ladder.viz.lm_lab import beta_sweep, fixed_grpo_batch, lm_mu_passes, ppo_run
 from ladder.viz.lm_views import kl_tradeoff_view, lm_mu_view
+from ladder.viz.objective_lab import entropy_mask_view, objective_view, staleness_view
 from ladder.viz.sampler_lab import exact_sampler_gradients, four_policies
 from ladder.viz.sampler_views import sampler_view
 from ladder.viz.self_check import Predict, Reason, SelfCheck, check_computed, tally
@@ -46,4 +50,5 @@ __all__ = ["View", "fixed_batch", "mu_passes", "clipped_objective_view", "mu_vie
            "fixed_grpo_batch", "lm_mu_passes", "lm_mu_view", "trl_map_markdown", "trl_schedule", "schedule_view",
            "trl_parity", "parity_view", "kl_gradients", "kl_gradient_view", "gradient_mask", "token_passes",
            "token_view", "league", "league_view", "four_policies", "exact_sampler_gradients", "sampler_view",
-           "SelfCheck", "Predict", "Reason", "tally", "check_computed"]
+           "objective_view", "entropy_mask_view", "staleness_view", "SelfCheck", "Predict", "Reason", "tally",
+           "check_computed"]

@@ -1,0 +1,308 @@
+# ruff: noqa: E501  (LaTeX lines in the notebook text are as long as their equations)
+"""The text and code of notebook 6b: the newer objectives, GDPO, the entropy levers and the fifth policy.
+
+Cells starting with ``md:`` are Markdown; everything else is code. ``notebooks/build.py`` writes them.
+The numbers come from ``ladder.viz.objective_lab`` and ``ladder.viz.algo_league``.
+"""
+
+from text_common import SELF_CHECK, SETUP
+
+NOTEBOOKS: dict[str, list[str]] = {}
+
+NOTEBOOKS["6b_objectives_entropy_staleness"] = [
+    r"""md:# 6b · Newer objectives, two rewards, the entropy levers, and the fifth policy
+
+After this notebook (about 1 hour, on a CPU) you will be able to:
+
+* say, for the clipped surrogate, CISPO, SAPO's soft gate and VESPO's gamma weight, where each one still pushes a token and where it lets go, from the derivative $\partial L/\partial r$;
+* say why summing two rewards of different scales lets the larger one decide the advantage, and what GDPO's per-reward normalisation changes;
+* read which tokens the top-entropy mask keeps on real completions, and what $\rho$ does;
+* tell apart $\pi_{\text{rollout}}$, $\pi_{\text{sampler}}$ and $\pi_{\text{old}}$, and say what `--max-staleness k` and `--sampler-correction token_truncate` do to the weight between them.
+
+Notebook 6 laid out GRPO's design space as a handful of flags. TRL 1.16 added more: two objectives that replace the
+hard clip (`--loss-type sapo`, `--loss-type vespo`), a way to combine several rewards (`--multi-objective-aggregation
+normalize_then_sum`, GDPO), two entropy levers (`--top-entropy-quantile`, `--adaptive-entropy`), and the lag of an
+asynchronous trainer (`--max-staleness k`). Each is a short function of `ladder.core`; every curve and number below is
+computed by those functions.""",
+    SETUP,
+    r"""md:## 1 · Objectives as functions of the ratio
+
+One token, one advantage $\hat A$, and its ratio $r = \pi_\theta(a)/\pi_{\text{old}}(a)$. The four objectives differ
+only in how the token's loss depends on $r$:
+
+$$\begin{aligned}
+\text{clipped (PPO, GRPO, DAPO)}\quad & L = -\min\big(r\hat A,\ \operatorname{clip}(r, 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A\big) \\
+\text{CISPO}\quad & L = -\operatorname{sg}\big(\min(r, \varepsilon_{\max})\big)\,\hat A\,\log\pi_\theta(a) \\
+\text{SAPO}\quad & L = -\tfrac{4}{\tau}\,\sigma\big(\tau(r-1)\big)\,\hat A, \qquad \tau = \tau_{\text{pos}} \text{ if } \hat A > 0 \text{ else } \tau_{\text{neg}} \\
+\text{VESPO}\quad & L = -\operatorname{sg}\big(\varphi(w)\big)\,\hat A\,\log\pi_\theta(a), \qquad \varphi(w) = e^{\lambda}\,w^{k}\,e^{-\lambda w},\ w = \textstyle\prod_t r_t
+\end{aligned}$$
+
+(sg: stop-gradient). What training feels is the derivative. With $\log\pi_{\text{old}}$ fixed, $\partial r/\partial\log\pi_\theta = r$, so
+
+$$\frac{\partial L}{\partial r}\Big|_{\text{clip}} = -\hat A\ \text{inside the band, } 0 \text{ outside on the side } \hat A \text{ pushes to}, \qquad
+\frac{\partial L}{\partial r}\Big|_{\text{SAPO}} = -4\,\sigma(1-\sigma)\,\hat A, \qquad
+\frac{\partial L}{\partial r}\Big|_{\text{CISPO, VESPO}} = -\frac{w_{\text{detached}}\,\hat A}{r}.$$
+
+The clip is a switch: the token's gradient is either $-\hat A$ or 0. SAPO's gate is the same slope at $r = 1$ and
+fades smoothly as $r$ leaves 1, faster for a larger $\tau$ ($\tau_{\text{neg}} > \tau_{\text{pos}}$ by default: the
+side with unbounded ratios fades sooner). CISPO never drops a token: its weight is capped, not its gradient. VESPO
+weighs the whole completion by $\varphi$ of its sequence ratio, largest at $w = k/\lambda$ and vanishing far off-policy on
+either side; here a completion is one token, so $w = r$.
+
+The widget computes each curve by calling `core.clipped_surrogate` (ε 0.2, and DAPO's 0.2 / 0.28),
+`core.cispo_loss` (ε_max 5), `core.soft_gated_surrogate` and `core.gamma_weight` on a grid of ratios and asking
+autograd for $\partial L/\partial r$ (`viz.objective_lab.objective_curves`). The sliders move SAPO's two
+temperatures and VESPO's $(k, \lambda)$ on either side of $\hat A$.""",
+    r"""md:**Predict first.** At $r = 1.5$ with $\hat A > 0$ — $\pi_\theta$ already made the token half again as likely as
+$\pi_{\text{old}}$ did — which of the five objectives still push it up ($\partial L/\partial r \neq 0$)? And at $r = 0.5$
+with $\hat A < 0$? Then slide `tau_pos` up: what happens to SAPO's push at $r = 1.5$?""",
+    """view = viz.objective_view()
+view""",
+    """for r, adv in ((1.5, 1.0), (0.5, -1.0)):
+    pushes = viz.objective_lab.pushing_at(r, adv)
+    print(f"r = {r}, Â = {adv:+g}:  " + "   ".join(f"{name} {g:+.3f}" for name, g in pushes.items()))
+for tau in (1.0, 2.0, 4.0):
+    print(f"SAPO, τ_pos = {tau}: ∂L/∂r at r = 1.5 is {viz.objective_lab.pushing_at(1.5, 1.0, tau_pos=tau)['SAPO gate']:+.3f}")""",
+    r"""md:<details><summary>Answer</summary>
+
+Both clipped objectives have let go at both points ($\partial L/\partial r = 0$ on the first two lines): $r = 1.5$ is
+above $1 + \varepsilon_{\text{high}}$ for either $\varepsilon_{\text{high}}$, and $r = 0.5$ below $1 - \varepsilon_{\text{low}}$. The other three still push,
+each its own way: CISPO with its full $-\hat A$ (its weight $\min(r, \varepsilon_{\max})$ divided by $r$ is 1 until
+$r > \varepsilon_{\max}$), SAPO with a gate that has faded only a little at $\tau = 1$, and VESPO with $\varphi(r)/r$, which
+depends on $(k, \lambda)$ and on the sign of $\hat A$. The last three lines show SAPO's push at $r = 1.5$ shrinking as
+$\tau_{\text{pos}}$ grows: a large $\tau$ is a gate close to a hard clip, a small one close to no clip at all.
+</details>""",
+    r"""md:## 2 · Two rewards of different scales: GDPO
+
+With several reward functions $r_{i,f}$ (weights $w_f$), TRL's default sums first and normalises the sum within each
+group (`--multi-objective-aggregation sum_then_normalize`, `core.group_relative` of $\sum_f w_f r_{i,f}$). GDPO
+(arXiv 2601.05242, `normalize_then_sum`, `core.decoupled_group_relative`) normalises each reward within its group
+first, then sums and whitens over the batch:
+
+$$\check r_{i,f} = \frac{r_{i,f} - \operatorname{mean}_{\text{group}}(r_f)}{\operatorname{std}_{\text{group}}(r_f) + \epsilon}, \qquad
+s_i = \sum_f w_f\,\check r_{i,f}, \qquad \hat A_i = \frac{s_i - \operatorname{mean}_{\text{batch}}(s)}{\operatorname{std}_{\text{batch}}(s) + \epsilon}.$$
+
+Below, two reward functions on four groups of four completions, drawn with a seeded generator
+(`viz.objective_lab.example_rewards`): correctness in $\{0, 1\}$ and a length score from 0 to 10, weights 1 and 1; the
+last group is all correct. To say which reward decides an advantage, the cell correlates $\hat A$ with each reward
+centred in its group, over the batch.""",
+    r"""md:**Predict first.** In group 0 of the table below, compare a wrong completion with a high length score and a
+correct one with a low score. Which gets the larger advantage when the rewards are summed first? And under GDPO?""",
+    """rewards = viz.objective_lab.example_rewards(groups=4, group_size=4, seed=0)
+gdpo = viz.objective_lab.gdpo_advantages(rewards, weights=(1.0, 1.0), group_size=4)
+display(Markdown(viz.objective_lab.gdpo_markdown(gdpo)))
+spread = rewards.view(4, 4, 2).std(dim=1).mean(dim=0)
+print(f"mean within-group std: correctness {spread[0]:.2f}, length score {spread[1]:.2f}")
+for how, (c_correct, c_length) in gdpo["corr"].items():
+    print(f"{how:20s} corr(Â, correctness) {c_correct:+.2f}   corr(Â, length score) {c_length:+.2f}")
+group0 = rewards[:4].tolist()
+wrong = max((i for i in range(4) if group0[i][0] == 0), key=lambda i: group0[i][1])
+right = min((i for i in range(4) if group0[i][0] == 1), key=lambda i: group0[i][1])
+for how in ("sum_then_normalize", "normalize_then_sum"):
+    print(f"group 0, {how}: wrong with score {group0[wrong][1]:g} Â {gdpo[how][wrong]:+.2f}, "
+          f"correct with score {group0[right][1]:g} Â {gdpo[how][right]:+.2f}")""",
+    r"""md:<details><summary>Answer</summary>
+
+Summed first, the length score decides: its spread within a group is several times the correctness's (the line
+under the table), so the group's std is mostly its own, and in group 0 the wrong completion with the high score
+outranks the correct one with the low score (the last two lines) — the correlation of the summed $\hat A$ with the
+length score is the larger of the two. GDPO divides each reward by its own group's std, so each has the same say
+within a group: the two correlations move towards each other, and being correct weighs as much as the length score
+does (in group 0 the correct completion is no longer behind the wrong one). In the last group,
+where every completion is correct, correctness carries no signal under either, and only the length score moves
+$\hat A$.
+
+In the rung: `python -m ladder.run grpo --preset tiny --algo gdpo` (`--reward-funcs` and `--reward-weights` pick the functions
+and their $w_f$).
+</details>""",
+    r"""md:## 3 · The top-entropy mask on real tokens
+
+Most tokens of a completion are near-certain continuations: $\pi_\theta$ puts almost all its mass on one token. A
+few are "forks", where the text could have gone another way. "Beyond the 80/20 rule" (arXiv 2506.01939) trains the
+policy term only on the share $\rho$ of the batch's tokens with the highest entropy (`--top-entropy-quantile ρ`,
+TRL's `top_entropy_quantile`; `core.high_entropy_mask`):
+
+$$H_t = -\sum_v \pi_\theta(v\mid s_t)\log\pi_\theta(v\mid s_t), \qquad h^* = \operatorname{quantile}_{1-\rho}\big(H_t \text{ over the real tokens}\big), \qquad \text{keep}_t = m_t\,[H_t \ge h^*].$$
+
+Below, the tiny preset's model (`@tiny-math`, loaded offline by the rung's `load_task` and `load_policy`, its LoRA
+adapter fresh) samples one completion for each of six of the task's sums; `CausalLMPolicy.evaluate` — the trainer's
+own forward — gives each token's $H_t$. The tokens the mask keeps at the slider's $\rho$ are boxed in red; the
+histogram shows where the threshold $h^*$ falls. The model imitates a tutor who forgets to carry, so watch where
+its few uncertain tokens are.
+
+The other lever is an entropy *bonus*, $-c_H \cdot \operatorname{mean}(H_t)$ over the kept tokens (`--entropy-coef`),
+whose coefficient `--adaptive-entropy` moves after every optimiser step to hold the entropy near `--entropy-target`
+(`core.AdaptiveEntropyCoef`, Skywork-OR1): it grows while the entropy is at or below the target and fades once the
+entropy recovers.""",
+    r"""md:**Predict first.** At $\rho = 0.2$, will the mask keep exactly 20 % of the real tokens? Which tokens of an
+addition do you expect it to keep: the digits of the answer, the spaces and `+` signs, or the end-of-text token?""",
+    """view = viz.entropy_mask_view(rho=0.2)
+view""",
+    """import math
+
+tokens = viz.objective_lab.sampled_tokens()
+real = tokens["mask"].bool()
+print(f"{int(real.sum())} real tokens; median entropy {tokens['entropy'][real].median():.4f} nats, "
+      f"largest {tokens['entropy'][real].max():.4f}")
+for rho in (0.1, 0.2, 0.5, 1.0):
+    kept = core.high_entropy_mask(tokens["entropy"], tokens["mask"], rho)
+    print(f"ρ = {rho}: kept {int(kept.sum())} of {int(real.sum())} = {float(kept.sum() / real.sum()):.1%}")
+kept = core.high_entropy_mask(tokens["entropy"], tokens["mask"], 0.2).bool()
+pieces = [p for row, ks in zip(tokens["pieces"], kept) for p, k in zip(row, ks) if k]
+print("kept at ρ = 0.2:", " ".join(repr(p) for p in pieces))
+print(f"digits among them: {sum(p.strip().isdigit() for p in pieces) / len(pieces):.0%}")
+h = tokens["entropy"].masked_fill(~real, -1.0)
+for flat in h.flatten().topk(2).indices.tolist():
+    i, t = divmod(flat, h.shape[1])
+    print(f"H = {h[i, t]:.3f} (ln 2 = {math.log(2):.3f}) at {tokens['pieces'][i][t]!r}, the end of "
+          f"{''.join(tokens['pieces'][i][:t + 1])!r}")""",
+    r"""md:<details><summary>Answer</summary>
+
+Close to $\rho$, not exactly: the threshold is a quantile with linear interpolation, and every token at or above it
+is kept, ties included (the lines above print the share at each $\rho$). The kept tokens are listed last, with the
+share of digits among them: this model's doubts are in the digits of the partial sums and the answer, while the
+spaces, signs and the end of the text follow the sum's layout and are near-certain, so the mask leaves them out.
+The two most uncertain tokens (the last lines) are the third addend of the tens column — the carry, which this
+model, imitating a tutor who forgets to carry, writes as 1 or 0 with an entropy close to a coin flip's $\ln 2$.
+Those are exactly the tokens where GRPO's reward can teach something.
+</details>""",
+    r"""md:## 4 · The fifth policy: a rollout k updates stale
+
+Notebook 5 met four policies, and a fifth takes its place beside them once the trainer is asynchronous:
+
+| policy | what it is | where it enters |
+|---|---|---|
+| $\pi_\theta$ | the weights being optimised | the loss's gradient |
+| $\pi_{\text{old}}$ | the trainer's own forward of the weights at the start of the update | the ratio $r = \pi_\theta/\pi_{\text{old}}$ and its trust region (the clip, the gate) |
+| $\pi_{\text{ref}}$ | the starting model | the KL term |
+| $\pi_{\text{sampler}}$ | the distribution the tokens were drawn from: another engine, a lower precision, the top-p nucleus | the weight $w = \pi_{\text{old}}/\pi_{\text{sampler}}$ |
+| $\pi_{\text{rollout}}$ | the *weights* that drew the batch: in an asynchronous trainer, those of $k$ updates ago | the same weight, now $\pi_{\text{old}}/\pi_{\text{rollout}}$ |
+
+An asynchronous trainer samples the next batches while it trains on the last ones, so the batch of update $u$ was
+drawn by $\pi_{\text{rollout}} = \pi_{\theta_{\max(0,\,u-k)}}$. `--max-staleness k` makes that lag exact and
+deterministic, with no threads (`grpo_staleness.LaggingRollout`); $\pi_{\text{old}}$ stays the trainer's forward at the
+start of update $u$, so the clip's trust region is what it always was, and the log-probs recorded while sampling are
+$\pi_{\text{rollout}}$'s. The gradient splits as before:
+
+$$\frac{\pi_\theta(a_t)}{\pi_{\text{rollout}}(a_t)} = \underbrace{\frac{\pi_\theta(a_t)}{\pi_{\text{old}}(a_t)}}_{r_t:\ \text{clipped}}\cdot\underbrace{\frac{\pi_{\text{old}}(a_t)}{\pi_{\text{rollout}}(a_t)}}_{w_t:\ \text{a constant}}, \qquad
+\texttt{token\_truncate}:\ w_t \leftarrow \min(w_t, C_{\max}).$$
+
+### π_sampler under top-p
+
+Sampling with top-p draws from the renormalised nucleus $N$: $q(a) = p(a)/\sum_{b\in N}p(b)$ for $a \in N$. ladder records
+$\log q$ (`RecordLogp`), so the weight of a kept token is the mass the nucleus kept at its step,
+
+$$w_t = \frac{\pi_{\text{old}}(a_t)}{\pi_{\text{sampler}}(a_t)} = \sum_{b\in N_t}\pi_{\text{old}}(b) \le 1 .$$
+
+The cell draws with `CausalLMPolicy.generate(..., top_p=0.8, record_logp=True)`, takes $\log\pi_{\text{old}}$ from the
+trainer's `evaluate`, and compares $w_t$ with the nucleus mass that generate's own top-p warper keeps at each position.""",
+    """top_p = viz.objective_lab.top_p_weights(top_p=0.8)
+w, mass = top_p["w"], top_p["kept_mass"]
+print(f"top-p {top_p['top_p']}: {top_p['tokens']} tokens; w = π_old/π_sampler from {w.min():.4f} to {w.max():.4f}, "
+      f"{top_p['share_w_below_1']:.0%} of them below 1")
+print(f"largest |w_t − kept mass_t| = {top_p['max_diff']:.1e}")""",
+    r"""md:### The lag, live
+
+Below, the tiny preset trained for a handful of updates (4 prompts × 8 completions each) at each lag
+$k \in \{0, 1, 2, 4\}$, with `--sampler-correction token_truncate --sampler-clip-max 1.2` (the flag's default
+$C_{\max}$ is larger, printed below; a tighter one makes the truncation visible in so few updates). Each run is the rung's own
+`grpo.train` (`viz.objective_lab.staleness_run`), in a temporary directory; the curves are its logged `sampler/*`
+metrics. The first updates have a smaller lag (there is no older policy yet), and the learning rate warms up.
+
+Whether the correction pays off in held-out accuracy is a longer measurement: `benchmarks/RESULTS.md`, section
+*Staleness*, trains the tiny preset at several $k$, with and without `--sampler-correction`, over three seeds.""",
+    r"""md:**Predict first.** As $k$ grows from 0 to 4, what happens to the mean $|\log\pi_{\text{old}} - \log\pi_{\text{rollout}}|$,
+and to the share of tokens `token_truncate` changes? At $k = 0$, what do you expect both to be?""",
+    """view = viz.staleness_view(ks=(0, 1, 2, 4), steps=10, clip_max=1.2)
+view""",
+    """display(Markdown(view.data["table"]))
+at_k = {k: [r for r in records if r.get("sampling/staleness", 0.0) == k] for k, records in view.data["runs"].items()}
+gaps = {k: sum(r["sampler/logp_diff_mean"] for r in rs) / len(rs) for k, rs in at_k.items()}
+print("mean |log π_old − log π_rollout| at full lag: " + ", ".join(f"k = {k}: {g:.4f}" for k, g in gaps.items()))
+print("grows with k:", all(a < b for a, b in zip(list(gaps.values()), list(gaps.values())[1:])))
+from ladder.rungs import grpo
+print(f"--sampler-clip-max's default C_max: {grpo.Config.__dataclass_fields__['sampler_clip_max'].default:g}")""",
+    r"""md:<details><summary>Answer</summary>
+
+At $k = 0$ the rollout is $\pi_{\text{old}}$ itself: the gap is 0 and `token_truncate` changes nothing (the first row).
+As $k$ grows, $\pi_{\text{old}}$ has moved further from the weights that sampled, so the gap grows (the line under the
+table says whether it grew at every step of $k$ here), the weights spread further from 1 and more of them exceed
+$C_{\max}$, where `token_truncate` caps them: the update still uses every token, but no stale token counts more than
+$C_{\max}$ times. The truncation is a bias traded for a bounded variance, as in notebook 5.
+</details>""",
+    r"""md:## 5 · The league, extended
+
+Notebook 6's league, with the new bundles: `--algo sapo` (the soft gate) and `--algo vespo` (the gamma weight, no KL
+term) beside `--algo grpo`, each trained by the real rung on the tiny task at the same budget of sampled completions,
+scored by greedy accuracy on held-out sums. The flags each bundle sets, the policy term of section 1 its loss type
+picks, and its KL coefficient:""",
+    """display(Markdown(viz.objective_lab.bundles_markdown(("grpo", "sapo", "vespo", "gdpo"))))""",
+    r"""md:The tiny preset takes one pass ($\mu = 1$) over one minibatch ($M = 1$) per update, as TRL's defaults do. One seed and
+32 held-out sums (accuracy in steps of 1/32), so do not read a ranking into small differences: `benchmarks/variants.py`
+runs every `--algo` over several seeds and a larger budget, with results in `benchmarks/RESULTS.md`.
+
+**Predict first.** Look back at section 1's curves at $r = 1$. With $\mu = 1$ and $M = 1$, will `grpo`'s and `sapo`'s
+runs differ at all? And after the widget, the same two with $\mu = 2$ passes: will they differ then? (Switch the
+metric to the KL to $\pi_{\text{ref}}$ and compare the curves.)""",
+    """view = viz.league_view(methods=("grpo", "sapo", "vespo"), max_completions=192, eval_size=32)
+view""",
+    """on_policy = view.data["runs"]
+display(Markdown(view.data["table"]))
+print({m: f"last KL {r['kl_ref'][-1]:.2e}" for m, r in on_policy.items()})
+print(f"league: {sum(r['wall_s'] for r in on_policy.values()):.0f} s of training in all")
+gap = viz.objective_lab.largest_gap
+print(f"μ = 1: grpo vs sapo, largest |Δ reward| {gap(on_policy, 'grpo', 'sapo', 'reward'):.1e}, "
+      f"largest |Δ KL| {gap(on_policy, 'grpo', 'sapo', 'kl_ref'):.1e}")
+two_passes = {m: viz.objective_lab.off_policy_run(m, mu=2, max_completions=192, eval_size=32) for m in ("grpo", "sapo")}
+print(f"μ = 2: grpo vs sapo, largest |Δ reward| {gap(two_passes, 'grpo', 'sapo', 'reward'):.1e}, "
+      f"largest |Δ KL| {gap(two_passes, 'grpo', 'sapo', 'kl_ref'):.1e} (last KL {two_passes['grpo']['kl_ref'][-1]:.2e})")
+for m, r in two_passes.items():
+    print(f"μ = 2, {m}: accuracy {r['accuracy_before']:.3f} → {r['accuracy_after']:.3f}, "
+          f"largest clip fraction {max(r['clip_frac']):.2%}, {r['wall_s']:.0f} s")""",
+    r"""md:<details><summary>Answer</summary>
+
+With $\mu = 1$ and $M = 1$ they take the same steps, up to float rounding (the first μ = 1 line): the only gradient is
+taken at $\pi_\theta = \pi_{\text{old}}$, where $r = 1$ at every token, and there every objective of section 1 has the same
+slope $\partial L/\partial r = -\hat A$ — the clip has not acted, SAPO's gate is at its full slope, VESPO's $\varphi(1) = 1$.
+`sapo` also keeps `grpo`'s aggregation and $\beta$ (the table above), so nothing else differs: on-policy, the two are
+one algorithm. `vespo` differs from `grpo` in two other flags, not in its objective: its loss is summed over a constant
+(`sum_over_constant`, section 1 of notebook 6) and it has no KL term (its KL curve stays at 0). With $\mu = 2$ the second
+pass sees $r \neq 1$ and the KLs part (the μ = 2 line), but in so few updates the clip touches few tokens (the
+clip fractions printed), so the sampled rewards and the accuracies may still agree. The objectives matter
+where training is off-policy: many passes, many minibatches, or a stale rollout (section 4).
+</details>""",
+    SELF_CHECK,
+    """p_tau = viz.Predict("Section 1: at r = 1.5 with Â > 0, is SAPO's push |∂L/∂r| smaller at τ_pos = 4 than at "
+                    "τ_pos = 1?", choices=("yes", "no"))
+p_tau.answer = None
+p_peak = viz.Predict("Section 1: with VESPO's k_pos = 2, λ_pos = 3 (Â > 0), at which w is the weight φ(w) largest?")
+p_peak.answer = None
+p_rho = viz.Predict("Section 3: at ρ = 0.5, roughly what share of the real tokens does the mask keep (a number in 0…1)?")
+p_rho.answer = None
+why_gdpo = viz.Reason("Section 2: why does the length score decide the advantage when the rewards are summed first?",
+                      "its spread within a group is larger, so the sum's group std is mostly its own",
+                      "group_relative ignores rewards that are 0 or 1",
+                      "the length score's weight is larger", "correctness is the same for every completion")
+why_gdpo.answer = None
+why_trunc = viz.Reason("Section 4: which tokens' weight does token_truncate change?",
+                       "those whose w = π_old/π_rollout exceeds C_max", "every token of a stale rollout",
+                       "those whose ratio π_θ/π_old leaves the clip's band", "those with Â < 0")
+why_trunc.answer = None
+for question in (p_tau, p_peak, why_gdpo, p_rho, why_trunc):
+    question.ask()
+    print()""",
+    """push = {tau: abs(viz.objective_lab.pushing_at(1.5, 1.0, tau_pos=tau)["SAPO gate"]) for tau in (1.0, 4.0)}
+p_tau.check("yes" if push[4.0] < push[1.0] else "no", why=f"|∂L/∂r| {push[4.0]:.3f} at τ 4 against {push[1.0]:.3f} at τ 1: 4σ(1 − σ) of τ(r − 1) fades faster")
+grid = torch.linspace(0.05, 3.0, 2951, dtype=torch.float64)[:, None]
+phi = core.gamma_weight(grid.log(), torch.ones_like(grid), torch.ones_like(grid), 2.0, 3.0, 3.0, 2.0)[:, 0]
+p_peak.check(grid[phi.argmax(), 0].item(), why="d/dw (k log w − λw) = 0 at w = k/λ")
+corr = gdpo["corr"]["sum_then_normalize"]
+why_gdpo.check("a", why=f"both weights are 1; corr(Â, length score) {corr[1]:+.2f} against corr(Â, correctness) {corr[0]:+.2f}")
+tokens = viz.objective_lab.sampled_tokens()
+share = core.high_entropy_mask(tokens["entropy"], tokens["mask"], 0.5).sum() / tokens["mask"].sum()
+p_rho.check(share.item(), why="the top half by entropy, ties at the threshold included")
+last = at_k[max(at_k)][-1]
+why_trunc.check("a", why=f"w ← min(w, C_max); at k = {max(at_k)} the last update's largest w is {last['sampler/is_ratio_max']:.3f} and "
+                f"{last['sampler/corrected_frac']:.1%} of its tokens were truncated")
+viz.tally(p_tau, p_peak, why_gdpo, p_rho, why_trunc)""",
+]
