@@ -39,8 +39,9 @@ completions (`core.aggregate`'s `seq_mean_token_mean`); `bnpo` averages all the 
 `dr_grpo` and `dapo` differ only in the constant; `cispo` is `dapo`'s constant around CISPO's loss. Each method's paper
 sets a handful of flags, and `--algo NAME` sets them together — the KL term excepted: `--algo grpo` keeps the
 rung's default $\beta\,\frac{\pi_\theta}{\pi_{\text{old}}}k_3$ (TRL 1.16's form of the term; TRL's default $\beta$ is 0, no KL term at all), where DeepSeekMath wrote plain $\beta\,k_3$
-(`--kl-correction off`; section 2 computes what each one's gradient follows):""",
-    """display(Markdown(viz.algo_league.algo_table()))""",
+(`--kl-correction off`; section 2 computes what each one's gradient follows). The newer bundles `--algo sapo`,
+`luspo`, `vespo` and `gdpo` change the policy term or the rewards' aggregation instead: notebook 6b.""",
+    """display(Markdown(viz.algo_league.algo_table(("grpo", "dr_grpo", "dapo", "gspo", "cispo", "rloo"))))""",
     r"""md:### What the constant counts
 
 The rung computes the constant once per update, before the passes. An update holds $B$ completions spread over $n_{\text{proc}}$ processes, $B/n_{\text{proc}}$ on each:

@@ -180,7 +180,7 @@ def test_algo_table_has_every_bundle_and_gspos_small_eps():
         assert f"| {name} | " in text
     assert "| 0.0003 / 0.0004 | 500× |" in text                   # GRPO's 0.2 ÷ GSPO's ε_high
     assert "| 0.2 / 0.28 | 0.714× |" in text                      # DAPO's clip-higher
-    assert "CISPO clips no ratio" in text
+    assert "cispo: no clip of the ratio" in text and "soft_gate: no clip of the ratio" in text
 
 
 LENGTHS = [[8, 2, 5, 1], [3, 3, 7, 4]]      # 2 processes × 4 completions, as in the notebook

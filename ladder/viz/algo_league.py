@@ -40,8 +40,10 @@ def algo_table(methods=None) -> str:
         flags = grpo.ALGOS[name]
         low = flags.get("clip_eps", default_eps)
         high = flags.get("clip_eps_high") or low
-        clip = "— (CISPO clips no ratio)" if flags.get("loss_type") == "cispo" else f"{low:g} / {high:g}"
-        ratio = "" if flags.get("loss_type") == "cispo" else f"{default_eps / high:.3g}×"
+        objective = grpo.LOSS_TYPES[flags.get("loss_type", "grpo")][0]
+        clipped = objective == "clipped"
+        clip = f"{low:g} / {high:g}" if clipped else f"— ({objective}: no clip of the ratio)"
+        ratio = f"{default_eps / high:.3g}×" if clipped else ""
         rows.append(f"| {name} | " + ", ".join(f"`{k}={v}`" for k, v in flags.items()) + f" | {clip} | {ratio} |")
     return "\n".join(rows)
 
