@@ -90,10 +90,10 @@ WORDING = {
         "filter the dataset (GRPOTrainer has no dynamic sampling)", (NB5, "## Run it: a few steps of the tiny preset")),
     "entropy_collapse": Wording(
         "entropy collapse", "problem",
-        "the policy is near-deterministic: the same actions every time (for an LM, groups of identical "
-        "completions), no exploration left",
-        "lower --lr; grpo: raise --kl-coef or --clip-eps-high 0.28 (clip-higher); cartpole: --entropy-coef 0.01",
-        "lower learning_rate, raise beta, or epsilon_high=0.28", (NB6, "## 3 · Tokens: who loses the gradient")),
+        "the policy is near-deterministic: the same actions every time (for an LM, groups alike), no exploration left",
+        "lower --lr; grpo: --kl-coef up, --clip-eps-high 0.28 or --adaptive-entropy; cartpole: --entropy-coef 0.01",
+        "lower learning_rate, raise beta, epsilon_high=0.28 or use_adaptive_entropy",
+        (NB6, "## 3 · Tokens: who loses the gradient")),
     "kl_blowup": Wording(
         "KL to π_ref blowing up", "problem",
         "the policy is running away from π_ref: steps too large for the data, reward hacking follows",
