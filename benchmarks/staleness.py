@@ -145,11 +145,11 @@ def main() -> None:
 
     Path(args.out).mkdir(parents=True, exist_ok=True)
     command = "python benchmarks/staleness.py " + " ".join(sys.argv[1:])
+    rung = " ".join(["python -m ladder.run grpo --preset tiny --max-staleness K --sampler-correction C", *args.extra])
     header = (f"`{command}` — {time.strftime('%Y-%m-%d %H:%M')}\n\n"
               f"- machine: {platform.platform()}, {platform.machine()}, {os.cpu_count()} CPUs; python "
               f"{platform.python_version()}, torch {torch.__version__}\n"
-              f"- `python -m ladder.run grpo --preset tiny --max-staleness K --sampler-correction C "
-              f"{' '.join(args.extra)}`, 1 thread per run, {args.jobs} run(s) at a time; "
+              f"- `{rung}`, 1 thread per run, {args.jobs} run(s) at a time; "
               f"load average at the start {os.getloadavg()[0]:.2f}\n")
     jobs = [(name, s) for s in args.seeds for name in args.runs]
     print(f"{len(jobs)} runs, {args.jobs} at a time, under {args.out}", file=sys.stderr)
