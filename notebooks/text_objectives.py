@@ -27,8 +27,9 @@ computed by those functions.""",
     SETUP,
     r"""md:## 1 · Objectives as functions of the ratio
 
-One token, one advantage $\hat A$, and its ratio $r = \pi_\theta(a)/\pi_{\text{old}}(a)$. The four objectives differ
-only in how the token's loss depends on $r$:
+One token, one advantage $\hat A$, and its ratio $r = \pi_\theta(a)/\pi_{\text{old}}(a)$. The objectives differ only in
+how the token's loss depends on $r$. Four formulas give the five curves drawn below (the clip twice: GRPO's
+$\varepsilon = 0.2$ and DAPO's clip-higher $0.2 / 0.28$):
 
 $$\begin{aligned}
 \text{clipped (PPO, GRPO, DAPO)}\quad & L = -\min\big(r\hat A,\ \operatorname{clip}(r, 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A\big) \\
@@ -62,15 +63,29 @@ view""",
     pushes = viz.objective_lab.pushing_at(r, adv)
     print(f"r = {r}, Â = {adv:+g}:  " + "   ".join(f"{name} {g:+.3f}" for name, g in pushes.items()))
 for tau in (1.0, 2.0, 4.0):
-    print(f"SAPO, τ_pos = {tau}: ∂L/∂r at r = 1.5 is {viz.objective_lab.pushing_at(1.5, 1.0, tau_pos=tau)['SAPO gate']:+.3f}")""",
+    print(f"SAPO, τ_pos = {tau}: ∂L/∂r at r = 1.5 is {viz.objective_lab.pushing_at(1.5, 1.0, tau_pos=tau)['SAPO gate']:+.3f}")
+vc = view.data["vespo_vs_clip"]
+k, lam = view.controls["k_pos"].value, view.controls["lambda_pos"].value
+print(f"VESPO, Â = +1, k = {k:g}, λ = {lam:g}: strongest push {vc['peak_push']:+.3f} at r = {vc['peak_r']:.2f} "
+      f"((k − 1)/λ = {(k - 1) / lam:.2f}; φ itself peaks at k/λ = {k / lam:.2f})")
+print(f"  at r = {vc['r_first']:g}: VESPO {vc['vespo_first']:+.3f}, clip {vc['clip_first']:+.3f} "
+      f"({vc['times_first']:.1f}× the clip's push); |VESPO| > |clip| at every drawn r < 1: {vc['harder_below_1']}")""",
     r"""md:<details><summary>Answer</summary>
 
 Both clipped objectives have let go at both points ($\partial L/\partial r = 0$ on the first two lines): $r = 1.5$ is
 above $1 + \varepsilon_{\text{high}}$ for either $\varepsilon_{\text{high}}$, and $r = 0.5$ below $1 - \varepsilon_{\text{low}}$. The other three still push,
 each its own way: CISPO with its full $-\hat A$ (its weight $\min(r, \varepsilon_{\max})$ divided by $r$ is 1 until
 $r > \varepsilon_{\max}$), SAPO with a gate that has faded only a little at $\tau = 1$, and VESPO with $\varphi(r)/r$, which
-depends on $(k, \lambda)$ and on the sign of $\hat A$. The last three lines show SAPO's push at $r = 1.5$ shrinking as
+depends on $(k, \lambda)$ and on the sign of $\hat A$. The three SAPO lines show its push at $r = 1.5$ shrinking as
 $\tau_{\text{pos}}$ grows: a large $\tau$ is a gate close to a hard clip, a small one close to no clip at all.
+
+VESPO's push is not strongest where its weight is. With $\varphi$ detached the loss is $-\varphi\,\hat A\log\pi_\theta$, so
+per unit of ratio the push is $\varphi(r)/r = e^{\lambda} r^{k-1} e^{-\lambda r}$, which peaks at $r = (k-1)/\lambda$, not at
+$\varphi$'s own peak $k/\lambda$ (the first VESPO line). For $\hat A > 0$ the clip keeps its full push $-\hat A$ below the
+band — it lets go only above $1 + \varepsilon_{\text{high}}$ — and at the default $(k, \lambda)$ VESPO pushes *harder*
+than that everywhere the plot shows below $r = 1$, hardest near its peak (the last line: how many times the clip's
+push at the plot's left edge): a token
+that $\pi_\theta$ has made rarer than $\pi_{\text{old}}$ did is pulled back up more strongly, not less.
 </details>""",
     r"""md:## 2 · Two rewards of different scales: GDPO
 
@@ -86,21 +101,21 @@ Below, two reward functions on four groups of four completions, drawn with a see
 (`viz.objective_lab.example_rewards`): correctness in $\{0, 1\}$ and a length score from 0 to 10, weights 1 and 1; the
 last group is all correct. To say which reward decides an advantage, the cell correlates $\hat A$ with each reward
 centred in its group, over the batch.""",
-    r"""md:**Predict first.** In group 0 of the table below, compare a wrong completion with a high length score and a
-correct one with a low score. Which gets the larger advantage when the rewards are summed first? And under GDPO?""",
-    """rewards = viz.objective_lab.example_rewards(groups=4, group_size=4, seed=0)
+    r"""md:**Predict first.** In group 0 of the table below (two correct completions, two wrong), compare the wrong one with
+the highest length score and the correct one with the lowest. Which gets the larger advantage when the rewards are
+summed first? And under GDPO?""",
+    """rewards = viz.objective_lab.example_rewards(groups=4, group_size=4, seed=1)
 gdpo = viz.objective_lab.gdpo_advantages(rewards, weights=(1.0, 1.0), group_size=4)
 display(Markdown(viz.objective_lab.gdpo_markdown(gdpo)))
 spread = rewards.view(4, 4, 2).std(dim=1).mean(dim=0)
 print(f"mean within-group std: correctness {spread[0]:.2f}, length score {spread[1]:.2f}")
 for how, (c_correct, c_length) in gdpo["corr"].items():
     print(f"{how:20s} corr(Â, correctness) {c_correct:+.2f}   corr(Â, length score) {c_length:+.2f}")
-group0 = rewards[:4].tolist()
-wrong = max((i for i in range(4) if group0[i][0] == 0), key=lambda i: group0[i][1])
-right = min((i for i in range(4) if group0[i][0] == 1), key=lambda i: group0[i][1])
+rank = viz.objective_lab.rank_in_group(gdpo, group=0)
 for how in ("sum_then_normalize", "normalize_then_sum"):
-    print(f"group 0, {how}: wrong with score {group0[wrong][1]:g} Â {gdpo[how][wrong]:+.2f}, "
-          f"correct with score {group0[right][1]:g} Â {gdpo[how][right]:+.2f}")""",
+    print(f"group 0, {how}: wrong with score {rank['wrong_score']:g} Â {rank[how]['wrong']:+.2f}, "
+          f"correct with score {rank['right_score']:g} Â {rank[how]['right']:+.2f}; "
+          f"both correct above both wrong: {rank[how]['right_above_wrong']}")""",
     r"""md:<details><summary>Answer</summary>
 
 Summed first, the length score decides: its spread within a group is several times the correctness's (the line
@@ -108,7 +123,8 @@ under the table), so the group's std is mostly its own, and in group 0 the wrong
 outranks the correct one with the low score (the last two lines) — the correlation of the summed $\hat A$ with the
 length score is the larger of the two. GDPO divides each reward by its own group's std, so each has the same say
 within a group: the two correlations move towards each other, and being correct weighs as much as the length score
-does (in group 0 the correct completion is no longer behind the wrong one). In the last group,
+does. In group 0 the order flips: the correct completion with the low score now ranks above the wrong one with the
+high score, and both correct completions above both wrong ones (the last line). In the last group,
 where every completion is correct, correctness carries no signal under either, and only the length score moves
 $\hat A$.
 
@@ -130,10 +146,13 @@ own forward — gives each token's $H_t$. The tokens the mask keeps at the slide
 histogram shows where the threshold $h^*$ falls. The model imitates a tutor who forgets to carry, so watch where
 its few uncertain tokens are.
 
-The other lever is an entropy *bonus*, $-c_H \cdot \operatorname{mean}(H_t)$ over the kept tokens (`--entropy-coef`),
-whose coefficient `--adaptive-entropy` moves after every optimiser step to hold the entropy near `--entropy-target`
-(`core.AdaptiveEntropyCoef`, Skywork-OR1): it grows while the entropy is at or below the target and fades once the
-entropy recovers.""",
+The other lever is an entropy *bonus*, $-c_H \cdot \operatorname{mean}(H_t)$ over the tokens the policy term keeps —
+all of them, or the top $\rho$ with `--top-entropy-quantile` (`--entropy-coef` sets $c_H$). With `--adaptive-entropy`
+(`core.AdaptiveEntropyCoef`, Skywork-OR1) a controller measures, after every optimiser step, the mean entropy of
+those same kept tokens and moves $c_H$ by a fixed step: up while that entropy is at or below `--entropy-target`, down
+otherwise. The bonus is applied only while the last measured entropy is at or below the target, so the first
+optimiser step has none (nothing has been measured yet): the bonus switches on once the entropy has fallen to the
+target and stops once it recovers.""",
     r"""md:**Predict first.** At $\rho = 0.2$, will the mask keep exactly 20 % of the real tokens? Which tokens of an
 addition do you expect it to keep: the digits of the answer, the spaces and `+` signs, or the end-of-text token?""",
     """view = viz.entropy_mask_view(rho=0.2)
@@ -209,6 +228,11 @@ $C_{\max}$ is larger, printed below; a tighter one makes the truncation visible 
 `grpo.train` (`viz.objective_lab.staleness_run`), in a temporary directory; the curves are its logged `sampler/*`
 metrics. The first updates have a smaller lag (there is no older policy yet), and the learning rate warms up.
 
+The table under the widget reduces each metric over the updates that ran at the full lag $k$: the max of the
+per-update maxima, the min of the minima, the mean of the means and of the share `corrected_frac`. The weights
+are logged *after* truncation, so `is_ratio_max` never exceeds $C_{\max}$: it equals $C_{\max}$ in every update where
+`token_truncate` changed a token, and the raw weight it capped was larger.
+
 Whether the correction pays off in held-out accuracy is a longer measurement: `benchmarks/RESULTS.md`, section
 *Staleness*, trains the tiny preset at several $k$, with and without `--sampler-correction`, over three seeds.""",
     r"""md:**Predict first.** As $k$ grows from 0 to 4, what happens to the mean $|\log\pi_{\text{old}} - \log\pi_{\text{rollout}}|$,
@@ -220,11 +244,14 @@ at_k = {k: [r for r in records if r.get("sampling/staleness", 0.0) == k] for k, 
 gaps = {k: sum(r["sampler/logp_diff_mean"] for r in rs) / len(rs) for k, rs in at_k.items()}
 print("mean |log π_old − log π_rollout| at full lag: " + ", ".join(f"k = {k}: {g:.4f}" for k, g in gaps.items()))
 print("grows with k:", all(a < b for a, b in zip(list(gaps.values()), list(gaps.values())[1:])))
+print(f"k = 0: mean gap {gaps[0]:.1e} nats — the sampling decode (cached keys and values) against the full forward")
 from ladder.rungs import grpo
 print(f"--sampler-clip-max's default C_max: {grpo.Config.__dataclass_fields__['sampler_clip_max'].default:g}")""",
     r"""md:<details><summary>Answer</summary>
 
-At $k = 0$ the rollout is $\pi_{\text{old}}$ itself: the gap is 0 and `token_truncate` changes nothing (the first row).
+At $k = 0$ the rollout is $\pi_{\text{old}}$ itself: the gap is $\approx 0$ — float rounding between the cached decode that
+sampled and the trainer's full forward (the line printed under the gaps) — and `token_truncate` changes nothing (the
+first row).
 As $k$ grows, $\pi_{\text{old}}$ has moved further from the weights that sampled, so the gap grows (the line under the
 table says whether it grew at every step of $k$ here), the weights spread further from 1 and more of them exceed
 $C_{\max}$, where `token_truncate` caps them: the update still uses every token, but no stale token counts more than
@@ -258,17 +285,20 @@ print(f"μ = 2: grpo vs sapo, largest |Δ reward| {gap(two_passes, 'grpo', 'sapo
       f"largest |Δ KL| {gap(two_passes, 'grpo', 'sapo', 'kl_ref'):.1e} (last KL {two_passes['grpo']['kl_ref'][-1]:.2e})")
 for m, r in two_passes.items():
     print(f"μ = 2, {m}: accuracy {r['accuracy_before']:.3f} → {r['accuracy_after']:.3f}, "
-          f"largest clip fraction {max(r['clip_frac']):.2%}, {r['wall_s']:.0f} s")""",
+          f"largest share of ratios past 1 ± ε (clip_frac) {max(r['clip_frac']):.2%}, {r['wall_s']:.0f} s")""",
     r"""md:<details><summary>Answer</summary>
 
 With $\mu = 1$ and $M = 1$ they take the same steps, up to float rounding (the first μ = 1 line): the only gradient is
 taken at $\pi_\theta = \pi_{\text{old}}$, where $r = 1$ at every token, and there every objective of section 1 has the same
 slope $\partial L/\partial r = -\hat A$ — the clip has not acted, SAPO's gate is at its full slope, VESPO's $\varphi(1) = 1$.
 `sapo` also keeps `grpo`'s aggregation and $\beta$ (the table above), so nothing else differs: on-policy, the two are
-one algorithm. `vespo` differs from `grpo` in two other flags, not in its objective: its loss is summed over a constant
+one algorithm. On-policy `vespo`'s objective is `grpo`'s too; it differs from `grpo` only in two other flags: its loss is summed over a constant
 (`sum_over_constant`, section 1 of notebook 6) and it has no KL term (its KL curve stays at 0). With $\mu = 2$ the second
-pass sees $r \neq 1$ and the KLs part (the μ = 2 line), but in so few updates the clip touches few tokens (the
-clip fractions printed), so the sampled rewards and the accuracies may still agree. The objectives matter
+pass sees $r \neq 1$ and the KLs part (the μ = 2 line), but in so few updates few ratios leave the band (the
+shares printed), so the sampled rewards and the accuracies may still agree. That share is the logged `clip_frac`:
+it counts the tokens whose ratio is past $1 \pm \varepsilon$ on the side $\hat A$ pushes to, whatever the objective — the
+same ratio for both runs. For `grpo` those are the tokens the clip switched off; `sapo` clips nothing, so for it the
+number only says how far the ratios spread, where its gate fades instead. The objectives matter
 where training is off-policy: many passes, many minibatches, or a stale rollout (section 4).
 </details>""",
     SELF_CHECK,
@@ -302,7 +332,7 @@ tokens = viz.objective_lab.sampled_tokens()
 share = core.high_entropy_mask(tokens["entropy"], tokens["mask"], 0.5).sum() / tokens["mask"].sum()
 p_rho.check(share.item(), why="the top half by entropy, ties at the threshold included")
 last = at_k[max(at_k)][-1]
-why_trunc.check("a", why=f"w ← min(w, C_max); at k = {max(at_k)} the last update's largest w is {last['sampler/is_ratio_max']:.3f} and "
+why_trunc.check("a", why=f"w ← min(w, C_max); at k = {max(at_k)} the last update's largest w after truncation is {last['sampler/is_ratio_max']:.3f} and "
                 f"{last['sampler/corrected_frac']:.1%} of its tokens were truncated")
 viz.tally(p_tau, p_peak, why_gdpo, p_rho, why_trunc)""",
 ]

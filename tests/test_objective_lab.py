@@ -45,3 +45,36 @@ def test_gdpo_does_not_care_about_a_reward_scale_and_the_sum_does():
     length_says = after["corr"]["sum_then_normalize"][1]
     assert length_says > before["corr"]["sum_then_normalize"][1]
     assert after["corr"]["sum_then_normalize"][0] < after["corr"]["normalize_then_sum"][0]
+
+
+def test_vespo_pushes_hardest_at_k_minus_1_over_lambda_and_harder_than_the_clip_below_1():
+    k, lam = 2.0, 3.0
+    found = lab.vespo_against_clip(lab.objective_curves(1.0, k_pos=k, lambda_pos=lam))
+    peak = (k - 1) / lam
+    assert found["peak_r"] == pytest.approx(peak, abs=0.01)
+    assert found["peak_push"] == pytest.approx(-math.exp(lam) * peak ** (k - 1) * math.exp(-lam * peak), rel=1e-3)
+    assert found["vespo_first"] == pytest.approx(-math.exp(lam) * 0.3 ** (k - 1) * math.exp(-lam * 0.3), rel=1e-6)
+    assert found["clip_first"] == pytest.approx(-1.0)
+    assert found["harder_below_1"]
+    assert not lab.vespo_against_clip(lab.objective_curves(1.0, k_pos=k, lambda_pos=0.5))["harder_below_1"]
+
+
+def test_gdpo_ranks_both_right_answers_above_both_wrong_ones_and_the_sum_does_not():
+    correct, length = [1.0, 1.0, 0.0, 0.0], [10.0, -10.0, 20.0, -20.0]    # exercise 25's worked example
+    rewards = torch.tensor(list(zip(correct, length)), dtype=torch.float64)
+    rank = lab.rank_in_group(lab.gdpo_advantages(rewards, group_size=4), group=0)
+    assert (rank["wrong_score"], rank["right_score"]) == (20.0, -10.0)
+    assert rank["sum_then_normalize"]["wrong"] > rank["sum_then_normalize"]["right"]
+    assert not rank["sum_then_normalize"]["right_above_wrong"]
+    assert rank["normalize_then_sum"]["right"] > rank["normalize_then_sum"]["wrong"]
+    assert rank["normalize_then_sum"]["right_above_wrong"]
+
+
+def test_the_staleness_table_takes_the_max_of_maxima_and_the_mean_of_shares():
+    def record(lag, w_max, frac):
+        return {"sampling/staleness": lag, "sampler/logp_diff_mean": 0.1, "sampler/logp_diff_max": 1.0,
+                "sampler/is_ratio_min": 0.5, "sampler/is_ratio_max": w_max, "sampler/corrected_frac": frac}
+
+    runs = {2: [record(1, 9.0, 0.9), record(2, 1.2, 0.02), record(2, 1.1, 0.0)]}
+    row = lab.staleness_markdown(runs).splitlines()[-1].split("|")[1:-1]
+    assert [c.strip() for c in row] == ["2", "2", "0.1", "1", "0.5", "1.2", "0.01"]

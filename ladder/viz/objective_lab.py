@@ -1,7 +1,7 @@
 """Notebook 6b: the newer objectives as functions of the ratio, GDPO's two rewards, the top-entropy mask on real
 tokens, top-p's kept mass, and the fifth policy (a rollout k updates stale).
 
-    objective_curves      L(r) and ∂L/∂r of one token (π_old = 1, so log π_θ = log r) for Â = ±1, each by autograd
+    objective_curves      L(r) and ∂L/∂r of one token (log π_old = 0, so log π_θ = log r) for Â = ±1, by autograd
                           through ``core.clipped_surrogate``, ``core.cispo_loss``, ``core.soft_gated_surrogate`` and
                           ``core.gamma_weight`` (a one-token completion: VESPO's w is the token's r)
     gdpo_advantages       ``core.group_relative`` of Σ_f w_f·r_f against ``core.decoupled_group_relative``
@@ -43,7 +43,7 @@ OBJECTIVES = ("clip ε 0.2", "clip-higher 0.2 / 0.28", "CISPO (ε_max 5)", "SAPO
 
 # ------------------------------------------------------------------------------ 1 · objectives as functions of r
 def _token_losses(r: torch.Tensor, adv: torch.Tensor, p: dict) -> dict[str, torch.Tensor]:
-    """Each objective's per-token loss at ratios ``r`` [N, 1], from ladder.core (log π_θ = log r, π_old = 1)."""
+    """Each objective's per-token loss at ratios ``r`` [N, 1], from ladder.core (log π_θ = log r, log π_old = 0)."""
     logp = torch.log(r)
     phi = core.gamma_weight(logp, torch.ones_like(r), adv, p["k_pos"], p["lambda_pos"], p["k_neg"], p["lambda_neg"])
     return {OBJECTIVES[0]: core.clipped_surrogate(r, adv, 0.2),
@@ -78,9 +78,21 @@ def pushing_at(r: float, adv: float, **params) -> dict[str, float]:
     return {name: float(curves[name][1][0]) for name in OBJECTIVES}
 
 
+def vespo_against_clip(curves: dict) -> dict:
+    """VESPO's strongest push ∂L/∂r = −φ(r)·Â/r (Â > 0; φ(r)/r = e^λ r^(k−1) e^(−λr) peaks at r = (k − 1)/λ, not at
+    φ's k/λ) and its push against the clip's below r = 1 ("harder": larger |∂L/∂r| at every drawn r < 1).
+    ``curves`` is ``objective_curves(+1, …)``."""
+    r = curves["r"]
+    vespo, clip = curves[OBJECTIVES[4]][1], curves[OBJECTIVES[0]][1]
+    peak, below = int(np.argmin(vespo)), r < 1.0
+    return {"peak_r": float(r[peak]), "peak_push": float(vespo[peak]), "r_first": float(r[0]),
+            "vespo_first": float(vespo[0]), "clip_first": float(clip[0]), "times_first": float(vespo[0] / clip[0]),
+            "harder_below_1": bool((np.abs(vespo[below]) > np.abs(clip[below])).all())}
+
+
 def objective_view(tau_pos: float = 1.0, tau_neg: float = 1.05, k_pos: float = 2.0, lambda_pos: float = 3.0,
                    k_neg: float = 3.0, lambda_neg: float = 2.0) -> View:
-    """The five objectives' loss and ∂L/∂r against r, for Â = +1 (top) and Â = −1 (bottom)."""
+    """The five curves' loss and ∂L/∂r against r (four formulas, the clip at two ε), for Â = +1 and Â = −1."""
     controls = {name: widgets.FloatSlider(value=value, min=low, max=high, step=step, description=name, **_SLIDER)
                 for name, value, low, high, step in (
                     ("tau_pos", tau_pos, 0.25, 8.0, 0.25), ("tau_neg", tau_neg, 0.25, 8.0, 0.05),
@@ -105,15 +117,15 @@ def objective_view(tau_pos: float = 1.0, tau_neg: float = 1.05, k_pos: float = 2
         fig.axes[0].legend(fontsize=7, loc="best")
         fig.tight_layout()
         at = pushing_at(1.5, 1.0, **v)
-        data = {"curves": curves, "at_1_5": at,
+        data = {"curves": curves, "at_1_5": at, "vespo_vs_clip": vespo_against_clip(curves[1.0]),
                 "summary": "∂L/∂r at r = 1.5, Â = +1: " + ", ".join(f"{n} {g:+.3f}" for n, g in at.items())}
         return fig, data
 
-    return View(controls, draw, "Five objectives as functions of the ratio (one token, π_old = 1)")
+    return View(controls, draw, "Five objectives as functions of the ratio (one token, π_θ = r·π_old)")
 
 
 # ------------------------------------------------------------------------------------- 2 · two rewards: GDPO
-def example_rewards(groups: int = 4, group_size: int = 4, seed: int = 0) -> torch.Tensor:
+def example_rewards(groups: int = 4, group_size: int = 4, seed: int = 1) -> torch.Tensor:
     """[groups·G, 2]: correctness in {0, 1} and a length score in 0 … 10, drawn with a seeded generator;
     the last group is all correct (only the length score differs there)."""
     g = torch.Generator().manual_seed(seed)
@@ -140,6 +152,23 @@ def gdpo_advantages(per_function: torch.Tensor, weights=(1.0, 1.0), group_size: 
             for name, adv in (("sum_then_normalize", summed), ("normalize_then_sum", decoupled))}
     return {"rewards": per_function, "sum_then_normalize": summed, "normalize_then_sum": decoupled,
             "corr": corr, "group_size": group_size, "weights": list(weights)}
+
+
+def rank_in_group(result: dict, group: int = 0) -> dict:
+    """Per aggregation, in one group: the Â of its wrong completion with the highest length score and of its right
+    one with the lowest, and whether every right completion ranks above every wrong one."""
+    size = result["group_size"]
+    rows = result["rewards"][group * size:(group + 1) * size].tolist()
+    wrong = [group * size + i for i, (c, _) in enumerate(rows) if c == 0]
+    right = [group * size + i for i, (c, _) in enumerate(rows) if c == 1]
+    score = result["rewards"][:, 1].tolist()
+    top_wrong, low_right = max(wrong, key=score.__getitem__), min(right, key=score.__getitem__)
+    out = {"wrong_score": score[top_wrong], "right_score": score[low_right]}
+    for how in ("sum_then_normalize", "normalize_then_sum"):
+        adv = result[how]
+        out[how] = {"wrong": float(adv[top_wrong]), "right": float(adv[low_right]),
+                    "right_above_wrong": bool(min(adv[right]) > max(adv[wrong]))}
+    return out
 
 
 def gdpo_markdown(result: dict) -> str:
@@ -329,14 +358,20 @@ def staleness_runs(ks=(0, 1, 2, 4), steps: int = 10, clip_max: float = 1.2, seed
     return {k: staleness_run(k, steps, clip_max, seed) for k in ks}
 
 
+OVER_UPDATES = {"sampler/logp_diff_max": ("max", np.max), "sampler/is_ratio_min": ("min", np.min),
+                "sampler/is_ratio_max": ("max", np.max)}   # the other metrics: the mean over the updates
+
+
 def staleness_markdown(runs: dict) -> str:
-    """Per k, the mean over the updates that ran at the full lag k of each metric."""
-    rows = ["| k | updates at lag k | " + " | ".join(f"`{m}`" for m in STALENESS_METRICS) + " |",
+    """Per k, each metric over the updates that ran at the full lag k: the max of the per-update maxima, the min of
+    the minima, the mean of the means and shares (so a column never looks past what one update logged)."""
+    reductions = {m: OVER_UPDATES.get(m, ("mean", np.mean)) for m in STALENESS_METRICS}
+    rows = ["| k | updates at lag k | " + " | ".join(f"{how} of `{m}`" for m, (how, _) in reductions.items()) + " |",
             "|---:|---:|" + "---:|" * len(STALENESS_METRICS)]
     for k, records in runs.items():
         at_k = [r for r in records if r.get("sampling/staleness", 0.0) == k]
-        means = [np.mean([r[m] for r in at_k]) for m in STALENESS_METRICS]
-        rows.append(f"| {k} | {len(at_k)} | " + " | ".join(f"{x:.4f}" for x in means) + " |")
+        values = [reduce([r[m] for r in at_k]) for m, (_, reduce) in reductions.items()]
+        rows.append(f"| {k} | {len(at_k)} | " + " | ".join(f"{x:.4g}" for x in values) + " |")
     return "\n".join(rows)
 
 
