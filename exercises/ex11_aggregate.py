@@ -1,4 +1,4 @@
-"""Exercise 11 — from per-action losses to one number: masked aggregation (GRPO, Dr. GRPO, DAPO).
+"""Exercise 11 — from per-action losses to one number: masked aggregation (GRPO, Dr. GRPO, DAPO, LUSPO).
 
 Goes with notebook 5, section “KL in the loss, and how the loss is averaged”.
 
@@ -8,6 +8,7 @@ is a real design choice: it decides how much a long completion weighs against a 
     token_mean           Σ m·x / Σ m                   every real action counts once
     seq_mean_token_mean  (1/B) Σ_b [Σ_t m·x / Σ_t m]   GRPO: every sequence counts once
                                                        (an empty row contributes 0, still counts in B)
+    seq_mean_token_sum   (1/B) Σ_b Σ_t m·x             LUSPO: each sequence's sum, a long one weighs more
     sum_over_constant    Σ m·x / max(num_tokens, 1)    a constant the caller computes, no length bias:
                                                        Dr. GRPO's generation budget B · L_max, or
                                                        DAPO's real-token count of the whole update
@@ -18,17 +19,18 @@ Any other mode is a mistake: raise ValueError.
 
     per_action  [B, T]  the loss per action (padding may hold anything, even inf or nan)
     mask        [B, T]  1 for real actions
-    mode        str     one of the three above (anything else: ValueError)
+    mode        str     one of the four above (anything else: ValueError)
     num_tokens  float   sum_over_constant's constant (divide by at least 1); required there (None:
-                        raise ValueError), ignored by the two means
+                        raise ValueError), ignored by the other three
     result      []      a scalar tensor, with gradient
 
 Careful: inf · 0 is nan. Select the real entries (``torch.where``) rather than multiplying by the mask,
 and never divide by 0 (a row or a batch without real actions: it contributes 0).
 
     >>> x = torch.tensor([[1., 2., 3.], [4., 99., 99.]]); m = torch.tensor([[1., 1., 1.], [1., 0., 0.]])
-    >>> [round(aggregate(x, m, mode).item(), 4) for mode in ("token_mean", "seq_mean_token_mean")]
-    [2.5, 3.0]
+    >>> modes = ("token_mean", "seq_mean_token_mean", "seq_mean_token_sum")
+    >>> [round(aggregate(x, m, mode).item(), 4) for mode in modes]
+    [2.5, 3.0, 5.0]
 
 DAPO: say this minibatch is one of M = 2 minibatches of an update that holds 8 real tokens (every
 minibatch, on one process). The caller passes this minibatch's share of them, 8 / M = 4, and the
@@ -56,5 +58,5 @@ from torch import Tensor
 
 def aggregate(per_action: Tensor, mask: Tensor, mode: str = "token_mean",
               num_tokens: float | None = None) -> Tensor:
-    """The masked average of a per-action loss, in one of three modes."""
+    """The masked average of a per-action loss, in one of four modes."""
     raise NotImplementedError

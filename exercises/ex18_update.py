@@ -24,7 +24,8 @@ The loop every rung calls once per batch (notebook 2 runs it; notebook 3 watches
             stats.update(step_if_finite(optimizer, params, loss, ‖g‖))     (ladder.core.update: steps unless
                                                                            something is not finite)
             with entropy_control: entropy_control.observe((H · kept).sum(), kept.sum()) and
-                stats["entropy_coef"] = entropy_control.coef, where H = tensors["entropy"] and
+                stats["entropy_coef"] = entropy_control.coef and stats["entropy/controlled"] =
+                entropy_control.last_entropy (the H it read), where H = tensors["entropy"] and
                 kept = tensors["kept"] (the tokens the policy term kept; tensors["mask"] if absent)
             keep (tensors["values"], tensors["returns"], tensors["mask"]) when both are not None
         record = pass_record(k, the pass's stats, the kept critic tensors)   (ladder.core.stats)

@@ -4,8 +4,9 @@ Goes with notebook 5, section “Run it: a few steps of the tiny preset”.
 
 Sample G completions per prompt, score them, turn the scores into group-relative advantages, and
 run the update — in the order the grpo rung runs them, with your exercises 10 and 13 (inside
-``group_advantages``), 14, 16 (inside the policy's log-probs) and 18 (with 17, and through it 5, 8,
-11, 12 and, with a sampler of its own, 21):
+``group_advantages``), 25 (GDPO's advantages, with --multi-objective-aggregation normalize_then_sum), 14,
+16 (inside the policy's log-probs) and 18 (with 17, and through it 5, 8, 11, 12, 24 with --loss-type sapo
+and, with a sampler of its own, 21):
 
     laps     = Laps()                                        times the phases: laps.lap("sampling"), …
     rollout, rounds, sampled = step.rollout(step)           P prompts × G completions, scored (by default the

@@ -59,7 +59,10 @@ w_{\text{dr\_grpo}} = \frac{1}{n_{\text{proc}}}\cdot\frac{M}{N_{\text{dr\_grpo}}
 
 with $b = B/(n_{\text{proc}}M)$ rows per minibatch on each process: each one number for every token of the update, whatever its completion's length or its minibatch, against
 $w_{\text{grpo}} = 1/(n_{\text{proc}}\,b\,|y_i|)$ (a short completion's tokens weigh more: the length bias Dr. GRPO removes) and
-$w_{\text{bnpo}} = 1/(n_{\text{proc}} \cdot \text{real tokens of its minibatch on its process})$.
+$w_{\text{bnpo}} = 1/(n_{\text{proc}} \cdot \text{real tokens of its minibatch on its process})$. The newer loss types
+in the table (notebook 6b) reuse these: `sapo` averages as `grpo`, `vespo` divides by `dapo`'s constant, and `luspo`
+sums each completion's tokens before the mean over completions (`seq_mean_token_sum`), so every token weighs
+$w_{\text{luspo}} = 1/(n_{\text{proc}}\,b)$, as much as a whole completion does under `grpo`.
 The table below asks autograd for these weights, with the constants the rung computes, on 2 processes × 4 completions
 cut into $M = 2$ minibatches; each entry is $1/x$, $x$ being what that token's loss is divided by.
 

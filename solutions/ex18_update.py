@@ -44,6 +44,7 @@ def update(policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: UpdateCo
                 kept = tensors.get("kept", tensors["mask"])
                 entropy_control.observe((tensors["entropy"] * kept).sum(), kept.sum())
                 stats["entropy_coef"] = entropy_control.coef
+                stats["entropy/controlled"] = entropy_control.last_entropy
             if tensors["values"] is not None and tensors["returns"] is not None:
                 critic.append((tensors["values"], tensors["returns"], tensors["mask"]))
             steps.append(stats)

@@ -118,7 +118,7 @@ def _group(eps_guard: bool = True, unbiased: bool = True, batch_mean: bool = Fal
 
 
 def _aggregate(multiply: bool = False, use_mask: bool = True, constant_by_tokens: bool = False,
-               seq_nonempty: bool = False, missing_raises: bool = True):
+               seq_nonempty: bool = False, missing_raises: bool = True, sum_over_tokens: bool = False):
     def aggregate(per_action, mask, mode="token_mean", num_tokens=None):
         mask = mask if use_mask else torch.ones_like(mask)
         x = per_action * mask if multiply else torch.where(mask.bool(), per_action, 0.0)
@@ -126,6 +126,8 @@ def _aggregate(multiply: bool = False, use_mask: bool = True, constant_by_tokens
         if mode == "seq_mean_token_mean":
             per_seq = x.sum(1) / mask.sum(1).clamp(min=1)
             return per_seq.sum() / (mask.sum(1) > 0).sum() if seq_nonempty else per_seq.mean()
+        if mode == "seq_mean_token_sum":
+            return x.sum() / n if sum_over_tokens else x.sum(1).mean()
         if mode == "sum_over_constant":
             if num_tokens is None and missing_raises:
                 raise ValueError("num_tokens")
@@ -276,6 +278,7 @@ PLANTED = {
         "sum_over_constant divided by the token count": _aggregate(constant_by_tokens=True),
         "sum_over_constant without num_tokens divides by B · T": _aggregate(missing_raises=False),
         "grpo averages only over non-empty rows": _aggregate(seq_nonempty=True),
+        "luspo's sums divided by the tokens, not the sequences": _aggregate(sum_over_tokens=True),
     },
     "ex12_sequence_ratio": {
         "sum instead of mean (GSPO's ratio grows with the length)": _seq_ratio(reduce="sum"),

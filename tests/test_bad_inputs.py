@@ -123,7 +123,14 @@ CASES = [
     pytest.param(GRPO + " --delta 1.1", r"--delta must exceed 1 \+ --clip-eps-high = 1.2, got 1.1",
                  id="delta-inside-clip"),
     pytest.param(GRPO + " --delta 2 --loss-type cispo", "--delta caps the clipped surrogate's ratio; --loss-type "
-                 "cispo caps its weight with --cispo-max-weight", id="delta-cispo"),
+                 "cispo has no clip", id="delta-cispo"),
+    pytest.param(GRPO + " --loss-type vespo --ratio-level sequence", "--loss-type vespo computes its own sequence "
+                 "weight from the token ratios; use --ratio-level token", id="vespo-sequence-ratio"),
+    pytest.param(GRPO + " --entropy-target 0.5", "--entropy-target has no effect without --adaptive-entropy",
+                 id="entropy-target-without-adaptive"),
+    pytest.param(GRPO + " --algo gdpo --advantage rloo --scale-rewards none", "--multi-objective-aggregation "
+                 "normalize_then_sum normalises each reward function's scores: it needs --advantage group",
+                 id="gdpo-rloo"),
     pytest.param(GRPO + " --ref-mixup 1.5", r"--ref-mixup must be in \[0, 1\], got 1.5", id="ref-mixup-above-1"),
     pytest.param(GRPO + " --overlong-buffer 1.0", r"--overlong-buffer must be in \[0, 1\), got 1.0",
                  id="overlong-buffer-1"),

@@ -244,7 +244,8 @@ def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: 
     A minibatch whose loss or gradient is not finite changes nothing: its step is skipped and
     counted in ``skipped_steps``; so is a step that would leave a weight non-finite (it is undone).
     With ``entropy_control`` each minibatch's c_H is ``entropy_control.applied()``, and after its step the
-    controller reads the entropy of the tokens the policy term kept and moves c_H (logged as ``entropy_coef``).
+    controller reads the entropy of the tokens the policy term kept and moves c_H (logged as ``entropy_coef``, and
+    the entropy it read as ``entropy/controlled``).
     """
     if cfg.mu < 1:
         raise ValueError(f"mu must be at least 1, got {cfg.mu}")
@@ -274,6 +275,8 @@ def update(policy: Policy, batch: Batch, optimizer: torch.optim.Optimizer, cfg: 
                 kept = tensors.get("kept", tensors["mask"])
                 entropy_control.observe((tensors["entropy"] * kept).sum(), kept.sum())
                 step["entropy_coef"] = entropy_control.coef  # c_H after the move (TRL logs the same)
+                step["entropy/controlled"] = entropy_control.last_entropy  # the H it moved by: the kept tokens'
+
             if tensors["values"] is not None and tensors["returns"] is not None:
                 critic.append((tensors["values"], tensors["returns"], tensors["mask"]))
             steps.append(step)

@@ -44,6 +44,8 @@ def aggregate() -> list[Case]:
     cases += [
         Case("seq_mean_token_mean (GRPO): every sequence counts once",
              dict(per_action=x, mask=mask, mode="seq_mean_token_mean"), grad=("per_action",)),
+        Case("seq_mean_token_sum (LUSPO): each sequence's sum, then the mean over sequences",
+             dict(per_action=x, mask=mask, mode="seq_mean_token_sum"), grad=("per_action",)),
         Case("sum_over_constant, Dr. GRPO's num_tokens = B · L_max, the generation budget (2 · 5, not B · T = 6)",
              dict(per_action=x, mask=mask, mode="sum_over_constant", num_tokens=10.0), grad=("per_action",)),
         Case("sum_over_constant, DAPO's num_tokens: the whole batch's real tokens (8, over every minibatch)",
@@ -59,7 +61,7 @@ def aggregate() -> list[Case]:
     cases += [Case(f"{mode}, a batch without a real action: 0 (never 0 / 0)",
                    dict(per_action=t([[JUNK, JUNK], [JUNK, JUNK]]), mask=empty, mode=mode,
                         **({"num_tokens": 0.0} if mode == "sum_over_constant" else {})), grad=("per_action",))
-              for mode in ("token_mean", "seq_mean_token_mean", "sum_over_constant")]
+              for mode in ("token_mean", "seq_mean_token_mean", "seq_mean_token_sum", "sum_over_constant")]
     cases += [
         Case("token_mean ignores num_tokens", dict(per_action=x, mask=mask, mode="token_mean", num_tokens=8.0),
              grad=("per_action",)),

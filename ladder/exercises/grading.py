@@ -16,6 +16,7 @@ and statistics (``compute_loss``), the parameters after training (``update``, ``
 
 from __future__ import annotations
 
+import math
 import re
 import traceback
 from collections.abc import Callable
@@ -135,8 +136,10 @@ def check_case(fn, core, case: Case, names: tuple[str, ...]) -> None:
             raise Mismatch(f"{name} has shape {list(g.shape)}, expected {list(e.shape)}: "
                            f"{fmt(g)} instead of {fmt(e)}")
         if not torch.allclose(g.detach().to(e.dtype), e.detach(), rtol=RTOL, atol=ATOL, equal_nan=True):
+            gap = (g.detach().to(e.dtype) - e.detach()).abs().nan_to_num(nan=math.inf).max().item()
             raise Mismatch(f"wrong values\n  expected  {_describe(expected_t, names)}\n"
-                           f"  got       {_describe(got_t, names)}")
+                           f"  got       {_describe(got_t, names)}\n"
+                           f"  largest |difference| {gap:.3g} (allowed: {ATOL:g} + {RTOL:g} · |expected|)")
         if case.updates and g.requires_grad != e.requires_grad:
             raise Mismatch(f"right values, but {name}.requires_grad is {g.requires_grad}, the core's {e.requires_grad}"
                            + (": it has joined the autograd graph; change it under torch.no_grad()"

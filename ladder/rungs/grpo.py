@@ -8,9 +8,10 @@ adapters train; π_ref is the base with the adapter disabled.
 The KL term is by default β·(π_θ/π_old)·k3, the importance-corrected KL of DeepSeek-V3.2 and TRL 1.16's
 default; DeepSeekMath's GRPO has plain β·k3 (``--kl-correction off``).
 
-The same rung runs GRPO's design space (``ladder.rungs.grpo_options``): Dr. GRPO, DAPO, GSPO,
-CISPO and RLOO are flags, and ``--algo NAME`` sets the flags of each as its paper does (the KL term
-excepted: ``--algo grpo`` keeps the corrected one).
+The same rung runs GRPO's design space (``ladder.rungs.grpo_options``): Dr. GRPO, DAPO, GSPO, CISPO,
+RLOO, SAPO, LUSPO, VESPO and GDPO are flags, and ``--algo NAME`` sets the flags of each as its paper
+does (the KL term excepted: ``--algo grpo`` keeps the corrected one); so are the top-entropy mask, the
+(adaptive) entropy bonus and ``--max-staleness``'s lagging π_rollout.
 """
 
 from __future__ import annotations

@@ -119,15 +119,18 @@ class Config(LMOptions):
     vespo_k_neg: float = option(3.0, "k of φ where Â < 0 (TRL's name)", non_negative())
     vespo_lambda_neg: float = option(2.0, "λ of φ where Â < 0 (TRL's name)", positive())
     top_entropy_quantile: float = option(1.0, "ρ: only the share ρ of tokens with the highest entropy take part in "
-                                              "the policy term (\"Beyond the 80/20 rule\": 0.2; 1: all)",
+                                              "the policy term (\"Beyond the 80/20 rule\": 0.2; 1: all; 0: the "
+                                              "highest-entropy token and its ties)",
                                          probability())
     entropy_coef: float = option(0.0, "c_H of the entropy bonus −c_H·mean H over the tokens the policy term keeps "
                                       "(with --adaptive-entropy: its starting value)", non_negative())
     adaptive_entropy: bool = option(False, "move c_H after every optimiser step: +Δ while the entropy is at or below "
-                                           "--entropy-target, −Δ above it, applied only at or below it (Skywork-OR1; "
-                                           "TRL's use_adaptive_entropy)")
-    entropy_target: float = option(0.2, "the entropy (nats per token) --adaptive-entropy holds the policy above",
-                                   non_negative())
+                                           "--entropy-target, −Δ above it, applied only at or below it, none on the "
+                                           "first step (nothing measured yet); the entropy of the tokens the policy "
+                                           "term keeps, logged as entropy/controlled (Skywork-OR1; TRL's "
+                                           "use_adaptive_entropy)")
+    entropy_target: float = option(0.2, "the entropy (nats per token, over the tokens the policy term keeps) "
+                                        "--adaptive-entropy holds the policy above", non_negative())
     entropy_coef_min: float = option(0.0, "the lowest c_H --adaptive-entropy moves to", non_negative())
     entropy_coef_max: float = option(1.0, "the highest c_H --adaptive-entropy moves to", non_negative())
     entropy_coef_delta: float = option(0.005, "Δ: --adaptive-entropy's step of c_H", non_negative())
@@ -264,6 +267,27 @@ def _validate_objectives(cfg: Config) -> None:
     if cfg.adaptive_entropy and cfg.entropy_coef_min > cfg.entropy_coef_max:
         raise UsageError(f"--entropy-coef-min {cfg.entropy_coef_min:g} must not exceed --entropy-coef-max "
                          f"{cfg.entropy_coef_max:g}")
+    for flags, needs, used in UNUSED_WITHOUT:
+        given = [f"--{name.replace('_', '-')}" for name in flags if getattr(cfg, name) != _default(name)]
+        if given and not used(cfg):
+            raise UsageError(f"{', '.join(given)} {'has' if len(given) == 1 else 'have'} no effect without {needs}")
+
+
+# Options that only one choice reads, the choice, and whether this run makes it: set without it, they are refused.
+UNUSED_WITHOUT = (
+    (("sapo_temperature_pos", "sapo_temperature_neg"), "--loss-type sapo", lambda cfg: cfg.loss_type == "sapo"),
+    (("vespo_k_pos", "vespo_lambda_pos", "vespo_k_neg", "vespo_lambda_neg"), "--loss-type vespo",
+     lambda cfg: cfg.loss_type == "vespo"),
+    (("cispo_max_weight",), "--loss-type cispo", lambda cfg: cfg.loss_type == "cispo"),
+    (("entropy_target", "entropy_coef_min", "entropy_coef_max", "entropy_coef_delta"), "--adaptive-entropy",
+     lambda cfg: cfg.adaptive_entropy),
+    (("scale_rewards",), "--multi-objective-aggregation sum_then_normalize (normalize_then_sum whitens over the "
+     "batch itself)", lambda cfg: cfg.multi_objective_aggregation == "sum_then_normalize"),
+)
+
+
+def _default(name: str):
+    return Config.__dataclass_fields__[name].default
 
 
 def reward_weights(cfg: Config) -> dict[str, float]:
