@@ -92,8 +92,8 @@ def test_mu_one_skips_the_old_logp_forward_and_kl_zero_skips_reference(tmp_path,
 @pytest.mark.parametrize("loss_type", list(grpo.LOSS_TYPES))
 def test_each_minibatch_divides_by_the_loss_types_constant(loss_type, monkeypatch):
     """The rung computes the constant, core.update shares it out over the M minibatches: len(mb) · L_max for
-    dr_grpo (Dr. GRPO's budget), the whole batch's active tokens (Σ over processes ÷ P) ÷ M for dapo and cispo;
-    grpo and bnpo average and need none."""
+    dr_grpo (Dr. GRPO's budget), the whole batch's active tokens (Σ over processes ÷ P) ÷ M for dapo, cispo and
+    vespo; grpo, bnpo, sapo and luspo average and need none."""
     from core_update_helpers import LinearPolicy, make_batch
 
     update_module, seen = sys.modules["ladder.core.update"], []
@@ -110,7 +110,8 @@ def test_each_minibatch_divides_by_the_loss_types_constant(loss_type, monkeypatc
     num_tokens = grpo_options.loss_normaliser(loss_type, len(batch), cfg.max_new_tokens, active_tokens=12.5)
     ladder.core.update(policy, batch, torch.optim.SGD(policy.parameters(), lr=0.1), grpo.update_config(cfg),
                        num_tokens=num_tokens)
-    assert seen == [(4, {"dr_grpo": 4 * 7, "dapo": 12.5 / 2, "cispo": 12.5 / 2}.get(loss_type))] * 4
+    by_active_tokens = {"dapo": 12.5 / 2, "cispo": 12.5 / 2, "vespo": 12.5 / 2}
+    assert seen == [(4, {"dr_grpo": 4 * 7, **by_active_tokens}.get(loss_type))] * 4
 
 
 def test_the_rung_hands_its_normaliser_to_core_update(tmp_path, tiny_qwen, gsm8k_file, monkeypatch):

@@ -233,7 +233,7 @@ def load_policy(cfg: Config, model_path: str, device: torch.device) -> tuple[Cau
     return policy, quant.make_optimizer(policy.parameters(), cfg.lr, optim, device)
 
 
-def checkpoint_parts(step: Step, rollout: LaggingRollout) -> dict:
+def checkpoint_parts(step: Step, rollout: LaggingRollout | Callable) -> dict:
     """What a checkpoint holds: π_θ, the optimiser, the problems' order, and what the options add (π_ref's
     refreshed weights, the lagging π_rollout's snapshots, the adaptive c_H)."""
     cfg = step.cfg
@@ -348,7 +348,7 @@ def train_task(cfg: Config, name: str, load: Callable[[Config], Task]) -> dict:
     with RunSession(cfg, name, asdict(cfg), total=cfg.steps, procs=procs) as run:
         policy, optimizer = load_policy(cfg, task.model_path, device)
         run.seed_each_process()  # the weights above are the same everywhere; the samples from here on are not
-        rollout = LaggingRollout(task.rollout, policy, cfg.max_staleness)  # π_rollout = π_θ of k updates before
+        rollout = LaggingRollout(task.rollout, policy, cfg.max_staleness) if cfg.max_staleness else task.rollout
         step = build(cfg, policy=policy, optimizer=optimizer, tokenizer=task.tokenizer,
                      stream=ProblemStream(task.problems, cfg.seed, task.source), system_prompt=task.system_prompt,
                      procs=procs, reward_funcs=reward_funcs, skipped_steps=run.skipped_steps, rollout=rollout,
