@@ -16,7 +16,8 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
     w          = corrected_weights(old_logp, mb.sampling_logp, mask, cfg.sampler)     (ladder.core; exercise 21
                  writes its weights): π_old/π_sampler, truncated or masked, or None (no sampler's log-probs)
     ℓ          = POLICY_TERMS[cfg.objective](PolicyInputs(logp, log r, r, log r_token, Â, mask, w), cfg)
-                 (ladder.core's table: "clipped" → clipped_surrogate (ex05), "cispo", "soft_gate" (ex24),
+                 (ladder.core's table and its PolicyInputs dataclass, fields in this order: "clipped" →
+                 clipped_surrogate (ex05), "cispo", "soft_gate" (ex24),
                  "gamma_weighted", "reinforce" → pg_loss (ex02)); log r_token is the token level's log r
                  whatever cfg.ratio_level; an objective not in the table: raise ValueError
     ℓ, s       = sampler_correction(ℓ, logp, old_logp, mb.sampling_logp, Â, mask, cfg.sampler, w,

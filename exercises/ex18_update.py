@@ -28,7 +28,8 @@ The loop every rung calls once per batch (notebook 2 runs it; notebook 3 watches
                 entropy_control.last_entropy (the H it read), where H = tensors["entropy"] and
                 kept = tensors["kept"] (the tokens the policy term kept; tensors["mask"] if absent)
             keep (tensors["values"], tensors["returns"], tensors["mask"]) when both are not None
-        record = pass_record(k, the pass's stats, the kept critic tensors)   (ladder.core.stats)
+        record = pass_record(k, the pass's stats, the kept critic tensors)   (ladder.core.stats; both lists,
+                                                                           in the order of the steps)
         stop after this pass if cfg.target_kl is not None and record["approx_kl_old_k3"] > cfg.target_kl
     return the records, one per pass that ran
 
