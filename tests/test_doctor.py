@@ -138,6 +138,17 @@ def test_length_drift_needs_the_per_sequence_mean(tmp_path):
     assert diagnose(read_run(write_run(tmp_path / "dr", series, {"loss_type": "dr_grpo", "max_new_tokens": 64}))) == []
 
 
+def test_a_stale_rollout_is_named_in_the_sampler_finding(tmp_path):
+    """--max-staleness k logs sampling/staleness; an uncorrected gap then says how stale π_rollout was."""
+    series = healthy_series() | {"sampler/logp_diff_mean": [0.25] * N, "sampling/staleness": [0, 1] + [2] * (N - 2)}
+    findings = diagnose(read_run(write_run(tmp_path / "stale", series, {"sampler_correction": "none",
+                                                                        "max_staleness": 2})))
+    assert [f.name for f in findings] == ["sampler_mismatch"]
+    assert "π_rollout 2 updates stale" in findings[0].saw and "--max-staleness" in WORDING["sampler_mismatch"].ladder
+    fresh = healthy_series() | {"sampler/logp_diff_mean": [0.25] * N}
+    assert "stale" not in diagnose(read_run(write_run(tmp_path / "fresh", fresh)))[0].saw
+
+
 def test_the_critic_learning_is_not_flagged(tmp_path):
     series = healthy_series() | {"explained_variance": ramp(-0.5, 0.6)}
     run = write_run(tmp_path / "ev", series, {"rung": "ppo-sentiment", "mu": 4, "num_minibatches": 2})
