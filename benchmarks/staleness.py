@@ -36,6 +36,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from sampler_quality import fmt  # mean ± sample std over the seeds, "–" for none (this folder's scripts)
+
 HERE = Path(__file__).resolve().parent
 DEFAULT_RUNS = ["0/none", "2/none", "2/token_truncate", "8/none", "8/token_truncate", "8/sequence_mask",
                 "16/none", "16/token_truncate"]
@@ -88,15 +90,6 @@ def load_run(out: Path) -> dict:
     run["collapsed"] = float(run["min_acc"] < run["before"] - COLLAPSE_DROP)
     run.update({key: mean(key) for key in SAMPLER_KEYS})
     return run
-
-
-def fmt(values: list, digits: int = 3) -> str:
-    values = [v for v in values if v is not None]
-    if not values:
-        return "–"
-    if len(set(values)) == 1:  # one run, or all seeds alike
-        return f"{values[0]:.{digits}f}"
-    return f"{statistics.fmean(values):.{digits}f} ± {statistics.stdev(values):.{digits}f}"
 
 
 COLUMNS = [("acc before", "before", 3), ("acc after", "after", 3), ("lowest acc", "min_acc", 3),

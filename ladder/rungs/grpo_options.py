@@ -170,7 +170,9 @@ class Config(LMOptions):
                                             non_negative())
     off_policy_mask: float | None = option(None, "δ: drop a completion with Â < 0 whose mean log π_sampler − log π_θ "
                                                  "exceeds δ (DeepSeek-V3.2's off-policy sequence mask; TRL's "
-                                                 "off_policy_mask_threshold; None: off)", non_negative())
+                                                 "off_policy_mask_threshold; None: off). Under --top-p < 1 the mean "
+                                                 "includes −log Z_t, Z_t the mass each step's cut kept",
+                                            non_negative())
     dynamic_sampling: bool = option(False, "drop groups whose rewards are all equal (no signal) and sample further "
                                            "prompts until the update has P informative groups (DAPO)")
     max_sampling_rounds: int = option(4, "dynamic sampling: at most this many rounds of P prompts per update; "
