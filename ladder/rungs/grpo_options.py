@@ -229,9 +229,9 @@ def validate(cfg: Config) -> None:
 
 
 def _validate_combinations(cfg: Config) -> None:
-    if cfg.kl_in == "reward" and cfg.kl_correction is not None:
+    if cfg.kl_in == "reward" and cfg.kl_correction == "on":
         raise UsageError("--kl-correction weighs the KL term of the loss; with --kl-in reward the KL is a constant "
-                         "in the reward, taken on π_old, and needs no correction: drop --kl-correction")
+                         "in the reward, taken on π_old, and needs no correction: drop --kl-correction (or say off)")
     if cfg.ref_sync_every and cfg.kl_coef == 0:
         raise UsageError("--ref-sync-every refreshes π_ref, but --kl-coef 0 never uses it; set --kl-coef > 0 "
                          "or drop --ref-sync-every")
