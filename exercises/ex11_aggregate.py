@@ -47,7 +47,8 @@ the padded B · T = 6 (T is only the longest completion of this batch, and chang
 
 Mirrors ``ladder.core.aggregate``. Grade it: ``pytest exercises/``; once it passes,
 ``python -m ladder.run grpo --preset tiny --qlora --algo dr_grpo --use-exercises`` trains with it
-(``--algo dapo`` for DAPO's constant; the default ``--loss-type grpo`` uses seq_mean_token_mean).
+(``--algo dapo`` for DAPO's constant, ``--algo luspo`` for seq_mean_token_sum; the default ``--loss-type grpo``
+uses seq_mean_token_mean).
 """
 
 from __future__ import annotations

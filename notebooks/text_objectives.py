@@ -84,8 +84,9 @@ per unit of ratio the push is $\varphi(r)/r = e^{\lambda} r^{k-1} e^{-\lambda r}
 $\varphi$'s own peak $k/\lambda$ (the first VESPO line). For $\hat A > 0$ the clip keeps its full push $-\hat A$ below the
 band — it lets go only above $1 + \varepsilon_{\text{high}}$ — and at the default $(k, \lambda)$ VESPO pushes *harder*
 than that everywhere the plot shows below $r = 1$, hardest near its peak (the last line: how many times the clip's
-push at the plot's left edge): a token
-that $\pi_\theta$ has made rarer than $\pi_{\text{old}}$ did is pulled back up more strongly, not less.
+push it is at $r = 0.3$, the plot's left edge, close to that peak): a token that $\pi_\theta$ has made somewhat rarer
+than $\pi_{\text{old}}$ did is pulled back up more strongly, not less. Only much further left, beyond the plot, does
+$r^{k-1}$ win and the push fade to 0 — VESPO's "vanishing far off-policy" on that side.
 </details>""",
     r"""md:## 2 · Two rewards of different scales: GDPO
 
@@ -149,8 +150,9 @@ its few uncertain tokens are.
 The other lever is an entropy *bonus*, $-c_H \cdot \operatorname{mean}(H_t)$ over the tokens the policy term keeps —
 all of them, or the top $\rho$ with `--top-entropy-quantile` (`--entropy-coef` sets $c_H$). With `--adaptive-entropy`
 (`core.AdaptiveEntropyCoef`, Skywork-OR1) a controller measures, after every optimiser step, the mean entropy of
-those same kept tokens and moves $c_H$ by a fixed step: up while that entropy is at or below `--entropy-target`, down
-otherwise. The bonus is applied only while the last measured entropy is at or below the target, so the first
+those same kept tokens and moves $c_H$ by a fixed step (`--entropy-coef-delta`, within `--entropy-coef-min` and
+`--entropy-coef-max`, from `--entropy-coef` as its starting value): up while that entropy is at or below
+`--entropy-target`, down otherwise. The bonus is applied only while the last measured entropy is at or below the target, so the first
 optimiser step has none (nothing has been measured yet): the bonus switches on once the entropy has fallen to the
 target and stops once it recovers.""",
     r"""md:**Predict first.** At $\rho = 0.2$, will the mask keep exactly 20 % of the real tokens? Which tokens of an
@@ -296,9 +298,11 @@ one algorithm. On-policy `vespo`'s objective is `grpo`'s too; it differs from `g
 (`sum_over_constant`, section 1 of notebook 6) and it has no KL term (its KL curve stays at 0). With $\mu = 2$ the second
 pass sees $r \neq 1$ and the KLs part (the μ = 2 line), but in so few updates few ratios leave the band (the
 shares printed), so the sampled rewards and the accuracies may still agree. That share is the logged `clip_frac`:
-it counts the tokens whose ratio is past $1 \pm \varepsilon$ on the side $\hat A$ pushes to, whatever the objective — the
-same ratio for both runs. For `grpo` those are the tokens the clip switched off; `sapo` clips nothing, so for it the
-number only says how far the ratios spread, where its gate fades instead. The objectives matter
+it counts the tokens whose ratio is past $1 \pm \varepsilon$ (`--clip-eps`, the same in both bundles) on the side $\hat A$
+pushes to, whatever the objective — the ratio is defined the same way in both runs, and until the runs part it is
+computed from the same weights, which is why the two largest shares can print alike. For `grpo` those are the tokens
+the clip switched off; `sapo` clips nothing, so for it the number only says how far the ratios spread, where its gate
+fades instead. The objectives matter
 where training is off-policy: many passes, many minibatches, or a stale rollout (section 4).
 </details>""",
     SELF_CHECK,
