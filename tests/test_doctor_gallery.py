@@ -49,6 +49,7 @@ def test_every_entry_names_a_signature_and_changes_flags():
         assert failure.rung in PRESETS, name
 
 
+@pytest.mark.trained
 @pytest.mark.parametrize("name", sorted(GALLERY))
 def test_broken_run_is_diagnosed_and_the_fix_clears_it(cache, name):
     failure = GALLERY[name]
@@ -62,6 +63,7 @@ def test_broken_run_is_diagnosed_and_the_fix_clears_it(cache, name):
     assert problems(fixed) == [], (name, names(fixed))
 
 
+@pytest.mark.trained
 @pytest.mark.parametrize("rung", sorted(PRESETS))
 def test_every_tiny_preset_is_healthy(cache, rung):
     run_dir = run_healthy(rung, cache)

@@ -33,6 +33,7 @@ def test_at_r_1_the_surrogate_gradient_is_reinforces(bridge):
     assert bridge["removed_share"][0] == 0.0
 
 
+@pytest.mark.trained
 def test_after_a_step_the_two_gradients_part(bridge):
     assert np.std(bridge["ratios"][1]) > 0.01                # one real step moved π_θ
     assert bridge["max_abs_diff"][1] > 1e-3 * bridge["pg_grad_max"][1]
@@ -41,6 +42,7 @@ def test_after_a_step_the_two_gradients_part(bridge):
     assert bridge["cosine_is"][-1] > 0.95 > bridge["cosine"][-1]
 
 
+@pytest.mark.trained
 def test_removed_samples_are_exactly_those_of_the_clip_condition(bridge):
     adv, eps = bridge["advantages"], bridge["clip_eps"]
     for ratios, removed in zip(bridge["ratios"], bridge["removed"]):

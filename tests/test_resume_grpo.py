@@ -61,6 +61,7 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path, tiny_math, tiny_grpo
         assert weights[name].equal(tensor), name
 
 
+@pytest.mark.trained
 def test_a_lagging_rollout_and_the_adaptive_coefficient_resume_where_they_were(tmp_path, tiny_math):
     """--max-staleness keeps the last k + 1 copies of the adapter and --adaptive-entropy its c_H: a run killed after
     its first checkpoint and resumed draws each update from the same stale weights and applies the same c_H as the

@@ -314,6 +314,7 @@ def test_warmup_ramps_the_learning_rate(tmp_path, tiny_qwen, gsm8k_file):
     assert [r["lr"] for r in records] == pytest.approx([5e-4, 1e-3, 1e-3])
 
 
+@pytest.mark.trained
 def test_short_seeded_tiny_qlora_run_improves_reward_and_accuracy(tmp_path, tiny_math):
     """The acceptance run in miniature: the tiny model forgets to carry; twenty GRPO updates fix it."""
     cfg = grpo.Config(**{**grpo.PRESETS["tiny"], "model": tiny_math, "qlora": True, "steps": 20, "eval_every": 0,

@@ -28,6 +28,7 @@ def test_cut_off_completions_warn_exactly_once_on_stderr(tmp_path):
     assert WARNING not in result.stdout
 
 
+@pytest.mark.trained
 def test_a_normal_tiny_run_does_not_warn(tiny_grpo_run):
     result, out = tiny_grpo_run   # eight updates of the tiny preset
     clipped = [json.loads(line)["completions/clipped_ratio"] for line in open(out / "metrics.jsonl")]

@@ -135,6 +135,7 @@ def test_rounds_of_different_widths_concatenate_with_left_padded_prompts_and_rig
     assert torch.equal(joined.rewards, torch.cat([first.rewards, more.rewards]))
 
 
+@pytest.mark.trained
 def test_train_with_dynamic_sampling_updates_on_informative_groups(tmp_path, tiny_qwen, grpo_files, spy_grpo_update):
     P, G, cap = 2, 2, 3
     grpo.train(grpo_config(tmp_path, tiny_qwen, grpo_files["gsm8k"], steps=4, prompts_per_step=P, group_size=G,

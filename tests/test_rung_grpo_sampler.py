@@ -77,6 +77,7 @@ def _run(tmp_path, *args):
                    "--print-samples", "0", "--no-progress", "--out", str(tmp_path / "run"), *args, cwd=tmp_path)
 
 
+@pytest.mark.trained
 def test_a_bf16_sampler_with_a_correction_logs_what_it_did(tmp_path):
     result = _run(tmp_path, "--sampler-dtype", "bfloat16", "--sampler-correction", "sequence_mask",
                   "--sampler-clip-max", "1.02", "--off-policy-mask", "0")

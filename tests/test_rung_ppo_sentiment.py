@@ -147,6 +147,7 @@ def test_value_head_starts_at_zero(tiny_model_dir, tmp_path):
     assert torch.equal(values, torch.zeros_like(values))
 
 
+@pytest.mark.trained
 def test_short_seeded_tiny_run_raises_the_reward(tmp_path, tiny_model_dir):
     cfg = tiny_config(tmp_path, steps=20, batch_size=32, num_eval_prompts=6)
     summary = ps.train(cfg)

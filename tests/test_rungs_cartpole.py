@@ -34,6 +34,7 @@ def spy_update(monkeypatch):
     return calls
 
 
+@pytest.mark.trained
 def test_ppo_cartpole_learns_through_core_update(tmp_path, spy_update):
     cfg = cartpole.Config(out=str(tmp_path), total_steps=6_000, stop_on_solve=False, eval_every=3_000,
                           progress=False)
@@ -49,6 +50,7 @@ def test_ppo_cartpole_learns_through_core_update(tmp_path, spy_update):
                                                                                   .read_text()))
 
 
+@pytest.mark.trained
 def test_reinforce_learns_through_core_update(tmp_path, spy_update):
     cfg = reinforce.Config(out=str(tmp_path), total_steps=5_000, stop_on_solve=False, eval_every=100_000,
                            progress=False)

@@ -65,6 +65,7 @@ def test_the_shipped_math_model_does_its_sums():
     assert arithmetic.extract_answer(completion) == 64 and arithmetic.format_reward([completion], ["64"]) == [1.0]
 
 
+@pytest.mark.trained
 @pytest.mark.parametrize("name", sorted(FAST))
 def test_the_build_code_still_makes_a_working_model(name, monkeypatch, tmp_path):
     """LADDER_BUILD_TINY=1: built into $LADDER_CACHE (a few steps here), loaded with from_pretrained like a hub id;

@@ -46,6 +46,7 @@ def test_clipped_objective_curve_is_the_core_surrogate_and_eps_moves_the_clip_fr
     assert np.allclose(pos[view.data["r"] > 1.1], 1.1)
 
 
+@pytest.mark.trained
 def test_clipped_objective_default_overlays_real_ratios_of_a_cartpole_update():
     view = viz.clipped_objective_view()
     assert view.data["ratios"].size == 1024
@@ -56,6 +57,7 @@ def test_clipped_objective_default_overlays_real_ratios_of_a_cartpole_update():
     assert view.data["clip_frac"] > before
 
 
+@pytest.mark.trained
 def test_mu_view_wider_ratios_and_more_clipping_with_larger_mu(mu_view):
     d1 = mu_view.data
     assert len(d1["ratios"]) == 1
@@ -71,6 +73,7 @@ def test_mu_view_wider_ratios_and_more_clipping_with_larger_mu(mu_view):
     assert d8["ratio_std"][0] == pytest.approx(d1["ratio_std"][0], rel=1e-5)
 
 
+@pytest.mark.trained
 def test_mu_view_importance_corrected_kl_is_closer_to_exact_than_biased(mu_view):
     mu_view.controls["mu"].value = 6
     d = mu_view.data
@@ -79,6 +82,7 @@ def test_mu_view_importance_corrected_kl_is_closer_to_exact_than_biased(mu_view)
     assert abs(d["bias_biased"][-1]) > 3 * abs(d["bias_corrected"][-1])
 
 
+@pytest.mark.trained
 def test_mu_view_eps_and_lr_sliders_change_clipping(mu_view):
     mu_view.controls["mu"].value = 4
     mu_view.controls["clip_eps"].value = 0.2

@@ -8,6 +8,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from ladder import core  # noqa: E402
@@ -71,6 +72,7 @@ def test_the_probe_holds_the_tools_reply():
     assert record["logp_digits"] < 0
 
 
+@pytest.mark.trained
 def test_training_on_the_environments_tokens_teaches_the_reply():
     runs = agent_lab.env_token_runs(**SHORT)
     default, mistaken = runs["default"]["rows"], runs["--train-env-tokens"]["rows"]

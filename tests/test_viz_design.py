@@ -140,6 +140,7 @@ def real_token_view():
     return viz.token_view(mu=1, eps=0.2)
 
 
+@pytest.mark.trained
 def test_token_view_on_a_real_tiny_grpo_batch(real_token_view):
     view = real_token_view
     t = view.data["table"]

@@ -50,6 +50,7 @@ def test_beta_view_plots_the_rungs_metrics(beta_view):
     assert beta_view.data["runs"][0.0]["kl"][0] == pytest.approx(0.0, abs=1e-6)   # first batch: π_θ = π_ref
 
 
+@pytest.mark.trained
 def test_larger_beta_ends_closer_to_pi_ref_with_a_lower_score(beta_view):
     beta_view.controls["steps"].value = STEPS
     free, anchored = beta_view.data["runs"][0.0], beta_view.data["runs"][1.0]
@@ -144,6 +145,7 @@ def test_trailing_mean():
     assert np.allclose(lm_lab.trailing_mean([1, 2, 3, 4, 5], 2), [1, 1.5, 2.5, 3.5, 4.5])
 
 
+@pytest.mark.trained
 def test_lm_mu_exact_tables_match_the_policy_log_probs(lm_mu_view):
     fixed = viz.fixed_grpo_batch(0, 8, qlora=True)
     batch = fixed.batch
@@ -153,6 +155,7 @@ def test_lm_mu_exact_tables_match_the_policy_log_probs(lm_mu_view):
     assert 0 < lm_mu_view.data["frac_reward_zero_std"] < 1          # some groups carry a signal
 
 
+@pytest.mark.trained
 def test_lm_mu_view_wider_ratios_more_clipping_and_kl_to_old_grows_with_mu(lm_mu_view):
     lm_mu_view.controls["mu"].value = 1
     d1 = lm_mu_view.data
@@ -169,6 +172,7 @@ def test_lm_mu_view_wider_ratios_more_clipping_and_kl_to_old_grows_with_mu(lm_mu
     assert d8["ratio_std"][0] == pytest.approx(d1["ratio_std"][0])       # μ = 8 starts as μ = 1 did
 
 
+@pytest.mark.trained
 def test_lm_mu_view_corrected_kl_is_unbiased_and_the_plain_one_drifts(lm_mu_view):
     lm_mu_view.controls["mu"].value = 8
     d = lm_mu_view.data
@@ -183,6 +187,7 @@ def test_lm_mu_view_corrected_kl_is_unbiased_and_the_plain_one_drifts(lm_mu_view
     assert abs(d["bias_biased"][-1]) > 1.5 * abs(d["bias_corrected"][-1])
 
 
+@pytest.mark.trained
 def test_lm_mu_view_eps_and_lr_sliders(lm_mu_view):
     lm_mu_view.controls["mu"].value = 4
     lm_mu_view.controls["clip_eps"].value = 0.2

@@ -32,6 +32,7 @@ def four():
 
 
 # ------------------------------------------------------------------------------------------- the real batch
+@pytest.mark.trained
 def test_the_batch_is_the_rungs_step_as_the_text_describes_it(four):
     cfg = four.cfg
     assert (cfg.prompts_per_step, cfg.group_size, cfg.mu, four.warmup_updates) == (4, 8, 2, 4)
@@ -48,6 +49,7 @@ def test_the_batch_is_the_rungs_step_as_the_text_describes_it(four):
     assert four.record["sampler/corrected_frac"] == 0.0 and sampler_lab.sequence_spread(four.main)["token_w"][1] < 2
 
 
+@pytest.mark.trained
 def test_the_four_policies_differ_and_the_sampler_least(four):
     gaps = sampler_lab.gaps(four)
     sampler, step, ref = (gaps[k]["mean"] for k in gaps)
@@ -65,6 +67,7 @@ def test_the_four_policies_differ_and_the_sampler_least(four):
     assert f"token {col}, π_old = {b.old_logp[row, col].exp().item():.2f})" in table
 
 
+@pytest.mark.trained
 def test_the_sequence_weight_spreads_with_length(four):
     s = sampler_lab.sequence_spread(four.main)
     log_w = four.main.log_w
@@ -82,6 +85,7 @@ def test_the_sequence_weight_spreads_with_length(four):
                f"weight w_t = {token:.4f}" in line
 
 
+@pytest.mark.trained
 def test_what_each_mode_keeps(four):
     b = four.main
     assert all(d["changed"] == 0 for d in sampler_lab.kept(b, 3.0).values())
@@ -102,6 +106,7 @@ def test_what_each_mode_keeps(four):
     assert md.count("\n") == 5 and "0 of 32 masked" in md
 
 
+@pytest.mark.trained
 def test_the_widgets_answers(four):
     mean = {key: sampler_lab.mismatch(b)["sampler/logp_diff_mean"] for key, b in four.batches.items()}
     assert mean[("bfloat16", 1.0)] > 2 * mean[("float16", 1.0)]            # "several times" (8 here, 8.7 elsewhere)
