@@ -2,7 +2,7 @@
 
     runs.py        a run directory → named series (step → value) under ladder's names, and the config facts
     signatures.py  the thresholds, the wording, and one small function per failure signature
-    report.py      the text / JSON verdict and doctor.png
+    report.py      the text / JSON verdict and doctor.png (written whole or not at all)
 """
 
 from ladder.doctor.runs import Run, Series, read_run

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ladder.cli import OneLineParser
-from ladder.doctor.report import is_healthy, json_report, plot_findings, text_report
+from ladder.doctor.report import is_healthy, json_report, plot_findings, printable, text_report
 from ladder.doctor.runs import read_run
 from ladder.doctor.signatures import diagnose
 from ladder.runlog import UsageError
@@ -44,23 +44,25 @@ def say(text: str) -> None:
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m ladder.doctor") -> int:
-    """Exit code 0 healthy, 1 problems found, 2 bad input (one line on stderr, nothing written)."""
+    """Exit code 0 healthy, 1 problems found, 2 bad input (one line on stderr, nothing written): a run that is not
+    there or cannot be read, a --trl-config that does not hold GRPOConfig fields, a doctor.png that cannot be
+    written (the plot comes before the report, so nothing is said of a run whose plot was asked for and failed)."""
     args = build_parser(prog).parse_args(sys.argv[1:] if argv is None else argv)
+    path = Path(args.run_dir) / "doctor.png"
     try:
         run = read_run(args.run_dir, args.trl_config)
+        findings = diagnose(run)
+        if args.plot:
+            plot_findings(run, findings, path)
     except UsageError as e:
-        print(f"ladder: error: {e}", file=sys.stderr)
+        print(f"ladder: error: {printable(str(e))}".replace("\n", "\\n"), file=sys.stderr)
         return 2
-    findings = diagnose(run)
     if args.json:
         say(json.dumps(json_report(run, findings), indent=2))
     else:
-        say(text_report(run, findings))
-    if args.plot:
-        path = Path(args.run_dir) / "doctor.png"
-        plot_findings(run, findings, path)
-        if not args.json:
-            say(f"wrote {path}")
+        say(printable(text_report(run, findings)))
+    if args.plot and not args.json:
+        say(f"wrote {printable(str(path))}")
     return 0 if is_healthy(findings) else 1
 
 

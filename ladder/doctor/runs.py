@@ -18,6 +18,7 @@ import json
 import math
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -127,14 +128,22 @@ class Run:
 
 
 def read_run(path: str | os.PathLike, trl_config: str | os.PathLike | None = None) -> Run:
-    """The run in ``path`` (a ladder run directory or a TRL output directory); bad input is a UsageError."""
+    """The run in ``path`` (a ladder run directory or a TRL output directory); bad input is a UsageError.
+
+    Any value in a log is accepted. A number is read; a non-finite reading (NaN, ±Infinity, or null: ladder
+    writes a NaN as null) is left out of the series (a TRL record's non-finite loss or grad_norm is counted in
+    ``nonfinite_steps``); a record whose step is not a whole number ≥ 0, and a value that is not a number (a
+    string, a boolean, a list, an object, a number beyond a float), are left out and said in ``Run.notes``, one
+    line per kind. A config fact of the wrong kind (``"learning_rate": "1e-6"``) is bad input, naming the file and
+    the key: the whole verdict rests on it."""
     directory = Path(path)
-    if not directory.exists():
+    kind = _kind(directory)
+    if kind is None:
         raise UsageError(f"{directory}: no such directory")
-    if not directory.is_dir():
+    if kind != "dir":
         raise UsageError(f"{directory} is not a directory; give a run's output directory")
-    ladder_config = (directory / "config.json").exists() and _is_ladder_config(directory)
-    if (directory / "metrics.jsonl").exists() or ladder_config:
+    ladder_config = _kind(directory / "config.json") is not None and _is_ladder_config(directory)
+    if _kind(directory / "metrics.jsonl") is not None or ladder_config:
         return _read_ladder(directory)
     state = _trainer_state(directory)
     if state is not None:
@@ -142,106 +151,278 @@ def read_run(path: str | os.PathLike, trl_config: str | os.PathLike | None = Non
     raise UsageError(f"{directory} is not a run: no metrics.jsonl (ladder) and no trainer_state.json (TRL) there")
 
 
+def _kind(path: Path) -> str | None:
+    """"dir", "file" (a regular one), "other" (a FIFO, a device, …) or None where nothing is; a path that cannot be
+    looked at (a name too long, a directory without permission, a loop of links) is bad input."""
+    try:
+        mode = path.stat().st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        raise UsageError(f"{path}: cannot look at it ({e.strerror or type(e).__name__})") from None
+    return "dir" if stat.S_ISDIR(mode) else "file" if stat.S_ISREG(mode) else "other"
+
+
+def _text(path: Path, errors: str = "strict") -> str:
+    """The text of the regular file ``path``: a directory, a FIFO or a device there is bad input, as is a file
+    that cannot be read."""
+    if _kind(path) != "file":
+        raise UsageError(f"{path} is not a file")
+    try:
+        return path.read_text(errors=errors)
+    except OSError as e:
+        raise UsageError(f"{path}: cannot read it ({e.strerror or type(e).__name__})") from None
+
+
 def _is_ladder_config(directory: Path) -> bool:
     config = _json_file(directory / "config.json")
     return isinstance(config, dict) and "rung" in config
 
 
+class TooLarge:
+    """A JSON number beyond a float's range (a 400-digit integer, ``1e400``), kept as the text it was written as."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text if len(self.text) <= 20 else f"a {len(self.text)}-digit number"
+
+
+def _json_int(text: str) -> int | TooLarge:
+    if len(text) > 400:  # beyond any float, and past the digits Python parses into an int
+        return TooLarge(text)
+    try:
+        float(int(text))
+    except OverflowError:
+        return TooLarge(text)
+    return int(text)
+
+
+def _json_float(text: str) -> float | TooLarge:
+    value = float(text)
+    return value if math.isfinite(value) else TooLarge(text)  # JSON's Infinity and NaN are constants, not here
+
+
+def parse_json(text: str):
+    """JSON, its numbers beyond a float's range as ``TooLarge``; anything else (nesting too deep for the parser
+    included) is a ValueError."""
+    try:
+        return json.loads(text, parse_int=_json_int, parse_float=_json_float)
+    except RecursionError:
+        raise ValueError("nested too deeply") from None
+
+
 def _json_file(path: Path):
     try:
-        return json.loads(path.read_text())
-    except OSError as e:
-        raise UsageError(f"{path}: cannot read it ({e.strerror or type(e).__name__})") from None
+        return parse_json(_text(path))
     except ValueError:
         raise UsageError(f"{path} is not valid JSON; is the file complete?") from None
 
 
-def _finite(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+def shown(value) -> str:
+    """A logged value as the notes and messages show it: as JSON writes it, cut at 40 characters."""
+    if isinstance(value, TooLarge):
+        return f"{value}, beyond a float"
+    if isinstance(value, (dict, list)):
+        return "an object" if isinstance(value, dict) else "a list"
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:39] + "…"
 
 
-def _series_of(records: list[dict], renames: dict[str, str], keep) -> dict[str, Series]:
-    """Each record's numeric fields, renamed; the step is the record's ``step`` (its index + 1 without one)."""
+# --- a log's values -------------------------------------------------------------------------------------------
+
+NOT_A_NUMBER = object()  # a string, a boolean, a list, an object, a TooLarge
+
+
+def _number(value) -> float | None | object:
+    """A logged value as a float; None for a non-finite reading (null, NaN, ±Infinity); NOT_A_NUMBER else."""
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return NOT_A_NUMBER
+
+
+def _step(value) -> int | None:
+    """A record's step: a whole number from 0 to 2**53 (3.0 is 3); None for anything else."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 2 ** 53:
+        return value
+    return None
+
+
+LEFT_OUT = {  # what a log can hold that the doctor leaves out: (one, many), as the notes say it
+    "step": ("record whose step is not a whole number ≥ 0", "records whose step is not a whole number ≥ 0"),
+    "value": ("value that is not a number", "values that are not numbers"),
+    "entry": ("entry that is not a JSON object", "entries that are not JSON objects"),
+}
+
+
+@dataclass
+class Logged:
+    """A log's records, each with its place in the file (``line 4``) and its step; what was left out, by place."""
+
+    source: str  # the file, as the notes name it
+    records: list[tuple[str, int, dict]] = field(default_factory=list)
+    left_out: dict[str, list[str]] = field(default_factory=dict)  # a LEFT_OUT key → the places, in order
+
+    def leave_out(self, what: str, place: str) -> None:
+        self.left_out.setdefault(what, []).append(place)
+
+    def notes(self) -> list[str]:
+        """One line per kind of thing left out: how many, and where the first was."""
+        return [f"{self.source}: left out {len(places)} {LEFT_OUT[what][len(places) > 1]} (first: {places[0]})"
+                for what, places in self.left_out.items()]
+
+
+def stepped(path: Path, records: list[tuple[str, dict]]) -> Logged:
+    """The records of the log at ``path`` whose step is usable (a record without one: its position + 1), in the
+    file's order; none at all is bad input."""
+    logged = Logged(path.name)
+    for i, (place, record) in enumerate(records):
+        step = _step(record.get("step", i + 1))
+        if step is None:
+            logged.leave_out("step", f"{place}, step {shown(record.get('step'))}")
+        else:
+            logged.records.append((place, step, record))
+    if records and not logged.records:
+        raise UsageError(f"{path}: none of its {len(records)} records has a usable step "
+                         f"({logged.left_out['step'][0]}); a step is a whole number ≥ 0")
+    return logged
+
+
+def _series_of(logged: Logged, renames: dict[str, str], keep) -> dict[str, Series]:
+    """Each record's numbers, renamed, at the record's step; a value that is not a number is left out and
+    noted in ``logged``, a non-finite reading is left out."""
     series: dict[str, Series] = {}
-    for i, record in enumerate(records):
-        step = record.get("step", i + 1)
+    for place, step, record in logged.records:
         for key, value in record.items():
             name = renames.get(key, key if keep(key) else None)
-            if name is None or key == "step" or not _finite(value):
+            if name is None or key == "step":
                 continue
-            series.setdefault(name, Series([], []))
-            series[name].steps.append(int(step))
-            series[name].values.append(float(value))
+            number = _number(value)
+            if number is NOT_A_NUMBER:
+                logged.leave_out("value", f"{place}, {json.dumps(key)}: {shown(value)}")
+            elif number is not None:
+                series.setdefault(name, Series([], []))
+                series[name].steps.append(step)
+                series[name].values.append(number)
     return series
+
+
+# --- a config's facts -----------------------------------------------------------------------------------------
+
+def _real(value) -> bool:
+    return isinstance(_number(value), float)
+
+
+KINDS = {  # kind → (test, what the message asks for)
+    "count": (lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 1, "a whole number ≥ 1"),
+    "rate": (lambda v: _real(v) and v >= 0, "a number ≥ 0"),
+    "number": (_real, "a number"),
+    "name": (lambda v: isinstance(v, str), "a string"),
+}
+
+
+def config_fact(config: dict, key: str, kind: str, where: str, default=None):
+    """``config[key]`` if it is of ``kind`` (see KINDS), ``default`` where the key is absent, None where it is
+    null; anything else is bad input naming ``where`` (the file) and the key."""
+    value = config.get(key, default)
+    if value is None:
+        return None
+    test, wanted = KINDS[kind]
+    if not test(value):
+        kind_shown = " (a string)" if isinstance(value, str) else ""
+        raise UsageError(f"{where}: {json.dumps(key)} is {shown(value)}{kind_shown}; it must be {wanted}")
+    return float(value) if kind in ("rate", "number") else value
 
 
 # --- ladder -------------------------------------------------------------------------------------------------
 
-def _read_jsonl(path: Path, notes: list[str]) -> list[dict]:
-    """The whole JSON lines of ``path``: a torn last line (what an interrupted write leaves) is left out and
-    noted; a broken line elsewhere is bad input."""
-    try:
-        lines = [line for line in path.read_text(errors="replace").splitlines() if line.strip()]
-    except OSError as e:
-        raise UsageError(f"{path}: cannot read it ({e.strerror or type(e).__name__})") from None
+def _read_jsonl(path: Path, notes: list[str]) -> list[tuple[str, dict]]:
+    """The whole JSON lines of ``path``, each with its place (``line 4``): a torn last line (what an interrupted
+    write leaves) is left out and noted; a broken line elsewhere, or one that is not a JSON object, is bad input."""
+    lines = [(n, line) for n, line in enumerate(_text(path, errors="replace").splitlines(), 1) if line.strip()]
     records = []
-    for i, line in enumerate(lines):
+    for i, (n, line) in enumerate(lines):
         try:
-            record = json.loads(line)
+            record = parse_json(line)
         except ValueError:
             if i == len(lines) - 1:
                 notes.append(f"{path.name}: the last line is torn (an interrupted write); read the {i} whole lines")
                 break
-            raise UsageError(f"{path}: line {i + 1} is not JSON; the log is damaged") from None
+            raise UsageError(f"{path}: line {n} is not JSON; the log is damaged") from None
         if not isinstance(record, dict):
-            raise UsageError(f"{path}: line {i + 1} is not a JSON object; is this a ladder metrics file?")
-        records.append(record)
+            raise UsageError(f"{path}: line {n} is not a JSON object; is this a ladder metrics file?")
+        records.append((f"line {n}", record))
     return records
 
 
-def _read_ladder(directory: Path) -> Run:
-    if not (directory / "config.json").exists():
+def _ladder_config(directory: Path) -> dict:
+    """config.json of a ladder run that trains: a JSON object naming its rung."""
+    path = directory / "config.json"
+    if _kind(path) is None:
         raise UsageError(f"{directory}: metrics.jsonl without config.json; is it a ladder run directory?")
-    config = _json_file(directory / "config.json")
-    if not isinstance(config, dict) or "rung" not in config:
-        raise UsageError(f"{directory}/config.json names no rung; is it a ladder run directory?")
+    config = _json_file(path)
+    if not isinstance(config, dict) or config_fact(config, "rung", "name", str(path)) is None:
+        raise UsageError(f"{path} names no rung; is it a ladder run directory?")
     if config["rung"] == "eval":
         raise UsageError(f"{directory} is an eval run: it trains nothing and logs no updates to diagnose")
-    if not (directory / "metrics.jsonl").exists():
+    return config
+
+
+def _read_ladder(directory: Path) -> Run:
+    config, where = _ladder_config(directory), str(directory / "config.json")
+    if _kind(directory / "metrics.jsonl") is None:
         raise UsageError(f"{directory}: no metrics.jsonl yet (the run logged no update)")
     notes: list[str] = []
     records = _read_jsonl(directory / "metrics.jsonl", notes)
     if not records:
         raise UsageError(f"{directory}/metrics.jsonl holds no update yet")
     rung = config["rung"]
-    series = _series_of(records, LADDER_RENAMES.get(rung, {}), keep=lambda key: True)
-    completions = _read_jsonl(directory / "completions.jsonl", notes) if (directory / "completions.jsonl").exists() \
-        else []
-    facts = Facts(algorithm=rung, mu=config.get("mu", 1), minibatches=config.get("num_minibatches", 1),
-                  loss_type=config.get("loss_type"), lr=config.get("lr"),
+    logged = stepped(directory / "metrics.jsonl", records)
+    series = _series_of(logged, LADDER_RENAMES.get(rung, {}), keep=lambda key: True)
+    notes += logged.notes()
+    completions = [record for _, record in _read_jsonl(directory / "completions.jsonl", notes)] \
+        if _kind(directory / "completions.jsonl") is not None else []
+
+    def given(key: str, kind: str, default=None):
+        return config_fact(config, key, kind, where, default)
+
+    facts = Facts(algorithm=rung, mu=given("mu", "count", 1), minibatches=given("num_minibatches", "count", 1),
+                  loss_type=given("loss_type", "name"), lr=given("lr", "rate"),
                   lora=bool(config.get("lora") or config.get("qlora")) if "lora" in config else None,
-                  max_new_tokens=config.get("max_new_tokens"), kl_coef=config.get("kl_coef"),
-                  sampler_correction=config.get("sampler_correction"), value_coef=config.get("value_coef"),
-                  unweighted=_unweighted(config))
+                  max_new_tokens=given("max_new_tokens", "count"), kl_coef=given("kl_coef", "number"),
+                  sampler_correction=given("sampler_correction", "name"), value_coef=given("value_coef", "number"),
+                  unweighted=_unweighted(config, where))
     if rung == "reinforce":
         facts.mu, facts.minibatches = None, None  # no ratio, no clipping
     return Run(directory, "ladder", rung, series, facts, completions, notes)
 
 
-def _unweighted(config: dict) -> frozenset[str]:
+def _unweighted(config: dict, where: str) -> frozenset[str]:
     """The reward functions of ``--reward-funcs`` whose ``--reward-weights`` entry is 0."""
     from ladder import rewards
 
-    if not config.get("reward_funcs"):
+    funcs, weights_text = config_fact(config, "reward_funcs", "name", where), \
+        config_fact(config, "reward_weights", "name", where)
+    if not funcs:
         return frozenset()
     try:
-        weights = rewards.weights(config["reward_funcs"], config.get("reward_weights"))
+        weights = rewards.weights(funcs, weights_text)
     except UsageError:
         return frozenset()
     return frozenset(name for name, weight in weights.items() if weight == 0)
 
 
 # --- TRL ----------------------------------------------------------------------------------------------------
+
+TRL_KINDS = {"num_iterations": "count", "steps_per_generation": "count", "gradient_accumulation_steps": "count",
+             "loss_type": "name", "learning_rate": "rate", "max_completion_length": "count", "beta": "number",
+             "vllm_importance_sampling_mode": "name"}
+
 
 def _trainer_state(directory: Path) -> tuple[Path, dict] | None:
     """trainer_state.json in ``directory``, else the one of its newest ``checkpoint-N``."""
@@ -250,7 +431,7 @@ def _trainer_state(directory: Path) -> tuple[Path, dict] | None:
     checkpoints.sort(key=lambda p: int(p.name.split("-")[1]), reverse=True)
     candidates += [p / "trainer_state.json" for p in checkpoints]
     for path in candidates:
-        if path.exists():
+        if _kind(path) is not None:
             state = _json_file(path)
             if not isinstance(state, dict) or not isinstance(state.get("log_history"), list):
                 raise UsageError(f"{path} has no log_history list; is it a Trainer's state?")
@@ -259,23 +440,29 @@ def _trainer_state(directory: Path) -> tuple[Path, dict] | None:
 
 
 def _trl_config(directory: Path, trl_config) -> tuple[dict, str | None]:
-    """GRPOConfig fields: ``--trl-config FILE`` first, then training_args.json, then a config.json that holds
-    them (a model's config.json does not)."""
+    """GRPOConfig fields, and the file they came from: ``--trl-config FILE`` first, then training_args.json, then a
+    config.json that holds them (a model's config.json does not)."""
     if trl_config is not None:
         path = Path(trl_config)
-        if not path.is_file():
-            raise UsageError(f"--trl-config {path}: no such file")
+        if _kind(path) != "file":
+            raise UsageError(f"--trl-config {path}: {'no such file' if _kind(path) is None else 'not a file'}")
         config = _json_file(path)
         if not isinstance(config, dict):
             raise UsageError(f"--trl-config {path}: not a JSON object of GRPOConfig fields")
-        return config, str(path)
+        return _checked(config, f"--trl-config {path}"), str(path)
     for name in ("training_args.json", "config.json"):
         path = directory / name
-        if path.is_file():
+        if _kind(path) == "file":
             config = _json_file(path)
             if isinstance(config, dict) and any(key in config for key in TRL_FACTS):
-                return config, str(path)
+                return _checked(config, str(path)), str(path)
     return {}, None
+
+
+def _checked(config: dict, where: str) -> dict:
+    """``config`` with each field TRL_KINDS names checked to be of its kind (null: not given), numbers as floats."""
+    return {**config, **{key: config_fact(config, key, kind, where) for key, kind in TRL_KINDS.items()
+                         if key in config}}
 
 
 def logged_facts(series: dict[str, Series]) -> dict:
@@ -290,19 +477,33 @@ def logged_facts(series: dict[str, Series]) -> dict:
     return facts
 
 
-def _read_trl(directory: Path, found: tuple[Path, dict], trl_config) -> Run:
-    state_path, state = found
-    records = [r for r in state["log_history"] if isinstance(r, dict) and "train_runtime" not in r]
-    records = [r for r in records if not any(key.startswith("eval_") for key in r)]
+def _training_records(state_path: Path, history: list) -> Logged:
+    """log_history's training records (not its evaluations nor its closing summary), each placed by its index;
+    an entry that is not a JSON object is left out and noted."""
+    records, odd = [], []
+    for i, record in enumerate(history):
+        if not isinstance(record, dict):
+            odd.append(f"log_history[{i}]: {shown(record)}")
+        elif "train_runtime" not in record and not any(key.startswith("eval_") for key in record):
+            records.append((f"log_history[{i}]", record))
     if not records:
         raise UsageError(f"{state_path}: log_history holds no training step yet")
+    logged = stepped(state_path, records)
+    for place in odd:
+        logged.leave_out("entry", place)
+    return logged
+
+
+def _read_trl(directory: Path, found: tuple[Path, dict], trl_config) -> Run:
+    state_path, state = found
+    logged = _training_records(state_path, state["log_history"])
     keep = PER_FUNCTION.match
-    series = _series_of(records, TRL_NAMES, keep=lambda key: bool(keep(key)))
-    series["nonfinite_steps"] = Series([int(r.get("step", i + 1)) for i, r in enumerate(records)],
-                                       [0.0 if all(_finite(r.get(k, 0.0)) for k in ("loss", "grad_norm")) else 1.0
-                                        for r in records])
+    series = _series_of(logged, TRL_NAMES, keep=lambda key: bool(keep(key)))
+    series["nonfinite_steps"] = Series([step for _, step, _ in logged.records],
+                                       [1.0 if any(k in r and _number(r[k]) is None for k in ("loss", "grad_norm"))
+                                        else 0.0 for _, _, r in logged.records])
     config, source = _trl_config(directory, trl_config)
-    notes = [f"read {state_path.relative_to(directory)}" + (f" and {source}" if source else "")]
+    notes = [f"read {state_path.relative_to(directory)}" + (f" and {source}" if source else "")] + logged.notes()
     values, unknown, assumed = {}, [], set()
     for trl_field, (fact, default) in TRL_FACTS.items():
         if trl_field in config:
@@ -318,7 +519,7 @@ def _read_trl(directory: Path, found: tuple[Path, dict], trl_config) -> Run:
     if values["minibatches"] is None and "accumulation" in assumed:
         assumed.add("minibatches")
     lora = any(p.name == "adapter_config.json" for p in [directory / "adapter_config.json", state_path.parent /
-                                                          "adapter_config.json"] if p.exists())
+                                                          "adapter_config.json"] if _kind(p) is not None)
     facts = Facts(algorithm="trl-grpo", mu=values["mu"], minibatches=minibatches, loss_type=values["loss_type"],
                   lr=values["lr"], lora=lora, max_new_tokens=values["max_new_tokens"], kl_coef=values["kl_coef"],
                   sampler_correction=config.get("vllm_importance_sampling_mode"), assumed=assumed)
