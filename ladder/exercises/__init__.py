@@ -8,6 +8,10 @@
 ``swap.use_exercises`` puts the learner's implemented functions into the core for one run
 (``python -m ladder.run RUNG --use-exercises``). ``$LADDER_EXERCISES`` points both at another
 directory (``solutions`` to see them pass).
+
+A learner's code runs under a time limit (``limit_s``): each import of a sheet, each case of an exercise,
+each property of a capstone. Running past it, or calling ``sys.exit``, stops that grade with one line saying
+which function did it, where, and on which case (never the grader's process).
 """
 
 from __future__ import annotations
@@ -17,13 +21,53 @@ import importlib.util
 import os
 import re
 import sys
+import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from ladder.limits import TimedOut, time_limit
+from ladder.runlog import UsageError
+
 ROOT = Path(__file__).resolve().parents[2]
+
+
+# The time a learner's code gets: for one import of a sheet, one case of an exercise or one property of a
+# capstone, LIMIT_S; for a capstone's training check, TRAINING_LIMITS × LIMIT_S. The slowest correct answers take
+# about 2 s and 30 s here (exercise 20's cases; Capstone II's train_learns). $LADDER_EXERCISE_LIMIT_S sets LIMIT_S.
+LIMIT_S = 60.0
+TRAINING_LIMITS = 10
+LIMIT_VARIABLE = "LADDER_EXERCISE_LIMIT_S"
+
+
+def limit_s(training: bool = False) -> float:
+    """Seconds for one import, case or property (``training``: a whole training run); 0 means no limit."""
+    text = os.environ.get(LIMIT_VARIABLE, "").strip()
+    try:
+        seconds = float(text) if text else LIMIT_S
+    except ValueError:
+        seconds = -1.0
+    if not 0 <= seconds < float("inf"):
+        raise UsageError(f"{LIMIT_VARIABLE}={text!r}: expected a number of seconds (0: no limit)")
+    return seconds * (TRAINING_LIMITS if training else 1)
+
+
+class Stopped(Exception):
+    """A learner's sheet stopped its own import: it called ``sys.exit`` or ran past its limit. The message is
+    the one line that says so."""
+
+
+def exit_call(error: SystemExit) -> str:
+    """'sys.exit(3)': the call that raised ``error``, as the learner wrote it (near enough)."""
+    return f"sys.exit({'' if error.code is None else repr(error.code)})"
+
+
+def innermost(error: BaseException, files: set[str]) -> traceback.FrameSummary | None:
+    """The innermost frame of ``error``'s traceback that is in one of ``files`` (None: none is)."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__) if f.filename in files]
+    return frames[-1] if frames else None
 
 
 @dataclass(frozen=True)
@@ -119,10 +163,31 @@ def exercise_imports(directory: str | Path) -> Iterator[None]:
 
 def load(path: Path) -> ModuleType:
     """Import one exercise file by its path (a fresh module each time, not added to sys.modules); the
-    earlier exercises it imports come from the same directory (``exercise_imports``)."""
+    earlier exercises it imports come from the same directory (``exercise_imports``).
+
+    Raises ``Stopped`` when the import (of this sheet, or of one it imports) calls ``sys.exit`` or runs past
+    ``limit_s()``, naming the sheet and line; any other error of the sheet's passes through as it is."""
     path = Path(path).resolve()
     with exercise_imports(path.parent):
         spec = importlib.util.spec_from_file_location(f"_ladder_exercise_{path.stem}", path)
         module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        what = f"the import of {path.name}"
+        try:
+            with time_limit(limit_s(), what):
+                spec.loader.exec_module(module)
+        except SystemExit as e:
+            sheet, line = _sheet_and_line(e, path)
+            raise Stopped(f"{sheet} called {exit_call(e)} at import{line}") from None
+        except TimedOut as e:
+            if e.what != what:   # an outer limit's: not this import's to report
+                raise
+            sheet, line = _sheet_and_line(e, path)
+            raise Stopped(f"{sheet} did not finish importing within {e.seconds:g} s{line}") from None
     return module
+
+
+def _sheet_and_line(error: BaseException, path: Path) -> tuple[str, str]:
+    """('ex03_gae.py', ' (line 4)'): the innermost line of a sheet beside ``path`` that the error went through
+    (a sheet that ``path`` imports, or ``path`` itself)."""
+    frame = innermost(error, {str(p) for p in path.parent.glob("*.py")})
+    return (Path(frame.filename).name, f" (line {frame.lineno})") if frame else (path.name, "")

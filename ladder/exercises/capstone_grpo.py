@@ -8,7 +8,9 @@
 
 The properties are in ``capstone_grpo_checks`` (sampler, log-probs, reward, advantages) and
 ``capstone_grpo_update`` (loss, update, training), named in ``PROPERTIES``; each is graded by behaviour and
-by tolerance, against ``ladder.core`` or the model's own forward, never for bit-equality.
+by tolerance, against ``ladder.core`` or the model's own forward, never for bit-equality. Each runs under
+``limit_s()`` (the two that call ``train``: ``limit_s(training=True)``); one still running then, or one whose
+code calls ``sys.exit``, fails in one line naming the learner's function and line.
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ from pathlib import Path
 
 import torch
 
-from . import capstone_grpo_checks, capstone_grpo_update
-from .capstone_grpo_task import Broken, greedy_accuracy, tiny_task
+from ladder.limits import TimedOut, time_limit
+
+from . import capstone_grpo_checks, capstone_grpo_update, exit_call, innermost, limit_s
+from .capstone_grpo_task import Broken, greedy_accuracy, read_once, tiny_task
 
 __all__ = ["NOT_IMPLEMENTED", "PROPERTIES", "SLOW", "Verdict", "check", "greedy_accuracy", "properties", "tiny_task"]
 
@@ -45,11 +49,18 @@ def _where_in(error: BaseException, module) -> str:
     return f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
 
 
+def _whose(error: BaseException, module) -> str:
+    """'sample ': the learner's function the error went through last ('' if none)."""
+    frame = innermost(error, {getattr(module, "__file__", None)})
+    return f"{frame.name} " if frame else ""
+
+
 PROPERTIES = ("sampler_is_a_cached_loop", "sampler_records_logp", "sampler_stops_at_eos", "sampler_left_padding",
               "sampler_temperature", "completion_logp_matches_forward", "completion_logp_padding",
               "reward_on_strings", "group_advantages", "loss_and_gradient", "update_mu_steps",
               "update_pi_old_before_first_step", "train_keeps_a_frozen_reference", "train_learns")
 SLOW = ("train_learns",)      # trains the tiny model: about half a minute on one thread; every other is seconds
+TRAINS = ("train_keeps_a_frozen_reference", "train_learns")   # call the learner's train: the training limit
 
 
 def properties() -> dict:
@@ -60,11 +71,21 @@ def properties() -> dict:
 
 def check(name: str, module) -> Verdict:
     """Run the property ``name`` on the learner's module: passed, failed (one or two lines: the property, the
-    input, expected and got) or not implemented yet (a function it calls raises NotImplementedError)."""
-    prop = properties()[name]
+    input, expected and got; or the learner's function still running at ``limit_s()``, or calling ``sys.exit``)
+    or not implemented yet (a function it calls raises NotImplementedError)."""
+    prop, seconds = properties()[name], limit_s(training=name in TRAINS)
+    read_once()
     try:
-        with torch.random.fork_rng():
+        with torch.random.fork_rng(), time_limit(seconds, name):
             prop(module)
+    except TimedOut as e:
+        if e.what != name:   # an outer limit's: not this property's to report
+            raise
+        whose = _whose(e, module)
+        return Verdict(name, "failed", f"{name}: {whose}did not {'return' if whose else 'finish'} within "
+                       f"{seconds:g} s{_where_in(e, module)}")
+    except SystemExit as e:
+        return Verdict(name, "failed", f"{name}: {_whose(e, module)}called {exit_call(e)}{_where_in(e, module)}")
     except NotImplementedError:
         return Verdict(name, NOT_IMPLEMENTED, NOT_IMPLEMENTED)
     except Broken as e:

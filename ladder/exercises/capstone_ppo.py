@@ -4,7 +4,9 @@ breaks, judged by behaviour and within tolerances, with ``ladder.core`` as the o
     grade(module, name) -> (status, message)     status "passed", "failed" or NOT_IMPLEMENTED
 
 Each property returns None or one line (two at most) saying which property broke, on which input, what was
-expected and what came back. All are fast but ``solves_cartpole``, which trains.
+expected and what came back. All are fast but ``solves_cartpole``, which trains. Each runs under ``limit_s()``
+(``solves_cartpole``: ``limit_s(training=True)``); one still running then, or one whose code calls ``sys.exit``,
+fails in one line naming the learner's function and line.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from types import ModuleType
 import gymnasium as gym
 import torch
 
-from . import ORIGINALS, exercise_imports, load
+from ladder.limits import TimedOut, time_limit
+
+from . import ORIGINALS, Stopped, exercise_imports, exit_call, limit_s, load
 from .capstone_ppo_harness import (
     CountingAdam,
     Heuristic,
@@ -339,18 +343,31 @@ def _in_sheet(e: BaseException, module: ModuleType) -> tuple[str, int] | None:
     return (frames[-1].name, frames[-1].lineno) if frames else None
 
 
+def _at(where: tuple[str, int] | None) -> str:
+    return f" in {where[0]}, line {where[1]} of {SHEET}" if where else ""
+
+
 def grade(module: ModuleType, name: str) -> tuple[str, str]:
-    """One property of a loaded capstone: ("passed", ""), ("failed", message) or (NOT_IMPLEMENTED, message)."""
+    """One property of a loaded capstone: ("passed", ""), ("failed", message) or (NOT_IMPLEMENTED, message).
+    It runs under ``limit_s()``; past it, or on a ``sys.exit``, it fails naming the learner's function."""
+    seconds = limit_s(training=name == "solves_cartpole")
     try:
-        message = PROPERTIES[name](module)
+        with time_limit(seconds, LABELS[name]):
+            message = PROPERTIES[name](module)
+    except TimedOut as e:
+        if e.what != LABELS[name]:   # an outer limit's: not this property's to report
+            raise
+        where = _in_sheet(e, module)
+        return "failed", (f"{LABELS[name]}: {where[0]} did not return within {seconds:g} s (line {where[1]} of "
+                          f"{SHEET})" if where else f"{LABELS[name]}: did not finish within {seconds:g} s")
+    except SystemExit as e:
+        return "failed", f"{LABELS[name]}: called {exit_call(e)}{_at(_in_sheet(e, module))}"
     except NotImplementedError as e:
         where = _in_sheet(e, module)
         return NOT_IMPLEMENTED, NOT_IMPLEMENTED + (f" ({where[0]})" if where else "")
     except Exception as e:   # noqa: BLE001 - the learner's code raised: say where, in one line
-        where = _in_sheet(e, module)
-        at = f" in {where[0]}, line {where[1]} of {SHEET}" if where else ""
         text = str(e).splitlines()[0] if str(e) else ""
-        return "failed", f"{LABELS[name]}: raised {type(e).__name__}{at}: {text}"
+        return "failed", f"{LABELS[name]}: raised {type(e).__name__}{_at(_in_sheet(e, module))}: {text}"
     return ("passed", "") if message is None else ("failed", message)
 
 
@@ -363,6 +380,8 @@ def grade_file(directory: str | Path, name: str) -> tuple[str, str]:
         module = load(path)
     except NotImplementedError:
         return NOT_IMPLEMENTED, f"{NOT_IMPLEMENTED} (the module's top level)"
+    except Stopped as e:     # it called sys.exit, or hung, at import
+        return "failed", str(e)
     except Exception as e:   # noqa: BLE001
         return "failed", f"{SHEET} does not import: {type(e).__name__}: {e}"
     with exercise_imports(path.parent):   # an earlier exercise imported inside a function is found at call time

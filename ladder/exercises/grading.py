@@ -12,10 +12,16 @@ free). ``Case.updates``: a function that changes some inputs in place and return
 joined the autograd graph unless the core's did. ``Case.check``: a function of (learner's, core's)
 that runs both on fresh copies of a small policy and compares what matters — the loss, its gradient
 and statistics (``compute_loss``), the parameters after training (``update``, ``grpo_step``).
+
+Each call of the learner's function runs under ``limit_s()``. One still running at the limit, or one that calls
+``sys.exit``, fails its grade on that case with one line, and the result is ``fatal``: ``--use-exercises`` does
+not train.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 import re
 import traceback
@@ -26,7 +32,9 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from . import EXERCISES, Exercise, exercise_imports, load
+from ladder.limits import TimedOut, time_limit
+
+from . import EXERCISES, Exercise, Stopped, exercise_imports, exit_call, limit_s, load
 from .cases import OUTPUTS, TOY_CASES, Case, Mismatch, fmt
 from .cases_agent import AGENT_CASES
 from .cases_design import DESIGN_CASES
@@ -49,6 +57,7 @@ class Result:
     checks: int = 0             # cases passed
     cases: int = 0
     function: Callable | None = None   # what was graded (None: the file is missing or does not import)
+    fatal: bool = False         # it hung or called sys.exit (at import or on a case): not to be trained with
 
     @property
     def passed(self) -> bool:
@@ -82,7 +91,7 @@ def _call(fn, case: Case, grad: bool):
 
 def _where_in(fn, error: BaseException) -> str:
     """' (at ex03_gae.py:41)': the last line of the learner's file the error went through."""
-    fn = getattr(fn, "__wrapped__", fn)   # a function under @torch.no_grad(): the learner's own code
+    fn = inspect.unwrap(fn)   # a function under @torch.no_grad(): the learner's own code
     return _where_in_file(getattr(getattr(fn, "__code__", None), "co_filename", None), error)
 
 
@@ -209,14 +218,32 @@ def _which_stub(error: NotImplementedError, stem: str) -> str:
     return f"{NOT_IMPLEMENTED}: it calls {where.name}() of {Path(where.filename).name}, a stub still"
 
 
+def _limited(fn, name: str, seconds: float):
+    """``fn``, each call of it under ``time_limit(seconds, name)``: the learner's time, not the core's."""
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        with time_limit(seconds, name):
+            return fn(*args, **kwargs)
+    return call
+
+
 def grade(fn, exercise: Exercise) -> Result:
-    """Run every case of ``exercise`` on ``fn``; stop at the first one that differs from the core."""
+    """Run every case of ``exercise`` on ``fn``, each call of ``fn`` under ``limit_s()``; stop at the first case
+    that differs from the core, runs past the limit or calls ``sys.exit`` (those two: a ``fatal`` result)."""
     cases = CASES[exercise.stem]()
     names = OUTPUTS.get(exercise.function, ("result",))
-    name = exercise.stem
+    name, limited = exercise.stem, _limited(fn, exercise.function, limit_s())
     for i, case in enumerate(cases):
+        on_case = f"on case {i + 1}/{len(cases)} {case.label!r}"
         try:
-            check_case(fn, exercise.core, case, names)
+            check_case(limited, exercise.core, case, names)
+        except TimedOut as e:
+            if e.what != exercise.function:   # an outer limit's: not this grade's to report
+                raise
+            return Result(name, "failed", f"{e} {on_case}{_where_in(fn, e)}", i, len(cases), fatal=True)
+        except SystemExit as e:
+            return Result(name, "failed", f"{exercise.function} called {exit_call(e)} {on_case}{_where_in(fn, e)}",
+                          i, len(cases), fatal=True)
         except NotImplementedError as stub:
             if i == 0:
                 return Result(name, NOT_IMPLEMENTED, _which_stub(stub, name), 0, len(cases))
@@ -235,6 +262,8 @@ def grade_file(directory: str | Path, exercise: Exercise) -> Result:
         return Result(exercise.stem, "failed", f"{path} is missing")
     try:
         module = load(path)
+    except Stopped as e:    # it called sys.exit, or hung, at import
+        return Result(exercise.stem, "failed", str(e), fatal=True)
     except Exception as e:  # report it, and go on grading the other files
         where = "" if isinstance(e, SyntaxError) else _where_in_file(str(path), e)  # a SyntaxError names its line
         return Result(exercise.stem, "failed", f"{path.name} does not import: {type(e).__name__}: {e}{where}")

@@ -6,7 +6,9 @@ every call goes through, ``ladder.core.swappable.IMPLEMENTATIONS`` (each mirrore
 ``@swappable``: a thin caller of that table), so whoever holds the function — ``core.gae``, an import by
 name, a dict, a ``partial`` — runs the learner's (``tests/test_exercises_escape.py`` checks that no call
 escapes). An implementation that fails its grader is swapped in too — training shows what the bug
-does — and the one line announcing the swap says so. Leaving the block puts the core's functions back.
+does — and the one line announcing the swap says so; one that ran past its grader's time limit or called
+``sys.exit`` (at import or on a case) is a ``UsageError`` before anything is swapped or trained. Leaving the
+block puts the core's functions back.
 """
 
 from __future__ import annotations
@@ -50,6 +52,15 @@ def calls(rung: str | None) -> list[Exercise]:
     return [e for e in EXERCISES if e.swap and (rung is None or rung in e.rungs)]
 
 
+def _graded(directory: Path, rung: str | None) -> Iterator[tuple[Exercise, Result]]:
+    """Each exercise ``rung`` calls with its grade; the first that hung or called sys.exit is a UsageError."""
+    for exercise in calls(rung):
+        result = grade_file(directory, exercise)
+        if result.fatal:
+            raise UsageError(f"--use-exercises: {exercise.stem}: {result.message.splitlines()[0]}")
+        yield exercise, result
+
+
 @contextmanager
 def use_exercises(directory: str | Path | None = None, enabled: bool = True,
                   say: Callable[[str], object] = print, rung: str | None = None) -> Iterator[list[Result]]:
@@ -57,7 +68,8 @@ def use_exercises(directory: str | Path | None = None, enabled: bool = True,
 
     ``directory`` defaults to ``$LADDER_EXERCISES`` or ``exercises/``; ``rung`` limits the swap to the
     functions that rung calls (None: every exercise). Yields the grades of the functions swapped in.
-    With ``enabled=False`` nothing happens.
+    With ``enabled=False`` nothing happens. Raises ``UsageError`` (before any swap) when an exercise hangs
+    or calls ``sys.exit`` in its grader.
     """
     if not enabled:
         yield []
@@ -65,7 +77,7 @@ def use_exercises(directory: str | Path | None = None, enabled: bool = True,
     directory = exercises_dir(directory)
     if not directory.is_dir():
         raise UsageError(f"--use-exercises: no exercises directory at {directory} (set LADDER_EXERCISES)")
-    implemented = [(e, r) for e in calls(rung) for r in [grade_file(directory, e)] if r.status != NOT_IMPLEMENTED]
+    implemented = [(e, r) for e, r in _graded(directory, rung) if r.status != NOT_IMPLEMENTED]
     swapped = [(e, r) for e, r in implemented if r.function is not None]
     broken = [r for _, r in implemented if r.function is None]          # missing, or does not import
     say(announcement(directory, swapped, broken, rung))
