@@ -9,6 +9,8 @@ empty cells. Evaluations are sparse, so they are drawn with markers; a lone one 
 from __future__ import annotations
 
 import math
+import os
+import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -107,11 +109,17 @@ def figure(records: list[dict], curves, title: str, x: str = "step"):
     return fig
 
 
+def shown(name: str) -> str:
+    """A file name as text to draw: bytes that are not text in the file system's encoding (``caf\\xe9``, decoded
+    with surrogateescape) become U+FFFD, which every font has."""
+    return os.fsencode(name).decode(sys.getfilesystemencoding(), errors="replace")
+
+
 def plot_curves(records: list[dict], curves, path: Path, x: str = "step", rung: str | None = None):
     """Write curves.png to ``path``, titled with the rung and the run (its directory's name); returns the
     figure. ``curves``: a list of ``Panel``s, or {metric key: panel title}."""
     path = Path(path)
-    title = f"{rung} · {path.parent.name}" if rung else path.parent.name
+    title = f"{rung} · {shown(path.parent.name)}" if rung else shown(path.parent.name)
     fig = figure(records, curves, title, x=x)
     fig.savefig(path, dpi=90)
     return fig

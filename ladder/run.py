@@ -10,7 +10,8 @@
 
 Every training run writes OUT/config.json, OUT/metrics.jsonl, OUT/summary.json and OUT/curves.png
 (``eval``: OUT/config.json, OUT/summary.json and OUT/completions.jsonl); ``--resume OUT`` continues an
-interrupted run from its last checkpoint. ``RUNG --help`` lists a rung's options;
+interrupted run from its last checkpoint; Ctrl-C, SIGTERM and SIGHUP interrupt a run so that it can be
+continued (exit code 128 + the signal's number: 130, 143, 129). ``RUNG --help`` lists a rung's options;
 ``RUNG --print-config`` prints the values a run would use, without training.
 """
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import errno
 import importlib
 import json
 import os
@@ -139,25 +141,45 @@ def _close_progress_bars() -> None:
         bar.close()
 
 
+READER_GONE = (errno.EPIPE, errno.EIO)  # the reader of a pipe went away; the terminal hung up (SIGHUP)
+
+
 class _PipeSafe:
-    """stdout or stderr whose reader may go away (``| head -1``): what is written after that is dropped, and
-    the run goes on. As the Python docs' note on SIGPIPE advises, the descriptor is then pointed at
-    os.devnull, so the exit-time flush finds nothing to complain about."""
+    """stdout or stderr whose reader may go away (``| head -1``, a closed terminal): what is written after that is
+    dropped, and the run goes on. As the Python docs' note on SIGPIPE advises, the descriptor is then pointed at
+    os.devnull, so the exit-time flush finds nothing to complain about. A path whose bytes are not text (``--out
+    runs/caf\\xe9``, which Python decodes with surrogateescape) is written as those bytes, as the shell gave them."""
 
     def __init__(self, stream):
         self.stream = stream
 
     def write(self, text: str) -> int:
         try:
-            return self.stream.write(text)
-        except BrokenPipeError:
+            return self._write(text)
+        except OSError as e:
+            if e.errno not in READER_GONE:
+                raise
             self._to_devnull()
             return len(text)
+
+    def _write(self, text: str) -> int:
+        encoding = getattr(self.stream, "encoding", None) or "utf-8"
+        try:
+            text.encode(encoding)
+        except UnicodeEncodeError:
+            if not hasattr(self.stream, "buffer"):
+                return self.stream.write(text.encode(encoding, "backslashreplace").decode(encoding))
+            self.stream.flush()  # what was written before goes first
+            self.stream.buffer.write(_as_bytes(text, encoding))
+            return len(text)
+        return self.stream.write(text)
 
     def flush(self) -> None:
         try:
             self.stream.flush()
-        except BrokenPipeError:
+        except OSError as e:
+            if e.errno not in READER_GONE:
+                raise
             self._to_devnull()
 
     def _to_devnull(self) -> None:
@@ -169,11 +191,33 @@ class _PipeSafe:
         return getattr(self.stream, name)
 
 
-class CtrlC:
-    """The SIGINT handler around a command. A Ctrl-C stops the run (``KeyboardInterrupt``); another within
-    ``burst_s`` of it, or any once the command reports the interruption (``reporting``), is ignored, so the
-    shutdown it started runs to its end. A later one stops the run again: a library that swallowed the first
-    (an exception raised in a ``__del__`` is only printed) cannot leave a run that no Ctrl-C stops."""
+def _as_bytes(text: str, encoding: str) -> bytes:
+    """``text`` in ``encoding``: bytes decoded with surrogateescape as they were, any other character the encoding
+    cannot hold as a backslash escape."""
+    try:
+        return text.encode(encoding, "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode(encoding, "backslashreplace")
+
+
+INTERRUPTS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGHUP (``kill``, a scheduler's stop, a closed terminal), raised where Ctrl-C raises its
+    ``KeyboardInterrupt``, so that the run stops the same way: its files whole, resumable, one line."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+class Interrupts:
+    """The handler of SIGINT, SIGTERM and SIGHUP around a command. One stops the run (Ctrl-C's
+    ``KeyboardInterrupt``, or ``Interrupted``); another within ``burst_s`` of it, or any once the command reports
+    the interruption (``reporting``), is ignored, so the shutdown it started runs to its end. A later one stops the
+    run again: a library that swallowed the first (an exception raised in a ``__del__`` is only printed) cannot
+    leave a run that no signal stops."""
 
     burst_s = 1.0
 
@@ -185,26 +229,42 @@ class CtrlC:
         if self.reporting or (self.last is not None and now - self.last < self.burst_s):
             return
         self.last = now
-        raise KeyboardInterrupt
+        if signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        raise Interrupted(signum)
+
+
+def _handle(signums: tuple[int, ...], handler) -> dict:
+    """``handler`` for each of ``signums`` that is not ignored (``nohup`` ignores SIGHUP: it stays so) and whose
+    handler Python knows; returns the handlers it replaced. Only the main thread may set them."""
+    previous = {}
+    if threading.current_thread() is not threading.main_thread():
+        return previous
+    for signum in signums:
+        current = signal.getsignal(signum)
+        if current is not None and current is not signal.SIG_IGN:
+            previous[signum] = signal.signal(signum, handler)
+    return previous
 
 
 @contextlib.contextmanager
 def terminal_guards(whole_process: bool):
-    """Around a command: a closed pipe on stdout or stderr costs the run nothing, a second Ctrl-C no traceback.
-    ``whole_process`` (the command line itself): after a Ctrl-C, Ctrl-C stays ignored until the process ends."""
+    """Around a command: a closed pipe on stdout or stderr costs the run nothing; SIGINT, SIGTERM and SIGHUP stop it
+    as Ctrl-C does, a second one no traceback (``Interrupts``). ``whole_process`` (the command line itself): after
+    an interruption, these signals stay ignored until the process ends."""
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _PipeSafe(sys.stdout), _PipeSafe(sys.stderr)
-    previous, ctrl_c = None, CtrlC()
-    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        previous = signal.signal(signal.SIGINT, ctrl_c)
+    interrupts = Interrupts()
+    previous = _handle(INTERRUPTS, interrupts)
     try:
-        yield ctrl_c
+        yield interrupts
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
         sys.stdout, sys.stderr = streams
-        if previous is not None and not (ctrl_c.reporting and whole_process):
-            signal.signal(signal.SIGINT, previous)
+        if not (interrupts.reporting and whole_process):
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -219,8 +279,20 @@ def main(argv: list[str] | None = None) -> int:
 
         return doctor(rest, prog="python -m ladder.run doctor")
     rung = load_rung(name)
-    with terminal_guards(whole_process) as ctrl_c:
-        return run_command(name, rung, rest, ctrl_c)
+    with terminal_guards(whole_process) as interrupts:
+        return run_command(name, rung, rest, interrupts)
+
+
+def _report_interruption(name: str, cfg, signum: int) -> int:
+    """The one line an interrupted command ends with (with the command that continues the run, if there is an
+    unfinished run to continue), and its exit code: 128 + the signal's number."""
+    out = getattr(cfg, "out", None) if hasattr(cfg, "resume") else None
+    resumable = out is not None and (Path(out) / "config.json").exists() and not (Path(out) / "summary.json").exists()
+    line = "\ninterrupted" if signum == signal.SIGINT else f"interrupted by {signal.Signals(signum).name}"
+    if resumable:
+        line += f"; continue with: python -m ladder.run {name} --resume {shlex.quote(out)}"
+    print(line, file=sys.stderr)
+    return 128 + signum
 
 
 def learners_functions(cfg, name: str):
@@ -232,8 +304,9 @@ def learners_functions(cfg, name: str):
     return use_exercises(rung=name)
 
 
-def run_command(name: str, rung: Rung, rest: list[str], ctrl_c: CtrlC | None = None) -> int:
-    """One command line after its rung: bad input is exit 2, a fault during the run exit 1, Ctrl-C 130."""
+def run_command(name: str, rung: Rung, rest: list[str], interrupts: Interrupts | None = None) -> int:
+    """One command line after its rung: bad input is exit 2, a fault during the run exit 1, an interruption
+    128 + its signal (Ctrl-C 130, SIGTERM 143, SIGHUP 129)."""
     cfg = None
     try:
         cfg = make_config(name, rung, rest)
@@ -252,14 +325,11 @@ def run_command(name: str, rung: Rung, rest: list[str], ctrl_c: CtrlC | None = N
         _close_progress_bars()
         print(f"ladder: stopped: {e}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        if ctrl_c is not None:
-            ctrl_c.reporting = True  # from here on a Ctrl-C changes nothing
+    except KeyboardInterrupt as e:
+        if interrupts is not None:
+            interrupts.reporting = True  # from here on a Ctrl-C, SIGTERM or SIGHUP changes nothing
         _close_progress_bars()
-        resumable = cfg is not None and hasattr(cfg, "resume") and (Path(cfg.out) / "config.json").exists()
-        print("\ninterrupted" + (f"; continue with: python -m ladder.run {name} --resume {shlex.quote(cfg.out)}"
-                                 if resumable else ""), file=sys.stderr)
-        return 130
+        return _report_interruption(name, cfg, getattr(e, "signum", signal.SIGINT))
     if is_main_process():  # under accelerate launch, one report
         print(json.dumps({k: v for k, v in summary.items() if not isinstance(v, (list, dict))}, indent=2))
         if "export_trl" in summary:

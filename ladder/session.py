@@ -17,9 +17,10 @@ rung:
      "parts": {name: saved state of each part},
      "metrics_lines"}
 
-A part is a ``torch.nn.Module`` (its trainable parameters), anything with ``state_dict`` /
-``load_state_dict`` (an optimiser, a KL controller), a ``torch.Generator``, a ``random.Random``,
-or plain data (counters, lists), restored as it was saved.
+It is saved atomically, its sha256 beside it in checkpoint.pt.sha256 (``RunLog.save_checkpoint``). A part is a
+``torch.nn.Module`` (its trainable parameters), anything with ``state_dict`` / ``load_state_dict`` (an optimiser,
+a KL controller), a ``torch.Generator``, a ``random.Random``, or plain data (counters, lists), restored as it
+was saved.
 """
 
 from __future__ import annotations
@@ -136,6 +137,8 @@ class RunSession:
         self.files.close(discard=bad_input and not kept)  # removes only a directory this run created
         if kept:
             raise RunStopped(f"{error}; the run so far is kept, {self.files.continue_with()}") from None
+        if kind is not None and issubclass(kind, Exception) and not bad_input and (gone := self.files.removed()):
+            raise gone from None  # whatever failed next (a rung's own write, say): the directory is not there
         if kind is not None and issubclass(kind, Exception) and not issubclass(kind, RunStopped) and self._disk_full():
             # A rung's own write (its final weights, say) on a full disk: torch.save and safetensors report it
             # in errors of their own, so the disk itself is asked.

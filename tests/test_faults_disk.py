@@ -104,7 +104,8 @@ def test_a_full_disk_at_a_checkpoint_keeps_the_last_good_one(cli, disk, monkeypa
     assert line == (f"ladder: stopped: cannot write {out}/checkpoint.pt (No space left on device); the last good "
                     f"checkpoint is kept (the disk is full); continue with: python -m ladder.run cartpole "
                     f"--resume {out}")
-    assert sorted(p.name for p in out.iterdir()) == [".lock", "checkpoint.pt", "config.json", "metrics.jsonl"]
+    assert sorted(p.name for p in out.iterdir()) == [".lock", "checkpoint.pt", "checkpoint.pt.sha256", "config.json",
+                                                     "metrics.jsonl"]
     assert torch.load(out / "checkpoint.pt", weights_only=False)["step"] == 1
     assert [r["step"] for r in _whole_lines(out / "metrics.jsonl")] == [1, 2]
     _resume_once_there_is_room(cli, disk, out)

@@ -125,9 +125,28 @@ def test_a_torn_checkpoint_is_one_line(cli, run_dir):
     _refused(cli, run_dir, "checkpoint.pt is corrupt or partial")
 
 
+def test_a_checkpoint_damaged_inside_is_refused_by_its_sha256(cli, run_dir):
+    """Bytes overwritten in the middle (torch's zip reader checks no CRC: loaded, the generators' state is garbage)."""
+    whole = bytearray((run_dir / "checkpoint.pt").read_bytes())
+    middle = len(whole) // 2
+    whole[middle:middle + 64] = bytes(64)
+    (run_dir / "checkpoint.pt").write_bytes(bytes(whole))
+    line = _refused(cli, run_dir, "checkpoint.pt is corrupt or partial (its sha256 is not the one "
+                                  "checkpoint.pt.sha256 recorded when it was saved); put back an intact copy")
+    assert "--overwrite" not in line  # the advice keeps the run: another --out
+
+
+def test_a_checkpoint_saved_without_a_sum_still_resumes(cli, run_dir):
+    """A checkpoint from before checkpoints had sums (or copied without its .sha256) is loaded unchecked."""
+    (run_dir / "checkpoint.pt.sha256").unlink()
+    records = _resumes_to_the_end(cli, run_dir)
+    assert [r["step"] for r in records] == [1, 2, 3]
+
+
 def test_a_checkpoint_of_another_hidden_size_is_one_line(cli, run_dir, tmp_path):
     other = _interrupted(tmp_path / "other", hidden=32)
-    shutil.copy(other / "checkpoint.pt", run_dir / "checkpoint.pt")
+    for name in ("checkpoint.pt", "checkpoint.pt.sha256"):  # moved with its sum: whole, but another run's
+        shutil.copy(other / name, run_dir / name)
     _refused(cli, run_dir, "checkpoint.pt does not belong to this run: actor.0.bias is [32] there, [64] in the model "
                       "config.json builds")  # the first of the policy's parameters (by name) that differs
 

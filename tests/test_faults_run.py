@@ -1,14 +1,18 @@
 """Faults around a run's directory: a run that fails after its first checkpoint keeps it (exit 1, one line
 saying how to continue), eval never writes into another rung's run, --out and --overwrite never touch what is
-not a run's, and each command reports the files it wrote."""
+not a run's, each command reports the files it wrote, any path works (bytes that are not UTF-8 included), and a
+run whose directory is removed under it says so."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
+import held_run
 import pytest
 
 from ladder import run as ladder_run
@@ -178,3 +182,41 @@ def test_eval_refused_after_overwrite_leaves_the_earlier_eval(cli, tmp_path):
     line = _one_line(cli(*EVAL, "--out", out, "--overwrite", "--adapter", empty), 2)
     assert "no adapter_config.json there" in line
     assert _snapshot(out) == before
+
+
+# --- any path; a directory removed during the run ---------------------------------------------------------------
+
+CARTPOLE = ["cartpole", "--total-steps", "512", "--eval-every", "512", "--eval-episodes", "2", "--checkpoint-every",
+            "1", "--no-progress"]
+
+
+def test_an_out_whose_name_is_not_utf8_trains_resumes_and_prints_its_path(tmp_path):
+    """``--out runs/caf\\xe9`` (Latin-1 bytes, as a shell passes them), stdout strict UTF-8 as on a UTF-8 terminal:
+    the curves' title, config.json and the printed paths all take it; the path printed is the path."""
+    out = b"runs/caf\xe9"
+    env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
+    done = subprocess.run([sys.executable, "-m", "ladder.run", *CARTPOLE, "--out", out], capture_output=True,
+                          cwd=tmp_path, env=env, timeout=300)
+    assert done.returncode == 0 and done.stderr == b"", done.stderr[-3000:]
+    assert done.stdout.splitlines()[-1] == b"wrote runs/caf\xe9/metrics.jsonl, summary.json, curves.png"
+    run_dir = tmp_path / os.fsdecode(out)
+    assert (run_dir / "curves.png").stat().st_size > 0
+    assert os.fsencode(json.loads((run_dir / "config.json").read_text())["out"]) == out
+
+    (run_dir / "summary.json").unlink()  # as an interrupted run leaves it
+    resumed = subprocess.run([sys.executable, "-m", "ladder.run", "cartpole", "--resume", out, "--no-progress"],
+                             capture_output=True, cwd=tmp_path, env=env, timeout=300)
+    assert resumed.returncode == 0 and resumed.stderr == b"", resumed.stderr[-3000:]
+    assert (run_dir / "summary.json").exists()
+
+
+def test_a_run_directory_removed_during_the_run_is_one_line_without_resume_advice(tmp_path):
+    """Removed while the run is held after its first record (as a learner's function that deletes it would)."""
+    out = tmp_path / "run"
+    with held_run.held([*CARTPOLE, "--out", str(out)], "log", tmp_path) as proc:
+        held = held_run.wait_until_held(proc)
+        shutil.rmtree(out)
+        stdout, stderr = proc.communicate("go\n", timeout=300)
+    assert held and proc.returncode == 1, stderr[-3000:]
+    assert stderr.strip() == f"ladder: stopped: the run directory {out} was removed during the run; nothing is left " \
+                             f"to resume"

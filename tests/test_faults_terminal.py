@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from ladder.run import CtrlC
+from ladder.run import Interrupts
 
 MARKED_AT_THE_FIRST_LOG = """
 import runpy, sys
@@ -155,7 +155,7 @@ def test_a_ctrl_c_a_library_swallowed_does_not_leave_a_run_no_ctrl_c_stops(tmp_p
         assert any(line.strip() == "waiting" for line in lines)
         run.send_signal(signal.SIGINT)  # lands in __del__'s sleep and is dropped there
         assert any(line.strip() == "training" for line in lines)  # the run went on
-        time.sleep(CtrlC.burst_s + 0.5)  # a separate Ctrl-C, not the same burst
+        time.sleep(Interrupts.burst_s + 0.5)  # a separate Ctrl-C, not the same burst
         run.send_signal(signal.SIGINT)
         stdout, stderr = run.communicate(timeout=120)
     finally:
