@@ -499,7 +499,7 @@ class RunLog:
             what = f"has {len(kept)} line{'' if len(kept) == 1 else 's'}" if there else "is missing"
             raise UsageError(f"--resume {self.dir}: metrics.jsonl {what}, the checkpoint needs its first "
                              f"{'line' if need == 1 else f'{need} lines'}; "
-                             f"put it back, or start again with --overwrite")
+                             f"put it back to resume (the run's files are left as they were)")
         self._rewrite(self.metrics_path, "".join(line + "\n" for line in kept).encode())
         if self.completions_path.exists():  # the completions of updates the checkpoint has not seen go too
             rows = [line for line in _whole_lines(self.completions_path, self.dir)
@@ -543,8 +543,8 @@ def _whole_lines(path: Path, run_dir: Path) -> list[str]:
         except ValueError:
             if i == len(lines) - 1:
                 return lines[:-1]
-            raise UsageError(f"--resume {run_dir}: line {i + 1} of {path.name} is not JSON; repair it, or start "
-                             f"again with --overwrite") from None
+            raise UsageError(f"--resume {run_dir}: line {i + 1} of {path.name} is not JSON; repair it to resume "
+                             f"(the run's files are left as they were)") from None
     return lines
 
 
