@@ -39,9 +39,12 @@ class Number:
     open_high: bool = False
     finite: bool = True
 
+    def _shown(self, x: float) -> str:
+        return str(int(x)) if self.kind is int else f"{x:g}"
+
     def words(self) -> str:
-        lo = None if self.low is None else f"{self.low:g}"
-        hi = None if self.high is None else f"{self.high:g}"
+        lo = None if self.low is None else self._shown(self.low)
+        hi = None if self.high is None else self._shown(self.high)
         if lo is not None and hi is not None:
             return f"in {'(' if self.open_low else '['}{lo}, {hi}{')' if self.open_high else ']'}"
         if lo is not None:
@@ -64,6 +67,8 @@ class Number:
             return "a finite number"
         below = self.low is not None and (value <= self.low if self.open_low else value < self.low)
         above = self.high is not None and (value >= self.high if self.open_high else value > self.high)
+        if (below or above) and self.kind is int and not (self.open_low or self.open_high):
+            return f"at least {self._shown(self.low)}" if below else f"at most {self._shown(self.high)}"
         return self.words() if below or above else None
 
 
@@ -161,6 +166,11 @@ def at_least(k: int) -> Number:
     return Number(int, low=k)
 
 
+def int_range(low: int, high: int) -> Number:
+    """An integer in [low, high]: the upper bound where a larger value would overflow or could never be allocated."""
+    return Number(int, low=low, high=high)
+
+
 def positive() -> Number:
     return Number(float, low=0.0, open_low=True)
 
@@ -181,7 +191,7 @@ def option(default, help: str, domain=None, choices: tuple | None = None, why: s
            switches: dict | None = None):
     """A config field with its ``--help`` text and its domain (``choices`` make a ``OneOf``).
 
-    ``why`` is added to the error message (``--group-size must be at least 2 (why), got 1``).
+    ``why`` is added to the error message (``--mu must be at least 1 (why), got 0``).
     A field whose default is None also accepts None (the help says what None means).
     ``aliases``: former flag names still accepted (``("--num-updates",)``).
     ``switches``: former on/off flags that now set one value (``{"--tensorboard": "tensorboard"}``).
@@ -226,7 +236,9 @@ class RunOptions(Checked):
 
     out: str | None = option(None, "output directory (default: "
                              "runs/RUNG[-PRESET][-ALGO][-lora|-qlora][-exercises]-seedN)", PathKind("dir"))
-    seed: int = option(0, "random seed (torch, numpy, python, environments)", at_least(0))
+    seed: int = option(0, "random seed (torch, numpy, python, environments; at most 2**32 − 1, numpy's "
+                                 "largest)",
+                       int_range(0, 2**32 - 1))
     device: str = option("cpu", "torch device, e.g. cpu, cuda, cuda:1", Device())
     report_to: str = option("none", "also send each update's numbers to a tracker: tensorboard (OUT/tb), "
                                     "trackio (local, project ladder) or wandb (OUT/wandb; WANDB_MODE=offline works "

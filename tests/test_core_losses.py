@@ -25,6 +25,7 @@ from ladder.core import (
     clipped_surrogate,
     entropy_bonus,
     explained_variance,
+    gamma_weight,
     masked_mean,
     pg_loss,
     ratio_stats,
@@ -368,3 +369,26 @@ def test_cispo_keeps_the_tokens_ppo_clip_drops():
     assert torch.allclose(g_ppo, t([0.0, -1.0, 0.0, 0.0]), atol=1e-12, rtol=0)   # PPO: 3 of 4 tokens dropped
     assert torch.allclose(g_cispo, t([0.5, -1.0, -1.5, -4.0]), atol=1e-12, rtol=0)
     assert (g_cispo != 0).all()
+
+
+# --------------------------------------------------------------------------- gamma_weight (VESPO)
+
+K_LAMBDA = dict(k_pos=1.5, lambda_pos=2.5, k_neg=2.0, lambda_neg=4.0)
+
+
+def _phi(log_w: float, k: float, lam: float) -> float:
+    return math.exp(lam + k * log_w - lam * math.exp(log_w))
+
+
+def test_gamma_weight_takes_the_sign_from_the_real_tokens_of_a_row_that_starts_masked():
+    """(k, λ) follow the sign of Â on the row's real tokens; a row whose first tokens are masked (left padding,
+    an environment's reply) carries Â·m = 0 there and still gets the pair of its own sign."""
+    log_ratio = t([[9.0, 9.0, 0.2, 0.1], [0.2, 0.1, 9.0, 9.0], [9.0, 0.2, 0.1, 9.0], [9.0, 0.2, 0.1, 9.0]])
+    mask = t([[0, 0, 1, 1], [1, 1, 0, 0], [0, 1, 1, 0], [0, 1, 1, 0]])
+    advantages = t([[0.0, 0.0, -1.0, -1.0], [-1.0, -1.0, 0.0, 0.0], [0.0, -0.5, -0.5, 0.0], [0.0, 2.0, 2.0, 0.0]])
+    phi = gamma_weight(log_ratio, mask, advantages, **K_LAMBDA)
+    negative, positive = _phi(0.3, 2.0, 4.0), _phi(0.3, 1.5, 2.5)
+    assert torch.allclose(phi, t([[negative], [negative], [negative], [positive]]), atol=1e-12, rtol=0)
+    assert negative != pytest.approx(positive)
+    # Â as one column [B, 1] (each row's sequence advantage) gives the same weights
+    assert torch.equal(gamma_weight(log_ratio, mask, t([[-1.0], [-1.0], [-0.5], [2.0]]), **K_LAMBDA), phi)

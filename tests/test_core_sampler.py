@@ -61,6 +61,19 @@ def test_off_policy_keep_drops_only_bad_sequences_far_from_pi_theta():
     assert core.off_policy_keep(adv, logp, sampling, mask, delta=0.5)[:, 0].tolist() == [1.0] * 4
 
 
+def test_the_masked_share_counts_rows_by_their_real_tokens():
+    """off_policy/masked_frac: the share of rows the mask drops, read on each row's real tokens (a row whose first
+    token is masked carries Â·m = 0 there, which alone would read as kept)."""
+    logp = torch.full((3, 3), -1.0)
+    sampling = torch.full((3, 3), -0.5)                                      # mean KL 0.5 > δ: Â < 0 dropped
+    mask = torch.tensor([[0.0, 1.0, 1.0], [1.0, 1.0, 0.0], [0.0, 1.0, 1.0]])
+    adv = torch.tensor([[-1.0], [1.0], [-2.0]]) * mask
+    options = core.SamplerOptions(off_policy_mask=0.1)
+    loss, stats = core.sampler_correction(torch.ones(3, 3), logp, logp, sampling, adv, mask, options, None)
+    assert torch.equal(loss * mask, torch.tensor([[0.0, 0.0, 0.0], [1.0, 1.0, 0.0], [0.0, 0.0, 0.0]]))
+    assert stats["off_policy/masked_frac"].item() == pytest.approx(2 / 3)
+
+
 def _policy_and_batch(sampling_shift: float):
     torch.manual_seed(0)
     logits = torch.nn.Parameter(torch.randn(4, 3, 5))

@@ -113,6 +113,33 @@ def test_the_issue_examples(argv, needle, tmp_path, monkeypatch, capsys):
     assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md"]
 
 
+BIG = "9223372036854775807"  # the largest int64
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["grpo", "--max-staleness", BIG], f"--max-staleness must be at most 1000, got {BIG}"),
+    (["agent", "--max-staleness", "1001"], "--max-staleness must be at most 1000, got 1001"),
+    (["grpo", "--group-size", BIG], f"--group-size must be at most 1024, got {BIG}"),
+    (["grpo", "--prompts-per-step", BIG], f"--prompts-per-step must be at most 65536, got {BIG}"),
+    (["grpo", "--lora-r", BIG], f"--lora-r must be at most 4096, got {BIG}"),
+    (["ppo-sentiment", "--threads", BIG], f"--threads must be at most 1024, got {BIG}"),
+    (["cartpole", "--seed", str(2**32)], f"--seed must be at most {2**32 - 1}, got {2**32}"),
+    (["grpo", "--temperature", "1e-45"], "--temperature must be ≥ 0.01, got 1e-45"),
+    (["agent", "--temperature", "1e-45"], "--temperature must be ≥ 0.01, got 1e-45"),
+    (["ppo-sentiment", "--temperature", "0.001"], "--temperature must be ≥ 0.01, got 0.001"),
+])
+def test_values_that_would_overflow_are_refused_by_their_domain(argv, needle, tmp_path, monkeypatch, capsys):
+    """Values that overflowed (a deque's length, a tensor's size, numpy's seed, logits/τ in float32) or could
+    never be allocated stop at parsing: one line, exit 2, nothing created — the bound is the domain's."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        run.main(argv)
+    err = capsys.readouterr().err
+    assert stop.value.code == 2 and needle in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_python_api_raises_value_error_naming_the_field():
     grpo = RUNGS["grpo"]
     with pytest.raises(ValueError, match=r"--lr must be positive, got nan"):

@@ -1,6 +1,6 @@
 """GRPO's ``--algo`` bundles (``ladder.rungs.grpo_options``): each sets its flags, over a preset and under
 explicit flags, and an unknown one is a one-line error. The combinations that are refused are rows of
-tests/test_bad_inputs.py."""
+tests/test_bad_inputs.py, and --adaptive-entropy's starting coefficient here."""
 
 import pytest
 
@@ -35,3 +35,22 @@ def test_unknown_algo_is_one_line_and_exit_2(tmp_path, capsys):
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert "--algo" in err and "'ppo'" in err and "dapo" in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("flags, needle", [
+    (["--entropy-coef", "5"], "--entropy-coef 5 is --adaptive-entropy's starting c_H: it must lie in "
+                              "[--entropy-coef-min, --entropy-coef-max] = [0, 1]"),
+    (["--entropy-coef", "0.01", "--entropy-coef-min", "0.02"], "--entropy-coef 0.01 is --adaptive-entropy's "
+                                                               "starting c_H: it must lie in "),
+])
+def test_adaptive_entropy_starts_between_its_bounds(flags, needle, tmp_path, monkeypatch, capsys):
+    """c_H starts inside [c_min, c_max], where the controller keeps it."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as e:
+        run.main(["grpo", "--adaptive-entropy", *flags, "--print-config"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and needle in err, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    for edge in (["--entropy-coef", "1"], ["--entropy-coef", "0.02", "--entropy-coef-min", "0.02"]):
+        grpo.validate(run.make_config("grpo", grpo, ["--adaptive-entropy", *edge]))  # the bounds themselves
+    grpo.validate(run.make_config("grpo", grpo, ["--entropy-coef", "5"]))  # a fixed c_H has no bounds

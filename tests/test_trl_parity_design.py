@@ -39,10 +39,11 @@ from trl_helpers import (
     tokenizer_of,
 )
 
-from ladder import core, export_trl, run, trl_map
+from ladder import core, export_trl, rewards, run, trl_map, trl_mapping
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
 from ladder.rungs import grpo
 from ladder.rungs.grpo_options import update_config
+from ladder.rungs.grpo_rollout import with_overlong_penalty
 
 # the module-scoped fixtures of tests/test_trl_parity_grpo.py, one trainer for this module
 grpo_trainer, policy, grpo_inputs = parity.grpo_trainer, parity.policy, parity.grpo_inputs
@@ -269,6 +270,126 @@ def test_gdpo_advantages_match_trl(gdpo_trainer):
                                procs=SimpleNamespace(rank=0, gather=lambda x: x), advantages=grpo.group_advantages,
                                reward_weights={"small": WEIGHTS[0], "large": WEIGHTS[1]})
         close(grpo.batch_advantages(step, rollout, per_function @ weights), trl_result, aggregation, rtol=0.0)
+
+
+# --- GDPO with the soft overlong penalty: --overlong-penalty p is the penalty's reward weight -------------
+
+# The smallest case: P = 2 prompts × G = 2 completions of at most 4 tokens, the last half of them penalised.
+OVERLONG = dict(group_size=2, prompts_per_step=2, max_new_tokens=4, overlong_buffer=0.5, overlong_penalty=0.5,
+                reward_funcs="correctness")
+CORRECT = [1.0, 0.0, 1.0, 0.0]
+LENGTHS = [4, 1, 2, 3]  # tokens: the penalty at p = 1 is −1, 0, 0, −0.5
+
+
+def correct(completions, **_):
+    return CORRECT[:len(completions)]
+
+
+def overlong_of_lengths(completions, **_):
+    """TRL's own ``get_soft_overlong_punishment``, as --export-trl writes it, on completions of LENGTHS tokens."""
+    from trl.rewards import get_soft_overlong_punishment
+
+    cfg = grpo.Config(**OVERLONG)
+    punish = get_soft_overlong_punishment(max_completion_len=cfg.max_new_tokens,
+                                          soft_punish_cache=round(cfg.overlong_buffer * cfg.max_new_tokens))
+    return punish([[0] * n for n in LENGTHS[:len(completions)]])
+
+
+@pytest.fixture(scope="module")
+def overlong_trainer(parity_model_dir, tmp_path_factory):
+    """TRL's trainer with the reward functions and weights the export writes: [correctness, overlong], [1, p]."""
+    cfg = grpo.Config(**OVERLONG)
+    args = GRPOConfig(output_dir=str(tmp_path_factory.mktemp("overlong-out")), report_to=[], use_cpu=True,
+                      bf16=False, per_device_train_batch_size=len(CORRECT), num_generations=cfg.group_size,
+                      max_completion_length=cfg.max_new_tokens, temperature=TEMPERATURE, beta=0.0,
+                      reward_weights=trl_mapping.reward_weights(cfg), gradient_checkpointing=False,
+                      logging_steps=10**9, save_strategy="no", dataloader_num_workers=0)
+    with kept_rng():
+        trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(parity_model_dir),
+                              reward_funcs=[correct, overlong_of_lengths], args=args,
+                              train_dataset=Dataset.from_list([{"prompt": "What is 2 + 3?"}] * 2),
+                              processing_class=tokenizer_of(parity_model_dir))
+    trainer.model.train()
+    return trainer
+
+
+class _Rows(SimpleNamespace):
+    def __len__(self):
+        return len(next(iter(self.per_function.values())))
+
+
+def ladder_overlong_advantages(cfg: grpo.Config) -> tuple[torch.Tensor, torch.Tensor, dict]:
+    """The rung's code on the smallest case: ``rewards.score``, ``with_overlong_penalty``, ``batch_advantages``
+    (one process) → (Â, r, the per-function rewards)."""
+    weights = grpo.reward_weights(cfg)
+    total, per_function = rewards.score(["?"] * len(CORRECT), ["?"] * len(CORRECT), weights,
+                                        {"correctness": lambda completions, answers: CORRECT})
+    total, per_function = with_overlong_penalty(total, per_function, torch.tensor(LENGTHS), cfg)
+    step = SimpleNamespace(cfg=cfg, procs=SimpleNamespace(rank=0, gather=lambda x: x),
+                           advantages=grpo.group_advantages, reward_weights=weights)
+    return grpo.batch_advantages(step, _Rows(per_function=per_function), total), total, per_function
+
+
+@pytest.mark.parametrize("aggregation", ["normalize_then_sum", "sum_then_normalize"])
+def test_overlong_penalty_advantages_match_trl(overlong_trainer, aggregation):
+    """ladder's advantages with --overlong-penalty p = TRL's with the exported reward weights [1, p], under
+    both aggregations: the penalty column is R(L) at p = 1, weighed by p (GDPO normalises a column within its
+    group, so a column already scaled by p would lose p)."""
+    cfg = grpo.Config(**OVERLONG, multi_objective_aggregation=aggregation)
+    overlong_trainer.multi_objective_aggregation = overlong_trainer.args.multi_objective_aggregation = aggregation
+    inputs = [{"prompt": p} for p in ("What is 2 + 3?", "Tom has 4 apples.") for _ in range(cfg.group_size)]
+    with kept_rng(), torch.no_grad():
+        expected = overlong_trainer._generate_and_score_completions(inputs)["advantages"]
+    got, total, per_function = ladder_overlong_advantages(cfg)
+    close(got, expected, aggregation, rtol=0.0)
+    assert torch.equal(per_function["overlong"], torch.tensor([-1.0, 0.0, 0.0, -0.5]))  # R(L) at p = 1
+    assert torch.equal(total, torch.tensor(CORRECT) + 0.5 * per_function["overlong"])
+    if aggregation == "normalize_then_sum":
+        assert torch.allclose(expected, torch.tensor([0.3873, -0.3873, 1.1618, -1.1618]), atol=1e-4, rtol=0.0)
+        heavier = ladder_overlong_advantages(dataclasses.replace(cfg, overlong_penalty=1.0))[0]
+        assert (heavier - got).abs().max() > 0.1  # p moves GDPO's advantages
+
+
+# --- VESPO's (k, λ) on rows whose first tokens are masked ------------------------------------------------
+
+def test_gamma_weight_sign_matches_trls_on_rows_that_start_masked():
+    """TRL's ``get_gamma_weights`` picks (k, λ) by the sign of the row's advantage ``[B, 1]``; ladder's batch
+    carries Â·m ``[B, T]``, 0 on masked tokens. Rows that start with masked tokens (an environment's reply, left
+    padding) and have Â < 0 get (k_neg, λ_neg) in both."""
+    gen = torch.Generator().manual_seed(5)
+    log_ratio = 0.2 * torch.randn(4, 6, generator=gen)
+    mask = torch.tensor([[0, 0, 1, 1, 1, 0], [0, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0], [0, 0, 0, 1, 1, 0]]).float()
+    advantages = torch.tensor([[-0.7], [1.2], [-0.4], [-1.5]])
+    k_lambda = dict(k_pos=1.5, lambda_pos=2.5, k_neg=2.0, lambda_neg=4.0)
+    expected = GRPOTrainer.get_gamma_weights(advantages, log_ratio, mask, None, **k_lambda)
+    got = core.gamma_weight(log_ratio, mask, advantages * mask, **k_lambda)
+    close(got, expected, "φ")
+    as_positive = GRPOTrainer.get_gamma_weights(advantages.abs(), log_ratio, mask, None, **k_lambda)
+    assert ((as_positive - expected).abs() > 1e-3).tolist() == [[True], [False], [True], [True]]
+
+
+def test_vespo_loss_matches_trl_where_the_tool_mask_starts_with_zeros(grpo_trainer, entropy_policy, grpo_inputs):
+    """TRL's ``_compute_loss`` with a ``tool_mask`` that masks each row's first two tokens (a tool's reply
+    first) = ``core.compute_loss`` with the loss mask completion_mask · tool_mask (tolerance as the tool-mask
+    parity's: φ's error grows with (k − λ·w) times the summed log-ratio's rounding)."""
+    inputs = {**grpo_inputs, "tool_mask": (torch.arange(grpo_inputs["completion_mask"].shape[1]) >= 2).long()
+              .expand_as(grpo_inputs["completion_mask"]).contiguous()}
+    assert (inputs["advantages"] < 0).any() and (inputs["completion_mask"] * inputs["tool_mask"]).sum(1).min() > 0
+    cfg = rung_config(**LOSSES["vespo-k-lambda"])
+    configure(grpo_trainer, cfg)
+    expected = trl_loss(grpo_trainer, inputs)
+    mask = (inputs["completion_mask"] * inputs["tool_mask"]).float()
+    batch = lm_batch(inputs["prompt_ids"], inputs["prompt_mask"], inputs["completion_ids"], mask,
+                     entropy_policy.model.config.pad_token_id, completion_attention_mask=inputs["completion_mask"],
+                     advantages=inputs["advantages"][:, None] * mask, old_logp=inputs["old_per_token_logps"],
+                     ref_logp=inputs["ref_per_token_logps"])
+    entropy_policy.model.zero_grad(set_to_none=True)
+    loss, _, _ = core.compute_loss(entropy_policy, batch, update_config(cfg), ladder_num_tokens(grpo_trainer, inputs))
+    loss.backward()
+    close(loss.detach(), expected[0], "loss", rtol=1e-4)
+    got = grads(entropy_policy.model)
+    for name in expected[1]:
+        close(got[name], expected[1][name], name, rtol=1e-4)
 
 
 # --- --export-trl carries the design options --------------------------------------------------------

@@ -99,8 +99,10 @@ def gamma_weight(log_ratio: Tensor, mask: Tensor, advantages: Tensor, k_pos: flo
 
         log w_i = Σ_t m_t · clamp(log r_t, −20, 20)  (+ Σ_t m_t · log(π_old/π_sampler), when given)
         φ(w)    = e^λ · w^k · e^(−λw)                 the gamma shape, φ(1) = 1, largest at w = k/λ
-        (k, λ)  = (k_pos, λ_pos) if Â_i ≥ 0 else (k_neg, λ_neg)
+        (k, λ)  = (k_pos, λ_pos) if Σ_t m_t · Â_t ≥ 0 else (k_neg, λ_neg)   the sign of Â_i on the real tokens
 
+    A sequence-level Â is constant over the row's real tokens, so the pair follows the sign of Â_i (TRL reads it
+    from its ``[B, 1]`` advantages) even where the row starts with masked tokens (Â·m = 0 there).
     log w is clamped to [log 1e-8, 20] and λ to at least 1e-4; φ is computed as exp(λ + k·log w − λ·w),
     and a non-finite φ becomes 0. No gradient flows through φ: it scales REINFORCE's −Â·∇log π
     (``gamma_weighted``'s loss), large near w = 1 and vanishing far off-policy on either side.
@@ -111,7 +113,7 @@ def gamma_weight(log_ratio: Tensor, mask: Tensor, advantages: Tensor, k_pos: flo
         if sampler_log_weight is not None:
             log_w = log_w + torch.where(real, sampler_log_weight, 0.0).sum(dim=1, keepdim=True)
         log_w = log_w.clamp(math.log(1e-8), 20.0)
-        nonneg = advantages[:, :1] >= 0
+        nonneg = torch.where(real, advantages, 0.0).sum(dim=1, keepdim=True) >= 0  # not Â at t = 0: m_0 may be 0
         k = torch.where(nonneg, k_pos, k_neg)
         lam = torch.where(nonneg, lambda_pos, lambda_neg).clamp(min=1e-4)
         phi = torch.exp(lam + k * log_w - lam * torch.exp(log_w))

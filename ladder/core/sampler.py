@@ -133,8 +133,9 @@ def sampler_correction(per_token_loss: Tensor, logp: Tensor, old_logp: Tensor, s
     if options.off_policy_mask is not None:
         sampler = old_logp if sampling_logp is None else sampling_logp
         keep = off_policy_keep(advantages, logp, sampler, mask, options.off_policy_mask)
-        rows = mask.sum(1) > 0
-        stats["off_policy/masked_frac"] = 1.0 - keep[:, 0][rows].float().mean() if rows.any() else \
-            torch.zeros((), device=mask.device)
+        real = mask.sum(1)
+        rows = real > 0  # a row's share of real tokens dropped (not keep at t = 0, which may be a masked token)
+        stats["off_policy/masked_frac"] = 1.0 - ((keep * mask).sum(1)[rows] / real[rows]).float().mean() \
+            if rows.any() else torch.zeros((), device=mask.device)
         per_token_loss = per_token_loss * keep
     return per_token_loss, stats

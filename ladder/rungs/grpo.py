@@ -42,7 +42,7 @@ from ladder.rungs.grpo_options import (
     validate,
 )
 from ladder.rungs.grpo_record import CutOffWatch, Laps, batch_statistics, completion_rows, step_record, summarize
-from ladder.rungs.grpo_rollout import Rollout, dynamic_sample, sample
+from ladder.rungs.grpo_rollout import Rollout, dynamic_sample, reward_column_weights, sample
 from ladder.rungs.grpo_staleness import LaggingRollout
 from ladder.rungs.lm_options import gradient_checkpointing, uses_lora
 from ladder.rungs.protocol import TRAINING_WRITES
@@ -102,12 +102,13 @@ def group_advantages(rewards: torch.Tensor, cfg: Config) -> torch.Tensor:
 def batch_advantages(step: Step, rollout: Rollout, rewards: torch.Tensor) -> torch.Tensor:
     """Â ``[n]`` of this process's completions, from whole groups of the whole batch: ``step.advantages`` of the
     summed rewards r_i, or with --multi-objective-aggregation normalize_then_sum each reward function normalised
-    within its group first (``core.decoupled_group_relative``; the overlong penalty one more function, weight 1)."""
+    within its group first (``core.decoupled_group_relative``; the overlong penalty one more function, weight
+    --overlong-penalty: ``reward_column_weights``)."""
     cfg, procs = step.cfg, step.procs
     if cfg.multi_objective_aggregation == "normalize_then_sum":
         names = list(rollout.per_function)
         scores = torch.stack([rollout.per_function[name].float() for name in names], dim=1)    # [n, F]
-        weights = torch.tensor([step.reward_weights.get(name, 1.0) for name in names])
+        weights = reward_column_weights(names, step.reward_weights, cfg)
         whole = core.decoupled_group_relative(procs.gather(scores), weights, cfg.group_size)
     else:
         whole = step.advantages(procs.gather(rewards), cfg)

@@ -21,7 +21,18 @@ from dataclasses import dataclass
 import torch
 
 from ladder import core, rewards
-from ladder.cli import Number, OneOf, Text, at_least, interval, non_negative, option, positive, probability
+from ladder.cli import (
+    Number,
+    OneOf,
+    Text,
+    at_least,
+    int_range,
+    interval,
+    non_negative,
+    option,
+    positive,
+    probability,
+)
 from ladder.core.kl import ESTIMATORS
 from ladder.core.sampler import CORRECTIONS
 from ladder.core.update import RATIO_LEVELS
@@ -79,9 +90,9 @@ class Config(LMOptions):
     max_completions: int = option(0, "also stop once this many completions have been sampled (0: no limit); "
                                      "a budget that compares methods fairly when dynamic sampling samples more",
                                      at_least(0))
-    prompts_per_step: int = option(4, "P: prompts per update", at_least(1))
-    group_size: int = option(8, "G: completions sampled per prompt (at least 2)",
-                             at_least(2), why="advantages compare completions of a prompt")
+    prompts_per_step: int = option(4, "P: prompts per update (at most 65536)", int_range(1, 65536))
+    group_size: int = option(8, "G: completions sampled per prompt (at least 2: advantages compare them; at most "
+                                "1024)", int_range(2, 1024))
     mu: int = option(1, "μ: optimisation passes over each batch", at_least(1))
     num_minibatches: int = option(1, "shuffled minibatches per pass (each one optimiser step)", at_least(1))
     lr: float = option(1e-5, "learning rate", positive())
@@ -182,7 +193,9 @@ class Config(LMOptions):
     overlong_buffer: float = option(0.0, "DAPO's soft overlong penalty: the last fraction of --max-new-tokens in "
                                          "which the reward falls linearly to −penalty (0: off; DAPO 0.2)",
                                          interval(0, 1, open_high=True))
-    overlong_penalty: float = option(1.0, "the penalty at --max-new-tokens with --overlong-buffer", non_negative())
+    overlong_penalty: float = option(1.0, "p: the penalty at --max-new-tokens with --overlong-buffer, the weight of "
+                                          "the overlong reward column (TRL: its entry in reward_weights)",
+                                     non_negative())
     reward_funcs: str = option("correctness,format", "reward functions, comma-separated: built-in names "
                                "(correctness, format) or FILE.py:FUNCTION or MODULE:FUNCTION, each called as "
                                "fn(completions, answers) -> list of floats", Text())
@@ -196,7 +209,8 @@ class Config(LMOptions):
     max_staleness: int = option(0, "k: each update trains on completions drawn by the policy as it was k updates "
                                    "earlier (π_rollout, an asynchronous trainer's lag without its threads; fewer at "
                                    "the start). π_old is still the trainer's own forward; --sampler-correction "
-                                   "weighs π_old/π_rollout (0: no lag)", at_least(0))
+                                   "weighs π_old/π_rollout (0: no lag; at most 1000: the run holds k + 1 copies "
+                                   "of the trained weights)", int_range(0, 1000))
     print_samples: int = option(25, "every N updates, print one question → completion → reward and append all "
                                     "the update's completions (rewards, advantage, cut off or not) to "
                                     "OUT/completions.jsonl (0: never)", at_least(0))
@@ -269,6 +283,10 @@ def _validate_objectives(cfg: Config) -> None:
     if cfg.adaptive_entropy and cfg.entropy_coef_min > cfg.entropy_coef_max:
         raise UsageError(f"--entropy-coef-min {cfg.entropy_coef_min:g} must not exceed --entropy-coef-max "
                          f"{cfg.entropy_coef_max:g}")
+    if cfg.adaptive_entropy and not cfg.entropy_coef_min <= cfg.entropy_coef <= cfg.entropy_coef_max:
+        raise UsageError(f"--entropy-coef {cfg.entropy_coef:g} is --adaptive-entropy's starting c_H: it must lie in "
+                         f"[--entropy-coef-min, --entropy-coef-max] = [{cfg.entropy_coef_min:g}, "
+                         f"{cfg.entropy_coef_max:g}]")
     for flags, needs, used in UNUSED_WITHOUT:
         given = [f"--{name.replace('_', '-')}" for name in flags if getattr(cfg, name) != _default(name)]
         if given and not used(cfg):

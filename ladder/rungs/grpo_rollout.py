@@ -17,6 +17,8 @@ from ladder.rewards import overlong_penalty, score
 from ladder.rungs.grpo_options import records_sampler_logp
 from ladder.tasks import arithmetic
 
+OVERLONG = "overlong"  # the overlong penalty's reward column: R(L_i) at p = 1, weighed by --overlong-penalty p
+
 
 @dataclass
 class Rollout:
@@ -26,8 +28,8 @@ class Rollout:
     prompt_mask: Tensor    # [n, P]
     completion: Tensor     # [n, T] right-padded
     mask: Tensor           # [n, T] 1 up to and including EOS
-    rewards: Tensor        # [n] r_i = Σ_f w_f · f(completion_i) (+ the overlong penalty)
-    per_function: dict     # name → [n]
+    rewards: Tensor        # [n] r_i = Σ_f w_f · f(completion_i) (+ p · the overlong penalty)
+    per_function: dict     # name → [n], unweighted (the overlong penalty at p = 1)
     truncated: Tensor      # [n] bool: reached --max-new-tokens without EOS
     texts: list
     questions: list
@@ -119,12 +121,22 @@ def sample(policy, tokenizer, cfg, problems: list[dict], system_prompt: str, wei
 
 
 def with_overlong_penalty(rewards: Tensor, per_function: dict, lengths: Tensor, cfg) -> tuple[Tensor, dict]:
-    """With ``--overlong-buffer``, r_i plus DAPO's soft overlong penalty of length L_i (logged as "overlong")."""
+    """With ``--overlong-buffer``, r_i + p · R(L_i): DAPO's soft overlong penalty R of length L_i at p = 1 (TRL's
+    ``get_soft_overlong_punishment``), one more reward column ("overlong") whose weight is --overlong-penalty p
+    (``reward_column_weights``), as in the exported script's ``reward_weights``."""
     if not cfg.overlong_buffer:
         return rewards, per_function
-    penalty = overlong_penalty(lengths, cfg.max_new_tokens, round(cfg.overlong_buffer * cfg.max_new_tokens),
-                               cfg.overlong_penalty)
-    return rewards + penalty, {**per_function, "overlong": penalty}
+    buffer = round(cfg.overlong_buffer * cfg.max_new_tokens)
+    weighted = overlong_penalty(lengths, cfg.max_new_tokens, buffer, cfg.overlong_penalty)  # p · R(L_i)
+    return rewards + weighted, {**per_function, OVERLONG: overlong_penalty(lengths, cfg.max_new_tokens, buffer)}
+
+
+def reward_column_weights(names: list[str], reward_weights: dict[str, float], cfg) -> Tensor:
+    """[F]: the weight w_f of each reward column of a rollout (``per_function``'s names), so that Σ_f w_f · f_i is
+    r_i: --reward-weights' for the reward functions, --overlong-penalty p for the overlong penalty, 1 for any
+    other column (an environment's own reward)."""
+    weights = {**reward_weights, **({OVERLONG: cfg.overlong_penalty} if cfg.overlong_buffer else {})}
+    return torch.tensor([float(weights.get(name, 1.0)) for name in names])
 
 
 def informative(rewards: Tensor, group_size: int) -> Tensor:

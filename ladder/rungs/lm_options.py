@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ladder.cli import RunOptions, Text, at_least, interval, option, positive
+from ladder.cli import Number, RunOptions, Text, at_least, int_range, interval, option
 
 
 @dataclass
@@ -18,12 +18,16 @@ class LMOptions(RunOptions):
                                 "(implies --lora); π_ref = the base with the adapter disabled")
     lora: bool = option(False, "LoRA adapters on a full-precision base; π_ref = the base with the adapter "
                                "disabled (no copy)")
-    lora_r: int = option(16, "LoRA rank r", at_least(1))
+    lora_r: int = option(16, "LoRA rank r, at most 4096 (a 7B model's width, where the adapter is no longer "
+                             "low-rank)", int_range(1, 4096))
     lora_alpha: int = option(32, "LoRA α (the adapter's update is scaled by α / r)", at_least(1))
     gradient_checkpointing: bool | None = option(None, "recompute activations in backward (default: on with "
                                                        "--qlora)")
     max_new_tokens: int = option(512, "completion length limit (tokens)", at_least(1))
-    temperature: float = option(1.0, "sampling temperature τ (log-probs use the same τ)", positive())
+    temperature: float = option(1.0, "sampling temperature τ, at least 0.01 (log-probs use the same τ and scale as "
+                                     "logits/τ: below 0.01 a logit change of 0.9 overflows the float32 ratio "
+                                     "π_θ/π_old; below ~1e-36 logits/τ itself overflows float32 and bfloat16)",
+                                Number(float, low=0.01))
     top_p: float = option(1.0, "nucleus sampling p (1: off): tokens are drawn from the smallest set of most likely "
                                 "tokens holding p of the mass, renormalised; π_old, π_θ and π_ref score the whole "
                                 "distribution (grpo: --sampler-correction weighs the difference)",
@@ -32,7 +36,8 @@ class LMOptions(RunOptions):
                                  "once)", at_least(1))
     print_samples: int = option(10, "print sample prompt → completion → reward lines every N updates (0: never)",
                                 at_least(0), aliases=("--sample-every",))
-    threads: int = option(0, "torch CPU threads (0: torch's default)", at_least(0))
+    threads: int = option(0, "torch CPU threads (0: torch's default; at most 1024, more than a CPU has "
+                                 "cores)", int_range(0, 1024))
 
 
 # Options whose value is decided when the run starts, from other options: the rungs load their model with these,
