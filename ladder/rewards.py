@@ -6,10 +6,11 @@ A reward function maps completions (and the reference answers) to one number eac
 
 ``--reward-funcs`` names built-ins (``correctness``, ``format``) or ``FILE.py:FUNCTION`` /
 ``MODULE:FUNCTION``; the total reward is r_i = Σ_f w_f · f(completion_i). A function that raises,
-returns the wrong number of rewards or a non-finite one stops the run with one line naming the
-function and the completion. A user's module or function that exits (``sys.exit``, or ``argparse``
-parsing ladder's own command line) is one line too, at import as at call: what the user's code prints
-is held while it runs and passed on once it returns.
+does not return within ``TIME_LIMIT_S`` seconds (``ladder.limits``), returns something that is not a list,
+the wrong number of rewards, or an entry that is not a finite number (None, text, NaN, ±inf) stops the
+run with one line naming the function and the completion. A user's module or function that exits
+(``sys.exit``, or ``argparse`` parsing ladder's own command line) is one line too, at import as at call:
+what the user's code prints is held while it runs and passed on once it returns.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import io
+import math
 import sys
 from collections.abc import Callable
 from contextlib import contextmanager, redirect_stderr, redirect_stdout
@@ -24,32 +26,40 @@ from pathlib import Path
 
 import torch
 
+from ladder.limits import TimedOut, time_limit
 from ladder.runlog import UsageError
 from ladder.tasks import arithmetic
 
+TIME_LIMIT_S = 600.0  # seconds one call of a reward function may take, on a whole batch
 
-def load_reward_function(spec: str, flag: str = "--reward-funcs") -> tuple[str, Callable]:
-    """A built-in name, ``FILE.py:FUNCTION`` or ``MODULE:FUNCTION`` → (its name, the function); ``flag`` names the
-    option in the one-line errors (the agent rung loads ``--env FILE.py:Class`` the same way)."""
+
+def load_reward_function(spec: str) -> tuple[str, Callable]:
+    """A built-in name, ``FILE.py:FUNCTION`` or ``MODULE:FUNCTION`` → (its name, the function)."""
     if spec in arithmetic.REWARD_FUNCTIONS:
         return spec, arithmetic.REWARD_FUNCTIONS[spec]
+    name, fn = load_object(spec, "--reward-funcs")
+    if not callable(fn):
+        raise UsageError(f"--reward-funcs: {spec!r} is not a function")
+    return name, fn
+
+
+def load_object(spec: str, flag: str) -> tuple[str, object]:
+    """``FILE.py:NAME`` or ``MODULE:NAME`` → (NAME, what the module holds under it), whatever it is; ``flag`` names the
+    option in the one-line errors (the agent rung loads ``--env FILE.py:Class`` this way)."""
     where, _, attr = spec.rpartition(":")
     if not where or not attr:
         raise UsageError(f"{flag}: {spec!r} is neither a built-in ({', '.join(arithmetic.REWARD_FUNCTIONS)}) "
                          f"nor FILE.py:FUNCTION / MODULE:FUNCTION")
     printed = []
     try:
-        with _output_held(printed):
+        with held_output(printed):
             module = _import(where)
-        fn = getattr(module, attr)
+        return attr, getattr(module, attr)
     except KeyboardInterrupt:
         raise
     except BaseException as e:  # noqa: BLE001 - whatever the user's file does wrong (sys.exit too): one line
-        what = f"importing it called {_exited(e)}" if _exited(e) else f"{type(e).__name__}: {_one_line(e)}"
-        raise UsageError(f"{flag}: cannot load {spec!r} ({what}{_printed(printed)})") from None
-    if not callable(fn):
-        raise UsageError(f"{flag}: {spec!r} is not a function")
-    return attr, fn
+        what = f"importing it called {exited(e)}" if exited(e) else f"{type(e).__name__}: {one_line(e)}"
+        raise UsageError(f"{flag}: cannot load {spec!r} ({what}{said(printed)})") from None
 
 
 def _import(where: str):
@@ -65,7 +75,7 @@ def _import(where: str):
 
 
 @contextmanager
-def _output_held(printed: list[str] | None):
+def held_output(printed: list[str] | None):
     """What the user's code prints while inside is held: passed on if it returns (``printed`` None: dropped).
     If it raises or exits, nothing is passed on, so that the error stays one line, and its last printed
     line goes into ``printed`` (argparse prints its usage and the error, then exits)."""
@@ -82,13 +92,14 @@ def _output_held(printed: list[str] | None):
         sys.stderr.write(err.getvalue())
 
 
-def _exited(error: BaseException) -> str | None:
+def exited(error: BaseException) -> str | None:
     """``sys.exit(2)`` for an exit, None for an exception."""
     return f"sys.exit({'' if error.code is None else repr(error.code)})" if isinstance(error, SystemExit) else None
 
 
-def _printed(printed: list[str]) -> str:
-    return f"; it printed {_one_line(printed[-1], 100)!r}" if printed else ""
+def said(printed: list[str]) -> str:
+    """``; it printed '…'``: the last line the user's code printed before it failed (``held_output``), or ""."""
+    return f"; it printed {one_line(printed[-1], 100)!r}" if printed else ""
 
 
 def _specs(funcs: str) -> list[str]:
@@ -118,7 +129,8 @@ def weights(funcs: str, weights_text: str | None) -> dict[str, float]:
     return dict(zip(names, values))
 
 
-def _one_line(error: BaseException | str, limit: int = 120) -> str:
+def one_line(error: BaseException | str, limit: int = 120) -> str:
+    """An error's message on one line, cut to ``limit`` characters."""
     text = " ".join(str(error).split())
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
@@ -128,51 +140,90 @@ def _sample(completions: list[str], i: int) -> str:
     return f"completion {i}: {text!r}"
 
 
-def _first_failing(fn: Callable, completions: list[str], answers: list[str]) -> str:
-    """`` on completion i: '…'``: the first sample ``fn`` fails on alone, or the batch's size if none does."""
-    for i in range(len(completions)):
-        try:
-            with _output_held(None):
-                fn(completions[i:i + 1], answers[i:i + 1])
-        except KeyboardInterrupt:
-            raise
-        except BaseException:  # noqa: BLE001
-            return f" on {_sample(completions, i)}"
-    return f" on the batch of {len(completions)} completions (each one alone scores fine)"
-
-
-def call_reward(name: str, fn: Callable, completions: list[str], answers: list[str]) -> torch.Tensor:
-    """``fn(completions, answers)`` as a float tensor ``[N]``; a failing, short or non-finite result is one line."""
-    printed = []
+def as_number(value) -> float | None:
+    """``value`` as a float if it is a real number (int, float, bool, a NumPy scalar, a one-element tensor), else
+    None: None, text (even text that reads as a number), a list…"""
+    if value is None or isinstance(value, (str, bytes)):
+        return None
     try:
-        with _output_held(printed):
-            values = fn(completions, answers)
-    except KeyboardInterrupt:
-        raise
-    except BaseException as e:  # noqa: BLE001 - the user's function (sys.exit too): name it and the sample
-        where = _first_failing(fn, completions, answers)
-        what = f"called {_exited(e)}" if _exited(e) else f"raised {type(e).__name__}: {_one_line(e)}"
-        raise UsageError(f"reward function {name!r} {what}{where}{_printed(printed)}") from None
-    try:
-        rewards = torch.tensor([float(v) for v in values], dtype=torch.float32)
+        return float(value)
     except (TypeError, ValueError):
-        raise UsageError(f"reward function {name!r} must return a list of numbers, "
-                         f"got {_one_line(ValueError(repr(values)), 80)}") from None
-    if len(rewards) != len(completions):
-        raise UsageError(f"reward function {name!r} returned {len(rewards)} rewards for {len(completions)} completions")
-    bad = (~torch.isfinite(rewards)).nonzero()
-    if len(bad):
-        i = int(bad[0])
-        raise UsageError(f"reward function {name!r} returned {rewards[i].item()} for {_sample(completions, i)}; "
-                         f"rewards must be finite numbers")
-    return rewards
+        return None
+
+
+def described(value, limit: int = 40) -> str:
+    """What a user's code returned, for a one-line error: ``None``, a float as such (``nan``, ``-inf``), else its type
+    and its repr, shortened: ``int 5``, ``str 'high'``, ``list [1, 2]``."""
+    if value is None or type(value) is float:
+        return repr(value)
+    text = " ".join(repr(value).split())
+    return f"{type(value).__name__} {text if len(text) <= limit else text[:limit - 1] + '…'}"
+
+
+def _first_failing(fn: Callable, completions: list[str], answers: list[str], seconds: float | None,
+                   what: str) -> str:
+    """`` on completion i: '…'``: the first sample ``fn`` fails on alone, or the batch's size if none does (nor
+    when the search itself runs past ``seconds``)."""
+    batch = f" on the batch of {len(completions)} completions"
+    try:
+        with time_limit(seconds, what):
+            for i in range(len(completions)):
+                try:
+                    with held_output(None):
+                        fn(completions[i:i + 1], answers[i:i + 1])
+                except (Exception, SystemExit):  # noqa: BLE001 - any failure of the user's function on this one
+                    return f" on {_sample(completions, i)}"
+    except TimedOut as e:
+        if e.what != what:
+            raise
+        return batch
+    return f"{batch} (each one alone scores fine)"
+
+
+def call_reward(name: str, fn: Callable, completions: list[str], answers: list[str],
+                seconds: float | None = TIME_LIMIT_S) -> torch.Tensor:
+    """``fn(completions, answers)`` as a float tensor ``[N]``, within ``seconds``; a failing, late, short or
+    non-numeric result is one line."""
+    what, printed = f"reward function {name!r}", []
+    try:
+        with held_output(printed), time_limit(seconds, what):
+            values = fn(completions, answers)
+    except TimedOut as e:
+        if e.what != what:
+            raise
+        raise UsageError(f"{e} on the batch of {len(completions)} completions{said(printed)}") from None
+    except (Exception, SystemExit) as e:  # the user's function (sys.exit too): name it and the sample
+        where = _first_failing(fn, completions, answers, seconds, what)
+        how = f"called {exited(e)}" if exited(e) else f"raised {type(e).__name__}: {one_line(e)}"
+        raise UsageError(f"{what} {how}{where}{said(printed)}") from None
+    return _checked_rewards(what, values, completions)
+
+
+def _checked_rewards(what: str, values, completions: list[str]) -> torch.Tensor:
+    """``values`` as a tensor ``[N]`` if they are N finite numbers, else one line naming the first that is not."""
+    try:
+        listed = None if isinstance(values, (str, bytes, dict)) else list(values)
+    except TypeError:
+        listed = None
+    if listed is None:
+        raise UsageError(f"{what} must return a list of numbers, one per completion, got {described(values)}")
+    values = listed
+    if len(values) != len(completions):
+        raise UsageError(f"{what} returned {len(values)} rewards for {len(completions)} completions")
+    for i, value in enumerate(values):
+        number = as_number(value)
+        if number is None or not math.isfinite(number):
+            raise UsageError(f"{what} returned {described(value)} for {_sample(completions, i)}; rewards must be "
+                             f"finite numbers")
+    return torch.tensor([as_number(v) for v in values], dtype=torch.float32)
 
 
 def score(completions: list[str], answers: list[str], weights: dict[str, float],
-          functions: dict[str, Callable] | None = None) -> tuple[torch.Tensor, dict]:
-    """r_i = Σ_f w_f · f(completion_i), and each function's rewards for the logs."""
+          functions: dict[str, Callable] | None = None, seconds: float | None = TIME_LIMIT_S
+          ) -> tuple[torch.Tensor, dict]:
+    """r_i = Σ_f w_f · f(completion_i), and each function's rewards for the logs; each call within ``seconds``."""
     functions = functions if functions is not None else {name: arithmetic.REWARD_FUNCTIONS[name] for name in weights}
-    per_function = {name: call_reward(name, fn, completions, answers) for name, fn in functions.items()}
+    per_function = {name: call_reward(name, fn, completions, answers, seconds) for name, fn in functions.items()}
     total = sum(weights[name] * r for name, r in per_function.items())
     return total, per_function
 

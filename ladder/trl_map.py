@@ -280,6 +280,9 @@ AGENT_ROWS = (
             "GRPOTrainer gives every model token its trajectory's advantage (--credit trajectory); --credit turn "
             "(turn_rewards, per-turn advantages) is not in TRL: the script trains with the trajectory's",
             applies=lambda cfg: cfg.credit == "turn"),
+    Mapping(G, NONE, "agent", "env_timeout", None,
+            "TRL puts no time limit on the environment's calls (a tool or reset that hangs holds the training); "
+            "the script's environment runs without one"),
     Mapping(GT, "reward_funcs", "agent", "reward_funcs", None,
             "TRL passes a trajectory as its messages (the model's turns, the tools' replies): the script's rewards "
             "read the last assistant message, as ladder's read the last model turn; an environment's get_reward "

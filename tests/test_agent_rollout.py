@@ -195,6 +195,22 @@ def test_sampling_logp_equals_one_full_forward(model, tok):
     torch.testing.assert_close(t.sampling_logp[drawn], full[drawn], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("temperature", [1e-45, 1e-300, 1e30, 1e300])
+def test_any_positive_temperature_samples_with_finite_logprobs(model, tok, temperature):
+    """z / τ overflows for a tiny τ (and τ rounds to 0 or inf in float32): the draw still has finite log-probs, and
+    as τ → 0 sampling is the greedy trajectory, each token of probability 1."""
+    enc = prompts(tok, ["What is 12 * 34?", "What is 56 * 78? Use the tool."])
+    envs = [agent_envs.Calculator() for _ in range(2)]
+    args = (tok, envs, enc.input_ids, enc.attention_mask, 12, 1)
+    sampled = multi_turn(CausalLMPolicy(model, temperature=temperature), *args, do_sample=True, top_p=0.9,
+                         generator=torch.Generator().manual_seed(0))
+    assert torch.isfinite(sampled.sampling_logp).all() and sampled.mask.sum() > 0
+    if temperature < 1:
+        greedy = multi_turn(CausalLMPolicy(model, temperature=1.0), *args, do_sample=False)
+        assert torch.equal(sampled.completion, greedy.completion)
+        assert sampled.sampling_logp.abs().max() == 0
+
+
 def test_the_models_tokens_are_never_retokenized(model, tok):
     """A turn drawn character by character (a split that re-encoding its text would merge) stays exactly as drawn,
     and its tool call is still read from the text."""

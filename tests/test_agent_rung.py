@@ -159,7 +159,8 @@ def test_an_environment_failing_mid_run_stops_it_in_one_line(cli, random_agent_m
     result = cli(*small(random_agent_model, out, "--env", f"{user_envs}:{env}", "--task", "arithmetic",
                         "--checkpoint-every", "1"))
     line = one_line(result, 1)
-    assert line.startswith(f"ladder: stopped: environment {env}.{method} raised {error}; the run directory is kept")
+    assert line.startswith(f"ladder: stopped: environment {env}.{method} raised {error}; the run so far is kept, "
+                           f"continue with: python -m ladder.run agent --resume")
     assert [r["step"] for r in read_metrics(out)] == [1]
     assert (out / "checkpoint.pt").exists() and (out / "config.json").exists()
 

@@ -1,6 +1,9 @@
 """ladder.rewards: loading reward functions and calling them safely (one-line errors that name the sample)."""
 
+import time
+
 import pytest
+import torch
 
 from ladder import rewards
 from ladder.runlog import UsageError
@@ -31,7 +34,12 @@ def test_user_function_from_a_file(tmp_path):
                                                           "completion 1: 'no answer'"),
     (lambda c, a: [1.0] * (len(c) - 1), "returned 2 rewards for 3 completions"),
     (lambda c, a: [0.0, float("inf"), 0.0], "returned inf for completion 1: 'no answer'"),
-    (lambda c, a: ["high", 0, 0], "must return a list of numbers"),
+    (lambda c, a: ["high", 0, 0], "returned str 'high' for completion 0: '#### 5'; rewards must be finite numbers"),
+    (lambda c, a: [1.0, None, 0.0], "returned None for completion 1: 'no answer'; rewards must be finite numbers"),
+    (lambda c, a: ["1", "0", "1"], "returned str '1' for completion 0"),  # text that reads as a number is not one
+    (lambda c, a: None, "must return a list of numbers, one per completion, got None"),
+    (lambda c, a: "101", "must return a list of numbers, one per completion, got str '101'"),
+    (lambda c, a: 1.0, "must return a list of numbers, one per completion, got 1.0"),
     (lambda c, a: [][0] if len(c) == 3 else [1.0], "on the batch of 3 completions (each one alone scores fine)"),
 ])
 def test_bad_reward_functions_are_one_line_errors(fn, needle):
@@ -47,3 +55,26 @@ def test_bad_specs():
         rewards.load_all("correctness,correctness")
     with pytest.raises(UsageError, match="needs 2 numbers"):
         rewards.weights("correctness,format", "1")
+
+
+def test_numbers_of_other_kinds_are_rewards():
+    import numpy as np
+
+    values = rewards.call_reward("mine", lambda c, a: [np.float32(0.5), True, torch.tensor(2.0)], COMPLETIONS, ANSWERS)
+    assert values.tolist() == [0.5, 1.0, 2.0]
+
+
+def test_a_reward_function_past_its_limit_is_one_line_and_searched_no_further():
+    calls = []
+
+    def slow(completions, answers):
+        calls.append(len(completions))
+        print("thinking")
+        time.sleep(3600)
+
+    start = time.monotonic()
+    with pytest.raises(UsageError) as error:
+        rewards.call_reward("slow", slow, COMPLETIONS, ANSWERS, seconds=0.2)
+    assert str(error.value) == ("reward function 'slow' did not return within 0.2 s on the batch of 3 completions; "
+                                "it printed 'thinking'")
+    assert calls == [3] and time.monotonic() - start < 3.0  # not called again on each completion alone

@@ -12,15 +12,23 @@ graded on (mask 0: no log-prob term, no KL, no entropy, no advantage). So the sa
 
 The environment is a class in TRL 1.16's protocol (``ladder.tasks.tool_calls``): ``--env calculator | guess |
 gsm8k | FILE.py:Class | MODULE:Class``. Every GRPO option applies (``--algo``, ``--loss-type``, the KL, …).
+
+Every call into the environment — making it, ``reset``, each tool, ``get_reward`` — runs within ``--env-timeout``
+seconds (``ladder.limits``: interrupted in this thread, none left running), and what it returns is checked where
+it is crossed. A tool that fails is an error the model reads (``tool_calls.call_tool``); the others stop the run in
+one line naming the call: a ``UsageError``, which the run session reports with exit 2 and nothing kept before the
+run's first checkpoint, and with exit 1 and the run kept (to ``--resume``) after it.
 """
 
 from __future__ import annotations
 
+import math
 from functools import partial
 
 import torch
 
 from ladder import core, hub, rewards
+from ladder.limits import TimedOut, time_limit
 from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.rungs import agent_options, grpo, grpo_options
@@ -38,7 +46,7 @@ from ladder.rungs.agent_options import (
 from ladder.rungs.agent_rollout import Trajectories, multi_turn
 from ladder.rungs.grpo_rollout import Rollout, with_overlong_penalty
 from ladder.rungs.protocol import TRAINING_WRITES
-from ladder.runlog import RunStopped, UsageError
+from ladder.runlog import UsageError
 from ladder.tasks import arithmetic, math_problems, tool_calls
 
 __all__ = ["ALGOS", "CURVES", "ENVIRONMENTS", "NAME", "PRESETS", "RESOLVED", "TINY_MODEL", "WRITES", "Config",
@@ -72,7 +80,8 @@ def agent_task(cfg: Config) -> grpo.Task:
     train, held_out = problems(cfg)
     model_path = hub.resolve(agent_options.model_path(cfg), "--model")
     tokenizer = quant.load_tokenizer(model_path)
-    check_context(tokenizer, quant.load_config(model_path), train + held_out, prompt, env_class, cfg.max_new_tokens)
+    check_context(tokenizer, quant.load_config(model_path), train + held_out, prompt, env_class, cfg.max_new_tokens,
+                  cfg.env_timeout)
     source = (cfg.dataset, math_problems.fingerprint("gsm8k", cfg.dataset)) if cfg.env == "gsm8k" else (None, None)
     return grpo.Task(prompt, train, held_out, model_path, tokenizer, source,
                      rollout=partial(grpo.sample_groups, sample_share=partial(sample_trajectories,
@@ -95,46 +104,122 @@ def chat_prompt(tokenizer, problem: dict, system: str, tools: list[dict], observ
     return tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
 
 
-def check_context(tokenizer, config, problems: list[dict], system: str, env_class: type, budget: int) -> None:
+def check_context(tokenizer, config, problems: list[dict], system: str, env_class: type, budget: int,
+                  seconds: float | None = None) -> None:
+    """Before the run: one environment can be made (within ``seconds``) and its tools shown to the model, and the
+    longest question's prompt leaves ``budget`` tokens of the model's context."""
     limit = getattr(config, "max_position_embeddings", None)
     longest = max(problems, key=lambda p: len(p["question"]))
-    tools = tool_calls.tool_schemas(env_class())
+    tools = tool_calls.tool_schemas(make_environment(env_class, seconds))
     length = len(tokenizer(chat_prompt(tokenizer, longest, system, tools, None)).input_ids)
     if limit is not None and length + budget > limit:
-        raise UsageError(f"a prompt of {length} tokens plus --max-new-tokens {budget} exceeds the model's context "
-                         f"of {limit} tokens; lower --max-new-tokens")
+        raise UsageError(_too_long(length, budget, limit))
 
 
-def _environment_call(env, method: str, *args, **kwargs):
-    """``env.method(...)``; an environment that raises stops the run in one line (exit 1), the run kept."""
+def _too_long(length: int, budget: int, limit: int) -> str:
+    return (f"a prompt of {length} tokens plus --max-new-tokens {budget} exceeds the model's context of {limit} "
+            f"tokens; lower --max-new-tokens")
+
+
+def user_call(what: str, seconds: float | None, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)``, the environment's code, within ``seconds`` (--env-timeout), what it prints held: one
+    line naming ``what`` (``environment Env.reset``) if it raises, exits or runs past the limit (a ``UsageError``)."""
+    printed = []
     try:
-        return getattr(env, method)(*args, **kwargs)
-    except Exception as e:  # noqa: BLE001 - the user's environment: name it, keep the run
-        text = " ".join(str(e).split())[:120]
-        raise RunStopped(f"environment {type(env).__name__}.{method} raised {type(e).__name__}: {text}; the run "
-                         f"directory is kept (--resume continues from its last checkpoint)") from None
+        with rewards.held_output(printed), time_limit(seconds, what):
+            return fn(*args, **kwargs)
+    except TimedOut as e:
+        if e.what != what:
+            raise
+        raise UsageError(f"{e} (--env-timeout){rewards.said(printed)}") from None
+    except SystemExit as e:  # argparse in the user's code, say: one ladder line, never the process's exit
+        raise UsageError(f"{what} called {rewards.exited(e)}{rewards.said(printed)}") from None
+    except Exception as e:  # noqa: BLE001 - the user's environment: name the call
+        raise UsageError(f"{what} raised {type(e).__name__}: {rewards.one_line(e)}{rewards.said(printed)}") from None
+
+
+def make_environment(env_class: type, seconds: float | None):
+    """``env_class()``, TRL's environment_factory, within ``seconds``."""
+    return user_call(f"environment {env_class.__name__}()", seconds, env_class)
+
+
+def reset(env, problem: dict, seconds: float | None) -> str | None:
+    """``env.reset(**problem)``: text to append to the question, or None; anything else is one line."""
+    what = f"environment {type(env).__name__}.reset"
+    text = user_call(what, seconds, env.reset, **problem)
+    if text is not None and not isinstance(text, str):
+        raise UsageError(f"{what} returned {rewards.described(text)}; it must return text (str) to append to the "
+                         f"question, or None")
+    return text
+
+
+def environment_reward(env, seconds: float | None) -> float:
+    """``env.get_reward()``, a finite number; anything else (None, text, NaN, ±inf) is one line."""
+    what = f"environment {type(env).__name__}.get_reward"
+    value = user_call(what, seconds, env.get_reward)
+    number = rewards.as_number(value)
+    if number is None or not math.isfinite(number):
+        raise UsageError(f"{what} returned {rewards.described(value)}; it must return a finite number")
+    return number
+
+
+def turn_rewards(env) -> list[float]:
+    """``env.turn_rewards`` (none: []), a finite number per model turn that calls a tool; else one line naming the
+    entry."""
+    given, what = getattr(env, "turn_rewards", []), f"environment {type(env).__name__}.turn_rewards"
+    try:
+        listed = None if isinstance(given, (str, bytes, dict)) or given is None else list(given)
+    except TypeError:
+        listed = None
+    if listed is None:
+        raise UsageError(f"{what} is {rewards.described(given)}; it must be a list with a number per model turn "
+                         f"that calls a tool")
+    numbers = [rewards.as_number(r) for r in listed]
+    for i, (r, number) in enumerate(zip(listed, numbers)):
+        if number is None or not math.isfinite(number):
+            raise UsageError(f"{what}[{i}] is {rewards.described(r)}; each entry must be a finite number, the reward "
+                             f"of a model turn that calls a tool")
+    return numbers
+
+
+def _check_room(tokenizer, lengths: list[int], observations: list, envs: list, budget: int, limit: int | None
+                ) -> None:
+    """Each prompt, with what reset returned, leaves ``budget`` tokens of the model's context ``limit``."""
+    for length, observation, env in zip(lengths, observations, envs):
+        if limit is None or length + budget <= limit:
+            continue
+        if not observation:
+            raise UsageError(_too_long(length, budget, limit))
+        added = len(tokenizer(observation, add_special_tokens=False).input_ids)
+        raise UsageError(f"environment {type(env).__name__}.reset returned text of {added:,} tokens: with it the "
+                         f"prompt is {length:,} tokens, which with --max-new-tokens {budget} exceeds the model's "
+                         f"context of {limit:,} tokens; return less from reset, or lower --max-new-tokens")
 
 
 def play(policy, tokenizer, env_class: type, batch: list[dict], system: str, cfg: Config, do_sample: bool
          ) -> tuple[Trajectories, list, dict]:
     """One environment per problem of ``batch``, reset with it, and one trajectory each: (trajectories, the
-    environments after them, the tokenized prompts)."""
-    envs = [env_class() for _ in batch]
-    observations = [_environment_call(env, "reset", **problem) for env, problem in zip(envs, batch)]
+    environments after them, the tokenized prompts). Every call into an environment within --env-timeout."""
+    envs = [make_environment(env_class, cfg.env_timeout) for _ in batch]
+    observations = [reset(env, problem, cfg.env_timeout) for env, problem in zip(envs, batch)]
     tools = tool_calls.tool_schemas(envs[0]) if envs else []
     prompts = [chat_prompt(tokenizer, p, system, tools, o) for p, o in zip(batch, observations)]
     enc = tokenizer(prompts, return_tensors="pt", padding=True).to(policy.model.device)
-    trajectories = multi_turn(policy, tokenizer, envs, enc.input_ids, enc.attention_mask, cfg.max_new_tokens,
-                              cfg.max_tool_calls, do_sample=do_sample, top_p=cfg.top_p if do_sample else 1.0)
+    _check_room(tokenizer, enc.attention_mask.sum(1).tolist(), observations, envs, cfg.max_new_tokens,
+                getattr(getattr(policy.model, "config", None), "max_position_embeddings", None))
+    with tool_calls.tool_time_limit(cfg.env_timeout):
+        trajectories = multi_turn(policy, tokenizer, envs, enc.input_ids, enc.attention_mask, cfg.max_new_tokens,
+                                  cfg.max_tool_calls, do_sample=do_sample, top_p=cfg.top_p if do_sample else 1.0)
     return trajectories, envs, enc
 
 
-def score(trajectories: Trajectories, envs: list, batch: list[dict], weights: dict, functions: dict
-          ) -> tuple[torch.Tensor, dict]:
-    """r_i = Σ_f w_f · f(last turn_i) + get_reward(env_i) (logged under the class's name, as TRL does)."""
+def score(trajectories: Trajectories, envs: list, batch: list[dict], weights: dict, functions: dict,
+          seconds: float | None = None) -> tuple[torch.Tensor, dict]:
+    """r_i = Σ_f w_f · f(last turn_i) + get_reward(env_i) (logged under the class's name, as TRL does); each
+    get_reward within ``seconds``."""
     total, per_function = rewards.score(trajectories.answers, [p["answer"] for p in batch], weights, functions)
     if envs and callable(getattr(envs[0], "get_reward", None)):
-        own = torch.tensor([float(_environment_call(env, "get_reward")) for env in envs])
+        own = torch.tensor([environment_reward(env, seconds) for env in envs])
         total, per_function = total + own, {**per_function, type(envs[0]).__name__: own}
     return total, per_function
 
@@ -145,7 +230,7 @@ def per_turn_rewards(trajectories: Trajectories, envs: list, total: torch.Tensor
     last = trajectories.turn.cpu().max(1).values.clamp(min=0)  # the index of each trajectory's last model turn
     rewards_ = torch.zeros(len(envs), int(last.max()) + 1)
     for i, env in enumerate(envs):
-        given = torch.tensor([float(r) for r in getattr(env, "turn_rewards", [])][:int(last[i]) + 1])
+        given = torch.tensor(turn_rewards(env)[:int(last[i]) + 1])
         rewards_[i, :len(given)] = given
     rewards_[torch.arange(len(envs)), last] += total
     return rewards_
@@ -156,7 +241,7 @@ def turn_reward_stats(envs: list) -> dict:
     game: the share of its guesses that kept to the replies), for an environment that has them."""
     if not envs or not hasattr(envs[0], "turn_rewards"):
         return {}
-    means = [sum(map(float, env.turn_rewards)) / len(env.turn_rewards) if env.turn_rewards else 0.0 for env in envs]
+    means = [sum(given) / len(given) if (given := turn_rewards(env)) else 0.0 for env in envs]
     return {"agent/turn_reward": torch.tensor(means)}
 
 
@@ -176,7 +261,7 @@ def sample_trajectories(step: grpo.Step, problems: list[dict], env_class: type) 
     cfg, tokenizer = step.cfg, step.tokenizer
     batch = [p for p in problems for _ in range(cfg.group_size)]
     trajectories, envs, enc = play(step.policy, tokenizer, env_class, batch, step.system_prompt, cfg, do_sample=True)
-    total, per_function = score(trajectories, envs, batch, step.reward_weights, step.reward_funcs)
+    total, per_function = score(trajectories, envs, batch, step.reward_weights, step.reward_funcs, cfg.env_timeout)
     total, per_function = with_overlong_penalty(total, per_function, trajectories.attention_mask.sum(1).cpu(), cfg)
     texts = tokenizer.batch_decode(torch.where(trajectories.attention_mask.bool(), trajectories.completion,
                                                tokenizer.pad_token_id), skip_special_tokens=False)
@@ -203,7 +288,7 @@ def held_out_solved(step: grpo.Step, held_out: list[dict], env_class: type, chun
         trajectories, envs, _ = play(step.policy, step.tokenizer, env_class, batch, step.system_prompt, step.cfg,
                                      do_sample=False)
         if callable(getattr(env_class, "get_reward", None)):
-            solved += sum(float(_environment_call(env, "get_reward")) >= 1.0 for env in envs)
+            solved += sum(environment_reward(env, step.cfg.env_timeout) >= 1.0 for env in envs)
         else:
             solved += sum(arithmetic.correctness_reward(trajectories.answers, [p["answer"] for p in batch]))
     return procs.gather(torch.tensor([solved], dtype=torch.float64)).sum().item() / len(held_out)

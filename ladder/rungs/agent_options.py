@@ -4,10 +4,11 @@ environments, and the rules that relate several options — what ``ladder.rungs.
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 from ladder import rewards
-from ladder.cli import Text, at_least, option
+from ladder.cli import Text, at_least, interval, option
 from ladder.rungs import grpo_options
 from ladder.runlog import UsageError
 from ladder.tasks import agent_envs, math_problems, tiny_agent
@@ -41,6 +42,9 @@ class Config(grpo_options.Config):
     reward_funcs: str = option("correctness", "reward functions of the last model turn, comma-separated (as grpo's "
                                               "--reward-funcs); an environment's get_reward is added with weight 1",
                                Text())
+    env_timeout: float = option(60.0, "seconds each call into the environment may take: making it, reset, a tool, "
+                                      "get_reward. A tool past it is a failed call the model reads; the others "
+                                      "stop the run in one line", interval(0, 86400, open_low=True))
 
 
 PRESETS = {
@@ -72,16 +76,34 @@ def validate(cfg: Config) -> None:
 
 
 def environment(cfg: Config) -> type:
-    """The class of ``--env``: a built-in name, or ``FILE.py:Class`` / ``MODULE:Class`` (one line if not found)."""
+    """The class of ``--env``: a built-in name, or ``FILE.py:Class`` / ``MODULE:Class``; one line if it cannot be
+    loaded, is not a class with a reset method, or cannot be made without arguments (TRL's environment_factory)."""
     if cfg.env in ENVIRONMENTS:
         return ENVIRONMENTS[cfg.env][0]
     if ":" not in cfg.env:
         raise UsageError(f"--env {cfg.env!r} is neither a built-in ({', '.join(ENVIRONMENTS)}) nor FILE.py:Class / "
                          f"MODULE:Class")
-    name, cls = rewards.load_reward_function(cfg.env, flag="--env")
+    name, cls = rewards.load_object(cfg.env, "--env")
     if not isinstance(cls, type) or not callable(getattr(cls, "reset", None)):
-        raise UsageError(f"--env {cfg.env!r}: {name} is not a class with a reset method (TRL's environment protocol)")
+        got = ("a class without one" if isinstance(cls, type) else "a function" if inspect.isroutine(cls) else
+               f"an instance of {type(cls).__name__}: give the class itself, ladder makes one per trajectory")
+        raise UsageError(f"--env {cfg.env!r}: {name} is not a class with a reset method (TRL's environment protocol, "
+                         f"its environment_factory), it is {got}")
+    needed = _required_arguments(cls)
+    if needed:
+        raise UsageError(f"--env {cfg.env!r}: the environment class {name} cannot be made with {name}(): it needs "
+                         f"argument {needed[0]!r} (TRL's environment_factory makes each instance without arguments; "
+                         f"give it a default)")
     return cls
+
+
+def _required_arguments(cls: type) -> list[str]:
+    """The arguments ``cls(...)`` cannot do without ([] where its signature cannot be read)."""
+    try:
+        parameters = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in parameters if p.default is p.empty and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
 
 
 def model_path(cfg: Config) -> str:

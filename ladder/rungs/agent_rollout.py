@@ -15,10 +15,10 @@ are never decoded and re-tokenized into the sequence (decoding only reads them, 
 
 A model turn ends at EOS (the template's end of turn). If it holds tool calls (``tool_calls.parse_tool_calls``),
 each is run against the row's environment (in at most ``--max-tool-calls`` turns, TRL's count; a call in a later
-turn, a malformed call, an unknown tool or a tool that raises is answered with an error the model reads) and the
-chat template's rendering of the replies is queued; a turn without a call is the answer and ends the trajectory.
-A reply that would not fit in the token budget ``max_new_tokens`` ends it too (truncated, as TRL drops such a
-reply), as does the budget.
+turn, a malformed call, an unknown tool or a tool that raises, exits or runs past ``tool_calls.tool_time_limit`` is
+answered with an error the model reads) and the chat template's rendering of the replies is queued; a turn
+without a call is the answer and ends the trajectory. A reply that would not fit in the token budget
+``max_new_tokens`` ends it too (truncated, as TRL drops such a reply), as does the budget.
 """
 
 from __future__ import annotations
@@ -110,14 +110,25 @@ def _draw(logits: Tensor, temperature: float, top_p: float, do_sample: bool,
 
         log q(a) = log p(a) − log Σ_{b∈N} p(b);
 
-    greedy takes the argmax of p and records its log p."""
+    greedy takes the argmax of p and records its log p. z / τ is taken as ``scaled_logits`` computes it: finite
+    for every τ > 0, so no temperature makes the draw fail."""
+    scaled = scaled_logits(logits, temperature)
     if not do_sample:
-        logp = torch.log_softmax(logits.float() / temperature, dim=-1)
+        logp = torch.log_softmax(scaled, dim=-1)
         tokens = logp.argmax(-1)
         return tokens, logp.gather(1, tokens[:, None]).squeeze(1)
-    logq = sampled_logp(None, logits, sampling_warpers(temperature, top_p=top_p))
+    logq = sampled_logp(None, scaled, sampling_warpers(1.0, top_p=top_p))
     tokens = torch.multinomial(logq.exp(), 1, generator=generator).squeeze(1)
     return tokens, logq.gather(1, tokens[:, None]).squeeze(1)
+
+
+def scaled_logits(logits: Tensor, temperature: float) -> Tensor:
+    """(z − max z) / τ in float32: the same softmax as z / τ, with 0 at the largest logit and every other entry
+    ≤ 0 or −inf — never NaN, even where τ is so small that z / τ overflows (or τ rounds to 0 in float32) or so
+    large that it rounds to inf."""
+    shifted = logits.float() - logits.float().max(-1, keepdim=True).values
+    scaled = torch.where(shifted == 0, 0.0, shifted / temperature)
+    return torch.where(shifted == -torch.inf, -torch.inf, scaled)
 
 
 def _prefill(model, prompt_ids: Tensor, prompt_mask: Tensor):
