@@ -33,6 +33,7 @@ def test_the_reference_has_every_property(reference, prop):
     assert grade(reference, prop) == ("passed", "")
 
 
+@pytest.mark.trained
 def test_the_reference_solves_cartpole_within_the_graders_budget(reference):
     """The one slow test: the reference trains (about 10 s on one thread here) and 20 greedy episodes average ≥ 475."""
     assert grade(reference, "solves_cartpole") == ("passed", "")

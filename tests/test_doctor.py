@@ -246,6 +246,7 @@ def test_trl_names_become_ladders_and_the_newest_checkpoint_is_read(tmp_path):
 
 # --- real runs ------------------------------------------------------------------------------------------------
 
+@pytest.mark.trained
 def test_a_real_tiny_grpo_run_is_healthy(tmp_path):
     out = tmp_path / "grpo"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -290,6 +291,7 @@ TRL_SCRIPT = textwrap.dedent("""
 """)
 
 
+@pytest.mark.trained
 @pytest.mark.timeout(240)
 def test_a_real_trl_run_is_read_from_its_trainer_state(tmp_path):
     """The slow one (~10 s): TRL 1.16 trains a tiny Qwen2 for 3 steps, 8-token completions (every one cut off),
