@@ -6,11 +6,11 @@ A reward function maps completions (and the reference answers) to one number eac
 
 ``--reward-funcs`` names built-ins (``correctness``, ``format``) or ``FILE.py:FUNCTION`` /
 ``MODULE:FUNCTION``; the total reward is r_i = Σ_f w_f · f(completion_i). A function that raises,
-does not return within ``TIME_LIMIT_S`` seconds (``ladder.limits``), returns something that is not a list,
-the wrong number of rewards, or an entry that is not a finite number (None, text, NaN, ±inf) stops the
-run with one line naming the function and the completion. A user's module or function that exits
-(``sys.exit``, or ``argparse`` parsing ladder's own command line) is one line too, at import as at call:
-what the user's code prints is held while it runs and passed on once it returns.
+does not return within ``--reward-timeout`` seconds (``TIME_LIMIT_S`` unless given; ``ladder.limits``),
+returns something that is not a list, the wrong number of rewards, or an entry that is not a finite number
+(None, text, NaN, ±inf) stops the run with one line naming the function and the completion. A user's module
+or function that exits (``sys.exit``, or ``argparse`` parsing ladder's own command line) is one line too, at
+import as at call: what the user's code prints is held while it runs and passed on once it returns.
 """
 
 from __future__ import annotations

@@ -249,6 +249,9 @@ GRPO_ROWS = (
     Mapping(G, NONE, "grpo", "overwrite", None, "TRL writes into output_dir as it is"),
     Mapping(G, NONE, "grpo", "max_nonfinite_updates", None,
             "ladder skips (and counts) non-finite steps and stops after N in a row; TRL steps anyway"),
+    Mapping(G, NONE, "grpo", "reward_timeout", None,
+            "TRL puts no time limit on a reward function's call (one that hangs holds the training); the script's "
+            "reward functions run without one"),
     Mapping(G, NONE, "grpo", "use_exercises", None, "TRL computes the loss with its own code"),
     Mapping(G, NONE, "grpo", "export_trl", None, "the switch that writes this script"),
 )

@@ -150,6 +150,28 @@ def test_a_reward_function_that_exits_is_one_line_naming_the_sample(tmp_path, ca
     assert capsys.readouterr().out == "scoring 1\n"
 
 
+SLEEPS_FOREVER = '''
+import time
+
+
+def slow(completions, answers):
+    while True:
+        time.sleep(60)
+'''
+
+
+@pytest.mark.parametrize("rung", ["grpo", "agent"])
+def test_reward_timeout_stops_a_reward_function_that_never_returns_in_one_line(rung, tmp_path):
+    (tmp_path / "mymod.py").write_text(SLEEPS_FOREVER)
+    start = time.monotonic()
+    result = _cli(f"{rung} --preset tiny --steps 1 --eval-every 0 --eval-size 1 --no-progress "
+                  "--reward-funcs mymod:slow --reward-timeout 1 --out out", tmp_path)
+    elapsed = time.monotonic() - start
+    line = _refused(result, "reward function 'slow' did not return within 1 s on the batch of 64 completions")
+    assert line.startswith("ladder: ")
+    assert elapsed < 60, elapsed  # the limit given, not the default of rewards.TIME_LIMIT_S = 600 s
+
+
 # --- 4: an adapter trained on another base model -------------------------------------------------
 
 @pytest.fixture(scope="module")

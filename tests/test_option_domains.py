@@ -127,6 +127,17 @@ BIG = "9223372036854775807"  # the largest int64
     (["grpo", "--temperature", "1e-45"], "--temperature must be ≥ 0.01, got 1e-45"),
     (["agent", "--temperature", "1e-45"], "--temperature must be ≥ 0.01, got 1e-45"),
     (["ppo-sentiment", "--temperature", "0.001"], "--temperature must be ≥ 0.01, got 0.001"),
+    (["cartpole", "--hidden", BIG], f"--hidden must be at most 65536, got {BIG}"),
+    (["cartpole", "--num-steps", BIG], f"--num-steps must be at most 65536, got {BIG}"),
+    (["cartpole", "--num-envs", BIG], f"--num-envs must be at most 1024, got {BIG}"),
+    (["cartpole", "--threads", BIG], f"--threads must be at most 1024, got {BIG}"),
+    (["reinforce", "--hidden", BIG], f"--hidden must be at most 65536, got {BIG}"),
+    (["reinforce", "--episodes-per-update", BIG], f"--episodes-per-update must be at most 4096, got {BIG}"),
+    (["reinforce", "--threads", BIG], f"--threads must be at most 1024, got {BIG}"),
+    (["eval", "--seed", BIG], f"--seed must be at most {2**32 - 1}, got {BIG}"),
+    (["ppo-sentiment", "--batch-size", BIG], f"--batch-size must be at most 65536, got {BIG}"),
+    (["grpo", "--reward-timeout", "0"], "--reward-timeout must be in (0, 86400], got 0.0"),
+    (["agent", "--reward-timeout", "86401"], "--reward-timeout must be in (0, 86400], got 86401.0"),
 ])
 def test_values_that_would_overflow_are_refused_by_their_domain(argv, needle, tmp_path, monkeypatch, capsys):
     """Values that overflowed (a deque's length, a tensor's size, numpy's seed, logits/τ in float32) or could

@@ -78,3 +78,19 @@ def test_a_reward_function_past_its_limit_is_one_line_and_searched_no_further():
     assert str(error.value) == ("reward function 'slow' did not return within 0.2 s on the batch of 3 completions; "
                                 "it printed 'thinking'")
     assert calls == [3] and time.monotonic() - start < 3.0  # not called again on each completion alone
+
+
+def test_reward_timeout_is_the_limit_a_run_passes_and_defaults_to_time_limit_s():
+    from ladder.rungs import agent_options, grpo_options
+
+    assert grpo_options.Config().reward_timeout == agent_options.Config().reward_timeout == rewards.TIME_LIMIT_S
+    calls = []
+
+    def slow(completions, answers):
+        calls.append(len(completions))
+        time.sleep(3600)
+
+    with pytest.raises(UsageError, match=r"reward function 'slow' did not return within 0\.2 s"):
+        rewards.score(COMPLETIONS, ANSWERS, {"slow": 1.0}, {"slow": slow},
+                      seconds=grpo_options.Config(reward_timeout=0.2).reward_timeout)
+    assert calls == [3]

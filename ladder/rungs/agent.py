@@ -214,10 +214,12 @@ def play(policy, tokenizer, env_class: type, batch: list[dict], system: str, cfg
 
 
 def score(trajectories: Trajectories, envs: list, batch: list[dict], weights: dict, functions: dict,
-          seconds: float | None = None) -> tuple[torch.Tensor, dict]:
+          seconds: float | None = None, reward_seconds: float | None = rewards.TIME_LIMIT_S
+          ) -> tuple[torch.Tensor, dict]:
     """r_i = Σ_f w_f · f(last turn_i) + get_reward(env_i) (logged under the class's name, as TRL does); each
-    get_reward within ``seconds``."""
-    total, per_function = rewards.score(trajectories.answers, [p["answer"] for p in batch], weights, functions)
+    get_reward within ``seconds``, each reward function's call within ``reward_seconds``."""
+    total, per_function = rewards.score(trajectories.answers, [p["answer"] for p in batch], weights, functions,
+                                        seconds=reward_seconds)
     if envs and callable(getattr(envs[0], "get_reward", None)):
         own = torch.tensor([environment_reward(env, seconds) for env in envs])
         total, per_function = total + own, {**per_function, type(envs[0]).__name__: own}
@@ -261,7 +263,8 @@ def sample_trajectories(step: grpo.Step, problems: list[dict], env_class: type) 
     cfg, tokenizer = step.cfg, step.tokenizer
     batch = [p for p in problems for _ in range(cfg.group_size)]
     trajectories, envs, enc = play(step.policy, tokenizer, env_class, batch, step.system_prompt, cfg, do_sample=True)
-    total, per_function = score(trajectories, envs, batch, step.reward_weights, step.reward_funcs, cfg.env_timeout)
+    total, per_function = score(trajectories, envs, batch, step.reward_weights, step.reward_funcs, cfg.env_timeout,
+                                cfg.reward_timeout)
     total, per_function = with_overlong_penalty(total, per_function, trajectories.attention_mask.sum(1).cpu(), cfg)
     texts = tokenizer.batch_decode(torch.where(trajectories.attention_mask.bool(), trajectories.completion,
                                                tokenizer.pad_token_id), skip_special_tokens=False)

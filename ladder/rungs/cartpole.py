@@ -17,6 +17,7 @@ from ladder.cli import (
     RunOptions,
     Text,
     at_least,
+    int_range,
     interval,
     non_negative,
     option,
@@ -46,8 +47,9 @@ CURVES = [Panel("episode return", "return (steps balanced)",
 class Config(RunOptions):
     env_id: str = option("CartPole-v1", "gymnasium environment id (vector obs, discrete actions)", Text())
     total_steps: int = option(100_000, "environment steps to train for at most", at_least(1))
-    num_envs: int = option(8, "parallel environments N", at_least(1))
-    num_steps: int = option(32, "steps per env per rollout T (batch = N·T transitions)", at_least(1))
+    num_envs: int = option(8, "parallel environments N (at most 1024)", int_range(1, 1024))
+    num_steps: int = option(32, "steps per env per rollout T (batch = N·T transitions; at most 65536)",
+                            int_range(1, 65536))
     lr: float = option(2e-3, "Adam learning rate, annealed linearly to 0", positive())
     gamma: float = option(0.98, "discount γ", probability())
     gae_lambda: float = option(0.8, "GAE λ", probability())
@@ -59,12 +61,13 @@ class Config(RunOptions):
     entropy_coef: float = option(0.0, "entropy bonus coefficient", non_negative())
     max_grad_norm: float = option(0.5, "gradient-norm clip", positive())
     target_kl: float | None = option(None, "stop an update's passes once KL(π_old‖π_θ) exceeds this", positive())
-    hidden: int = option(64, "hidden units per layer", at_least(1))
+    hidden: int = option(64, "hidden units per layer (at most 65536)", int_range(1, 65536))
     eval_every: int = option(5_000, "evaluate every N env steps", at_least(1))
     eval_episodes: int = option(20, "greedy episodes per evaluation", at_least(1))
     solve_return: float = option(475.0, "evaluation mean that counts as solved", Number(float))
     stop_on_solve: bool = option(True, "stop once an evaluation reaches --solve-return")
-    threads: int = option(1, "torch CPU threads (small MLPs run fastest on one)", at_least(0))
+    threads: int = option(1, "torch CPU threads (small MLPs run fastest on one; 0: torch's default; at most 1024)",
+                          int_range(0, 1024))
 
 
 PRESETS = {"tiny": {"total_steps": 20_000, "eval_every": 2_500}}
@@ -121,7 +124,8 @@ def collect(policy: MLPActorCritic, envs, obs: np.ndarray, cfg: Config, episode:
 def train(cfg: Config) -> dict:
     """Train PPO on CartPole; write metrics.jsonl, summary.json and curves.png into ``cfg.out``."""
     validate(cfg)
-    torch.set_num_threads(cfg.threads)
+    if cfg.threads:  # 0: torch's default
+        torch.set_num_threads(cfg.threads)
     seed_everything(cfg.seed)
     envs = gym_common.make_vec_env(cfg.env_id, cfg.num_envs)
     obs_dim, n_actions = gym_common.env_dims(cfg.env_id)

@@ -206,6 +206,9 @@ class Config(LMOptions):
                                               "each r_f normalised within its group, then Σ_f w_f·ř_f whitened over "
                                               "the batch; --scale-rewards does not apply)",
                                               choices=("sum_then_normalize", "normalize_then_sum"))
+    reward_timeout: float = option(rewards.TIME_LIMIT_S, "the seconds each call of a reward function (on a whole "
+                                                         "batch) may take before the run stops with one line "
+                                                         "naming it", interval(0, 86400, open_low=True))
     max_staleness: int = option(0, "k: each update trains on completions drawn by the policy as it was k updates "
                                    "earlier (π_rollout, an asynchronous trainer's lag without its threads; fewer at "
                                    "the start). π_old is still the trainer's own forward; --sampler-correction "

@@ -112,7 +112,7 @@ def sample(policy, tokenizer, cfg, problems: list[dict], system_prompt: str, wei
     texts = tokenizer.batch_decode(torch.where(mask.bool(), completion, tokenizer.pad_token_id),
                                    skip_special_tokens=True)
     answers = [p["answer"] for p in problems for _ in range(G)]
-    rewards, per_function = score(texts, answers, weights, functions)
+    rewards, per_function = score(texts, answers, weights, functions, seconds=cfg.reward_timeout)
     lengths = mask.sum(1).cpu()
     rewards, per_function = with_overlong_penalty(rewards, per_function, lengths, cfg)
     truncated = ~(completion == tokenizer.eos_token_id).any(1).cpu() & (lengths >= cfg.max_new_tokens)

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ladder import hub
-from ladder.cli import Checked, Device, PathKind, Text, at_least, option
+from ladder.cli import Checked, Device, PathKind, Text, at_least, int_range, option
 from ladder.patches import peft_wraps_quietly
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy
@@ -45,7 +45,7 @@ class Config(Checked):
                                    "directory, or an earlier eval's)", PathKind("dir"))
     overwrite: bool = option(False, "replace the earlier eval in --out")
     device: str = option("cpu", "torch device", Device())
-    seed: int = option(0, "random seed", at_least(0))
+    seed: int = option(0, "random seed (at most 2**32 − 1, numpy's largest)", int_range(0, 2**32 - 1))
 
 
 WRITES = "config.json, summary.json, completions.jsonl"  # what ``python -m ladder.run`` reports it wrote

@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 from ladder import core, hub
-from ladder.cli import Text, at_least, interval, non_negative, option, positive, probability
+from ladder.cli import Text, at_least, int_range, interval, non_negative, option, positive, probability
 from ladder.distributed import Processes, launched_processes, process_device, weights_digest
 from ladder.plots import Panel
 from ladder.policies import quant
@@ -70,7 +70,7 @@ class Config(LMOptions):
     max_prompt_tokens: int = option(8, "longest review prefix used as a prompt (tokens)", at_least(1))
     steps: int = option(200, "PPO updates (each one batch of fresh completions)", at_least(1),
                         aliases=("--num-updates",))
-    batch_size: int = option(128, "completions per update B", at_least(1))
+    batch_size: int = option(128, "completions per update B (at most 65536)", int_range(1, 65536))
     num_minibatches: int = option(4, "shuffled minibatches per pass", at_least(1))
     mu: int = option(4, "μ: optimisation passes over each batch", at_least(1))
     forward_batch_size: int = option(32, "rows per gradient-free forward (π_old, π_ref, V_old, reward model)",

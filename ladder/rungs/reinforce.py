@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from ladder import core
-from ladder.cli import Number, RunOptions, Text, at_least, non_negative, option, positive, probability
+from ladder.cli import Number, RunOptions, Text, at_least, int_range, non_negative, option, positive, probability
 from ladder.plots import Panel
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
@@ -36,7 +36,8 @@ BASELINES = ("none", "whiten", "value")
 class Config(RunOptions):
     env_id: str = option("CartPole-v1", "gymnasium environment id (vector obs, discrete actions)", Text())
     total_steps: int = option(300_000, "environment steps to train for at most", at_least(1))
-    episodes_per_update: int = option(8, "complete episodes per batch (one env each)", at_least(1))
+    episodes_per_update: int = option(8, "complete episodes per batch (one env each; at most 4096)",
+                                      int_range(1, 4096))
     lr: float = option(5e-3, "Adam learning rate", positive())
     gamma: float = option(0.99, "discount γ of the returns-to-go", probability())
     baseline: str = option("whiten", "b(s_t): none (Â = G_t), whiten (standardised G_t) or value "
@@ -44,12 +45,13 @@ class Config(RunOptions):
     value_coef: float = option(0.5, "value-loss coefficient (baseline=value)", non_negative())
     entropy_coef: float = option(0.0, "entropy bonus coefficient", non_negative())
     max_grad_norm: float = option(1.0, "gradient-norm clip", positive())
-    hidden: int = option(64, "hidden units per layer", at_least(1))
+    hidden: int = option(64, "hidden units per layer (at most 65536)", int_range(1, 65536))
     eval_every: int = option(10_000, "evaluate every N env steps", at_least(1))
     eval_episodes: int = option(20, "greedy episodes per evaluation", at_least(1))
     solve_return: float = option(400.0, "evaluation mean that counts as solved", Number(float))
     stop_on_solve: bool = option(True, "stop once an evaluation reaches --solve-return")
-    threads: int = option(1, "torch CPU threads (small MLPs run fastest on one)", at_least(0))
+    threads: int = option(1, "torch CPU threads (small MLPs run fastest on one; 0: torch's default; at most 1024)",
+                          int_range(0, 1024))
 
 
 PRESETS = {"tiny": {"total_steps": 40_000, "eval_every": 5_000}}
@@ -121,7 +123,8 @@ class EpisodeEnvs:
 def train(cfg: Config) -> dict:
     """Train REINFORCE on CartPole; write metrics.jsonl, summary.json and curves.png into ``cfg.out``."""
     validate(cfg)
-    torch.set_num_threads(cfg.threads)
+    if cfg.threads:  # 0: torch's default
+        torch.set_num_threads(cfg.threads)
     seed_everything(cfg.seed)
     envs = [gym_common.make_env(cfg.env_id) for _ in range(cfg.episodes_per_update)]
     obs_dim, n_actions = gym_common.env_dims(cfg.env_id)
