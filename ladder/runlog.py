@@ -12,38 +12,37 @@
     .lock           held by the process writing the directory: one run at a time
     .replacing, .replaced   the run an ``--overwrite`` start sets aside (below)
 
-A directory belongs to one run at a time: a second start on it, or a ``--resume`` of a run that is still
-going, is refused with one line naming the process that holds it. The lock goes with its process
-(``flock``), so the lock of a killed run is simply taken over. A fresh start takes a new or empty directory,
-or, with ``--overwrite``, a run of the same rung: the files above (nothing else) are moved into .replacing,
-renamed .replaced once all are there, and kept until training starts (``started``); if it never does they are
-put back, by this process or, when it was killed, by the next command on the directory before anything else.
+A directory belongs to one run at a time (``ladder.run_lock``): a second start on it, or a ``--resume`` of a run
+that is still going, is refused with one line naming the process that holds it. A fresh start takes a new or empty
+directory, or, with ``--overwrite``, a run of the same rung: the files above (nothing else) are set aside in
+.replacing, then .replaced, and kept until training starts (``started``); if it never does they are put back, by
+this process or, when it was killed, by the next command on the directory before anything else
+(``ladder.replaced_run``).
 
 Every file is written whole or not at all, so that a process killed at any moment (SIGKILL included) leaves
 each file as it was or as it was meant to be: a rewrite (config.json, the cut back of metrics.jsonl and
-completions.jsonl on ``--resume``, a checkpoint, summary.json) goes to a temporary file beside it, synced, then
-renamed over it; an append that fails is cut back to where it began, and a torn last line (an append a kill
-cut short) is dropped on ``--resume``. While a new checkpoint replaces the old one, checkpoint.pt.sha256 lists
-the sums of both, so no interruption can leave a good checkpoint refused.
+completions.jsonl on ``--resume``, summary.json) goes through ``ladder.whole_files``, and a checkpoint through
+``ladder.checkpoint_file`` (which also checks its sum on load); an append that fails is cut back to where it began,
+and a torn last line (an append a kill cut short) is dropped on ``--resume``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import json
 import math
 import os
 import shlex
 import shutil
-import sys
 from pathlib import Path
 
-import torch
-
+from ladder import replaced_run
+from ladder.checkpoint_file import CHECKSUMS, TEMPORARY, CheckpointFile, CorruptCheckpoint
 from ladder.plots import plot_curves  # noqa: F401 - also read from here
+from ladder.run_lock import LOCK_NAME, DirectoryInUse, DirectoryLock
 from ladder.seeding import rng_state, seed_everything, set_rng_state  # noqa: F401 - also read from here
+from ladder.whole_files import temporary, write_whole
 
 
 class UsageError(Exception):
@@ -70,130 +69,15 @@ def _clean(value):
     return value
 
 
-LOCK_NAME = ".lock"
-REPLACING = ".replacing"  # the run --overwrite replaces, being set aside: part of it may still be in DIR
-REPLACED = ".replaced"  # all of it set aside, until the new run starts training
-DISCARDED = ".discarded"  # the replaced run once the new one trains, on its way out
-CHECKSUMS = "checkpoint.pt.sha256"
 _KEEP_THE_RUN = "put back an intact copy to resume it, or start a new run with another --out"  # a bad checkpoint
-RUN_FILES = ("config.json", "metrics.jsonl", "summary.json", "curves.png", "checkpoint.pt", "checkpoint.pt.tmp",
+RUN_FILES = ("config.json", "metrics.jsonl", "summary.json", "curves.png", "checkpoint.pt", TEMPORARY,
              CHECKSUMS, "completions.jsonl", "policy.pt", "model", "adapter", "policy", "samples.md", "tb", "wandb")
-
-
-def _temporary(name: str) -> str:
-    """The name a rewrite of ``name`` is written under before it is renamed into place."""
-    return f".{name}.tmp"
-
-
 # What a killed process may leave half-written: removed by the next process that takes the directory.
-LEFTOVERS = (*(_temporary(name) for name in RUN_FILES), "checkpoint.pt.tmp", ".curves.tmp.png")
-
-
-def _write_whole(path: Path, data: bytes) -> None:
-    """Afterwards ``path`` holds ``data``; if this is interrupted or fails, what it held before: never a part of
-    either. The bytes go to a temporary file beside it, synced to the disk, which is renamed over it. Raises
-    OSError; leaves no temporary file behind (unless the process is killed: ``LEFTOVERS``)."""
-    tmp = path.with_name(_temporary(path.name))
-    try:
-        with tmp.open("wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path)
-    else:
-        path.unlink()
-
-
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        while chunk := f.read(1 << 20):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _in_context(error: BaseException, kinds: tuple[type, ...]) -> BaseException | None:
-    """``error`` itself or the first exception in its context (what was being handled when it was raised) that is
-    one of ``kinds``."""
-    seen = error
-    while seen is not None:
-        if isinstance(seen, kinds):
-            return seen
-        seen = seen.__context__
-    return None
+LEFTOVERS = (*(temporary(name) for name in RUN_FILES), TEMPORARY, ".curves.tmp.png")
 
 
 def _cannot_write(what: str, error: OSError) -> str:
     return f"cannot write {what} ({error.strerror or type(error).__name__})"
-
-
-class _HashingFile:
-    """The file torch.save writes a checkpoint into (front to back: it never seeks), hashing the bytes on their way."""
-
-    def __init__(self, file):
-        self.file, self.sha256 = file, hashlib.sha256()
-
-    def write(self, data) -> int:
-        self.sha256.update(data)
-        return self.file.write(data)
-
-    def flush(self) -> None:
-        self.file.flush()
-
-
-def _save_hashed(state: dict, path: Path) -> str:
-    """torch.save ``state`` into ``path``, synced to the disk; returns the sha256 of the bytes written."""
-    with path.open("wb") as f:
-        hashing = _HashingFile(f)
-        torch.save(state, hashing)
-        f.flush()
-        os.fsync(f.fileno())
-    return hashing.sha256.hexdigest()
-
-
-class DirectoryLock:
-    """An exclusive ``flock`` on ``DIR/.lock``, released when its process ends. ``claim`` writes the holder's
-    process id into it (once the run really takes the directory), which a refused start then names."""
-
-    def __init__(self, directory: Path):
-        self.fd, self.path, self.made_file = None, directory / LOCK_NAME, False
-        if sys.platform == "win32":  # no flock: one run per directory is then the user's to keep
-            return
-        import fcntl
-
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
-            self.made_file = True
-        except FileExistsError:
-            fd = os.open(self.path, os.O_RDWR)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.read(fd, 64).decode(errors="replace").strip() or "starting"
-            os.close(fd)
-            raise UsageError(f"--out {directory} is in use by another run (process {holder}); wait for it to "
-                             f"finish, or choose another --out") from None
-        self.fd = fd
-
-    def claim(self) -> None:
-        if self.fd is not None:
-            os.ftruncate(self.fd, 0)
-            os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
-
-    def release(self, remove_file: bool = False) -> None:
-        if self.fd is not None:
-            if remove_file:  # a refused start leaves the directory as it found it
-                self.path.unlink(missing_ok=True)
-            os.close(self.fd)  # closing the descriptor releases the flock
-            self.fd = None
 
 
 class RunLog:
@@ -206,10 +90,10 @@ class RunLog:
         ``trains=False`` (eval): no metrics.jsonl, no checkpoint, nothing to resume."""
         self.dir, self.rung = Path(out), rung
         self.metrics_path, self.completions_path = self.dir / "metrics.jsonl", self.dir / "completions.jsonl"
-        self.checkpoint_path, self.checksums_path = self.dir / "checkpoint.pt", self.dir / CHECKSUMS
+        self.checkpoint_file = CheckpointFile(self.dir)
+        self.checkpoint_path, self.checksums_path = self.checkpoint_file.path, self.checkpoint_file.sums_path
         self.writes, self.trains, self.kept = writes, trains, []
         self.tracker, self.lock, self.created, self.replaced = None, None, False, None
-        self.digest = None  # the sha256 of checkpoint.pt, once this run has read or written it
         if not writes:
             return
         self._claim()
@@ -239,6 +123,9 @@ class RunLog:
             except FileExistsError:
                 created = False
             self.lock = DirectoryLock(self.dir)
+        except DirectoryInUse as e:
+            raise UsageError(f"--out {self.dir} is in use by another run (process {e.holder}); wait for it to "
+                             f"finish, or choose another --out") from None
         except OSError as e:
             raise UsageError(f"--out {self.dir}: {_cannot_write('there', e)}") from None
         self.created = created  # only now, holding the lock, is a directory this call made ours to remove
@@ -249,49 +136,21 @@ class RunLog:
         and a replaced run whose removal was cut short goes (the run that replaced it had started training)."""
         for name in LEFTOVERS:
             (self.dir / name).unlink(missing_ok=True)
-        shutil.rmtree(self.dir / DISCARDED, ignore_errors=True)
+        replaced_run.clear_discarded(self.dir)
         self._put_back()
 
     def _start_fresh(self, config: dict, overwrite: bool) -> None:
         others = [p for p in self.dir.iterdir() if p.name != LOCK_NAME]
         if others:
             self._check_replaceable(overwrite)
-            self._set_aside(others)
-        _write_whole(self.dir / "config.json", json.dumps(_clean(config), indent=2).encode())
+            self.replaced = replaced_run.set_aside(self.dir, others, RUN_FILES)
+        write_whole(self.dir / "config.json", json.dumps(_clean(config), indent=2).encode())
         if self.trains:
-            _write_whole(self.metrics_path, b"")
-
-    def _set_aside(self, paths: list[Path]) -> None:
-        """Move the run files among ``paths`` (what a run writes, nothing else; the lock stays: this run holds it)
-        into .replacing, then rename it .replaced: that name says all of them are there. config.json is copied, not
-        moved, so that the directory reads as a run at every moment; the new run's config replaces it whole."""
-        aside, self.replaced = self.dir / REPLACING, self.dir / REPLACED
-        aside.mkdir()
-        for path in paths:
-            if path.name == "config.json":
-                _write_whole(aside / path.name, path.read_bytes())
-            elif path.name in RUN_FILES:
-                os.replace(path, aside / path.name)
-        os.replace(aside, self.replaced)
+            write_whole(self.metrics_path, b"")
 
     def _put_back(self) -> None:
-        """The run an --overwrite start set aside, back in the directory as it was; nothing if none is. From
-        .replaced, the files the start wrote go first (its config.json is replaced whole below), and the rename to
-        .replacing marks that they are gone; from .replacing, what is there moves back (the rest never left). A kill
-        at any step leaves a state that this finishes."""
-        if (self.dir / REPLACED).is_dir():
-            for path in self.dir.iterdir():
-                if path.name in RUN_FILES and path.name != "config.json":
-                    _remove(path)
-            os.replace(self.dir / REPLACED, self.dir / REPLACING)
-        aside = self.dir / REPLACING
-        if aside.is_dir():
-            for path in aside.iterdir():
-                if path.name in LEFTOVERS:  # a copy of config.json a kill cut short
-                    path.unlink()
-                else:
-                    os.replace(path, self.dir / path.name)
-            aside.rmdir()
+        """The run an --overwrite start set aside, back in the directory as it was (``ladder.replaced_run``)."""
+        replaced_run.put_back(self.dir, RUN_FILES, LEFTOVERS)
         self.replaced = None
 
     def _check_replaceable(self, overwrite: bool) -> None:
@@ -328,11 +187,8 @@ class RunLog:
         """Training has begun (or eval has written its results): the run that --overwrite replaced goes for good.
         It is renamed .discarded in one step, then removed (a removal a kill cuts short, the next command ends)."""
         if self.replaced is not None:
-            discarded = self.dir / DISCARDED
-            shutil.rmtree(discarded, ignore_errors=True)
-            os.replace(self.replaced, discarded)
+            replaced_run.discard(self.dir, self.replaced)
             self.replaced = None
-            shutil.rmtree(discarded, ignore_errors=True)
 
     def continue_with(self) -> str:
         """The command that resumes this run, ready to paste."""
@@ -359,12 +215,8 @@ class RunLog:
     def read_config(out: str | os.PathLike) -> dict:
         """The options of the run in ``out``: of the run an interrupted --overwrite start set aside, if there is one
         (the next command on the directory puts it back before anything else)."""
-        path = Path(out) / "config.json"
-        for aside in (REPLACED, REPLACING):
-            if (Path(out) / aside / "config.json").is_file():
-                path = Path(out) / aside / "config.json"
         try:
-            return json.loads(path.read_text())
+            return json.loads(replaced_run.config_path(Path(out)).read_text())
         except (OSError, ValueError):
             raise UsageError(f"--resume {out}: no readable config.json there; is it a ladder run directory?") from None
 
@@ -414,61 +266,15 @@ class RunLog:
         return [json.loads(line) for line in lines if line.strip()]
 
     def save_checkpoint(self, state: dict) -> None:
-        """Atomic and checked. The state is written beside checkpoint.pt (hashed on its way, synced), then renamed
-        over it; checkpoint.pt.sha256 lists the new sum and the previous one until the rename is done, then the new
-        one. An interruption (Ctrl-C, SIGTERM) or a failed write leaves the previous checkpoint and its sum."""
+        """Atomic and checked (``ladder.checkpoint_file``): an interruption (Ctrl-C, SIGTERM) or a failed write
+        leaves the previous checkpoint and its sum; a failed write is one line."""
         if not self.writes:
             return
         state = dict(state, rung=self.rung, metrics_lines=len(self.records()))
-        tmp = self.checkpoint_path.with_suffix(".pt.tmp")
         try:
-            digest = _save_hashed(state, tmp)
-            self._write_sums([digest, self._current_digest()])
-            os.replace(tmp, self.checkpoint_path)
-            self.digest = digest
-            self._write_sums([digest])
-        except (OSError, RuntimeError) as e:
-            tmp.unlink(missing_ok=True)
-            raise self._save_failed(e) from None
-        except BaseException:  # Ctrl-C or SIGTERM while saving: no half-written file stays behind
-            tmp.unlink(missing_ok=True)
-            raise
-
-    def _save_failed(self, error: OSError | RuntimeError) -> BaseException:
-        """What to raise for a failed save. torch.save reports a failed write into the file, or an interruption
-        that landed there, as a RuntimeError of its own ("unexpected pos"), raised while the real one was handled:
-        the real one is reported (an interruption as itself, a full disk as one line); torch's own failure as is."""
-        cause = _in_context(error, (KeyboardInterrupt, OSError))
-        if isinstance(cause, KeyboardInterrupt):
-            return cause
-        if isinstance(cause, OSError):
-            return self._write_failed(self.checkpoint_path, cause)
-        return error
-
-    def _write_sums(self, digests: list[str | None]) -> None:
-        """checkpoint.pt.sha256: one ``sha256sum`` line for each sum a good checkpoint.pt may have now."""
-        lines = [f"{digest}  {self.checkpoint_path.name}\n" for digest in digests if digest is not None]
-        _write_whole(self.checksums_path, "".join(lines).encode())
-
-    def _current_digest(self) -> str | None:
-        """The sha256 of the checkpoint.pt on disk (None: there is none)."""
-        if self.digest is None and self.checkpoint_path.exists():
-            self.digest = _sha256_of(self.checkpoint_path)
-        return self.digest
-
-    def _check_sum(self) -> None:
-        """Refuse a checkpoint.pt whose sha256 is none of those checkpoint.pt.sha256 lists: bytes changed after it
-        was saved (a failing disk, a copy cut short), which torch.load may not notice. A checkpoint without the
-        file (saved before checkpoints had sums) is not checked."""
-        if not self.checksums_path.exists():
-            return
-        digest = _sha256_of(self.checkpoint_path)
-        listed = {line.split()[0] for line in self.checksums_path.read_text(errors="replace").splitlines()
-                  if line.strip()}
-        if digest not in listed:
-            raise UsageError(f"--resume {self.dir}: checkpoint.pt is corrupt or partial (its sha256 is not the one "
-                             f"{CHECKSUMS} recorded when it was saved); {_KEEP_THE_RUN}")
-        self.digest = digest
+            self.checkpoint_file.save(state)
+        except OSError as e:
+            raise self._write_failed(self.checkpoint_path, e) from None
 
     def load_checkpoint(self) -> dict | None:
         """The last checkpoint (its sha256 checked), with metrics.jsonl (and completions.jsonl) cut back to what it
@@ -478,11 +284,10 @@ class RunLog:
                 self._rewrite(self.metrics_path, b"")
                 self.completions_path.unlink(missing_ok=True)
             return None
-        self._check_sum()
         try:
-            state = torch.load(self.checkpoint_path, weights_only=False)
-        except Exception as e:  # noqa: BLE001 - any unreadable file is the same user-facing problem
-            raise UsageError(f"--resume {self.dir}: checkpoint.pt is corrupt or partial ({type(e).__name__}); "
+            state = self.checkpoint_file.load()
+        except CorruptCheckpoint as e:
+            raise UsageError(f"--resume {self.dir}: checkpoint.pt is corrupt or partial ({e}); "
                              f"{_KEEP_THE_RUN}") from None
         if not isinstance(state, dict) or state.get("rung") != self.rung or "metrics_lines" not in state:
             raise UsageError(f"--resume {self.dir}: checkpoint.pt is not a '{self.rung}' checkpoint")
@@ -492,7 +297,7 @@ class RunLog:
 
     def _cut_back(self, state: dict) -> None:
         """metrics.jsonl and completions.jsonl as they were at the checkpoint (a torn last line dropped), each
-        rewritten whole (``_write_whole``): a kill while it happens leaves the file as it was."""
+        rewritten whole (``write_whole``): a kill while it happens leaves the file as it was."""
         need, there = state["metrics_lines"], self.metrics_path.exists()
         kept = _whole_lines(self.metrics_path, self.dir)[:need] if there else []
         if len(kept) < need:
@@ -507,9 +312,9 @@ class RunLog:
             self._rewrite(self.completions_path, "".join(line + "\n" for line in rows).encode())
 
     def _rewrite(self, path: Path, data: bytes) -> None:
-        """``path`` replaced whole by ``data`` (``_write_whole``); a write that fails is one line."""
+        """``path`` replaced whole by ``data`` (``write_whole``); a write that fails is one line."""
         try:
-            _write_whole(path, data)
+            write_whole(path, data)
         except OSError as e:
             raise self._write_failed(path, e) from None
 

@@ -14,8 +14,8 @@ import held_run
 import pytest
 import torch
 
+from ladder import checkpoint_file
 from ladder import run as ladder_run
-from ladder import runlog
 from ladder.rungs import cartpole
 from ladder.runlog import RunLog, RunStopped, UsageError, rng_state, set_rng_state
 from ladder.session import RunSession
@@ -163,11 +163,11 @@ def test_a_full_disk_while_checkpointing_stops_the_run_and_keeps_the_last_good_c
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_save(obj, path, *args, **kwargs)
 
-    monkeypatch.setattr(runlog.torch, "save", save)
+    monkeypatch.setattr(checkpoint_file.torch, "save", save)
     cfg = _cfg(tmp_path, checkpoint_every=1, stop_on_solve=False)
     with pytest.raises(RunStopped, match=r"the last good checkpoint is kept \(the disk is full\)"):
         cartpole.train(cfg)
-    monkeypatch.setattr(runlog.torch, "save", real_save)
+    monkeypatch.setattr(checkpoint_file.torch, "save", real_save)
     run_dir = tmp_path / "run"
     assert not (run_dir / "checkpoint.pt.tmp").exists()
     assert torch.load(run_dir / "checkpoint.pt", weights_only=False)["step"] == 1

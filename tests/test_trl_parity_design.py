@@ -8,18 +8,17 @@ trains with), so both mappings are what is checked. Loss and every gradient agre
     entropy_coef c_H                −c_H · mean H over the kept tokens      CausalLMPolicy(entropy_grad=True)
     use_adaptive_entropy            self.entropy_coef after each step       core.update(entropy_control=…)
     sapo_temperature_*, vespo_*     _compute_loss                           gate_temp_*, gamma_* of UpdateConfig
-    multi_objective_aggregation     advantages of                           decoupled_group_relative (GDPO),
-                                    _generate_and_score_completions         group_relative
     --export-trl                    the script's GRPOConfig fields          the rung's options
 
 The fixtures (a GRPOTrainer on the tiny saved Qwen2, the hand-made inputs) are tests/test_trl_parity_grpo.py's.
+The advantages of several rewards (GDPO's aggregation, the overlong penalty's weight) are
+tests/test_trl_parity_rewards.py's.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import importlib.util
-from types import SimpleNamespace
 
 import pytest
 import test_trl_parity_grpo as parity
@@ -28,22 +27,17 @@ from test_trl_parity_grpo import G, assert_same, ladder_num_tokens, trl_loss
 from trl_helpers import (
     MAX_COMPLETION_LENGTH,
     TEMPERATURE,
-    AutoModelForCausalLM,
-    Dataset,
     GRPOConfig,
     GRPOTrainer,
     close,
     grads,
-    kept_rng,
     one_thread,  # noqa: F401 (autouse fixture)
-    tokenizer_of,
 )
 
-from ladder import core, export_trl, rewards, run, trl_map, trl_mapping
+from ladder import core, export_trl, run, trl_map
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
 from ladder.rungs import grpo
 from ladder.rungs.grpo_options import update_config
-from ladder.rungs.grpo_rollout import with_overlong_penalty
 
 # the module-scoped fixtures of tests/test_trl_parity_grpo.py, one trainer for this module
 grpo_trainer, policy, grpo_inputs = parity.grpo_trainer, parity.policy, parity.grpo_inputs
@@ -210,144 +204,6 @@ def test_adaptive_entropy_coefficient_and_losses_match_trl(grpo_trainer, entropy
     assert all(torch.equal(p, before[n]) for n, p in entropy_policy.model.named_parameters())
     moves = {round(b - a, 6) for a, b in zip([cfg.entropy_coef] + trl_coefs, trl_coefs)}
     assert moves == {"above": {0.02, 0.0}, "below": {-0.02, 0.0}, "between": {0.02, -0.02}}[target], moves
-
-
-# --- GDPO's advantages: TRL's own _generate_and_score_completions on fixed rewards -------------------
-
-GDPO_G = 3
-SMALL = [1.0, 0.0, 1.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0]                # 0/1, one group without spread
-LARGE = [120.0, -40.0, 300.0, 5.0, 17.0, -200.0, 50.0, -75.0, 8.0]    # spread of hundreds
-WEIGHTS = [1.0, 0.3]
-
-
-def small(completions, **_):
-    return SMALL[:len(completions)]
-
-
-def large(completions, **_):
-    return LARGE[:len(completions)]
-
-
-@pytest.fixture(scope="module")
-def gdpo_trainer(parity_model_dir, tmp_path_factory):
-    args = GRPOConfig(output_dir=str(tmp_path_factory.mktemp("gdpo-out")), report_to=[], use_cpu=True, bf16=False,
-                      per_device_train_batch_size=len(SMALL), num_generations=GDPO_G, max_completion_length=4,
-                      temperature=TEMPERATURE, beta=0.0, reward_weights=WEIGHTS, gradient_checkpointing=False,
-                      logging_steps=10**9, save_strategy="no", dataloader_num_workers=0)
-    with kept_rng():
-        trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(parity_model_dir), reward_funcs=[small, large],
-                              args=args, train_dataset=Dataset.from_list([{"prompt": "What is 2 + 3?"}] * 3),
-                              processing_class=tokenizer_of(parity_model_dir))
-    trainer.model.train()
-    return trainer
-
-
-def trl_advantages(trainer, aggregation: str) -> torch.Tensor:
-    trainer.multi_objective_aggregation = trainer.args.multi_objective_aggregation = aggregation
-    prompts = ["What is 2 + 3?", "Tom has 4 apples.", "How many are left?"]
-    inputs = [{"prompt": p} for p in prompts for _ in range(GDPO_G)]
-    with kept_rng(), torch.no_grad():
-        return trainer._generate_and_score_completions(inputs)["advantages"]
-
-
-def test_gdpo_advantages_match_trl(gdpo_trainer):
-    per_function = torch.tensor([SMALL, LARGE]).T                      # [N, F]
-    weights = torch.tensor(WEIGHTS)
-    expected = trl_advantages(gdpo_trainer, "normalize_then_sum")
-    close(core.decoupled_group_relative(per_function, weights, GDPO_G), expected, "normalize_then_sum", rtol=0.0)
-    summed = trl_advantages(gdpo_trainer, "sum_then_normalize")
-    close(core.group_relative(per_function @ weights, GDPO_G), summed, "sum_then_normalize", rtol=0.0)
-    assert (expected - summed).abs().max() > 0.1  # the large reward decides the summed advantage, not GDPO's
-
-    # the rung's batch_advantages, one process
-    class Rollout(SimpleNamespace):
-        def __len__(self):
-            return len(SMALL)
-
-    rollout = Rollout(per_function={"small": per_function[:, 0], "large": per_function[:, 1]})
-    for aggregation, trl_result in (("normalize_then_sum", expected), ("sum_then_normalize", summed)):
-        step = SimpleNamespace(cfg=grpo.Config(group_size=GDPO_G, multi_objective_aggregation=aggregation),
-                               procs=SimpleNamespace(rank=0, gather=lambda x: x), advantages=grpo.group_advantages,
-                               reward_weights={"small": WEIGHTS[0], "large": WEIGHTS[1]})
-        close(grpo.batch_advantages(step, rollout, per_function @ weights), trl_result, aggregation, rtol=0.0)
-
-
-# --- GDPO with the soft overlong penalty: --overlong-penalty p is the penalty's reward weight -------------
-
-# The smallest case: P = 2 prompts × G = 2 completions of at most 4 tokens, the last half of them penalised.
-OVERLONG = dict(group_size=2, prompts_per_step=2, max_new_tokens=4, overlong_buffer=0.5, overlong_penalty=0.5,
-                reward_funcs="correctness")
-CORRECT = [1.0, 0.0, 1.0, 0.0]
-LENGTHS = [4, 1, 2, 3]  # tokens: the penalty at p = 1 is −1, 0, 0, −0.5
-
-
-def correct(completions, **_):
-    return CORRECT[:len(completions)]
-
-
-def overlong_of_lengths(completions, **_):
-    """TRL's own ``get_soft_overlong_punishment``, as --export-trl writes it, on completions of LENGTHS tokens."""
-    from trl.rewards import get_soft_overlong_punishment
-
-    cfg = grpo.Config(**OVERLONG)
-    punish = get_soft_overlong_punishment(max_completion_len=cfg.max_new_tokens,
-                                          soft_punish_cache=round(cfg.overlong_buffer * cfg.max_new_tokens))
-    return punish([[0] * n for n in LENGTHS[:len(completions)]])
-
-
-@pytest.fixture(scope="module")
-def overlong_trainer(parity_model_dir, tmp_path_factory):
-    """TRL's trainer with the reward functions and weights the export writes: [correctness, overlong], [1, p]."""
-    cfg = grpo.Config(**OVERLONG)
-    args = GRPOConfig(output_dir=str(tmp_path_factory.mktemp("overlong-out")), report_to=[], use_cpu=True,
-                      bf16=False, per_device_train_batch_size=len(CORRECT), num_generations=cfg.group_size,
-                      max_completion_length=cfg.max_new_tokens, temperature=TEMPERATURE, beta=0.0,
-                      reward_weights=trl_mapping.reward_weights(cfg), gradient_checkpointing=False,
-                      logging_steps=10**9, save_strategy="no", dataloader_num_workers=0)
-    with kept_rng():
-        trainer = GRPOTrainer(model=AutoModelForCausalLM.from_pretrained(parity_model_dir),
-                              reward_funcs=[correct, overlong_of_lengths], args=args,
-                              train_dataset=Dataset.from_list([{"prompt": "What is 2 + 3?"}] * 2),
-                              processing_class=tokenizer_of(parity_model_dir))
-    trainer.model.train()
-    return trainer
-
-
-class _Rows(SimpleNamespace):
-    def __len__(self):
-        return len(next(iter(self.per_function.values())))
-
-
-def ladder_overlong_advantages(cfg: grpo.Config) -> tuple[torch.Tensor, torch.Tensor, dict]:
-    """The rung's code on the smallest case: ``rewards.score``, ``with_overlong_penalty``, ``batch_advantages``
-    (one process) → (Â, r, the per-function rewards)."""
-    weights = grpo.reward_weights(cfg)
-    total, per_function = rewards.score(["?"] * len(CORRECT), ["?"] * len(CORRECT), weights,
-                                        {"correctness": lambda completions, answers: CORRECT})
-    total, per_function = with_overlong_penalty(total, per_function, torch.tensor(LENGTHS), cfg)
-    step = SimpleNamespace(cfg=cfg, procs=SimpleNamespace(rank=0, gather=lambda x: x),
-                           advantages=grpo.group_advantages, reward_weights=weights)
-    return grpo.batch_advantages(step, _Rows(per_function=per_function), total), total, per_function
-
-
-@pytest.mark.parametrize("aggregation", ["normalize_then_sum", "sum_then_normalize"])
-def test_overlong_penalty_advantages_match_trl(overlong_trainer, aggregation):
-    """ladder's advantages with --overlong-penalty p = TRL's with the exported reward weights [1, p], under
-    both aggregations: the penalty column is R(L) at p = 1, weighed by p (GDPO normalises a column within its
-    group, so a column already scaled by p would lose p)."""
-    cfg = grpo.Config(**OVERLONG, multi_objective_aggregation=aggregation)
-    overlong_trainer.multi_objective_aggregation = overlong_trainer.args.multi_objective_aggregation = aggregation
-    inputs = [{"prompt": p} for p in ("What is 2 + 3?", "Tom has 4 apples.") for _ in range(cfg.group_size)]
-    with kept_rng(), torch.no_grad():
-        expected = overlong_trainer._generate_and_score_completions(inputs)["advantages"]
-    got, total, per_function = ladder_overlong_advantages(cfg)
-    close(got, expected, aggregation, rtol=0.0)
-    assert torch.equal(per_function["overlong"], torch.tensor([-1.0, 0.0, 0.0, -0.5]))  # R(L) at p = 1
-    assert torch.equal(total, torch.tensor(CORRECT) + 0.5 * per_function["overlong"])
-    if aggregation == "normalize_then_sum":
-        assert torch.allclose(expected, torch.tensor([0.3873, -0.3873, 1.1618, -1.1618]), atol=1e-4, rtol=0.0)
-        heavier = ladder_overlong_advantages(dataclasses.replace(cfg, overlong_penalty=1.0))[0]
-        assert (heavier - got).abs().max() > 0.1  # p moves GDPO's advantages
 
 
 # --- VESPO's (k, λ) on rows whose first tokens are masked ------------------------------------------------

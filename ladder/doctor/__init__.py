@@ -1,6 +1,9 @@
 """The run doctor: reads a ladder or TRL run's logs and names the known failures it finds (``python -m ladder.doctor``).
 
     runs.py        a run directory → named series (step → value) under ladder's names, and the config facts
+    run_data.py    what a run is read into (Series, Facts, Run), and how a log's records become series
+    trl_logs.py    a TRL output directory: log_history under ladder's names, the GRPOConfig facts
+    log_values.py  any path and any JSON value in a run's files, read leniently
     signatures.py  the thresholds, the wording, and one small function per failure signature
     report.py      the text / JSON verdict and doctor.png (written whole or not at all)
 """
