@@ -42,7 +42,8 @@ from pathlib import Path
 from ladder import rewards, trl_map
 from ladder.export_trl_helpers import AGENT_HELPERS, HELPERS, TOOL_PARSING
 from ladder.rungs import agent_options
-from ladder.rungs.grpo_options import Config, validate
+from ladder.rungs.grpo_options import Config
+from ladder.rungs.grpo_rules import validate
 from ladder.runlog import UsageError
 from ladder.tasks import arithmetic, math_problems
 

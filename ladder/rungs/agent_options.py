@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from ladder import rewards
 from ladder.cli import Text, at_least, interval, option
-from ladder.rungs import grpo_options
+from ladder.rungs import grpo_options, grpo_rules
 from ladder.runlog import UsageError
 from ladder.tasks import agent_envs, math_problems, tiny_agent
 
@@ -63,7 +63,7 @@ RESOLVED = {**grpo_options.RESOLVED, "system_prompt": lambda cfg: system_prompt(
 
 def validate(cfg: Config) -> None:
     """GRPO's rules, and the agent's own."""
-    grpo_options.validate(cfg)
+    grpo_rules.validate(cfg)
     if cfg.min_new_tokens:
         raise UsageError("--min-new-tokens holds back EOS in one completion; an agent's EOS ends a turn: drop it")
     if cfg.train_env_tokens and (cfg.sampler_correction != "none" or cfg.max_staleness):

@@ -39,10 +39,10 @@ from ladder.rungs.grpo_options import (
     loss_normaliser,
     reward_weights,
     update_config,
-    validate,
 )
 from ladder.rungs.grpo_record import CutOffWatch, Laps, batch_statistics, completion_rows, step_record, summarize
 from ladder.rungs.grpo_rollout import Rollout, dynamic_sample, reward_column_weights, sample
+from ladder.rungs.grpo_rules import validate
 from ladder.rungs.grpo_staleness import LaggingRollout
 from ladder.rungs.lm_options import gradient_checkpointing, uses_lora
 from ladder.rungs.protocol import TRAINING_WRITES
