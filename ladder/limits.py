@@ -7,7 +7,9 @@ If the body is still running after ``seconds``, ``TimedOut`` is raised inside it
 ``SIGALRM`` timer: the call is interrupted where it is (a Python loop, ``time.sleep``, a blocking read), so no
 thread is left running past the limit. ``TimedOut`` derives from ``BaseException``, like ``KeyboardInterrupt``:
 a learner's ``except Exception`` does not swallow it, and it is raised again every ``REPEAT_S`` seconds until
-the body has ended, so a ``finally`` that itself hangs is interrupted too.
+the body has ended, so a ``finally`` that itself hangs is interrupted too. Raised where Python cannot pass it on
+(a ``__del__`` run by the garbage collector), it is dropped silently rather than printed as an ignored exception: the
+next repeat interrupts the body again.
 
 Limits nest, and an outer timer (another limit, pytest-timeout's) keeps its deadline. Outside the main thread a
 signal cannot reach the call, so there the body runs without a limit.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 import time
 
@@ -54,6 +57,13 @@ def time_limit(seconds: float | None, what: str):
         if now >= deadline:
             raise TimedOut(what, seconds)
 
+    outer_hook = sys.unraisablehook
+
+    def drop_ours(unraisable):
+        if not isinstance(unraisable.exc_value, TimedOut):
+            outer_hook(unraisable)
+
+    sys.unraisablehook = drop_ours
     signal.signal(signal.SIGALRM, on_alarm)
     first = seconds if outer_deadline is None else max(1e-3, min(deadline, outer_deadline) - start)
     signal.setitimer(signal.ITIMER_REAL, first, REPEAT_S)
@@ -62,6 +72,7 @@ def time_limit(seconds: float | None, what: str):
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, outer_handler)
+        sys.unraisablehook = outer_hook
         if outer_deadline is not None:  # the outer timer runs on, from where it was
             signal.setitimer(signal.ITIMER_REAL, max(1e-3, outer_deadline - time.monotonic()), outer_repeat)
 

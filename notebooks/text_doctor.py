@@ -33,7 +33,8 @@ kept, with its reason, in `ladder.doctor.signatures.Thresholds`.""",
     r"""md:Every run this notebook reads is a seeded tiny run of `ladder.doctor.gallery`, made once and kept in a cache keyed by
 its configuration and by a hash of ladder's own code (so a run made by other code is never read). The first time,
 the next cell makes them, two at a time; afterwards it finds them.""",
-    """import shlex
+    """import json
+import shlex
 import statistics
 
 from ladder import run as ladder_run
@@ -57,8 +58,11 @@ below is a flag or two away from. The doctor on it:""",
 findings, report = doctor_views.verdict(healthy)
 print("python -m ladder.run grpo", " ".join(gallery.healthy_flags("grpo")))
 print()
-print(report)""",
-    r"""md:Healthy, with two notes marked *harmless*. The preset takes one optimiser step per batch ($\mu = 1$ pass,
+print(report)
+found, notes = doctor_views.problems(findings), [f.name for f in findings if f.severity != "problem"]
+print(f"\\nverdict: {'problems: ' + ', '.join(found) if found else 'healthy'}; harmless notes: {', '.join(notes) or 'none'}")""",
+    r"""md:What the two harmless notes, `loss_zero` and `clip_zero`, say (the verdict above lists those the doctor found on
+this run). The preset takes one optimiser step per batch ($\mu = 1$ pass,
 $M = 1$ minibatch), so at that step $\pi_\theta = \pi_{\text{old}}$ and every ratio is exactly 1:
 
 $$r_t = \frac{\pi_\theta(a_t)}{\pi_{\text{old}}(a_t)} = 1 \;\Rightarrow\; \operatorname{clip}(r_t, 1-\varepsilon, 1+\varepsilon) = r_t
@@ -103,23 +107,32 @@ missing = [signature.__name__ for signature in SIGNATURES if signature.__name__ 
 print(f"signatures no gallery run shows: {', '.join(missing) or 'none'}")
 for name, failure in gallery.GALLERY.items():
     if failure.signature == "no_signal":
-        found = next(f for f in verdicts[name]["broken"] if f.name == "no_signal")
-        print(f"no_signal in the gallery: {name} only — the doctor reads: {found.means}")""",
-    r"""md:Two entries teach more than their verdict. `clip_too_high` is diagnosed, yet its broken run does not fail: CartPole
-is forgiving, and a hundred passes at a high rate still solve it, stopping early once the evaluation return reaches
-the stop, sooner than the healthy preset. What goes wrong is the update: its largest ratios go far out of
-$[1-\varepsilon, 1+\varepsilon]$ and its training returns swing. A high clip fraction is a warning that the steps leave
-the trust region — the clip is doing its work, the run is fragile — not a proof of failure. From the runs:""",
+        found = [f for f in verdicts[name]["broken"] if f.name == "no_signal"]
+        reading = found[0].means if found else "(its broken run does not show no_signal here)"
+        print(f"no_signal in the gallery: {name} only — the doctor reads: {reading}")""",
+    r"""md:Two entries teach more than their verdict. `clip_too_high` reads the clip fraction: the share of actions whose
+ratio the clip stopped, because it had left $[1-\varepsilon, 1+\varepsilon]$ in the direction its advantage pushes.
+Its broken run narrows the trust region to $\varepsilon = 0.1$ and takes a hundred passes at twenty times the rate, so
+every batch is pushed past the band. What goes wrong is the update: the largest ratios go far out of
+$[1-\varepsilon, 1+\varepsilon]$ and the training returns swing. A high clip fraction is a warning that the steps
+leave the trust region — the clip is doing its work, the run is fragile — not by itself a verdict on the return:
+CartPole is forgiving, and such a run may solve it all the same. What these runs did:""",
     """for kind in ("broken", "healthy"):
-    run = read_run(doctor_views.entry_runs("clip_too_high")[kind])
+    path = doctor_views.entry_runs("clip_too_high")[kind]
+    run, solved = read_run(path), json.loads((path / "summary.json").read_text())["solved"]
     evals, ratio_max, returns = run.get("eval_return_mean"), run.get("ratio_max"), run.get("return")
-    print(f"{kind:8s} updates run {run.get('clip_frac').steps[-1]:3d}, eval return {evals.values[-1]:.0f} at update "
-          f"{evals.steps[-1]}, median clip fraction {statistics.median(run.get('clip_frac').values):.2f}, "
-          f"largest ratio {max(ratio_max.values):.1f}, training return {min(returns.values):.0f} to "
-          f"{max(returns.values):.0f}")""",
-    r"""md:`format_hacking` samples products of three-digit numbers, which the tiny model never solves, at $\tau = 1.3$: it
-first loses the answer format, then learns it again, so the format reward rises while correctness stays 0. Its fix,
-`--task arithmetic`, gives it sums it can learn, and the doctor then sees no rise of the format alone. With
+    print(f"{kind:8s} updates run {run.get('clip_frac').steps[-1]:3d}, {'solved' if solved else 'not solved'}: eval "
+          f"return {evals.values[-1]:.0f} at update {evals.steps[-1]}, median clip fraction "
+          f"{statistics.median(run.get('clip_frac').values):.2f}, largest ratio {max(ratio_max.values):.1f}, "
+          f"training return {min(returns.values):.0f} to {max(returns.values):.0f}")
+    if kind == "broken":
+        print(f"{'':8s} so here a high clip fraction came with a run that "
+              f"{'solved CartPole all the same' if solved else 'did not solve CartPole in its budget'}")""",
+    r"""md:`format_hacking` samples products of three-digit numbers, which the tiny model never solves, at $\tau = 1.3$: the
+hotter sampling costs it the answer format at first, and only the format reward can then tell its completions apart,
+so what the run learns is the format, while correctness stays near 0. The signature asks for exactly that: a reward
+function rising while correctness rises less than a quarter as much (the medians of each half, printed below, show
+what this run did). Its fix, `--task arithmetic`, gives it sums it can learn. With
 `--task arithmetic`, neither `--dataset` nor `--system-prompt` left in the fixed command decides what it sees: the
 dataset is ignored (the task brings its own sums), and the prompt it gives is the arithmetic task's own (printed
 below), so it changes nothing. What the fixed run really uses (`python -m ladder.run grpo ... --print-config` prints the same), and the
@@ -134,7 +147,9 @@ for kind in ("broken", "fixed"):
     for reward in ("correctness", "format"):
         s = run.get(f"rewards/{reward}/mean")
         print(f"{kind:6s} {reward:11s} median {statistics.median(s.values[:len(s) // 2]):.2f} over the first half, "
-              f"{statistics.median(s.values[len(s) // 2:]):.2f} over the last: {[round(v, 2) for v in s.values]}")""",
+              f"{statistics.median(s.values[len(s) // 2:]):.2f} over the last: {[round(v, 2) for v in s.values]}")
+    hacked = [f.saw for f in diagnose(run) if f.name == "format_hacking"]
+    print(f"{kind:6s} the doctor: {'format_hacking, ' + hacked[0] if hacked else 'no rise of the format alone'}")""",
     r"""md:Pick an entry: the curve of the metric its signature reads, on the broken run (red), the fixed run (green) and the
 rung's healthy preset (grey), with the window the doctor read circled; the legend and the line above the figure give the doctor's
 problems on each run. `python -m ladder.doctor RUN_DIR --plot` draws the same evidence into `RUN_DIR/doctor.png`.""",
@@ -178,9 +193,9 @@ print(f"zero-spread groups back at the preset's level ({healthy_alike:.2f}, with
     r"""md:Move the slider. Left: the two shares update by update at one budget; right: their late medians at every budget,
 with the doctor's thresholds dashed. Below the shortest completion's length (printed above) every completion is cut
 off, every group is alike and nothing is learnt. Between the shortest and the longest some are cut off, and a group
-that mixes cut-off completions (reward 0) with finished ones has spread: the zero-spread share is back at the preset's
-level already at a budget where a large share of completions is still cut off (the last line printed above), well
-before the budget passes the longest completion. The doctor asks for both shares to be high for that reason.""",
+that mixes cut-off completions (reward 0) with finished ones has spread: the zero-spread share can be back at the
+preset's level while part of the completions is still cut off (the last line printed above says at which budget, and
+how large that part is). The doctor asks for both shares to be high for that reason.""",
     """budget = doctor_views.budget_view(sweep)
 budget""",
     r"""md:## 4 · Reading a TRL run

@@ -83,3 +83,27 @@ def test_outside_the_main_thread_the_body_runs_without_a_limit():
     worker.start()
     worker.join(10)
     assert done == ["ran"]
+
+
+def test_a_limit_met_inside_a_finaliser_is_not_printed_and_still_ends_the_body(capsys):
+    """The garbage collector runs ``__del__`` where an exception cannot propagate: Python would print it as
+    "Exception ignored in ..."; the limit drops it there and interrupts the body again on the next repeat."""
+    import gc
+    import time
+
+    from ladder.limits import TimedOut, time_limit
+
+    class SlowToFinalise:
+        def __del__(self):
+            time.sleep(0.5)  # the alarm lands here
+
+    start = time.monotonic()
+    with pytest.raises(TimedOut):
+        with time_limit(0.2, "the learner's loop"):
+            while True:
+                objects = [SlowToFinalise()]
+                objects.append(objects)  # a cycle: only the collector frees it
+                del objects
+                gc.collect()
+    assert time.monotonic() - start < 5
+    assert "Exception ignored" not in capsys.readouterr().err

@@ -44,7 +44,8 @@ class Thresholds:
     corrected_share: float = 0.1  # the correction truncating or masking > 10%: it reshapes the gradient
     sampler_gap: float = 0.1  # |log π_old − log π_sampler| of 0.1 nats per token: w = e^{±0.1} per token
     explained_variance: float = 0.0  # EV ≤ 0: the value head predicts no better than the returns' mean
-    clip_high: float = 0.3  # PPO's healthy clip fraction is 0.05–0.2; ≥ 0.3 the steps leave the trust region
+    clip_high: float = 0.25  # PPO's healthy clip fraction is 0.05–0.2 (tiny presets: under 0.1); from a quarter of
+    # the actions clipped, the steps leave the trust region
 
 
 T = Thresholds()

@@ -57,9 +57,18 @@ def make_runs(workers: int = 2) -> int:
     return len({str(p) for runs in made for p in (runs.values() if isinstance(runs, dict) else [runs])})
 
 
+# The series each signature reads first: what an entry's figure shows when its broken run, on this machine, does not
+# show the signature (a run that ends at other weights on another CPU).
+READS = {"clip_zero": "clip_frac", "truncation": "completions/clipped_ratio", "no_signal": "frac_reward_zero_std",
+         "format_hacking": "rewards/format/mean", "kl_blowup": "kl_ref", "nothing_moving": "reward",
+         "sampler_mismatch": "sampler/corrected_frac", "nonfinite": "skipped_steps",
+         "critic_not_learning": "explained_variance", "entropy_collapse": "entropy", "clip_too_high": "clip_frac"}
+
+
 def entry_metric(name: str, findings: list[Finding]) -> str:
-    """The metric the entry's signature reads: its finding's, on the broken run."""
-    return next(f.metric for f in findings if f.name == GALLERY[name].signature)
+    """The metric the entry's signature reads: its finding's on the broken run, else the one it reads first."""
+    signature = GALLERY[name].signature
+    return next((f.metric for f in findings if f.name == signature), READS[signature])
 
 
 # The signatures that compare more than one series: every (metric, threshold) they read, each drawn in its own panel.
@@ -80,8 +89,8 @@ def _plot_metric(ax, name: str, metric: str, runs: dict[str, Path], found: dict[
             ax.plot(s.steps, s.values, color=COLOURS[kind], lw=widths[kind], alpha=0.45 if kind == "healthy" else 1,
                     marker="" if kind == "healthy" else ".",
                     label=f"{kind}{same}: {', '.join(problems(found[kind])) or 'no problem'}")
-    evidence = next(f for f in found["broken"] if f.name == GALLERY[name].signature)
-    if evidence.metric == metric:
+    evidence = next((f for f in found["broken"] if f.name == GALLERY[name].signature), None)
+    if evidence is not None and evidence.metric == metric:
         ax.scatter(evidence.steps, evidence.values, s=60, facecolors="none", edgecolors="k", zorder=3,
                    label="the evidence the doctor read")
     if threshold is not None:
