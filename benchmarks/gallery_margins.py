@@ -79,7 +79,8 @@ def main() -> None:
     data = Path(tempfile.mkdtemp()) / "data"
     write_data(data)
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
-    todo = [(label, rung, flags, allowed, variant) for label, rung, flags, allowed in jobs(args.entries, args.seeds, not args.no_healthy)
+    runs = jobs(args.entries, args.seeds, healthy=not args.no_healthy)
+    todo = [(label, rung, flags, allowed, variant) for label, rung, flags, allowed in runs
             for variant in VARIANTS if f"{label} {variant}" not in results]
 
     def work(job):
