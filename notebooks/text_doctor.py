@@ -39,7 +39,7 @@ import statistics
 
 from ladder import run as ladder_run
 from ladder.doctor import diagnose, gallery, read_run, runs
-from ladder.doctor.signatures import SIGNATURES, T, WORDING
+from ladder.doctor.signatures import SIGNATURES, T, WORDING, late, thirds
 from ladder.tasks import math_problems
 from ladder.viz import doctor_views
 
@@ -61,8 +61,11 @@ print()
 print(report)
 found, notes = doctor_views.problems(findings), [f.name for f in findings if f.severity != "problem"]
 print(f"\\nverdict: {'problems: ' + ', '.join(found) if found else 'healthy'}; harmless notes: {', '.join(notes) or 'none'}")""",
-    r"""md:What the two harmless notes, `loss_zero` and `clip_zero`, say (the verdict above lists those the doctor found on
-this run). The preset takes one optimiser step per batch ($\mu = 1$ pass,
+    """p_grad = viz.Predict("The doctor calls this run's median |loss| ≈ 0. Is its gradient norm ≈ 0 too (below the "
+                     "doctor's T.grad_alive)?", choices=("yes", "no"))
+p_grad.answer = None      # your prediction, before you run on""",
+    r"""md:Here is what the two harmless notes, `loss_zero` and `clip_zero`, say (the verdict above lists those the doctor
+found on this run). The preset takes one optimiser step per batch ($\mu = 1$ pass,
 $M = 1$ minibatch), so at that step $\pi_\theta = \pi_{\text{old}}$ and every ratio is exactly 1:
 
 $$r_t = \frac{\pi_\theta(a_t)}{\pi_{\text{old}}(a_t)} = 1 \;\Rightarrow\; \operatorname{clip}(r_t, 1-\varepsilon, 1+\varepsilon) = r_t
@@ -71,9 +74,6 @@ $$r_t = \frac{\pi_\theta(a_t)}{\pi_{\text{old}}(a_t)} = 1 \;\Rightarrow\; \opera
 because the group-relative $\hat A_i = (R_i - \bar R)/\operatorname{std}(R)$ sums to zero over each group (and $k_3 \approx 0$
 next to $\pi_{\text{ref}}$). The *value* is ≈ 0, the *gradient* is not: $\nabla_\theta L = -\operatorname{agg}\big(\hat A_t\,\nabla_\theta \log\pi_\theta(a_t)\big)$
 weights each token's $\nabla\log\pi$ by its own $\hat A_t$. The doctor calls the loss ≈ 0 harmless only while the gradient norm is alive.""",
-    """p_grad = viz.Predict("The healthy run's loss is ≈ 0 at every update. Is its gradient norm ≈ 0 too (below the "
-                     "doctor's T.grad_alive)?", choices=("yes", "no"))
-p_grad.answer = None      # your prediction, before you run on""",
     """run = read_run(healthy)
 loss, grad, clip = run.get("loss"), run.get("grad_norm"), run.get("clip_frac")
 print(f"μ·M = {run.facts.updates_per_batch} optimiser step(s) per batch")
@@ -110,29 +110,35 @@ for name, failure in gallery.GALLERY.items():
         found = [f for f in verdicts[name]["broken"] if f.name == "no_signal"]
         reading = found[0].means if found else "(its broken run does not show no_signal here)"
         print(f"no_signal in the gallery: {name} only — the doctor reads: {reading}")""",
-    r"""md:Two entries teach more than their verdict. `clip_too_high` reads the clip fraction: the share of actions whose
-ratio the clip stopped, because it had left $[1-\varepsilon, 1+\varepsilon]$ in the direction its advantage pushes.
-Its broken run narrows the trust region to $\varepsilon = 0.1$ and takes a hundred passes at twenty times the rate, so
-every batch is pushed past the band. What goes wrong is the update: the largest ratios go far out of
-$[1-\varepsilon, 1+\varepsilon]$ and the training returns swing. A high clip fraction is a warning that the steps
-leave the trust region — the clip is doing its work, the run is fragile — not by itself a verdict on the return:
-CartPole is forgiving, and such a run may solve it all the same. What these runs did:""",
-    """for kind in ("broken", "healthy"):
+    r"""md:Two entries teach more than their verdict. `clip_too_high` reads the clip fraction of the last pass over each
+batch: the share of actions whose ratio had left $[1-\varepsilon, 1+\varepsilon]$ on the side its advantage pushes,
+so that the clip removed their gradient (it removes the gradient, it does not hold the ratio: the shared weights and
+Adam's momentum still move it). Its broken run narrows the trust region from the preset's $\varepsilon = 0.2$ to 0.1 and
+takes a hundred passes at twenty times the rate; the fix keeps $\varepsilon = 0.1$ and restores the preset's $\mu$ and
+rate, since it is the size of the steps, not the narrow band, that pushes the ratios out. A high clip fraction is a
+warning that the steps leave the trust region — the clip is doing its work, the run is fragile — not by itself a
+verdict on the return: CartPole is forgiving, and such a run may solve it all the same. What these runs did:""",
+    """solved = {}
+for kind in ("broken", "fixed"):
     path = doctor_views.entry_runs("clip_too_high")[kind]
-    run, solved = read_run(path), json.loads((path / "summary.json").read_text())["solved"]
-    evals, ratio_max, returns = run.get("eval_return_mean"), run.get("ratio_max"), run.get("return")
-    print(f"{kind:8s} updates run {run.get('clip_frac').steps[-1]:3d}, {'solved' if solved else 'not solved'}: eval "
-          f"return {evals.values[-1]:.0f} at update {evals.steps[-1]}, median clip fraction "
-          f"{statistics.median(run.get('clip_frac').values):.2f}, largest ratio {max(ratio_max.values):.1f}, "
-          f"training return {min(returns.values):.0f} to {max(returns.values):.0f}")
-    if kind == "broken":
-        print(f"{'':8s} so here a high clip fraction came with a run that "
-              f"{'solved CartPole all the same' if solved else 'did not solve CartPole in its budget'}")""",
-    r"""md:`format_hacking` samples products of three-digit numbers, which the tiny model never solves, at $\tau = 1.3$: the
-hotter sampling costs it the answer format at first, and only the format reward can then tell its completions apart,
-so what the run learns is the format, while correctness stays near 0. The signature asks for exactly that: a reward
-function rising while correctness rises less than a quarter as much (the medians of each half, printed below, show
-what this run did). Its fix, `--task arithmetic`, gives it sums it can learn. With
+    run, solved[kind] = read_run(path), json.loads((path / "summary.json").read_text())["solved"]
+    clip, evals, ratio_max, returns = (run.get(m) for m in ("clip_frac", "eval_return_mean", "ratio_max", "return"))
+    fall = max(a - b for a, b in zip(returns.values, returns.values[1:]))
+    print(f"{kind:6s} μ = {run.facts.shown('mu')}, lr {run.facts.shown('lr')}: {clip.steps[-1]} updates, "
+          f"{'solved' if solved[kind] else 'not solved'} (eval return {evals.values[-1]:.0f} at update {evals.steps[-1]})")
+    print(f"{'':6s} clip fraction: median {statistics.median(late(clip)[1]):.2f} over the last half "
+          f"(T.clip_high = {T.clip_high}); largest ratio {max(ratio_max.values):.1f}; largest fall of the training "
+          f"return from one update to the next {fall:.0f}")
+high = "clip_too_high" in doctor_views.problems(verdicts["clip_too_high"]["broken"])
+outcome = "solved CartPole all the same" if solved["broken"] else "did not solve CartPole in its budget"
+print(f"so here the broken run's clip fraction is {'above' if high else 'not above'} the threshold, and the run {outcome}")""",
+    r"""md:`format_hacking` samples products of three-digit numbers, which the tiny model hardly ever solves, at
+$\tau = 1.3$: the hotter sampling can cost it the answer format, and with correctness near 0 only the format reward
+tells its completions apart, so the format is what the run can learn. The signature asks for exactly that: from the
+first third of the run to the last, a reward function rising by at least `T.rise_min` while correctness rises by at
+most a quarter as much (the medians of each third, printed below, show what this run did). The doctor's general
+advice for it is more weight on correctness (`--reward-weights`); here correctness is (nearly) 0 for every completion, so
+no weight can make it tell them apart, and the fix is data the model can learn: `--task arithmetic`, sums. With
 `--task arithmetic`, neither `--dataset` nor `--system-prompt` left in the fixed command decides what it sees: the
 dataset is ignored (the task brings its own sums), and the prompt it gives is the arithmetic task's own (printed
 below), so it changes nothing. What the fixed run really uses (`python -m ladder.run grpo ... --print-config` prints the same), and the
@@ -146,8 +152,9 @@ for kind in ("broken", "fixed"):
     run = read_run(doctor_views.entry_runs("format_hacking")[kind])
     for reward in ("correctness", "format"):
         s = run.get(f"rewards/{reward}/mean")
-        print(f"{kind:6s} {reward:11s} median {statistics.median(s.values[:len(s) // 2]):.2f} over the first half, "
-              f"{statistics.median(s.values[len(s) // 2:]):.2f} over the last: {[round(v, 2) for v in s.values]}")
+        first, middle, last = (statistics.median(third[1]) for third in thirds(s))
+        print(f"{kind:6s} {reward:11s} medians of the thirds {first:.2f} → {middle:.2f} → {last:.2f} "
+              f"(rise {last - first:+.2f}; T.rise_min = {T.rise_min}): {[round(v, 2) for v in s.values]}")
     hacked = [f.saw for f in diagnose(run) if f.name == "format_hacking"]
     print(f"{kind:6s} the doctor: {'format_hacking, ' + hacked[0] if hacked else 'no rise of the format alone'}")""",
     r"""md:Pick an entry: the curve of the metric its signature reads, on the broken run (red), the fixed run (green) and the
@@ -188,12 +195,12 @@ print(f"at --max-new-tokens {max(sweep)} the completions are {min(preset.get('co
       f"{max(preset.get('completions/max_length').values):.0f} tokens long")
 healthy_alike = sweep[max(sweep)]["alike"]
 regained = min(b for b, p in sweep.items() if p["alike"] <= healthy_alike + 0.05)
-print(f"zero-spread groups back at the preset's level ({healthy_alike:.2f}, within 0.05) from budget {regained}, "
-      f"where the cut-off share is still {sweep[regained]['cut']:.2f}")""",
+print(f"zero-spread groups back at the preset's level ({healthy_alike:.2f}, within 0.05) first at budget {regained}, "
+      f"where the cut-off share is {sweep[regained]['cut']:.2f}")""",
     r"""md:Move the slider. Left: the two shares update by update at one budget; right: their late medians at every budget,
 with the doctor's thresholds dashed. Below the shortest completion's length (printed above) every completion is cut
 off, every group is alike and nothing is learnt. Between the shortest and the longest some are cut off, and a group
-that mixes cut-off completions (reward 0) with finished ones has spread: the zero-spread share can be back at the
+that mixes cut-off completions (reward 0) with finished ones that score above 0 has spread: the zero-spread share can be back at the
 preset's level while part of the completions is still cut off (the last line printed above says at which budget, and
 how large that part is). The doctor asks for both shares to be high for that reason.""",
     """budget = doctor_views.budget_view(sweep)

@@ -71,8 +71,8 @@ GALLERY = {
     "too_hard": Failure(
         "no_signal", "grpo", ("--task", "gsm8k", "--dataset", f"{DATA}/products.jsonl", "--system-prompt",
                               TINY_PROMPT, "--reward-funcs", "correctness"), ("--task", "arithmetic"),
-        "a model taught two-digit sums never gets a three-digit product right: with correctness the only "
-        "reward, every completion scores 0 and every group is alike"),
+        "a model taught two-digit sums hardly ever gets a three-digit product right: with correctness the only "
+        "reward, nearly every completion scores 0 and nearly every group is alike"),
     "format_hacking": Failure(
         "format_hacking", "grpo", ("--task", "gsm8k", "--dataset", f"{DATA}/products.jsonl", "--system-prompt",
                                    TINY_PROMPT, "--temperature", "1.3", "--kl-coef", "0.2", "--steps", "12"),
@@ -83,7 +83,7 @@ GALLERY = {
     "kl_blowup": Failure(
         "kl_blowup", "grpo", ("--lr", "1e-2", "--warmup-steps", "0"), ("--lr", "1e-3"),
         "ten times the preset's learning rate, from the first update: each step moves the policy farther than "
-        "β·KL holds it, and the KL to π_ref climbs far past the doctor's threshold"),
+        "β·KL holds it, and the KL to π_ref climbs past the doctor's threshold"),
     "nothing_moving": Failure(
         "nothing_moving", "grpo", ("--lr", "1e-6",), ("--lr", "1e-3",),
         "a full-fine-tuning rate on LoRA adapters (which start at zero): the policy stays at π_ref, the reward "
@@ -104,16 +104,16 @@ GALLERY = {
         "returns (EV = 0) and GAE's baseline is no baseline"),
     "entropy_collapse": Failure(
         "entropy_collapse", "cartpole", ("--lr", "0.07",), ("--lr", "2e-3", "--mu", "15"),
-        "35 times the preset's learning rate: within a few updates the policy puts probability 1 on one action "
+        "35 times the preset's learning rate: within a few updates the policy puts probability near 1 on one action "
         "and the pole soon falls, the same way every time; nothing else is tried again (the fix is the preset's "
         "rate and its 15 passes: at μ = 1, 16 updates are too few for the critic)",
         setting=("--mu", "1", "--total-steps", "4096")),
     "clip_too_high": Failure(
         "clip_too_high", "cartpole", ("--mu", "100", "--lr", "4e-2", "--clip-eps", "0.1"),
         ("--mu", "15", "--lr", "2e-3"),
-        "a hundred passes at twenty times the learning rate inside a trust region of ±10 %: every batch is pushed past "
-        "1 ± ε, and a large share of the actions ends clipped in the last pass. A high clip fraction warns that the "
-        "steps leave the trust region (the clip is doing its work, the run is fragile); it is no verdict on the "
+        "a hundred passes at twenty times the learning rate inside a trust region of ±10 %: the batches are pushed "
+        "past 1 ± ε, and a large share of the actions ends clipped in the last pass. A high clip fraction warns that "
+        "the steps leave the trust region (the clip is doing its work, the run is fragile); it is no verdict on the "
         "return, and CartPole is forgiving: such a run may solve it all the same"),
 }
 
