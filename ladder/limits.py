@@ -8,8 +8,8 @@ If the body is still running after ``seconds``, ``TimedOut`` is raised inside it
 thread is left running past the limit. ``TimedOut`` derives from ``BaseException``, like ``KeyboardInterrupt``:
 a learner's ``except Exception`` does not swallow it, and it is raised again every ``REPEAT_S`` seconds until
 the body has ended, so a ``finally`` that itself hangs is interrupted too. Raised where Python cannot pass it on
-(a ``__del__`` run by the garbage collector), it is dropped silently rather than printed as an ignored exception: the
-next repeat interrupts the body again.
+(a ``__del__`` run by the garbage collector), it is dropped silently rather than printed as an ignored exception, and
+raised again a millisecond later, most likely in the body.
 
 Limits nest, and an outer timer (another limit, pytest-timeout's) keeps its deadline. Outside the main thread a
 signal cannot reach the call, so there the body runs without a limit.
@@ -24,6 +24,8 @@ import threading
 import time
 
 REPEAT_S = 1.0  # after the deadline, raised again this often until the body ends
+RETRY_S = 1e-3  # after one lost in a finaliser: the collector may run finalisers for a long while, in which every
+# alarm would be lost again
 
 
 class TimedOut(BaseException):
@@ -62,6 +64,8 @@ def time_limit(seconds: float | None, what: str):
     def drop_ours(unraisable):
         if not isinstance(unraisable.exc_value, TimedOut):
             outer_hook(unraisable)
+        elif threading.current_thread() is threading.main_thread():
+            signal.setitimer(signal.ITIMER_REAL, RETRY_S, REPEAT_S)  # again as soon as the finaliser is over
 
     sys.unraisablehook = drop_ours
     signal.signal(signal.SIGALRM, on_alarm)
