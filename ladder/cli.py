@@ -20,7 +20,7 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ladder.runlog import UsageError
+from ladder.errors import UsageError
 from ladder.trackers import REPORT_TO
 
 

@@ -13,7 +13,7 @@ import socket
 from contextlib import contextmanager
 from pathlib import Path
 
-from ladder.runlog import UsageError
+from ladder.errors import UsageError
 
 HUB_HOST = "huggingface.co"
 

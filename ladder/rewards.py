@@ -26,8 +26,8 @@ from pathlib import Path
 
 import torch
 
+from ladder.errors import UsageError
 from ladder.limits import TimedOut, time_limit
-from ladder.runlog import UsageError
 from ladder.tasks import arithmetic
 
 TIME_LIMIT_S = 600.0  # seconds one call of a reward function may take, on a whole batch

@@ -39,18 +39,11 @@ from pathlib import Path
 
 from ladder import replaced_run
 from ladder.checkpoint_file import CHECKSUMS, TEMPORARY, CheckpointFile, CorruptCheckpoint
+from ladder.errors import RunStopped, UsageError  # noqa: F401 - also read from here
 from ladder.plots import plot_curves  # noqa: F401 - also read from here
 from ladder.run_lock import LOCK_NAME, DirectoryInUse, DirectoryLock
 from ladder.seeding import rng_state, seed_everything, set_rng_state  # noqa: F401 - also read from here
 from ladder.whole_files import temporary, write_whole
-
-
-class UsageError(Exception):
-    """Bad input from the user: reported as one line, exit code 2, nothing half-written."""
-
-
-class RunStopped(Exception):
-    """Training cannot usefully go on: reported as one line, exit code 1; the run directory is kept."""
 
 
 def without_timings(record: dict) -> dict:

@@ -16,7 +16,7 @@ from ladder.cli import OneLineParser
 from ladder.doctor.report import is_healthy, json_report, plot_findings, printable, text_report
 from ladder.doctor.runs import read_run
 from ladder.doctor.signatures import diagnose
-from ladder.runlog import UsageError
+from ladder.errors import UsageError
 
 
 def build_parser(prog: str = "python -m ladder.doctor") -> OneLineParser:

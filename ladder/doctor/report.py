@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ladder.doctor.runs import Run
 from ladder.doctor.signatures import Finding, T
-from ladder.runlog import UsageError
+from ladder.errors import UsageError
 
 _UNPRINTABLE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\ud800-\udfff]")
 

@@ -29,7 +29,7 @@ from transformers import (
     TopPLogitsWarper,
 )
 
-from ladder.runlog import UsageError
+from ladder.errors import UsageError
 
 SAMPLER_DTYPES = {"same": None, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

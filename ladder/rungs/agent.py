@@ -28,6 +28,7 @@ from functools import partial
 import torch
 
 from ladder import core, hub, rewards
+from ladder.errors import UsageError
 from ladder.limits import TimedOut, time_limit
 from ladder.plots import Panel
 from ladder.policies import quant
@@ -46,7 +47,6 @@ from ladder.rungs.agent_options import (
 from ladder.rungs.agent_rollout import Trajectories, multi_turn
 from ladder.rungs.grpo_rollout import Rollout, with_overlong_penalty
 from ladder.rungs.protocol import TRAINING_WRITES
-from ladder.runlog import UsageError
 from ladder.tasks import arithmetic, math_problems, tool_calls
 
 __all__ = ["ALGOS", "CURVES", "ENVIRONMENTS", "NAME", "PRESETS", "RESOLVED", "TINY_MODEL", "WRITES", "Config",

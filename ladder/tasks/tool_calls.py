@@ -42,9 +42,9 @@ import re
 from collections.abc import Callable
 from contextvars import ContextVar
 
+from ladder.errors import UsageError
 from ladder.limits import TimedOut, time_limit
 from ladder.rewards import exited, held_output, said
-from ladder.runlog import UsageError
 
 NOT_TOOLS = ("reset", "get_reward")
 _CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)

@@ -1,0 +1,11 @@
+"""The two ways a command of ladder ends short, each reported as one line (``ladder.run``, ``ladder.doctor``)."""
+
+from __future__ import annotations
+
+
+class UsageError(Exception):
+    """Bad input from the user: reported as one line, exit code 2, nothing half-written."""
+
+
+class RunStopped(Exception):
+    """Training cannot usefully go on: reported as one line, exit code 1; the run directory is kept."""
