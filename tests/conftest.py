@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 
 import pytest
@@ -155,3 +156,19 @@ def tiny_grpo_run(tmp_path_factory):
                             capture_output=True, text=True, cwd=where, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     return result, where / "run"
+
+
+@pytest.fixture
+def cli(capsys):
+    """``python -m ladder.run ARGS`` in this process (as ``main`` runs it): its exit code, stdout and stderr."""
+    from ladder import run as ladder_run
+
+    def run_cli(*args) -> subprocess.CompletedProcess:
+        capsys.readouterr()
+        try:
+            code = ladder_run.main([str(a) for a in args])
+        except SystemExit as e:  # bad input: ``die`` exits with 2
+            code = e.code
+        captured = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, captured.out, captured.err)
+    return run_cli

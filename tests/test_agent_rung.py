@@ -18,7 +18,6 @@ from agent_helpers import call_text, ids, save_random_model, scripted_policy, ti
 from cli_helpers import run_cli
 from lm_helpers import read_metrics
 
-from ladder import run as ladder_run
 from ladder.rungs import agent
 
 USER_ENVS = '''
@@ -73,20 +72,6 @@ def user_envs(tmp_path_factory):
     path = tmp_path_factory.mktemp("envs") / "my_envs.py"
     path.write_text(f"LIMIT = {LIMIT}\n" + USER_ENVS)
     return path
-
-
-@pytest.fixture
-def cli(capsys):
-    """``python -m ladder.run ARGS`` in this process: its exit code, stdout and stderr."""
-    def run_main(*args) -> subprocess.CompletedProcess:
-        capsys.readouterr()
-        try:
-            code = ladder_run.main([str(a) for a in args])
-        except SystemExit as e:
-            code = e.code
-        captured = capsys.readouterr()
-        return subprocess.CompletedProcess(args, code, captured.out, captured.err)
-    return run_main
 
 
 def small(model, out, *more):

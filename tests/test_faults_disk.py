@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from ladder import run as ladder_run
 from ladder import runlog, session
 
 CARTPOLE = ["cartpole", "--total-steps", "768", "--eval-every", "768", "--eval-episodes", "2", "--no-progress"]
@@ -60,20 +59,6 @@ def fill_after(monkeypatch, owner, method: str, calls: int, root: Path, room: in
         return result
 
     monkeypatch.setattr(owner, method, then_fill)
-
-
-@pytest.fixture
-def cli(capsys):
-    """``python -m ladder.run ARGS`` in this process: its exit code and stderr."""
-    def run_cli(*args) -> subprocess.CompletedProcess:
-        capsys.readouterr()
-        try:
-            code = ladder_run.main([str(a) for a in args])
-        except SystemExit as e:
-            code = e.code
-        captured = capsys.readouterr()
-        return subprocess.CompletedProcess(args, code, captured.out, captured.err)
-    return run_cli
 
 
 def _stopped(result: subprocess.CompletedProcess) -> str:

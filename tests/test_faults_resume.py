@@ -6,29 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from ladder import run as ladder_run
 from ladder.rungs import cartpole
 
 STEPS = 768  # three updates of 8 × 32 transitions
-
-
-@pytest.fixture
-def cli(capsys):
-    """``python -m ladder.run ARGS`` in this process (as ``main`` runs it): its exit code, stdout and stderr."""
-    def run_cli(*args: str) -> subprocess.CompletedProcess:
-        capsys.readouterr()
-        try:
-            code = ladder_run.main(list(args))
-        except SystemExit as e:  # bad input: ``die`` exits with 2
-            code = e.code
-        captured = capsys.readouterr()
-        return subprocess.CompletedProcess(args, code, captured.out, captured.err)
-    return run_cli
 
 
 def _interrupted(out: Path, **overrides) -> Path:

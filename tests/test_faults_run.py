@@ -15,7 +15,6 @@ from pathlib import Path
 import held_run
 import pytest
 
-from ladder import run as ladder_run
 from ladder.rungs import cartpole
 from ladder.runlog import UsageError
 from ladder.session import RunSession
@@ -36,20 +35,6 @@ def fails_at_3(completions, answers):
 GRPO = ["grpo", "--preset", "tiny", "--steps", "4", "--eval-size", "2", "--prompts-per-step", "2", "--group-size", "2",
         "--max-new-tokens", "4", "--no-progress"]
 EVAL = ["eval", "--preset", "tiny", "--eval-size", "2", "--max-new-tokens", "4"]
-
-
-@pytest.fixture
-def cli(capsys):
-    """``python -m ladder.run ARGS`` in this process (as ``main`` runs it): its exit code, stdout and stderr."""
-    def run_cli(*args: str) -> subprocess.CompletedProcess:
-        capsys.readouterr()
-        try:
-            code = ladder_run.main([str(a) for a in args])
-        except SystemExit as e:  # bad input: ``die`` exits with 2
-            code = e.code
-        captured = capsys.readouterr()
-        return subprocess.CompletedProcess(args, code, captured.out, captured.err)
-    return run_cli
 
 
 def _one_line(result: subprocess.CompletedProcess, code: int) -> str:

@@ -8,33 +8,17 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 from pathlib import Path
 
 import held_run
 import pytest
 import torch
 
-from ladder import run as ladder_run
 from ladder.rungs import cartpole
 
 UPDATES = 3  # of 8 × 32 transitions each
 FAST = ["--total-steps", str(256 * UPDATES), "--eval-every", str(256 * UPDATES), "--eval-episodes", "2",
         "--no-progress"]
-
-
-@pytest.fixture
-def cli(capsys):
-    """``python -m ladder.run ARGS`` in this process (as ``main`` runs it): its exit code, stdout and stderr."""
-    def run_cli(*args) -> subprocess.CompletedProcess:
-        capsys.readouterr()
-        try:
-            code = ladder_run.main([str(a) for a in args])
-        except SystemExit as e:  # bad input: ``die`` exits with 2
-            code = e.code
-        captured = capsys.readouterr()
-        return subprocess.CompletedProcess(args, code, captured.out, captured.err)
-    return run_cli
 
 
 def _run_dir(tmp_path: Path, finished: bool) -> Path:
