@@ -2,31 +2,31 @@
 
 Goes with notebook 2, section “The clipped objective, on real ratios”.
 
-With the ratio r_t = π_θ(a_t|s_t) / π_old(a_t|s_t), per action (a loss to minimise):
+With the ratio ρ_t = π_θ(a_t|s_t) / π_old(a_t|s_t), per action (a loss to minimise):
 
-    L_t = −min( r_t · Â_t,  clip(r_t, 1 − ε_low, 1 + ε_high) · Â_t )
+    L_t = −min( ρ_t · Â_t,  clip(ρ_t, 1 − ε_low, 1 + ε_high) · Â_t )
 
-Taking the min of the two makes the objective pessimistic: once r has moved far enough in the
-direction Â rewards (r > 1 + ε_high with Â > 0, r < 1 − ε_low with Â < 0), the clipped branch wins
-and its gradient is 0. Moves in the harmful direction are not clipped: with Â < 0 and r large,
-nothing bounds the term. Two-sided clipping (INTELLECT-2) caps the unclipped branch at δ > 1 + ε_high:
+Taking the min of the two makes the objective pessimistic: once ρ has moved far enough in the
+direction Â rewards (ρ > 1 + ε_high with Â > 0, ρ < 1 − ε_low with Â < 0), the clipped branch wins
+and its gradient is 0. Moves in the harmful direction are not clipped: with Â < 0 and ρ large,
+nothing bounds the term. Two-sided clipping (INTELLECT-2) caps the unclipped branch at c > 1 + ε_high:
 
-    L_t = −min( min(r_t, δ) · Â_t,  clip(r_t, 1 − ε_low, 1 + ε_high) · Â_t )      (delta = δ)
+    L_t = −min( min(ρ_t, c) · Â_t,  clip(ρ_t, 1 − ε_low, 1 + ε_high) · Â_t )      (delta = c, TRL's name)
 
-    ratio          [B, T]  r_t, with gradient
+    ratio          [B, T]  ρ_t, with gradient
     advantages     [B, T]  Â_t
-    clip_eps_low   float   ε_low: r is clipped below at 1 − ε_low
-    clip_eps_high  float   ε_high: r is clipped above at 1 + ε_high (None: ε_high = ε_low)
-    delta          float   δ: the unclipped branch uses min(r, δ) (None: no cap, plain PPO)
+    clip_eps_low   float   ε_low: ρ is clipped below at 1 − ε_low
+    clip_eps_high  float   ε_high: ρ is clipped above at 1 + ε_high (None: ε_high = ε_low)
+    delta          float   c: the unclipped branch uses min(ρ, c) (None: no cap, plain PPO)
     result         [B, T]  L_t
 
-Worked example, ε = 0.2: r = 1.5, Â = 1 → −min(1.5, 1.2) = −1.2;  r = 0.5, Â = −1 → −min(−0.5, −0.8) = 0.8.
+Worked example, ε = 0.2: ρ = 1.5, Â = 1 → −min(1.5, 1.2) = −1.2;  ρ = 0.5, Â = −1 → −min(−0.5, −0.8) = 0.8.
 
     >>> clipped_surrogate(torch.tensor([[1.5, 0.5]]), torch.tensor([[1.0, -1.0]]), 0.2)
     tensor([[-1.2000,  0.8000]])
 
-With δ = 2: r = 3, Â = −1 → −min(min(3, 2)·(−1), 1.2·(−1)) = −min(−2, −1.2) = 2 (without δ: 3, and
-growing with r); r = 1.5, Â = −1 is under the cap → −min(−1.5, −1.2) = 1.5, as without δ.
+With c = 2: ρ = 3, Â = −1 → −min(min(3, 2)·(−1), 1.2·(−1)) = −min(−2, −1.2) = 2 (without c: 3, and
+growing with ρ); ρ = 1.5, Â = −1 is under the cap → −min(−1.5, −1.2) = 1.5, as without c.
 
     >>> clipped_surrogate(torch.tensor([[3.0, 1.5]]), torch.tensor([[-1.0, -1.0]]), 0.2, delta=2.0)
     tensor([[2.0000, 1.5000]])
@@ -43,5 +43,5 @@ from torch import Tensor
 
 def clipped_surrogate(ratio: Tensor, advantages: Tensor, clip_eps_low: float,
                       clip_eps_high: float | None = None, delta: float | None = None) -> Tensor:
-    """L_t = −min(min(r_t, δ)·Â_t, clip(r_t, 1 − ε_low, 1 + ε_high)·Â_t); δ = None: no cap."""
+    """L_t = −min(min(ρ_t, c)·Â_t, clip(ρ_t, 1 − ε_low, 1 + ε_high)·Â_t); c = None: no cap."""
     raise NotImplementedError

@@ -2,7 +2,7 @@
 
 Goes with notebook 6, section “3 · Tokens: who loses the gradient”.
 
-PPO and GRPO weigh each token by its own ratio r_t = π_θ(a_t)/π_old(a_t) and clip token by token.
+PPO and GRPO weigh each token by its own ratio ρ_t = π_θ(a_t)/π_old(a_t) and clip token by token.
 GSPO gives a whole completion one ratio s_i, the geometric mean of its token ratios, so that the
 clip keeps or drops the completion as a whole. As a log, it is the mean token log-ratio:
 

@@ -8,29 +8,29 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
     old_logp   = mb.old_logp, or logp.detach() when it is None (π_old = π_θ: nothing recorded yet)
     Â          = mb.advantages, whitened over the real tokens if cfg.normalize_advantages (ex04),
                  then 0 on padding (select with torch.where)
-    log r      = logp − old_logp on real tokens, 0 on padding       ratio_level "token"
+    log ρ      = logp − old_logp on real tokens, 0 on padding       ratio_level "token"
                  sequence_log_ratio(logp, old_logp, mask) [b, 1], broadcast to every   "sequence" (ex12)
                  position of its row, padding included
                  anything else: raise ValueError
-    r          = exp(log r)
+    ρ          = exp(log ρ)
     w          = corrected_weights(old_logp, mb.sampling_logp, mask, cfg.sampler)     (ladder.core; exercise 21
                  writes its weights): π_old/π_sampler, truncated or masked, or None (no sampler's log-probs)
-    ℓ          = POLICY_TERMS[cfg.objective](PolicyInputs(logp, log r, r, log r_token, Â, mask, w), cfg)
+    L_t        = POLICY_TERMS[cfg.objective](PolicyInputs(logp, log ρ, ρ, log ρ_token, Â, mask, w), cfg)
                  (ladder.core's table and its PolicyInputs dataclass, fields in this order: "clipped" →
                  clipped_surrogate (ex05), "cispo", "soft_gate" (ex24),
-                 "gamma_weighted", "reinforce" → pg_loss (ex02)); log r_token is the token level's log r
+                 "gamma_weighted", "reinforce" → pg_loss (ex02)); log ρ_token is the token level's log ρ
                  whatever cfg.ratio_level; an objective not in the table: raise ValueError
-    ℓ, s       = sampler_correction(ℓ, logp, old_logp, mb.sampling_logp, Â, mask, cfg.sampler, w,
+    L_t, s     = sampler_correction(L_t, logp, old_logp, mb.sampling_logp, Â, mask, cfg.sampler, w,
                                     weigh=cfg.objective not in FOLDS_SAMPLER_WEIGHT)
                  (ladder.core; FOLDS_SAMPLER_WEIGHT from ladder.core.objectives): when a sampler π_sampler ≠
-                 π_old drew the tokens, ℓ_t × w × the off-policy mask, per token, before the aggregation and on
+                 π_old drew the tokens, L_t × w × the off-policy mask, per token, before the aggregation and on
                  the policy term alone — "gamma_weighted" folds w into its own weight, so it is not multiplied
-                 again; s, its statistics ({} and ℓ unchanged when mb.sampling_logp and
+                 again; s, its statistics ({} and L_t unchanged when mb.sampling_logp and
                  cfg.sampler.off_policy_mask are both None)
-    kept       = mask, or high_entropy_mask(H, mask, ρ) if H is not None and ρ = cfg.entropy_quantile < 1
-                 (ladder.core: the top-ρ share of the real tokens by entropy); then ℓ ← ℓ · kept and
+    kept       = mask, or high_entropy_mask(H, mask, q) if H is not None and q = cfg.entropy_quantile < 1
+                 (ladder.core: the top-q share of the real tokens by entropy); then L_t ← L_t · kept and
                  s["entropy/kept_frac"] = Σ kept / max(Σ mask, 1)
-    L_pg       = agg(ℓ)
+    L_pg       = agg(L_t)
     L          = L_pg
                + c_v · agg(value_loss(V, V_old, R, cfg.value_clip))   if V and mb.returns are not None (ex06);
                                                                        V_old = mb.values, or V.detach() if None
@@ -44,7 +44,8 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
     agg(x)     = aggregate(x, mask, cfg.aggregation, num_tokens)     (ex11), mask = mb.mask.float()
     the config's names: ε_low = cfg.clip_eps_low, ε_high = cfg.clip_eps_high (None → ε_low, in the
     statistics below), c_v = cfg.value_coef, c_H = cfg.entropy_coef, β = cfg.kl_coef, k = cfg.kl_estimator;
-    the policy terms read their own (δ, ε_max, τ_pos/τ_neg, the gamma weight's k and λ) from cfg
+    the policy terms read their own (the two-sided cap c = cfg.delta, ε_max, τ_pos/τ_neg, the gamma
+    weight's k and λ) from cfg
 
     policy      anything with evaluate(batch) -> (logp, entropy or None, values or None), each [b, T]
     mb          a Batch (one minibatch): actions, mask, advantages, old_logp, ref_logp, sampling_logp, values,
@@ -53,12 +54,12 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
     num_tokens  the constant of aggregation "sum_over_constant" for this minibatch (else None)
     result      (loss, stats, tensors):
                 loss    the scalar L, with its graph
-                stats   ladder.core.stats.minibatch_stats(terms, r, Â, mask, logp, old_logp, ε_low, ε_high)
+                stats   ladder.core.stats.minibatch_stats(terms, ρ, Â, mask, logp, old_logp, ε_low, ε_high)
                         (ε_high resolved: a number, never None), where
                         terms = {"loss_pg": L_pg, **s, "value_loss": …, "entropy": masked_mean(H, mask) detached,
                         "kl_ref": agg(KL), "loss": L} — each term present when it was computed, whatever its
                         coefficient
-                tensors {"ratio": r.detach(), "advantages": Â, "mask": mask, "values": V.detach() or None,
+                tensors {"ratio": ρ.detach(), "advantages": Â, "mask": mask, "values": V.detach() or None,
                          "returns": mb.returns, "entropy": H.detach() or None, "kept": kept} (exercise 18
                          hands H and kept to an adaptive c_H)
 

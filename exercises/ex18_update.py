@@ -43,7 +43,7 @@ The loop every rung calls once per batch (notebook 2 runs it; notebook 3 watches
     result     list[dict]: one record per pass
 
 Use your ``compute_loss`` (``from ex17_compute_loss import compute_loss``) or ladder.core's. Worked
-example: 8 rows, μ = 4 passes × M = 2 minibatches. The first minibatch of the first pass has r = 1;
+example: 8 rows, μ = 4 passes × M = 2 minibatches. The first minibatch of the first pass has ρ = 1;
 from the second on π_θ has moved, so the first pass's largest ratio is already above 1:
 
     >>> from ladder.core import UpdateConfig

@@ -91,7 +91,7 @@ GRPO_ROWS = (
     Mapping(G, "epsilon_high", "grpo", "cispo_max_weight", "cispo_loss",
             "with loss_type cispo TRL's epsilon_high is CISPO's cap ε_max on the detached weight",
             same("cispo_max_weight"), lambda cfg: cfg.loss_type == "cispo"),
-    Mapping(G, "delta", "grpo", "delta", "clipped_surrogate", "two-sided clipping: ratio capped at δ where Â < 0",
+    Mapping(G, "delta", "grpo", "delta", "clipped_surrogate", "two-sided clipping: ratio capped at c where Â < 0",
             same("delta")),
     # the fourth policy: π_sampler ≠ π_old (TRL's sampler is vLLM; ladder's, the weights rounded)
     Mapping(G, "use_vllm", "grpo", "sampler_dtype", None, "TRL samples with vLLM (its own engine and kernels); "

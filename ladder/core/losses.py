@@ -45,14 +45,14 @@ def clipped_surrogate(ratio: Tensor, advantages: Tensor, clip_eps_low: float,
                       clip_eps_high: float | None = None, delta: float | None = None) -> Tensor:
     """PPO's clipped surrogate (Schulman et al. 2017), with clip-higher (DAPO: ε_high ≥ ε_low).
 
-        r_t = π_θ(a_t|s_t) / π_old(a_t|s_t)
-        L_t = −min( r_t · Â_t,  clip(r_t, 1 − ε_low, 1 + ε_high) · Â_t )
+        ρ_t = π_θ(a_t|s_t) / π_old(a_t|s_t)
+        L_t = −min( ρ_t · Â_t,  clip(ρ_t, 1 − ε_low, 1 + ε_high) · Â_t )
 
-    The gradient is zero exactly where the clipped branch is the smaller one: r > 1 + ε_high with
-    Â > 0, and r < 1 − ε_low with Â < 0. Where Â < 0 and r is large, nothing bounds the term;
-    two-sided clipping (INTELLECT-2, ``delta`` = δ > 1 + ε_high) caps the unclipped branch too:
+    The gradient is zero exactly where the clipped branch is the smaller one: ρ > 1 + ε_high with
+    Â > 0, and ρ < 1 − ε_low with Â < 0. Where Â < 0 and ρ is large, nothing bounds the term;
+    two-sided clipping (INTELLECT-2, ``delta`` = c > 1 + ε_high) caps the unclipped branch too:
 
-        L_t = −min( min(r_t, δ) · Â_t,  clip(r_t, 1 − ε_low, 1 + ε_high) · Â_t )
+        L_t = −min( min(ρ_t, c) · Â_t,  clip(ρ_t, 1 − ε_low, 1 + ε_high) · Â_t )
     """
     if clip_eps_high is None:
         clip_eps_high = clip_eps_low
@@ -65,7 +65,7 @@ def clipped_surrogate(ratio: Tensor, advantages: Tensor, clip_eps_low: float,
 def cispo_loss(logp: Tensor, ratio: Tensor, advantages: Tensor, max_weight: float) -> Tensor:
     """CISPO (MiniMax-M1 2025; ScaleRL's cap): clip the importance weight, not the update.
 
-        L_t = −sg( min(r_t, ε_max) ) · Â_t · log π_θ(a_t|s_t)
+        L_t = −sg( min(ρ_t, ε_max) ) · Â_t · log π_θ(a_t|s_t)
 
     sg = stop-gradient. The weight is a constant per token, so every token keeps a REINFORCE
     gradient −w_t · Â_t · ∇log π_θ, only scaled down where π_θ has run far ahead of π_old; no
@@ -78,11 +78,11 @@ def cispo_loss(logp: Tensor, ratio: Tensor, advantages: Tensor, max_weight: floa
 @swappable
 def soft_gated_surrogate(ratio: Tensor, advantages: Tensor, temp_pos: float, temp_neg: float) -> Tensor:
     """A soft gate in place of the hard clip (SAPO, arXiv 2511.20347): a sigmoid of the ratio, scaled so
-    that its slope at r = 1 is 1, as the unclipped surrogate's.
+    that its slope at ρ = 1 is 1, as the unclipped surrogate's.
 
         τ_t = τ_pos if Â_t > 0 else τ_neg
-        L_t = −(4/τ_t) · σ(τ_t · (r_t − 1)) · Â_t
-        ∂L_t/∂r_t = −4 σ(1 − σ) · Â_t          1 at r = 1, fading smoothly as r leaves 1
+        L_t = −(4/τ_t) · σ(τ_t · (ρ_t − 1)) · Â_t
+        ∂L_t/∂ρ_t = −4 σ(1 − σ) · Â_t          1 at ρ = 1, fading smoothly as ρ leaves 1
 
     Where the clip switches a token's gradient off at a hard edge, the gate turns it down gradually,
     and a larger τ makes it fade faster (τ_neg > τ_pos: tokens with Â < 0 are damped sooner, as
@@ -97,7 +97,7 @@ def gamma_weight(log_ratio: Tensor, mask: Tensor, advantages: Tensor, k_pos: flo
                  k_neg: float, lambda_neg: float, sampler_log_weight: Tensor | None = None) -> Tensor:
     """A smooth, detached weight of each completion from its sequence ratio (VESPO, arXiv 2602.10693), ``[B, 1]``:
 
-        log w_i = Σ_t m_t · clamp(log r_t, −20, 20)  (+ Σ_t m_t · log(π_old/π_sampler), when given)
+        log w_i = Σ_t m_t · clamp(log ρ_t, −20, 20)  (+ Σ_t m_t · log(π_old/π_sampler), when given)
         φ(w)    = e^λ · w^k · e^(−λw)                 the gamma shape, φ(1) = 1, largest at w = k/λ
         (k, λ)  = (k_pos, λ_pos) if Σ_t m_t · Â_t ≥ 0 else (k_neg, λ_neg)   the sign of Â_i on the real tokens
 

@@ -4,9 +4,9 @@
 Each term maps the minibatch's ratios and advantages to a per-token loss ``[B, T]`` through a function of
 ``losses`` (swappable, so ``--use-exercises`` replaces it there):
 
-    clipped         −min(r·Â, clip(r, 1 − ε_low, 1 + ε_high)·Â)        PPO, GRPO, DAPO, GSPO, LUSPO
-    cispo           −sg(min(r, ε_max))·Â·log π_θ                         CISPO
-    soft_gate       −(4/τ)·σ(τ(r − 1))·Â                                 SAPO
+    clipped         −min(ρ·Â, clip(ρ, 1 − ε_low, 1 + ε_high)·Â)        PPO, GRPO, DAPO, GSPO, LUSPO
+    cispo           −sg(min(ρ, ε_max))·Â·log π_θ                         CISPO
+    soft_gate       −(4/τ)·σ(τ(ρ − 1))·Â                                 SAPO
     gamma_weighted  −φ(w_i)·Â·log π_θ,  w_i the sequence ratio          VESPO
     reinforce       −Â·log π_θ                                           REINFORCE
 
@@ -29,8 +29,8 @@ class PolicyInputs:
     per token, or GSPO's one per row broadcast along it)."""
 
     logp: Tensor                   # log π_θ, with its graph
-    log_ratio: Tensor              # log r = log π_θ − log π_old (0 on padding)
-    ratio: Tensor                  # r = exp(log r)
+    log_ratio: Tensor              # log ρ = log π_θ − log π_old (0 on padding)
+    ratio: Tensor                  # ρ = exp(log ρ)
     token_log_ratio: Tensor        # log π_θ − log π_old per token, whatever the level (0 on padding)
     advantages: Tensor             # Â (0 on padding)
     mask: Tensor                   # 1 on the real tokens

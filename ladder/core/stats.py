@@ -52,8 +52,8 @@ def clip_fractions(ratio: Tensor, advantages: Tensor, mask: Tensor, clip_eps_low
                    clip_eps_high: float) -> dict[str, float]:
     """Fraction of actions whose gradient the clip switched off.
 
-        low    r < 1 − ε_low  and Â < 0
-        high   r > 1 + ε_high and Â > 0
+        low    ρ < 1 − ε_low  and Â < 0
+        high   ρ > 1 + ε_high and Â > 0
         region low or high
     """
     return _floats(clip_fraction_tensors(ratio, advantages, mask, clip_eps_low, clip_eps_high))
@@ -66,9 +66,9 @@ def approx_kl_old_tensors(logp: Tensor, old_logp: Tensor, mask: Tensor) -> dict[
 
 
 def approx_kl_old(logp: Tensor, old_logp: Tensor, mask: Tensor) -> dict[str, float]:
-    """KL(π_old ‖ π_θ) from the batch's samples (a ~ π_old), with r = π_θ/π_old:
+    """KL(π_old ‖ π_θ) from the batch's samples (a ~ π_old), with ρ = π_θ/π_old:
 
-        k1 = E[−log r]           k3 = E[(r − 1) − log r]
+        k1 = E[−log ρ]           k3 = E[(ρ − 1) − log ρ]
     """
     return _floats(approx_kl_old_tensors(logp, old_logp, mask))
 

@@ -3,9 +3,9 @@
 For each minibatch:
 
     logp, H, V  = policy.evaluate(minibatch)              log π_θ, entropy, values  [b, T]
-    r           = exp(logp − old_logp)                    ratio π_θ / π_old, per token
+    ρ           = exp(logp − old_logp)                    ratio π_θ / π_old, per token
                   (or GSPO's one ratio per row: ratio_level "sequence")
-    L_pg        = POLICY_TERMS[objective](r, Â, …)        clipped, cispo, soft_gate, gamma_weighted,
+    L_pg        = POLICY_TERMS[objective](ρ, Â, …)        clipped, cispo, soft_gate, gamma_weighted,
                                                           reinforce (objectives.py)
                   × keep_i · π_old/π_sampler              when the batch has a sampler's log-probs (sampler.py)
                   × keep_t                                with entropy_quantile ρ < 1: the top-ρ entropy
@@ -56,10 +56,10 @@ class UpdateConfig:
     mu: int = 1                          # μ: optimisation passes over one batch
     num_minibatches: int = 1             # shuffled minibatches per pass (each one optimiser step)
     objective: str = "clipped"           # the policy term: a key of objectives.POLICY_TERMS
-    ratio_level: str = "token"           # "token": r per action; "sequence": GSPO's s_i per row
-    clip_eps_low: float = 0.2            # ε_low:  r is clipped below at 1 − ε_low
-    clip_eps_high: float | None = None   # ε_high: r is clipped above at 1 + ε_high (None: ε_low)
-    delta: float | None = None           # δ: two-sided clipping caps r at δ where Â < 0 too (None: off)
+    ratio_level: str = "token"           # "token": ρ per action; "sequence": GSPO's s_i per row
+    clip_eps_low: float = 0.2            # ε_low:  ρ is clipped below at 1 − ε_low
+    clip_eps_high: float | None = None   # ε_high: ρ is clipped above at 1 + ε_high (None: ε_low)
+    delta: float | None = None           # c: two-sided clipping caps ρ at c where Â < 0 too (None: off)
     cispo_max_weight: float = 5.0        # ε_max: CISPO's cap on the detached importance weight
     gate_temp_pos: float = 1.0           # τ_pos: the soft gate's temperature where Â > 0
     gate_temp_neg: float = 1.05          # τ_neg: the soft gate's temperature where Â ≤ 0
@@ -142,7 +142,7 @@ def _record_old_logp(policy: Policy, batch: Batch, num_minibatches: int) -> Tens
 
 
 def _log_ratio(logp: Tensor, old_logp: Tensor, mask: Tensor, level: str) -> Tensor:
-    """log r ``[B, T]``: per token (0 on padding: r = 1), or GSPO's one per row broadcast along it."""
+    """log ρ ``[B, T]``: per token (0 on padding: ρ = 1), or GSPO's one per row broadcast along it."""
     if level == "token":
         return torch.where(mask.bool(), logp - old_logp, 0.0)
     if level == "sequence":

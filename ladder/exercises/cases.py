@@ -163,9 +163,9 @@ def clipped_surrogate() -> list[Case]:
     cases = [
         Case("inside [1 − ε, 1 + ε] both branches agree", dict(ratio=t([[0.9, 1.1]]), advantages=t([[1, -1]]),
                                                                clip_eps_low=0.2), grad=("ratio",)),
-        Case("Â > 0: the gain stops growing at r = 1 + ε", dict(ratio=t([[1.5, 0.5]]), advantages=t([[1, 1]]),
+        Case("Â > 0: the gain stops growing at ρ = 1 + ε", dict(ratio=t([[1.5, 0.5]]), advantages=t([[1, 1]]),
                                                                clip_eps_low=0.2), grad=("ratio",)),
-        Case("Â < 0: the gain stops growing at r = 1 − ε", dict(ratio=t([[0.5, 1.5]]), advantages=t([[-1, -1]]),
+        Case("Â < 0: the gain stops growing at ρ = 1 − ε", dict(ratio=t([[0.5, 1.5]]), advantages=t([[-1, -1]]),
                                                                clip_eps_low=0.2), grad=("ratio",)),
         Case("clip-higher: ε_low = 0.2 below, ε_high = 0.28 above",
              dict(ratio=t([[0.7, 0.75, 1.25, 1.3]]), advantages=t([[-1, -1, 1, 1]]), clip_eps_low=0.2,
@@ -173,13 +173,13 @@ def clipped_surrogate() -> list[Case]:
         Case("clip_eps_high=None means ε_high = ε_low",
              dict(ratio=t([[0.7, 1.3]]), advantages=t([[-2, 2]]), clip_eps_low=0.2, clip_eps_high=None),
              grad=("ratio",)),
-        Case("two-sided (δ = 2): with Â < 0 the unclipped branch stops at min(r, δ) = 2; under δ, or Â > 0, as before",
+        Case("two-sided (c = 2): with Â < 0 the unclipped branch stops at min(ρ, c) = 2; under c, or Â > 0, as before",
              dict(ratio=t([[3.0, 2.5, 1.5, 3.0]]), advantages=t([[-2, -0.5, -1, 1]]), clip_eps_low=0.2, delta=2.0),
              grad=("ratio",)),
-        Case("two-sided with clip-higher: δ = 1.5 above 1 + ε_high = 1.28",
+        Case("two-sided with clip-higher: c = 1.5 above 1 + ε_high = 1.28",
              dict(ratio=t([[1.4, 1.7, 0.6]]), advantages=t([[-1, -3, -1]]), clip_eps_low=0.2, clip_eps_high=0.28,
                   delta=1.5), grad=("ratio",)),
-        Case("delta=None: no cap, a large r with Â < 0 keeps growing",
+        Case("delta=None: no cap, a large ρ with Â < 0 keeps growing",
              dict(ratio=t([[3.0, 0.5]]), advantages=t([[-2, -1]]), clip_eps_low=0.2, delta=None), grad=("ratio",)),
     ]
     g = torch.Generator().manual_seed(5)
@@ -190,7 +190,7 @@ def clipped_surrogate() -> list[Case]:
             inputs["clip_eps_high"] = pick(g, (0.2, 0.28, 0.4))
         if pick(g, (True, False)):
             inputs["delta"] = pick(g, (1.5, 2.0))
-        cases.append(Case(f"random {B}×{T}" + (f", δ = {inputs['delta']}" if "delta" in inputs else ""), inputs,
+        cases.append(Case(f"random {B}×{T}" + (f", c = {inputs['delta']}" if "delta" in inputs else ""), inputs,
                           grad=("ratio",)))
     return cases
 

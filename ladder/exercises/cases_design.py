@@ -11,7 +11,7 @@ from .cases import Case, pick, randn, shapes, t
 def soft_gated_surrogate() -> list[Case]:
     ones = torch.ones(1, 4)
     cases = [
-        Case("r = 1: L = −(4/τ)·½·Â and the slope −Â whatever τ (Â of both signs, τ_pos = 1, τ_neg = 1.05)",
+        Case("ρ = 1: L = −(4/τ)·½·Â and the slope −Â whatever τ (Â of both signs, τ_pos = 1, τ_neg = 1.05)",
              dict(ratio=ones, advantages=t([[2, -1, 0.5, -3]]), temp_pos=1.0, temp_neg=1.05), grad=("ratio",)),
         Case("τ by the sign of Â: τ_pos = 1 where Â > 0, τ_neg = 3 where Â < 0, at the same ratios",
              dict(ratio=t([[0.8, 1.3, 0.8, 1.3]]), advantages=t([[1, 1, -1, -1]]), temp_pos=1.0, temp_neg=3.0),
@@ -19,13 +19,13 @@ def soft_gated_surrogate() -> list[Case]:
         Case("τ_pos > τ_neg: the positive side fades faster (τ_pos = 4, τ_neg = 0.5)",
              dict(ratio=t([[1.5, 0.6, 1.5, 0.6]]), advantages=t([[0.7, 0.7, -0.7, -0.7]]), temp_pos=4.0,
                   temp_neg=0.5), grad=("ratio",)),
-        Case("r far from 1 (0.01, 5, 20): the gate saturates, the slope fades towards 0",
+        Case("ρ far from 1 (0.01, 5, 20): the gate saturates, the slope fades towards 0",
              dict(ratio=t([[0.01, 5.0, 20.0], [0.01, 5.0, 20.0]]), advantages=t([[1, 1, 1], [-2, -2, -2]]),
                   temp_pos=1.0, temp_neg=1.05), grad=("ratio",)),
-        Case("Â = 0 takes τ_neg: loss 0 and slope 0 wherever r is",
+        Case("Â = 0 takes τ_neg: loss 0 and slope 0 wherever ρ is",
              dict(ratio=t([[0.5, 1.0, 2.0]]), advantages=t([[0, 0, 0]]), temp_pos=1.0, temp_neg=2.0),
              grad=("ratio",)),
-        Case("a small τ (0.1): the gate is nearly linear, L ≈ −(4/τ)·(½ + τ(r − 1)/4)·Â",
+        Case("a small τ (0.1): the gate is nearly linear, L ≈ −(4/τ)·(½ + τ(ρ − 1)/4)·Â",
              dict(ratio=t([[0.7, 1.2, 1.6]]), advantages=t([[1.5, -0.5, 1]]), temp_pos=0.1, temp_neg=0.1),
              grad=("ratio",)),
     ]

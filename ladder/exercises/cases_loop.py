@@ -229,8 +229,8 @@ def compute_loss() -> list[Case]:
     return [
         _loss_case("π_old = π_θ (old_logp None): the ratio is 1, the clipped surrogate and ½(V − R)²", 1, C(),
                    old=False),
-        _loss_case("π_old recorded: r = exp(logp − old_logp) ≠ 1, clipped at 1 ± 0.2", 2, C()),
-        _loss_case("ε_high = 0.28 and two-sided δ = 1.5 (ratios between 1.2 and 1.28: clipped only at ε_low)", 6,
+        _loss_case("π_old recorded: ρ = exp(logp − old_logp) ≠ 1, clipped at 1 ± 0.2", 2, C()),
+        _loss_case("ε_high = 0.28 and two-sided c = 1.5 (ratios between 1.2 and 1.28: clipped only at ε_low)", 6,
                    C(clip_eps_high=0.28, delta=1.5)),
         _loss_case("no critic (values None): no value loss", 4, C(), critic=False),
         _loss_case("KL to π_ref: β = 0.1, k3, importance-corrected", 5, C(kl_coef=0.1), ref=True),
@@ -240,7 +240,7 @@ def compute_loss() -> list[Case]:
                    ref=True),
         _loss_case("sum_over_constant with N = 20 (Dr. GRPO / DAPO)", 8, C(aggregation="sum_over_constant"), 20.0),
         _loss_case("GSPO: one ratio per row (ratio_level sequence)", 9, C(ratio_level="sequence", clip_eps_low=0.05)),
-        _loss_case("CISPO: −sg(min(r, ε_max))·Â·log π", 10, C(objective="cispo", cispo_max_weight=1.2)),
+        _loss_case("CISPO: −sg(min(ρ, ε_max))·Â·log π", 10, C(objective="cispo", cispo_max_weight=1.2)),
         _loss_case("REINFORCE: −Â·log π", 11, C(objective="reinforce"), critic=False),
         _loss_case("whitened advantages, a value clip and an entropy bonus", 12,
                    C(normalize_advantages=True, value_clip=0.2, entropy_coef=0.01)),
@@ -302,7 +302,7 @@ def update() -> list[Case]:
         _update_case("μ = 1, one minibatch, π_old not given: π_θ = π_old, one optimiser step", 21, C(), old=False),
         _update_case("μ = 1, one minibatch, π_old given", 22, C()),
         _update_case("μ = 1 pass × M = 2 minibatches: π_old recorded before the first step, so the second "
-                     "minibatch's r ≠ 1", 31, C(num_minibatches=2), old=False),
+                     "minibatch's ρ ≠ 1", 31, C(num_minibatches=2), old=False),
         _update_case("μ = 2 × M = 2, π_old given: used as it is, not recorded over", 32, C(mu=2, num_minibatches=2)),
         _update_case("μ = 4 passes × M = 2 shuffled minibatches: record π_old once, before the first pass", 23,
                      C(mu=4, num_minibatches=2), old=False),
