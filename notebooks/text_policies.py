@@ -48,24 +48,11 @@ $\pi_\theta \approx \pi_{\text{ref}}$ — GRPO's choice.
 ## Why $\pi_{\text{old}} = \pi_\theta$ at sampling, and what $\mu$ does
 
 The batch is sampled by the current policy, so $\pi_\theta = \pi_{\text{old}}$ until the first optimiser step: on the
-first minibatch of the first pass every ratio is 1 (with a gradient), to float32 rounding: $\log\pi_{\text{old}}$ was
-recorded by a forward pass of its own. Each optimiser step moves $\pi_\theta$;
-the samples stay those of $\pi_{\text{old}}$. With $M$ minibatches per pass the second minibatch of the first pass
-already sees $r \neq 1$; here $M = 1$, so each pass is one optimiser step.
-Two things go wrong if we ignore that:
-
-* the ratios spread and the clip switches off more and more of the gradient;
-* a KL term estimated as the plain average of $k_3$ over the batch no longer estimates
-  $\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$ (the self-check asks why). Importance sampling fixes it:
-
-$$\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}}) = \mathbb{E}_{a\sim\pi_{\text{old}}}\Big[\frac{\pi_\theta(a)}{\pi_{\text{old}}(a)}\,k_3(a)\Big]$$
-
-<details><summary>Aside — in the code</summary>
-
-`core.kl_estimate(logp, ref_logp, "k3", old_logp)`; the grpo rung's `--kl-correction on` (TRL's
-`use_bias_correction_kl`). Of the rung's `--algo` bundles, `gspo` cuts each pass into $M > 1$ minibatches (the cell
-below prints its $M$).
-</details>
+first minibatch of the first pass every ratio $\rho_t = \pi_\theta(a_t)/\pi_{\text{old}}(a_t)$ is 1 (with a gradient),
+to float32 rounding: $\log\pi_{\text{old}}$ was recorded by a forward pass of its own. Each optimiser step moves
+$\pi_\theta$; the samples stay those of $\pi_{\text{old}}$. With $M$ minibatches per pass the second minibatch of the
+first pass already sees $\rho_t \neq 1$; here $M = 1$, so each pass is one optimiser step. Of the grpo rung's
+`--algo` bundles, `gspo` cuts each pass into $M > 1$ minibatches (its $M$ is printed with the batch below).
 
 ## The widget: $\mu$ real passes on one fixed batch
 
@@ -75,36 +62,54 @@ updates; it samples one fixed batch (its size printed below). A copy of it, $\pi
 also computed **exactly** at the batch's states,
 $\mathrm{KL}(\pi_\theta\,\|\,\pi_x)(s) = \sum_a \pi_\theta(a\mid s)\log\frac{\pi_\theta(a\mid s)}{\pi_x(a\mid s)}$ with
 $\pi_x$ either $\pi_{\text{old}}$ (how far the passes moved $\pi_\theta$ from the policy that sampled the batch) or
-$\pi_{\text{ref}}$ (the KL a penalty would hold down): the bottom-left panel draws both.""",
+$\pi_{\text{ref}}$ (the KL a penalty would hold down): the bottom-left panel draws both. Next to the exact
+$\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$ it draws two estimates of it from the batch that $\pi_{\text{old}}$ sampled:
+the plain average of $k_3$ (red), and the average of $\rho\,k_3$, each sample weighted by its ratio
+$\rho = \pi_\theta/\pi_{\text{old}}$ (green).""",
     """from ladder.rungs.grpo_options import ALGOS
 
 ref, old, batch = viz.fixed_batch()
 print(f"fixed batch: {len(batch)} transitions; --algo gspo: M = {ALGOS['gspo']['num_minibatches']} per pass")""",
-    r"""md:**Predict first.** Slide $\mu$ from 1 to 8. What happens to the clip fraction after the last pass, and which
-estimate of $\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$ from the $\pi_{\text{old}}$ samples stays near the exact value:
-the plain average of $k_3$ (red) or the importance-corrected one (green)?""",
+    r"""md:**Predict first.** Slide $\mu$ from 1 to 8. What happens to the clip fraction after the last pass, and why? Which
+estimate of $\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$ from the $\pi_{\text{old}}$ samples stays near the exact value
+as $\mu$ grows — the plain average of $k_3$ (red) or the $\rho$-weighted one (green) — and why that one?""",
     """view = viz.mu_view(mu=4, lr=2e-3, clip_eps=0.2)
 view""",
     """runs = {mu: viz.mu_passes(mu) for mu in (1, 2, 4, 8)}
 for mu, run in runs.items():
     print(f"after μ={mu} pass(es): ratio std {run['ratios'][-1].std():.3f}  clip {run['clip_frac_after'][-1]:.3f}  "
           f"KL(θ‖ref) exact {run['kl_ref_exact'][-1]:.4f}  biased {run['kl_ref_biased'][-1]:.4f}  "
-          f"corrected {run['kl_ref_corrected'][-1]:.4f}")
-gap = {k: abs(runs[1][f"kl_ref_{k}"][-1] - runs[1]["kl_ref_exact"][-1]) / runs[1]["kl_ref_exact"][-1]
-       for k in ("biased", "corrected")}
-print(f"μ = 1, off the exact KL by: biased {gap['biased']:.1%}, corrected {gap['corrected']:.1%}")""",
+          f"corrected {run['kl_ref_corrected'][-1]:.4f}")""",
     r"""md:<details><summary>Answer</summary>
 
-The clip fraction after the last pass grows with $\mu$, from (nearly) 0 at $\mu = 1$: each pass spreads the ratios
-further from 1. The corrected estimate tracks the exact KL; the plain average drifts away from it as $\mu$ grows
-(compare the three KL columns, line by line).
+Each pass moves $\pi_\theta$ further from $\pi_{\text{old}}$, so the ratios spread further from 1 and more of them
+leave $[1-\varepsilon, 1+\varepsilon]$: the clip fraction after the last pass should grow with $\mu$. The plain average of $k_3$ estimates an expectation under the policy that drew the samples, $\pi_{\text{old}}$;
+once $\pi_\theta$ has moved, that is not $\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$. Weighting each sample by $\rho$
+turns it into an expectation under $\pi_\theta$ (importance sampling):
+
+$$\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}}) = \mathbb{E}_{a\sim\pi_{\text{old}}}\Big[\frac{\pi_\theta(a)}{\pi_{\text{old}}(a)}\,k_3(a)\Big],$$
+
+so the weighted estimate should track the exact KL while the plain one drifts as $\mu$ grows. The cell below says what
+this batch did. Each line above is read **after** its run's passes, i.e. after its $\mu$ optimiser steps: during the
+single pass of $\mu = 1$ every ratio was 1, but its one step has moved them (their std is printed) — the ratios the
+next pass would see. Try a larger learning rate, or a smaller $\varepsilon$.
+</details>""",
+    """clips = [run["clip_frac_after"][-1] for run in runs.values()]
+grows = all(a <= b for a, b in zip(clips, clips[1:]))
+print(f"clip fraction after the last pass, μ = {list(runs)}: {[round(c, 3) for c in clips]} — "
+      f"{'growing with μ' if grows else 'not growing at every step of μ'}")
+error = {mu: {k: abs(run[f"kl_ref_{k}"][-1] - run["kl_ref_exact"][-1]) for k in ("biased", "corrected")}
+         for mu, run in runs.items()}
+closer = [mu for mu, e in error.items() if e["corrected"] < e["biased"]]
+print(f"the ρ-weighted estimate is the closer to the exact KL at μ = {closer} of {list(runs)}")
+for mu, e in error.items():
+    print(f"   μ = {mu}: off the exact KL by {e['biased']:.4f} (plain), {e['corrected']:.4f} (ρ-weighted)")""",
+    r"""md:<details><summary>Aside — in the code</summary>
+
+`core.kl_estimate(logp, ref_logp, "k3", old_logp)` is the $\rho$-weighted $k_3$; the grpo rung's `--kl-correction on`
+(TRL's `use_bias_correction_kl`) puts it in the loss.
 </details>
 
-Each line is read **after** its run's passes, i.e. after its $\mu$ optimiser steps: during the single pass of
-$\mu = 1$ every ratio was 1, but after its step they have spread (std above 0) — the ratios the next pass would see.
-Already at $\mu = 1$ the plain average is off the exact KL by more than the corrected one (its one step moved
-$\pi_\theta$; the last line above prints both gaps), and as $\mu$ grows it drifts further while the corrected one
-tracks it. Try a larger learning rate, or a smaller $\varepsilon$.
 **Exercises:** `ex07_kl_estimators.py` and `ex08_kl_corrected.py`; with `--use-exercises` your corrected
 `kl_estimate` runs in place of the core's.""",
     SELF_CHECK,
@@ -114,10 +119,10 @@ p_k3.answer = None
 p_lr = viz.Predict("Run the μ = 8 passes again at a 5 times smaller learning rate (4e-4 instead of 2e-3): will the clip "
                    "fraction after the last pass be larger, smaller or the same?", choices=("larger", "smaller", "the same"))
 p_lr.answer = None
-why_plain = viz.Reason("Why does the plain average of k3 stop estimating KL(π_θ‖π_ref) once π_θ has moved?",
-                       "k3 is a biased estimator",
-                       "the samples were drawn by π_old, and a plain average estimates an expectation under the policy "
-                       "that drew them", "the clip removes the samples that matter", "π_ref moves along with π_θ")
+why_plain = viz.Reason("A new case: the batch was drawn by π_ref itself (replies stored from the reference model), "
+                       "not by π_old. Which weight makes the average of k3 over it estimate KL(π_θ‖π_ref)?",
+                       "π_θ/π_ref", "π_ref/π_θ", "π_θ/π_old",
+                       "none: the plain average of k3 already estimates it")
 why_plain.answer = None
 for question in (p_k3, p_lr, why_plain):
     question.ask()
@@ -132,6 +137,10 @@ clip = {"2e-3": runs[8]["clip_frac_after"][-1], "4e-4": slow["clip_frac_after"][
 p_lr.check("larger" if clip["4e-4"] > clip["2e-3"] else "the same" if clip["4e-4"] == clip["2e-3"] else "smaller",
            why=f"clip fraction {clip['2e-3']:.3f} at 2e-3, {clip['4e-4']:.3f} at 4e-4; the ratios' std "
                f"{runs[8]['ratios'][-1].std():.3f} and {slow['ratios'][-1].std():.3f}: the step size sets how far they spread")
-why_plain.check("b", why="weighting each sample by π_θ/π_old (the corrected estimate) turns it into one under π_θ")
+p, q = (torch.tensor(kl_stats[2.5][k], dtype=torch.float64) for k in ("p", "q"))   # π_θ, π_ref of section 1
+k3_q = core.kl_estimate(p.log(), q.log(), "k3")
+weighted, plain = (q * (p / q) * k3_q).sum().item(), (q * k3_q).sum().item()
+why_plain.check("a", why=f"the samples' policy goes below the bar: E_π_ref[(π_θ/π_ref)·k3] = {weighted:.4f} on section 1's "
+                         f"categorical at distance 2.5, its exact KL {kl_stats[2.5]['exact']:.4f}; plain E_π_ref[k3] = {plain:.4f}")
 viz.tally(p_k3, p_lr, why_plain)""",
 ]

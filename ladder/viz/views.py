@@ -155,7 +155,7 @@ def mu_view(mu: int = 4, lr: float = 2e-3, clip_eps: float = 0.2, seed: int = 0)
         run["ratio_std"] = [float(np.std(r)) for r in run["ratios"]]
         run["bias_biased"] = [b - e for b, e in zip(run["kl_ref_biased"], run["kl_ref_exact"])]
         run["bias_corrected"] = [c - e for c, e in zip(run["kl_ref_corrected"], run["kl_ref_exact"])]
-        fig = mu_figure(run, v["clip_eps"], ratio_title="ratio r = π_θ/π_old over the batch",
+        fig = mu_figure(run, v["clip_eps"], ratio_title="ratio ρ = π_θ/π_old over the batch",
                         kl_title="exact KLs at the batch's states")
         run["summary"] = (f"last pass: ratio std {run['ratio_std'][-1]:.3f}, "
                           f"clip fraction {run['clip_frac_after'][-1]:.3f}"
