@@ -111,7 +111,7 @@ CONCEPTS = (
     Concept("VESPO's gamma weight $\\varphi(w) = e^{\\lambda} w^{k} e^{-\\lambda w}$ of the sequence ratio", "6b",
             "1 · Objectives as functions of the ratio", None, "ladder.core.gamma_weight", "grpo --loss-type vespo",
             "GRPOConfig.vespo_k_pos"),
-    Concept("the top-ρ entropy tokens: the policy term trains only the forks", "6b",
+    Concept("the top-q entropy tokens: the policy term trains only the forks", "6b",
             "3 · The top-entropy mask on real tokens", None, "ladder.core.high_entropy_mask",
             "grpo --top-entropy-quantile", "GRPOConfig.top_entropy_quantile"),
     Concept("π_rollout: a rollout k updates stale, weighed by π_old/π_rollout", "6b",

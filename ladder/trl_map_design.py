@@ -16,7 +16,7 @@ def _loss_type(name: str):
 
 DESIGN_ROWS = (
     Mapping(G, "sapo_temperature_pos", "grpo", "sapo_temperature_pos", "soft_gated_surrogate",
-            "τ_pos of the soft gate −(4/τ)·σ(τ(r − 1))·Â where Â > 0", same("sapo_temperature_pos"),
+            "τ_pos of the soft gate −(4/τ)·σ(τ(ρ − 1))·Â where Â > 0", same("sapo_temperature_pos"),
             _loss_type("sapo")),
     Mapping(G, "sapo_temperature_neg", "grpo", "sapo_temperature_neg", "soft_gated_surrogate",
             "τ_neg of the soft gate where Â ≤ 0", same("sapo_temperature_neg"), _loss_type("sapo")),
@@ -32,7 +32,7 @@ DESIGN_ROWS = (
             "sum_then_normalize (group_relative of Σ_f w_f·r_f) | normalize_then_sum (GDPO)",
             same("multi_objective_aggregation")),
     Mapping(G, "top_entropy_quantile", "grpo", "top_entropy_quantile", "high_entropy_mask",
-            "ρ: the top-ρ entropy tokens take part in the policy term. TRL takes the quantile over every process's "
+            "q: the top-q entropy tokens take part in the policy term. TRL takes the quantile over every process's "
             "tokens, ladder over this process's minibatch (the same with one process)", same("top_entropy_quantile")),
     Mapping(G, "entropy_coef", "grpo", "entropy_coef", "entropy_bonus",
             "c_H of −c_H·mean H over the kept tokens, whatever the loss type", same("entropy_coef")),

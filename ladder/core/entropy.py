@@ -1,6 +1,6 @@
 """The policy's entropy as a lever: which tokens the policy term trains, and an entropy bonus held near a target.
 
-``high_entropy_mask`` keeps only the "forking" tokens — the share ρ of a batch's tokens where π_θ was least
+``high_entropy_mask`` keeps only the "forking" tokens — the share q of a batch's tokens where π_θ was least
 sure ("Beyond the 80/20 rule", arXiv 2506.01939) — in the policy term. ``AdaptiveEntropyCoef`` moves the
 bonus coefficient c_H after every optimiser step so that the entropy does not collapse below a target
 (Skywork-OR1, arXiv 2505.22312). ``update.compute_loss`` applies both.
@@ -18,12 +18,12 @@ from .swappable import swappable
 
 @swappable
 def high_entropy_mask(entropy: Tensor, mask: Tensor, keep: float) -> Tensor:
-    """``[B, T]`` of 0/1: the real tokens whose entropy is in the top share ``keep`` = ρ of the batch's.
+    """``[B, T]`` of 0/1: the real tokens whose entropy is in the top share ``keep`` = q of the batch's.
 
-        h*     = quantile_{1−ρ}( H_t over the real tokens )      (linear interpolation, torch.quantile)
+        h*     = quantile_{1−q}( H_t over the real tokens )      (linear interpolation, torch.quantile)
         keep_t = m_t · [H_t ≥ h*]
 
-    ρ = 1 keeps every real token; ρ = 0 keeps the highest-entropy token (and its ties). A batch with no
+    q = 1 keeps every real token; q = 0 keeps the highest-entropy token (and its ties). A batch with no
     real token keeps none. The tokens at h* and above are where the sampled text could have gone another
     way; the rest are near-certain continuations whose gradient carries little signal.
     """

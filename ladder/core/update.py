@@ -8,7 +8,7 @@ For each minibatch:
     L_pg        = POLICY_TERMS[objective](ρ, Â, …)        clipped, cispo, soft_gate, gamma_weighted,
                                                           reinforce (objectives.py)
                   × keep_i · π_old/π_sampler              when the batch has a sampler's log-probs (sampler.py)
-                  × keep_t                                with entropy_quantile ρ < 1: the top-ρ entropy
+                  × keep_t                                with entropy_quantile q < 1: the top-q entropy
                                                           tokens only (entropy.py)
     L           = agg(L_pg) + c_v·agg(L_V) − c_H·mean_t(H) + β·agg(KL(π_θ‖π_ref))
 
@@ -71,7 +71,7 @@ class UpdateConfig:
     value_coef: float = 0.5              # c_v (ignored when the policy has no critic)
     value_clip: float | None = None      # clip of V around V_old in the value loss
     entropy_coef: float = 0.0            # c_H of the bonus −c_H·mean_t H (over the tokens the policy term keeps)
-    entropy_quantile: float = 1.0        # ρ: the policy term keeps the top-ρ share of tokens by entropy (1: all)
+    entropy_quantile: float = 1.0        # q: the policy term keeps the top-q share of tokens by entropy (1: all)
     kl_coef: float = 0.0                 # β of KL(π_θ‖π_ref) in the loss (0: no KL term)
     kl_estimator: str = "k3"
     kl_correction: bool = True           # importance-weight the KL term by π_θ/π_old
@@ -157,7 +157,7 @@ def policy_term(x: PolicyInputs, old_logp: Tensor, sampling_logp: Tensor | None,
         ℓ_t = POLICY_TERMS[objective](x)_t · keep_i · w · keep_t
 
     keep_i · w from the sampler (``sampler_correction``: 1 without a sampler or a correction), keep_t the
-    top-ρ entropy tokens (``high_entropy_mask``; every real token with ρ = 1 or no entropy)."""
+    top-q entropy tokens (``high_entropy_mask``; every real token with q = 1 or no entropy)."""
     if cfg.objective not in POLICY_TERMS:
         raise ValueError(f"objective must be one of {OBJECTIVES}, got {cfg.objective!r}")
     pg = POLICY_TERMS[cfg.objective](x, cfg)

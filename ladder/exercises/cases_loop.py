@@ -256,7 +256,7 @@ def compute_loss() -> list[Case]:
                    17,
                    C(sampler=S("token_mask", clip_min=0.5, clip_max=2.0, off_policy_mask=0.05),
                      aggregation="seq_mean_token_mean"), sampling=True),
-        # the table's newer rows, and the entropy mask: ℓ_t on the top-ρ entropy tokens only
+        # the table's newer rows, and the entropy mask: L_t on the top-q entropy tokens only
         _loss_case("SAPO's soft gate (τ_pos = 1, τ_neg = 2) and the bonus over the top-half entropy tokens "
                    "(entropy_quantile = 0.5, c_H = 0.01)", 18,
                    C(objective="soft_gate", gate_temp_pos=1.0, gate_temp_neg=2.0, entropy_quantile=0.5,

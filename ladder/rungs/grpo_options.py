@@ -119,7 +119,7 @@ class Config(LMOptions):
                                        "(INTELLECT-2; None: off)", Number(float, low=1.0, open_low=True))
     cispo_max_weight: float = option(5.0, "ε_max: CISPO's cap on the detached importance weight (ScaleRL: 5)",
                                      positive())
-    sapo_temperature_pos: float = option(1.0, "τ_pos of sapo's gate −(4/τ)·σ(τ(r − 1))·Â where Â > 0: larger fades "
+    sapo_temperature_pos: float = option(1.0, "τ_pos of sapo's gate −(4/τ)·σ(τ(ρ − 1))·Â where Â > 0: larger fades "
                                               "the gradient sooner as r leaves 1 (TRL's name)", positive())
     sapo_temperature_neg: float = option(1.05, "τ_neg of sapo's gate where Â ≤ 0 (TRL's name)", positive())
     vespo_k_pos: float = option(2.0, "k of vespo's weight φ(w) = e^λ·w^k·e^(−λw) where Â ≥ 0: larger damps w < 1 "
@@ -127,7 +127,7 @@ class Config(LMOptions):
     vespo_lambda_pos: float = option(3.0, "λ of φ where Â ≥ 0: larger damps w > 1 more (TRL's name)", positive())
     vespo_k_neg: float = option(3.0, "k of φ where Â < 0 (TRL's name)", non_negative())
     vespo_lambda_neg: float = option(2.0, "λ of φ where Â < 0 (TRL's name)", positive())
-    top_entropy_quantile: float = option(1.0, "ρ: only the share ρ of tokens with the highest entropy take part in "
+    top_entropy_quantile: float = option(1.0, "q: only the share q of tokens with the highest entropy take part in "
                                               "the policy term (\"Beyond the 80/20 rule\": 0.2; 1: all; 0: the "
                                               "highest-entropy token and its ties)",
                                          probability())
