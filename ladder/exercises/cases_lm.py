@@ -216,7 +216,12 @@ def soft_update() -> list[Case]:
 
 
 def sampler_weights() -> list[Case]:
-    """Row by hand: three real tokens whose weights π_old/π_sampler are 4, 0.5 and 1 (their product 2), and a pad."""
+    """Rows by hand, then random rows of every mode."""
+    return _sampler_weights_by_hand() + _sampler_weights_random()
+
+
+def _sampler_weights_by_hand() -> list[Case]:
+    """Three real tokens whose weights π_old/π_sampler are 4, 0.5 and 1 (their product 2), and a pad."""
     nan, inf, log = math.nan, math.inf, math.log
     old, sampling = t([[log(0.4), log(0.1), log(0.3), JUNK]]), t([[log(0.1), log(0.2), log(0.3), -JUNK]])
     mask = lengths_mask([3], 4)
@@ -266,6 +271,13 @@ def sampler_weights() -> list[Case]:
              dict(old_logp=old, sampling_logp=sampling, mask=mask, mode="token_truncate", clip_min=None,
                   clip_max=3.0), check=_no_gradient(old, sampling, mask)),
     ]
+    return cases
+
+
+def _sampler_weights_random() -> list[Case]:
+    """Eight random shapes, the modes in turn; junk, NaN or inf in the padding; some tokens left unscored."""
+    nan, inf = math.nan, math.inf
+    cases = []
     g = torch.Generator().manual_seed(21)
     modes = ("token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
     for i, (B, T, mask_r) in enumerate(shapes(g, 8)):
