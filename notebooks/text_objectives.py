@@ -14,9 +14,9 @@ NOTEBOOKS["6b_objectives_entropy_staleness"] = [
 
 After this notebook (about 1 hour, on a CPU) you will be able to:
 
-* say, for the clipped surrogate, CISPO, SAPO's soft gate and VESPO's gamma weight, where each one still pushes a token and where it lets go, from the derivative $\partial L/\partial r$;
+* say, for the clipped surrogate, CISPO, SAPO's soft gate and VESPO's gamma weight, where each one still pushes a token and where it lets go, from the derivative $\partial L/\partial \rho$;
 * say why summing two rewards of different scales lets the larger one decide the advantage, and what GDPO's per-reward normalisation changes;
-* read which tokens the top-entropy mask keeps on real completions, and what $\rho$ does;
+* read which tokens the top-entropy mask keeps on real completions, and what the share $q$ does;
 * tell apart $\pi_{\text{rollout}}$, $\pi_{\text{sampler}}$ and $\pi_{\text{old}}$, and say what `--max-staleness k` and `--sampler-correction token_truncate` do to the weight between them.
 
 Notebook 6 laid out GRPO's design space as a handful of flags. TRL 1.16 added more: two objectives that replace the
@@ -27,66 +27,66 @@ computed by those functions.""",
     SETUP,
     r"""md:## 1 · Objectives as functions of the ratio
 
-One token, one advantage $\hat A$, and its ratio $r = \pi_\theta(a)/\pi_{\text{old}}(a)$. The objectives differ only in
-how the token's loss depends on $r$. Four formulas give the five curves drawn below (the clip twice: GRPO's
+One token, one advantage $\hat A$, and its ratio $\rho = \pi_\theta(a)/\pi_{\text{old}}(a)$. The objectives differ only in
+how the token's loss depends on $\rho$. Four formulas give the five curves drawn below (the clip twice: GRPO's
 $\varepsilon = 0.2$ and DAPO's clip-higher $0.2 / 0.28$):
 
 $$\begin{aligned}
-\text{clipped (PPO, GRPO, DAPO)}\quad & L = -\min\big(r\hat A,\ \operatorname{clip}(r, 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A\big) \\
-\text{CISPO}\quad & L = -\operatorname{sg}\big(\min(r, \varepsilon_{\max})\big)\,\hat A\,\log\pi_\theta(a) \\
-\text{SAPO}\quad & L = -\tfrac{4}{\tau}\,\sigma\big(\tau(r-1)\big)\,\hat A, \qquad \tau = \tau_{\text{pos}} \text{ if } \hat A > 0 \text{ else } \tau_{\text{neg}} \\
-\text{VESPO}\quad & L = -\operatorname{sg}\big(\varphi(w)\big)\,\hat A\,\log\pi_\theta(a), \qquad \varphi(w) = e^{\lambda}\,w^{k}\,e^{-\lambda w},\ w = \textstyle\prod_t r_t
+\text{clipped (PPO, GRPO, DAPO)}\quad & L = -\min\big(\rho\hat A,\ \operatorname{clip}(\rho, 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A\big) \\
+\text{CISPO}\quad & L = -\operatorname{sg}\big(\min(\rho, \varepsilon_{\max})\big)\,\hat A\,\log\pi_\theta(a) \\
+\text{SAPO}\quad & L = -\tfrac{4}{\tau}\,\sigma\big(\tau(\rho-1)\big)\,\hat A, \qquad \tau = \tau_{\text{pos}} \text{ if } \hat A > 0 \text{ else } \tau_{\text{neg}} \\
+\text{VESPO}\quad & L = -\operatorname{sg}\big(\varphi(w)\big)\,\hat A\,\log\pi_\theta(a), \qquad \varphi(w) = e^{\lambda}\,w^{k}\,e^{-\lambda w},\ w = \textstyle\prod_t \rho_t
 \end{aligned}$$
 
-(sg: stop-gradient). What training feels is the derivative. With $\log\pi_{\text{old}}$ fixed, $\partial r/\partial\log\pi_\theta = r$, so
+(sg: stop-gradient). What training feels is the derivative. With $\log\pi_{\text{old}}$ fixed, $\partial \rho/\partial\log\pi_\theta = \rho$, so
 
-$$\frac{\partial L}{\partial r}\Big|_{\text{clip}} = -\hat A\ \text{inside the band, } 0 \text{ outside on the side } \hat A \text{ pushes to}, \qquad
-\frac{\partial L}{\partial r}\Big|_{\text{SAPO}} = -4\,\sigma(1-\sigma)\,\hat A, \qquad
-\frac{\partial L}{\partial r}\Big|_{\text{CISPO, VESPO}} = -\frac{w_{\text{detached}}\,\hat A}{r}.$$
+$$\frac{\partial L}{\partial \rho}\Big|_{\text{clip}} = -\hat A\ \text{inside the band, } 0 \text{ outside on the side } \hat A \text{ pushes to}, \qquad
+\frac{\partial L}{\partial \rho}\Big|_{\text{SAPO}} = -4\,\sigma(1-\sigma)\,\hat A, \qquad
+\frac{\partial L}{\partial \rho}\Big|_{\text{CISPO, VESPO}} = -\frac{w_{\text{detached}}\,\hat A}{\rho}.$$
 
-The clip is a switch: the token's gradient is either $-\hat A$ or 0. SAPO's gate is the same slope at $r = 1$ and
-fades smoothly as $r$ leaves 1, faster for a larger $\tau$ ($\tau_{\text{neg}} > \tau_{\text{pos}}$ by default: the
+The clip is a switch: the token's gradient is either $-\hat A$ or 0. SAPO's gate is the same slope at $\rho = 1$ and
+fades smoothly as $\rho$ leaves 1, faster for a larger $\tau$ ($\tau_{\text{neg}} > \tau_{\text{pos}}$ by default: the
 side with unbounded ratios fades sooner). CISPO never drops a token: its weight is capped, not its gradient. VESPO
 weighs the whole completion by $\varphi$ of its sequence ratio, largest at $w = k/\lambda$ and vanishing far off-policy on
-either side; here a completion is one token, so $w = r$.
+either side; here a completion is one token, so $w = \rho$.
 
 The widget computes each curve by calling `core.clipped_surrogate` (ε 0.2, and DAPO's 0.2 / 0.28),
 `core.cispo_loss` (ε_max 5), `core.soft_gated_surrogate` and `core.gamma_weight` on a grid of ratios and asking
-autograd for $\partial L/\partial r$ (`viz.objective_lab.objective_curves`). The sliders move SAPO's two
+autograd for $\partial L/\partial \rho$ (`viz.objective_lab.objective_curves`). The sliders move SAPO's two
 temperatures and VESPO's $(k, \lambda)$ on either side of $\hat A$.""",
-    r"""md:**Predict first.** At $r = 1.5$ with $\hat A > 0$ — $\pi_\theta$ already made the token half again as likely as
-$\pi_{\text{old}}$ did — which of the five objectives still push it up ($\partial L/\partial r \neq 0$)? And at $r = 0.5$
-with $\hat A < 0$? Then slide `tau_pos` up: what happens to SAPO's push at $r = 1.5$?""",
+    r"""md:**Predict first.** At $\rho = 1.5$ with $\hat A > 0$ — $\pi_\theta$ already made the token half again as likely as
+$\pi_{\text{old}}$ did — which of the five objectives still push it up ($\partial L/\partial \rho \neq 0$)? And at $\rho = 0.5$
+with $\hat A < 0$? Then slide `tau_pos` up: what happens to SAPO's push at $\rho = 1.5$?""",
     """view = viz.objective_view()
 view""",
-    """for r, adv in ((1.5, 1.0), (0.5, -1.0)):
-    pushes = viz.objective_lab.pushing_at(r, adv)
-    print(f"r = {r}, Â = {adv:+g}:  " + "   ".join(f"{name} {g:+.3f}" for name, g in pushes.items()))
+    """for ratio, adv in ((1.5, 1.0), (0.5, -1.0)):
+    pushes = viz.objective_lab.pushing_at(ratio, adv)
+    print(f"ρ = {ratio}, Â = {adv:+g}:  " + "   ".join(f"{name} {g:+.3f}" for name, g in pushes.items()))
 for tau in (1.0, 2.0, 4.0):
-    print(f"SAPO, τ_pos = {tau}: ∂L/∂r at r = 1.5 is {viz.objective_lab.pushing_at(1.5, 1.0, tau_pos=tau)['SAPO gate']:+.3f}")
+    print(f"SAPO, τ_pos = {tau}: ∂L/∂ρ at ρ = 1.5 is {viz.objective_lab.pushing_at(1.5, 1.0, tau_pos=tau)['SAPO gate']:+.3f}")
 vc = view.data["vespo_vs_clip"]
 k, lam = view.controls["k_pos"].value, view.controls["lambda_pos"].value
-print(f"VESPO, Â = +1, k = {k:g}, λ = {lam:g}: strongest push {vc['peak_push']:+.3f} at r = {vc['peak_r']:.2f} "
+print(f"VESPO, Â = +1, k = {k:g}, λ = {lam:g}: strongest push {vc['peak_push']:+.3f} at ρ = {vc['peak_r']:.2f} "
       f"((k − 1)/λ = {(k - 1) / lam:.2f}; φ itself peaks at k/λ = {k / lam:.2f})")
-print(f"  at r = {vc['r_first']:g}: VESPO {vc['vespo_first']:+.3f}, clip {vc['clip_first']:+.3f} "
-      f"({vc['times_first']:.1f}× the clip's push); |VESPO| > |clip| at every drawn r < 1: {vc['harder_below_1']}")""",
+print(f"  at ρ = {vc['r_first']:g}: VESPO {vc['vespo_first']:+.3f}, clip {vc['clip_first']:+.3f} "
+      f"({vc['times_first']:.1f}× the clip's push); |VESPO| > |clip| at every drawn ρ < 1: {vc['harder_below_1']}")""",
     r"""md:<details><summary>Answer</summary>
 
-Both clipped objectives have let go at both points ($\partial L/\partial r = 0$ on the first two lines): $r = 1.5$ is
-above $1 + \varepsilon_{\text{high}}$ for either $\varepsilon_{\text{high}}$, and $r = 0.5$ below $1 - \varepsilon_{\text{low}}$. The other three still push,
-each its own way: CISPO with its full $-\hat A$ (its weight $\min(r, \varepsilon_{\max})$ divided by $r$ is 1 until
-$r > \varepsilon_{\max}$), SAPO with a gate that has faded only a little at $\tau = 1$, and VESPO with $\varphi(r)/r$, which
-depends on $(k, \lambda)$ and on the sign of $\hat A$. The three SAPO lines show its push at $r = 1.5$ shrinking as
+Both clipped objectives have let go at both points ($\partial L/\partial \rho = 0$ on the first two lines): $\rho = 1.5$ is
+above $1 + \varepsilon_{\text{high}}$ for either $\varepsilon_{\text{high}}$, and $\rho = 0.5$ below $1 - \varepsilon_{\text{low}}$. The other three still push,
+each its own way: CISPO with its full $-\hat A$ (its weight $\min(\rho, \varepsilon_{\max})$ divided by $\rho$ is 1 until
+$\rho > \varepsilon_{\max}$), SAPO with a gate that has faded only a little at $\tau = 1$, and VESPO with $\varphi(\rho)/\rho$, which
+depends on $(k, \lambda)$ and on the sign of $\hat A$. The three SAPO lines show its push at $\rho = 1.5$ shrinking as
 $\tau_{\text{pos}}$ grows: a large $\tau$ is a gate close to a hard clip, a small one close to no clip at all.
 
 VESPO's push is not strongest where its weight is. With $\varphi$ detached the loss is $-\varphi\,\hat A\log\pi_\theta$, so
-per unit of ratio the push is $\varphi(r)/r = e^{\lambda} r^{k-1} e^{-\lambda r}$, which peaks at $r = (k-1)/\lambda$, not at
+per unit of ratio the push is $\varphi(\rho)/\rho = e^{\lambda} \rho^{k-1} e^{-\lambda \rho}$, which peaks at $\rho = (k-1)/\lambda$, not at
 $\varphi$'s own peak $k/\lambda$ (the first VESPO line). For $\hat A > 0$ the clip keeps its full push $-\hat A$ below the
 band — it lets go only above $1 + \varepsilon_{\text{high}}$ — and at the default $(k, \lambda)$ VESPO pushes *harder*
-than that everywhere the plot shows below $r = 1$, hardest near its peak (the last line: how many times the clip's
-push it is at $r = 0.3$, the plot's left edge, close to that peak): a token that $\pi_\theta$ has made somewhat rarer
+than that everywhere the plot shows below $\rho = 1$, hardest near its peak (the last line: how many times the clip's
+push it is at $\rho = 0.3$, the plot's left edge, close to that peak): a token that $\pi_\theta$ has made somewhat rarer
 than $\pi_{\text{old}}$ did is pulled back up more strongly, not less. Only much further left, beyond the plot, does
-$r^{k-1}$ win and the push fade to 0 — VESPO's "vanishing far off-policy" on that side.
+$\rho^{k-1}$ win and the push fade to 0 — VESPO's "vanishing far off-policy" on that side.
 </details>""",
     r"""md:## 2 · Two rewards of different scales: GDPO
 
@@ -100,13 +100,16 @@ s_i = \sum_f w_f\,\check r_{i,f}, \qquad \hat A_i = \frac{s_i - \operatorname{me
 
 Below, two reward functions on four groups of four completions, drawn with a seeded generator
 (`viz.objective_lab.example_rewards`): correctness in $\{0, 1\}$ and a length score from 0 to 10, weights 1 and 1; the
-last group is all correct. To say which reward decides an advantage, the cell correlates $\hat A$ with each reward
+last group is all correct. To say which reward decides an advantage, the cell after the question correlates $\hat A$ with each reward
 centred in its group, over the batch.""",
-    r"""md:**Predict first.** In group 0 of the table below (two correct completions, two wrong), compare the wrong one with
-the highest length score and the correct one with the lowest. Which gets the larger advantage when the rewards are
-summed first? And under GDPO?""",
     """rewards = viz.objective_lab.example_rewards(groups=4, group_size=4, seed=1)
-gdpo = viz.objective_lab.gdpo_advantages(rewards, weights=(1.0, 1.0), group_size=4)
+print("group 0, one line per completion:")
+for i, (correct, length) in enumerate(rewards[:4].tolist()):
+    print(f"   completion {i}: correctness {correct:g}, length score {length:.2f}")""",
+    r"""md:**Predict first.** Group 0's rewards are printed above: two correct completions, two wrong. Compare the wrong one
+with the highest length score and the correct one with the lowest. Which gets the larger advantage when the rewards
+are summed first, and why? And under GDPO? The table after this question gives every completion's $\hat A$ both ways.""",
+    """gdpo = viz.objective_lab.gdpo_advantages(rewards, weights=(1.0, 1.0), group_size=4)
 display(Markdown(viz.objective_lab.gdpo_markdown(gdpo)))
 spread = rewards.view(4, 4, 2).std(dim=1).mean(dim=0)
 print(f"mean within-group std: correctness {spread[0]:.2f}, length score {spread[1]:.2f}")
@@ -136,28 +139,28 @@ and their $w_f$).
 
 Most tokens of a completion are near-certain continuations: $\pi_\theta$ puts almost all its mass on one token. A
 few are "forks", where the text could have gone another way. "Beyond the 80/20 rule" (arXiv 2506.01939) trains the
-policy term only on the share $\rho$ of the batch's tokens with the highest entropy (`--top-entropy-quantile ρ`,
+policy term only on the share $q$ of the batch's tokens with the highest entropy (`--top-entropy-quantile q`,
 TRL's `top_entropy_quantile`; `core.high_entropy_mask`):
 
-$$H_t = -\sum_v \pi_\theta(v\mid s_t)\log\pi_\theta(v\mid s_t), \qquad h^* = \operatorname{quantile}_{1-\rho}\big(H_t \text{ over the real tokens}\big), \qquad \text{keep}_t = m_t\,[H_t \ge h^*].$$
+$$H_t = -\sum_v \pi_\theta(v\mid s_t)\log\pi_\theta(v\mid s_t), \qquad h^* = \operatorname{quantile}_{1-q}\big(H_t \text{ over the real tokens}\big), \qquad \text{keep}_t = m_t\,[H_t \ge h^*].$$
 
 Below, the tiny preset's model (`@tiny-math`, loaded offline by the rung's `load_task` and `load_policy`, its LoRA
 adapter fresh) samples one completion for each of six of the task's sums; `CausalLMPolicy.evaluate` — the trainer's
-own forward — gives each token's $H_t$. The tokens the mask keeps at the slider's $\rho$ are boxed in red; the
+own forward — gives each token's $H_t$. The tokens the mask keeps at the slider's $q$ are boxed in red; the
 histogram shows where the threshold $h^*$ falls. The model imitates a tutor who forgets to carry, so watch where
 its few uncertain tokens are.
 
 The other lever is an entropy *bonus*, $-c_H \cdot \operatorname{mean}(H_t)$ over the tokens the policy term keeps —
-all of them, or the top $\rho$ with `--top-entropy-quantile` (`--entropy-coef` sets $c_H$). With `--adaptive-entropy`
+all of them, or the top $q$ with `--top-entropy-quantile` (`--entropy-coef` sets $c_H$). With `--adaptive-entropy`
 (`core.AdaptiveEntropyCoef`, Skywork-OR1) a controller measures, after every optimiser step, the mean entropy of
 those same kept tokens and moves $c_H$ by a fixed step (`--entropy-coef-delta`, within `--entropy-coef-min` and
 `--entropy-coef-max`, from `--entropy-coef` as its starting value): up while that entropy is at or below
 `--entropy-target`, down otherwise. The bonus is applied only while the last measured entropy is at or below the target, so the first
 optimiser step has none (nothing has been measured yet): the bonus switches on once the entropy has fallen to the
 target and stops once it recovers.""",
-    r"""md:**Predict first.** At $\rho = 0.2$, will the mask keep exactly 20 % of the real tokens? Which tokens of an
+    r"""md:**Predict first.** At $q = 0.2$, will the mask keep exactly 20 % of the real tokens? Which tokens of an
 addition do you expect it to keep: the digits of the answer, the spaces and `+` signs, or the end-of-text token?""",
-    """view = viz.entropy_mask_view(rho=0.2)
+    """view = viz.entropy_mask_view(q=0.2)
 view""",
     """import math
 
@@ -165,12 +168,12 @@ tokens = viz.objective_lab.sampled_tokens()
 real = tokens["mask"].bool()
 print(f"{int(real.sum())} real tokens; median entropy {tokens['entropy'][real].median():.4f} nats, "
       f"largest {tokens['entropy'][real].max():.4f}")
-for rho in (0.1, 0.2, 0.5, 1.0):
-    kept = core.high_entropy_mask(tokens["entropy"], tokens["mask"], rho)
-    print(f"ρ = {rho}: kept {int(kept.sum())} of {int(real.sum())} = {float(kept.sum() / real.sum()):.1%}")
+for q in (0.1, 0.2, 0.5, 1.0):
+    kept = core.high_entropy_mask(tokens["entropy"], tokens["mask"], q)
+    print(f"q = {q}: kept {int(kept.sum())} of {int(real.sum())} = {float(kept.sum() / real.sum()):.1%}")
 kept = core.high_entropy_mask(tokens["entropy"], tokens["mask"], 0.2).bool()
 pieces = [p for row, ks in zip(tokens["pieces"], kept) for p, k in zip(row, ks) if k]
-print("kept at ρ = 0.2:", " ".join(repr(p) for p in pieces))
+print("kept at q = 0.2:", " ".join(repr(p) for p in pieces))
 print(f"digits among them: {sum(p.strip().isdigit() for p in pieces) / len(pieces):.0%}")
 h = tokens["entropy"].masked_fill(~real, -1.0)
 for flat in h.flatten().topk(2).indices.tolist():
@@ -179,11 +182,11 @@ for flat in h.flatten().topk(2).indices.tolist():
           f"{''.join(tokens['pieces'][i][:t + 1])!r}")""",
     r"""md:<details><summary>Answer</summary>
 
-Close to $\rho$, not exactly: the threshold is a quantile with linear interpolation, and every token at or above it
-is kept, ties included (the lines above print the share at each $\rho$). The kept tokens are listed last, with the
-share of digits among them: this model's doubts are in the digits of the partial sums and the answer, while the
+Close to $q$, not exactly: the threshold is a quantile with linear interpolation, and every token at or above it
+is kept, ties included (the first lines above print the share at each $q$). The kept tokens at $q = 0.2$ are listed
+next, with the share of digits among them: this model's doubts are in the digits of the partial sums and the answer, while the
 spaces, signs and the end of the text follow the sum's layout and are near-certain, so the mask leaves them out.
-The two most uncertain tokens (the last lines) are the third addend of the tens column — the carry, which this
+The two most uncertain tokens (the two entropy lines at the end) are the third addend of the tens column — the carry, which this
 model, imitating a tutor who forgets to carry, writes as 1 or 0 with an entropy close to a coin flip's $\ln 2$.
 Those are exactly the tokens where GRPO's reward can teach something.
 </details>""",
@@ -194,7 +197,7 @@ Notebook 5 met four policies, and a fifth takes its place beside them once the t
 | policy | what it is | where it enters |
 |---|---|---|
 | $\pi_\theta$ | the weights being optimised | the loss's gradient |
-| $\pi_{\text{old}}$ | the trainer's own forward of the weights at the start of the update | the ratio $r = \pi_\theta/\pi_{\text{old}}$ and its trust region (the clip, the gate) |
+| $\pi_{\text{old}}$ | the trainer's own forward of the weights at the start of the update | the ratio $\rho = \pi_\theta/\pi_{\text{old}}$ and its trust region (the clip, the gate) |
 | $\pi_{\text{ref}}$ | the starting model | the KL term |
 | $\pi_{\text{sampler}}$ | the distribution the tokens were drawn from: another engine, a lower precision, the top-p nucleus | the weight $w = \pi_{\text{old}}/\pi_{\text{sampler}}$ |
 | $\pi_{\text{rollout}}$ | the *weights* that drew the batch: in an asynchronous trainer, those of $k$ updates ago | the same weight, now $\pi_{\text{old}}/\pi_{\text{rollout}}$ |
@@ -205,7 +208,7 @@ deterministic, with no threads (`grpo_staleness.LaggingRollout`); $\pi_{\text{ol
 start of update $u$, so the clip's trust region is what it always was, and the log-probs recorded while sampling are
 $\pi_{\text{rollout}}$'s. The gradient splits as before:
 
-$$\frac{\pi_\theta(a_t)}{\pi_{\text{rollout}}(a_t)} = \underbrace{\frac{\pi_\theta(a_t)}{\pi_{\text{old}}(a_t)}}_{r_t:\ \text{clipped}}\cdot\underbrace{\frac{\pi_{\text{old}}(a_t)}{\pi_{\text{rollout}}(a_t)}}_{w_t:\ \text{a constant}}, \qquad
+$$\frac{\pi_\theta(a_t)}{\pi_{\text{rollout}}(a_t)} = \underbrace{\frac{\pi_\theta(a_t)}{\pi_{\text{old}}(a_t)}}_{\rho_t:\ \text{clipped}}\cdot\underbrace{\frac{\pi_{\text{old}}(a_t)}{\pi_{\text{rollout}}(a_t)}}_{w_t:\ \text{a constant}}, \qquad
 \texttt{token\_truncate}:\ w_t \leftarrow \min(w_t, C_{\max}).$$
 
 ### π_sampler under top-p
@@ -251,26 +254,35 @@ from ladder.rungs import grpo
 print(f"--sampler-clip-max's default C_max: {grpo.Config.__dataclass_fields__['sampler_clip_max'].default:g}")""",
     r"""md:<details><summary>Answer</summary>
 
-At $k = 0$ the rollout is $\pi_{\text{old}}$ itself: the gap is $\approx 0$ — float rounding between the cached decode that
-sampled and the trainer's full forward (the line printed under the gaps) — and `token_truncate` changes nothing (the
-first row).
-As $k$ grows, $\pi_{\text{old}}$ has moved further from the weights that sampled, so the gap grows (the line under the
-table says whether it grew at every step of $k$ here), the weights spread further from 1 and more of them exceed
-$C_{\max}$, where `token_truncate` caps them: the update still uses every token, but no stale token counts more than
-$C_{\max}$ times. The truncation is a bias traded for a bounded variance, as in notebook 5.
+At $k = 0$ the rollout is $\pi_{\text{old}}$ itself: the gap can only be float rounding between the cached decode that
+sampled and the trainer's full forward, so every weight is within rounding of 1, below $C_{\max}$, and `token_truncate`
+should change nothing. As $k$ grows, $\pi_{\text{old}}$ has moved further from the weights that sampled, so the gap
+should grow, the weights spread further from 1 and more of them exceed $C_{\max}$, where `token_truncate` caps them:
+the update still uses every token, but no stale token counts more than $C_{\max}$ times. The truncation is a bias
+traded for a bounded variance, as in notebook 5. The lines above say whether the gap grew at every step of $k$ in
+these few updates; the cell below says the same of the truncated share.
 </details>""",
+    """truncated = {k: sum(r["sampler/corrected_frac"] for r in rs) / len(rs) for k, rs in at_k.items()}
+print("mean share of tokens token_truncate changed, at full lag: "
+      + ", ".join(f"k = {k}: {share:.2%}" for k, share in truncated.items()))
+shares = list(truncated.values())
+print("the share never falls as k grows:", all(a <= b for a, b in zip(shares, shares[1:])),
+      f"| at k = 0: {'none truncated' if truncated[0] == 0 else f'{truncated[0]:.2%} truncated'}")""",
     r"""md:## 5 · The league, extended
 
 Notebook 6's league, with the new bundles: `--algo sapo` (the soft gate) and `--algo vespo` (the gamma weight, no KL
 term) beside `--algo grpo`, each trained by the real rung on the tiny task at the same budget of sampled completions,
 scored by greedy accuracy on held-out sums. The flags each bundle sets, the policy term of section 1 its loss type
-picks, and its KL coefficient:""",
+picks, the ratio that term reads, and its KL coefficient. `vespo`'s row keeps `ratio_level=token` though its weight
+is one per completion: $\varphi$ builds that completion's ratio $w_i = \prod_t \rho_t$ from the token ratios itself
+(`core.gamma_weight`), the rung refuses `--ratio-level sequence` with it, and for `vespo` the flag decides only which
+ratios the logged statistics (`clip_frac`) read.""",
     """display(Markdown(viz.objective_lab.bundles_markdown(("grpo", "sapo", "vespo", "gdpo"))))""",
     r"""md:The tiny preset takes one pass ($\mu = 1$) over one minibatch ($M = 1$) per update, as TRL's defaults do. One seed and
 32 held-out sums (accuracy in steps of 1/32), so do not read a ranking into small differences: `benchmarks/variants.py`
 runs every `--algo` over several seeds and a larger budget, with results in `benchmarks/RESULTS.md`.
 
-**Predict first.** Look back at section 1's curves at $r = 1$. With $\mu = 1$ and $M = 1$, will `grpo`'s and `sapo`'s
+**Predict first.** Look back at section 1's curves at $\rho = 1$. With $\mu = 1$ and $M = 1$, will `grpo`'s and `sapo`'s
 runs differ at all? And after the widget, the same two with $\mu = 2$ passes: will they differ then? (Switch the
 metric to the KL to $\pi_{\text{ref}}$ and compare the curves.)""",
     """view = viz.league_view(methods=("grpo", "sapo", "vespo"), max_completions=192, eval_size=32)
@@ -290,53 +302,71 @@ for m, r in two_passes.items():
           f"largest share of ratios past 1 ± ε (clip_frac) {max(r['clip_frac']):.2%}, {r['wall_s']:.0f} s")""",
     r"""md:<details><summary>Answer</summary>
 
-With $\mu = 1$ and $M = 1$ they take the same steps, up to float rounding (the first μ = 1 line): the only gradient is
-taken at $\pi_\theta = \pi_{\text{old}}$, where $r = 1$ at every token, and there every objective of section 1 has the same
-slope $\partial L/\partial r = -\hat A$ — the clip has not acted, SAPO's gate is at its full slope, VESPO's $\varphi(1) = 1$.
-`sapo` also keeps `grpo`'s aggregation and $\beta$ (the table above), so nothing else differs: on-policy, the two are
-one algorithm. On-policy `vespo`'s objective is `grpo`'s too; it differs from `grpo` only in two other flags: its loss is summed over a constant
-(`sum_over_constant`, section 1 of notebook 6) and it has no KL term (its KL curve stays at 0). With $\mu = 2$ the second
-pass sees $r \neq 1$ and the KLs part (the μ = 2 line), but in so few updates few ratios leave the band (the
-shares printed), so the sampled rewards and the accuracies may still agree. That share is the logged `clip_frac`:
+With $\mu = 1$ and $M = 1$ the only gradient is taken at $\pi_\theta = \pi_{\text{old}}$, where $\rho = 1$ at every
+token, and there every objective of section 1 has the same slope $\partial L/\partial \rho = -\hat A$ — the clip has not
+acted, SAPO's gate is at its full slope, VESPO's $\varphi(1) = 1$. `sapo` also keeps `grpo`'s aggregation and $\beta$
+(the table above), so nothing else differs: on-policy the two are one algorithm, and their runs should take the same
+steps up to float rounding. On-policy `vespo`'s objective is `grpo`'s too; it differs from `grpo` in two other flags:
+its loss is summed over a constant (`sum_over_constant`, section 1 of notebook 6) and $\beta = 0$. Its KL curve stays at
+0 for that reason alone, not because its policy stands still: with $\beta = 0$ the rung computes no $\pi_{\text{ref}}$ and
+no KL, so there is no KL to record, however far $\pi_\theta$ moves (the cell below prints its accuracy before and after).
+With $\mu = 2$ the second pass sees $\rho \neq 1$, where the objectives part; in so few updates few ratios may leave
+the band, and then the sampled rewards and the accuracies may still agree. The share printed is the logged `clip_frac`:
 it counts the tokens whose ratio is past $1 \pm \varepsilon$ (`--clip-eps`, the same in both bundles) on the side $\hat A$
 pushes to, whatever the objective — the ratio is defined the same way in both runs, and until the runs part it is
 computed from the same weights, which is why the two largest shares can print alike. For `grpo` those are the tokens
 the clip switched off; `sapo` clips nothing, so for it the number only says how far the ratios spread, where its gate
-fades instead. The objectives matter
-where training is off-policy: many passes, many minibatches, or a stale rollout (section 4).
+fades instead. The cell below says what these runs did. The objectives matter where training is off-policy: many
+passes, many minibatches, or a stale rollout (section 4).
 </details>""",
+    """parted = {mu: gap(runs, "grpo", "sapo", "kl_ref") > 1e-5 for mu, runs in ((1, on_policy), (2, two_passes))}
+for mu, apart in parted.items():
+    print(f"μ = {mu}: grpo and sapo " + ("parted (largest |Δ KL| above 1e-5)" if apart
+                                          else "took the same steps, to float rounding (largest |Δ KL| at most 1e-5)"))
+vespo = on_policy["vespo"]
+print(f"vespo: every logged KL 0: {all(kl == 0 for kl in vespo['kl_ref'])} (β = 0: never computed); "
+      f"its accuracy {vespo['accuracy_before']:.3f} → {vespo['accuracy_after']:.3f}")""",
     SELF_CHECK,
-    """p_tau = viz.Predict("Section 1: at r = 1.5 with Â > 0, is SAPO's push |∂L/∂r| smaller at τ_pos = 4 than at "
-                    "τ_pos = 1?", choices=("yes", "no"))
+    """p_tau = viz.Predict("Section 1's SAPO gate at a point no line printed: ρ = 1.2, Â = +1, τ_pos = 3. What is its "
+                    "push |∂L/∂ρ| = 4σ(1 − σ)·|Â|, σ = σ(τ(ρ − 1))?")
 p_tau.answer = None
-p_peak = viz.Predict("Section 1: with VESPO's k_pos = 2, λ_pos = 3 (Â > 0), at which w is the weight φ(w) largest?")
+p_peak = viz.Predict("Section 1, new values: VESPO with k_pos = 4, λ_pos = 3 (Â > 0; one token, so w = ρ). At which ratio "
+                     "ρ is its push |∂L/∂ρ| largest?")
 p_peak.answer = None
-p_rho = viz.Predict("Section 3: at ρ = 0.5, roughly what share of the real tokens does the mask keep (a number in 0…1)?")
-p_rho.answer = None
-why_gdpo = viz.Reason("Section 2: why does the length score decide the advantage when the rewards are summed first?",
-                      "its spread within a group is larger, so the sum's group std is mostly its own",
-                      "group_relative ignores rewards that are 0 or 1",
-                      "the length score's weight is larger", "correctness is the same for every completion")
+p_q = viz.Predict("Section 3's mask on a model equally unsure everywhere: every real token at the same entropy. At "
+                  "q = 0.2, what share of the real tokens does the mask keep (a number in 0…1)?")
+p_q.answer = None
+why_gdpo = viz.Reason("Section 2, new case: the length score divided by 10 (0 to 1 instead of 0 to 10). Why does that "
+                      "change the summed-first advantages but leave GDPO's as they were?",
+                      "GDPO divides each reward by its own group's std, so a reward's scale cancels; summed first, the "
+                      "scale sets the reward's share of the sum's spread",
+                      "GDPO ignores rewards below 1", "group_relative clips rewards to [0, 1]",
+                      "GDPO's weights w_f rescale each reward to 0…10")
 why_gdpo.answer = None
 why_trunc = viz.Reason("Section 4: which tokens' weight does token_truncate change?",
                        "those whose w = π_old/π_rollout exceeds C_max", "every token of a stale rollout",
                        "those whose ratio π_θ/π_old leaves the clip's band", "those with Â < 0")
 why_trunc.answer = None
-for question in (p_tau, p_peak, why_gdpo, p_rho, why_trunc):
+for question in (p_tau, p_peak, why_gdpo, p_q, why_trunc):
     question.ask()
     print()""",
-    """push = {tau: abs(viz.objective_lab.pushing_at(1.5, 1.0, tau_pos=tau)["SAPO gate"]) for tau in (1.0, 4.0)}
-p_tau.check("yes" if push[4.0] < push[1.0] else "no", why=f"|∂L/∂r| {push[4.0]:.3f} at τ 4 against {push[1.0]:.3f} at τ 1: 4σ(1 − σ) of τ(r − 1) fades faster")
+    """push = abs(viz.objective_lab.pushing_at(1.2, 1.0, tau_pos=3.0)["SAPO gate"])
+sigma = torch.sigmoid(torch.tensor(3.0 * 0.2)).item()
+p_tau.check(push, why=f"σ(0.6) = {sigma:.3f}: 4 · {sigma:.3f} · {1 - sigma:.3f}, already faded from the full slope 1 at ρ = 1")
 grid = torch.linspace(0.05, 3.0, 2951, dtype=torch.float64)[:, None]
-phi = core.gamma_weight(grid.log(), torch.ones_like(grid), torch.ones_like(grid), 2.0, 3.0, 3.0, 2.0)[:, 0]
-p_peak.check(grid[phi.argmax(), 0].item(), why="d/dw (k log w − λw) = 0 at w = k/λ")
-corr = gdpo["corr"]["sum_then_normalize"]
-why_gdpo.check("a", why=f"both weights are 1; corr(Â, length score) {corr[1]:+.2f} against corr(Â, correctness) {corr[0]:+.2f}")
+phi = core.gamma_weight(grid.log(), torch.ones_like(grid), torch.ones_like(grid), 4.0, 3.0, 3.0, 2.0)[:, 0]
+p_peak.check(grid[(phi / grid[:, 0]).argmax(), 0].item(), why="the push is φ(ρ)/ρ = e^λ ρ^(k−1) e^(−λρ): its peak is "
+             f"(k − 1)/λ = 1, not φ's own k/λ = {4 / 3:.2f}")
+scaled = viz.objective_lab.gdpo_advantages(rewards * torch.tensor([1.0, 0.1]), weights=(1.0, 1.0), group_size=4)
+moved = {how: (scaled[how] - gdpo[how]).abs().max().item() for how in ("sum_then_normalize", "normalize_then_sum")}
+why_gdpo.check("a", why=f"largest change of Â: summed first {moved['sum_then_normalize']:.2f}, GDPO "
+                        f"{moved['normalize_then_sum']:.1e} (the ε in std + ε)")
 tokens = viz.objective_lab.sampled_tokens()
-share = core.high_entropy_mask(tokens["entropy"], tokens["mask"], 0.5).sum() / tokens["mask"].sum()
-p_rho.check(share.item(), why="the top half by entropy, ties at the threshold included")
+flat = torch.full_like(tokens["entropy"], 0.5)
+share = core.high_entropy_mask(flat, tokens["mask"], 0.2).sum() / tokens["mask"].sum()
+p_q.check(share.item(), why="every token is at the threshold h*, and every token at or above it is kept: ties included")
 last = at_k[max(at_k)][-1]
 why_trunc.check("a", why=f"w ← min(w, C_max); at k = {max(at_k)} the last update's largest w after truncation is {last['sampler/is_ratio_max']:.3f} and "
                 f"{last['sampler/corrected_frac']:.1%} of its tokens were truncated")
-viz.tally(p_tau, p_peak, why_gdpo, p_rho, why_trunc)""",
+viz.tally(p_tau, p_peak, why_gdpo, p_q, why_trunc)""",
 ]

@@ -1,9 +1,9 @@
 """Notebook 6b: the newer objectives as functions of the ratio, GDPO's two rewards, the top-entropy mask on real
 tokens, top-p's kept mass, and the fifth policy (a rollout k updates stale).
 
-    objective_curves      L(r) and ∂L/∂r of one token (log π_old = 0, so log π_θ = log r) for Â = ±1, by autograd
+    objective_curves      L(ρ) and ∂L/∂ρ of one token (log π_old = 0, so log π_θ = log ρ) for Â = ±1, by autograd
                           through ``core.clipped_surrogate``, ``core.cispo_loss``, ``core.soft_gated_surrogate`` and
-                          ``core.gamma_weight`` (a one-token completion: VESPO's w is the token's r)
+                          ``core.gamma_weight`` (a one-token completion: VESPO's w is the token's ρ)
     gdpo_advantages       ``core.group_relative`` of Σ_f w_f·r_f against ``core.decoupled_group_relative``
     sampled_tokens        a few completions of the tiny preset's model, with log π and the entropy H_t from
                           ``CausalLMPolicy.evaluate``
@@ -55,10 +55,10 @@ def _token_losses(r: torch.Tensor, adv: torch.Tensor, p: dict) -> dict[str, torc
 
 def objective_curves(adv: float, ratios=None, tau_pos: float = 1.0, tau_neg: float = 1.05, k_pos: float = 2.0,
                      lambda_pos: float = 3.0, k_neg: float = 3.0, lambda_neg: float = 2.0) -> dict:
-    """{objective: (L(r), ∂L/∂r)} as numpy arrays over ``ratios`` (default 0.3 … 2.5), and "r".
+    """{objective: (L(ρ), ∂L/∂ρ)} as numpy arrays over ``ratios`` (default 0.3 … 2.5), and "r" (the ratios ρ).
 
-    ∂L/∂r is autograd's: 0 where the objective no longer moves the token, > 0 (Â < 0) or < 0 (Â > 0) where a
-    gradient step still pushes r. CISPO's and VESPO's weights are detached, so for them ∂L/∂r = −w·Â/r."""
+    ∂L/∂ρ is autograd's: 0 where the objective no longer moves the token, > 0 (Â < 0) or < 0 (Â > 0) where a
+    gradient step still pushes ρ. CISPO's and VESPO's weights are detached, so for them ∂L/∂ρ = −w·Â/ρ."""
     r = torch.linspace(0.3, 2.5, 221, dtype=torch.float64) if ratios is None else torch.as_tensor(
         ratios, dtype=torch.float64)
     leaf = r[:, None].clone().requires_grad_(True)
@@ -73,14 +73,14 @@ def objective_curves(adv: float, ratios=None, tau_pos: float = 1.0, tau_neg: flo
 
 
 def pushing_at(r: float, adv: float, **params) -> dict[str, float]:
-    """{objective: ∂L/∂r at one ratio}; an objective "still pushes" where it is not 0."""
+    """{objective: ∂L/∂ρ at one ratio}; an objective "still pushes" where it is not 0."""
     curves = objective_curves(adv, [r], **params)
     return {name: float(curves[name][1][0]) for name in OBJECTIVES}
 
 
 def vespo_against_clip(curves: dict) -> dict:
-    """VESPO's strongest push ∂L/∂r = −φ(r)·Â/r (Â > 0; φ(r)/r = e^λ r^(k−1) e^(−λr) peaks at r = (k − 1)/λ, not at
-    φ's k/λ) and its push against the clip's below r = 1 ("harder": larger |∂L/∂r| at every drawn r < 1).
+    """VESPO's strongest push ∂L/∂ρ = −φ(ρ)·Â/ρ (Â > 0; φ(ρ)/ρ = e^λ ρ^(k−1) e^(−λρ) peaks at ρ = (k − 1)/λ, not at
+    φ's k/λ) and its push against the clip's below ρ = 1 ("harder": larger |∂L/∂ρ| at every drawn ρ < 1).
     ``curves`` is ``objective_curves(+1, …)``."""
     r = curves["r"]
     vespo, clip = curves[OBJECTIVES[4]][1], curves[OBJECTIVES[0]][1]
@@ -92,7 +92,7 @@ def vespo_against_clip(curves: dict) -> dict:
 
 def objective_view(tau_pos: float = 1.0, tau_neg: float = 1.05, k_pos: float = 2.0, lambda_pos: float = 3.0,
                    k_neg: float = 3.0, lambda_neg: float = 2.0) -> View:
-    """The five curves' loss and ∂L/∂r against r (four formulas, the clip at two ε), for Â = +1 and Â = −1."""
+    """The five curves' loss and ∂L/∂ρ against ρ (four formulas, the clip at two ε), for Â = +1 and Â = −1."""
     controls = {name: widgets.FloatSlider(value=value, min=low, max=high, step=step, description=name, **_SLIDER)
                 for name, value, low, high, step in (
                     ("tau_pos", tau_pos, 0.25, 8.0, 0.25), ("tau_neg", tau_neg, 0.25, 8.0, 0.05),
@@ -103,7 +103,7 @@ def objective_view(tau_pos: float = 1.0, tau_neg: float = 1.05, k_pos: float = 2
         fig = Figure(figsize=(11, 5.6))
         curves = {adv: objective_curves(adv, **v) for adv in (1.0, -1.0)}
         for row, (adv, c) in enumerate(curves.items()):
-            for col, (what, index) in enumerate((("per-token loss L(r)", 0), ("∂L/∂r (autograd)", 1))):
+            for col, (what, index) in enumerate((("per-token loss L(ρ)", 0), ("∂L/∂ρ (autograd)", 1))):
                 ax = fig.add_subplot(2, 2, 2 * row + col + 1)
                 for i, name in enumerate(OBJECTIVES):
                     ax.plot(c["r"], c[name][index], color=f"C{i}", lw=2.2 if i == 0 else 1.4,
@@ -111,14 +111,14 @@ def objective_view(tau_pos: float = 1.0, tau_neg: float = 1.05, k_pos: float = 2
                 ax.axvline(1.0, color="0.6", lw=0.8)
                 ax.axhline(0.0, color="0.6", lw=0.8)
                 ax.set_title(f"Â = {adv:+g}: {what}", fontsize=9)
-                ax.set_xlabel("r = π_θ/π_old", fontsize=8)
+                ax.set_xlabel("ρ = π_θ/π_old", fontsize=8)
                 if index == 1:
                     ax.set_ylim(-2.5, 2.5)
         fig.axes[0].legend(fontsize=7, loc="best")
         fig.tight_layout()
         at = pushing_at(1.5, 1.0, **v)
         data = {"curves": curves, "at_1_5": at, "vespo_vs_clip": vespo_against_clip(curves[1.0]),
-                "summary": "∂L/∂r at r = 1.5, Â = +1: " + ", ".join(f"{n} {g:+.3f}" for n, g in at.items())}
+                "summary": "∂L/∂ρ at ρ = 1.5, Â = +1: " + ", ".join(f"{n} {g:+.3f}" for n, g in at.items())}
         return fig, data
 
     return View(controls, draw, "Five objectives as functions of the ratio (one token, π_θ = r·π_old)")
@@ -257,15 +257,15 @@ def entropy_html(tokens: dict, kept: torch.Tensor) -> str:
     return f"<div><i>{html.escape(legend)}</i></div>" + "".join(lines)
 
 
-def entropy_mask_view(rho: float = 0.2, tokens: dict | None = None) -> View:
-    """The top-ρ entropy tokens of real completions (``core.high_entropy_mask``), and the entropies' histogram."""
+def entropy_mask_view(q: float = 0.2, tokens: dict | None = None) -> View:
+    """The top-q entropy tokens of real completions (``core.high_entropy_mask``), and the entropies' histogram."""
     tokens = tokens or sampled_tokens()
-    controls = {"rho": widgets.FloatSlider(value=rho, min=0.0, max=1.0, step=0.05, description="ρ (keep)", **_SLIDER)}
+    controls = {"q": widgets.FloatSlider(value=q, min=0.0, max=1.0, step=0.05, description="q (keep)", **_SLIDER)}
     text = widgets.HTML()
 
     def draw(v: dict):
         mask = tokens["mask"]
-        kept = core.high_entropy_mask(tokens["entropy"], mask, v["rho"])
+        kept = core.high_entropy_mask(tokens["entropy"], mask, v["q"])
         text.value = entropy_html(tokens, kept)
         real = mask.bool()
         h = tokens["entropy"][real].numpy()
@@ -278,11 +278,11 @@ def entropy_mask_view(rho: float = 0.2, tokens: dict | None = None) -> View:
         ax.set_xlabel("entropy H_t of π_θ at the position (nats)")
         ax.legend(fontsize=8)
         share = float(kept.sum() / mask.sum())
-        ax.set_title(f"ρ = {v['rho']:.2f}: {int(kept.sum())} of {int(mask.sum())} tokens kept ({share:.0%})",
+        ax.set_title(f"q = {v['q']:.2f}: {int(kept.sum())} of {int(mask.sum())} tokens kept ({share:.0%})",
                      fontsize=9)
         fig.tight_layout()
-        data = {"kept": kept, "share": share, "rho": v["rho"], "html": text.value,
-                "summary": f"ρ = {v['rho']:.2f}: kept {int(kept.sum())} / {int(mask.sum())} real tokens = {share:.1%}"}
+        data = {"kept": kept, "share": share, "q": v["q"], "html": text.value,
+                "summary": f"q = {v['q']:.2f}: kept {int(kept.sum())} / {int(mask.sum())} real tokens = {share:.1%}"}
         return fig, data
 
     view = View(controls, draw, "The top-entropy mask on the tiny model's tokens")
@@ -334,18 +334,30 @@ def off_policy_run(method: str, mu: int = 2, max_completions: int = 192, eval_si
             "accuracy_after": summary["accuracy_after"], "updates": summary["steps"], "wall_s": summary["wall_s"]}
 
 
+def ratio_read(term: str, ratio_level: str) -> str:
+    """The ratio a bundle's policy term reads. VESPO's φ (``gamma_weighted``) builds its own sequence ratio
+    w_i = Π_t ρ_t from the token ratios, which is why its bundle keeps ``ratio_level=token`` (the rung refuses
+    ``sequence`` with it); the others read ρ_t per token, or GSPO's s_i per completion at ``ratio_level=sequence``."""
+    if term == "gamma_weighted":
+        return "w_i = Π_t ρ_t, one per completion, from the token ratios"
+    return "ρ_t, one per token" if ratio_level == "token" else "s_i, one per completion"
+
+
 def bundles_markdown(methods=("grpo", "sapo", "vespo", "gdpo")) -> str:
-    """``grpo.ALGOS`` as Markdown: the flags of each bundle, the policy term (``core.objectives.POLICY_TERMS``) and
-    the aggregation its loss type picks (``grpo_options.LOSS_TYPES``), and its KL coefficient β."""
+    """``grpo.ALGOS`` as Markdown: the flags of each bundle, the policy term (``core.objectives.POLICY_TERMS``), the
+    ratio it reads (``ratio_read``) and the aggregation its loss type picks (``grpo_options.LOSS_TYPES``), and its KL
+    coefficient β."""
     from ladder.rungs.grpo_options import LOSS_TYPES
 
     fields = grpo.Config.__dataclass_fields__
-    rows = ["| method | flags `--algo` sets | policy term | aggregation | β |", "|---|---|---|---|---:|"]
+    rows = ["| method | flags `--algo` sets | policy term | the ratio it reads | aggregation | β |",
+            "|---|---|---|---|---|---:|"]
     for name in methods:
-        flags = {**{k: fields[k].default for k in ("loss_type", "kl_coef")}, **grpo.ALGOS[name]}
+        flags = {**{k: fields[k].default for k in ("loss_type", "kl_coef", "ratio_level")}, **grpo.ALGOS[name]}
         term, aggregation = LOSS_TYPES[flags["loss_type"]]
         listed = ", ".join(f"`{k}={v}`" for k, v in grpo.ALGOS[name].items())
-        rows.append(f"| {name} | {listed} | `{term}` | `{aggregation}` | {flags['kl_coef']:g} |")
+        ratio = ratio_read(term, flags["ratio_level"])
+        rows.append(f"| {name} | {listed} | `{term}` | {ratio} | `{aggregation}` | {flags['kl_coef']:g} |")
     return "\n".join(rows)
 
 
