@@ -1,5 +1,6 @@
 """Planted bugs of Capstone I: each is the reference answer with one small edit, the way a learner might get PPO
-wrong, and the property of the grader that must catch it. ``PLANTED_CAPSTONE1[label] = (property, module)``."""
+wrong, and the property of the grader that must catch it. ``PLANTED_CAPSTONE1[label] = (property, module)``;
+``CAUSES[label]``: words its message must hold, where the property can name the cause."""
 
 from __future__ import annotations
 
@@ -51,6 +52,54 @@ BUGS = {   # label: (the property that catches it, the text of the reference, wh
         "evaluate", "logits.argmax(-1).numpy()", "torch.distributions.Categorical(logits=logits).sample().numpy()"),
     "every evaluation episode seeded alike": ("evaluate", "seed=[seed + i for i in range(episodes)]",
                                               "seed=[seed] * episodes"),
+    # The small clauses: what a function must leave alone, draw from, return.
+    "gae zeroes final_values in place where not truncated": (
+        "gae_inputs", "    next_values = torch.where(truncated, final_values, next_values)\n",
+        "    final_values[~truncated] = 0.0\n    next_values = torch.where(truncated, final_values, next_values)\n"),
+    "update ignores its generator (the global RNG shuffles)": (
+        "update_generator", "torch.randperm(n, generator=generator)", "torch.randperm(n)"),
+    "the shuffle drawn from numpy's global RNG": (
+        "update_generator", "torch.randperm(n, generator=generator)", "torch.as_tensor(np.random.permutation(n))"),
+    "update returns the loss tensor, graph and all": ("update_stats", 'stats = {"loss": loss.item(),',
+                                                      'stats = {"loss": loss,'),
+    "advantages whitened with the population std": (
+        "loss", 'mb["advantages"].std() + 1e-8', 'mb["advantages"].std(unbiased=False) + 1e-8'),
+    "a hard-coded clip norm": ("pi_old", "clip_grad_norm_(agent.parameters(), max_grad_norm)",
+                               "clip_grad_norm_(agent.parameters(), 0.5)"),
+    # The wiring of train: what joins the parts.
+    "each rollout starts from the first obs (next_obs dropped)": (
+        "rollout_chain", "buffer, obs = collect_rollout(", "buffer, _ = collect_rollout("),
+    "the envs reset before each rollout": (
+        "rollout_chain", "        buffer, obs = collect_rollout(",
+        "        obs, _ = envs.reset(seed=seed)\n        buffer, obs = collect_rollout("),
+    "the returns used as the advantages": (
+        "advantages_wiring", "batch.update(advantages=advantages.flatten()",
+        "batch.update(advantages=returns.flatten()"),
+    "env steps counted per env": ("env_steps", '"env_steps": (u + 1) * num_envs * num_steps',
+                                  '"env_steps": (u + 1) * num_steps'),
+    "the budget rounded up past total_steps": (
+        "env_steps", "num_updates = total_steps // (num_envs * num_steps)",
+        "num_updates = int(np.ceil(total_steps / (num_envs * num_steps)))"),
+    "history counts the env steps before the rollout": (
+        "env_steps", '"env_steps": (u + 1) * num_envs * num_steps', '"env_steps": u * num_envs * num_steps'),
+    "the envs reset unseeded": ("reproducible", "obs, _ = envs.reset(seed=seed)", "obs, _ = envs.reset()"),
+    "torch's RNG never seeded": ("reproducible", "    torch.manual_seed(seed)\n", ""),
+}
+CAUSES = {   # label: what its property's message must say of the cause
+    "gae zeroes final_values in place where not truncated": "changed its input final_values in place",
+    "update ignores its generator (the global RNG shuffles)": "seeded differently: the minibatches differ",
+    "the shuffle drawn from numpy's global RNG": "seeded differently: the minibatches differ",
+    "update returns the loss tensor, graph and all": "stats['loss'] is a tensor with a graph",
+    "advantages whitened with the population std": "population std",
+    "a hard-coded clip norm": "a clip norm that ignores max_grad_norm (hard-coded?)",
+    "each rollout starts from the first obs (next_obs dropped)": "a stale obs",
+    "the envs reset before each rollout": "a stale obs",
+    "the returns used as the advantages": "got gae's returns R_t = Â_t + V(s_t) as its advantages",
+    "env steps counted per env": "counted per env",
+    "the budget rounded up past total_steps": "over its budget",
+    "history counts the env steps before the rollout": "must be the env steps taken by then",
+    "the envs reset unseeded": "the envs' first obs differ",
+    "torch's RNG never seeded": "the agent's first weights differ",
 }
 
 

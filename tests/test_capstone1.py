@@ -10,17 +10,19 @@ import sys
 from pathlib import Path
 
 import pytest
-from planted_bugs_capstone1 import PLANTED_CAPSTONE1
+from planted_bugs_capstone1 import CAUSES, PLANTED_CAPSTONE1
 
-from ladder.exercises import load
+from ladder.exercises import capstone_ppo, load
 from ladder.exercises.capstone_ppo import LABELS, NOT_IMPLEMENTED, PROPERTIES, SHEET, grade, grade_file
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = [name for name in PROPERTIES if name != "solves_cartpole"]
 FIRST_STUB = {"agent": "__init__", "make_envs": "make_envs", "rollout": "collect_rollout",   # the stub that stops it
-              "truncation_bootstrap": "collect_rollout", "gae": "gae", "loss": "__init__",
-              "optimiser_steps": "__init__", "minibatches": "__init__", "pi_old": "__init__", "grad_clip": "__init__",
-              "evaluate": "evaluate", "solves_cartpole": "train"}
+              "truncation_bootstrap": "collect_rollout", "gae": "gae", "gae_inputs": "gae", "loss": "__init__",
+              "optimiser_steps": "__init__", "minibatches": "__init__", "update_generator": "__init__",
+              "pi_old": "__init__", "grad_clip": "__init__", "update_stats": "__init__", "evaluate": "evaluate",
+              "rollout_chain": "train", "advantages_wiring": "train", "env_steps": "train", "reproducible": "train",
+              "solves_cartpole": "train"}
 
 
 @pytest.fixture(scope="module")
@@ -66,6 +68,7 @@ def test_planted_bug_is_caught_by_its_property(label):
     status, message = grade(module, prop)
     assert status == "failed", f"the grader's {prop} let '{label}' pass"
     assert message.startswith(LABELS[prop]) and len(message.splitlines()) <= 2, message
+    assert CAUSES.get(label, "") in message, f"the message should say '{CAUSES[label]}': {message}"
 
 
 def test_every_fast_property_catches_a_planted_bug():
@@ -76,9 +79,19 @@ def test_pytest_exercises_reports_a_broken_property_in_a_line_without_traceback(
     source = (ROOT / "solutions" / SHEET).read_text()
     (tmp_path / SHEET).write_text(source.replace("if truncated.any():", "if False:"))
     env = dict(os.environ, LADDER_EXERCISES=str(tmp_path))
-    proc = subprocess.run([sys.executable, "-m", "pytest", "exercises/test_capstone1.py", "-k", "truncation or gae"],
+    select = "truncation or gae and not inputs"
+    proc = subprocess.run([sys.executable, "-m", "pytest", "exercises/test_capstone1.py", "-k", select],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "FAILED exercises/test_capstone1.py::test_capstone1[truncation_bootstrap]" in proc.stdout
     assert "truncation bootstrap: collect_rollout(a fixed controller" in proc.stdout and "1 passed" in proc.stdout
     assert "Traceback" not in proc.stdout
+
+
+def test_a_run_that_does_not_solve_names_the_wiring_properties_that_fail(monkeypatch):
+    """solves_cartpole on a budget too short to solve in, for the sheet whose update gets gae's returns as
+    its advantages: the message names advantages_wiring, the one wiring property that fails."""
+    monkeypatch.setitem(capstone_ppo.SOLVE, "total_steps", 1_500)
+    status, message = grade(PLANTED_CAPSTONE1["the returns used as the advantages"][1], "solves_cartpole")
+    assert status == "failed" and len(message.splitlines()) == 2, message
+    assert message.splitlines()[1] == "  the wiring properties that fail, to fix first: advantages_wiring", message

@@ -12,6 +12,7 @@ fails in one line naming the learner's function and line.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -23,10 +24,10 @@ import torch
 from ladder.limits import TimedOut, time_limit
 
 from . import ORIGINALS, Stopped, exercise_imports, exit_call, limit_s, load
+from .capstone_ppo_cases import GRAD_RTOL, RTOL, UPDATE, close, gae_cases, minibatch, run_update, seeded_agent
+from .capstone_ppo_clauses import check_gae_inputs, check_update_generator, check_update_stats
 from .capstone_ppo_harness import (
-    CountingAdam,
     Heuristic,
-    Recorder,
     clipped,
     core_config,
     core_loss_and_grads,
@@ -34,26 +35,24 @@ from .capstone_ppo_harness import (
     relative_difference,
     replay,
     rows_of,
+    total_norm,
     vector_env,
+)
+from .capstone_ppo_wiring import (
+    check_advantages_wiring,
+    check_env_steps,
+    check_reproducible,
+    check_rollout_chain,
 )
 from .cases import fmt
 
+WIRING_PROPERTIES = {"rollout_chain": check_rollout_chain, "advantages_wiring": check_advantages_wiring,
+                     "env_steps": check_env_steps, "reproducible": check_reproducible}
+
 SHEET = "capstone1_ppo_cartpole.py"
 NOT_IMPLEMENTED = "not implemented yet"
-RTOL = 1e-5        # values: the loss, GAE, log-probs
-GRAD_RTOL = 1e-4   # ‖g − g_core‖ / ‖g_core‖ over all parameters
 SOLVE = dict(total_steps=60_000, seed=0, episodes=20, eval_seed=20_000, threshold=475.0)
 BUFFER_KEYS = ("obs", "actions", "logp", "values", "rewards", "terminated", "truncated", "final_values")
-
-
-def close(got, expected, rtol: float = RTOL) -> bool:
-    got, expected = torch.as_tensor(got, dtype=torch.float32), torch.as_tensor(expected, dtype=torch.float32)
-    return got.shape == expected.shape and torch.allclose(got, expected, rtol=rtol, atol=rtol)
-
-
-def seeded_agent(m: ModuleType, seed: int = 0) -> torch.nn.Module:
-    torch.manual_seed(seed)
-    return m.Agent()
 
 
 def check_agent(m: ModuleType) -> str | None:
@@ -153,24 +152,8 @@ def check_truncation_bootstrap(m: ModuleType) -> str | None:
     return None
 
 
-def _gae_cases() -> list[tuple[str, dict]]:
-    g = torch.Generator().manual_seed(30)
-    cases = []
-    for k, (N, T) in enumerate([(1, 3), (1, 3), (1, 3), (2, 4), (1, 1), (3, 8), (4, 5), (2, 9), (1, 6)]):
-        ends = torch.rand(N, T, generator=g)
-        terminated, truncated = (ends < 0.2).float(), ((ends > 0.75) | (ends < 0.05)).float()
-        if k < 3:   # one env, one kind of ending at t = 1 (k = 0: none)
-            terminated, truncated = torch.zeros(1, 3), torch.zeros(1, 3)
-            (terminated if k == 1 else truncated)[0, 1] = float(k > 0)
-        cases.append((f"N = {N}, T = {T}, terminated {fmt(terminated)}, truncated {fmt(truncated)}", dict(
-            rewards=torch.rand(N, T, generator=g), values=torch.randn(N, T, generator=g), terminated=terminated,
-            truncated=truncated, final_values=torch.randn(N, T, generator=g), last_values=torch.randn(N, generator=g),
-            gamma=[0.9, 0.99, 0.5][k % 3], lam=[0.95, 0.8, 1.0][k % 3])))
-    return cases
-
-
 def check_gae(m: ModuleType) -> str | None:
-    for i, (what, c) in enumerate(_gae_cases()):
+    for i, (what, c) in enumerate(gae_cases()):
         bootstrap = c["truncated"] * (1 - c["terminated"]) * c["final_values"]   # V(final obs) where truncated only
         dones = ((c["terminated"] + c["truncated"]) > 0).float()
         expected = ORIGINALS["gae"](c["rewards"] + c["gamma"] * bootstrap, c["values"], dones, c["gamma"], c["lam"],
@@ -184,60 +167,40 @@ def check_gae(m: ModuleType) -> str | None:
     return None
 
 
-def _minibatch(agent, b: int, seed: int) -> dict:
-    g = torch.Generator().manual_seed(seed)
-    obs = torch.randn(b, 4, generator=g)
-    with torch.no_grad():
-        actions, logp, _, values = agent.get_action_and_value(obs)
-    return {"obs": obs, "actions": actions, "logp": logp + 0.3 * torch.randn(b, generator=g),
-            "values": values + 0.1 * torch.randn(b, generator=g), "advantages": torch.randn(b, generator=g),
-            "returns": torch.randn(b, generator=g)}
+def _population_std_loss(agent, mb: dict, clip_eps: float, value_coef: float, entropy_coef: float) -> float:
+    """The contract's loss but with Â whitened by the population std, std(unbiased=False) (÷ n, not n − 1)."""
+    adv = mb["advantages"]
+    whitened = (adv - adv.mean()) / (adv.std(unbiased=False) + 1e-8)
+    cfg = dataclasses.replace(core_config(clip_eps, value_coef, entropy_coef), normalize_advantages=False)
+    return core_loss_and_grads(agent, {**mb, "advantages": whitened}, cfg)[0]
 
 
 def check_loss(m: ModuleType) -> str | None:
     for i, (eps, c_v, c_h) in enumerate([(0.2, 0.5, 0.0), (0.1, 1.0, 0.01), (0.3, 0.25, 0.1)]):
         agent = seeded_agent(m, i)
-        mb = _minibatch(agent, 16, i)
+        mb = minibatch(agent, 16, i)
         expected, expected_grads = core_loss_and_grads(agent, mb, core_config(eps, c_v, c_h))
         loss, _ = m.ppo_loss(agent, {k: v.clone() for k, v in mb.items()}, eps, c_v, c_h)
         loss.backward()
         grads = [torch.zeros_like(p) if p.grad is None else p.grad for p in agent.parameters()]
         where = f"loss: ppo_loss on a minibatch of 16 (π_old ≠ π_θ), ε = {eps}, c_v = {c_v}, c_H = {c_h}"
         if not close(loss, expected):
-            return f"{where}: expected core.compute_loss's {expected:.6f}, got {loss.item():.6f}"
+            why = ("\n  that is the loss with Â whitened by the population std (÷ n): use torch's unbiased std "
+                   "(÷ (n − 1)), Â.std()" if close(loss, _population_std_loss(agent, mb, eps, c_v, c_h)) else "")
+            return f"{where}: expected core.compute_loss's {expected:.6f}, got {loss.item():.6f}{why}"
         if (d := relative_difference(grads, expected_grads)) > GRAD_RTOL:
             return f"{where}: the loss {loss.item():.6f} is right but its gradient differs from the core's by {d:.2e}"
     return None
 
 
-UPDATE = dict(num_epochs=3, num_minibatches=4, clip_eps=0.2, value_coef=0.5, entropy_coef=0.01)
-
-
-def run_update(m: ModuleType, max_grad_norm: float, n: int = 32):
-    """The learner's ``update`` on a batch whose π_old is the agent's own (as after a rollout), through the
-    Recorder and CountingAdam."""
-    agent = seeded_agent(m)
-    batch = _minibatch(agent, n, 7)
-    with torch.no_grad():
-        batch["logp"] = agent.get_action_and_value(batch["obs"], batch["actions"])[1]
-    start = copy.deepcopy(agent)
-    recorder = Recorder(agent)
-    optimizer = CountingAdam(agent.parameters(), recorder, lr=3e-3, eps=1e-5)
-    m.update(recorder, optimizer, {k: v.clone() for k, v in batch.items()}, max_grad_norm=max_grad_norm, **UPDATE,
-             generator=torch.Generator().manual_seed(1))
-    where = (f"update(μ = {UPDATE['num_epochs']}, M = {UPDATE['num_minibatches']}, a batch of {n}, "
-             f"max_grad_norm = {max_grad_norm})")
-    return start, batch, optimizer.steps, where
-
-
 def check_optimiser_steps(m: ModuleType) -> str | None:
-    _, _, steps, where = run_update(m, 1e3)
+    _, _, steps, where, _ = run_update(m, 1e3)
     expected = UPDATE["num_epochs"] * UPDATE["num_minibatches"]
     return None if len(steps) == expected else f"optimiser steps: {where}: expected μ·M = {expected}, got {len(steps)}"
 
 
 def check_minibatches(m: ModuleType) -> str | None:
-    _, batch, steps, where = run_update(m, 1e3)
+    _, batch, steps, where, _ = run_update(m, 1e3)
     M, n = UPDATE["num_minibatches"], len(batch["actions"])
     rows = [None if s["minibatch"] is None else rows_of(s["minibatch"], batch["obs"]) for s in steps]
     if len(steps) != UPDATE["num_epochs"] * M or None in rows:
@@ -253,41 +216,56 @@ def check_minibatches(m: ModuleType) -> str | None:
     return None
 
 
-def _step_differences(m, steps, start, batch, max_grad_norm) -> Callable[[int, str], float]:
+def _core_step_grads(steps, start, batch, max_grad_norm) -> Callable[[int, str], list[torch.Tensor]]:
+    """core_grad(k, old): the core's gradient at step k's weights, on step k's minibatch, clipped to max_grad_norm;
+    π_old the rollout's log-probs (old = "rollout") or π_θ's at that step ("current")."""
     cfg = core_config(UPDATE["clip_eps"], UPDATE["value_coef"], UPDATE["entropy_coef"])
 
-    def difference(k: int, old: str) -> float:
+    def core_grad(k: int, old: str) -> list[torch.Tensor]:
         agent = copy.deepcopy(start)
         with torch.no_grad():
             for p, w in zip(agent.parameters(), steps[k]["weights"]):
                 p.copy_(w)
         mb = {key: v[rows_of(steps[k]["minibatch"], batch["obs"])] for key, v in batch.items()}
         old_logp = None if old == "rollout" else agent.get_action_and_value(mb["obs"], mb["actions"])[1].detach()
-        expected = clipped(core_loss_and_grads(agent, mb, cfg, old_logp)[1], max_grad_norm)
-        return relative_difference(steps[k]["grads"], expected)
-    return difference
+        return clipped(core_loss_and_grads(agent, mb, cfg, old_logp)[1], max_grad_norm)
+    return core_grad
+
+
+def _not_the_cores(got: list[torch.Tensor], expected: list[torch.Tensor], if_recomputed: list[torch.Tensor]) -> str:
+    """Why a step's gradient is not the core's: π_old recomputed, a norm of its own, or something else."""
+    if relative_difference(got, if_recomputed) <= GRAD_RTOL:
+        return ("π_old re-recorded from π_θ after the first optimiser step (the ratio is 1 again): use the "
+                "rollout's log-probs")
+    got_norm, expected_norm = total_norm(got), total_norm(expected)
+    direction = relative_difference([g / got_norm for g in got], [e / expected_norm for e in expected])
+    if direction > GRAD_RTOL:
+        return "the gradient handed to the optimiser is not the core's (zero_grad? the loss?)"
+    if got_norm < expected_norm:
+        return (f"the core's gradient clipped to norm {got_norm:.4g}, though max_grad_norm = 1000 clips nothing here: "
+                f"a clip norm that ignores max_grad_norm (hard-coded?)")
+    return f"the core's direction, {got_norm / expected_norm:.4g} × its norm (a loss scaled by a constant?)"
 
 
 def check_pi_old(m: ModuleType) -> str | None:
-    start, batch, steps, where = run_update(m, 1e3)
+    start, batch, steps, where, _ = run_update(m, 1e3)
     if check_minibatches(m) or check_optimiser_steps(m):
         return f"π_old: {where}: needs the optimiser steps and minibatches right first"
-    difference = _step_differences(m, steps, start, batch, 1e3)
-    for k in range(len(steps)):
-        if (d := difference(k, "rollout")) > GRAD_RTOL:
+    core_grad = _core_step_grads(steps, start, batch, 1e3)
+    for k, step in enumerate(steps):
+        expected = core_grad(k, "rollout")
+        if (d := relative_difference(step["grads"], expected)) > GRAD_RTOL:
             e, j = divmod(k, UPDATE["num_minibatches"])
-            why = ("π_old re-recorded from π_θ after the first optimiser step (the ratio is 1 again): use the "
-                   "rollout's log-probs" if difference(k, "current") <= GRAD_RTOL
-                   else "the gradient handed to the optimiser is not the core's (zero_grad? the loss?)")
+            why = _not_the_cores(step["grads"], expected, core_grad(k, "current"))
             return (f"π_old: {where}: step {k + 1} (epoch {e + 1}, minibatch {j + 1}): {why}; ‖g − g_core‖/‖g_core‖ "
                     f"= {d:.2e}, the core's loss with π_old = the rollout's log-probs, on that minibatch")
     return None
 
 
 def check_grad_clip(m: ModuleType) -> str | None:
-    start, batch, steps, where = run_update(m, 0.01)
+    _, _, steps, where, _ = run_update(m, 0.01)
     for k, step in enumerate(steps):
-        norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in step["grads"]])).item()
+        norm = total_norm(step["grads"])
         if norm > 0.01 * (1 + 1e-3):
             return f"grad clip: {where}: step {k + 1} was handed a gradient of norm {norm:.4g}, expected ≤ 0.01"
     return None
@@ -319,22 +297,43 @@ def check_solves_cartpole(m: ModuleType) -> str | None:
     mean = sum(returns) / len(returns)
     if mean < SOLVE["threshold"]:
         return (f"solves CartPole: {where}, then {SOLVE['episodes']} greedy episodes (seeds {SOLVE['eval_seed']}…): "
-                f"expected a mean return ≥ {SOLVE['threshold']:g}, got {mean:.1f} after {used} env steps")
+                f"expected a mean return ≥ {SOLVE['threshold']:g}, got {mean:.1f} after {used} env steps\n"
+                f"  {_wiring_verdict(m)}")
     return None
+
+
+def _wiring_verdict(m: ModuleType) -> str:
+    """Which of the fast wiring properties fail now (a raise counts as a failure): where to look first."""
+    failing = []
+    for name, check in WIRING_PROPERTIES.items():
+        try:
+            failed = check(m) is not None
+        except Exception:   # noqa: BLE001 - the learner's code raised: that property fails
+            failed = True
+        if failed:
+            failing.append(name)
+    if failing:
+        return f"the wiring properties that fail, to fix first: {', '.join(failing)}"
+    return (f"the wiring properties ({', '.join(WIRING_PROPERTIES)}) pass: look at the learning itself "
+            f"(the hyperparameters: the contract suggests some that solve it)")
 
 
 PROPERTIES: dict[str, Callable[[ModuleType], str | None]] = {
     "agent": check_agent, "make_envs": check_make_envs, "rollout": check_rollout,
-    "truncation_bootstrap": check_truncation_bootstrap, "gae": check_gae, "loss": check_loss,
-    "optimiser_steps": check_optimiser_steps, "minibatches": check_minibatches, "pi_old": check_pi_old,
-    "grad_clip": check_grad_clip, "evaluate": check_evaluate, "solves_cartpole": check_solves_cartpole,
+    "truncation_bootstrap": check_truncation_bootstrap, "gae": check_gae, "gae_inputs": check_gae_inputs,
+    "loss": check_loss, "optimiser_steps": check_optimiser_steps, "minibatches": check_minibatches,
+    "update_generator": check_update_generator, "pi_old": check_pi_old, "grad_clip": check_grad_clip,
+    "update_stats": check_update_stats, "evaluate": check_evaluate, **WIRING_PROPERTIES,
+    "solves_cartpole": check_solves_cartpole,
 }
 
 
 LABELS = {"agent": "agent", "make_envs": "make_envs", "rollout": "rollout",
-          "truncation_bootstrap": "truncation bootstrap", "gae": "gae", "loss": "loss",
-          "optimiser_steps": "optimiser steps", "minibatches": "minibatches", "pi_old": "π_old",
-          "grad_clip": "grad clip", "evaluate": "evaluate", "solves_cartpole": "solves CartPole"}
+          "truncation_bootstrap": "truncation bootstrap", "gae": "gae", "gae_inputs": "gae inputs", "loss": "loss",
+          "optimiser_steps": "optimiser steps", "minibatches": "minibatches", "update_generator": "update generator",
+          "pi_old": "π_old", "grad_clip": "grad clip", "update_stats": "update stats", "evaluate": "evaluate",
+          "rollout_chain": "rollout chain", "advantages_wiring": "advantages wiring", "env_steps": "env steps",
+          "reproducible": "reproducible", "solves_cartpole": "solves CartPole"}
 
 
 def _in_sheet(e: BaseException, module: ModuleType) -> tuple[str, int] | None:

@@ -68,9 +68,14 @@ def core_loss_and_grads(agent: nn.Module, mb: dict, cfg: core.UpdateConfig, old_
     return loss.item(), [torch.zeros_like(p) if p.grad is None else p.grad for p in agent.parameters()]
 
 
+def total_norm(grads: list[Tensor]) -> float:
+    """‖g‖ over all parameters together."""
+    return torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])).item()
+
+
 def clipped(grads: list[Tensor], max_norm: float) -> list[Tensor]:
     """The gradient as ``clip_grad_norm_`` leaves it."""
-    norm = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+    norm = torch.tensor(total_norm(grads))
     scale = torch.clamp(max_norm / (norm + 1e-6), max=1.0)
     return [g * scale for g in grads]
 
