@@ -106,9 +106,9 @@ optimiser step after the first does to the minibatches still to come ($M > 1$ or
 
 **Exercise:** `ex14_kl_in_reward.py`; once it passes, `python -m ladder.run grpo --preset tiny --qlora --algo rloo --use-exercises`
 trains with your `kl_in_reward`.""",
-    r"""md:**Predict first.** The widget starts on-policy ($\pi_{\text{old}} = \pi_\theta$). Which of the five ways has the
-*forward* KL's gradient rather than the reverse KL's? Then slide *how far π_old is from π_θ* up from 0: which ways
-stay exact against the reverse KL?""",
+    r"""md:**Predict first.** The widget starts on-policy ($\pi_{\text{old}} = \pi_\theta$). Work out from the gradients above which
+ways are exact against the reverse KL there. Then slide *how far π_old is from π_θ* up from 0: which of those stay
+exact, and what in their expectation breaks for the others?""",
     """view = viz.kl_gradient_view(ref_distance=1.0, old_distance=0.0)
 view""",
     """grads = {old: viz.kl_gradients(ref_distance=1.0, old_distance=old) for old in (0.0, 0.8)}
@@ -137,8 +137,8 @@ $\pi_\theta$. The cell above prints the errors at both settings.
 </details>""",
     r"""md:## 3 · Tokens: who loses the gradient
 
-The clip zeroes a token's gradient where the clipped branch is the smaller one: $r > 1+\varepsilon_{\text{high}}$ with
-$\hat A > 0$, $r < 1-\varepsilon_{\text{low}}$ with $\hat A < 0$. At the token level (GRPO) $r_t(\theta) = \pi_\theta(a_t)/\pi_{\text{old}}(a_t)$ decides per token;
+The clip zeroes a token's gradient where the clipped branch is the smaller one: $\rho > 1+\varepsilon_{\text{high}}$ with
+$\hat A > 0$, $\rho < 1-\varepsilon_{\text{low}}$ with $\hat A < 0$. At the token level (GRPO) $\rho_t(\theta) = \pi_\theta(a_t)/\pi_{\text{old}}(a_t)$ decides per token;
 at the sequence level (GSPO)
 
 $$s_i = \exp\Big(\frac{1}{|y_i|}\sum_t \log\frac{\pi_\theta(a_t)}{\pi_{\text{old}}(a_t)}\Big)$$
@@ -209,16 +209,16 @@ seeds, a larger budget) is `python benchmarks/variants.py`, with results in `ben
 **Exercises:** `ex13_leave_one_out.py` and `ex14_kl_in_reward.py` are `rloo`'s two functions
 (`python -m ladder.run grpo --preset tiny --qlora --algo rloo --use-exercises`); `ex15_soft_update.py` is the π_ref refresh
 (`python -m ladder.run ppo-sentiment --preset tiny --ref-sync-every 2 --use-exercises`).""",
-    r"""md:**Predict first.** Switch the widget's metric to the KL to $\pi_{\text{ref}}$: of `grpo`, `dapo` and `rloo`, whose
-curve stays at 0, and why? (Section 1's table has what you need.)""",
+    r"""md:**Predict first.** Switch the widget's metric to the KL to $\pi_{\text{ref}}$. `dapo` trains with $\beta = 0$, and its
+$\pi_\theta$ moves as the others' do. Will its KL curve show how far $\pi_\theta$ has moved from $\pi_{\text{ref}}$, and why?""",
     """view = viz.league_view(methods=("grpo", "dapo", "rloo"), max_completions=192, eval_size=32)
 view""",
     """display(Markdown(view.data["table"]))
 print({m: f"last KL {r['kl_ref'][-1]:.2e}" for m, r in view.data["runs"].items()})""",
     r"""md:<details><summary>Answer</summary>
 
-`dapo`'s: it sets `kl_coef=0.0` (section 1's table), and with $\beta = 0$ the rung computes no $\pi_{\text{ref}}$ at all,
-so there is no KL to record and the curve stays at 0. `grpo` keeps $\beta$ with the KL in the loss and `rloo` keeps one
+No: with $\beta = 0$ (`kl_coef=0.0`, section 1's table) the rung computes no $\pi_{\text{ref}}$ at all, so there is no
+KL to record and `dapo`'s curve stays at 0 however far its $\pi_\theta$ moves: a logged 0 there means *not computed*. `grpo` keeps $\beta$ with the KL in the loss and `rloo` keeps one
 with the KL in the reward: their KL leaves 0 as soon as $\pi_\theta$ leaves $\pi_{\text{ref}}$ (the last KLs printed above).
 The table above also has the accuracies. Do not read a ranking into them: 32 held-out sums give accuracy in steps of
 1/32, and a few updates on one seed may well leave several methods on the same value; the benchmark's seeds and larger
@@ -253,8 +253,8 @@ slices, and keeps reusing it:
 
 $$\text{generate when } m \bmod (\text{spg}\cdot\text{num\_iterations}) = 0, \qquad \text{micro-batch}_m = \text{buffer}[\,m \bmod \text{spg}\,], \qquad \pi_{\text{old}} = \pi_\theta \text{ at generation time.}$$
 
-When no optimiser step falls between a batch's generation and its last use, $\pi_\theta = \pi_{\text{old}}$ at every use
-and TRL skips the old-log-prob forward: exactly when $\text{gas} \bmod (\text{spg}\cdot\text{num\_iterations}) = 0$.
+When no optimiser step falls between a batch's generation and its last use, $\pi_\theta = \pi_{\text{old}}$ at every use,
+and the log-probs of $\pi_{\text{old}}$ need no forward pass of their own: they are those of $\pi_\theta$, detached.
 Ladder has no gradient accumulation (a minibatch is one forward and one optimiser step), so TRL's work is
 
 $$\mu = \text{num\_iterations}, \qquad M = \text{spg}/\text{gas}, \qquad P\cdot G = \text{generation\_batch\_size}$$
@@ -278,7 +278,7 @@ cases = [dict(num_iterations=2, steps_per_generation=4, gradient_accumulation_st
 schedules = [viz.trl_schedule(**case) for case in cases]
 for case, s in zip(cases, schedules):
     lad = s["ladder"]
-    print(f"{case}\\n   TRL: generate every {s['generate_every']} micro-steps, old-logp forward "
+    print(f"{case}\\n   TRL: generate every {s['generate_every']} micro-steps, old-logp forward (no vLLM) "
           f"{'computed' if s['computes_old_logp'] else 'skipped'}, any π_θ ≠ π_old: {s['off_policy']}\\n   ladder: "
           + (f"{lad['flags']} (μ·M = {lad['optimizer_steps_per_update']} optimiser steps per update)" if lad["exact"]
              else lad["reason"]))""",
@@ -288,6 +288,13 @@ No: one optimiser step now accumulates both iterations over the whole generation
 micro-batches), so no step falls between the generation and its last use, $\pi_\theta = \pi_{\text{old}}$ at every use and the
 forward is *skipped*. The ladder row reads `--mu 1 --num-minibatches 1`: the second iteration only adds the same
 gradient again inside that one step. The cell above prints that case first, then five more.
+
+TRL 1.16's rule (`GRPOTrainer._generate_and_score_completions`): it computes the old-log-prob forward when
+$\text{gas} \bmod (\text{spg}\cdot\text{num\_iterations}) \neq 0$, **or** when it samples with vLLM (`use_vllm=True`) and
+corrects for vLLM's sampling distribution (`vllm_importance_sampling_correction`, default `True`): that weight
+$\pi_{\text{old}}/\pi_{\text{sampler}}$ (notebook 5) needs $\pi_{\text{old}}$'s own log-probs whatever the schedule. So it
+skips the forward exactly when $\text{gas} \bmod (\text{spg}\cdot\text{num\_iterations}) = 0$ and that correction is off —
+always so without vLLM. The timeline and the cases above assume no vLLM.
 </details>""",
     r"""md:The defaults (`gas = spg = num_iterations = 1`) generate every step and never need $\pi_{\text{old}}$; `num_iterations = 2`
 inside one accumulated step also never does (both iterations see the same weights, so they only recompute the same
@@ -311,8 +318,8 @@ KL correction × clip variant; here one at a time (the trainer is built offline 
 
 **Exercise:** `ex12_sequence_ratio.py` (section 3) is `importance_sampling_level="sequence"`.""",
     r"""md:**Predict first.** (Needs `trl ≥ 1.16`.) Select `importance_sampling_level` = `sequence` with
-`use_bias_correction_kl` ticked: section 5's map says the two weight the KL term differently there. Untick the box:
-will TRL and ladder agree again to float32 rounding, and why?""",
+`use_bias_correction_kl` ticked: the widget reports that TRL and ladder differ. Which term of the loss do you expect the
+difference to come from, and will unticking the box remove it?""",
     """if viz.trl_loss_parity.trl_available():
     view = viz.parity_view("grpo")
     display(view)
@@ -337,34 +344,37 @@ own $\pi_\theta/\pi_{\text{old}}$ (the weight that makes *that token's* estimate
 weight in either: both add the same plain $k_3$, so they agree again to rounding.
 </details>""",
     SELF_CHECK,
-    """p_divisor = viz.Predict("Section 1's bench with M = 1 minibatch instead of 2 (the same completions, 2 processes): "
-                         "what will x be for dapo, each token's loss divided by x?")
+    """p_divisor = viz.Predict("Section 1's bench with new lengths: process 0's completions 2, 2, 2, 2 tokens long, process "
+                         "1's 6, 6, 6, 6 (M = 2, L_max = 8). For bnpo, what is x for a token of process 0 (its loss "
+                         "divided by x)?")
 p_divisor.answer = None
-p_off = viz.Predict("Section 2 on-policy (π_old = π_θ), with π_ref twice as far (ref_distance 2.0): does plain k3 in the "
-                    "loss still follow the forward KL's gradient exactly?", choices=("yes", "no"))
+p_off = viz.Predict("Section 2, new case: π_old far from π_θ (old_distance 0.8) but π_ref = π_θ (ref_distance 0). Is "
+                    "plain k3's expected gradient then exactly the reverse KL's?", choices=("yes", "no"))
 p_off.answer = None
 p_steps = viz.Predict("Section 6: num_iterations = 3, steps_per_generation = 2, gradient_accumulation_steps = 1. How "
                       "many optimiser steps does one ladder update take?")
 p_steps.answer = None
-why_eps = viz.Reason("Give GSPO GRPO's ε = 0.2 on completions of 100 tokens. Why would its clip then seldom act?",
-                     "the sequence ratio is the geometric mean of 100 token ratios: one token at 1.5 moves it only to "
-                     "1.5^(1/100), far inside [0.8, 1.2]", "the sequence ratio is always exactly 1",
-                     "the clip ignores completions longer than ε⁻¹ tokens", "GSPO has no KL term to hold π_θ back")
-why_eps.answer = None
-for question in (p_divisor, p_off, p_steps, why_eps):
+p_eps = viz.Predict("GSPO's pair (ε_high = 4e-4), a completion of 100 tokens with Â > 0: one token's ratio at 1.5, the "
+                    "other 99 at 1. Is the whole completion clipped?", choices=("clipped", "not clipped"))
+p_eps.answer = None
+for question in (p_divisor, p_off, p_steps, p_eps):
     question.ask()
     print()""",
-    """one = viz.algo_league.loss_weights([[8, 2, 5, 1], [3, 3, 7, 4]], num_minibatches=1, max_new_tokens=8)
-p_divisor.check(1 / one["dapo"][0][0], why=f"x = the update's {one['tokens']} real tokens / M: one step holds them all")
-far = viz.kl_gradients(ref_distance=2.0, old_distance=0.0)
-error = far["error_forward"]["k3 in the loss"]
-p_off.check("yes" if error < 1e-6 * far["norm_forward"] else "no",
-            why=f"error {error:.1e} against ‖∇KL fwd‖ {far['norm_forward']:.3f}: E_π_θ[(1 − π_ref/π_θ)∇log π_θ] "
-                "is the forward KL's gradient whatever π_ref is")
+    """new = viz.algo_league.loss_weights([[2, 2, 2, 2], [6, 6, 6, 6]], num_minibatches=2, max_new_tokens=8)
+p_divisor.check(1 / new["bnpo"][0][0], why="x = n_proc × the real tokens of its minibatch on its process: 2 × (2 + 2); "
+                                          f"dapo's x is the update's {new['tokens']} tokens / M, the same for every token")
+same = viz.kl_gradients(ref_distance=0.0, old_distance=0.8)
+error = same["error_reverse"]["k3 in the loss"]
+p_off.check("yes" if error < 1e-9 else "no",
+            why=f"error {error:.1e}: π_ref = π_θ makes ℓ = 0 at every action, so ∇k3 = (1 − e^ℓ)∇log π_θ = 0 whoever "
+                "sampled, and the reverse KL's gradient at its minimum is 0 too")
 ladder_row = viz.trl_schedule(num_iterations=3, steps_per_generation=2)["ladder"]
 p_steps.check(ladder_row["optimizer_steps_per_update"], why=f"{ladder_row['flags']}: μ × M optimiser steps")
-s_one_token = torch.exp(torch.tensor(1.5).log() / 100).item()
-why_eps.check("a", why=f"one token at 1.5 among 100: s_i = {s_one_token:.4f}; an ε that bites must be "
-                                     "smaller than such moves, hence GSPO's 3e-4 / 4e-4")
-viz.tally(p_divisor, p_off, p_steps, why_eps)""",
+logp = torch.zeros(1, 100)
+logp[0, 0] = torch.tensor(1.5).log()                 # log π_old = 0: log ρ_t = log π_θ
+s_i = core.sequence_log_ratio(logp, torch.zeros(1, 100), torch.ones(1, 100)).exp().item()
+p_eps.check("clipped" if s_i > 1 + 4e-4 else "not clipped",
+            why=f"s_i = 1.5^(1/100) = {s_i:.5f} against 1 + ε_high = 1.0004: one token moves s_i little, and GSPO's "
+                "band is smaller still")
+viz.tally(p_divisor, p_off, p_steps, p_eps)""",
 ]

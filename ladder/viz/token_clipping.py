@@ -30,7 +30,7 @@ def gradient_mask(logp: torch.Tensor, old_logp: torch.Tensor, advantages: torch.
                   eps_low: float, eps_high: float | None = None, level: str = "token") -> dict:
     """Which tokens lose their gradient under the clip, asked of autograd rather than re-derived.
 
-        level "token"     r_t = π_θ(a_t)/π_old(a_t)                        (GRPO)
+        level "token"     ρ_t = π_θ(a_t)/π_old(a_t)                        (GRPO)
         level "sequence"  s_i = exp(core.sequence_log_ratio), every token of row i shares it   (GSPO)
 
     The per-token ``core.clipped_surrogate`` is averaged (``core.aggregate``, GRPO's per-sequence mean) and
@@ -178,7 +178,7 @@ def tokens_html(table: TokenTable, clip: dict, quantity: str, eps_low: float, ep
                 color = _rgb(float(table.kl_ref[i, t]) / kl_hi, "Oranges")
             else:
                 color = _rgb(float(table.entropy[i, t]) / h_hi, "Purples")
-            title = (f"r={r:.3f} Â={adv:+.2f} KL_ref={float(table.kl_ref[i, t]):.3f} "
+            title = (f"ρ={r:.3f} Â={adv:+.2f} KL_ref={float(table.kl_ref[i, t]):.3f} "
                      f"H={float(table.entropy[i, t]):.3f}" + (" clipped" if cut else ""))
             style = f"background:{color};padding:0 1px" + (";text-decoration:line-through" if cut else "")
             text = html.escape(piece).replace(" ", "&nbsp;").replace("\n", "⏎")
@@ -238,7 +238,7 @@ def token_view(mu: int = 3, eps: float = 0.2, level: str = "token", quantity: st
         sig, cut = clip["signal"], clip["no_grad"]
         for sel, color, label in ((real & ~sig, "0.7", "Â = 0"), (sig & ~cut, "C2", "gradient flows"),
                                   (cut, "C3", f"clipped at the {v['level']} level")):
-            ax.scatter(token_ratio[sel].numpy(), rows[sel].numpy(), s=10, color=color, label=f"r_t, {label}")
+            ax.scatter(token_ratio[sel].numpy(), rows[sel].numpy(), s=10, color=color, label=f"ρ_t, {label}")
         ax.scatter(clips["sequence"]["ratio"][:, 0].numpy(), np.arange(len(real)), marker="D", s=22,
                    facecolor="none", edgecolor="k", label="sequence s_i")
         ax.axvspan(1 - eps_, 1 + eps_high, color="C0", alpha=0.1)

@@ -117,7 +117,8 @@ def trl_schedule(num_iterations: int = 1, steps_per_generation: int | None = Non
                        step falls between a batch's generation and its last use
 
     Returns ``micro`` (list of ``MicroStep``), ``steps_per_generation``, ``generation_batch_size``,
-    ``generate_every``, ``computes_old_logp`` (TRL's rule), ``off_policy`` (any micro-step with π_θ ≠ π_old: the
+    ``generate_every``, ``computes_old_logp`` (TRL 1.16's rule without vLLM; with vLLM and its default
+    importance-sampling correction TRL always computes it), ``off_policy`` (any micro-step with π_θ ≠ π_old: the
     timeline's own answer), ``ladder`` (``ladder_equivalent``) and ``ladder_steps`` (per optimiser step: the
     ladder update, pass and minibatch, and π_old's version as ladder's schedule has it; None without an
     equivalent).
