@@ -5,20 +5,22 @@ fourth policy is ``text_sampler.py``).
 Cells starting with ``md:`` are Markdown; everything else is code. ``notebooks/build.py`` writes them.
 """
 
+from text_decoding import CELLS as DECODING_CELLS
 from text_sampler import CELLS as SAMPLER_CELLS
 from text_toy import SELF_CHECK, SETUP
 
 CELLS: list[str] = [
     r"""md:# 5 · GRPO with QLoRA
 
-After this notebook (about 60 minutes, on a CPU) you will be able to:
+After this notebook (about 70 minutes, on a CPU) you will be able to:
 
 * compute GRPO's group-relative advantages under each reward scale, and say when a group carries no signal;
 * say how each `--loss-type` averages the per-token loss, and when two of them are the same number;
-* read what $\mu$ passes do to the ratios, the clip fraction and the KL estimates on a real (tiny) language model.
+* read what $\mu$ passes do to the ratios, the clip fraction and the KL estimates on a real (tiny) language model;
+* decode with a key/value cache — prefill, one token per forward, left padding, the growing mask and position ids — and show that the cache changes only the time.
 
-**Notation.** As in notebooks 2–4, the ratio is $r_t(\theta) = \pi_\theta(a_t\mid s_t)/\pi_{\text{old}}(a_t\mid s_t)$, always written
-with its $(\theta)$. A completion's reward is one number, written $R_i$ (it is the completion's whole return).
+**Notation.** As in notebooks 2–4, the ratio is $\rho_t(\theta) = \pi_\theta(a_t\mid s_t)/\pi_{\text{old}}(a_t\mid s_t)$; $r_t$ is only
+ever a reward. A completion's reward is one number, written $R_i$ (it is the completion's whole return).
 
 ## Dropping the critic
 
@@ -60,22 +62,21 @@ the printout shows both. How the prompts are grouped decides which comparisons t
 
 DeepSeekMath's GRPO puts the KL into the loss, not the reward. The paper's reason is the advantage: "instead of
 adding KL penalty in the reward, GRPO regularizes by directly adding the KL divergence between the trained policy and
-the reference policy to the loss, avoiding complicating the calculation of $\hat{A}_{i,t}$" (the self-check asks
-what the KL in the reward would do to a group's $\hat A_i$). Both are options of the rung: `--kl-in loss` (GRPO) or
+the reference policy to the loss, avoiding complicating the calculation of $\hat{A}_{i,t}$". Both are options of the rung: `--kl-in loss` (GRPO) or
 `--kl-in reward` (RLOO: $\beta\sum_t \mathrm{KL}_t$ comes off each completion's reward $R_i$);
 notebook 6 §2 computes which estimator's gradient is the gradient of which KL. In the loss DeepSeekMath estimates the
 KL with plain $k_3$ (notebook 3). The grpo rung, like TRL 1.16's default form of the term (`use_bias_correction_kl`; TRL's default
 $\beta$ is 0, no KL term at all, so the form applies once $\beta > 0$), goes one step
-further and weights $k_3$ by the ratio $r_t(\theta)$ (DeepSeek-V3.2's correction); `--kl-correction off` gives
+further and weights $k_3$ by the ratio $\rho_t(\theta)$ (DeepSeek-V3.2's correction); `--kl-correction off` gives
 DeepSeekMath's plain $\beta\,k_3$. The weight's *value* is 1 until the first optimiser step (to float32 rounding:
 $\pi_{\text{old}}$'s log-probs come from a forward pass of their own), but its *gradient* is not 0: from the very first
 step it turns $k_3$'s gradient (that of the forward KL) into the reverse KL's, the one the penalty means (notebook 6
 §2). Its value matters once $\pi_\theta$ has moved, whenever $\mu\cdot M > 1$ ($\mu$ passes of $M$ minibatches): from
 the second minibatch of the first pass on, or from the second pass when $M = 1$. The rung's default loss is
 
-$$L = \operatorname{agg}\Big(-\min\big(r_t(\theta)\hat A_t,\ \operatorname{clip}(r_t(\theta), 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A_t\big) + \beta\, r_t(\theta)\,k_3\Big)$$
+$$L = \operatorname{agg}\Big(-\min\big(\rho_t(\theta)\hat A_t,\ \operatorname{clip}(\rho_t(\theta), 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A_t\big) + \beta\, \rho_t(\theta)\,k_3\Big)$$
 
-(DeepSeekMath's: the same with $\beta\,k_3$ in place of $\beta\,r_t(\theta)\,k_3$).
+(DeepSeekMath's: the same with $\beta\,k_3$ in place of $\beta\,\rho_t(\theta)\,k_3$).
 
 `--loss-type` chooses $\operatorname{agg}$: `grpo` averages tokens within each sequence, then sequences; `bnpo`
 averages all tokens; `dr_grpo` divides the sum by a constant, the generation budget $B\cdot L_{\max}$ ($L_{\max}$ new
@@ -132,7 +133,13 @@ summary = grpo.train(grpo.Config(**base, qlora=True, out=str(RUNS / "notebook-5-
 for r in metrics(RUNS / "notebook-5-grpo"):
     print(f"step {r['step']}: " + "  ".join(f"{k} {r[k]:.4f}"
                                             for k in ("reward", "frac_reward_zero_std", "clip_frac", "kl_ref")))""",
-    r"""md:One group of the last logged update — each completion with its rewards, its length and whether it was cut off;
+    r"""md:The clip fraction printed is 0 at both steps, and not by chance: the tiny preset keeps the rung's default
+$\mu = 1$ (TRL's `num_iterations = 1`, as in DeepSeekMath) and one minibatch, so each batch gets a single optimiser
+step, taken after the loss was computed with $\pi_\theta = \pi_{\text{old}}$: every $\rho_t(\theta)$ is 1 to float32
+rounding, inside any clip range. The clip acts only once $\pi_\theta$ has moved within an update — $\mu > 1$, or more
+than one minibatch —, which the section on $\mu$ below does.
+
+One group of the last logged update — each completion with its rewards, its length and whether it was cut off;
 its $G$ advantages are its rewards, centred on the group's mean and divided by the group's sample standard deviation
 (plus a small ε):
 
@@ -164,17 +171,13 @@ Notebook 3's experiment, on the language model. The three policies of the tiny Q
 * $\pi_{\text{old}}$ — the same model after 8 ordinary GRPO updates (`grpo.grpo_step`); it samples one fixed batch
   of 8 prompts × 8 completions (its number of completion tokens is in the widget's first panel title);
 * $\pi_\theta$ — a copy of $\pi_{\text{old}}$'s adapter, given $\mu$ passes of `core.update` with the GRPO loss
-  (clipped surrogate $+\ \beta\, r_t(\theta)\, k_3$, $\beta = 0.04$).
+  (clipped surrogate $+\ \beta\, \rho_t(\theta)\, k_3$, $\beta = 0.04$).
 
 The tiny model's vocabulary has a few hundred tokens, so every KL is also computed **exactly** at each visited
 position $s_t$: $\sum_v \pi_\theta(v\mid s_t)\log\frac{\pi_\theta(v\mid s_t)}{\pi_x(v\mid s_t)}$. The GRPO loss instead sees one
-sampled token $c_t \sim \pi_{\text{old}}$ per position. Over fresh samples at the same positions, the corrected estimate
-averages to the exact KL:
-
-$$\mathbb{E}_{c\sim\pi_{\text{old}}}\Big[\frac{\pi_\theta(c)}{\pi_{\text{old}}(c)}k_3(c)\Big] = \sum_v \pi_\theta(v)\,k_3(v) = \mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}}),
-\qquad \mathbb{E}_{c\sim\pi_{\text{old}}}[k_3(c)] = \sum_v \pi_{\text{old}}(v)\,k_3(v) \neq \mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$$
-
-and the shaded bands show mean ± std of each estimate over such fresh samples. Building $\pi_{\text{old}}$ and the batch
+sampled token $c_t \sim \pi_{\text{old}}$ per position: the plain estimate averages $k_3(c_t)$, the corrected one
+$\frac{\pi_\theta(c_t)}{\pi_{\text{old}}(c_t)}\,k_3(c_t)$, and the shaded bands show mean ± std of each estimate over fresh
+samples $c_t \sim \pi_{\text{old}}$ at the same positions. Building $\pi_{\text{old}}$ and the batch
 is done once; a new setting of the sliders runs its passes, and a run of μ passes also answers every smaller μ. The preset
 has one minibatch ($M = 1$), so $\pi_\theta = \pi_{\text{old}}$ until the first optimiser step, at the end of pass 1: every pass-1
 ratio is 1, to float32 rounding.""",
@@ -198,7 +201,12 @@ for mu, run in runs.items():
           f"{(abs(r - 1) > 0.01).sum()} of {r.size} ratios off 1 by more than 1 %")""",
     r"""md:<details><summary>Answer</summary>
 
-The corrected one stays with the exact KL, in expectation: its average over fresh samples *is*
+The corrected one stays with the exact KL, in expectation: at each position
+
+$$\mathbb{E}_{c\sim\pi_{\text{old}}}\Big[\frac{\pi_\theta(c)}{\pi_{\text{old}}(c)}k_3(c)\Big] = \sum_v \pi_\theta(v)\,k_3(v) = \mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}}),
+\qquad \mathbb{E}_{c\sim\pi_{\text{old}}}[k_3(c)] = \sum_v \pi_{\text{old}}(v)\,k_3(v) \neq \mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$$
+
+so its average over fresh samples *is*
 KL$(\pi_\theta\,\|\,\pi_{\text{ref}})$ (the second line of each μ above shows the same number as the exact KL of the
 first), whatever the run. The plain $k_3$ average's expectation is a sum under $\pi_{\text{old}}$, not $\pi_\theta$, so it
 moves off the exact KL as the passes move $\pi_\theta$ away from $\pi_{\text{old}}$: the last lines print the gap for each
@@ -219,9 +227,10 @@ pass, is the widget's to show.
 
 **Exercises:** `ex10_group_relative.py` and `ex11_aggregate.py`; then
 `python -m ladder.run grpo --preset tiny --use-exercises` trains with your `group_relative` and `aggregate`.""",
+    *DECODING_CELLS,
     *SAMPLER_CELLS,
     SELF_CHECK,
-    """p_group = viz.Predict("A group of G = 4 rewards (2, 0, 0, 0) under --scale-rewards group: what will Â of the right "
+    """p_group = viz.Predict("A group of G = 3 rewards (1, 0, 0) under --scale-rewards group: what will Â of the right "
                        "completion be?")
 p_group.answer = None
 p_scale = viz.Predict("Multiply every reward by 10. Under which --scale-rewards does Â stay the same?",
@@ -230,18 +239,20 @@ p_scale.answer = None
 p_weight = viz.Predict("In the two-completion aggregation example, which --loss-type gives the short completion's single "
                        "token the larger weight in the loss?", choices=("grpo", "bnpo"))
 p_weight.answer = None
-why_kl = viz.Reason("Move the KL into the reward (--kl-in reward, β = 0.1): a group of two right answers (R = 1 "
-                    "each), one at Σ_t KL_t = 5 from π_ref, the other at 1. What happens to their advantages, and why?",
-                    "they now differ, the one further from π_ref below: each R_i carries its penalty, so the "
-                    "group-relative Â_i compares distance to π_ref as well as correctness",
-                    "both stay 0: the group's rewards are equal", "both drop by β·KL, so Â_i is unchanged",
-                    "the KL only enters the loss, so Â cannot change")
+why_kl = viz.Reason("Move the KL into the reward (--kl-in reward, β = 0.1, --scale-rewards group). A group of two "
+                    "WRONG answers (R = 0 each), one at Σ_t KL_t = 5 from π_ref, the other at 1: with the KL in the "
+                    "loss this group taught nothing. What are their advantages now, and why?",
+                    "±0.71, the one nearer π_ref above: each R_i carries its own penalty, so the group's rewards "
+                    "differ and the group-relative Â_i rewards staying near π_ref, even among wrong answers",
+                    "both stay 0: wrong answers carry no signal whatever the KL",
+                    "both −0.1·KL_i, the penalties themselves: the group's mean is 0 when every answer is wrong",
+                    "they differ in proportion to the KL gap (4): the further one far below, by 0.4 / ε")
 why_kl.answer = None
 for question in (p_group, p_scale, p_weight, why_kl):
     question.ask()
     print()""",
-    """p_group.check(core.group_relative(torch.tensor([2., 0, 0, 0]), 4, "group")[0],
-              why="mean 0.5, sample std 1: (2 − 0.5) / 1, ε aside")
+    """p_group.check(core.group_relative(torch.tensor([1., 0, 0]), 3, "group")[0],
+              why="mean 1/3, sample std √(1/3): (2/3) / √(1/3) = 2/√3, ε aside")
 kept = {s: torch.allclose(core.group_relative(10 * R, 4, s), core.group_relative(R, 4, s), atol=1e-3) for s in ("group", "none")}
 p_scale.check("group" if kept["group"] and not kept["none"] else "none",
               why="dividing by the group's std undoes any common scale; without it Â scales with the rewards")
@@ -252,8 +263,9 @@ for loss_type, mode in (("grpo", "seq_mean_token_mean"), ("bnpo", "token_mean"))
     weight[loss_type] = x.grad[1, 0].item()
 p_weight.check(max(weight, key=weight.get), why=f"∂L/∂ℓ of the short token: grpo {weight['grpo']:.2f} = 1/(B·|y_i|), "
                f"bnpo {weight['bnpo']:.2f} = 1/(the minibatch's real tokens)")
-in_reward = core.group_relative(torch.tensor([1 - 0.1 * 5, 1 - 0.1 * 1]), 2, "group")
-why_kl.check("a", why=f"Â = {in_reward[0]:+.3f}, {in_reward[1]:+.3f}: what DeepSeekMath avoids by putting the KL "
-                      "in the loss, where Â keeps only the rewards")
+in_reward = core.group_relative(torch.tensor([0 - 0.1 * 5, 0 - 0.1 * 1]), 2, "group")
+why_kl.check("a" if in_reward[1] > 0.7 > -0.7 > in_reward[0] else "d",
+             why=f"Â = {in_reward[0]:+.3f}, {in_reward[1]:+.3f} (R = −0.5, −0.1; a group of two is ±1/√2 whatever "
+                 "the gap): what DeepSeekMath avoids by putting the KL in the loss, where Â keeps only the rewards")
 viz.tally(p_group, p_scale, p_weight, why_kl)""",
 ]

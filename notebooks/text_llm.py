@@ -29,14 +29,22 @@ until the first optimiser step of the update). A **value head** on the same tran
 **GAE over tokens** turns the rewards into advantages, and $\mu$ passes of the clipped surrogate follow —
 `core.update`, exactly as on CartPole.
 
-**Notation.** The ratio is $r_t(\theta) = \pi_\theta(a_t\mid s_t)/\pi_{\text{old}}(a_t\mid s_t)$ — notebook 2's ratio — and from
-here on it is always written with its $(\theta)$, because $r_t$ without it is token $t$'s reward.
+**Notation.** The ratio is $\rho_t(\theta) = \pi_\theta(a_t\mid s_t)/\pi_{\text{old}}(a_t\mid s_t)$ — notebook 2's ratio;
+$r_t$ is only ever token $t$'s reward.
 
 ## Adaptive $\beta$ (Ziegler et al. 2019)
 
+The paper steers $\beta$ with a proportional controller:
+
+$$e_t = \operatorname{clip}\Big(\frac{\mathrm{KL}_t - \mathrm{KL}_{\text{target}}}{\mathrm{KL}_{\text{target}}}, -0.2, 0.2\Big), \qquad \beta_{t+1} = \beta_t\,(1 + K_\beta\, e_t), \qquad K_\beta = 0.1 .$$
+
+ladder's code (`core.AdaptiveKLController`, after the paper's released code) writes the same error as
+$\mathrm{KL}/\mathrm{KL}_{\text{target}} - 1$ and replaces the constant gain by $n/H$:
+
 $$e = \operatorname{clip}\Big(\frac{\mathrm{KL}}{\mathrm{KL}_{\text{target}}} - 1, -0.2, 0.2\Big), \qquad \beta \leftarrow \beta\,(1 + e\, n/H)$$
 
-after every update, where $\mathrm{KL}$ is the batch's mean per-completion KL $\sum_t \mathrm{KL}_t$, $\mathrm{KL}_{\text{target}}$ is
+after every update — the paper's rule with $K_\beta = n/H$ (the defaults, $n = 128$ and $H = 10\,000$, give
+$K_\beta = 0.0128$ per update), where $\mathrm{KL}$ is the batch's mean per-completion KL $\sum_t \mathrm{KL}_t$, $\mathrm{KL}_{\text{target}}$ is
 `--kl-target`, $n$ the number of completions in the batch (`--batch-size`: the controller is updated with the batch
 size) and $H$ the horizon `--kl-horizon`, counted in completions. $e$ is the relative error, capped at ±20 %, and each
 update applies the fraction $n/H$ of it: too much KL raises $\beta$, too little lowers it, over about $H$ completions
@@ -118,7 +126,7 @@ A completion of $T$ tokens $a_0,\dots,a_{T-1}$ is an episode that ends at its la
 
 $$\delta_t = r_t + \gamma V_{t+1} - V_t, \qquad \hat A_t = \delta_t + \gamma\lambda\,\hat A_{t+1}, \qquad R_t = \hat A_t + V_t ,$$
 
-backwards from $t = T-1$, where $\hat A_{T-1} = \delta_{T-1} = r_{T-1} - V_{T-1}$. Unrolled, $\hat A_t = \sum_{k \ge 0}(\gamma\lambda)^k\,\delta_{t+k}$.
+backwards from $t = T-1$ (nothing comes after the last token: $V_T = 0$, $\hat A_T = 0$). Unrolled, $\hat A_t = \sum_{k \ge 0}(\gamma\lambda)^k\,\delta_{t+k}$.
 With $\lambda = 1$ the values telescope, $\sum_{k}\gamma^k(\gamma V_{t+k+1} - V_{t+k}) = \gamma^{T-t}V_T - V_t = -V_t$, and
 
 $$\hat A_t = \sum_{t' \ge t}\gamma^{t'-t} r_{t'} - V_t = \gamma^{T-1-t}\,\text{score} - \beta\sum_{t' \ge t}\gamma^{t'-t}\,\mathrm{KL}_{t'} - V_t ,
@@ -127,9 +135,8 @@ $$\hat A_t = \sum_{t' \ge t}\gamma^{t'-t} r_{t'} - V_t = \gamma^{T-1-t}\,\text{s
 Each token's advantage is the score and the KL penalties **from itself on**, minus its value baseline. The penalties of
 later tokens reach earlier ones, not the other way round: choosing $a_t$ changes the prefix every later token is
 sampled from, so their KL and the score are consequences of $a_t$; the tokens before $a_t$ were written before it was
-chosen, and their penalties are paid whatever $a_t$ is — in $\hat A_t$ they would only add noise. $\lambda < 1$ (the
-preset's $\lambda = 0.95$, $\gamma = 1$) trusts the critic more: far rewards are replaced by $V$'s estimate of them; at
-$\lambda = 0$, $\hat A_t = \delta_t$ and the score reaches token $t < T-1$ only through $V_{t+1}$. Last, the rung **whitens**
+chosen, and their penalties are paid whatever $a_t$ is — in $\hat A_t$ they would only add noise. The preset
+has $\lambda = 0.95$, $\gamma = 1$. Last, the rung **whitens**
 $\hat A$ over the real tokens of the whole batch (`core.whiten`): the sign of a token's advantage is relative to the
 batch; $R_t$ (before whitening) is the value target.
 
@@ -164,7 +171,8 @@ gae_view""",
     print(f"λ = {lam:<4}:  Â_0 = {t['advantage'][0]:+.4f}   Â_last = {t['advantage'][-1]:+.4f}")""",
     r"""md:<details><summary>Answer</summary>
 
-$\hat A_0$ moves from the preset's λ = 0.95 value to the one-step $\delta_0 = r_0 + \gamma V_1 - V_0$
+$\lambda < 1$ trusts the critic more: far rewards are replaced by $V$'s estimate of them; at $\lambda = 0$,
+$\hat A_t = \delta_t$. $\hat A_0$ moves from the preset's λ = 0.95 value to the one-step $\delta_0 = r_0 + \gamma V_1 - V_0$
 at $\lambda = 0$ (at λ = 1 it is the whole sum of rewards minus $V_0$, printed above): at $\lambda = 0$ the score reaches the first
 token only through the critic's $V_1$. Against λ = 1's value, λ = 0's is smaller where $V_1$ is below the rewards still to
 come, $\sum_{t\ge1} r_t$, and larger where it is above: at $\gamma = 1$ the two differ by exactly $V_1 - \sum_{t\ge1} r_t$.
@@ -179,9 +187,6 @@ away from $\pi_{\text{ref}}$. $\beta$ is the price of that distance. PPO maximis
 
 $$\text{score} - \beta \sum_t \mathrm{KL}_t ,$$
 
-so a large $\beta$ stops the walk early (close to $\pi_{\text{ref}}$, a modest score) and $\beta = 0$ lets it run as
-far as the reward model pays — which is where **reward hacking** lives: the reward model is only a proxy,
-and nothing keeps the text fluent once it has found what the proxy likes.
 
 The widget below trains the tiny preset once for each $\beta$, **fixed** (`adaptive_kl=False`, so each run pays the
 same price all along), 30 updates of 32 completions each — each run once (the slowest cell of the notebook); the runs are
@@ -198,16 +203,20 @@ ends = {beta: dict(run) for beta, run in view.data["runs"].items()}
 for beta, run in ends.items():
     print(f"β = {beta:<4}: training score {run['score_end']:+.2f}   KL {run['kl_end']:6.2f}   "
           f"score − β·KL {run['reward_end']:+.2f}")
-print(f"KL at β = 0 / KL at β = 0.2: {ends[0.0]['kl_end'] / ends[0.2]['kl_end']:.1f}")
+larger = "larger" if ends[0.0]["kl_end"] > ends[0.2]["kl_end"] else "not larger"
+print(f"KL at β = 0 / KL at β = 0.2: {ends[0.0]['kl_end'] / ends[0.2]['kl_end']:.1f} (β = 0's KL ended {larger})")
 print("the runs by their KL, smallest first: " + ", ".join(f"β = {b}" for b in sorted(ends, key=lambda b: ends[b]["kl_end"])))
 view.controls["beta"].value = 0.0     # with a live kernel the widget above redraws with the β = 0
 # run's completions under its plot (a static copy keeps its first drawing); the list below prints the same completions
 [(s["after"], s["after_score"]) for s in view.data["samples"]]""",
     r"""md:<details><summary>Answer</summary>
 
-With $\beta = 0$ nothing holds the walk back: read its completions (the list above) for text drifting from a review
-towards what VADER likes. Its KL ends larger than $\beta = 0.2$'s, by the factor printed above. A higher price
-should keep the policy closer to $\pi_{\text{ref}}$; the line that orders the runs by their KL shows whether it did, in these 30 updates. In between, the score can rise while the KL
+A large $\beta$ stops the walk early (close to $\pi_{\text{ref}}$, a modest score); $\beta = 0$ lets it run as far as
+the reward model pays — which is where **reward hacking** lives: the reward model is only a proxy, and nothing keeps
+the text fluent once it has found what the proxy likes. Read the $\beta = 0$ run's completions (the list above) for
+text drifting from a review towards what VADER likes; the printout says whether its KL ended larger than
+$\beta = 0.2$'s, and by what factor. A higher price should keep the policy closer to $\pi_{\text{ref}}$; the line that
+orders the runs by their KL shows whether it did, in these 30 updates. In between, the score can rise while the KL
 stays modest — the trade-off PPO-RLHF is tuned for.
 The adaptive controller (the default, `--kl-target`) picks $\beta$ for you by steering the KL towards a target instead.
 </details>""",
@@ -215,32 +224,33 @@ The adaptive controller (the default, `--kl-target`) picks $\beta$ for you by st
     """p_beta = viz.Predict("In the two-completion example (β = 0.2), double β to 0.4: what will the first completion's "
                       "last reward r_2 be?")
 p_beta.answer = None
-p_reach = viz.Predict("With γ = λ = 1 and no critic (V = 0), take 1 off the first token's reward in the first completion. "
-                      "Whose advantages change?", choices=("the first token's only", "every token's", "the last token's only"))
+p_reach = viz.Predict("With γ = 1, the preset's λ = 0.95 and no critic (V = 0), take 1 off the LAST token's reward in "
+                      "the first completion (3 tokens). By how much will the first token's advantage Â_0 change?")
 p_reach.answer = None
-why_hack = viz.Reason("Swap VADER for a reward model that pays for every '!' in a completion, and train at β = 0. "
-                      "What will the completions drift towards, and why?",
-                      "runs of '!' that no longer read like a review: the reward model is only a proxy, and with no price "
-                      "on the distance to π_ref nothing keeps the text fluent",
-                      "fluent reviews with a few more '!': the policy cannot leave GPT-2's text",
-                      "empty completions: at β = 0 the KL term is 0, so nothing is learnt",
-                      "nothing changes: β = 0 switches the value head off")
-why_hack.answer = None
-for question in (p_beta, p_reach, why_hack):
+why_beta = viz.Reason("The adaptive controller (KL_target = 6, n = 128, H = 10 000) sees a KL of 12, then 12 again, "
+                      "update after update. What does β do, and why?",
+                      "it grows by the factor 1 + 0.2·n/H each update: the relative error (12 − 6)/6 = 1 is clipped "
+                      "to 0.2, so β climbs steadily, a little each update, until the KL comes down",
+                      "it doubles at once: the KL is twice its target",
+                      "it stays: the controller acts only when the KL is below its target",
+                      "it drops: too much KL means the penalty is not working, so it is relaxed")
+why_beta.answer = None
+for question in (p_beta, p_reach, why_beta):
     question.ask()
     print()""",
     """doubled, _ = core.kl_penalized_rewards(scores, old_logp, ref_logp, mask, kl_coef=0.4)
 p_beta.check(doubled[0, 2], why=f"r_2 = score − β·KL_2 = {scores[0]:g} − 0.4·({kl[0, 2]:+.2f})")
 dones, no_critic = core.last_step_mask(mask), torch.zeros_like(rewards)
 penalised = rewards.clone()
-penalised[0, 0] -= 1.0
-moved = (core.gae(penalised, no_critic, dones, 1.0, 1.0)[0] - core.gae(rewards, no_critic, dones, 1.0, 1.0)[0]).abs() > 1e-6
-names = {(True, False, False): "the first token's only", (True, True, True): "every token's",
-         (False, False, True): "the last token's only"}
-p_reach.check(names[tuple(moved[0].tolist())],
-              why="a token's advantage sums the rewards from itself on: an earlier token's penalty never reaches a later one")
-why_hack.check("a", why="reward hacking: the β = 0 run above is the same walk with VADER as the proxy")
-viz.tally(p_beta, p_reach, why_hack)""",
+penalised[0, 2] -= 1.0
+moved = core.gae(penalised, no_critic, dones, 1.0, 0.95)[0] - core.gae(rewards, no_critic, dones, 1.0, 0.95)[0]
+p_reach.check(moved[0, 0], why="with V = 0, δ_t = r_t and Â_0 = Σ_k (γλ)^k r_k: the last reward reaches token 0 "
+              f"weighted (γλ)² = {0.95 ** 2:.4f}; every token's Â: {moved[0].tolist()}")
+controller = core.AdaptiveKLController(0.2, 6.0, 10_000)
+factor = controller.update(12.0, 128) / 0.2
+why_beta.check("a" if abs(factor - (1 + 0.2 * 128 / 10_000)) < 1e-9 else "b",
+               why=f"β × {factor:.6f} at every such update: the error is capped at +20 %, times n/H")
+viz.tally(p_beta, p_reach, why_beta)""",
 ]
 
 NOTEBOOKS["5_grpo_qlora"] = GRPO_CELLS

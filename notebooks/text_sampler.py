@@ -9,15 +9,15 @@ CELLS: list[str] = [
 
 Everything so far assumed that $\pi_{\text{old}}$ drew the batch: the trainer's own forward pass, at the start of the
 update. Fast trainers do not sample with the trainer. Generation is most of a step's time, so they hand it to an
-inference engine such as vLLM — another engine, other kernels, often another precision — and keeps $\pi_{\text{old}}$ as the
+inference engine such as vLLM — another engine, other kernels, often another precision — and keep $\pi_{\text{old}}$ as the
 trainer's forward of the same weights. The two give the same token different log-probs: the batch comes from a
 **fourth policy**, $\pi_{\text{sampler}}$. The surrogate means an expectation under $\pi_{\text{old}}$, so
 
-$$\mathbb{E}_{a_t\sim\pi_{\text{old}}}\big[r_t(\theta)\,\hat A_t\big] = \mathbb{E}_{a_t\sim\pi_{\text{sampler}}}\big[w_t\,r_t(\theta)\,\hat A_t\big],
+$$\mathbb{E}_{a_t\sim\pi_{\text{old}}}\big[\rho_t(\theta)\,\hat A_t\big] = \mathbb{E}_{a_t\sim\pi_{\text{sampler}}}\big[w_t\,\rho_t(\theta)\,\hat A_t\big],
 \qquad w_t = \frac{\pi_{\text{old}}(a_t)}{\pi_{\text{sampler}}(a_t)}, \qquad
-\frac{\pi_\theta(a_t)}{\pi_{\text{sampler}}(a_t)} = r_t(\theta)\cdot w_t .$$
+\frac{\pi_\theta(a_t)}{\pi_{\text{sampler}}(a_t)} = \rho_t(\theta)\cdot w_t .$$
 
-The weight between the policy being trained and the one that sampled splits in two. $r_t(\theta)$ is the ratio of
+The weight between the policy being trained and the one that sampled splits in two. $\rho_t(\theta)$ is the ratio of
 notebooks 2–4, clipped as ever: the trust region around $\pi_{\text{old}}$. $w_t$ is a constant — $\pi_{\text{old}}$ and
 $\pi_{\text{sampler}}$ are both fixed, no gradient flows through it — that corrects for who drew the tokens. Per
 token, $w_t$ corrects only the last draw: the prefix $s_t$ before it was written by $\pi_{\text{sampler}}$ too, so the
@@ -75,10 +75,10 @@ print("                            ", "  ".join(f"{k} {v:.4g}" for k, v in list(
 display(Markdown(viz.sampler_lab.four_policy_table(four)))""",
     r"""md:The arrow compares the rounding with how far the step's two optimiser passes move a log-prob
 ($|\log\pi_\theta - \log\pi_{\text{old}}|$), and the rung logs exactly the rounding's numbers (the record printed above;
-with a correction, also the weights' range and the share it changed). Most tokens of a worked sum are nearly certain, $\log\pi \approx 0$ whatever the precision;
-where the model is unsure, rounding moves probability between close competitors — the table's title gives the
-$\pi_{\text{old}}$ of the token with the largest mismatch on this run. There $w_t$ and $r_t(\theta)$ are different numbers for different reasons: $w_t$ is what the
-sampler got wrong, $r_t(\theta)$ how far the update has moved.
+with a correction, also the weights' range and the share it changed). Where the model is nearly certain of a token,
+$\log\pi \approx 0$ whatever the precision; where it is unsure, rounding moves probability between close competitors — the table's title gives the
+$\pi_{\text{old}}$ of the token with the largest mismatch on this run. There $w_t$ and $\rho_t(\theta)$ are different numbers for different reasons: $w_t$ is what the
+sampler got wrong, $\rho_t(\theta)$ how far the update has moved.
 
 A completion's weight multiplies its tokens': its log is a sum of $T$ terms, whose variances add if they are
 independent, so its spread grows like $\sqrt{T}$ while each token's stays put. Its mean drifts too: under the sampler
@@ -92,8 +92,8 @@ mean_length = four.main.mask.sum(1).float().mean().item()
 print(f"√T × one token's std, T = {spread['length']} (the longest completion; their mean length {mean_length:.2f}): "
       f"{spread['sqrt_length_token_std']:.2e}")
 display(Image(data=viz.sampler_views.four_policies_figure(four)))""",
-    r"""md:On the right, the sum climbs in steps, at the few uncertain tokens where the rounding matters, towards the
-$\sqrt{k}$ curve. The tiny task's completions are short; a reasoning completion of thousands of tokens sums a hundred
+    r"""md:On the right, each completion's running sum $\sum_{t<k}\log w_t$ against the $\sqrt{k}$ curve: a nearly
+certain token adds almost nothing to it, so the sum moves at the uncertain tokens, where the rounding matters. The tiny task's completions are short; a reasoning completion of thousands of tokens sums a hundred
 times more terms, its log-weight spreads some ten times more, and its weight — the exponential of that sum — has a
 tail no single token's weight has. That is why, on long completions, a bound $C_{\max}$ reaches the sequence modes
 long before the token modes.
@@ -110,7 +110,8 @@ print(sampler_notes.modes_note(four.main))""",
 sampler under-drew threefold, which rounding at τ = 1 seldom does: where nothing reaches it, the correction reweights
 and cuts nothing. A tight bound like 1.01 reaches the few uncertain tokens, and the sequence modes count them in
 bigger units, a completion going with its token. Where a bound changes anything, `sequence_mask` takes those
-completions out of the loss entirely — its mean weight drops the most —, where truncation only trims them.
+completions out of the loss entirely, where truncation only trims them: the table's mean weights show what each
+mode's cut costs on this batch.
 
 ### The bias of not correcting, exactly
 
@@ -138,6 +139,12 @@ print(f"‖g*‖ = {exact['norm_on_policy']:.4f}; with no correction the bias is
       f"{exact['none']['bias'] / exact['norm_on_policy']:.0%} of it")
 print(f"Σ_a π_old(a)·‖∇ℓ(a)‖² = {exact['second_moment_old']:.4f}, so at C_max = 3 the variance is at most "
       f"{3 * exact['second_moment_old']:.4f}")
+tight, none = exact["sweep"]["token_truncate"][0], exact["none"]
+masked = viz.exact_sampler_gradients(distance=1.5, samples=64, c_maxes=(3.0,))["sweep"]["token_mask"][0]
+worse = lambda a, b: "worse" if a > b else "not worse"
+print(f"truncated at C_max = {exact['c_maxes'][0]:g}: bias {tight['bias']:.4f}, error {tight['mse']:.4f} — "
+      f"{worse(tight['mse'], none['mse'])} than no correction's {none['bias']:.4f}, {none['mse']:.4f}")
+print(f"token_mask at C_max = 3: bias {masked['bias']:.4f}, {worse(masked['bias'], none['bias'])} than no correction's")
 display(Markdown(viz.sampler_lab.bias_variance_markdown(exact)))
 check = viz.sampler_lab.monte_carlo_check(distance=1.5, c_max=3.0, n=100000, seed=0)
 print(f"check, {check['n']} seeded draws truncated at C_max = 3: ‖mean − exact mean‖ {check['mean_error']:.4f}, "
@@ -146,17 +153,17 @@ display(Image(data=viz.sampler_views.bias_variance_figure(exact)))""",
     r"""md:No batch size removes the uncorrected bias. The full weight removes it and pays in variance: the rare draws of
 an under-drawn right answer arrive with a large $w$. Truncation trades one for the other: as $C_{\max}$ falls the bias
 grows and the variance shrinks, and for a batch of $N$ draws their sum is least at the grey line — more draws move it
-to a larger $C_{\max}$, since only the variance shrinks with $N$. Too tight a bound is worse than none: near
-$C_{\max} = 1$ truncation also cuts the weights that pulled $g$ towards $g^*$, and its bias and error exceed the
-uncorrected ones (the table's first rows). Masking at $C_{\max} = 3$ (`token_mask`) drops the under-drawn right answers
-altogether and is further off than no correction at all: a mask is for rare outliers (a token the engine got wrong),
+to a larger $C_{\max}$, since only the variance shrinks with $N$. Too tight a bound can be worse than none: near
+$C_{\max} = 1$ truncation also cuts the weights that pulled $g$ towards $g^*$. Masking at $C_{\max} = 3$
+(`token_mask`) drops the under-drawn right answers altogether. The two lines above the table compare each with no
+correction at all, and say whether it came out worse on this small categorical: a mask is for rare outliers (a token the engine got wrong),
 not for a sampler that is off everywhere.
 
 The widget below draws the batch's prompts with each sampler: the weights in float32 (`same`), float16 or bfloat16,
 at the trainer's temperature $\tau = 1$ or another — a sampler whose temperature (or top-p cut) differs from the
 trainer's is a common real mismatch. Everything is computed above, so the controls only re-read numbers.""",
-    r"""md:**Predict first.** (1) bfloat16 keeps 8 significant bits, float16 11: which of the two samplers is further from
-$\pi_{\text{old}}$? (2) Set the sampler's τ to 1.1, ten percent hotter than the trainer. Is the mismatch larger or
+    r"""md:**Predict first.** (1) Which of the two samplers, float16 or bfloat16 (both 16 bits a number), is further from
+$\pi_{\text{old}}$, and why? (2) Set the sampler's τ to 1.1, ten percent hotter than the trainer. Is the mismatch larger or
 smaller than bfloat16's rounding, and are most token weights $w_t$ above 1 or below? (3) At
 $C_{\max} = 3$, what does any mode change, at any setting?""",
     """view = viz.sampler_view(sampler="bfloat16", temperature=1.0, c_max=3.0)
@@ -179,8 +186,8 @@ print(sampler_notes.c_max_note(four, 3.0))
 print(f"τ = 1.1, C_max = 1.01, C_min = 1/C_max: sequence_mask drops {hot['changed']} of {hot['of']} completions")""",
     r"""md:<details><summary>Answer</summary>
 
-(1) The first line above says which, and by how much: bfloat16's roundings are each 8 times coarser ($2^{11-8}$), so
-it is expected further. float16 buys its precision with range (nothing above 65504), which is why engines mostly
+(1) The first line above says which, and by how much. bfloat16 keeps 8 significant bits (7 stored, one implied) and
+float16 11 (10 + 1): bfloat16's roundings are each 8 times coarser ($2^{11-8}$), so it is expected further. float16 buys its precision with range (nothing above 65504), which is why engines mostly
 sample in bfloat16 and live with the larger mismatch. (2) The second line compares them: a ten percent temperature
 mismatch moves every token's probability, where rounding moves only the uncertain ones a little. A hotter sampler
 flattens the distribution, so the likely tokens — most of a completion — get $w_t$ a little above 1, and the unlikely

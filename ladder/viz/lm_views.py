@@ -189,7 +189,7 @@ def lm_mu_view(mu: int = 4, lr: float = 3e-4, clip_eps: float = 0.2, seed: int =
         run["bias_biased"] = [b - e for b, e in zip(run["kl_ref_biased"], run["kl_ref_exact"])]
         run["bias_corrected"] = [c - e for c, e in zip(run["kl_ref_corrected"], run["kl_ref_exact"])]
         run["bias_biased_expected"] = [b - e for b, e in zip(run["kl_ref_biased_expected"], run["kl_ref_exact"])]
-        fig = mu_figure(run, eps, ratio_title=f"ratio r_t(θ) = π_θ/π_old over {run['num_tokens']} completion tokens",
+        fig = mu_figure(run, eps, ratio_title=f"ratio ρ_t(θ) = π_θ/π_old over {run['num_tokens']} completion tokens",
                         kl_title="exact KLs per token, over the vocabulary", log_counts=True, bands=True)
         run["summary"] = (f"last pass: ratio std {run['ratio_std'][-1]:.3f}, clip fraction "
                           f"{run['clip_frac_after'][-1]:.3f}, KL(π_θ‖π_old) {run['kl_old_exact'][-1]:.4f}, "

@@ -227,7 +227,7 @@ def samplers_markdown(four: FourPolicies, settings, c_max: float = 3.0) -> str:
 
 
 def four_policy_table(four: FourPolicies, width: int = 8) -> str:
-    """The tokens around the batch's largest |log π_old − log π_sampler|, with all four log-probs, w_t and r_t(θ)."""
+    """The tokens around the batch's largest |log π_old − log π_sampler|, with all four log-probs, w_t and ρ_t(θ)."""
     b = four.main
     gap = ((b.old_logp - b.sampling_logp).abs() * b.mask)
     row, col = divmod(int(gap.argmax().item()), gap.shape[1])
@@ -236,7 +236,7 @@ def four_policy_table(four: FourPolicies, width: int = 8) -> str:
     lines = [f"completion {row}, tokens {start}–{start + width - 1} (the largest mismatch of the batch is token {col}, "
              f"π_old = {p_old:.2f})",
              "", "| token | log π_sampler | log π_old | log π_θ | log π_ref | w_t = π_old/π_sampler "
-             "| r_t(θ) = π_θ/π_old |", "|---|---|---|---|---|---|---|"]
+             "| ρ_t(θ) = π_θ/π_old |", "|---|---|---|---|---|---|---|"]
     for t in range(start, min(start + width, len(four.tokens[row]))):
         s, o, th, r = (x[row, t].item() for x in (b.sampling_logp, b.old_logp, four.logp_theta, four.ref_logp))
         tok = four.tokens[row][t].replace("\n", "⏎").replace(" ", "␣").replace("|", "\\|")
