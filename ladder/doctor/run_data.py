@@ -67,6 +67,7 @@ class Run:
     completions: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)  # e.g. a torn last line left out
     unknown: list[str] = field(default_factory=list)  # config facts assumed, not read
+    config: dict = field(default_factory=dict)  # the config as read: ladder's config.json, TRL's GRPOConfig fields
 
     def get(self, name: str) -> Series | None:
         found = self.series.get(name)

@@ -118,7 +118,7 @@ def _read_ladder(directory: Path) -> Run:
                   unweighted=_unweighted(config, where))
     if rung == "reinforce":
         facts.mu, facts.minibatches = None, None  # no ratio, no clipping
-    return Run(directory, "ladder", rung, series, facts, completions, notes)
+    return Run(directory, "ladder", rung, series, facts, completions, notes, config=config)
 
 
 def _unweighted(config: dict, where: str) -> frozenset[str]:

@@ -167,4 +167,4 @@ def read_trl(directory: Path, found: tuple[Path, dict], trl_config) -> Run:
                   sampler_correction=config.get("vllm_importance_sampling_mode"), assumed=assumed)
     if not lora:
         unknown.append("LoRA (no adapter_config.json: taken as full fine-tuning)")
-    return Run(directory, "trl", "grpo", series, facts, [], notes, unknown)
+    return Run(directory, "trl", "grpo", series, facts, [], notes, unknown, config=config)
