@@ -10,7 +10,7 @@ NOTEBOOKS: dict[str, list[str]] = {}
 NOTEBOOKS["1b_foundations"] = [
     r"""md:# 1b · Foundations: values, bootstrapping and the surrogate
 
-After this notebook (about 40 minutes; it runs in seconds, no model) you will be able to:
+After this notebook (about 45 minutes; it runs in seconds, no model) you will be able to:
 
 * compute $V$, $Q$ and $A$ of a policy exactly from the Bellman equations, and say why $\mathbb{E}_{a\sim\pi}[A(s, a)] = 0$;
 * estimate values from sampled episodes by Monte-Carlo, TD(0) and GAE($\lambda$), and say which $\lambda$ to pick when;
@@ -166,9 +166,16 @@ trend within one run, not against 1.
 ## Termination vs time-limit truncation
 
 `gymnasium`'s `step` returns two flags. `terminated`: the task ended (the pole fell; here, a step off the
-chain); the next state is terminal, $V = 0$, so $d_t = 1$ and the target is $r_t$. `truncated`: *we* stopped — a
-time limit (CartPole-v1's 500 steps), the end of a rollout — and the state $s_T$ has a future the episode did not
-see. Its step bootstraps:
+chain). `truncated`: *we* stopped — a time limit (CartPole-v1's 500 steps), the end of a rollout — while the
+episode could have gone on.
+
+**Predict first** (`p_trunc`, next cell): cut the chain's episodes at $T = 5$ steps and treat every cut as if the
+task had ended there. Is the mean return-based estimate of $V(s_{\text{start}})$ then too low, about right, or too high?""",
+    """p_trunc = viz.Predict("With a time limit of T = 5, will treating the cut as a termination make the mean estimate "
+                      "of V(s_start) too low, about right, or too high?", choices=("too low", "about right", "too high"))
+p_trunc.answer = None    # your prediction, before you read on""",
+    r"""md:A termination's next state is terminal, $V = 0$, so $d_t = 1$ and the target is $r_t$. A truncated state $s_T$
+has a future the episode did not see. Its step bootstraps:
 
 $$\text{terminated: } R_{T-1} = r_{T-1}, \qquad \text{truncated: } R_{T-1} = r_{T-1} + \gamma V(s_T).$$
 
@@ -194,10 +201,7 @@ display(Markdown("CartPole, γ = 0.99, a policy that never drops the pole: V at 
                       "it never sees step 499")
 r_clock.answer = None    # "a", "b" or "c\"""",
     """r_clock.check("b", why="it fits something between the two for every state: wrong everywhere, not only near the limit")""",
-    """p_trunc = viz.Predict("With a time limit of T = 5, will treating the cut as a termination make the mean estimate "
-                      "of V(s_start) too low, about right, or too high?", choices=("too low", "about right", "too high"))
-p_trunc.answer = None    # your prediction""",
-    r"""md:**Predict first.** (Answer `p_trunc` above.) The widget estimates $V(s_{\text{start}})$ by the mean $\lambda = 1$
+    r"""md:**Predict first.** (You answered `p_trunc` above; the cell below the widget checks it.) The widget estimates $V(s_{\text{start}})$ by the mean $\lambda = 1$
 target $R_0$ over 4000 episodes cut at $T$, bootstrapping with the exact $V$ at the cut or treating the cut as a
 termination. Move $T$: which curve stays on the exact value?""",
     """fd.truncation_view(limit=5)""",
@@ -218,15 +222,17 @@ $V$ it is unbiased at every $T$ (up to sampling noise). With a learned $V$ it is
 Notebook 2's PPO does not differentiate $J(\theta) = V_\theta(s_{\text{start}})$; it maximises a **surrogate** built
 from a batch that $\pi_{\text{old}}$ sampled, with the advantages of $\pi_{\text{old}}$:
 
-$$L(\theta) = \mathbb{E}_{s, a\sim\pi_{\text{old}}}\big[r(\theta)\,\hat A\big], \qquad r(\theta) = \frac{\pi_\theta(a\mid s)}{\pi_{\text{old}}(a\mid s)}.$$
+$$L(\theta) = \mathbb{E}_{s, a\sim\pi_{\text{old}}}\big[\rho(\theta)\,\hat A\big], \qquad \rho(\theta) = \frac{\pi_\theta(a\mid s)}{\pi_{\text{old}}(a\mid s)}.$$
 
-At $\theta = \theta_{\text{old}}$, $\nabla_\theta r = \nabla_\theta\pi_\theta/\pi_{\text{old}} = \nabla_\theta\log\pi_\theta$, so
+($\rho$, the importance ratio; $r$ stays the reward.)
+
+At $\theta = \theta_{\text{old}}$, $\nabla_\theta \rho = \nabla_\theta\pi_\theta/\pi_{\text{old}} = \nabla_\theta\log\pi_\theta$, so
 $\nabla L(\theta_{\text{old}}) = \mathbb{E}[\nabla\log\pi_\theta\,\hat A]$: **the policy gradient**. On the chain both
 sides are exact: $J$ is the linear solve (differentiable, so autograd gives $\nabla J$), and the expectation
 weights each state by its discounted visitation $d_{\text{old}}(s) = \sum_t\gamma^t P(s_t = s)$, with the exact
 $A_{\text{old}}$:
 
-$$L(\theta) = \sum_s d_{\text{old}}(s)\sum_a \pi_{\text{old}}(a\mid s)\,r(\theta)\,A_{\text{old}}(s, a).$$
+$$L(\theta) = \sum_s d_{\text{old}}(s)\sum_a \pi_{\text{old}}(a\mid s)\,\rho(\theta)\,A_{\text{old}}(s, a).$$
 
 (PPO's batches weight states by how often they are visited, without the $\gamma^t$: a common approximation.)
 Below, $\theta_{\text{old}}$ is a random table of logits.""",
@@ -238,7 +244,7 @@ print("∇J(θ_old) =", grads["grad_J"])
 print("∇L(θ_old) =", grads["grad_L"])
 print(f"largest difference: {grads['max_abs_diff']:.1e}")
 p_zero.check(fd.surrogate(chain, theta_old, theta_old).item(),
-             why="zero up to float rounding: r = 1 there, and E_π_old[A_old] = 0 (the section on A)")""",
+             why="zero up to float rounding: ρ = 1 there, and E_π_old[A_old] = 0 (the section on A)")""",
     r"""md:Equal gradients say nothing about a step of finite size: $L$ uses $d_{\text{old}}$ and $A_{\text{old}}$, and
 both go stale as $\pi_\theta$ moves. How fast depends on the parameters. With one logit per state, a step moves
 each state's $\pi$ on its own; a network's weights move $\pi$ in many states at once. The extreme case is one
@@ -246,7 +252,7 @@ each state's $\pi$ on its own; a network's weights move $\pi$ in many states at 
 near the left end want more *right* and states near the right end want more *left*; the policy gradient weighs
 them by $d_{\text{old}}$ and picks a direction. The widget steps $\theta = \theta_{\text{old}} + \alpha u$ along it ($u$ its
 unit direction) and plots the true change $J(\theta) - J(\theta_{\text{old}})$, $L(\theta)$, and PPO's **clipped** surrogate,
-where each term is $\min\big(r\hat A,\ \mathrm{clip}(r, 1-\varepsilon, 1+\varepsilon)\hat A\big)$.""",
+where each term is $\min\big(\rho\hat A,\ \mathrm{clip}(\rho, 1-\varepsilon, 1+\varepsilon)\hat A\big)$.""",
     """p_far = viz.Predict("At a step α = 3, which of the two is above its value at θ_old: the surrogate L, the true J, both, or neither?",
                     choices=("both", "only L", "only J", "neither"))
 p_far.answer = None      # your prediction""",
@@ -290,14 +296,14 @@ Answer each question (a letter for a reason, one of the choices for a prediction
                    "nothing: explained variance is noise")
 q_ev.answer = None       # "a", "b" or "c\"""",
     """q_ev.check("b", why="below 0, Var[R − V̂] > Var[R]; more random returns lower it toward 0, as on the chain, not below")""",
-    """p_n = viz.Predict("With the critic V̂ = 0.7 V (c = 0.3), as the number of episodes n grows from 2 to 50, where does the "
-                  "λ with the smallest squared error move?", choices=("toward 0", "stays", "toward 1"))
+    """p_n = viz.Predict("With the critic V̂ = 0.7 V (c = 0.3), by what factor does the squared error of the λ = 1 "
+                  "estimate of V(s_start) shrink when the number of episodes n grows from 10 to 40 (a number)?")
 p_n.answer = None        # your prediction""",
-    """grid = torch.linspace(0, 1, 21)
-s = fd.estimator_stats(chain, 0.3, grid)
-best = {n: grid[int((s["bias"] ** 2 + s["var"] / n).argmin())].item() for n in (2, 50)}
-p_n.check("toward 1" if best[50] > best[2] else "toward 0" if best[50] < best[2] else "stays",
-          why=f"best λ {best[2]:.2f} at n = 2, {best[50]:.2f} at n = 50: variance / n shrinks, the bias stays")""",
+    """s = fd.estimator_stats(chain, 0.3, [0.0, 1.0])
+squared_error = {n: s["bias"] ** 2 + s["var"] / n for n in (10, 40)}
+shrink = squared_error[10] / squared_error[40]
+p_n.check(shrink[1], why=f"λ = 1 never reads the critic: bias {s['bias'][1]:+.3f} (± {s['stderr'][1]:.3f}), so the error "
+                         f"is the variance / n. At λ = 0 the critic's bias {s['bias'][0]:+.3f} stays: factor {shrink[0]:.2f}")""",
     """p_eps = viz.Predict("With ε = 0.5 instead of 0.2, does the clipped surrogate of the shared-logit policy peak at a "
                     "smaller step α than the true J does, or a larger one?", choices=("smaller", "larger"))
 p_eps.answer = None      # your prediction""",

@@ -6,14 +6,113 @@ Cells starting with ``md:`` are Markdown; everything else is code. ``notebooks/b
 
 from text_common import SELF_CHECK, SETUP
 
+WHY_MIN = """why_min = viz.Reason("A sample with Â = −1 whose ratio has grown to ρ = 1.5 (ε = 0.2): does the clip take its "
+                     "gradient, and why?",
+                     "no: the min compares ρ·Â = −1.5 with clip(ρ)·Â = −1.2 and keeps −1.5, the unclipped branch, "
+                     "which still depends on θ",
+                     "yes: ρ > 1 + ε, so ρ is clipped to 1.2 and its gradient is 0",
+                     "no: the clip acts only on samples with Â > 0",
+                     "yes: every sample outside [1 − ε, 1 + ε] loses its gradient")
+why_min.answer = None     # "a", "b", "c" or "d"
+why_min.ask()"""
+
+VECTOR_ENV_CELLS = [
+    r"""md:## Vector envs and autoreset
+
+The rung does not play one CartPole at a time. `gym_common.make_vec_env` builds a gymnasium `SyncVectorEnv` of
+$N$ = `num_envs` copies stepped together: `reset()` returns `obs` of shape `[N, 4]` (CartPole's state
+$[x, \dot x, \theta, \dot\theta]$ per env), and one `step(actions)` takes $N$ actions and returns $N$ observations,
+rewards, `terminated` and `truncated` flags. `collect` calls it `num_steps` times per rollout: that is the
+`[N, T]` batch.
+
+An env whose episode ends does not wait for the others: the vector env resets it by itself (*autoreset*). gymnasium
+(≥ 1.0) has modes for it; two matter here.
+
+* `NEXT_STEP`, gymnasium's default: the step at which env $i$ ends returns that episode's last observation with its
+  flag set, as a single env would. Env $i$ is not reset by that call.
+* `SAME_STEP`, the mode the CartPole rungs ask for (`gym_common.make_vec_env`; Capstone I uses it too): the step at
+  which env $i$ ends resets it at once. `obs[i]` is then the **new** episode's first observation, and the finished
+  episode's last one is in `info["final_obs"][i]` — an object array, set only where `info["_final_obs"][i]` is True.
+
+Below, a real run: three CartPoles with a short time limit (printed), each driven by a fixed rule of its own
+observation — env 0 always pushes right, env 1 balances, env 2 always pushes left — so that episodes end both ways
+inside a few steps. The same seed and rules run once under each mode.""",
+    """import numpy as np
+from ladder.viz import vector_envs as ve
+from ladder.viz import vector_envs_view
+
+runs = {mode: ve.record(mode) for mode in ve.MODES}
+print(f"{len(ve.RULES)} envs ({', '.join(ve.RULES)}), time limit {ve.TIME_LIMIT} steps, {ve.STEPS} steps recorded; "
+      f"obs of one step: {runs['SAME_STEP']['obs'][0].shape}")
+reset_q = viz.Reason("Under NEXT_STEP, env i ended at step t. What does step t + 1 return for env i, and what becomes "
+                     "of the action you pass it?",
+                     "the next state of the finished episode, reached by that action, with reward 1",
+                     "the new episode's first observation, with reward 0 and both flags False; the action is "
+                     "ignored: the call only resets env i, so this step is no transition of any episode",
+                     "the new episode's first observation; the action is applied to it, so the step is the new "
+                     "episode's first transition",
+                     "the finished episode's last observation again, with its flag still set")
+reset_q.answer = None     # "a", "b", "c" or "d": answer before you run on
+reset_q.ask()""",
+    r"""md:The widget: a timeline per mode (one row per env) and, below it, step $t$ of each env as `step()` returned it —
+the action, the flags, the observation returned, `final_obs` where it is set, and $s_{t+1}$, the state the
+transition reached. Move $t$ to the steps where an episode ends (× terminated, ■ truncated), and to the step after.""",
+    """vector_envs_view.autoreset_view(t=7)""",
+    """nxt = runs["NEXT_STEP"]
+ended = nxt["terminated"] | nxt["truncated"]
+after = ve.real_transitions(nxt, "NEXT_STEP") == 0          # the steps right after an env ended
+print(f"NEXT_STEP, the {int(after.sum())} steps after an end: rewards {np.unique(nxt['rewards'][after]).tolist()}, "
+      f"any flag set: {bool(ended[after].any())}")
+print("env 0 on the step after its first end, pushed left:", ve.reset_step_obs(0).round(3),
+      "pushed right:", ve.reset_step_obs(1).round(3))
+first_end = tuple(int(k) for k in np.argwhere(ended)[0])
+reset_q.check("b", why=f"the new first observation, the same whatever the action; reward 0 and no flag at every "
+                       f"such step. SAME_STEP returns that observation one step earlier: at step {first_end[0]}, where env "
+                       f"{first_end[1]} ended, it returned {runs['SAME_STEP']['obs'][first_end].round(3)}")""",
+    r"""md:Under `NEXT_STEP` the step after an end is not a transition: its observation is not the result of its action,
+and its reward 0 was earned by nothing. A rollout that keeps it must mask it out of the loss; one that trains on it
+teaches the critic a jump from the last state to a fresh start, and the policy an action that did nothing.
+`SAME_STEP` has no such step — every step of every env is a transition — at the price of a rule for reading the
+next state.
+
+### $V(s_{t+1})$ across an autoreset
+
+GAE's $\delta_t = r_t + \gamma V(s_{t+1})(1-d_t) - V(s_t)$ needs $s_{t+1}$, the state **this** episode reached. Under
+`SAME_STEP`, where env $i$ ended at step $t$, the returned `obs[i]` is the next episode's first state: its value
+belongs to another episode, and bootstrapping from it would add a fresh start's value to a finished one. So, per env:
+
+* **terminated**: the episode is over; there is no $V(s_{t+1})$ ($d_t = 1$; written 0 below);
+* **truncated**: the time limit cut a state that has a future (notebook 1b), and that state is
+  `info["final_obs"][i]`: bootstrap with $V(s_{\text{final}})$;
+* **neither**: $V(\text{obs}[i])$, the returned observation is the episode's next state.
+
+The rung does exactly this: `cartpole.collect` reads $V$ of `info["final_obs"]` where an env was truncated, adds
+$\gamma V(s_{\text{final}})$ to that step's reward and marks the step done, so its target is
+$r_t + \gamma V(s_{\text{final}})$. Below, one recorded `SAME_STEP` step where the three cases meet, and a stand-in
+critic `ve.critic` ($V(s) = 10\,(1 - |\theta| / 0.2095)$: 10 upright, 0 at the angle where CartPole terminates).""",
+    """same = runs["SAME_STEP"]
+t_mix = ve.mixed_step(same)
+obs, terminated, truncated = same["obs"][t_mix], same["terminated"][t_mix], same["truncated"][t_mix]
+final_obs, has_final = same["final_obs"][t_mix], same["has_final"][t_mix]   # final_obs is NaN where not set
+print(f"step {t_mix}: terminated {terminated}, truncated {truncated}, _final_obs {has_final}")
+print("obs returned:\\n", obs.round(3), "\\nfinal_obs:\\n", final_obs.round(3))""",
+    r"""md:Your turn: the three values $V(s_{t+1})$ of this step, one per env, with `ve.critic(states)` (it takes `[N, 4]`
+or `[4]`): 0 where terminated, $V$ of `final_obs` where truncated, $V$ of the returned obs otherwise.""",
+    """V_next_yours = ...        # [3]: 0 | ve.critic(final_obs[i]) | ve.critic(obs[i])""",
+    """V_next = ve.bootstrap_values(obs, terminated, truncated, final_obs, ve.critic)
+viz.check_computed(V_next_yours, V_next, how="np.where(terminated, 0, np.where(truncated, critic(final_obs), critic(obs)))")
+print("had the returned obs been read everywhere:", ve.critic(obs).round(3))""",
+]
+
 CELLS: list[str] = [
     r"""md:# 2 · PPO on CartPole
 
 After this notebook (about 45 minutes) you will be able to:
 
-* derive PPO's clipped surrogate from REINFORCE: the ratio, its gradient, and why both agree at $r = 1$;
+* derive PPO's clipped surrogate from REINFORCE: the ratio $\rho_t$, its gradient, and why both agree at $\rho_t = 1$;
 * say which samples the clip takes the gradient from, and check it on a real CartPole batch;
-* compute GAE advantages and train PPO on CartPole with `core.update`.
+* compute GAE advantages and train PPO on CartPole with `core.update`;
+* step $N$ environments together with gymnasium's vector envs, and read $V(s_{t+1})$ right where an episode ends.
 
 REINFORCE throws each batch away after one step. PPO reuses it for $\mu$ passes — which means the
 batch was sampled by $\pi_{\text{old}}$ while we optimise $\pi_\theta$.
@@ -27,40 +126,47 @@ while the samples come from $\pi_\theta$. After one optimiser step they no longe
 **Importance sampling.** For any $f$,
 $\mathbb{E}_{a\sim\pi_\theta}[f(a)] = \sum_a \pi_\theta(a) f(a) = \mathbb{E}_{a\sim\pi_{\text{old}}}\big[\tfrac{\pi_\theta(a)}{\pi_{\text{old}}(a)}\,f(a)\big]$:
 weighting each sample by the ratio
-$r_t(\theta) = \pi_\theta(a_t\mid s_t) / \pi_{\text{old}}(a_t\mid s_t)$ (written $r_t$ for short in this section; in the GAE
-section below, $r_t$ is the reward) turns expectations under $\pi_{\text{old}}$,
+$\rho_t(\theta) = \pi_\theta(a_t\mid s_t) / \pi_{\text{old}}(a_t\mid s_t)$ (the importance ratio; $r_t$ stays the reward) turns
+expectations under $\pi_{\text{old}}$,
 which we have samples of, into expectations under $\pi_\theta$. PPO's surrogate, maximised over the
 $\pi_{\text{old}}$ samples of the batch, is
 
-$$L(\theta) = \mathbb{E}_t\big[r_t(\theta)\,\hat A_t\big].$$
+$$L(\theta) = \mathbb{E}_t\big[\rho_t(\theta)\,\hat A_t\big].$$
 
 The states still come from $\pi_{\text{old}}$ and $\hat A_t$ is $\pi_{\text{old}}$'s advantage, so $L$ stands in for
 $J$ only while $\pi_\theta$ stays close to $\pi_{\text{old}}$; keeping it close is the clip's job (below).
 
 **Its gradient.** $\pi_{\text{old}}$ does not depend on $\theta$, and $\nabla_\theta\pi_\theta = \pi_\theta\nabla_\theta\log\pi_\theta$, so
 
-$$\nabla_\theta r_t = \frac{\nabla_\theta\pi_\theta(a_t\mid s_t)}{\pi_{\text{old}}(a_t\mid s_t)} = r_t\,\nabla_\theta\log\pi_\theta(a_t\mid s_t),
-\qquad \nabla_\theta L = \mathbb{E}_t\big[r_t\,\hat A_t\,\nabla_\theta\log\pi_\theta(a_t\mid s_t)\big].$$
+$$\nabla_\theta \rho_t = \frac{\nabla_\theta\pi_\theta(a_t\mid s_t)}{\pi_{\text{old}}(a_t\mid s_t)} = \rho_t\,\nabla_\theta\log\pi_\theta(a_t\mid s_t),
+\qquad \nabla_\theta L = \mathbb{E}_t\big[\rho_t\,\hat A_t\,\nabla_\theta\log\pi_\theta(a_t\mid s_t)\big].$$
 
-At $\theta = \theta_{\text{old}}$ every $r_t = 1$ and $\nabla_\theta L = \mathbb{E}_t\big[\hat A_t\,\nabla_\theta\log\pi_\theta(a_t\mid s_t)\big]$:
+At $\theta = \theta_{\text{old}}$ every $\rho_t = 1$ and $\nabla_\theta L = \mathbb{E}_t\big[\hat A_t\,\nabla_\theta\log\pi_\theta(a_t\mid s_t)\big]$:
 **REINFORCE's gradient, exactly.** The two objectives have different values ($\mathbb{E}[\hat A]$ and
-$\mathbb{E}[\hat A\log\pi_\theta]$) but the same gradient there. Once $\theta$ has moved, $r_t \neq 1$ reweights each
+$\mathbb{E}[\hat A\log\pi_\theta]$) but the same gradient there. Once $\theta$ has moved, $\rho_t \neq 1$ reweights each
 sample's REINFORCE term by how much more (or less) likely $\pi_\theta$ now makes its action.
 
-**The clip.** Per sample, PPO maximises $\min\big(r_t\hat A_t,\ \operatorname{clip}(r_t, 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A_t\big)$:
+**The clip.** Per sample, PPO maximises $\min\big(\rho_t\hat A_t,\ \operatorname{clip}(\rho_t, 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A_t\big)$.
 
-| | $r_t < 1-\varepsilon_{\text{low}}$ | $1-\varepsilon_{\text{low}} \le r_t \le 1+\varepsilon_{\text{high}}$ | $r_t > 1+\varepsilon_{\text{high}}$ |
+**Predict first** (`why_min`, in the next cell; the self-check at the end marks it): from this definition alone,
+before the table below, decide whether the clip takes the gradient of a sample whose advantage is negative and
+whose ratio has grown past $1+\varepsilon_{\text{high}}$.""",
+    SETUP,
+    WHY_MIN,
+    r"""md:Where the clip takes a sample's gradient, case by case:
+
+| | $\rho_t < 1-\varepsilon_{\text{low}}$ | $1-\varepsilon_{\text{low}} \le \rho_t \le 1+\varepsilon_{\text{high}}$ | $\rho_t > 1+\varepsilon_{\text{high}}$ |
 |---|---|---|---|
-| $\hat A_t > 0$ | $r_t\hat A_t$: gradient | $r_t\hat A_t$: gradient | $(1+\varepsilon_{\text{high}})\hat A_t$: **no gradient** |
-| $\hat A_t < 0$ | $(1-\varepsilon_{\text{low}})\hat A_t$: **no gradient** | $r_t\hat A_t$: gradient | $r_t\hat A_t$: gradient |
+| $\hat A_t > 0$ | $\rho_t\hat A_t$: gradient | $\rho_t\hat A_t$: gradient | $(1+\varepsilon_{\text{high}})\hat A_t$: **no gradient** |
+| $\hat A_t < 0$ | $(1-\varepsilon_{\text{low}})\hat A_t$: **no gradient** | $\rho_t\hat A_t$: gradient | $\rho_t\hat A_t$: gradient |
 
-A sample loses its gradient exactly when $\hat A_t > 0$ and $r_t > 1+\varepsilon_{\text{high}}$ (its action has already gained
-enough probability for this batch), or $\hat A_t < 0$ and $r_t < 1-\varepsilon_{\text{low}}$ (it has already lost enough). In the
+A sample loses its gradient exactly when $\hat A_t > 0$ and $\rho_t > 1+\varepsilon_{\text{high}}$ (its action has already gained
+enough probability for this batch), or $\hat A_t < 0$ and $\rho_t < 1-\varepsilon_{\text{low}}$ (it has already lost enough). In the
 other two corners the min keeps the unclipped, lower value: a step that made the objective worse is never
-hidden. On the first minibatch of the first pass every $r_t = 1$, inside the interval, so nothing is clipped
+hidden. On the first minibatch of the first pass every $\rho_t = 1$, inside the interval, so nothing is clipped
 and the policy part of PPO's first step is a REINFORCE step. `core.clipped_surrogate` returns the loss to minimise:
 
-$$L^{\text{CLIP}}(\theta) = -\,\mathbb{E}_t\Big[\min\big(r_t \hat A_t,\ \operatorname{clip}(r_t, 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A_t\big)\Big]$$
+$$L^{\text{CLIP}}(\theta) = -\,\mathbb{E}_t\Big[\min\big(\rho_t \hat A_t,\ \operatorname{clip}(\rho_t, 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A_t\big)\Big]$$
 
 ## The bridge on real numbers
 
@@ -82,17 +188,16 @@ loss_is = core.aggregate(core.clipped_surrogate(ratio, adv, math.inf), mask)    
 loss_pg = core.aggregate(core.pg_loss(logp, adv), mask)                         # REINFORCE
 ```
 </details>""",
-    SETUP,
     """from ladder.viz.cartpole_lab import surrogate_vs_reinforce
 
 bridge = surrogate_vs_reinforce(steps=4, lr=2e-3, clip_eps=0.2)
 print(f"{bridge['advantages'].size} transitions, ε = {bridge['clip_eps']}. At θ = θ_old: max |∇L_clip − ∇L_PG| "
       f"= {bridge['max_abs_diff'][0]:.1e}, largest |∇L_PG| entry {bridge['pg_grad_max'][0]:.1e}")
-header = ("| step | r from … to | clip removed | cos(∇L_clip, ∇L_PG) | ‖∇L_clip‖ / ‖∇L_PG‖ | cos(∇L_IS, ∇L_PG) "
+header = ("| step | ρ from … to | clip removed | cos(∇L_clip, ∇L_PG) | ‖∇L_clip‖ / ‖∇L_PG‖ | cos(∇L_IS, ∇L_PG) "
           "| ‖∇L_IS‖ / ‖∇L_PG‖ |")
-rows = [f"| {k} | {r.min():.3f} … {r.max():.3f} | {bridge['removed_share'][k]:.1%} | {bridge['cosine'][k]:.4f} "
+rows = [f"| {k} | {rho.min():.3f} … {rho.max():.3f} | {bridge['removed_share'][k]:.1%} | {bridge['cosine'][k]:.4f} "
         f"| {bridge['norm_ratio'][k]:.4f} | {bridge['cosine_is'][k]:.4f} | {bridge['norm_ratio_is'][k]:.4f} |"
-        for k, r in enumerate(bridge["ratios"])]
+        for k, rho in enumerate(bridge["ratios"])]
 display(Markdown("\\n".join([header, "|---:|:---:|---:|---:|---:|---:|---:|", *rows])))""",
     r"""md:Step 0 is $\theta = \theta_{\text{old}}$: every ratio is 1 and the two gradients agree, both to float32 rounding (the
 printed difference), so the surrogate's first step is REINFORCE's. From step 1 on the ratios spread; from the
@@ -120,6 +225,7 @@ dones = torch.tensor([[0., 0., 0., 0., 1.]])
 for lam in (0.0, 0.8, 1.0):   # λ = 0: one-step TD error; λ = 1: Monte-Carlo return minus V
     adv, ret = core.gae(rewards, values, dones, gamma=0.98, lam=lam)
     print(f"λ={lam}: Â = {adv.numpy().round(3)}")""",
+    *VECTOR_ENV_CELLS,
     r"""md:## Train PPO (tiny preset)
 
 `python -m ladder.run cartpole --preset tiny`: `num_envs` × `num_steps` transitions per batch, $\mu$ passes of
@@ -127,12 +233,13 @@ for lam in (0.0, 0.8, 1.0):   # λ = 0: one-step TD error; λ = 1: Monte-Carlo r
 gradient clipping — all inside `core.update`.
 
 `solved` in the summary means that a greedy evaluation (`eval_episodes` episodes, the argmax action at every step)
-averaged at least `solve_return` (CartPole-v1 ends an episode at `max_episode_steps`); the run stops there. The
-training return in the curves can run above the greedy evaluations for a while, but it need not reach them at the
-end (the last of each is printed under the curves), for two reasons: its actions are sampled, as in notebook 1, and
-each point is the mean of the episodes that *ended* during that update's `num_envs` × `num_steps` steps. An episode spans
-several rollouts and is counted only when it ends, so a long one was played mostly by earlier, weaker policies; an
-update in which no episode ended has no training return.""",
+averaged at least `solve_return` (CartPole-v1 ends an episode at `max_episode_steps`); the run stops there, and
+otherwise it runs until its `total_steps` are spent. The learning rate anneals linearly from `lr` to 0 over the
+updates those steps allow. The training return in the curves and the greedy evaluations measure different episodes,
+for two reasons: the training actions are sampled, as in notebook 1, and each training point is the mean of the
+episodes that *ended* during that update's `num_envs` × `num_steps` steps. An episode spans several rollouts and is
+counted only when it ends, so a long one was played mostly by earlier, weaker policies; an update in which no episode
+ended has no training return.""",
     """import gymnasium
 from ladder.rungs import cartpole
 
@@ -145,12 +252,30 @@ summary = cartpole.train(cfg)
 records = metrics(RUNS / "notebook-2-cartpole")
 trained = [r["episode_return"] for r in records if r.get("episode_return") is not None]
 greedy = [r["eval_return_mean"] for r in records if r.get("eval_return_mean") is not None]
-print(f"last training return {trained[-1]:.1f}, last greedy evaluation {greedy[-1]:.1f}")
 last = records[-1]
-{k: round(last[k], 4) for k in ("clip_frac", "ratio_min", "ratio_max", "approx_kl_old_k3")}""",
+print(f"last training return {trained[-1]:.1f}, last greedy evaluation {greedy[-1]:.1f}")
+{k: round(last[k], 4) for k in ("lr", "clip_frac", "ratio_min", "ratio_max", "approx_kl_old_k3")}""",
+    """num_updates = -(-cfg.total_steps // (cfg.num_envs * cfg.num_steps))
+if summary["solved"]:
+    verdict = (f"**Solved**: the greedy evaluation at {summary['solved_at_env_steps']:,} env steps averaged "
+               f"{summary['eval_return_mean']:.2f} ≥ {cfg.solve_return:g}, and the run stopped there.")
+else:
+    verdict = (f"**Not solved**: the run spent its {cfg.total_steps:,} steps, and its last greedy evaluation "
+               f"averaged {summary['eval_return_mean']:.2f} < {cfg.solve_return:g}.")
+side = "above" if trained[-1] > greedy[-1] else "below" if trained[-1] < greedy[-1] else "equal to"
+display(Markdown(f"{verdict} The last training return, {trained[-1]:.1f}, is {side} the last greedy evaluation, "
+                 f"{greedy[-1]:.1f}. The last update ran at lr = {last['lr']:.2e}, {last['lr'] / cfg.lr:.1%} of "
+                 f"`lr` (update {len(records)} of at most {num_updates}); its clip fraction was "
+                 f"{last['clip_frac']:.4f} and its KL(π_old‖π_θ) {last['approx_kl_old_k3']:.1e}."))""",
+    r"""md:Why the last update's clip fraction and KL can be about 0: the statistics of an update are those of its last
+pass (`passes[-1]` in `cartpole.train`), computed in that pass's forward, before its optimiser step, so they see the
+$\mu - 1$ steps before it. A run that spends its whole budget reaches its last update with the learning rate annealed to
+$1/\text{num\_updates}$ of `lr`: those steps barely move $\pi_\theta$, every ratio stays near 1, and almost nothing
+is clipped. Near 0 there says the steps were small, not that the policy has converged. A run that solves stops
+earlier, at a larger learning rate, so its last update's steps are larger (compare the printed lr and clip fraction).""",
     r"""md:## The clipped objective, on real ratios
 
-Below: the surrogate $\min(r\hat A, \operatorname{clip}(r)\hat A)$ per unit $|\hat A|$, for $\hat A>0$ (left) and
+Below: the surrogate $\min(\rho\hat A, \operatorname{clip}(\rho)\hat A)$ per unit $|\hat A|$, for $\hat A>0$ (left) and
 $\hat A<0$ (right). The dots are the **actual** ratios after step 4 of the table above (the same batch, the same
 four steps), each on the side of its advantage's sign; red dots are clipped — their gradient is zero. Move
 $\varepsilon_{\text{low}}$ and $\varepsilon_{\text{high}}$ and watch the clip fraction change (the widget computes the
@@ -185,15 +310,7 @@ p_value.answer = None
 p_eps = viz.Predict("Take step 4's ratios and clip at ε = 0.1 instead of 0.2: will the share of samples whose gradient "
                     "the clip removes be larger, smaller or the same?", choices=("larger", "smaller", "the same"))
 p_eps.answer = None
-why_min = viz.Reason("A sample with Â = −1 whose ratio has grown to r = 1.5 (ε = 0.2): does the clip take its "
-                     "gradient, and why?",
-                     "no: the min compares r·Â = −1.5 with clip(r)·Â = −1.2 and keeps −1.5, the unclipped branch, "
-                     "which still depends on θ",
-                     "yes: r > 1 + ε, so r is clipped to 1.2 and its gradient is 0",
-                     "no: the clip acts only on samples with Â > 0",
-                     "yes: every sample outside [1 − ε, 1 + ε] loses its gradient")
-why_min.answer = None
-for question in (p_value, p_eps, why_min):
+for question in (p_value, p_eps):
     question.ask()
     print()""",
     """higher = values.clone()
@@ -204,9 +321,9 @@ adv, ratio_4 = bridge["advantages"], bridge["ratios"][4]
 removed = {eps: float((((adv > 0) & (ratio_4 > 1 + eps)) | ((adv < 0) & (ratio_4 < 1 - eps))).mean()) for eps in (0.2, 0.1)}
 p_eps.check("larger" if removed[0.1] > removed[0.2] else "the same" if removed[0.1] == removed[0.2] else "smaller",
             why=f"{removed[0.2]:.1%} at ε = 0.2, {removed[0.1]:.1%} at ε = 0.1: a narrower band leaves more ratios outside")
-log_r = torch.tensor(1.5).log().requires_grad_()                  # the sample's log-ratio, r = 1.5
-core.clipped_surrogate(log_r.exp(), torch.tensor(-1.0), 0.2).backward()
-why_min.check("a", why=f"autograd gives ∂L/∂log r = {log_r.grad.item():.2f} = −r·Â, the unclipped branch's "
+log_rho = torch.tensor(1.5).log().requires_grad_()                # the sample's log-ratio, ρ = 1.5
+core.clipped_surrogate(log_rho.exp(), torch.tensor(-1.0), 0.2).backward()
+why_min.check("a", why=f"autograd gives ∂L/∂log ρ = {log_rho.grad.item():.2f} = −ρ·Â, the unclipped branch's "
                        "gradient: a step that made a bad action likelier is never hidden")
 viz.tally(p_value, p_eps, why_min)""",
 ]

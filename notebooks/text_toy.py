@@ -35,7 +35,9 @@ where $\hat A_t$ (the *advantage*) says how much better $a_t$ was than expected.
 GRPO all follow this gradient; they differ in
 
 * the objective: REINFORCE's $-\hat A_t\log\pi_\theta$, or PPO's and GRPO's clipped surrogate (notebook 2);
-* how many passes $\mu$ reuse one batch: REINFORCE one, PPO and GRPO several (below);
+* how many passes $\mu$ reuse one batch (below): REINFORCE one, PPO several; GRPO can reuse a batch too, but its
+  usual setting is $\mu = 1$ (DeepSeekMath's, TRL's `num_iterations` default, and the grpo rung's `--mu`, printed
+  below);
 * how they estimate $\hat A_t$: returns with a baseline, GAE on a learnt critic (PPO), or the other completions
   of the same prompt (GRPO, no critic);
 * the KL to a reference policy: none in REINFORCE or in PPO on CartPole, in the per-token reward in RLHF-PPO
@@ -46,13 +48,13 @@ GRPO all follow this gradient; they differ in
 | name | in the code | what it is |
 |---|---|---|
 | $\pi_\theta$ | `logp` | the policy being optimised (with gradient) |
-| $\pi_{\text{old}}$ | `old_logp` | the policy that **sampled** the batch; equals $\pi_\theta$ until the first optimiser step |
+| $\pi_{\text{old}}$ | `old_logp` | the policy that **sampled** the batch, frozen while the update runs |
 | $\pi_{\text{ref}}$ | `ref_logp` | the frozen anchor of the KL penalty (for LLMs: the model before RL) |
 
 $\mu$ (`mu`) is how many optimisation passes reuse one batch; each pass is cut into $M$ minibatches
-(`num_minibatches`), one optimiser step each. After the first optimiser step $\pi_\theta \neq \pi_{\text{old}}$ — from
-the second minibatch of the first pass on, or from the second pass when $M = 1$ — and the ratio
-$r = \pi_\theta / \pi_{\text{old}}$ starts to matter.""",
+(`num_minibatches`), one optimiser step each. The importance ratio $\rho_t = \pi_\theta(a_t\mid s_t) / \pi_{\text{old}}(a_t\mid s_t)$
+compares the two on each sampled action (notebook 2); when it starts to differ from 1 is a question of the
+self-check.""",
     SETUP,
     r"""md:## A batch
 
@@ -69,47 +71,57 @@ tokenizers; its docstring is the map, and these are its public names:""",
 print(sorted(core.__all__))""",
     r"""md:## How to run each rung
 
-| rung | notebook | command |
-|---|---|---|
-| REINFORCE on CartPole | 1 | `python -m ladder.run reinforce` |
-| PPO on CartPole | 2, 3 | `python -m ladder.run cartpole` |
-| RLHF-PPO, GPT-2 sentiment | 4 | `python -m ladder.run ppo-sentiment` (`--preset tiny` on a CPU) |
-| GRPO with QLoRA on GSM8K | 5 | `python -m ladder.run grpo --qlora` (`--preset tiny` on a CPU) |
-| GRPO's design space, TRL side by side | 6 | `python -m ladder.run grpo --preset tiny --algo NAME` (grpo, dr_grpo, dapo, gspo, cispo, rloo) |
-
-Every run writes `metrics.jsonl`, `summary.json` and `curves.png`; `--help` lists every knob.""",
-    r"""md:**Aside — every knob** (skip it on a first reading): the rungs, and the options of `python -m ladder.run cartpole --help`.""",
-    """import subprocess, sys
+Each rung is a command of `python -m ladder.run`; the table below is printed from `ladder.run.RUNGS` and each rung's
+module, so it lists every rung there is. The grpo and agent rungs take `--algo NAME`: a method's flags as its paper
+sets them. Every run writes `metrics.jsonl`, `summary.json` and `curves.png`; `--help` lists every knob.""",
+    """import importlib
 from ladder.run import RUNGS
-print(RUNGS)
+
+NOTEBOOK = {"reinforce": "1", "cartpole": "2, 3", "ppo-sentiment": "4", "grpo": "5, 6", "eval": "5", "agent": "7"}
+rows = []
+for name, module in RUNGS.items():
+    rung = importlib.import_module(module)
+    title = (rung.__doc__ or "").strip().splitlines()[0]
+    algos = f" (`--algo`: {', '.join(rung.ALGOS)})" if rung.ALGOS else ""
+    tiny = " (`--preset tiny` on a CPU)" if name in ("ppo-sentiment", "grpo", "agent", "eval") else ""
+    rows.append(f"| {title} | {NOTEBOOK[name]} | `python -m ladder.run {name}`{tiny}{algos} |")
+display(Markdown("\\n".join(["| rung | notebook | command |", "|---|---|---|", *rows])))
+print("μ of the grpo rung by default:", importlib.import_module(RUNGS["grpo"]).Config().mu)""",
+    r"""md:**Aside — every knob** (skip it on a first reading): the options of `python -m ladder.run cartpole --help`.""",
+    """import subprocess, sys
 help_text = subprocess.run([sys.executable, "-m", "ladder.run", "cartpole", "--help"], capture_output=True, text=True)
 lines = help_text.stdout.split("\\n\\n", 1)[1].splitlines()   # past the usage block: the description, the options
 print("\\n".join(lines[:next(i for i in range(30, len(lines)) if lines[i].startswith("  -"))]))   # whole options""",
     SELF_CHECK,
-    """p_tokens = viz.Predict("Add a third trajectory to the example batch that takes 1 real action (mask [1, 0, 0]). "
-                        "How many real actions will `num_tokens` count?")
-p_tokens.answer = None
-p_last = viz.Predict("At which position t (from 0) will `core.last_step_mask` mark that third row's last real action?")
+    """p_pad = viz.Predict("A batch holds 4 episodes of lengths 7, 3, 5 and 1, padded as `Batch` pads them. How many "
+                     "padding entries (mask 0) will its mask hold?")
+p_pad.answer = None
+p_last = viz.Predict("At which position t (from 0) will `core.last_step_mask` mark the last real action of the "
+                     "episode of length 5?")
 p_last.answer = None
 why_ratio = viz.Reason("An update cuts its batch into M = 4 minibatches. No optimiser step has used the second "
-                       "minibatch's samples yet. What are their ratios r = π_θ/π_old when its turn comes, and why?",
+                       "minibatch's samples yet. What are their ratios ρ = π_θ/π_old when its turn comes, and why?",
                        "all 1: no step has used these samples yet",
                        "not all 1: the first minibatch's step changed π_θ's weights, so its probabilities at every "
                        "state, these samples' too, while π_old is still the policy that sampled them",
                        "not all 1: the second minibatch's samples were drawn by another policy",
                        "all 1: the clip holds every ratio at 1 until the second pass")
 why_ratio.answer = None
-for question in (p_tokens, p_last, why_ratio):
+for question in (p_pad, p_last, why_ratio):
     question.ask()
     print()""",
-    """batch3 = core.Batch(actions=torch.zeros(3, 3, dtype=torch.long), mask=torch.tensor([[1., 1, 1], [1, 1, 0], [1, 0, 0]]))
-p_tokens.check(batch3.num_tokens, why="num_tokens counts the mask's 1s (3 + 2 + 1); padding never counts")
-p_last.check(int(core.last_step_mask(batch3.mask)[2].argmax()), why="a row's last real action is its mask's last 1")
+    """lengths = torch.tensor([7, 3, 5, 1])
+mask4 = (torch.arange(int(lengths.max())) < lengths[:, None]).float()   # [4, 7]: padded to the longest
+batch4 = core.Batch(actions=torch.zeros_like(mask4, dtype=torch.long), mask=mask4)
+p_pad.check(mask4.numel() - batch4.num_tokens, why=f"every row is padded to the longest, 7: {mask4.numel()} entries, "
+                                                   f"{batch4.num_tokens} of them real")
+p_last.check(int(core.last_step_mask(batch4.mask)[2].argmax()), why="a row's last real action is its mask's last 1")
 bridge = viz.cartpole_lab.surrogate_vs_reinforce(steps=1)     # a CartPole batch; π_θ starts as a copy of π_old
-far = [float(abs(r - 1).max()) for r in bridge["ratios"]]
-why_ratio.check("b", why=f"on a CartPole batch, largest |r − 1| {far[0]:.1e} before the first optimiser step and "
-                         f"{far[1]:.1e} after it: π_θ has moved, π_old has not")
-viz.tally(p_tokens, p_last, why_ratio)""",
+far = [float(abs(rho - 1).max()) for rho in bridge["ratios"]]
+why_ratio.check("b", why=f"on a CartPole batch, largest |ρ − 1| {far[0]:.1e} before the first optimiser step and "
+                         f"{far[1]:.1e} after it: π_θ has moved, π_old has not. So ρ ≠ 1 from the second minibatch "
+                         "of the first pass on (from the second pass when M = 1)")
+viz.tally(p_pad, p_last, why_ratio)""",
 ]
 
 NOTEBOOKS["1_reinforce_cartpole"] = [
@@ -118,18 +130,27 @@ NOTEBOOKS["1_reinforce_cartpole"] = [
 After this notebook (about 30 minutes) you will be able to:
 
 * compute returns-to-go $G_t$ with `core.discounted_returns` on a padded batch;
-* check that the gradient of REINFORCE's loss $-\hat A\log\pi_\theta$ is the policy gradient;
+* check that the gradient of REINFORCE's loss $-\hat A\log\pi_\theta$ is minus the policy gradient;
 * train REINFORCE on CartPole and read its curves: greedy evaluation against sampled training returns.
 
 ## The log-derivative trick
 
-$\nabla_\theta \pi_\theta = \pi_\theta \nabla_\theta \log \pi_\theta$, so
+$\nabla_\theta \pi_\theta = \pi_\theta \nabla_\theta \log \pi_\theta$. With a discount $\gamma$ the objective is the
+expected discounted return $J_\gamma(\theta) = \mathbb{E}_{\tau\sim\pi_\theta}\big[\sum_t \gamma^t r_t\big]$ (notebook 0's
+$J$ is $\gamma = 1$), and the trick gives
 
-$$\nabla_\theta J = \mathbb{E}_{\tau\sim\pi_\theta}\Big[\sum_t \nabla_\theta \log\pi_\theta(a_t\mid s_t)\, G_t\Big],
-\qquad L(\theta) = -\frac{1}{N}\sum_{t} \hat A_t \log \pi_\theta(a_t \mid s_t)$$
+$$\nabla_\theta J_\gamma = \mathbb{E}_{\tau\sim\pi_\theta}\Big[\sum_t \gamma^t\,\nabla_\theta \log\pi_\theta(a_t\mid s_t)\, G_t\Big],
+\qquad G_t = \sum_{k\ge 0}\gamma^k r_{t+k}.$$
+
+REINFORCE as everyone runs it, this rung included, drops the $\gamma^t$: it weights each $\nabla_\theta\log\pi_\theta(a_t\mid s_t)$
+by $\hat A_t$ alone (with $\gamma = 1$ the two agree; with $\gamma < 1$ the common form counts late steps as much as
+early ones, and $\gamma$ only shortens how far each $G_t$ looks ahead). Its loss is
+
+$$L(\theta) = -\frac{1}{N}\sum_{t} \hat A_t \log \pi_\theta(a_t \mid s_t)$$
 
 with $N$ the number of real actions in the batch (`core.aggregate`'s token mean). `core.pg_loss` is exactly that
-$L$ per action, before the average; its gradient is the policy gradient.
+$L$ per action, before the average; its gradient is **minus** the (estimated) policy gradient, so a descent step on $L$
+is an ascent step on $J$.
 
 ## Returns-to-go
 
@@ -146,14 +167,15 @@ variance a lot: $\hat A_t = G_t - b(s_t)$. The rung offers `--baseline none | wh
 mask = torch.tensor([[1., 1., 1., 1., 0.], [1., 1., 0., 0., 0.]])   # the second episode ended after 2 steps
 G = core.discounted_returns(rewards, mask, gamma=0.9)
 G""",
-    """# The loss's gradient is the policy gradient: −Â ∇log π. One logit vector, two actions.
+    """# The loss's gradient is minus the policy gradient: −Â ∇log π, the descent direction. One logit vector, two actions.
 logits = torch.zeros(2, requires_grad=True)
 logp = torch.log_softmax(logits, -1)[1]            # we took action 1
 core.pg_loss(logp, torch.tensor(2.0)).backward()   # Â = 2: push action 1 up
 logits.grad                                        # = −Â (onehot(1) − π) = [1, −1]""",
     r"""md:## Train
 
-A short run of the real rung (`python -m ladder.run reinforce --total-steps 8000` does the same from a shell).
+A short run of the real rung (`python -m ladder.run reinforce --total-steps 8000 --eval-every 4000 --eval-episodes 20`
+runs the same configuration from a shell, into its own directory).
 The batch is `episodes_per_update` complete episodes (printed below), padded to `[episodes, T_max]` with a mask; `core.update` runs one pass with
 `objective="reinforce"`: one optimiser step per batch, then a fresh batch (the self-check asks what a
 second pass over the same batch would get wrong).""",
@@ -172,12 +194,15 @@ summary = reinforce.train(cfg)
 drops the pole sooner, so the training curve tends to sit below the greedy one (compare the last training returns
 printed above with `eval_return_mean`).
 
-Try `baseline="none"` and compare the curves: without a baseline each update's gradient is noisier. Whitening subtracts the batch mean (a baseline:
-the expected gradient stays the same) and divides by the batch's std. Under plain SGD that division would act like a
-learning rate; under Adam, which every rung uses, a constant factor on the loss hardly changes the step. What it does
-change: every batch gets the same scale, whether its episodes were short or long (so late batches of long episodes do
-not outweigh early ones), the policy term's weight against any other term of the same loss (an entropy bonus, a
-value loss), and whether the gradient-norm clip cuts the step.
+Try `baseline="none"` and compare the curves: without a baseline each update's gradient is noisier. Whitening
+subtracts the batch mean and divides by the batch's std. A baseline that does not depend on the action leaves the
+expected gradient unchanged; the batch mean is only approximately one (it holds each sample's own $G_t$, so it
+correlates a little with that sample's action, a bias that shrinks as the batch grows). Dividing by the std rescales
+the whole step, like a change of learning rate: under plain SGD it would act as one; under Adam, which every rung
+uses, a constant factor on the loss hardly changes the step. What it does change: every batch gets the same scale,
+whether its episodes were short or long (so late batches of long episodes do not outweigh early ones), the policy
+term's weight against any other term of the same loss (an entropy bonus, a value loss), and whether the
+gradient-norm clip cuts the step.
 Exercise 4 has the details.
 **Exercises:** `exercises/ex01_discounted_returns.py` and `ex02_reinforce_loss.py` (grade them with
 `pytest exercises/`). Once they pass, `python -m ladder.run reinforce --use-exercises` trains with your own
@@ -186,8 +211,8 @@ Exercise 4 has the details.
     """p_gamma = viz.Predict("In the γ = 0.9 example, will G_0 of the first episode grow or shrink at γ = 0.99?",
                        choices=("grow", "shrink"))
 p_gamma.answer = None
-p_flip = viz.Predict("In the one-logit-vector example, take Â = −2 instead of 2: what will the gradient of the loss on "
-                     "logit 0 be?")
+p_flip = viz.Predict("Three actions with logits all 0 (π uniform); we took action 2 and Â = 3. What will the "
+                     "gradient of the loss on logit 2 be?")
 p_flip.answer = None
 why_once = viz.Reason("Run REINFORCE's loss for μ = 2 passes over each batch. What is wrong with the second pass's "
                       "gradient?", "the batch would have to be padded again",
@@ -201,9 +226,9 @@ for question in (p_gamma, p_flip, why_once):
     """G_099 = core.discounted_returns(rewards, mask, gamma=0.99)
 p_gamma.check("grow" if G_099[0, 0] > G[0, 0] else "shrink",
               why=f"G_0 = {G[0, 0]:.4f} at γ = 0.9, {G_099[0, 0]:.4f} at γ = 0.99: later rewards are discounted less")
-flipped = torch.zeros(2, requires_grad=True)
-core.pg_loss(torch.log_softmax(flipped, -1)[1], torch.tensor(-2.0)).backward()
-p_flip.check(flipped.grad[0], why="the gradient is −Â (onehot(1) − π): flipping Â's sign flips it")
+three = torch.zeros(3, requires_grad=True)
+core.pg_loss(torch.log_softmax(three, -1)[2], torch.tensor(3.0)).backward()
+p_flip.check(three.grad[2], why=f"−Â (onehot(2) − π) = −3 · (1 − 1/3); the whole gradient is {three.grad.tolist()}")
 why_once.check("b", why="the policy gradient is an expectation under the current π_θ; notebook 2's ratio "
                         "π_θ/π_old reweights the samples, which is what lets PPO reuse a batch")
 viz.tally(p_gamma, p_flip, why_once)""",

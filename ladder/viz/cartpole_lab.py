@@ -101,7 +101,7 @@ def mu_passes(mu: int, lr: float = 2e-3, clip_eps: float = 0.2, clip_eps_high: f
     Per pass k (lists of length μ; entry k is measured after pass k's optimiser step):
 
         ratios            π_θ/π_old at every transition after the pass              [N]
-        clip_frac         core's clip fraction during the pass (0 in pass 1: r = 1)
+        clip_frac         core's clip fraction during the pass (0 in pass 1: ρ = 1)
         clip_frac_after   clip fraction of the ratios after the pass
         kl_old_exact      KL(π_θ‖π_old), exact           kl_ref_exact   KL(π_θ‖π_ref), exact
         kl_ref_biased     core.kl_estimate without old_logp, averaged over the batch
@@ -164,12 +164,12 @@ def _flat(grads) -> torch.Tensor:
 def surrogate_vs_reinforce(steps: int = 4, lr: float = 2e-3, clip_eps: float = 0.2, seed: int = 0) -> dict:
     """PPO's clipped surrogate against REINFORCE's loss on the fixed batch, before and after real PPO steps.
 
-    π_θ starts as a copy of π_old (r = 1) and takes ``steps`` optimiser steps of ``core.update`` (one
+    π_θ starts as a copy of π_old (ρ = 1) and takes ``steps`` optimiser steps of ``core.update`` (one
     pass each: step k is pass k of ``mu_passes``). Before the first step and after each one, with the
     batch's whitened Â (what ``core.update`` uses) and ``core.aggregate``'s token mean over the N samples:
 
-        L_clip(θ) = aggregate(clipped_surrogate(r, Â, ε))    r = π_θ/π_old = exp(logp − old_logp)
-        L_IS(θ)   = aggregate(clipped_surrogate(r, Â, ∞))    = −mean r·Â: the ratio, no clip
+        L_clip(θ) = aggregate(clipped_surrogate(ρ, Â, ε))    ρ = π_θ/π_old = exp(logp − old_logp)
+        L_IS(θ)   = aggregate(clipped_surrogate(ρ, Â, ∞))    = −mean ρ·Â: the ratio, no clip
         L_PG(θ)   = aggregate(pg_loss(logp, Â))              = −mean Â·log π_θ: REINFORCE on these samples
 
     and the gradients g_clip, g_IS, g_PG of each with respect to the actor's weights θ. Per step k
@@ -182,7 +182,7 @@ def surrogate_vs_reinforce(steps: int = 4, lr: float = 2e-3, clip_eps: float = 0
         norm_ratio_is    ‖g_IS‖ / ‖g_PG‖
         removed          per sample: ∂L_clip/∂logp = 0 while Â ≠ 0 (the clip took its gradient)  [N] bool
         removed_share    mean of ``removed``
-        ratios           r at every sample [N];  advantages: Â [N]
+        ratios           ρ at every sample [N];  advantages: Â [N]
     """
     with one_thread():
         return _surrogate_vs_reinforce(steps, lr, clip_eps, seed)

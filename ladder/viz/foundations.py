@@ -188,8 +188,8 @@ def time_limit_values(gamma: float = 0.99, limit: int = 500, steps=(0, 250, 450,
 
 # -------------------------------------------------------------------------------------------- the surrogate
 def surrogate(chain: Chain, theta: Tensor, theta_old: Tensor, clip_eps: float | None = None) -> Tensor:
-    """L(θ) = Σ_s d_old(s) Σ_a π_old(a|s) · r(θ) · A_old(s, a), r = π_θ / π_old: E_old[r Â] with the exact A of
-    π_old and its discounted visitation; with ``clip_eps``, PPO's min(r Â, clip(r, 1 − ε, 1 + ε) Â) instead."""
+    """L(θ) = Σ_s d_old(s) Σ_a π_old(a|s) · ρ(θ) · A_old(s, a), ρ = π_θ / π_old: E_old[ρ Â] with the exact A of
+    π_old and its discounted visitation; with ``clip_eps``, PPO's min(ρ Â, clip(ρ, 1 − ε, 1 + ε) Â) instead."""
     pi_old = policy(theta_old, chain.n_states).detach()
     adv, d_old = exact_values(chain, pi_old)["A"], visitation(chain, pi_old)
     ratio = policy(theta, chain.n_states) / pi_old
@@ -307,7 +307,7 @@ def surrogate_view(step: float = 0.5, clip_eps: float = 0.2) -> View:
         fig = Figure(figsize=(7, 3.4))
         ax = fig.add_subplot(1, 1, 1)
         ax.plot(steps, drift["true_change"], lw=2, color="k", label="true change J(θ) − J(θ_old)")
-        ax.plot(steps, drift["surrogate"], label="surrogate L(θ) = E[r Â]")
+        ax.plot(steps, drift["surrogate"], label="surrogate L(θ) = E[ρ Â]")
         ax.plot(steps, drift["clipped"], label=f"clipped surrogate (ε = {v['clip_eps']:.2f})")
         ax.axvline(steps[i], color="grey", ls=":")
         ax.set_xlabel("step α along the policy gradient from θ_old")

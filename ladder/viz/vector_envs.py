@@ -65,6 +65,20 @@ def record(mode: str, steps: int = STEPS, seed: int = SEED) -> dict[str, np.ndar
     return {k: np.asarray(v) for k, v in out.items()}
 
 
+def reset_step_obs(action: int) -> np.ndarray:
+    """Under NEXT_STEP: what env 0 (pushing right) returns on the step after its first episode ended, when that
+    step is passed ``action``; whatever the action, it is the new episode's first observation."""
+    envs = make_envs("NEXT_STEP")
+    envs.reset(seed=SEED)
+    ended = False
+    while not ended:
+        _, _, terminated, truncated, _ = envs.step(np.array([1, 1, 1]))
+        ended = bool(terminated[0] or truncated[0])
+    obs, *_ = envs.step(np.array([action, 1, 1]))
+    envs.close()
+    return obs[0]
+
+
 def real_transitions(rec: dict[str, np.ndarray], mode: str) -> np.ndarray:
     """[steps, N] bool: whether step t of env i is a transition (s_t, a_t, r_t, s_{t+1}) of an episode.
     Under NEXT_STEP the step after an env ended only resets it; under SAME_STEP every step is real."""
