@@ -6,6 +6,11 @@
     log_values.py  any path and any JSON value in a run's files, read leniently
     signatures.py  the thresholds, the wording, and one small function per failure signature
     report.py      the text / JSON verdict and doctor.png (written whole or not at all)
+    verdict.py     the verdict in one line, and text made safe to print and to draw
+    vitals.py      per rung, the series a practitioner reads (a panel each) and the thresholds drawn on them
+    chart.py       doctor.png of one run: its vital signs, the findings marked and named, the verdict on top
+    compare.py     several runs overlaid on one figure, labelled by directory and differing flags
+    chart_parts.py the grid, series, guides and evidence marks both figures are drawn from
 """
 
 from ladder.doctor.runs import Run, Series, read_run
