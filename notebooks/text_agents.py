@@ -40,7 +40,9 @@ $$m_t = \begin{cases}1 & x_t \text{ written by the model (an action)}\\ 0 & x_t 
 The attention mask $a$ goes into the forward pass: every later token is conditioned on the tool's reply. The loss
 mask $m$ goes into the loss — the same as notebook 5's, with $m$ in place of "every completion token":
 
-$$L = \operatorname{agg}_{t:\,m_t = 1}\Big(-\min\big(r_t(\theta)\hat A_t,\ \operatorname{clip}(r_t(\theta), 1-\varepsilon, 1+\varepsilon)\,\hat A_t\big) + \beta\, r_t(\theta)\,k_3\Big), \qquad \hat A_t = \hat A_i\, m_t .$$
+$$L = \operatorname{agg}_{t:\,m_t = 1}\Big(-\min\big(\rho_t(\theta)\hat A_t,\ \operatorname{clip}(\rho_t(\theta), 1-\varepsilon, 1+\varepsilon)\,\hat A_t\big) + \beta\, \rho_t(\theta)\,k_3\Big), \qquad \hat A_t = \hat A_i\, m_t ,$$
+
+with $\rho_t(\theta) = \pi_\theta(x_t)/\pi_{\text{old}}(x_t)$ the ratio, as in notebooks 2–6.
 
 An environment token has no log-prob term, no KL term, no entropy and no advantage: the model did not choose it.
 `agent_rollout.trajectory_tensors` builds the row from a list of turns (*segments*); here two hand-made
@@ -103,21 +105,20 @@ environment's tokens included (TRL's `max_completion_length`). The update's reco
 for key in ("agent/turns", "agent/tool_calls", "agent/tool_failures", "agent/env_tokens", "completions/mean_length"):
     print(f"{key:26s} {record[key]:.2f}   (mean per trajectory)")
 print(f"this group: tool calls {group.tool_calls.tolist()}, rewards {group.rewards.tolist()}")""",
-    r"""md:The tiny model calls the tool on some samples and writes a wrong number on the others; greedy, it writes
-a wrong number (section 3 prints its held-out accuracy before any update). The correctness reward pays the trajectories that
-called the tool and copied its reply, so in a group with both kinds their $\hat A_i > 0$; a few dozen updates raise
-the share of calls and the accuracy (`python -m ladder.run agent --preset tiny`, 40 updates: its summary prints the
-accuracy before and after, its `curves.png` and `metrics.jsonl` hold the calls per trajectory, `agent/tool_calls`).
+    r"""md:The tiny model was built to call the tool on some samples and to write a number of its own on the others (this
+group's calls and rewards are printed above); section 3 prints its greedy held-out accuracy before any update. The
+correctness reward pays the trajectories that called the tool and copied its reply, so in a group with both kinds
+their $\hat A_i > 0$, and training should raise the share of calls and the accuracy: `python -m ladder.run agent
+--preset tiny` (40 updates) prints the accuracy before and after in its summary, and its `curves.png` and
+`metrics.jsonl` hold the calls per trajectory, `agent/tool_calls`.
 
 **Exercise:** `ex23_multi_turn.py` — the rollout itself: one cache, the three states, the budget
 (`python -m ladder.run agent --preset tiny --use-exercises` samples with yours).""",
     r"""md:## 3 · The environment's tokens in the loss
 
 `--train-env-tokens` makes the mistake on purpose: the loss mask becomes the attention mask, so the tool's reply is
-trained on *as if the model had written it*. Its tokens then get the trajectory's $\hat A_i$: where a call paid off,
-the loss raises $\log\pi_\theta$ of the reply's digits — the model is taught to produce the tool's answer itself, the
-very thing it cannot do (and the reason for the tool). Their KL term pulls the other way, now on tokens the
-model never chose.
+trained on *as if the model had written it*: its tokens get the trajectory's $\hat A_i$ and a KL term, like the
+model's own.
 
 Two runs of the tiny calculator preset from the same seed (so the same first batch), 24 updates each, the default and
 `--train-env-tokens`. After every update a fixed **probe** — 32 held-out products, each with the right `multiply`
@@ -148,24 +149,30 @@ print(f"π_θ moved further from π_ref at the reply's positions with --train-en
       f"{mistaken['kl_env'] > default['kl_env']} ({mistaken['kl_env']:.3f} against {default['kl_env']:.3f})")
 print(f"held-out accuracy after {runs['default']['steps']} updates: default {default['eval_accuracy']:.2f}, "
       f"--train-env-tokens {mistaken['eval_accuracy']:.2f} (on {runs['default']['eval_size']} products)")""",
-    r"""md:Read the printout. The probe's reply digits are what the mistake trains; the line after the check says whether
+    r"""md:Where a call paid off ($\hat A_i > 0$), the loss raises $\log\pi_\theta$ of the reply's digits: the model is taught
+to produce the tool's answer itself, the very thing it cannot do (and the reason for the tool). Their KL term pulls
+the other way, now on tokens the model never chose.
+
+Read the printout. The probe's reply digits are what the mistake trains; the line after the check says whether
 π_θ also moved further from π_ref at the reply's positions. The rung's own `kl_ref` is not comparable between the
 runs: it averages over each run's loss tokens, and those are different tokens (the mistaken run's include the
 replies); the probe's KLs are on the same positions in both. The last line is this run's held-out accuracy: at 24
 updates on 50 products the two may well be close, and one seed does not rank them — what the mistake surely does is
 spend gradient on teaching the model to guess products, which is the tool's job, and move the model where nothing
 was asked of it.""",
-    """why_drift = viz.Reason("In the default run the exact KL at the reply's positions grows too, though no reply token is "
-                       "in the loss. Why?",
+    """why_drift = viz.Reason("In the default run no reply token is in the loss. Why can the exact KL at the reply's "
+                       "positions change at all?",
                        "the weights are shared: training the model's own tokens changes its predictions everywhere, and "
                        "no KL term holds the reply's positions (their mask is 0)",
                        "the default run secretly trains on the replies",
                        "the KL to π_ref always grows by the same amount at every position",
                        "π_ref is updated with π_θ")
 why_drift.answer = None""",
-    """print(f"default run, exact KL at the reply's positions: {runs['default']['rows'][0]['kl_env']:.3f} → "
-      f"{default['kl_env']:.3f}; the KL term's positions are the mask's: {int(first['rollout_mask'].sum())} "
-      f"model tokens in section 1's batch, none of them the environment's")
+    """kl_before = runs["default"]["rows"][0]["kl_env"]
+moved = "grew" if default["kl_env"] > kl_before else "did not grow"
+print(f"default run, exact KL at the reply's positions: {kl_before:.3f} → {default['kl_env']:.3f} ({moved}); "
+      f"the KL term's positions are the mask's: {int(first['rollout_mask'].sum())} model tokens in section 1's batch, "
+      "none of them the environment's")
 why_drift.check("a", why="a token's KL term sits where mask = 1; the replies' positions drift with the shared weights, "
                         "harmlessly, since nothing samples there: the environment writes those tokens")""",
     r"""md:## 4 · Per-trajectory vs per-turn credit
