@@ -6,8 +6,9 @@ an evaluation. You may import torch, numpy, gymnasium and your own earlier exerc
 import clipped_surrogate`` works: they are found beside this file) — nothing else of ladder's.
 
 What follows is a contract — what goes in and out, the equations, the pitfalls — not a recipe: the order of the
-calls is yours to design. Grade it with ``pytest exercises/test_capstone1.py``: one test per property below,
-skipped ("not implemented yet") while a function it needs raises NotImplementedError.
+calls inside each function is yours to design. Grade it with ``pytest exercises/test_capstone1.py``: one test per
+property (see "How it is graded" below), skipped ("not implemented yet") while a function it needs raises
+NotImplementedError.
 
 Shapes. N envs run side by side for T steps: a rollout is [N, T] (one row per env, as the course's [B, T]),
 obs [N, T, 4]. A flat batch is those tensors flattened to [N·T] (obs [N·T, 4]); a minibatch is a set of its rows.
@@ -42,33 +43,50 @@ gae(rewards, values, terminated, truncated, final_values, last_values, gamma, la
         Â_t = δ_t + γλ·(1 − d_t)·Â_{t+1},   d_t = terminated[t] or truncated[t]    (a new episode starts at t + 1)
         R_t = Â_t + V(s_t)
     final_values is read only where truncated (the grader puts noise elsewhere); terminated and truncated both
-    set: terminated wins. Inputs are float tensors; leave them unchanged.
+    set: terminated wins. Inputs are float tensors; leave them unchanged (no in-place edit of any of them).
 
 ppo_loss(agent, mb, clip_eps, value_coef, entropy_coef) -> (loss, stats)
     mb: a dict of a minibatch's rows: obs [b, 4]; actions, logp (π_old's), values (V_old), advantages, returns [b].
         Â ← (Â − mean Â) / (std Â + 1e-8)   over the minibatch (torch's std, unbiased)
-        r = exp(log π_θ(a|s) − log π_old(a|s))
-        L = mean(−min(r·Â, clip(r, 1 − ε, 1 + ε)·Â)) + c_v · mean(½(V(s) − R)²) − c_H · mean(H(π_θ(·|s)))
+        ρ = exp(log π_θ(a|s) − log π_old(a|s))      (the importance ratio π_θ/π_old)
+        L = mean(−min(ρ·Â, clip(ρ, 1 − ε, 1 + ε)·Â)) + c_v · mean(½(V(s) − R)²) − c_H · mean(H(π_θ(·|s)))
     Score the minibatch with one call of agent.get_action_and_value(mb["obs"], mb["actions"]).
     loss: a scalar tensor with its graph; stats: a dict of floats of your choice (clip fraction, approx KL …).
 
 update(agent, optimizer, batch, num_epochs, num_minibatches, clip_eps, value_coef, entropy_coef, max_grad_norm,
        generator=None) -> stats
     batch: a flat dict with the keys of mb, [n] each (obs [n, 4]); n divisible by M = num_minibatches.
-    Returns a dict of floats of your choice (e.g. the last epoch's mean loss, clip fraction).
+    Returns a dict of floats of your choice (e.g. the last epoch's mean loss, clip fraction): Python floats, or
+    0-d tensors without a graph (loss.item(), not loss).
     μ = num_epochs passes; each pass splits the batch into M minibatches of n/M rows, shuffled afresh each pass
-    (with ``generator`` when one is given, so a run can be repeated), and takes one optimiser step per minibatch:
+    with ``generator`` and no other RNG (torch.randperm(n, generator=generator); None: torch's global RNG), so that
+    one generator seed gives one sequence of minibatches; and takes one optimiser step per minibatch:
     μ·M steps in all, each on the gradient of that minibatch's ppo_loss alone, its total norm clipped to
-    max_grad_norm. Use the agent only through its methods
-    and parameters(): the grader hands you a wrapped one.
+    max_grad_norm. Use the agent only through its methods and parameters(): the grader hands you a wrapped one.
 
 evaluate(agent, episodes=20, seed=10_000) -> list of returns, one per episode
     greedy episodes (a = argmax of actor's logits), episode i reset with seed + i, each to its end.
 
 train(total_steps=100_000, seed=0, **your hyperparameters) -> (agent, history)
-    seed everything from ``seed`` (torch.manual_seed, envs.reset(seed=seed)); never more than total_steps env steps.
-    history: a list of dicts, one per update, each with at least "env_steps" (env steps so far).
-    You may stop early once your own evaluation says solved.
+    The parts joined: envs, agent and optimiser made, then rollout after rollout: collect_rollout, gae, update.
+    train calls make_envs, collect_rollout, gae and update (and evaluate, if it evaluates) by their module-level
+    names, as plain calls — not through copies of its own (a default argument, a dict of functions, a partial) —
+    so that the grader, which puts recording wrappers in their place in the module for a run, sees every call.
+    Helpers of yours may make the calls, by the same names. What each function does inside stays your design.
+    - The first rollout starts from the obs of envs.reset(seed=seed); each next one from the next_obs the one
+      before returned (episodes run on across rollouts: no reset between them).
+    - update gets the rollout flattened: each row's advantages and returns are gae's at that row's (env, step)
+      (the advantages may be whitened over the batch first: the loss's whitening per minibatch then gives the
+      same Â, up to its 1e-8).
+    - Seed everything from ``seed``: torch.manual_seed(seed) before Agent(), envs.reset(seed=seed), the shuffle's
+      generator. Two runs with one seed give the same weights, whatever the global RNGs (torch's, numpy's,
+      Python's) held before.
+    - A rollout is N·T env steps (every env counts). Never more than total_steps: total_steps // (N·T) rollouts,
+      so the last leaves less than one rollout of the budget unused. You may stop earlier once your own
+      evaluation says solved.
+    history: a list of dicts, one per update, each with at least "env_steps": the env steps taken so far.
+    The wiring checks run train(total_steps=1_500, seed=1) with your defaults: keep a rollout (N·T) at most 750
+    env steps, so that they see two or more.
 
 The pitfalls, and why
 ---------------------
@@ -85,7 +103,7 @@ The pitfalls, and why
   next state: nothing crashes, and on CartPole, whose consecutive states are close, it may even learn — which is
   why the grader checks the rollout against the env itself, and why a run that learns proves little.
 - π_old is the policy that collected the rollout: log π_old is recorded while stepping, before the first optimiser
-  step, and never recomputed. Recomputed each epoch (or each minibatch), r = 1 at the start of every pass and the
+  step, and never recomputed. Recomputed each epoch (or each minibatch), ρ = 1 at the start of every pass and the
   clip never holds π_θ near the policy that sampled the data.
 - μ·M steps, the minibatches a fresh partition each pass: every row once per epoch, none twice.
 - optimizer.zero_grad() before each backward (gradients add up otherwise); clip the gradient's norm after backward,
@@ -103,9 +121,28 @@ these that also anneals the learning rate, logs finished episodes' returns and e
 CartPole, a few tens of thousands of env steps are enough: e.g. N = 8 envs, T = 32, γ = 0.98, λ = 0.8, Adam 2e-3
 annealed to 0, μ = 15 passes of M = 1 (or μ = 4 of M = 4), ε = 0.2, c_v = 0.5, c_H = 0, max_grad_norm = 0.5.
 
-The grader trains with ``train(total_steps=60_000, seed=0)`` on one thread and then runs 20 greedy episodes of its
-own: a mean return of at least 475 counts as solved. That test takes up to a minute or two when train runs its whole
-budget (the other properties, a second or so each); ``pytest exercises/test_capstone1.py -k gae`` grades one alone.
+How it is graded
+----------------
+One test per property, each failing with a line or two that names what broke, on which input:
+    agent, make_envs                the shapes, log-probs, entropy and sampling; SyncVectorEnv, SAME_STEP autoreset
+    rollout, truncation_bootstrap   the buffer against the grader's own copy of the envs; V(s_final) where truncated
+    gae, gae_inputs                 GAE against the core's on every kind of ending; its inputs left unchanged
+    loss                            one minibatch's loss and gradient against core.compute_loss
+    optimiser_steps, minibatches    μ·M steps, each epoch a fresh partition of the rows
+    update_generator                one generator seed, one sequence of minibatches, whatever the global RNGs hold
+    pi_old, grad_clip               each step's gradient the core's with π_old the rollout's, clipped to max_grad_norm
+    update_stats                    update returns a dict of floats
+    evaluate                        greedy episodes, episode i seeded seed + i
+The wiring of train, seen through the recording wrappers in runs of train(total_steps=1_500, seed=1):
+    rollout_chain                   each rollout starts where the one before ended; the first from reset(seed=seed)
+    advantages_wiring               update gets gae's advantages and returns, row for row (rows matched by their obs)
+    env_steps                       N·T a rollout; at most total_steps, less than a rollout short; history's count
+    reproducible                    two runs with one seed give the same weights
+And one training check, solves_cartpole: train(total_steps=60_000, seed=0) on one thread, then 20 greedy episodes
+of the grader's own; a mean return of at least 475 counts as solved. When it fails, its message names the wiring
+properties that fail: CartPole is easy enough that a trainer wired wrong may still learn, or fail with no clue why.
+It takes up to a minute or two when train runs its whole budget (the others a second or so each);
+``pytest exercises/test_capstone1.py -k truncation`` grades one property alone.
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ def gae(rewards, values, terminated, truncated, final_values, last_values, gamma
 
 
 def ppo_loss(agent: Agent, mb: dict, clip_eps: float, value_coef: float, entropy_coef: float):
-    """L = mean(−min(r·Â, clip(r, 1 − ε, 1 + ε)·Â)) + c_v·mean(½(V − R)²) − c_H·mean(H)."""
+    """L = mean(−min(ρ·Â, clip(ρ, 1 − ε, 1 + ε)·Â)) + c_v·mean(½(V − R)²) − c_H·mean(H),  ρ = π_θ(a|s)/π_old(a|s)."""
     _, logp, entropy, values = agent.get_action_and_value(mb["obs"], mb["actions"])
     log_ratio = logp - mb["logp"]
     ratio = log_ratio.exp()
@@ -140,7 +140,8 @@ def train(total_steps: int = 100_000, seed: int = 0, num_envs: int = 8, num_step
           clip_eps: float = 0.2, value_coef: float = 0.5, entropy_coef: float = 0.0, max_grad_norm: float = 0.5,
           eval_every: int = 5_000, solve_return: float = 500.0):
     """PPO until ``total_steps`` env steps, or until a greedy evaluation reaches ``solve_return`` (500: every one of
-    its 10 episodes balanced to the time limit, a margin over the 475 that counts as solved)."""
+    its 10 episodes balanced to the time limit, a margin over the 475 that counts as solved). It calls make_envs,
+    collect_rollout, gae, update and evaluate by their module-level names, as the contract asks."""
     torch.manual_seed(seed)
     generator = torch.Generator().manual_seed(seed)
     envs = make_envs(num_envs)

@@ -95,3 +95,31 @@ def test_a_run_that_does_not_solve_names_the_wiring_properties_that_fail(monkeyp
     status, message = grade(PLANTED_CAPSTONE1["the returns used as the advantages"][1], "solves_cartpole")
     assert status == "failed" and len(message.splitlines()) == 2, message
     assert message.splitlines()[1] == "  the wiring properties that fail, to fix first: advantages_wiring", message
+
+
+CORRECT_VARIANTS = {   # a train wired right in another way than the reference's: the wiring properties pass it
+    "advantages whitened over the batch": [(
+        "batch.update(advantages=advantages.flatten(),",
+        "batch.update(advantages=(advantages.flatten() - advantages.mean()) / (advantages.std() + 1e-8),")],
+    "the batch flattened step-major ([T, N])": [
+        ("batch = {k: buffer[k].flatten(0, 1)", "batch = {k: buffer[k].transpose(0, 1).flatten(0, 1)"),
+        ("batch.update(advantages=advantages.flatten(), returns=returns.flatten())",
+         "batch.update(advantages=advantages.T.flatten(), returns=returns.T.flatten())")],
+}
+
+
+@pytest.mark.parametrize("variant", CORRECT_VARIANTS)
+def test_a_train_wired_right_another_way_passes_the_wiring(tmp_path, variant):
+    source = (ROOT / "solutions" / SHEET).read_text()
+    for old, new in CORRECT_VARIANTS[variant]:
+        assert source.count(old) == 1, old
+        source = source.replace(old, new)
+    (tmp_path / SHEET).write_text(source)
+    assert grade(load(tmp_path / SHEET), "advantages_wiring") == ("passed", "")
+
+
+def test_the_spies_leave_the_module_as_it_was_when_train_raises():
+    sheet = load(ROOT / "exercises" / SHEET)
+    before = {name: getattr(sheet, name) for name in ("collect_rollout", "gae", "update")}
+    assert grade(sheet, "rollout_chain") == (NOT_IMPLEMENTED, f"{NOT_IMPLEMENTED} (train)")
+    assert all(getattr(sheet, name) is function for name, function in before.items())
