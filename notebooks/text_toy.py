@@ -228,7 +228,7 @@ p_gamma.check("grow" if G_099[0, 0] > G[0, 0] else "shrink",
               why=f"G_0 = {G[0, 0]:.4f} at γ = 0.9, {G_099[0, 0]:.4f} at γ = 0.99: later rewards are discounted less")
 three = torch.zeros(3, requires_grad=True)
 core.pg_loss(torch.log_softmax(three, -1)[2], torch.tensor(3.0)).backward()
-p_flip.check(three.grad[2], why=f"−Â (onehot(2) − π) = −3 · (1 − 1/3); the whole gradient is {three.grad.tolist()}")
+p_flip.check(three.grad[2], why=f"−Â (onehot(2) − π) = −3 · (1 − 1/3); the whole gradient is {three.grad.numpy().round(4)}")
 why_once.check("b", why="the policy gradient is an expectation under the current π_θ; notebook 2's ratio "
                         "π_θ/π_old reweights the samples, which is what lets PPO reuse a batch")
 viz.tally(p_gamma, p_flip, why_once)""",
