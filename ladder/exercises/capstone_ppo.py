@@ -4,7 +4,10 @@ breaks, judged by behaviour and within tolerances, with ``ladder.core`` as the o
     grade(module, name) -> (status, message)     status "passed", "failed" or NOT_IMPLEMENTED
 
 Each property returns None or one line (two at most) saying which property broke, on which input, what was
-expected and what came back. All are fast but ``solves_cartpole``, which trains. Each runs under ``limit_s()``
+expected and what came back. All are fast but ``solves_cartpole``, which trains; when it fails, it names the fast
+wiring properties that fail. Here: the properties of the parts; in ``capstone_ppo_clauses`` the small clauses
+(gae leaves its inputs, update's generator and stats); in ``capstone_ppo_wiring`` how ``train`` joins the parts,
+seen by spies (``capstone_ppo_trace``) in short runs. Each runs under ``limit_s()``
 (``solves_cartpole``: ``limit_s(training=True)``); one still running then, or one whose code calls ``sys.exit``,
 fails in one line naming the learner's function and line.
 """
