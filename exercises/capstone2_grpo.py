@@ -40,8 +40,10 @@ right-padded to T columns; ids are int64, masks are 1 on real tokens and 0 on pa
         More left padding of the prompts, or more masked columns on the right, changes nothing else.
 
     reward(completions: list[str], answers: list[str]) → [N] float
-        r_i = 1 if the integer right after the LAST '####' in completion i (whitespace allowed between, an
-        optional minus sign) equals int(answer i), else 0 (no '####': 0). "#### 8" is not 82, "#### 820" is not 82.
+        r_i = 1 if the integer right after the LAST '####' in completion i equals int(answer i), else 0 (no
+        '####': 0). Any whitespace may stand between '####' and the number, or none; the number may carry a
+        minus sign; it is read as int() reads it. So with answer "82": "####82", "####   82" and "#### 082"
+        score 1, "#### 8" and "#### 820" score 0; with answer "-7": "#### -7" scores 1, "#### 7" scores 0.
 
     group_advantages(rewards [N], group_size G) → [N]
         The G completions of a prompt are adjacent. Â_i = (r_i − mean of its group) / (std of its group + 1e-4),
@@ -49,11 +51,11 @@ right-padded to T columns; ids are int64, masks are 1 on real tokens and 0 on pa
 
     grpo_loss(model, rollout: dict, clip_eps ε, beta β, temperature τ) → scalar tensor with a graph
         rollout holds prompt_ids, prompt_mask [N, P]; completion_ids, completion_mask [N, T]; advantages [N];
-        old_logp, ref_logp [N, T] (no graph; the grader puts −1e4 where the mask is 0). With
-        log π_θ from completion_logp, r_t = π_θ(c_t) / π_old(c_t) and log ρ_t = log π_ref(c_t) − log π_θ(c_t):
+        old_logp, ref_logp [N, T] (no graph; the grader puts −1e4 where the mask is 0). With log π_θ from
+        completion_logp, the ratio ρ_t = π_θ(c_t) / π_old(c_t) and the log-ratio ℓ_t = log π_ref(c_t) − log π_θ(c_t):
 
-            ℓ_t = −min(r_t Â_i, clip(r_t, 1 − ε, 1 + ε) Â_i) + β (e^{log ρ_t} − log ρ_t − 1)
-            L   = (1/N) Σ_i (1/|o_i|) Σ_{t real} ℓ_t              |o_i|: completion i's real tokens
+            L_t = −min(ρ_t Â_i, clip(ρ_t, 1 − ε, 1 + ε) Â_i) + β (e^{ℓ_t} − 1 − ℓ_t)
+            L   = (1/N) Σ_i (1/|o_i|) Σ_{t real} L_t              |o_i|: completion i's real tokens
 
         The β term is k3, DeepSeekMath's estimate of KL(π_θ ‖ π_ref) per token (≥ 0), plain: not weighted
         by π_θ/π_old. L must equal ``ladder.core.compute_loss`` set up for exactly this loss (plain k3, no
@@ -64,16 +66,25 @@ right-padded to T columns; ids are int64, masks are 1 on real tokens and 0 on pa
         rollout as above without old_logp. Records log π_old of the completions (the weights as they are
         now, no graph), then takes exactly μ optimiser steps, each on the gradient of grpo_loss alone
         (nothing left over from the step before), its total norm clipped to max_grad_norm.
-        Returns the μ losses. (No minibatches: each pass is the whole rollout.)
+        Returns the μ losses as Python floats (loss.item(), not tensors). (No minibatches: each pass is the
+        whole rollout.)
 
     train(model, tokenizer, problems: list[dict], steps: int, seed: int, ...your hyperparameters, with defaults)
         → (the trained model, history: a list with one dict per step)
         Each step's dict holds at least "reward" (its mean reward) and "kl": the mean over the step's real
         completion tokens of k3 between the log π it sampled with and π_ref's log-probs of the same tokens
         (0 at the first step, when π_θ = π_ref; it grows as π_θ moves — what β holds back).
-        Fixes every random choice from ``seed``; makes π_ref, a frozen copy of the model, before the first
-        step; then ``steps`` times: pick prompts, sample G completions of each, score them, compute Â and
-        log π_ref, update. The grader calls ``train(task.model, task.tokenizer, task.train, steps=16,
+        Fixes every random choice from ``seed``: two runs with one seed give the same weights, whatever state
+        the global generators (torch's, Python's ``random``) are in. Makes π_ref, a frozen copy of the model,
+        before the first step; then, ``steps`` times: picks new prompts; samples G completions of each, the G
+        copies of a prompt in ADJACENT rows ([p1 × G, p2 × G, …], not [p1…pB, p1…pB, …]); scores them;
+        computes Â = group_advantages(rewards, G) and log π_ref; calls update once.
+        It CALLS THE FUNCTIONS ABOVE BY THEIR MODULE-LEVEL NAMES: sample(...), completion_logp(...),
+        reward(...), group_advantages(...), grpo_loss(...) and update(...), from train or from helpers of
+        your own in this file; not copies kept under other names, not methods of a class, not versions
+        written inline. The grader puts a spy in place of each (the module's attribute) for a short run and
+        checks the loop's wiring from the calls it sees; how train is laid out is yours.
+        The grader then calls ``train(task.model, task.tokenizer, task.train, steps=16,
         seed=0)`` and then measures greedy accuracy on 128 held-out sums with its own decoding: it must be
         at least 0.9. Settings that get there in about half a minute on one CPU thread: 8 prompts × G = 8
         completions per step, μ = 2, AdamW at lr 1e-4 on all the weights, β = 0.04, ε = 0.2, τ = 1,
@@ -102,13 +113,13 @@ PITFALLS, AND WHY.
   padding: mask 0, log-prob 0, no reward text (decode only the real tokens). Select with ``torch.where``
   rather than multiplying by the mask: where old_logp holds −1e4, exp(logp − old_logp) is inf, and inf · 0
   is NaN — in the loss and in its backward pass.
-- π_old once, before the first step. The ratio r compares π_θ with the policy that sampled. Recorded again
-  at every pass, r is always 1: the clip never acts and μ passes become μ plain policy-gradient steps.
+- π_old once, before the first step. The ratio ρ_t compares π_θ with the policy that sampled. Recorded again
+  at every pass, ρ_t is always 1: the clip never acts and μ passes become μ plain policy-gradient steps.
   (The sampler's record is the same numbers to rounding; recomputing it by one forward is as good.)
 - No graph where there should be none: old_logp, ref_logp and Â are constants of the loss (record them
   under ``torch.no_grad()`` or ``.detach()``); only log π_θ carries the gradient.
 - The KL's direction. k3 as written above estimates KL(π_θ ‖ π_ref) from tokens π_θ sampled; swapping
-  log π_θ and log π_ref gives another (and, with e^x, a much larger) number. ``torch.expm1(x) − x`` is k3
+  log π_θ and log π_ref in ℓ_t gives another (and, with e^x, a much larger) number. ``torch.expm1(x) − x`` is k3
   without the rounding of e^x − 1 near 0.
 - GRPO's mean. Average each completion's tokens first, then the completions: each completion weighs the
   same, however long. One mean over all tokens is another loss (long completions weigh more).
@@ -118,11 +129,11 @@ PITFALLS, AND WHY.
 A SUGGESTED STRUCTURE. Write and grade the functions in the order above: the sampler first (check it
 against completion_logp on its own output — they must agree), then reward and advantages, then the loss
 and the update, then the loop. Keep the loop a handful of lines that call the others: a function that
-turns a list of problems into one rollout (prompts repeated G times, tokenized, sampled, decoded,
-scored, Â and log π_ref attached) is a natural unit. Tokenize the prompts with the tokenizer as it comes
-(``tokenizer(prompts, padding=True, return_tensors="pt")``: it pads on the left). Print the mean reward and
-the KL of each step: the reward is noisy from one step to the next (each step draws other sums) and climbs
-over the steps; the KL starts at 0.
+turns a list of problems into one rollout (each prompt repeated G times in adjacent rows, tokenized,
+sampled, decoded, scored, Â and log π_ref attached) is a natural unit. Tokenize the prompts with the
+tokenizer as it comes (``tokenizer(prompts, padding=True, return_tensors="pt")``: it pads on the left).
+Print the mean reward and the KL of each step: the reward is noisy from one step to the next (each step
+draws other sums) and climbs over the steps; the KL starts at 0.
 
 HOW IT IS GRADED (``pytest exercises/test_capstone2.py``; each property a test, each failure one or two
 lines naming the property and the input it broke on): the sampler is a cached loop (the prompt, then one
@@ -130,12 +141,21 @@ token per forward); its recorded log-probs equal the model's own full forward on
 1e-4, float32 rounding); it stops each row at its EOS; three more pad columns on the left change nothing
 (same tokens, same log-probs, same generator seed); τ = 0.01 draws the greedy completion and τ = 1 draws
 different ones; completion_logp equals the model's forward to 1e-5, whatever the padding; reward on
-handcrafted strings; group_advantages equals ``ladder.core.group_relative`` to 1e-6; grpo_loss and its
-gradient equal ``ladder.core.compute_loss``'s on the same batch and weights; update takes exactly μ steps,
-and after μ = 3 steps with Adam (max_grad_norm 1, then 100) the weights are ``ladder.core.update``'s to a
-relative 5e-4 (π_old recorded before the first step); train(steps = 3) reports a KL of about 0 at its
-first step and above 0 after it (π_ref frozen); train reaches held-out accuracy 0.9 (the one slow test,
-about half a minute).
+handcrafted strings (the last '####', whitespace, a minus sign, leading zeros); group_advantages equals
+``ladder.core.group_relative`` to 1e-6; grpo_loss and its gradient equal ``ladder.core.compute_loss``'s on
+the same batch and weights (a loss that is k3 with the KL's direction swapped is named as such); update takes
+exactly μ steps and returns μ Python floats, and after μ = 3 steps with Adam (max_grad_norm 1, then 100) the
+weights are ``ladder.core.update``'s to a relative 5e-4 (π_old recorded before the first step).
+The loop's wiring, seen by the spies during train(steps = 2, seed = 0) (one run of a few seconds, shared):
+train_calls_the_contract — each of the six functions is called by its module-level name, update once per
+step; train_groups_adjacent — rows i·G … i·G + G − 1 hold one prompt (G ≥ 2), and group_advantages is given
+that G; train_advantages_per_group — the advantages reaching update equal ``ladder.core.group_relative`` of
+what reward returned, group by group, to 1e-4; train_draws_new_prompts — step 2 samples other prompts than
+step 1; train_is_seeded — a second run with the same seed, the global generators seeded otherwise, picks the
+same prompts, draws the same completions and ends its first step with the same weights (relative 1e-4);
+train_keeps_a_frozen_reference — history's "kl" is about 0 at the first step and above 0 at the second.
+Last, train_learns: train(steps = 16, seed = 0) reaches held-out accuracy 0.9 (the one slow test, about half
+a minute); short of it, its message names the wiring properties that fail.
 """
 
 from __future__ import annotations
@@ -167,17 +187,18 @@ def group_advantages(rewards: Tensor, group_size: int) -> Tensor:
 
 
 def grpo_loss(model, rollout: dict, clip_eps: float, beta: float, temperature: float) -> Tensor:
-    """mean over completions of the mean over their tokens of −min(r Â, clip(r) Â) + β·k3."""
+    """mean over completions of the mean over their tokens of −min(ρ_t Â, clip(ρ_t) Â) + β·k3."""
     raise NotImplementedError
 
 
 def update(model, optimizer: torch.optim.Optimizer, rollout: dict, mu: int, clip_eps: float, beta: float,
            temperature: float, max_grad_norm: float = 1.0) -> list[float]:
-    """π_old recorded, then exactly μ optimiser steps on grpo_loss; the μ losses."""
+    """π_old recorded, then exactly μ optimiser steps on grpo_loss; the μ losses as Python floats."""
     raise NotImplementedError
 
 
 def train(model, tokenizer, problems: list[dict], steps: int, seed: int = 0):
-    """GRPO for ``steps`` steps from ``seed`` (add your hyperparameters as keyword arguments with defaults);
-    returns (the trained model, history: one dict per step)."""
+    """GRPO for ``steps`` steps from ``seed`` (add your hyperparameters as keyword arguments with defaults),
+    calling the functions above by their module-level names; returns (the trained model, history: one dict per
+    step)."""
     raise NotImplementedError

@@ -1,8 +1,9 @@
 """Grades capstone II (``capstone2_grpo.py`` in this directory, or in ``$LADDER_EXERCISES``): one test per property.
 
 A property whose functions are still stubs is skipped as "not implemented yet"; a broken one fails with one
-or two lines naming the property, the input, what was expected and what came back. ``train_learns`` trains
-the tiny model (about half a minute on one thread); every other property takes seconds.
+or two lines naming the property, the input, what was expected and what came back. The train_* properties
+before it watch one short run of ``train`` (two steps: seconds) with a spy on each function of the contract;
+``train_learns`` trains the tiny model (about half a minute on one thread); every other property takes seconds.
 """
 
 from pathlib import Path

@@ -84,9 +84,10 @@ def group_advantages(rewards: Tensor, group_size: int) -> Tensor:
 
 
 def grpo_loss(model, rollout: dict, clip_eps: float, beta: float, temperature: float) -> Tensor:
-    """L = mean_i (1/|o_i|) Σ_t [ −min(r_t Â_i, clip(r_t, 1 ± ε) Â_i) + β·k3_t ],
+    """L = mean_i (1/|o_i|) Σ_t [ −min(ρ_t Â_i, clip(ρ_t, 1 ± ε) Â_i) + β·k3_t ],
 
-        r_t  = π_θ(c_t)/π_old(c_t),     k3_t = π_ref/π_θ − log(π_ref/π_θ) − 1   (KL(π_θ‖π_ref) ≥ 0)
+        ρ_t  = π_θ(c_t)/π_old(c_t),     ℓ_t = log π_ref(c_t) − log π_θ(c_t),
+        k3_t = e^{ℓ_t} − 1 − ℓ_t = π_ref/π_θ − log(π_ref/π_θ) − 1      (estimates KL(π_θ‖π_ref), ≥ 0)
     """
     logp = completion_logp(model, rollout["prompt_ids"], rollout["prompt_mask"], rollout["completion_ids"],
                            rollout["completion_mask"], temperature)
@@ -122,8 +123,8 @@ def update(model, optimizer: torch.optim.Optimizer, rollout: dict, mu: int, clip
 def make_rollout(model, ref_model, tokenizer, problems: list[dict], group_size: int, max_new_tokens: int,
                  temperature: float, generator: torch.Generator) -> tuple[dict, Tensor]:
     """G completions of each problem, with their rewards, Â and log π_ref: (rollout, rewards [N])."""
-    prompts = [p["prompt"] for p in problems for _ in range(group_size)]
-    answers = [p["answer"] for p in problems for _ in range(group_size)]
+    rows = [p for p in problems for _ in range(group_size)]                        # a prompt's G copies adjacent
+    prompts, answers = [p["prompt"] for p in rows], [p["answer"] for p in rows]
     enc = tokenizer(prompts, return_tensors="pt", padding=True)                     # left-padded
     ids, mask, logp = sample(model, enc.input_ids, enc.attention_mask, max_new_tokens, temperature,
                              tokenizer.eos_token_id, generator)
@@ -133,8 +134,9 @@ def make_rollout(model, ref_model, tokenizer, problems: list[dict], group_size: 
                    completion_mask=mask, advantages=group_advantages(rewards, group_size))
     with torch.no_grad():
         rollout["ref_logp"] = completion_logp(ref_model, enc.input_ids, enc.attention_mask, ids, mask, temperature)
-    log_rho = torch.where(mask.bool(), rollout["ref_logp"] - logp, 0.0)              # log π_ref − log π_old
-    rollout["kl"] = ((torch.expm1(log_rho) - log_rho).sum() / mask.sum()).item()    # k3, per real token
+    log_ref_ratio = torch.where(mask.bool(), rollout["ref_logp"] - logp, 0.0)        # ℓ_t: log π_ref − log π_old
+    k3 = torch.expm1(log_ref_ratio) - log_ref_ratio
+    rollout["kl"] = (k3.sum() / mask.sum()).item()                                   # mean per real token
     return rollout, rewards
 
 
@@ -142,8 +144,9 @@ def train(model, tokenizer, problems: list[dict], steps: int = 20, seed: int = 0
           group_size: int = 8, mu: int = 2, lr: float = 1e-4, beta: float = 0.04, clip_eps: float = 0.2,
           temperature: float = 1.0, max_new_tokens: int = 28) -> tuple[torch.nn.Module, list[dict]]:
     """GRPO: ``steps`` rollouts of prompts_per_step × G completions, each followed by μ optimiser steps.
-    Returns (the trained model, one dict per step: mean reward, losses, KL to π_ref)."""
-    torch.manual_seed(seed)
+    Returns (the trained model, one dict per step: mean reward, losses, KL to π_ref). Every random choice comes
+    from ``seed`` (the prompts from ``rng``, the draws from ``generator``); the contract's functions are called
+    by their module-level names."""
     rng, generator = random.Random(seed), torch.Generator().manual_seed(seed)
     ref_model = copy.deepcopy(model).requires_grad_(False)          # π_ref: frozen before any step
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)

@@ -52,6 +52,10 @@ PLANTED_CAPSTONE2 = {
     # reward and advantages
     "the first '####', not the last": ("reward_on_strings", "int(finals[-1]) == int(answer)",
                                       "int(finals[0]) == int(answer)"),
+    "no minus sign: '#### -7' scores 0 against '-7'": ("reward_on_strings", r'r"####\s*(-?\d+)"', r'r"####\s*(\d+)"'),
+    "exactly one space after '####'": ("reward_on_strings", r'r"####\s*(-?\d+)"', r'r"#### (-?\d+)"'),
+    "the answer compared as text: '082' is not '82'": ("reward_on_strings", "int(finals[-1]) == int(answer)",
+                                                      "finals[-1] == answer"),
     "a prefix of the answer counts": ("reward_on_strings", "int(finals[-1]) == int(answer)",
                                      "answer.startswith(finals[-1])"),
     "the batch's std, not the group's": ("group_advantages", "return group_relative(rewards, group_size)",
@@ -61,7 +65,7 @@ PLANTED_CAPSTONE2 = {
         "loss_and_gradient", "return per_completion.mean()", "return per_token.sum() / mask.sum()"),
     "the KL's direction swapped": ("loss_and_gradient", 'torch.where(mask, rollout["ref_logp"] - logp, 0.0)',
                                    'torch.where(mask, logp - rollout["ref_logp"], 0.0)'),
-    "the KL importance-weighted (r·k3)": ("loss_and_gradient", "-surrogate + beta * k3",
+    "the KL importance-weighted (ρ·k3)": ("loss_and_gradient", "-surrogate + beta * k3",
                                          "-surrogate + beta * ratio * k3"),
     "no clip": ("loss_and_gradient", "ratio.clamp(1 - clip_eps, 1 + clip_eps) * advantages",
                 "ratio * advantages"),
@@ -79,10 +83,41 @@ PLANTED_CAPSTONE2 = {
     "no gradient clipping": ("update_pi_old_before_first_step",
                              "        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)\n", ""),
     "one pass short": ("update_mu_steps", "for _ in range(mu):", "for _ in range(max(mu - 1, 1)):"),
+    "the losses returned as tensors": ("update_mu_steps", "losses.append(loss.item())", "losses.append(loss.detach())"),
     # the loop
     "π_ref the live model, not a frozen copy: the KL is 0 forever": (
         "train_keeps_a_frozen_reference", "ref_model = copy.deepcopy(model).requires_grad_(False)",
         "ref_model = model"),
+    "the reward written inline, not the module's reward": (
+        "train_calls_the_contract", "rewards = reward(texts, answers)",
+        'rewards = torch.tensor([float(t.endswith(f"#### {a}")) for t, a in zip(texts, answers)])'),
+    "a prompt's G copies tiled across the batch, not adjacent": (
+        "train_groups_adjacent", "rows = [p for p in problems for _ in range(group_size)]",
+        "rows = problems * group_size"),
+    "group_advantages given the whole batch as one group": (
+        "train_groups_adjacent", "advantages=group_advantages(rewards, group_size)",
+        "advantages=group_advantages(rewards, len(rewards))"),
+    "advantages whitened over the whole batch, not per group": (
+        "train_advantages_per_group", "advantages=group_advantages(rewards, group_size)",
+        "advantages=(rewards - rewards.mean()) / (rewards.std() + 1e-4)"),
+    "the same prompts every step": (
+        "train_draws_new_prompts", "rng.sample(problems, prompts_per_step)", "problems[:prompts_per_step]"),
+    "the prompt choice unseeded": ("train_is_seeded", "random.Random(seed)", "random.Random()"),
+    "the sampler not given the generator: it draws from torch's global one": (
+        "train_is_seeded", "tokenizer.eos_token_id, generator)", "tokenizer.eos_token_id)"),
+}
+
+# what the message of a planted bug must say: the cause named, not only the numbers
+NAMED_CAUSE = {
+    "the KL's direction swapped": "the KL's direction swapped",
+    "the losses returned as tensors": "Python floats",
+    "the reward written inline, not the module's reward": "never called reward by its module-level name",
+    "a prompt's G copies tiled across the batch, not adjacent": "tiled across the batch",
+    "group_advantages given the whole batch as one group": "group_advantages got group_size = 64",
+    "advantages whitened over the whole batch, not per group": "over the whole batch of 64",
+    "the same prompts every step": "the same 8 prompts",
+    "the prompt choice unseeded": "different prompts at step 1",
+    "the sampler not given the generator: it draws from torch's global one": "different completions at step 1",
 }
 
 _HERE = Path(tempfile.mkdtemp(prefix="ladder-planted-capstone2-"))   # beside the exercises it imports

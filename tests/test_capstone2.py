@@ -10,10 +10,13 @@ import re
 from pathlib import Path
 
 import pytest
-from planted_bugs_capstone2 import PLANTED_CAPSTONE2, REFERENCE, mutant
+from planted_bugs_capstone2 import NAMED_CAUSE, PLANTED_CAPSTONE2, REFERENCE, mutant
 
 from ladder.exercises import load
 from ladder.exercises.capstone_grpo import NOT_IMPLEMENTED, PROPERTIES, SLOW, check
+from ladder.exercises.capstone_grpo_spy import SPIED
+from ladder.exercises.capstone_grpo_task import load_model
+from ladder.exercises.capstone_grpo_train import WIRING
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,14 +50,30 @@ def test_the_sheet_declares_what_the_grader_calls_as_the_reference_defines_it():
 @pytest.mark.parametrize("label", PLANTED_CAPSTONE2)
 def test_a_planted_bug_is_caught_by_its_property(label):
     name = PLANTED_CAPSTONE2[label][0]
-    verdict = check(name, mutant(label))
+    sheet = mutant(label)
+    functions = {f: getattr(sheet, f) for f in SPIED}
+    verdict = check(name, sheet)
     assert verdict.status == "failed", f"'{label}' passed {name}"
     assert verdict.message.startswith(f"{name}: ") and verdict.message.count("\n") <= 1, verdict.message
+    assert NAMED_CAUSE.get(label, "") in verdict.message, verdict.message
+    assert all(getattr(sheet, f) is functions[f] for f in SPIED), "a spy was left in the sheet"
 
 
 def test_enough_planted_bugs_over_enough_properties():
     assert len(PLANTED_CAPSTONE2) >= 10
     assert len({name for name, _, _ in PLANTED_CAPSTONE2.values()}) >= 10
+    assert set(WIRING) <= {name for name, _, _ in PLANTED_CAPSTONE2.values()}   # each wiring property catches one
+    assert set(NAMED_CAUSE) <= set(PLANTED_CAPSTONE2)
+
+
+def test_train_learns_short_of_the_mark_names_the_wiring_that_fails():
+    """A train that returns the model untouched: accuracy stays near 0.6, and the message names the wiring."""
+    sheet = load(REFERENCE)
+    sheet.train = lambda model, tokenizer, problems, steps, seed=0: (load_model(), [{}] * steps)
+    verdict = check("train_learns", sheet)
+    first, second = verdict.message.split("\n")
+    assert verdict.status == "failed" and "expected ≥ 0.9" in first, verdict.message
+    assert second.startswith("the loop's wiring fails train_calls_the_contract, "), second
 
 
 def test_the_reference_imports_only_torch_transformers_and_earlier_exercises():

@@ -6,11 +6,12 @@
     check(name, sol)   one property: passed, failed (a line or two: the property, the input, expected vs got)
                        or not implemented yet
 
-The properties are in ``capstone_grpo_checks`` (sampler, log-probs, reward, advantages) and
-``capstone_grpo_update`` (loss, update, training), named in ``PROPERTIES``; each is graded by behaviour and
-by tolerance, against ``ladder.core`` or the model's own forward, never for bit-equality. Each runs under
-``limit_s()`` (the two that call ``train``: ``limit_s(training=True)``); one still running then, or one whose
-code calls ``sys.exit``, fails in one line naming the learner's function and line.
+The properties are in ``capstone_grpo_checks`` (sampler, log-probs, reward, advantages),
+``capstone_grpo_update`` (loss, update) and ``capstone_grpo_train`` (the loop: its wiring, watched by spies on
+the module's functions during a two-step run, and the training check), named in ``PROPERTIES``; each is graded
+by behaviour and by tolerance, against ``ladder.core`` or the model's own forward, never for bit-equality. Each
+runs under ``limit_s()`` (those that call ``train``: ``limit_s(training=True)``); one still running then, or one
+whose code calls ``sys.exit``, fails in one line naming the learner's function and line.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import torch
 
 from ladder.limits import TimedOut, time_limit
 
-from . import capstone_grpo_checks, capstone_grpo_update, exit_call, innermost, limit_s
+from . import capstone_grpo_checks, capstone_grpo_train, capstone_grpo_update, exit_call, innermost, limit_s
 from .capstone_grpo_task import Broken, greedy_accuracy, read_once, tiny_task
 
 __all__ = ["NOT_IMPLEMENTED", "PROPERTIES", "SLOW", "Verdict", "check", "greedy_accuracy", "properties", "tiny_task"]
@@ -58,15 +59,15 @@ def _whose(error: BaseException, module) -> str:
 PROPERTIES = ("sampler_is_a_cached_loop", "sampler_records_logp", "sampler_stops_at_eos", "sampler_left_padding",
               "sampler_temperature", "completion_logp_matches_forward", "completion_logp_padding",
               "reward_on_strings", "group_advantages", "loss_and_gradient", "update_mu_steps",
-              "update_pi_old_before_first_step", "train_keeps_a_frozen_reference", "train_learns")
+              "update_pi_old_before_first_step", *capstone_grpo_train.WIRING, "train_learns")
 SLOW = ("train_learns",)      # trains the tiny model: about half a minute on one thread; every other is seconds
-TRAINS = ("train_keeps_a_frozen_reference", "train_learns")   # call the learner's train: the training limit
+TRAINS = (*capstone_grpo_train.WIRING, "train_learns")   # call the learner's train: the training limit
 
 
 def properties() -> dict:
     """Name → property: a function of the learner's module that raises ``Broken`` when it does not hold."""
-    return {name: getattr(capstone_grpo_checks, name, None) or getattr(capstone_grpo_update, name)
-            for name in PROPERTIES}
+    modules = (capstone_grpo_checks, capstone_grpo_update, capstone_grpo_train)
+    return {name: next(getattr(m, name) for m in modules if hasattr(m, name)) for name in PROPERTIES}
 
 
 def check(name: str, module) -> Verdict:

@@ -198,11 +198,17 @@ REWARD_CASES = [   # (completion, answer, reward)
     ("#### 82\n#### 72", "82", 0.0),
     ("", "82", 0.0),
     ("#### 109", "109", 1.0),
+    ("#### -7", "-7", 1.0),                # an optional minus sign
+    ("#### 7", "-7", 0.0),
+    ("#### -7", "7", 0.0),
+    ("####   82", "82", 1.0),              # any whitespace between
+    ("#### 082", "82", 1.0),               # read as int() reads it: 082 is 82
 ]
 
 
 def reward_on_strings(sol) -> None:
-    """1 when the integer after the last '####' is the answer, else 0, on handcrafted completions."""
+    """1 when the integer after the last '####' (whitespace between, an optional minus sign, read by int()) is
+    int(answer), else 0, on handcrafted completions."""
     completions, answers, want = zip(*REWARD_CASES)
     got = sol.reward(list(completions), list(answers))
     if not isinstance(got, Tensor) or got.shape != (len(want),) or not got.is_floating_point():
