@@ -1,6 +1,7 @@
 """Planted wrong versions of capstone II's reference (``solutions/capstone2_grpo.py``): each is the reference with
 one small edit, the way a learner might get it wrong, and each must be caught by the property it names — a fast
-one (the training check is never needed to catch them). ``PLANTED_CAPSTONE2[label] = (property, old, new)``."""
+one (the training check is never needed to catch them). ``PLANTED_CAPSTONE2[label] = (property, old, new)``;
+``NAMED_CAUSE[label]``, where given, is what the failure's message must say: the cause, not only the numbers."""
 
 from __future__ import annotations
 
@@ -107,7 +108,6 @@ PLANTED_CAPSTONE2 = {
         "train_is_seeded", "tokenizer.eos_token_id, generator)", "tokenizer.eos_token_id)"),
 }
 
-# what the message of a planted bug must say: the cause named, not only the numbers
 NAMED_CAUSE = {
     "the KL's direction swapped": "the KL's direction swapped",
     "the losses returned as tensors": "Python floats",
