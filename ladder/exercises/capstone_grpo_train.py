@@ -26,8 +26,8 @@ TRAIN_STEPS, THRESHOLD = 16, 0.9   # the training check: train(..., steps=16, se
 
 
 def _contract_problem(run: Run, needs: tuple[str, ...] = SPIED) -> str | None:
-    """What keeps the spies from seeing the loop: a function of ``needs`` never called through the module, or as
-    many updates as steps (None: nothing)."""
+    """What keeps the spies from seeing the loop: a function of ``needs`` never called through the module, a
+    number of updates other than one per step, a step with no rows sampled (None: nothing)."""
     missing = [name for name in needs if not run.calls[name]]
     if missing:
         return (f"{RUN} never called {', '.join(missing)} by its module-level name; train calls each function "

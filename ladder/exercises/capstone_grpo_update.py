@@ -97,7 +97,8 @@ def written_out_loss(r: dict, swap_kl: bool = False) -> Tensor:
 
 
 def _misreading(r: dict, got: Tensor, want: Tensor) -> str:
-    """'; that is the loss with the KL's direction swapped …' when it is (and the written-out loss is the core's)."""
+    """'; that is k3 with the KL's direction swapped …' when ``got`` is that loss (and the written-out loss is the
+    core's, ``want``); else ''."""
     if not torch.isclose(written_out_loss(r), want.detach(), rtol=1e-5, atol=1e-6):
         return ""
     if torch.isclose(got.detach(), written_out_loss(r, swap_kl=True), rtol=1e-5, atol=1e-6):
