@@ -54,6 +54,10 @@ print(f"the {runs_made} runs this notebook reads are in {gallery.default_cache()
 
 The tiny GRPO preset, shortened to a few updates (`gallery.PRESETS["grpo"]`), is the healthy run every GRPO failure
 below is a flag or two away from. The doctor on it:""",
+    """p_grad = viz.Predict("This preset takes one optimiser step per batch (μ = 1, M = 1), and its loss may well print "
+                     "≈ 0. Will its median gradient norm be ≈ 0 too (below the doctor's T.grad_alive), and why?",
+                     choices=("yes", "no"))
+p_grad.answer = None      # your prediction, before you run on""",
     """healthy = gallery.run_healthy("grpo")          # from the cache
 findings, report = doctor_views.verdict(healthy)
 print("python -m ladder.run grpo", " ".join(gallery.healthy_flags("grpo")))
@@ -61,15 +65,12 @@ print()
 print(report)
 found, notes = doctor_views.problems(findings), [f.name for f in findings if f.severity != "problem"]
 print(f"\\nverdict: {'problems: ' + ', '.join(found) if found else 'healthy'}; harmless notes: {', '.join(notes) or 'none'}")""",
-    """p_grad = viz.Predict("The doctor calls this run's median |loss| ≈ 0. Is its gradient norm ≈ 0 too (below the "
-                     "doctor's T.grad_alive)?", choices=("yes", "no"))
-p_grad.answer = None      # your prediction, before you run on""",
     r"""md:Here is what the two harmless notes, `loss_zero` and `clip_zero`, say (the verdict above lists those the doctor
 found on this run). The preset takes one optimiser step per batch ($\mu = 1$ pass,
 $M = 1$ minibatch), so at that step $\pi_\theta = \pi_{\text{old}}$ and every ratio is exactly 1:
 
-$$r_t = \frac{\pi_\theta(a_t)}{\pi_{\text{old}}(a_t)} = 1 \;\Rightarrow\; \operatorname{clip}(r_t, 1-\varepsilon, 1+\varepsilon) = r_t
-\quad\text{(nothing clipped)}, \qquad L = -\operatorname{agg}\big(r_t\hat A_t\big) + \beta\,\overline{k_3} \approx -\overline{\hat A} \approx 0,$$
+$$\rho_t = \frac{\pi_\theta(a_t)}{\pi_{\text{old}}(a_t)} = 1 \;\Rightarrow\; \operatorname{clip}(\rho_t, 1-\varepsilon, 1+\varepsilon) = \rho_t
+\quad\text{(nothing clipped)}, \qquad L = -\operatorname{agg}\big(\rho_t\hat A_t\big) + \beta\,\overline{k_3} \approx -\overline{\hat A} \approx 0,$$
 
 because the group-relative $\hat A_i = (R_i - \bar R)/\operatorname{std}(R)$ sums to zero over each group (and $k_3 \approx 0$
 next to $\pi_{\text{ref}}$). The *value* is ≈ 0, the *gradient* is not: $\nabla_\theta L = -\operatorname{agg}\big(\hat A_t\,\nabla_\theta \log\pi_\theta(a_t)\big)$
@@ -224,8 +225,8 @@ rows += [f"| `{field}` | `{fact}` | {default if default is not None else '`gradi
          for field, (fact, default) in runs.TRL_FACTS.items()]
 display(Markdown("\\n".join(rows)))""",
     SELF_CHECK,
-    """p_budget = viz.Predict(f"Of the budgets {list(sweep)}, which is the smallest at which the doctor no longer finds "
-                       "truncation?", choices=tuple(sweep))
+    """p_budget = viz.Predict("Section 3, a new case: a group of 8 completions, 7 cut off at the budget (reward 0) and one "
+                       "finished with reward 1. What Â does the finished one get (group std, as GRPO's)?")
 p_budget.answer = None
 p_mu2 = viz.Predict("The contrast run of loss_and_clip_zero adds --mu 2. Over the last half of that run, is the median "
                     f"clip fraction 0 (≤ T.clip_zero = {T.clip_zero}), or above it?", choices=("0", "above"))
@@ -233,7 +234,8 @@ p_mu2.answer = None
 p_count = viz.Predict(f"Of the {len(gallery.GALLERY)} broken runs, how many would make the doctor exit with code 1 "
                       "(a problem, not only harmless notes)?")
 p_count.answer = None
-p_trl = viz.Predict("Under which ladder name does the doctor read TRL's `kl`?", choices=("kl", "kl_ref", "kl_ref_seq"))
+p_trl = viz.Predict("A TRL run at GRPOConfig's default β: will the doctor find a KL to π_ref in its log_history "
+                    "(TRL's `kl`, read as ladder's kl_ref)?", choices=("yes", "no"))
 p_trl.answer = None
 why_alike = viz.Reason("Why does a group whose completions are all cut off add no gradient?",
                        "its rewards are all alike, so every Â_i = (R_i − mean R)/std is 0",
@@ -243,8 +245,9 @@ why_alike.answer = None
 for question in (p_budget, p_mu2, p_count, p_trl, why_alike):
     question.ask()
     print()""",
-    """p_budget.check(min(clear, default=max(sweep)), why=f"cut-off shares {[round(p['cut'], 2) for p in sweep.values()]} "
-                  f"and zero-spread shares {[round(p['alike'], 2) for p in sweep.values()]} at budgets {list(sweep)}")
+    """one_finished = core.group_relative(torch.tensor([1.0] + [0.0] * 7), 8)
+p_budget.check(one_finished[0].item(), why=f"(1 − 1/8)/std: one finished completion gives the whole group spread; the "
+                                          f"seven cut off get {one_finished[1].item():+.3f} each")
 mu2 = read_run(gallery.run_gallery_entry("loss_and_clip_zero", fixed=True)).get("clip_frac")
 late_clip = statistics.median(mu2.values[len(mu2) // 2:])
 p_mu2.check("above" if late_clip > T.clip_zero else "0",
@@ -252,7 +255,11 @@ p_mu2.check("above" if late_clip > T.clip_zero else "0",
                 f"so the ratios leave 1, but a ratio is clipped only once it leaves [1 − ε, 1 + ε] — most do not")
 harmless = [name for name, v in verdicts.items() if not doctor_views.problems(v["broken"])]
 p_count.check(len(verdicts) - len(harmless), why=f"all but {', '.join(harmless)}, whose signature is harmless")
-p_trl.check(runs.TRL_NAMES["kl"], why="TRL's kl is its mean per-token KL estimate to π_ref: ladder's kl_ref")
+if viz.trl_loss_parity.trl_available():
+    from trl import GRPOConfig
+    beta = GRPOConfig.__dataclass_fields__["beta"].default
+    p_trl.check("no" if beta == 0 else "yes", why=f"GRPOConfig's default beta is {beta:g}; TRL 1.16 computes and logs "
+                f"`kl` (the doctor's {runs.TRL_NAMES['kl']}) only when beta ≠ 0, as ladder's rung computes no KL at β = 0")
 why_alike.check("a", why="the mask keeps cut-off tokens unless --mask-truncated; it is the reward that is alike")
 viz.tally(p_budget, p_mu2, p_count, p_trl, why_alike)""",
 ]
