@@ -84,11 +84,10 @@ right-padded to T columns; ids are int64, masks are 1 on real tokens and 0 on pa
         your own in this file; not copies kept under other names, not methods of a class, not versions
         written inline. The grader puts a spy in place of each (the module's attribute) for a short run and
         checks the loop's wiring from the calls it sees; how train is laid out is yours.
-        The grader then calls ``train(task.model, task.tokenizer, task.train, steps=16,
-        seed=0)`` and then measures greedy accuracy on 128 held-out sums with its own decoding: it must be
-        at least 0.9. Settings that get there in about half a minute on one CPU thread: 8 prompts × G = 8
-        completions per step, μ = 2, AdamW at lr 1e-4 on all the weights, β = 0.04, ε = 0.2, τ = 1,
-        28 new tokens at most.
+        The grader then calls ``train(task.model, task.tokenizer, task.train, steps=16, seed=0)`` and
+        measures greedy accuracy on 128 held-out sums with its own decoding: it must be at least 0.9.
+        Settings that get there in about half a minute on one CPU thread: 8 prompts × G = 8 completions per
+        step, μ = 2, AdamW at lr 1e-4 on all the weights, β = 0.04, ε = 0.2, τ = 1, 28 new tokens at most.
 
 PITFALLS, AND WHY.
 - Left padding and the attention mask. Prompts of different lengths are padded on the LEFT so that every
