@@ -78,7 +78,7 @@ right-padded to T columns; ids are int64, masks are 1 on real tokens and 0 on pa
         the global generators (torch's, Python's ``random``) are in. Makes π_ref, a frozen copy of the model,
         before the first step; then, ``steps`` times: picks new prompts; samples G completions of each, the G
         copies of a prompt in ADJACENT rows ([p1 × G, p2 × G, …], not [p1…pB, p1…pB, …]); scores them;
-        computes Â = group_advantages(rewards, G) and log π_ref; calls update once.
+        computes Â = group_advantages(rewards, G) and log π_ref; calls update once, on all the step's rows.
         It CALLS THE FUNCTIONS ABOVE BY THEIR MODULE-LEVEL NAMES: sample(...), completion_logp(...),
         reward(...), group_advantages(...), grpo_loss(...) and update(...), from train or from helpers of
         your own in this file; not copies kept under other names, not methods of a class, not versions
