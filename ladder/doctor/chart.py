@@ -60,7 +60,7 @@ def draw_panel(ax, run: Run, vital: Vital, found: list[Finding]) -> None:
     for f in found:
         colour = PROBLEM if f.severity == "problem" else NOTE
         mark_evidence(ax, f, f.metric in drawn, colour, f"evidence: {f.name}")
-    title, colour = finding_title(vital.title, [(f, "") for f in found])
+    title, colour = panel_title(vital, found)
     ax.set_title(literal(title), color=colour, fontweight="bold" if colour == PROBLEM else "normal")
     if colour == PROBLEM:
         frame(ax, PROBLEM)
@@ -68,10 +68,14 @@ def draw_panel(ax, run: Run, vital: Vital, found: list[Finding]) -> None:
     finish_axes(ax, vital, beyond, step_span(list(run.series.values())))
 
 
+def panel_title(vital: Vital, found: list[Finding]) -> tuple[str, str]:
+    return finding_title(vital.title, [(f, "") for f in found])
+
+
 def run_figure(run: Run, findings: list[Finding]):
     """The ``matplotlib.figure.Figure`` of one run's doctor.png."""
     panels = panels_of(run, findings)
-    fig, axes = panel_figure(len(panels), HEADER)
+    fig, axes = panel_figure([panel_title(vital, found)[0] for vital, found in panels], HEADER)
     fig.suptitle(literal(run_title(run)), fontweight="bold", y=1 - 0.12 / fig.get_figheight(), va="top")
     fig.text(0.5, 1 - 0.5 / fig.get_figheight(), literal(verdict_line(run, findings)), ha="center", va="top",
              color=verdict_colour(run, findings), fontsize="large")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import math
+import textwrap
 from pathlib import Path
 
 from ladder.doctor.run_data import Series
@@ -30,10 +31,23 @@ def grid(panels: int) -> tuple[int, int]:
     return math.ceil(panels / cols), cols
 
 
-def panel_figure(panels: int, header: float):
-    """A figure of ``panels`` axes (at least one) under ``header`` inches of headline; unused cells removed."""
+TITLE_WIDTH = 32      # characters of a panel title's line, at its size, across one panel
+TITLE_LINE_H = 0.22   # inches: one more line of a panel title
+
+
+def title_room(titles: list[str]) -> float:
+    """Inches more headline the top row's titles need, beyond one line each."""
+    top_row = titles[:grid(max(1, len(titles)))[1]]
+    return TITLE_LINE_H * max((t.count("\n") for t in top_row), default=0)
+
+
+def panel_figure(titles: list[str], header: float):
+    """A figure of one axes per title (at least one) under ``header`` inches of headline, and the room its top
+    row's titles need; unused cells removed."""
     from matplotlib.figure import Figure
 
+    panels = len(titles)
+    header += title_room(titles)
     rows, cols = grid(max(1, panels))
     width, height = PANEL_W * cols, (PANEL_H + 0.35) * rows + header
     fig = Figure(figsize=(width, height))
@@ -124,7 +138,8 @@ def finding_title(vital_title: str, found: list[tuple[Finding, str]]) -> tuple[s
     lines = [vital_title]
     for f, whose in found:
         mark = "⚠" if f.severity == "problem" else "note:"
-        lines.append(f"{mark} {WORDING[f.name].title}{whose}")
+        words = f"{mark} {WORDING[f.name].title}{whose}".replace(" = ", "\u00a0=\u00a0")   # "μ·M = 1" stays whole
+        lines.append(textwrap.fill(words, TITLE_WIDTH).replace("\u00a0", " "))
     if any(f.severity == "problem" for f, _ in found):
         return "\n".join(lines), PROBLEM
     return "\n".join(lines), NOTE if found else "black"

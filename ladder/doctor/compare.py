@@ -29,7 +29,9 @@ from ladder.plots import shown
 # config keys that say where or how a run was made, not what it learns
 NOT_FLAGS = {"out", "resume", "overwrite", "progress", "threads", "processes", "report_to", "checkpoint_every",
              "print_samples", "output_dir", "logging_dir", "run_name", "disable_tqdm"}
-MOST_FLAGS = 4
+MOST_FLAGS = 3
+LONGEST_VALUE = 16   # characters of a flag's value in the legend; a longer one (a prompt, a path) is cut
+LONGEST_FLAGS = 60   # characters of a run's flags in the legend, so that the line fits the figure
 STYLES = ("-", "--", ":", "-.")  # a panel's lines of one run: its first, second, …
 
 
@@ -45,7 +47,9 @@ def short_names(runs: list[Run]) -> list[str]:
 
 def flag(run: Run, key: str) -> str:
     """A config key as the user wrote it: ``--lr 0.01`` (ladder), ``learning_rate=0.01`` (TRL)."""
-    value = run.config[key]
+    value = shown(str(run.config[key]))
+    if len(value) > LONGEST_VALUE:
+        value = value[:LONGEST_VALUE - 1] + "…"
     return f"{key}={value}" if run.source == "trl" else f"--{key.replace('_', '-')} {value}"
 
 
@@ -74,7 +78,10 @@ def run_labels(runs: list[Run], findings: list[list[Finding]]) -> list[str]:
     for i, (run, name, flags) in enumerate(zip(runs, short_names(runs), differing_flags(runs))):
         kind = "TRL" if run.source == "trl" else run.rung
         said = verdict_line(run, findings[i], brief=True)
-        labels.append(f"{key(i)} · {name} · {kind}{'  ' + ' '.join(flags) if flags else ''} — {said}")
+        said_flags = " ".join(flags)
+        if len(said_flags) > LONGEST_FLAGS:
+            said_flags = said_flags[:LONGEST_FLAGS - 1] + "…"
+        labels.append(f"{key(i)} · {name} · {kind}{'  ' + said_flags if flags else ''} — {said}")
     return labels
 
 
@@ -148,7 +155,7 @@ def compare_figure(runs: list[Run], findings: list[list[Finding]]):
 
     panels = compared_panels(runs, findings)
     header = 0.75 + 0.28 * len(runs)
-    fig, axes = panel_figure(len(panels), header)
+    fig, axes = panel_figure([finding_title(vital.title, grouped(found))[0] for vital, found in panels], header)
     top = 1 - 0.12 / fig.get_figheight()
     fig.suptitle(f"{len(runs)} runs compared", fontweight="bold", y=top, va="top")
     handles = [Line2D([], [], color=f"C{i}", linewidth=2.5, label=literal(label))

@@ -59,7 +59,7 @@ ACCURACY = Vital("held-out accuracy", "share correct (greedy)", {"eval_accuracy"
 KL_REF = Vital("KL(π_θ‖π_ref)", "nats per token (log scale)", {"kl_ref": ""},
                (Guide(f"blow-up ≥ {_share(T.kl_high)}", T.kl_high),
                 Guide(f"hardly moved < {_share(T.kl_still)}", T.kl_still)), log_scale=True)
-KL_OLD = Vital("KL(π_old‖π_θ) after the update", "nats (k3 estimate)", {"approx_kl_old_k3": ""})
+KL_OLD = Vital("KL(π_old‖π_θ) in the last pass", "nats (k3 estimate)", {"approx_kl_old_k3": ""})
 ENTROPY = Vital("entropy of π_θ", "nats per token", {"entropy": ""})
 CLIP = Vital("clip fraction", "share of tokens clipped", {"clip_frac": ""},
              (Guide(f"healthy < {_share(T.clip_high)}", 0.0, T.clip_high),))

@@ -40,7 +40,7 @@ CURVES = [Panel("episode return", "return (steps balanced)",
           Panel("explained variance of V", "1 − Var(R − V) / Var(R)", {"explained_variance": ""}),
           Panel("entropy of π_θ", "nats per action", {"entropy": ""}),
           Panel("clip fraction", "share of samples clipped", {"clip_frac": ""}),
-          Panel("KL(π_old‖π_θ) after the update", "nats (k3 estimate)", {"approx_kl_old_k3": ""})]
+          Panel("KL(π_old‖π_θ) in the last pass", "nats (k3 estimate)", {"approx_kl_old_k3": ""})]
 
 
 @dataclass
