@@ -101,7 +101,7 @@ CONCEPTS = (
     Concept("LUSPO's aggregation: each completion's sum, then the mean over completions", "6",
             "1 · One loss, six methods", "ex11_aggregate", "ladder.core.aggregate", "grpo --loss-type luspo",
             "GRPOConfig.loss_type"),
-    Concept("SAPO's soft gate $-\\frac{4}{\\tau}\\sigma(\\tau(r - 1))\\hat A$ in place of the clip", "6b",
+    Concept("SAPO's soft gate $-\\frac{4}{\\tau}\\sigma(\\tau(\\rho - 1))\\hat A$ in place of the clip", "6b",
             "1 · Objectives as functions of the ratio", "ex24_soft_gate", "ladder.core.soft_gated_surrogate",
             "grpo --loss-type sapo", "GRPOConfig.sapo_temperature_pos"),
     Concept("GDPO: each reward normalised within its group, then summed", "6b",

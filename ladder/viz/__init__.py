@@ -3,7 +3,7 @@
 Each view returns a ``View`` (an ``ipywidgets.VBox``): ``view.controls`` are its knobs,
 ``view.data`` the numbers of the last drawing, ``view.figure`` the matplotlib figure.
 
-    clipped_objective_view   the clipped surrogate vs r (Â > 0, Â < 0), real ratios, clip fraction
+    clipped_objective_view   the clipped surrogate vs ρ (Â > 0, Â < 0), real ratios, clip fraction
     mu_view                  μ real passes on one CartPole batch: ratios, clipping, three KLs
     kl_estimators_view       k1 / k2 / k3 bias and variance against the exact KL
     group_advantages_view    GRPO's group-relative advantages under each reward scale
@@ -14,8 +14,8 @@ Each view returns a ``View`` (an ``ipywidgets.VBox``): ``view.controls`` are its
     kl_gradient_view         the exact expected gradient of each way of putting the KL into training
     token_view               a tiny-GRPO batch as text, tokens coloured; token- vs sequence-level clipping
     league_view              the --algo bundles trained by the grpo rung at one budget of completions
-    objective_view           clipped, CISPO, SAPO and VESPO: the loss and ∂L/∂r of one token against r
-    entropy_mask_view        the top-ρ entropy tokens of the tiny model's completions (core.high_entropy_mask)
+    objective_view           clipped, CISPO, SAPO and VESPO: the loss and ∂L/∂ρ of one token against ρ
+    entropy_mask_view        the top-q entropy tokens of the tiny model's completions (core.high_entropy_mask)
     staleness_view           --max-staleness k: the weight π_old/π_rollout of a rollout k updates stale
     sampler_view             a sampler that is not π_old: its weights π_old/π_sampler, and what C_max keeps
     exact_sampler_gradients  the exact bias and variance of the gradient under π_sampler, uncorrected and truncated

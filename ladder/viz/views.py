@@ -16,7 +16,7 @@ _SLIDER = {"continuous_update": False, "style": {"description_width": "initial"}
 
 
 def _objective(ratio: np.ndarray, advantage: float | np.ndarray, eps_low: float, eps_high: float) -> np.ndarray:
-    """min(r·A, clip(r, 1 − ε_low, 1 + ε_high)·A): the surrogate PPO maximises (−core.clipped_surrogate)."""
+    """min(ρ·A, clip(ρ, 1 − ε_low, 1 + ε_high)·A): the surrogate PPO maximises (−core.clipped_surrogate)."""
     r = torch.as_tensor(ratio, dtype=torch.float64)
     a = torch.as_tensor(advantage, dtype=torch.float64).expand_as(r)
     return (-core.clipped_surrogate(r, a, eps_low, eps_high)).numpy()
@@ -55,8 +55,8 @@ def clipped_objective_view(ratios=None, advantages=None, eps_low: float = 0.2, e
         fig = Figure(figsize=(10, 3.6))
         for ax, sign, key in ((fig.add_subplot(1, 2, 1), 1.0, "objective_pos"), (fig.add_subplot(1, 2, 2), -1.0,
                                                                                   "objective_neg")):
-            ax.plot(grid, sign * grid, ":", color="grey", label="r·Â (unclipped)")
-            ax.plot(grid, data[key], color="C0", lw=2, label="min(r·Â, clip(r)·Â)")
+            ax.plot(grid, sign * grid, ":", color="grey", label="ρ·Â (unclipped)")
+            ax.plot(grid, data[key], color="C0", lw=2, label="min(ρ·Â, clip(ρ)·Â)")
             ax.axvspan(1 - lo, 1 + hi, color="C2", alpha=0.12, label="[1 − ε_low, 1 + ε_high]")
             pick = advantages > 0 if sign > 0 else advantages < 0
             r = ratios[pick]
@@ -67,7 +67,7 @@ def clipped_objective_view(ratios=None, advantages=None, eps_low: float = 0.2, e
             frac = fractions["clip_frac_high" if sign > 0 else "clip_frac_low"]
             ax.set_title(f"Â {'> 0' if sign > 0 else '< 0'}: {int(clipped.sum())}/{pick.sum()} clipped "
                          f"({frac:.1%} of all)")
-            ax.set_xlabel("r = π_θ / π_old")
+            ax.set_xlabel("ρ = π_θ / π_old")
             ax.set_ylabel("objective per unit |Â|")
         fig.axes[0].legend(fontsize=7, loc="upper left")
         fig.tight_layout()
@@ -102,7 +102,7 @@ def mu_figure(run: dict, eps: float, ratio_title: str, kl_title: str, log_counts
     if log_counts:
         ax.set_yscale("log")
     ax.set_title(ratio_title)
-    ax.set_xlabel("r (outliers at the edges)")
+    ax.set_xlabel("ρ (outliers at the edges)")
     ax.legend(fontsize=6)
     ax = fig.add_subplot(2, 2, 2)
     # Hollow markers of two sizes: where the two coincide (pass 1, both 0) both stay visible.
