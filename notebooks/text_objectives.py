@@ -2,7 +2,7 @@
 """The text and code of notebook 6b: the newer objectives, GDPO, the entropy levers and the fifth policy.
 
 Cells starting with ``md:`` are Markdown; everything else is code. ``notebooks/build.py`` writes them.
-The numbers come from ``ladder.viz.objective_lab`` and ``ladder.viz.algo_league``.
+The numbers come from ``ladder.viz.objective_lab``, ``ladder.viz.objective_runs`` and ``ladder.viz.algo_league``.
 """
 
 from text_common import SELF_CHECK, SETUP
@@ -230,7 +230,7 @@ print(f"largest |w_t − kept mass_t| = {top_p['max_diff']:.1e}")""",
 Below, the tiny preset trained for a handful of updates (4 prompts × 8 completions each) at each lag
 $k \in \{0, 1, 2, 4\}$, with `--sampler-correction token_truncate --sampler-clip-max 1.2` (the flag's default
 $C_{\max}$ is larger, printed below; a tighter one makes the truncation visible in so few updates). Each run is the rung's own
-`grpo.train` (`viz.objective_lab.staleness_run`), in a temporary directory; the curves are its logged `sampler/*`
+`grpo.train` (`viz.objective_runs.staleness_run`), in a temporary directory; the curves are its logged `sampler/*`
 metrics. The first updates have a smaller lag (there is no older policy yet), and the learning rate warms up.
 
 The table under the widget reduces each metric over the updates that ran at the full lag $k$: the max of the
@@ -277,7 +277,7 @@ picks, the ratio that term reads, and its KL coefficient. `vespo`'s row keeps `r
 is one per completion: $\varphi$ builds that completion's ratio $w_i = \prod_t \rho_t$ from the token ratios itself
 (`core.gamma_weight`), the rung refuses `--ratio-level sequence` with it, and for `vespo` the flag decides only which
 ratios the logged statistics (`clip_frac`) read.""",
-    """display(Markdown(viz.objective_lab.bundles_markdown(("grpo", "sapo", "vespo", "gdpo"))))""",
+    """display(Markdown(viz.objective_runs.bundles_markdown(("grpo", "sapo", "vespo", "gdpo"))))""",
     r"""md:The tiny preset takes one pass ($\mu = 1$) over one minibatch ($M = 1$) per update, as TRL's defaults do. One seed and
 32 held-out sums (accuracy in steps of 1/32), so do not read a ranking into small differences: `benchmarks/variants.py`
 runs every `--algo` over several seeds and a larger budget, with results in `benchmarks/RESULTS.md`.
@@ -291,10 +291,10 @@ view""",
 display(Markdown(view.data["table"]))
 print({m: f"last KL {r['kl_ref'][-1]:.2e}" for m, r in on_policy.items()})
 print(f"league: {sum(r['wall_s'] for r in on_policy.values()):.0f} s of training in all")
-gap = viz.objective_lab.largest_gap
+gap = viz.objective_runs.largest_gap
 print(f"μ = 1: grpo vs sapo, largest |Δ reward| {gap(on_policy, 'grpo', 'sapo', 'reward'):.1e}, "
       f"largest |Δ KL| {gap(on_policy, 'grpo', 'sapo', 'kl_ref'):.1e}")
-two_passes = {m: viz.objective_lab.off_policy_run(m, mu=2, max_completions=192, eval_size=32) for m in ("grpo", "sapo")}
+two_passes = {m: viz.objective_runs.off_policy_run(m, mu=2, max_completions=192, eval_size=32) for m in ("grpo", "sapo")}
 print(f"μ = 2: grpo vs sapo, largest |Δ reward| {gap(two_passes, 'grpo', 'sapo', 'reward'):.1e}, "
       f"largest |Δ KL| {gap(two_passes, 'grpo', 'sapo', 'kl_ref'):.1e} (last KL {two_passes['grpo']['kl_ref'][-1]:.2e})")
 for m, r in two_passes.items():

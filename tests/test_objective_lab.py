@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from ladder.viz import objective_lab as lab
+from ladder.viz import objective_runs
 
 
 @pytest.mark.parametrize("adv", [1.0, -1.0])
@@ -76,12 +77,12 @@ def test_the_staleness_table_takes_the_max_of_maxima_and_the_mean_of_shares():
                 "sampler/is_ratio_min": 0.5, "sampler/is_ratio_max": w_max, "sampler/corrected_frac": frac}
 
     runs = {2: [record(1, 9.0, 0.9), record(2, 1.2, 0.02), record(2, 1.1, 0.0)]}
-    row = lab.staleness_markdown(runs).splitlines()[-1].split("|")[1:-1]
+    row = objective_runs.staleness_markdown(runs).splitlines()[-1].split("|")[1:-1]
     assert [c.strip() for c in row] == ["2", "2", "0.1", "1", "0.5", "1.2", "0.01"]
 
 
 def test_the_bundles_table_says_vespo_reads_its_own_sequence_ratio():
-    rows = {row.split(" | ")[0].strip("| "): row for row in lab.bundles_markdown().splitlines()[2:]}
+    rows = {row.split(" | ")[0].strip("| "): row for row in objective_runs.bundles_markdown().splitlines()[2:]}
     assert "Π_t ρ_t" in rows["vespo"] and "ratio_level=token" in rows["vespo"]
     assert "one per token" in rows["grpo"] and "Π_t" not in rows["grpo"]
-    assert lab.ratio_read("clipped", "sequence") == "s_i, one per completion"
+    assert objective_runs.ratio_read("clipped", "sequence") == "s_i, one per completion"

@@ -30,7 +30,8 @@ from ladder.viz.cartpole_lab import fixed_batch, mu_passes
 from ladder.viz.exact_kl_gradients import kl_gradient_view, kl_gradients
 from ladder.viz.lm_lab import beta_sweep, fixed_grpo_batch, lm_mu_passes, ppo_run
 from ladder.viz.lm_views import kl_tradeoff_view, lm_mu_view
-from ladder.viz.objective_lab import entropy_mask_view, objective_view, staleness_view
+from ladder.viz.objective_lab import entropy_mask_view, objective_view
+from ladder.viz.objective_runs import staleness_view
 from ladder.viz.sampler_lab import exact_sampler_gradients, four_policies
 from ladder.viz.sampler_views import sampler_view
 from ladder.viz.self_check import Predict, Reason, SelfCheck, check_computed, tally
