@@ -1,6 +1,6 @@
-"""One run of a rung, from its start to its summary: the scaffolding every rung shares.
+"""One run of a rung, from its start to its summary: the scaffolding every rung shares, driven by ``ladder.loop``.
 
-    with RunSession(cfg, NAME, config, total=cfg.steps, procs=procs) as run:
+    with RunSession(cfg, NAME, config, total=cfg.steps, procs=procs) as run:          # what ladder.loop does
         saved = run.resume(policy=policy, optimizer=optimizer)      # {} on a fresh start
         while run.step < cfg.steps:
             ... collect → Batch → core.update → record ...

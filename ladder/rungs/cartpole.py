@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from ladder import core
+from ladder import core, loop
 from ladder.cli import (
     Number,
     RunOptions,
@@ -24,6 +24,7 @@ from ladder.cli import (
     positive,
     probability,
 )
+from ladder.loop import Recipe
 from ladder.plots import Panel
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
@@ -122,10 +123,16 @@ def collect(policy: MLPActorCritic, envs, obs: np.ndarray, cfg: Config, episode:
 
 
 def train(cfg: Config) -> dict:
-    """Train PPO on CartPole; write metrics.jsonl, summary.json and curves.png into ``cfg.out``."""
+    """Train PPO on CartPole; write metrics.jsonl, summary.json, curves.png and policy.pt into ``cfg.out``."""
     validate(cfg)
     if cfg.threads:  # 0: torch's default
         torch.set_num_threads(cfg.threads)
+    steps_per_update = cfg.num_envs * cfg.num_steps
+    return loop.train(cfg, NAME, build, total=-(-cfg.total_steps // steps_per_update) * steps_per_update, unit="step")
+
+
+def build(cfg: Config, run: RunSession) -> Recipe:
+    """PPO on CartPole as the loop runs it: N envs × T steps → GAE → ``core.update``; lr annealed linearly to 0."""
     seed_everything(cfg.seed)
     envs = gym_common.make_vec_env(cfg.env_id, cfg.num_envs)
     obs_dim, n_actions = gym_common.env_dims(cfg.env_id)
@@ -135,43 +142,52 @@ def train(cfg: Config) -> dict:
     steps_per_update = cfg.num_envs * cfg.num_steps
     num_updates = -(-cfg.total_steps // steps_per_update)
     update_cfg = update_config(cfg)
-    parts = {"policy": policy, "optimizer": optimizer, "generator": generator, "envs": gym_common.EnvState(envs)}
-    with RunSession(cfg, NAME, asdict(cfg), total=num_updates * steps_per_update, unit="step") as run:
-        obs, _ = envs.reset(seed=cfg.seed)
-        progress = {"obs": obs, "env_steps": 0, "evals": [],
-                    "episode": {"return": np.zeros(cfg.num_envs), "length": np.zeros(cfg.num_envs), "finished": []}}
-        progress = run.resume(**parts, progress=None).get("progress") or progress
-        obs, episode, evals = progress["obs"], progress["episode"], progress["evals"]
-        env_steps = progress["env_steps"]
-        solved = bool(evals) and evals[-1][1] >= cfg.solve_return
-        for u in range(run.step, num_updates):
-            if solved and cfg.stop_on_solve:
-                break
-            for group in optimizer.param_groups:
-                group["lr"] = cfg.lr * (1.0 - u / num_updates)
-            obs, obs_nt, actions, logp, values, rewards, dones, last_values = collect(policy, envs, obs, cfg, episode)
-            advantages, returns = core.gae(rewards, values, dones, cfg.gamma, cfg.gae_lambda, last_values)
-            batch = core.Batch(actions=actions, mask=torch.ones_like(rewards), advantages=advantages,
-                               old_logp=logp, values=values, rewards=rewards, returns=returns,
-                               inputs={"obs": obs_nt}).as_transitions()
-            passes = core.update(policy, batch, optimizer, update_cfg, generator)
-            env_steps += steps_per_update
-            finished, episode["finished"] = episode["finished"], []
-            record = {"env_steps": env_steps, "num_passes": len(passes),
-                      "episode_return": float(np.mean(finished)) if finished else None,
-                      "episodes": len(finished), "lr": optimizer.param_groups[0]["lr"], **passes[-1],
-                      "skipped_steps": run.skipped_steps(passes, update_cfg.num_minibatches)}
-            if env_steps // cfg.eval_every > (env_steps - steps_per_update) // cfg.eval_every or u == num_updates - 1:
-                record["eval_return_mean"] = float(np.mean(gym_common.evaluate(
-                    gym_common.greedy(policy), cfg.env_id, cfg.eval_episodes, seed=cfg.seed + 10_000)))
-                evals.append((env_steps, record["eval_return_mean"]))
-                solved = record["eval_return_mean"] >= cfg.solve_return
-            run.log(record, advance=steps_per_update, **({"eval": f"{evals[-1][1]:.0f}"} if evals else {}))
-            run.checkpoint(**parts, progress={"obs": obs, "episode": episode, "evals": evals, "env_steps": env_steps})
+    obs, _ = envs.reset(seed=cfg.seed)
+    progress = {"obs": obs, "env_steps": 0, "evals": [],
+                "episode": {"return": np.zeros(cfg.num_envs), "length": np.zeros(cfg.num_envs), "finished": []}}
+
+    def update() -> dict:
+        """One rollout of N×T transitions → GAE advantages → ``core.update``: μ passes of the clipped surrogate."""
+        episode = progress["episode"]
+        progress["obs"], obs_nt, actions, logp, values, rewards, dones, last_values = collect(
+            policy, envs, progress["obs"], cfg, episode)
+        advantages, returns = core.gae(rewards, values, dones, cfg.gamma, cfg.gae_lambda, last_values)
+        batch = core.Batch(actions=actions, mask=torch.ones_like(rewards), advantages=advantages,
+                           old_logp=logp, values=values, rewards=rewards, returns=returns,
+                           inputs={"obs": obs_nt}).as_transitions()
+        passes = core.update(policy, batch, optimizer, update_cfg, generator)
+        progress["env_steps"] += steps_per_update
+        finished, episode["finished"] = episode["finished"], []
+        return {"env_steps": progress["env_steps"], "num_passes": len(passes),
+                "episode_return": float(np.mean(finished)) if finished else None,
+                "episodes": len(finished), "lr": optimizer.param_groups[0]["lr"], **passes[-1],
+                "skipped_steps": run.skipped_steps(passes, update_cfg.num_minibatches)}
+
+    def evaluate() -> dict:
+        """The mean return of greedy episodes on evaluation seeds."""
+        mean = float(np.mean(gym_common.evaluate(gym_common.greedy(policy), cfg.env_id, cfg.eval_episodes,
+                                                 seed=cfg.seed + 10_000)))
+        progress["evals"].append((progress["env_steps"], mean))
+        return {"eval_return_mean": mean}
+
+    def finished(updates: int) -> bool:
+        evals = progress["evals"]
+        return updates >= num_updates or (cfg.stop_on_solve and bool(evals) and evals[-1][1] >= cfg.solve_return)
+
+    def summary() -> dict:
         envs.close()
+        evals = progress["evals"]
         first_solve = next((s for s, r in evals if r >= cfg.solve_return), None)
         summary = {"rung": NAME, "solved": first_solve is not None, "solved_at_env_steps": first_solve,
-                   "env_steps": env_steps, "wall_s": run.wall_s,
+                   "env_steps": progress["env_steps"], "wall_s": run.wall_s,
                    "eval_return_mean": evals[-1][1] if evals else None, "evals": evals, "seed": cfg.seed}
         torch.save(policy.state_dict(), run.dir / "policy.pt")
-        return run.finish(summary, [p.filled(**asdict(cfg)) for p in CURVES], x="env_steps")
+        return summary
+
+    return Recipe(parts={"policy": policy, "optimizer": optimizer, "generator": generator,
+                         "envs": gym_common.EnvState(envs)},
+                  progress=progress, update=update, finished=finished, summary=summary,
+                  curves=lambda: [p.filled(**asdict(cfg)) for p in CURVES], x="env_steps", evaluate=evaluate,
+                  eval_every=cfg.eval_every, clock=lambda updates: updates * steps_per_update,
+                  optimizer=optimizer, learning_rate=lambda k: cfg.lr * (1.0 - k / num_updates),
+                  postfix=lambda record: {"eval": f"{progress['evals'][-1][1]:.0f}"} if progress["evals"] else {})

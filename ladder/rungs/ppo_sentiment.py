@@ -25,14 +25,15 @@ from __future__ import annotations
 import copy
 import random
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import torch
 
-from ladder import core, hub
+from ladder import core, hub, loop
 from ladder.cli import Text, at_least, int_range, interval, non_negative, option, positive, probability
 from ladder.distributed import Processes, launched_processes, process_device, weights_digest
+from ladder.loop import Recipe
 from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, is_peft, lm_batch
@@ -307,28 +308,42 @@ def train(cfg: Config) -> dict:
     parts = Parts(policy, procs.wrap(policy), tokenizer, reward_fn, optimizer, kl_controller(cfg),
                   torch.Generator().manual_seed(cfg.seed), update_config(cfg), procs)
     load_s = time.perf_counter() - t_load
+    summary = loop.train(cfg, NAME, lambda cfg, run: build(cfg, run, parts, prompt_pool, load_s), total=cfg.steps,
+                         procs=procs)
+    procs.close()
+    return summary
+
+
+def build(cfg: Config, run: RunSession, parts: Parts, prompt_pool: list[str], load_s: float = 0.0) -> Recipe:
+    """RLHF-PPO as the loop runs it: ``ppo_step`` on ``--batch-size`` prompts drawn from ``prompt_pool`` each
+    update; a before/after table of fixed prompts around the training."""
+    policy, tokenizer, reward_fn, procs = parts.policy, parts.tokenizer, parts.reward_fn, parts.procs
     prompt_rng = random.Random(cfg.seed)
     eval_prompts = random.Random(cfg.seed + 1).sample(prompt_pool, min(cfg.num_eval_prompts, len(prompt_pool)))
-    state = {"policy": policy, "optimizer": optimizer, "controller": parts.controller, "generator": parts.generator,
-             "prompt_rng": prompt_rng, **({"reference": ReferenceWeights(policy)} if cfg.ref_sync_every else {})}
-    with RunSession(cfg, NAME, asdict(cfg), total=cfg.steps, procs=procs) as run:
-        run.seed_each_process()  # the weights above are the same everywhere; the samples from here on are not
-        before = run.resume(**state, before=None).get("before") or sample_table(
-            policy, tokenizer, reward_fn, eval_prompts, cfg)
-        while run.step < cfg.steps:
-            prompts = procs.shard(prompt_rng.choices(prompt_pool, k=cfg.batch_size))
-            record, samples = ppo_step(parts, prompts, cfg, run.skipped_steps)
-            if cfg.ref_sync_every and (run.step + 1) % cfg.ref_sync_every == 0:
-                policy.refresh_reference(cfg.ref_mixup)
-            run.log({"completions": (run.step + 1) * cfg.batch_size, **record}, score=f"{record['score_mean']:+.3f}",
-                    kl=f"{record['kl_ref']:.2f}", beta=f"{record['kl_coef']:.3f}")
-            if cfg.print_samples and run.step % cfg.print_samples == 0:
-                run.write(f"update {run.step}: score {record['score_mean']:+.3f}  KL {record['kl_ref']:.2f}  "
-                          f"β {record['kl_coef']:.3f}")
-                for p, c, s in samples[:cfg.num_samples]:
-                    run.write(f"  {p!r} → {c!r} → {s:+.3f}")
-            run.checkpoint(**state, before=before)
-        after = sample_table(policy, tokenizer, reward_fn, eval_prompts, cfg)
+    progress, samples = {"before": []}, []
+    run.seed_each_process()  # the weights are the same everywhere; the samples from here on are not
+
+    def start() -> None:
+        progress["before"] = sample_table(policy, tokenizer, reward_fn, eval_prompts, cfg)
+
+    def update() -> dict:
+        """``ppo_step`` on this update's prompts (this process's share); π_ref refreshed every --ref-sync-every."""
+        prompts = procs.shard(prompt_rng.choices(prompt_pool, k=cfg.batch_size))
+        record, samples[:] = ppo_step(parts, prompts, cfg, run.skipped_steps)
+        if cfg.ref_sync_every and (run.step + 1) % cfg.ref_sync_every == 0:
+            policy.refresh_reference(cfg.ref_mixup)
+        return {"completions": (run.step + 1) * cfg.batch_size, **record}
+
+    def print_samples(record: dict) -> None:
+        if cfg.print_samples and run.step % cfg.print_samples == 0:
+            run.write(f"update {run.step}: score {record['score_mean']:+.3f}  KL {record['kl_ref']:.2f}  "
+                      f"β {record['kl_coef']:.3f}")
+            for p, c, s in samples[:cfg.num_samples]:
+                run.write(f"  {p!r} → {c!r} → {s:+.3f}")
+
+    def summary() -> dict:
+        """The before/after table (samples.md), summary.json's dict, and the trained policy in OUT/policy."""
+        before, after = progress["before"], sample_table(policy, tokenizer, reward_fn, eval_prompts, cfg)
         table = before_after_table(before, after)
         summary = summarize(run.records(), before, after, cfg, parts.controller.value,
                             {"wall_s": run.wall_s, "load_s": load_s, "processes": procs.world,
@@ -337,9 +352,15 @@ def train(cfg: Config) -> dict:
             print("\nSample completions before → after training (same prompts, same sampling seed):\n" + table)
             (run.dir / "samples.md").write_text(table + "\n")
             save_policy(policy, tokenizer, run.dir)
-        run.finish(summary, CURVES, x="step")
-    procs.close()
-    return summary
+        return summary
+
+    state = {"policy": policy, "optimizer": parts.optimizer, "controller": parts.controller,
+             "generator": parts.generator, "prompt_rng": prompt_rng,
+             **({"reference": ReferenceWeights(policy)} if cfg.ref_sync_every else {})}
+    return Recipe(parts=state, progress=progress, update=update, finished=lambda updates: updates >= cfg.steps,
+                  summary=summary, curves=lambda: CURVES, start=start, after_log=print_samples,
+                  postfix=lambda r: {"score": f"{r['score_mean']:+.3f}", "kl": f"{r['kl_ref']:.2f}",
+                                     "beta": f"{r['kl_coef']:.3f}"})
 
 
 def summarize(records: list[dict], before: list[dict], after: list[dict], cfg: Config, kl_coef: float,

@@ -13,8 +13,9 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from ladder import core
+from ladder import core, loop
 from ladder.cli import Number, RunOptions, Text, at_least, int_range, non_negative, option, positive, probability
+from ladder.loop import Recipe
 from ladder.plots import Panel
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
@@ -121,10 +122,15 @@ class EpisodeEnvs:
 
 
 def train(cfg: Config) -> dict:
-    """Train REINFORCE on CartPole; write metrics.jsonl, summary.json and curves.png into ``cfg.out``."""
+    """Train REINFORCE on CartPole; write metrics.jsonl, summary.json, curves.png and policy.pt into ``cfg.out``."""
     validate(cfg)
     if cfg.threads:  # 0: torch's default
         torch.set_num_threads(cfg.threads)
+    return loop.train(cfg, NAME, build, total=cfg.total_steps, unit="step")
+
+
+def build(cfg: Config, run: RunSession) -> Recipe:
+    """REINFORCE as the loop runs it: N complete episodes → returns-to-go → Â = G_t − b(s_t) → ``core.update``."""
     seed_everything(cfg.seed)
     envs = [gym_common.make_env(cfg.env_id) for _ in range(cfg.episodes_per_update)]
     obs_dim, n_actions = gym_common.env_dims(cfg.env_id)
@@ -132,38 +138,47 @@ def train(cfg: Config) -> dict:
     optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, fused=cfg.device == "cpu")
     update_cfg = core.UpdateConfig(mu=1, num_minibatches=1, objective="reinforce", value_coef=cfg.value_coef,
                                    entropy_coef=cfg.entropy_coef, max_grad_norm=cfg.max_grad_norm)
-    parts = {"policy": policy, "optimizer": optimizer, "envs": EpisodeEnvs(envs)}
-    with RunSession(cfg, NAME, asdict(cfg), total=cfg.total_steps, unit="step") as run:
-        progress = run.resume(**parts, progress=None).get("progress") or {"env_steps": 0, "evals": []}
-        env_steps, evals = progress["env_steps"], progress["evals"]
-        # Seeded once at the start; later resets (and a resumed run) continue each env's own RNG.
-        seeds = [cfg.seed * 1000 + i for i in range(cfg.episodes_per_update)] if run.step == 0 else None
+    progress = {"env_steps": 0, "evals": []}
+
+    def update() -> dict:
+        """N episodes from π_θ → G_t → one pass of −Â·log π_θ. The envs are seeded at the first update only;
+        later resets (and a resumed run) continue each env's own RNG."""
+        seeds = [cfg.seed * 1000 + i for i in range(cfg.episodes_per_update)] if progress["env_steps"] == 0 else None
+        obs, actions, rewards, mask = collect_episodes(policy, envs, seeds)
+        returns = core.discounted_returns(rewards, mask, cfg.gamma)
+        batch = core.Batch(actions=actions, mask=mask, rewards=rewards, returns=returns,
+                           advantages=advantages_for(cfg, policy, obs, returns, mask), inputs={"obs": obs})
+        passes = core.update(policy, batch, optimizer, update_cfg)
+        progress["env_steps"] += batch.num_tokens
+        return {"env_steps": progress["env_steps"], "episode_return": rewards.sum(1).mean().item(),
+                "episodes": len(batch), **passes[-1],
+                "skipped_steps": run.skipped_steps(passes, update_cfg.num_minibatches)}
+
+    def evaluate() -> dict:
+        """The mean return of greedy episodes on evaluation seeds."""
+        mean = float(np.mean(gym_common.evaluate(gym_common.greedy(policy), cfg.env_id, cfg.eval_episodes,
+                                                 seed=cfg.seed + 10_000)))
+        progress["evals"].append((progress["env_steps"], mean))
+        return {"eval_return_mean": mean}
+
+    def finished(updates: int) -> bool:
+        evals = progress["evals"]
         solved = bool(evals) and evals[-1][1] >= cfg.solve_return
-        next_eval = (env_steps // cfg.eval_every + 1) * cfg.eval_every
-        while env_steps < cfg.total_steps and not (solved and cfg.stop_on_solve):
-            obs, actions, rewards, mask = collect_episodes(policy, envs, seeds)
-            seeds = None
-            returns = core.discounted_returns(rewards, mask, cfg.gamma)
-            batch = core.Batch(actions=actions, mask=mask, rewards=rewards, returns=returns,
-                               advantages=advantages_for(cfg, policy, obs, returns, mask), inputs={"obs": obs})
-            passes = core.update(policy, batch, optimizer, update_cfg)
-            env_steps += batch.num_tokens
-            record = {"env_steps": env_steps, "episode_return": rewards.sum(1).mean().item(),
-                      "episodes": len(batch), **passes[-1],
-                      "skipped_steps": run.skipped_steps(passes, update_cfg.num_minibatches)}
-            if env_steps >= next_eval or env_steps >= cfg.total_steps:
-                next_eval = (env_steps // cfg.eval_every + 1) * cfg.eval_every
-                record["eval_return_mean"] = float(np.mean(gym_common.evaluate(
-                    gym_common.greedy(policy), cfg.env_id, cfg.eval_episodes, seed=cfg.seed + 10_000)))
-                evals.append((env_steps, record["eval_return_mean"]))
-                solved = record["eval_return_mean"] >= cfg.solve_return
-            run.log(record, advance=batch.num_tokens, **({"eval": f"{evals[-1][1]:.0f}"} if evals else {}))
-            run.checkpoint(**parts, progress={"env_steps": env_steps, "evals": evals})
+        return progress["env_steps"] >= cfg.total_steps or (solved and cfg.stop_on_solve)
+
+    def summary() -> dict:
+        evals = progress["evals"]
         first_solve = next((s for s, r in evals if r >= cfg.solve_return), None)
         summary = {"rung": NAME, "solved": first_solve is not None, "solved_at_env_steps": first_solve,
-                   "env_steps": env_steps, "wall_s": run.wall_s,
+                   "env_steps": progress["env_steps"], "wall_s": run.wall_s,
                    "eval_return_mean": evals[-1][1] if evals else None,
                    "best_eval_return_mean": max((r for _, r in evals), default=None), "evals": evals,
                    "seed": cfg.seed}
         torch.save(policy.state_dict(), run.dir / "policy.pt")
-        return run.finish(summary, [p.filled(**asdict(cfg)) for p in CURVES], x="env_steps")
+        return summary
+
+    return Recipe(parts={"policy": policy, "optimizer": optimizer, "envs": EpisodeEnvs(envs)}, progress=progress,
+                  update=update, finished=finished, summary=summary,
+                  curves=lambda: [p.filled(**asdict(cfg)) for p in CURVES], x="env_steps", evaluate=evaluate,
+                  eval_every=cfg.eval_every, clock=lambda updates: progress["env_steps"],
+                  postfix=lambda record: {"eval": f"{progress['evals'][-1][1]:.0f}"} if progress["evals"] else {})
