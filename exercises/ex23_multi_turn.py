@@ -6,7 +6,7 @@ The agent rung samples trajectories, not completions: the model writes a turn, w
 the environment runs them and its reply is read; the model writes again; until a turn without a call
 (the answer) or the budget. Every row of the batch advances one token per step, in one of three states:
 
-    the model's turn     draw x ~ q = softmax(z / τ) (top-p: the nucleus, renormalised), record log q(x):
+    the model's turn     draw x ~ π = softmax(z / τ) (top-p: the nucleus, renormalised), record log π(x):
                          mask 1, attention 1
     the environment's    feed the next token of the reply, queued when the model's turn ended: mask 0,
                          attention 1 (context, not an action — exercise 22)

@@ -47,7 +47,7 @@ CONCEPTS = (
             "ladder.core.explained_variance", None, None),
     Concept("termination vs time-limit truncation", "1b", "Termination vs time-limit truncation", None,
             "ladder.core.gae", None, None),
-    Concept("the surrogate $\\mathbb{E}[r_t\\hat A_t]$ and its trust region", "1b",
+    Concept("the surrogate $\\mathbb{E}[\\rho_t\\hat A_t]$ and its trust region", "1b",
             "The surrogate and its trust region", None, "ladder.core.clipped_surrogate", "cartpole --clip-eps", None),
     Concept("GAE", "2", "GAE", "ex03_gae", "ladder.core.gae", "cartpole --gae-lambda", "PPOConfig.lam"),
     Concept("whitening $\\hat A$", "2", "Train PPO (tiny preset)", "ex04_whiten", "ladder.core.whiten", None,

@@ -62,8 +62,8 @@ class Failure:
 GALLERY = {
     "loss_and_clip_zero": Failure(
         "clip_zero", "grpo", (), ("--mu", "2"),
-        "at μ·M = 1 the ratio π_θ/π_old is exactly 1: nothing is clipped and the loss is the mean advantage, "
-        "≈ 0 — harmless; a second pass (μ = 2) moves the ratio"),
+        "at μ·M = 1 the ratio π_θ/π_old is 1 to float32 rounding: nothing is clipped and the loss is the mean "
+        "advantage, ≈ 0 — harmless; a second pass (μ = 2) moves the ratio"),
     "truncation": Failure(
         "truncation", "grpo", ("--max-new-tokens", "12"), ("--max-new-tokens", "28"),
         "the worked sum needs more than 12 tokens (notebook 8 §3 prints the completions' lengths): a completion cut "

@@ -23,14 +23,15 @@ WORDING = {
     "loss_zero": Wording(
         "loss ≈ 0 at μ·M = 1", "harmless",
         "with one optimiser step per batch π_old = π_θ, the ratio is 1 and the loss is the mean advantage plus β·KL "
-        "(the mean of group-centred Â is 0 per completion; averaged over tokens, as dapo, bnpo and dr_grpo do, it "
-        "is a length-weighted mean, small when lengths are alike); its gradient is not zero — look at grad_norm and "
-        "the reward, not the loss",
+        "(the mean of group-centred Â is 0 over each group's completions; averaged over tokens, as dapo, bnpo and "
+        "dr_grpo do, it is a length-weighted mean, small when lengths are alike); its gradient is not zero — look at "
+        "grad_norm and the reward, not the loss",
         "nothing (--mu > 1 or --num-minibatches > 1 makes the ratio move)", "nothing (num_iterations, "
         "steps_per_generation)", (NB3, r"## Why $\pi_{\text{old}} = \pi_\theta$ at sampling, and what $\mu$ does")),
     "clip_zero": Wording(
         "clip fraction always 0 at μ·M = 1", "harmless",
-        "the ratio π_θ/π_old is exactly 1 at the only step on each batch, so nothing can be clipped",
+        "the ratio π_θ/π_old is 1 (to float32 rounding) at the only step on each batch, well inside "
+        "[1 − ε, 1 + ε], so nothing can be clipped",
         "nothing (the clip acts only with --mu > 1 or --num-minibatches > 1)", "nothing (num_iterations > 1)",
         (NB3, r"## Why $\pi_{\text{old}} = \pi_\theta$ at sampling, and what $\mu$ does")),
     "truncation": Wording(
