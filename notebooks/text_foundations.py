@@ -77,19 +77,22 @@ print("A =", A)
 p_adv.check("positive" if A[0, 1] > 0 else "negative",
             why=f"Q(0, left) = {Q[0, 0]:.3f} is one reward and the end; Q(0, right) = {Q[0, 1]:.3f} keeps the episode going")""",
     """r_mean = viz.Reason("Why is Σ_a π(a|s) A(s, a) = 0 in every state, whatever the policy?",
-                     "every reward on this chain is 1",
-                     "V(s) is the π-average of Q(s, ·), so Q − V averages to zero under π",
-                     "the chain is symmetric")
+                     "every reward on this chain is 1, so both actions of a state earn the same one-step reward and "
+                     "their Q's differ only by discounting, which π's average removes",
+                     "the chain is symmetric: each state's advantage of going left is mirrored by one of going right "
+                     "with the opposite sign, so the two cancel under any π",
+                     "V(s) is the π-average of Q(s, ·) (the second Bellman equation), so Q(s, ·) − V(s) has "
+                     "π-average V(s) − V(s) = 0")
 r_mean.answer = None     # "a", "b" or "c\"""",
     """print("E_π[A(s, ·)] per state:", (pi * A).sum(-1))
-r_mean.check("b", why="Σ_a π(a|s) (Q(s, a) − V(s)) = V(s) − V(s); notebook 1's baseline rests on the same identity")""",
+r_mean.check("c", why="Σ_a π(a|s) (Q(s, a) − V(s)) = V(s) − V(s); notebook 1's baseline rests on the same identity")""",
     r"""md:## Monte-Carlo, TD(0) and GAE($\lambda$)
 
 A training run never has the exact $V$: a critic $\hat V$ learns it from sampled episodes, and the advantages
 come from both. Three targets for $V(s_t)$, from one episode:
 
 * **Monte-Carlo**: the return $G_t$. Unbiased, but it carries the randomness of every later action and reward.
-* **TD(0)**: $r_t + \gamma\hat V(s_{t+1})$. One step of randomness, then it trusts the critic (*bootstrapping*): its error is the critic's, $\gamma\,(\hat V - V)(s_{t+1})$.
+* **TD(0)**: $r_t + \gamma\hat V(s_{t+1})(1 - d_t)$. One step of randomness, then it trusts the critic (*bootstrapping*): its bias is the critic's error one step on, $\gamma\,\mathbb{E}\big[(1 - d_t)(\hat V - V)(s_{t+1})\big]$.
 * **GAE($\lambda$)** in between. With the **TD error**
 
 $$\delta_t = r_t + \gamma\,\hat V(s_{t+1})(1 - d_t) - \hat V(s_t) \qquad (d_t = 1 \text{ when step } t \text{ terminated}),$$
@@ -109,7 +112,9 @@ ep = int((lengths >= 6).nonzero()[0])            # the first episode of 6 steps 
 length = int(lengths[ep])
 print(f"episode {ep}: {length} steps, states {episodes['states'][ep, :length].tolist()}")
 print("δ_t =", deltas[ep, :length])""",
-    r"""md:Your turn: $\hat A_0$ of episode `ep` at $\lambda = 0.9$, as the weighted sum of its $\delta$'s (a number).""",
+    r"""md:Your turn: $\hat A_0$ of episode `ep` at $\lambda = 0.9$, as the weighted sum of its $\delta$'s. Compute it in code
+from `deltas[ep, :length]`, `chain.gamma` and `lam`: the printout rounds to 3 decimals, and the check wants the sum to
+$10^{-6}$.""",
     """adv0_yours = ...          # Σ_t (γλ)^t δ_t over episode ep""",
     """adv, ret = fd.gae_returns(episodes, critic, chain.gamma, lam)    # core.gae on this batch
 viz.check_computed(adv0_yours, adv[ep, 0], how="((chain.gamma * lam) ** torch.arange(length) * deltas[ep, :length]).sum()")
@@ -186,7 +191,9 @@ $\gamma V(s_T)$ to its reward: the same target. Below, episodes are cut at $T = 
 row = int(cut["truncated"].nonzero()[0])          # the first episode the time limit cut
 print(f"{cut['truncated'].mean():.0%} of the episodes are cut by the limit; row {row} is one, "
       f"ending in state s_T = {int(cut['last_state'][row])}")""",
-    r"""md:Your turn: the value target $R_{T-1}$ of row `row`'s last step (a number), using the exact `V`.""",
+    r"""md:Your turn: the value target $R_{T-1}$ of row `row`'s last step, using the exact `V`. Compute it in code from
+`V`, `chain.gamma` and `cut['last_state'][row]` (each step's reward is 1): the check wants it to $10^{-6}$, finer than
+any printout above.""",
     """target_yours = ...        # r_{T-1} + γ V(s_T)""",
     """ret_cut = fd.gae_returns(cut, V, chain.gamma, 0.0)[1]
 viz.check_computed(target_yours, ret_cut[row, -1], how="1 + chain.gamma * V[cut['last_state'][row]]")
@@ -196,11 +203,14 @@ display(Markdown("CartPole, γ = 0.99, a policy that never drops the pole: V at 
                  "\\n".join(f"| {t} | {limit['v_true']:.1f} | {v:.1f} |" for t, v in zip(limit["steps"], limit["as_terminated"]))))""",
     """r_clock = viz.Reason(f"A critic taught with the time limit as a termination should learn {limit['as_terminated'][-1]:.1f} at "
                       f"step {limit['steps'][-1]} and {limit['as_terminated'][0]:.1f} at step {limit['steps'][0]}. Why can it not?",
-                      "γ is too close to 1 for it to converge",
-                      "CartPole's observation holds no clock: the same state at step 10 and at step 499 gets one value",
-                      "it never sees step 499")
+                      "CartPole's observation holds no clock: a state at step 10 and the same state at step 499 look "
+                      "alike, so the critic must give them one value",
+                      "states near step 499 are rare in its batches (few episodes last that long), so the regression "
+                      "has too few samples there to fit them",
+                      "with γ = 0.99 a bootstrapped target carries the limit's 0 back only about 1/(1 − γ) = 100 steps, "
+                      "so the early steps never learn of it")
 r_clock.answer = None    # "a", "b" or "c\"""",
-    """r_clock.check("b", why="it fits something between the two for every state: wrong everywhere, not only near the limit")""",
+    """r_clock.check("a", why="it fits something between the two for every state: wrong everywhere, not only near the limit")""",
     r"""md:**Predict first.** (You answered `p_trunc` above; the cell below the widget checks it.) The widget estimates $V(s_{\text{start}})$ by the mean $\lambda = 1$
 target $R_0$ over 4000 episodes cut at $T$, bootstrapping with the exact $V$ at the cut or treating the cut as a
 termination. Move $T$: which curve stays on the exact value?""",
@@ -222,39 +232,40 @@ $V$ it is unbiased at every $T$ (up to sampling noise). With a learned $V$ it is
 Notebook 2's PPO does not differentiate $J(\theta) = V_\theta(s_{\text{start}})$; it maximises a **surrogate** built
 from a batch that $\pi_{\text{old}}$ sampled, with the advantages of $\pi_{\text{old}}$:
 
-$$L(\theta) = \mathbb{E}_{s, a\sim\pi_{\text{old}}}\big[\rho(\theta)\,\hat A\big], \qquad \rho(\theta) = \frac{\pi_\theta(a\mid s)}{\pi_{\text{old}}(a\mid s)}.$$
+$$\tilde J(\theta) = \mathbb{E}_{s, a\sim\pi_{\text{old}}}\big[\rho(\theta)\,\hat A\big], \qquad \rho(\theta) = \frac{\pi_\theta(a\mid s)}{\pi_{\text{old}}(a\mid s)}.$$
 
-($\rho$, the importance ratio; $r$ stays the reward.)
+($\rho$, the importance ratio; $r$ stays the reward. $\tilde J$, the surrogate of $J$, is maximised; the course keeps $L$
+for losses, which are minimised.)
 
 At $\theta = \theta_{\text{old}}$, $\nabla_\theta \rho = \nabla_\theta\pi_\theta/\pi_{\text{old}} = \nabla_\theta\log\pi_\theta$, so
-$\nabla L(\theta_{\text{old}}) = \mathbb{E}[\nabla\log\pi_\theta\,\hat A]$: **the policy gradient**. On the chain both
+$\nabla \tilde J(\theta_{\text{old}}) = \mathbb{E}[\nabla\log\pi_\theta\,\hat A]$: **the policy gradient**. On the chain both
 sides are exact: $J$ is the linear solve (differentiable, so autograd gives $\nabla J$), and the expectation
 weights each state by its discounted visitation $d_{\text{old}}(s) = \sum_t\gamma^t P(s_t = s)$, with the exact
 $A_{\text{old}}$:
 
-$$L(\theta) = \sum_s d_{\text{old}}(s)\sum_a \pi_{\text{old}}(a\mid s)\,\rho(\theta)\,A_{\text{old}}(s, a).$$
+$$\tilde J(\theta) = \sum_s d_{\text{old}}(s)\sum_a \pi_{\text{old}}(a\mid s)\,\rho(\theta)\,A_{\text{old}}(s, a).$$
 
 (PPO's batches weight states by how often they are visited, without the $\gamma^t$: a common approximation.)
 Below, $\theta_{\text{old}}$ is a random table of logits.""",
-    """p_zero = viz.Predict("What is the value L(θ_old) of the surrogate at θ = θ_old (a number)?", atol=1e-6)
+    """p_zero = viz.Predict("What is the value J̃(θ_old) of the surrogate at θ = θ_old (a number)?", atol=1e-6)
 p_zero.answer = None     # your prediction""",
     """theta_old = torch.randn(chain.n_states, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
-grads = fd.surrogate_gradients(chain, theta_old)   # autograd of J and of L at θ_old
+grads = fd.surrogate_gradients(chain, theta_old)   # autograd of J and of J̃ at θ_old
 print("∇J(θ_old) =", grads["grad_J"])
-print("∇L(θ_old) =", grads["grad_L"])
+print("∇J̃(θ_old) =", grads["grad_L"])
 print(f"largest difference: {grads['max_abs_diff']:.1e}")
 p_zero.check(fd.surrogate(chain, theta_old, theta_old).item(),
              why="zero up to float rounding: ρ = 1 there, and E_π_old[A_old] = 0 (the section on A)")""",
-    r"""md:Equal gradients say nothing about a step of finite size: $L$ uses $d_{\text{old}}$ and $A_{\text{old}}$, and
+    r"""md:Equal gradients say nothing about a step of finite size: $\tilde J$ uses $d_{\text{old}}$ and $A_{\text{old}}$, and
 both go stale as $\pi_\theta$ moves. How fast depends on the parameters. With one logit per state, a step moves
 each state's $\pi$ on its own; a network's weights move $\pi$ in many states at once. The extreme case is one
 **shared logit**: $\pi_\theta(\text{right}\mid s) = \sigma(\theta)$ in every state. From $\theta_{\text{old}} = 0$, states
 near the left end want more *right* and states near the right end want more *left*; the policy gradient weighs
 them by $d_{\text{old}}$ and picks a direction. The widget steps $\theta = \theta_{\text{old}} + \alpha u$ along it ($u$ its
-unit direction) and plots the true change $J(\theta) - J(\theta_{\text{old}})$, $L(\theta)$, and PPO's **clipped** surrogate,
+unit direction) and plots the true change $J(\theta) - J(\theta_{\text{old}})$, $\tilde J(\theta)$, and PPO's **clipped** surrogate,
 where each term is $\min\big(\rho\hat A,\ \mathrm{clip}(\rho, 1-\varepsilon, 1+\varepsilon)\hat A\big)$.""",
-    """p_far = viz.Predict("At a step α = 3, which of the two is above its value at θ_old: the surrogate L, the true J, both, or neither?",
-                    choices=("both", "only L", "only J", "neither"))
+    """p_far = viz.Predict("At a step α = 3, which of the two is above its value at θ_old: the surrogate J̃, the true J, both, or neither?",
+                    choices=("both", "only the surrogate", "only J", "neither"))
 p_far.answer = None      # your prediction""",
     r"""md:**Predict first.** (Answer `p_far` above.) Then move the step $\alpha$ and $\varepsilon$: where does each curve
 peak?""",
@@ -262,8 +273,8 @@ peak?""",
     """shared_old = torch.tensor(0.0, dtype=torch.float64)
 far = fd.surrogate_drift(chain, shared_old, [3.0])
 up_L, up_J = far["surrogate"][0] > 0, far["true_change"][0] > 0
-p_far.check({(True, True): "both", (True, False): "only L", (False, True): "only J", (False, False): "neither"}[(up_L, up_J)],
-            why=f"L(θ) = {far['surrogate'][0]:+.3f}, J(θ) − J(θ_old) = {far['true_change'][0]:+.3f}")
+p_far.check({(True, True): "both", (True, False): "only the surrogate", (False, True): "only J", (False, False): "neither"}[(up_L, up_J)],
+            why=f"J̃(θ) = {far['surrogate'][0]:+.3f}, J(θ) − J(θ_old) = {far['true_change'][0]:+.3f}")
 steps = torch.linspace(0, 3, 61).tolist()
 drift = fd.surrogate_drift(chain, shared_old, steps, clip_eps=0.2)
 for name in ("true_change", "surrogate", "clipped"):
@@ -274,7 +285,7 @@ table = fd.surrogate_drift(chain, fd.uniform(chain), [0.5, 2.0, 8.0])
 print("one logit per state, from θ = 0: J(θ) − J(θ_old) at α = 0.5, 2, 8:", table["true_change"].round(3))""",
     r"""md:<details><summary>Answer</summary>
 
-$L$ is linear in $\pi_\theta$ with weights fixed at $\pi_{\text{old}}$: it keeps rewarding the direction that was
+$\tilde J$ is linear in $\pi_\theta$ with weights fixed at $\pi_{\text{old}}$: it keeps rewarding the direction that was
 right at $\theta_{\text{old}}$, long after the visitation and the advantages have changed under the moving
 policy and the true $J$ has turned down. The clipped surrogate stops paying for a ratio past $1 + \varepsilon$
 where $\hat A > 0$ (and below $1 - \varepsilon$ where $\hat A < 0$), but keeps charging for ratios that moved the wrong
@@ -283,7 +294,7 @@ long steps still improve $J$ — how far a surrogate can be trusted depends on h
 </details>
 
 So the surrogate is a **local** model of $J$: right to first order at $\theta_{\text{old}}$, drifting as $\pi_\theta$ moves.
-TRPO maximises it inside a trust region, $\mathrm{KL}(\pi_{\text{old}}\,\|\,\pi_\theta) \le \delta$; PPO, more
+TRPO maximises it inside a trust region, $\mathrm{KL}(\pi_{\text{old}}\,\|\,\pi_\theta) \le \kappa$ for a radius $\kappa$ it sets; PPO, more
 cheaply, takes away with the clip what the surrogate would pay for ratios beyond $1 \pm \varepsilon$, and notebook 2 runs it for $\mu$ passes over each batch — the next
 notebook.
 
@@ -291,9 +302,12 @@ notebook.
 
 Answer each question (a letter for a reason, one of the choices for a prediction), then run the cell after it.""",
     """q_ev = viz.Reason("A run's critic has an explained variance that climbs from 0.1 to 0.6, then drops to −0.5 after one update. What does the drop say?",
-                   "the returns became more random",
-                   "the critic now predicts the returns worse than a constant would: that update broke it",
-                   "nothing: explained variance is noise")
+                   "nothing about the critic: explained variance is a noisy batch statistic, and one batch's −0.5 "
+                   "is within its usual spread",
+                   "the critic now predicts the returns worse than a constant would: Var[R − V̂] exceeds Var[R], so "
+                   "that update broke it",
+                   "the returns of that batch became more random: Var[R] grew faster than the critic could follow, "
+                   "which pushes the score below 0")
 q_ev.answer = None       # "a", "b" or "c\"""",
     """q_ev.check("b", why="below 0, Var[R − V̂] > Var[R]; more random returns lower it toward 0, as on the chain, not below")""",
     """p_n = viz.Predict("With the critic V̂ = 0.7 V (c = 0.3), by what factor does the squared error of the λ = 1 "

@@ -35,11 +35,13 @@ view""",
 print(f"{len(kl_stats[1.0]['p'])} actions, {kl_stats[1.0]['num_samples']} samples per estimate")
 for d, s in kl_stats.items():
     print(f"distance {d}: exact {s['exact']:.3f} | " + " | ".join(
-        f"{k} bias {s[k]['bias']:+.3f} std {s[k]['std']:.3f}" for k in ("k1", "k2", "k3")))""",
+        f"{k} bias {s[k]['bias']:+.3f} ± {s[k]['std'] / s['trials'] ** 0.5:.3f} std {s[k]['std']:.3f}" for k in ("k1", "k2", "k3")))
+print(f"(± is the bias's standard error, std/√trials over {kl_stats[1.0]['trials']} trials: a bias within about two of "
+      "them is sampling noise)")""",
     r"""md:<details><summary>Answer</summary>
 
-$k_1$ and $k_3$ stay unbiased at every distance (their bias is sampling noise), while $k_2$'s bias grows with the
-distance. Of the two unbiased ones $k_3$ has the smaller spread: compare their `std` in each line above, or the
+$k_1$ and $k_3$ stay unbiased at every distance (their printed bias is within a couple of its $\pm$, sampling noise),
+while $k_2$'s bias grows with the distance, far beyond its $\pm$. Of the two unbiased ones $k_3$ has the smaller spread: compare their `std` in each line above, or the
 error bars in the middle panel as you slide. In short: $k_1$ is unbiased but noisy and can be negative; $k_2$ is
 biased, and low-variance only near $\pi_\theta \approx \pi_{\text{ref}}$; $k_3$ is unbiased and low-variance near
 $\pi_\theta \approx \pi_{\text{ref}}$ — GRPO's choice.
@@ -113,34 +115,45 @@ for mu, e in error.items():
 **Exercises:** `ex07_kl_estimators.py` and `ex08_kl_corrected.py`; with `--use-exercises` your corrected
 `kl_estimate` runs in place of the core's.""",
     SELF_CHECK,
-    """p_k3 = viz.Predict("A sample to which π_ref gives 3 times the probability π_θ gives (ℓ = log 3): k1 = −ℓ is negative "
-                    "there. What will k3 = (e^ℓ − 1) − ℓ be?")
+    """p_k3 = viz.Predict("k3 = k1 + (e^ℓ − 1), with e^ℓ = π_ref(a)/π_θ(a). With a ~ π_θ, what is the expected value of the "
+                    "added term e^ℓ − 1, at any distance between π_θ and π_ref?")
 p_k3.answer = None
 p_lr = viz.Predict("Run the μ = 8 passes again at a 5 times smaller learning rate (4e-4 instead of 2e-3): will the clip "
                    "fraction after the last pass be larger, smaller or the same?", choices=("larger", "smaller", "the same"))
 p_lr.answer = None
 why_plain = viz.Reason("A new case: the batch was drawn by π_ref itself (replies stored from the reference model), "
                        "not by π_old. Which weight makes the average of k3 over it estimate KL(π_θ‖π_ref)?",
-                       "π_θ/π_ref", "π_ref/π_θ", "π_θ/π_old",
-                       "none: the plain average of k3 already estimates it")
+                       "π_ref/π_θ: it turns the reference's samples into samples of π_θ, each weighted by how much "
+                       "likelier π_ref made it",
+                       "π_θ/π_old, as in the widget's green estimate: the correction always divides by π_old, the "
+                       "policy the update started from, whoever drew the samples",
+                       "none: k3 is built from ℓ = log π_ref − log π_θ, which already compares the two policies, so "
+                       "its plain average estimates the KL from any samples",
+                       "π_θ/π_ref: importance sampling divides by the policy that drew the samples, here π_ref, so "
+                       "E_π_ref[(π_θ/π_ref)·k3] = E_π_θ[k3]")
 why_plain.answer = None
 for question in (p_k3, p_lr, why_plain):
     question.ask()
     print()""",
-    """ell = torch.linspace(-10, 10, 2001, dtype=torch.float64)          # ℓ = log π_ref − log π_θ on a grid
+    """p, q = (torch.tensor(kl_stats[2.5][k], dtype=torch.float64) for k in ("p", "q"))   # π_θ, π_ref of section 1
+added = (p * (q / p - 1)).sum().item()                              # E_π_θ[e^ℓ − 1], exactly
+sampled = {d: s["k3"]["mean"] - s["k1"]["mean"] for d, s in kl_stats.items()}   # its average over section 1's samples
+p_k3.check(added, why="E_π_θ[π_ref/π_θ] = Σ_a π_ref(a) = 1, so the term has mean 0 and k3 keeps k1's mean (unbiased); "
+                      f"it rises as k1 falls, which cuts k1's spread. Over section 1's samples it averages "
+                      + ", ".join(f"{v:+.4f}" for v in sampled.values()) + " at distances " + ", ".join(map(str, sampled)))
+ell = torch.linspace(-10, 10, 2001, dtype=torch.float64)          # ℓ = log π_ref − log π_θ on a grid
 k3 = core.kl_estimate(torch.zeros_like(ell), ell, "k3")
-k3_at_3 = core.kl_estimate(torch.zeros(1, dtype=torch.float64), torch.tensor([3.0], dtype=torch.float64).log(), "k3").item()
-p_k3.check(k3_at_3, why=f"3 − 1 − log 3: positive where k1 is negative; the smallest k3 for ℓ in [−10, 10] is "
-                        f"{k3.min():.1e}, since e^ℓ ≥ 1 + ℓ for every ℓ")
+k3_at_0 = core.kl_estimate(torch.zeros(1, dtype=torch.float64), torch.zeros(1, dtype=torch.float64), "k3").item()
+print(f"k3 ≥ 0 at every ℓ of the grid [−10, 10]: {bool((k3 >= 0).all())}, and k3 = {k3_at_0:g} at ℓ = 0 "
+      "(e^ℓ ≥ 1 + ℓ, equal only at ℓ = 0)")
 slow = viz.mu_passes(8, lr=4e-4)
 clip = {"2e-3": runs[8]["clip_frac_after"][-1], "4e-4": slow["clip_frac_after"][-1]}
 p_lr.check("larger" if clip["4e-4"] > clip["2e-3"] else "the same" if clip["4e-4"] == clip["2e-3"] else "smaller",
            why=f"clip fraction {clip['2e-3']:.3f} at 2e-3, {clip['4e-4']:.3f} at 4e-4; the ratios' std "
                f"{runs[8]['ratios'][-1].std():.3f} and {slow['ratios'][-1].std():.3f}: the step size sets how far they spread")
-p, q = (torch.tensor(kl_stats[2.5][k], dtype=torch.float64) for k in ("p", "q"))   # π_θ, π_ref of section 1
 k3_q = core.kl_estimate(p.log(), q.log(), "k3")
 weighted, plain = (q * (p / q) * k3_q).sum().item(), (q * k3_q).sum().item()
-why_plain.check("a", why=f"the samples' policy goes below the bar: E_π_ref[(π_θ/π_ref)·k3] = {weighted:.4f} on section 1's "
+why_plain.check("d", why=f"the sampling policy π_ref goes in the denominator: E_π_ref[(π_θ/π_ref)·k3] = {weighted:.4f} on section 1's "
                          f"categorical at distance 2.5, its exact KL {kl_stats[2.5]['exact']:.4f}; plain E_π_ref[k3] = {plain:.4f}")
 viz.tally(p_k3, p_lr, why_plain)""",
 ]

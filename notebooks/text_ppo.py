@@ -8,11 +8,14 @@ from text_common import SELF_CHECK, SETUP
 
 WHY_MIN = """why_min = viz.Reason("A sample with Â = −1 whose ratio has grown to ρ = 1.5 (ε = 0.2): does the clip take its "
                      "gradient, and why?",
+                     "yes: ρ = 1.5 lies above 1 + ε = 1.2, so the objective uses clip(ρ)·Â = −1.2, a constant "
+                     "in θ, and the sample's gradient is 0",
+                     "yes: with Â < 0 the clipped branch −1.2 is the lower of the two, so the min keeps it, and a "
+                     "constant branch has no gradient",
                      "no: the min compares ρ·Â = −1.5 with clip(ρ)·Â = −1.2 and keeps −1.5, the unclipped branch, "
                      "which still depends on θ",
-                     "yes: ρ > 1 + ε, so ρ is clipped to 1.2 and its gradient is 0",
-                     "no: the clip acts only on samples with Â > 0",
-                     "yes: every sample outside [1 − ε, 1 + ε] loses its gradient")
+                     "no: for Â < 0 PPO uses ρ·Â unclipped at every ρ, since the clip guards only against "
+                     "over-rewarding good actions")
 why_min.answer = None     # "a", "b", "c" or "d"
 why_min.ask()"""
 
@@ -21,12 +24,12 @@ VECTOR_ENV_CELLS = [
 
 The rung does not play one CartPole at a time. `gym_common.make_vec_env` builds a gymnasium `SyncVectorEnv` of
 $N$ = `num_envs` copies stepped together: `reset()` returns `obs` of shape `[N, 4]` (CartPole's state
-$[x, \dot x, \theta, \dot\theta]$ per env), and one `step(actions)` takes $N$ actions and returns $N$ observations,
+$[x, \dot x, \varphi, \dot\varphi]$ per env, $\varphi$ the pole angle), and one `step(actions)` takes $N$ actions and returns $N$ observations,
 rewards, `terminated` and `truncated` flags. `collect` calls it `num_steps` times per rollout: that is the
 `[N, T]` batch.
 
 An env whose episode ends does not wait for the others: the vector env resets it by itself (*autoreset*). gymnasium
-(≥ 1.0) has modes for it; two matter here.
+(≥ 1.1) has modes for it; two matter here.
 
 * `NEXT_STEP`, gymnasium's default: the step at which env $i$ ends returns that episode's last observation with its
   flag set, as a single env would. Env $i$ is not reset by that call.
@@ -46,12 +49,14 @@ print(f"{len(ve.RULES)} envs ({', '.join(ve.RULES)}), time limit {ve.TIME_LIMIT}
       f"obs of one step: {runs['SAME_STEP']['obs'][0].shape}")
 reset_q = viz.Reason("Under NEXT_STEP, env i ended at step t. What does step t + 1 return for env i, and what becomes "
                      "of the action you pass it?",
-                     "the next state of the finished episode, reached by that action, with reward 1",
+                     "the next state of the finished episode, reached by that action, with reward 1: NEXT_STEP "
+                     "delays the reset, so the old episode runs one step past its end before env i restarts",
+                     "the new episode's first observation, with the action applied to it: the reset and the new "
+                     "episode's first step happen in one call, so this step is the new episode's first transition",
+                     "the finished episode's last observation again, with its flag still set: the call clears the "
+                     "flag and ignores the action, and the reset comes at step t + 2",
                      "the new episode's first observation, with reward 0 and both flags False; the action is "
-                     "ignored: the call only resets env i, so this step is no transition of any episode",
-                     "the new episode's first observation; the action is applied to it, so the step is the new "
-                     "episode's first transition",
-                     "the finished episode's last observation again, with its flag still set")
+                     "ignored: the call only resets env i, so this step is no transition of any episode")
 reset_q.answer = None     # "a", "b", "c" or "d": answer before you run on
 reset_q.ask()""",
     r"""md:The widget: a timeline per mode (one row per env) and, below it, step $t$ of each env as `step()` returned it —
@@ -66,7 +71,7 @@ print(f"NEXT_STEP, the {int(after.sum())} steps after an end: rewards {np.unique
 print("env 0 on the step after its first end, pushed left:", ve.reset_step_obs(0).round(3),
       "pushed right:", ve.reset_step_obs(1).round(3))
 first_end = tuple(int(k) for k in np.argwhere(ended)[0])
-reset_q.check("b", why=f"the new first observation, the same whatever the action; reward 0 and no flag at every "
+reset_q.check("d", why=f"the new first observation, the same whatever the action; reward 0 and no flag at every "
                        f"such step. SAME_STEP returns that observation one step earlier: at step {first_end[0]}, where env "
                        f"{first_end[1]} ended, it returned {runs['SAME_STEP']['obs'][first_end].round(3)}")""",
     r"""md:Under `NEXT_STEP` the step after an end is not a transition: its observation is not the result of its action,
@@ -81,7 +86,8 @@ GAE's $\delta_t = r_t + \gamma V(s_{t+1})(1-d_t) - V(s_t)$ needs $s_{t+1}$, the 
 `SAME_STEP`, where env $i$ ended at step $t$, the returned `obs[i]` is the next episode's first state: its value
 belongs to another episode, and bootstrapping from it would add a fresh start's value to a finished one. So, per env:
 
-* **terminated**: the episode is over; there is no $V(s_{t+1})$ ($d_t = 1$; written 0 below);
+* **terminated**: the episode is over; there is no $V(s_{t+1})$ ($d_t = 1$; written 0 below). Terminated wins when
+  both flags are set (gymnasium can set both at the time limit's last step): the episode ended, whatever the clock;
 * **truncated**: the time limit cut a state that has a future (notebook 1b), and that state is
   `info["final_obs"][i]`: bootstrap with $V(s_{\text{final}})$;
 * **neither**: $V(\text{obs}[i])$, the returned observation is the episode's next state.
@@ -89,7 +95,8 @@ belongs to another episode, and bootstrapping from it would add a fresh start's 
 The rung does exactly this: `cartpole.collect` reads $V$ of `info["final_obs"]` where an env was truncated, adds
 $\gamma V(s_{\text{final}})$ to that step's reward and marks the step done, so its target is
 $r_t + \gamma V(s_{\text{final}})$. Below, one recorded `SAME_STEP` step where the three cases meet, and a stand-in
-critic `ve.critic` ($V(s) = 10\,(1 - |\theta| / 0.2095)$: 10 upright, 0 at the angle where CartPole terminates).""",
+critic `ve.critic` ($V(s) = 10\,(1 - |\varphi| / 0.2095)$, with $\varphi$ the pole angle: 10 upright, 0 at the angle where
+CartPole terminates).""",
     """same = runs["SAME_STEP"]
 t_mix = ve.mixed_step(same)
 obs, terminated, truncated = same["obs"][t_mix], same["terminated"][t_mix], same["truncated"][t_mix]
@@ -120,29 +127,29 @@ batch was sampled by $\pi_{\text{old}}$ while we optimise $\pi_\theta$.
 ## From REINFORCE to PPO's surrogate
 
 REINFORCE (notebook 1) minimises $L^{\text{PG}}(\theta) = -\mathbb{E}_t\big[\hat A_t \log\pi_\theta(a_t\mid s_t)\big]$.
-Its gradient $-\mathbb{E}_t\big[\hat A_t\,\nabla_\theta\log\pi_\theta(a_t\mid s_t)\big]$ is the policy gradient only
-while the samples come from $\pi_\theta$. After one optimiser step they no longer do: they came from $\pi_{\text{old}}$.
+Its gradient $-\mathbb{E}_t\big[\hat A_t\,\nabla_\theta\log\pi_\theta(a_t\mid s_t)\big]$ is minus the policy gradient
+(the descent direction) only while the samples come from $\pi_\theta$. After one optimiser step they no longer do: they came from $\pi_{\text{old}}$.
 
 **Importance sampling.** For any $f$,
 $\mathbb{E}_{a\sim\pi_\theta}[f(a)] = \sum_a \pi_\theta(a) f(a) = \mathbb{E}_{a\sim\pi_{\text{old}}}\big[\tfrac{\pi_\theta(a)}{\pi_{\text{old}}(a)}\,f(a)\big]$:
 weighting each sample by the ratio
 $\rho_t(\theta) = \pi_\theta(a_t\mid s_t) / \pi_{\text{old}}(a_t\mid s_t)$ (the importance ratio; $r_t$ stays the reward) turns
 expectations under $\pi_{\text{old}}$,
-which we have samples of, into expectations under $\pi_\theta$. PPO's surrogate, maximised over the
+which we have samples of, into expectations under $\pi_\theta$. PPO's surrogate objective, maximised over the
 $\pi_{\text{old}}$ samples of the batch, is
 
-$$L(\theta) = \mathbb{E}_t\big[\rho_t(\theta)\,\hat A_t\big].$$
+$$\tilde J(\theta) = \mathbb{E}_t\big[\rho_t(\theta)\,\hat A_t\big].$$
 
-The states still come from $\pi_{\text{old}}$ and $\hat A_t$ is $\pi_{\text{old}}$'s advantage, so $L$ stands in for
-$J$ only while $\pi_\theta$ stays close to $\pi_{\text{old}}$; keeping it close is the clip's job (below).
+(The course keeps $L$ for losses, which are minimised; $\tilde J$ is the surrogate of $J$.) The states still come from
+$\pi_{\text{old}}$ and $\hat A_t$ is $\pi_{\text{old}}$'s advantage, so $\tilde J$ stands in for $J$ only while $\pi_\theta$ stays close to $\pi_{\text{old}}$; keeping it close is the clip's job (below).
 
 **Its gradient.** $\pi_{\text{old}}$ does not depend on $\theta$, and $\nabla_\theta\pi_\theta = \pi_\theta\nabla_\theta\log\pi_\theta$, so
 
 $$\nabla_\theta \rho_t = \frac{\nabla_\theta\pi_\theta(a_t\mid s_t)}{\pi_{\text{old}}(a_t\mid s_t)} = \rho_t\,\nabla_\theta\log\pi_\theta(a_t\mid s_t),
-\qquad \nabla_\theta L = \mathbb{E}_t\big[\rho_t\,\hat A_t\,\nabla_\theta\log\pi_\theta(a_t\mid s_t)\big].$$
+\qquad \nabla_\theta \tilde J = \mathbb{E}_t\big[\rho_t\,\hat A_t\,\nabla_\theta\log\pi_\theta(a_t\mid s_t)\big].$$
 
-At $\theta = \theta_{\text{old}}$ every $\rho_t = 1$ and $\nabla_\theta L = \mathbb{E}_t\big[\hat A_t\,\nabla_\theta\log\pi_\theta(a_t\mid s_t)\big]$:
-**REINFORCE's gradient, exactly.** The two objectives have different values ($\mathbb{E}[\hat A]$ and
+At $\theta = \theta_{\text{old}}$ every $\rho_t = 1$ and $\nabla_\theta \tilde J = \mathbb{E}_t\big[\hat A_t\,\nabla_\theta\log\pi_\theta(a_t\mid s_t)\big]$:
+**REINFORCE's gradient, exactly** (minus $\nabla_\theta L^{\text{PG}}$). $\tilde J$ and $-L^{\text{PG}}$ have different values ($\mathbb{E}[\hat A]$ and
 $\mathbb{E}[\hat A\log\pi_\theta]$) but the same gradient there. Once $\theta$ has moved, $\rho_t \neq 1$ reweights each
 sample's REINFORCE term by how much more (or less) likely $\pi_\theta$ now makes its action.
 
@@ -267,12 +274,21 @@ display(Markdown(f"{verdict} The last training return, {trained[-1]:.1f}, is {si
                  f"{greedy[-1]:.1f}. The last update ran at lr = {last['lr']:.2e}, {last['lr'] / cfg.lr:.1%} of "
                  f"`lr` (update {len(records)} of at most {num_updates}); its clip fraction was "
                  f"{last['clip_frac']:.4f} and its KL(π_old‖π_θ) {last['approx_kl_old_k3']:.1e}."))""",
-    r"""md:Why the last update's clip fraction and KL can be about 0: the statistics of an update are those of its last
-pass (`passes[-1]` in `cartpole.train`), computed in that pass's forward, before its optimiser step, so they see the
-$\mu - 1$ steps before it. A run that spends its whole budget reaches its last update with the learning rate annealed to
-$1/\text{num\_updates}$ of `lr`: those steps barely move $\pi_\theta$, every ratio stays near 1, and almost nothing
-is clipped. Near 0 there says the steps were small, not that the policy has converged. A run that solves stops
-earlier, at a larger learning rate, so its last update's steps are larger (compare the printed lr and clip fraction).""",
+    r"""md:What the last update's clip fraction and KL measure: the statistics of an update are those of its last pass
+(`passes[-1]` in `cartpole.train`), computed in that pass's forward, before its optimiser step, so they see the
+$\mu - 1$ steps before it, whose size the annealed learning rate sets. They say how far those steps moved $\pi_\theta$,
+not whether the policy has converged. Which case this run is:""",
+    """share = last["lr"] / cfg.lr
+if summary["solved"]:
+    steps_were = (f"It solved and stopped at update {len(records)} of at most {num_updates}, with the learning rate still "
+                  f"{share:.0%} of `lr`: the μ − 1 steps before its last pass were large, and its clip fraction "
+                  f"{last['clip_frac']:.2f} and KL {last['approx_kl_old_k3']:.1e} say so. Stopping early left them large.")
+else:
+    steps_were = (f"It spent its whole budget, so its last update ran at lr = {share:.1%} of `lr` (1/{num_updates} of it): "
+                  f"those steps barely move π_θ, every ratio stays near 1, and the clip fraction "
+                  f"{last['clip_frac']:.4f} and KL {last['approx_kl_old_k3']:.1e} say the steps were small, not that "
+                  "the policy has converged.")
+display(Markdown(steps_were))""",
     r"""md:## The clipped objective, on real ratios
 
 Below: the surrogate $\min(\rho\hat A, \operatorname{clip}(\rho)\hat A)$ per unit $|\hat A|$, for $\hat A>0$ (left) and
@@ -305,12 +321,24 @@ to see the red dots of the left panel turn blue.
 pass, `python -m ladder.run cartpole --use-exercises` trains with your own `gae`, `whiten`,
 `clipped_surrogate` and `value_loss`.""",
     SELF_CHECK,
-    """p_value = viz.Predict("In the GAE example, raise V(s_0) from 3 to 4. By how much will Â_0 change at λ = 0.8?")
+    """p_value = viz.Predict("In the GAE example, raise V(s_0) from 3 to 4. At λ = 0.8, what will Â_0(new) − Â_0(old) be?")
 p_value.answer = None
-p_eps = viz.Predict("Take step 4's ratios and clip at ε = 0.1 instead of 0.2: will the share of samples whose gradient "
-                    "the clip removes be larger, smaller or the same?", choices=("larger", "smaller", "the same"))
+p_eps = viz.Predict("Take step 4's ratios and clip at ε_low = ε_high = 0.1: on which side will most of the samples whose "
+                    "gradient the clip removes be, Â > 0 (ratios above 1.1) or Â < 0 (ratios below 0.9)?",
+                    choices=("Â > 0", "Â < 0", "as many on each"))
 p_eps.answer = None
-for question in (p_value, p_eps):
+why_target = viz.Reason("In the GAE example (γ = 0.98, the episode ends at its 5th step), what is the critic's target "
+                        "R_0 = Â_0 + V(s_0) at λ = 1, and why?",
+                        "r_0 + γ·V(s_1): at λ = 1 each δ is taken at full weight, but the sum stops after the first, "
+                        "so the target bootstraps one step, as TD(0) does",
+                        "G_0 = Σ_k γ^k r_k: the δ's telescope, each γV(s_{t+1}) cancelling the next −V(s_{t+1}), so "
+                        "Â_0 = G_0 − V(s_0), and adding V(s_0) back leaves G_0",
+                        "G_0 − V(s_0): at λ = 1 nothing is bootstrapped, so R_t and Â_t coincide and the critic "
+                        "regresses on the advantage itself",
+                        "r_4 + γ·V(s_4)·(1 − d_4): the telescoping sum keeps only its last δ, at the step where the "
+                        "episode ended and d_t = 1")
+why_target.answer = None
+for question in (p_value, p_eps, why_target):
     question.ask()
     print()""",
     """higher = values.clone()
@@ -318,12 +346,19 @@ higher[0, 0] = 4.0
 A_0 = {name: core.gae(rewards, v, dones, gamma=0.98, lam=0.8)[0][0, 0] for name, v in (("V=3", values), ("V=4", higher))}
 p_value.check(A_0["V=4"] - A_0["V=3"], why="V(s_0) enters only δ_0, with weight −1, whatever λ is")
 adv, ratio_4 = bridge["advantages"], bridge["ratios"][4]
-removed = {eps: float((((adv > 0) & (ratio_4 > 1 + eps)) | ((adv < 0) & (ratio_4 < 1 - eps))).mean()) for eps in (0.2, 0.1)}
-p_eps.check("larger" if removed[0.1] > removed[0.2] else "the same" if removed[0.1] == removed[0.2] else "smaller",
-            why=f"{removed[0.2]:.1%} at ε = 0.2, {removed[0.1]:.1%} at ε = 0.1: a narrower band leaves more ratios outside")
+side = {"Â > 0": int(((adv > 0) & (ratio_4 > 1.1)).sum()), "Â < 0": int(((adv < 0) & (ratio_4 < 0.9)).sum())}
+p_eps.check("as many on each" if side["Â > 0"] == side["Â < 0"] else max(side, key=side.get),
+            why=f"of {adv.size} samples, {side['Â > 0']} with Â > 0 above 1.1 and {side['Â < 0']} with Â < 0 below 0.9 "
+                f"({(side['Â > 0'] + side['Â < 0']) / adv.size:.1%} in all; {bridge['removed_share'][4]:.1%} at ε = 0.2). "
+                "Set both ε to 0.1 in the widget above: its red dots are these samples")
+print("why_min, asked at the start:")
 log_rho = torch.tensor(1.5).log().requires_grad_()                # the sample's log-ratio, ρ = 1.5
 core.clipped_surrogate(log_rho.exp(), torch.tensor(-1.0), 0.2).backward()
-why_min.check("a", why=f"autograd gives ∂L/∂log ρ = {log_rho.grad.item():.2f} = −ρ·Â, the unclipped branch's "
+why_min.check("c", why=f"autograd gives ∂L^CLIP/∂log ρ = {log_rho.grad.item():.2f} = −ρ·Â, the unclipped branch's "
                        "gradient: a step that made a bad action likelier is never hidden")
-viz.tally(p_value, p_eps, why_min)""",
+R_0 = core.gae(rewards, values, dones, gamma=0.98, lam=1.0)[1][0, 0]
+G_0 = core.discounted_returns(rewards, torch.ones_like(rewards), gamma=0.98)[0, 0]
+why_target.check("b" if abs(R_0 - G_0) < 1e-5 else "c", why=f"R_0 = {R_0:.4f}, G_0 = {G_0:.4f}: at λ = 1 the critic "
+                                                         "regresses on the Monte-Carlo return")
+viz.tally(p_value, p_eps, why_target)""",
 ]

@@ -29,12 +29,15 @@ A policy $\pi_\theta(a \mid s)$ picks actions; a trajectory $\tau = (s_0, a_0, r
 earns a return $R(\tau)$. We want to climb $J(\theta) = \mathbb{E}_{\tau \sim \pi_\theta}[R(\tau)]$.
 The log-derivative trick turns the gradient of an expectation into an expectation we can sample:
 
-$$\nabla_\theta J(\theta) = \mathbb{E}_{\tau \sim \pi_\theta}\Big[\sum_t \nabla_\theta \log \pi_\theta(a_t \mid s_t)\,\hat A_t\Big]$$
+$$\nabla_\theta J(\theta) = \mathbb{E}_{\tau \sim \pi_\theta}\Big[\sum_t \nabla_\theta \log \pi_\theta(a_t \mid s_t)\,A^{\pi_\theta}(s_t, a_t)\Big]
+\approx \frac1B\sum_{i=1}^{B}\sum_t \nabla_\theta \log \pi_\theta(a_{i,t} \mid s_{i,t})\,\hat A_{i,t}$$
 
-where $\hat A_t$ (the *advantage*) says how much better $a_t$ was than expected. REINFORCE, PPO and
-GRPO all follow this gradient; they differ in
+where $A^{\pi_\theta}(s_t, a_t)$ (the *advantage*) says how much better $a_t$ was than the policy's average from
+$s_t$, and the sample average over $B$ sampled trajectories uses an estimate $\hat A_t$ of it. (The equality also
+holds with $G_t - b(s_t)$, the return from $t$ on minus any baseline of the state, in place of $A^{\pi_\theta}$:
+notebook 1.) REINFORCE, PPO and GRPO all follow this gradient; they differ in
 
-* the objective: REINFORCE's $-\hat A_t\log\pi_\theta$, or PPO's and GRPO's clipped surrogate (notebook 2);
+* the loss: REINFORCE's $-\hat A_t\log\pi_\theta$, or minus PPO's and GRPO's clipped surrogate (notebook 2);
 * how many passes $\mu$ reuse one batch (below): REINFORCE one, PPO several; GRPO can reuse a batch too, but its
   usual setting is $\mu = 1$ (DeepSeekMath's, TRL's `num_iterations` default, and the grpo rung's `--mu`, printed
   below);
@@ -74,14 +77,15 @@ print(sorted(core.__all__))""",
 Each rung is a command of `python -m ladder.run`; the table below is printed from `ladder.run.RUNGS` and each rung's
 module, so it lists every rung there is. The grpo and agent rungs take `--algo NAME`: a method's flags as its paper
 sets them. Every run writes `metrics.jsonl`, `summary.json` and `curves.png`; `--help` lists every knob.""",
-    """import importlib
+    """import importlib, math, re
 from ladder.run import RUNGS
 
 NOTEBOOK = {"reinforce": "1", "cartpole": "2, 3", "ppo-sentiment": "4", "grpo": "5, 6", "eval": "5", "agent": "7"}
+titles = {name: (importlib.import_module(module).__doc__ or "").strip().splitlines()[0] for name, module in RUNGS.items()}
+number = lambda name: int(m[1]) if (m := re.match(r"Rung (\\d+)", titles[name])) else math.inf   # eval, no rung: last
 rows = []
-for name, module in RUNGS.items():
-    rung = importlib.import_module(module)
-    title = (rung.__doc__ or "").strip().splitlines()[0]
+for name in sorted(RUNGS, key=number):
+    rung, title = importlib.import_module(RUNGS[name]), titles[name]
     algos = f" (`--algo`: {', '.join(rung.ALGOS)})" if rung.ALGOS else ""
     tiny = " (`--preset tiny` on a CPU)" if name in ("ppo-sentiment", "grpo", "agent", "eval") else ""
     rows.append(f"| {title} | {NOTEBOOK[name]} | `python -m ladder.run {name}`{tiny}{algos} |")
@@ -96,18 +100,21 @@ print("\\n".join(lines[:next(i for i in range(30, len(lines)) if lines[i].starts
     """p_pad = viz.Predict("A batch holds 4 episodes of lengths 7, 3, 5 and 1, padded as `Batch` pads them. How many "
                      "padding entries (mask 0) will its mask hold?")
 p_pad.answer = None
-p_last = viz.Predict("At which position t (from 0) will `core.last_step_mask` mark the last real action of the "
-                     "episode of length 5?")
-p_last.answer = None
+p_bucket = viz.Predict("The same 4 episodes in two batches of 2 rows, grouped by length ({7, 5} and {3, 1}), each "
+                       "padded to its own longest: how many padding entries will the two masks hold together?")
+p_bucket.answer = None
 why_ratio = viz.Reason("An update cuts its batch into M = 4 minibatches. No optimiser step has used the second "
                        "minibatch's samples yet. What are their ratios ρ = π_θ/π_old when its turn comes, and why?",
-                       "all 1: no step has used these samples yet",
-                       "not all 1: the first minibatch's step changed π_θ's weights, so its probabilities at every "
-                       "state, these samples' too, while π_old is still the policy that sampled them",
-                       "not all 1: the second minibatch's samples were drawn by another policy",
-                       "all 1: the clip holds every ratio at 1 until the second pass")
+                       "all 1: π_old is re-recorded from the current π_θ at the start of each minibatch, so every "
+                       "minibatch's ratios start again from 1",
+                       "all 1: the first step moved π_θ only at the first minibatch's states, where it had a "
+                       "gradient; the second minibatch's states are others, so their probabilities are unchanged",
+                       "not all 1: the first minibatch's step changed π_θ's shared weights, so its probabilities at "
+                       "every state, these samples' too, while π_old is still the policy that sampled them",
+                       "not all 1, but only where a second-minibatch state also occurs in the first minibatch: "
+                       "there π_θ has moved, everywhere else it has not")
 why_ratio.answer = None
-for question in (p_pad, p_last, why_ratio):
+for question in (p_pad, p_bucket, why_ratio):
     question.ask()
     print()""",
     """lengths = torch.tensor([7, 3, 5, 1])
@@ -115,13 +122,18 @@ mask4 = (torch.arange(int(lengths.max())) < lengths[:, None]).float()   # [4, 7]
 batch4 = core.Batch(actions=torch.zeros_like(mask4, dtype=torch.long), mask=mask4)
 p_pad.check(mask4.numel() - batch4.num_tokens, why=f"every row is padded to the longest, 7: {mask4.numel()} entries, "
                                                    f"{batch4.num_tokens} of them real")
-p_last.check(int(core.last_step_mask(batch4.mask)[2].argmax()), why="a row's last real action is its mask's last 1")
+pairs = [lengths[[0, 2]], lengths[[1, 3]]]                        # {7, 5} and {3, 1}
+bucketed = [(torch.arange(int(pair.max())) < pair[:, None]).float() for pair in pairs]
+p_bucket.check(sum(int((m == 0).sum()) for m in bucketed),
+               why=f"each pair is padded to its own longest: {' + '.join(str(int((m == 0).sum())) for m in bucketed)}, "
+                   f"against {mask4.numel() - batch4.num_tokens} in one batch. Grouping rows by length (bucketing) "
+                   "saves compute on padding")
 bridge = viz.cartpole_lab.surrogate_vs_reinforce(steps=1)     # a CartPole batch; π_θ starts as a copy of π_old
 far = [float(abs(rho - 1).max()) for rho in bridge["ratios"]]
-why_ratio.check("b", why=f"on a CartPole batch, largest |ρ − 1| {far[0]:.1e} before the first optimiser step and "
+why_ratio.check("c", why=f"on a CartPole batch, largest |ρ − 1| {far[0]:.1e} before the first optimiser step and "
                          f"{far[1]:.1e} after it: π_θ has moved, π_old has not. So ρ ≠ 1 from the second minibatch "
                          "of the first pass on (from the second pass when M = 1)")
-viz.tally(p_pad, p_last, why_ratio)""",
+viz.tally(p_pad, p_bucket, why_ratio)""",
 ]
 
 NOTEBOOKS["1_reinforce_cartpole"] = [
@@ -130,7 +142,7 @@ NOTEBOOKS["1_reinforce_cartpole"] = [
 After this notebook (about 30 minutes) you will be able to:
 
 * compute returns-to-go $G_t$ with `core.discounted_returns` on a padded batch;
-* check that the gradient of REINFORCE's loss $-\hat A\log\pi_\theta$ is minus the policy gradient;
+* check that the gradient of REINFORCE's loss $-\hat A\log\pi_\theta$ is minus its policy-gradient estimate;
 * train REINFORCE on CartPole and read its curves: greedy evaluation against sampled training returns.
 
 ## The log-derivative trick
@@ -149,8 +161,8 @@ early ones, and $\gamma$ only shortens how far each $G_t$ looks ahead). Its loss
 $$L(\theta) = -\frac{1}{N}\sum_{t} \hat A_t \log \pi_\theta(a_t \mid s_t)$$
 
 with $N$ the number of real actions in the batch (`core.aggregate`'s token mean). `core.pg_loss` is exactly that
-$L$ per action, before the average; its gradient is **minus** the (estimated) policy gradient, so a descent step on $L$
-is an ascent step on $J$.
+$L$ per action, before the average; its gradient is **minus** the $\gamma^t$-free policy-gradient estimate above
+(exactly minus the estimate of $\nabla_\theta J$ when $\gamma = 1$), so a descent step on $L$ is an ascent step along it.
 
 ## Returns-to-go
 
@@ -208,30 +220,36 @@ Exercise 4 has the details.
 `pytest exercises/`). Once they pass, `python -m ladder.run reinforce --use-exercises` trains with your own
 `discounted_returns` and `pg_loss`.""",
     SELF_CHECK,
-    """p_gamma = viz.Predict("In the γ = 0.9 example, will G_0 of the first episode grow or shrink at γ = 0.99?",
-                       choices=("grow", "shrink"))
-p_gamma.answer = None
+    """p_late = viz.Predict("In the γ = 0.9 example, give the first episode one reward only: +1 at its last real step "
+                      "(t = 3), 0 before it. What will its G_0 be?")
+p_late.answer = None
 p_flip = viz.Predict("Three actions with logits all 0 (π uniform); we took action 2 and Â = 3. What will the "
                      "gradient of the loss on logit 2 be?")
 p_flip.answer = None
 why_once = viz.Reason("Run REINFORCE's loss for μ = 2 passes over each batch. What is wrong with the second pass's "
-                      "gradient?", "the batch would have to be padded again",
+                      "gradient?",
+                      "nothing: Â and the sampled actions are fixed numbers, so the second pass's −Â·∇log π_θ is the "
+                      "same unbiased estimate of the policy gradient as the first pass's",
+                      "the padding: after a step the padded positions get a nonzero log π_θ, so the second pass's "
+                      "token mean counts them among the real actions",
+                      "Adam's moments: its second step on the same samples divides by a variance estimated from "
+                      "those very samples, which biases the step toward them",
                       "−Â·∇log π_θ averages over samples as if the current π_θ had drawn them, but the first pass's "
-                      "step moved π_θ: they now come from an older policy, and nothing reweights them",
-                      "Adam cannot take two steps on one batch", "the returns-to-go G_t change after a step")
+                      "step moved π_θ: they now come from an older policy, and nothing reweights them")
 why_once.answer = None
-for question in (p_gamma, p_flip, why_once):
+for question in (p_late, p_flip, why_once):
     question.ask()
     print()""",
-    """G_099 = core.discounted_returns(rewards, mask, gamma=0.99)
-p_gamma.check("grow" if G_099[0, 0] > G[0, 0] else "shrink",
-              why=f"G_0 = {G[0, 0]:.4f} at γ = 0.9, {G_099[0, 0]:.4f} at γ = 0.99: later rewards are discounted less")
+    """late = torch.zeros_like(rewards)
+late[0, 3] = 1.0
+G_late = core.discounted_returns(late, mask, gamma=0.9)
+p_late.check(G_late[0, 0], why=f"γ³ = 0.9³: a reward k steps on counts γ^k in G_t; the row's G_t: {G_late[0].numpy().round(4)}")
 three = torch.zeros(3, requires_grad=True)
 core.pg_loss(torch.log_softmax(three, -1)[2], torch.tensor(3.0)).backward()
 p_flip.check(three.grad[2], why=f"−Â (onehot(2) − π) = −3 · (1 − 1/3); the whole gradient is {three.grad.numpy().round(4)}")
-why_once.check("b", why="the policy gradient is an expectation under the current π_θ; notebook 2's ratio "
+why_once.check("d", why="the policy gradient is an expectation under the current π_θ; notebook 2's ratio "
                         "π_θ/π_old reweights the samples, which is what lets PPO reuse a batch")
-viz.tally(p_gamma, p_flip, why_once)""",
+viz.tally(p_late, p_flip, why_once)""",
 ]
 
 NOTEBOOKS["2_ppo_cartpole"] = PPO_CELLS

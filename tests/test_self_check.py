@@ -58,6 +58,42 @@ def test_a_number_prediction_is_right_within_its_tolerance(capsys):
     assert p.mark is None and "'one' is not a number" in capsys.readouterr().out
 
 
+def test_a_whole_number_is_matched_exactly_and_a_real_one_to_three_significant_figures(capsys):
+    p = Predict("how many padding entries?")
+    for answer, right in ((12, True), (12.0, True), ("12", True), (11, False), (13, False), (11.5, False)):
+        p.answer = answer
+        p.check(12)
+        assert p.mark is right, answer
+    p.answer = -1.8
+    p.check(torch.tensor(-2.0))                  # a whole number computed in floats is still whole
+    assert p.mark is False
+    p.answer = 1
+    p.check(1 / 3 * 3)                           # float rounding aside
+    assert p.mark is True
+    for answer, right in ((0.9014, True), (0.901, True), (0.90, True), (1.0, False), (0.85, False), (0.895, False)):
+        p.answer = answer
+        p.check(0.90139)
+        assert p.mark is right, answer
+    p.ask()
+    assert capsys.readouterr().out.splitlines()[-1].startswith("answer: a number: exactly, if the answer is a whole")
+
+
+def test_a_question_can_state_its_own_precision(capsys):
+    p = Predict("k3 at ℓ = log 3, to 2 decimals?", decimals=2)
+    for answer, right in ((0.90, True), (0.904, True), (0.897, True), (0.91, False), (0.89, False), (1.0, False)):
+        p.answer = answer
+        p.check(0.9014)
+        assert p.mark is right, answer
+    p.ask()
+    assert capsys.readouterr().out.splitlines()[-1] == "answer: a number, to 2 decimals"
+    q = Predict("L(θ_old)?", atol=1e-6)          # an explicit tolerance applies to a whole number too
+    q.answer = 1e-7
+    q.check(3e-17)
+    assert q.mark is True and capsys.readouterr().out.splitlines()[-1] == "computed: 0"
+    with pytest.raises(ValueError):
+        Predict("?", rtol=0.1, decimals=2)
+
+
 def test_a_reason_is_checked_against_the_key_given_later(capsys):
     q = Reason("why?", "first reason", "second reason", "third reason")
     q.ask()

@@ -188,7 +188,7 @@ def time_limit_values(gamma: float = 0.99, limit: int = 500, steps=(0, 250, 450,
 
 # -------------------------------------------------------------------------------------------- the surrogate
 def surrogate(chain: Chain, theta: Tensor, theta_old: Tensor, clip_eps: float | None = None) -> Tensor:
-    """L(θ) = Σ_s d_old(s) Σ_a π_old(a|s) · ρ(θ) · A_old(s, a), ρ = π_θ / π_old: E_old[ρ Â] with the exact A of
+    """J̃(θ) = Σ_s d_old(s) Σ_a π_old(a|s) · ρ(θ) · A_old(s, a), ρ = π_θ / π_old: E_old[ρ Â] with the exact A of
     π_old and its discounted visitation; with ``clip_eps``, PPO's min(ρ Â, clip(ρ, 1 − ε, 1 + ε) Â) instead."""
     pi_old = policy(theta_old, chain.n_states).detach()
     adv, d_old = exact_values(chain, pi_old)["A"], visitation(chain, pi_old)
@@ -200,7 +200,7 @@ def surrogate(chain: Chain, theta: Tensor, theta_old: Tensor, clip_eps: float | 
 
 
 def surrogate_gradients(chain: Chain, theta_old: Tensor) -> dict:
-    """∇J(θ_old) and ∇L(θ_old) by autograd (L as in ``surrogate``), and their largest difference."""
+    """∇J(θ_old) and ∇J̃(θ_old) (J̃: ``surrogate``) by autograd, and their largest difference."""
     theta = theta_old.detach().clone().requires_grad_(True)
     grad_J, = torch.autograd.grad(objective(chain, theta), theta)
     theta = theta_old.detach().clone().requires_grad_(True)
@@ -210,7 +210,7 @@ def surrogate_gradients(chain: Chain, theta_old: Tensor) -> dict:
 
 def surrogate_drift(chain: Chain, theta_old: Tensor, steps, clip_eps: float = 0.2) -> dict:
     """Along θ = θ_old + α · u (u: the unit direction of ∇J at θ_old), for each α in ``steps``: the true change
-    J(θ) − J(θ_old), the surrogate L(θ), the clipped surrogate, and the largest ratio π_θ / π_old."""
+    J(θ) − J(θ_old), the surrogate J̃(θ), the clipped surrogate, and the largest ratio π_θ / π_old."""
     grad = surrogate_gradients(chain, theta_old)["grad_J"]
     direction = grad / grad.norm()
     J_old = objective(chain, theta_old).item()
@@ -293,7 +293,7 @@ def truncation_view(limit: int = 5) -> View:
 
 
 def surrogate_view(step: float = 0.5, clip_eps: float = 0.2) -> View:
-    """J(θ) − J(θ_old), L(θ) and the clipped L along the policy gradient from θ_old = 0, for the shared-logit
+    """J(θ) − J(θ_old), J̃(θ) and the clipped J̃ along the policy gradient from θ_old = 0, for the shared-logit
     policy π_θ(right|s) = σ(θ)."""
     steps = np.linspace(0.0, 3.0, 61)
     theta_old = torch.tensor(0.0, dtype=torch.float64)
@@ -307,7 +307,7 @@ def surrogate_view(step: float = 0.5, clip_eps: float = 0.2) -> View:
         fig = Figure(figsize=(7, 3.4))
         ax = fig.add_subplot(1, 1, 1)
         ax.plot(steps, drift["true_change"], lw=2, color="k", label="true change J(θ) − J(θ_old)")
-        ax.plot(steps, drift["surrogate"], label="surrogate L(θ) = E[ρ Â]")
+        ax.plot(steps, drift["surrogate"], label=r"surrogate $\tilde J(\theta) = \mathrm{E}[\rho\,\hat A]$")
         ax.plot(steps, drift["clipped"], label=f"clipped surrogate (ε = {v['clip_eps']:.2f})")
         ax.axvline(steps[i], color="grey", ls=":")
         ax.set_xlabel("step α along the policy gradient from θ_old")

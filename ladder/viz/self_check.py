@@ -10,7 +10,10 @@ one-line reason::
     ...                       # the cells that compute td_v0 and mc_v0
     p.check("above" if td_v0 > mc_v0 else "below", why="TD(0) has moved V one step from its start of 0")
 
-Without ``choices`` the answer is a number, right within ``rtol`` (relative, default 10 %) or ``atol``.
+Without ``choices`` the answer is a number. A whole-number truth (a count, a position, an exact −2) must be
+matched exactly, and any other to three significant figures (within 0.5 %), unless the question sets its own
+precision: ``decimals=k`` accepts an answer within half a unit of the k-th decimal, ``rtol``/``atol`` within those
+(then a whole number too). ``ask`` prints how the answer will be marked.
 A **reason** is a multiple choice of explanations, lettered a, b, c, …; its key is given only when it
 is checked, in a later cell, with the explanation printed after::
 
@@ -54,25 +57,52 @@ import torch
 NOT_ANSWERED = "not answered yet: set .answer in the cell that asks, then run from there again"
 
 
+SIG_FIGS_RTOL = 5e-3   # the default precision of a number that is not whole: three significant figures
+
+
+def _whole(value: float) -> bool:
+    """A whole number, float rounding aside (a count computed as 1 / 0.125, a grid point at 1.0)."""
+    return abs(value - round(value)) <= 1e-9 * max(1.0, abs(value))
+
+
 def _show(value) -> str:
+    if isinstance(value, float) and _whole(value):
+        return str(round(value))
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 class Predict:
     """A question asked before its answer is computed: one of ``choices``, or (no choices) a number."""
 
-    def __init__(self, question: str, choices: tuple | None = None, rtol: float = 0.1, atol: float = 1e-9):
+    def __init__(self, question: str, choices: tuple | None = None, rtol: float | None = None, atol: float = 0.0,
+                 decimals: int | None = None):
         if choices is not None and len(choices) < 2:
             raise ValueError("a prediction with choices needs at least two")
-        self.question, self.choices, self.rtol, self.atol = question, choices, rtol, atol
+        if decimals is not None and rtol is not None:
+            raise ValueError("give a number's precision as decimals or as rtol, not both")
+        self.question, self.choices, self.decimals = question, choices, decimals
+        self.exact_if_whole = rtol is None and not atol and decimals is None   # no precision given: the default
+        self.rtol = SIG_FIGS_RTOL if rtol is None and decimals is None else (rtol or 0.0)
+        self.atol = 0.5 * 10.0 ** -decimals if decimals is not None else atol
         self.answer = None
         self.mark: bool | None = None
 
+    def precision(self) -> str:
+        """How a number answer is marked, in words."""
+        if self.decimals is not None:
+            return f"a number, to {self.decimals} decimal{'s' if self.decimals != 1 else ''}"
+        if self.exact_if_whole:
+            return "a number: exactly, if the answer is a whole number; otherwise to three significant figures"
+        return "a number, within " + " or ".join(([f"{self.rtol:.1%}"] if self.rtol else []) +
+                                                  ([f"±{self.atol:g}"] if self.atol else []))
+
     def ask(self) -> None:
-        """Print the question and its choices."""
+        """Print the question and its choices, or how a number is marked."""
         print(self.question)
         if self.choices is not None:
             print("choices: " + ", ".join(map(repr, self.choices)))
+        else:
+            print(f"answer: {self.precision()}")
 
     def _choice(self, answer):
         """The choice ``answer`` names (text compared without case or surrounding spaces), or None."""
@@ -93,7 +123,10 @@ class Predict:
     def _right(self, answer, truth) -> bool:
         if self.choices is not None:
             return self._choice(answer) == truth
-        return math.isclose(float(answer), float(truth), rel_tol=self.rtol, abs_tol=self.atol)
+        answer, truth = float(answer), float(truth)
+        if self.exact_if_whole and _whole(truth):
+            return answer == round(truth)
+        return abs(answer - truth) <= max(self.rtol * abs(truth), self.atol) * (1 + 1e-9) + 1e-12
 
     def _truth(self, truth):
         """The computed answer, checked to be one this question can have."""

@@ -22,7 +22,7 @@ TIME_LIMIT = 10          # steps before an episode is truncated (CartPole-v1's o
 STEPS = 20               # vector steps recorded
 SEED = 60                # reset seed: with it, one step holds a termination, a truncation and a running env
 RULES = ("push right", "balance", "push left")
-POLE_LIMIT = 12 * 2 * np.pi / 360   # |θ| beyond which CartPole terminates (12°, ≈ 0.2095 rad)
+POLE_LIMIT = 12 * 2 * np.pi / 360   # |φ| (the pole angle) beyond which CartPole terminates (12°, ≈ 0.2095 rad)
 MODES = {"SAME_STEP": gym.vector.AutoresetMode.SAME_STEP, "NEXT_STEP": gym.vector.AutoresetMode.NEXT_STEP}
 
 
@@ -33,8 +33,8 @@ def make_envs(mode: str, time_limit: int = TIME_LIMIT) -> gym.vector.SyncVectorE
 
 
 def rule_actions(obs: np.ndarray) -> np.ndarray:
-    """One action per env from its observation [x, ẋ, θ, θ̇]: right (1), the balancing rule
-    1 if θ + θ̇/2 > 0 else 0, left (0)."""
+    """One action per env from its observation [x, ẋ, φ, φ̇] (φ the pole angle): right (1), the balancing rule
+    1 if φ + φ̇/2 > 0 else 0, left (0)."""
     balance = int(obs[1, 2] + 0.5 * obs[1, 3] > 0)
     return np.array([1, balance, 0])
 
@@ -98,8 +98,8 @@ def next_states(rec: dict[str, np.ndarray], mode: str) -> np.ndarray:
 
 
 def critic(obs: np.ndarray) -> np.ndarray:
-    """A stand-in critic V(s) = 10 · (1 − |θ| / 0.2095): 10 with the pole upright, 0 at the angle where
-    CartPole terminates. It stands for any V; ``bootstrap_values`` does not depend on its form."""
+    """A stand-in critic V(s) = 10 · (1 − |φ| / 0.2095), φ the pole angle: 10 with the pole upright, 0 at the
+    angle where CartPole terminates. It stands for any V; ``bootstrap_values`` does not depend on its form."""
     return 10.0 * (1.0 - np.abs(obs[..., 2]) / POLE_LIMIT)
 
 
