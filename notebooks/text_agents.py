@@ -35,9 +35,9 @@ inside `<tool_response>`, and the header of the next assistant turn), then the m
 is one row of token ids $x_{1..T}$ after the prompt, with two masks:
 
 $$m_t = \begin{cases}1 & x_t \text{ written by the model (an action)}\\ 0 & x_t \text{ the environment's, or pad}\end{cases}
-\qquad a_t = \begin{cases}1 & x_t \text{ read by the model (the model's or the environment's)}\\ 0 & \text{pad}\end{cases}$$
+\qquad \alpha_t = \begin{cases}1 & x_t \text{ read by the model (the model's or the environment's)}\\ 0 & \text{pad}\end{cases}$$
 
-The attention mask $a$ goes into the forward pass: every later token is conditioned on the tool's reply. The loss
+The attention mask $\alpha$ (`attention_mask`) goes into the forward pass: every later token is conditioned on the tool's reply. The loss
 mask $m$ goes into the loss — the same as notebook 5's, with $m$ in place of "every completion token":
 
 $$L = \operatorname{agg}_{t:\,m_t = 1}\Big(-\min\big(\rho_t(\theta)\hat A_t,\ \operatorname{clip}(\rho_t(\theta), 1-\varepsilon, 1+\varepsilon)\,\hat A_t\big) + \beta\, \rho_t(\theta)\,k_3\Big), \qquad \hat A_t = \hat A_i\, m_t ,$$
@@ -46,7 +46,11 @@ with $\rho_t(\theta) = \pi_\theta(x_t)/\pi_{\text{old}}(x_t)$ the ratio, as in n
 
 An environment token has no log-prob term, no KL term, no entropy and no advantage: the model did not choose it.
 `agent_rollout.trajectory_tensors` builds the row from a list of turns (*segments*); here two hand-made
-trajectories, one with a tool call and one that answers at once:""",
+trajectories, one with a tool call and one that answers at once.""",
+    """p_env = viz.Predict("The next cell builds two hand-made trajectories from their turns — the first: a model turn of 3 "
+                    "tokens, an environment reply of 2, a model turn of 2; the second: a model turn of 2 — padded at "
+                    "the end into one [2, T] block. Over both rows, how many positions will have attention 1 but mask 0?")
+p_env.answer = None      # your prediction (a number), before you run on""",
     """from ladder.rungs import agent, agent_rollout, grpo
 from ladder.viz import agent_lab, agent_views
 
@@ -56,14 +60,13 @@ completion, mask, attention = agent_rollout.trajectory_tensors(hand_made, pad_to
 print("completion    ", completion.tolist())
 print("mask          ", mask.long().tolist())
 print("attention_mask", attention.long().tolist())
-print("turn          ", agent_rollout.turn_index(mask).tolist(), "  (the model turn of each token; −1: not the model's)")""",
+print("turn          ", agent_rollout.turn_index(mask).tolist(), "  (the model turn of each token; −1: not the model's)")
+p_env.check(int(((attention == 1) & (mask == 0)).sum()),
+            why="read but not trained on: the environment's 2 tokens; the second row's pads have attention 0 too")""",
     r"""md:Now a real one. The cell below runs **one update of the agent rung** on the tiny calculator preset (here 4 problems ×
 $G = 8$ trajectories; the preset itself draws 8 problems per update — through the same `grpo.grpo_step` the rung runs) and records the
 batch that `core.update` receives. The widget shows one group: each token on blue (the model's) or sand (the
 environment's) with its $\hat A$ under it, and the group's `mask`, `attention_mask` and $\hat A\cdot m$ as $[G, T]$ maps.""",
-    """p_env = viz.Predict("Of the environment's tokens in this batch (the tools' replies and the template's markers "
-                    "around them), how many will the batch that core.update receives mark with mask 1?")
-p_env.answer = None      # your prediction (a number), before you run on""",
     """view = agent_views.trajectory_view(row=0)
 view""",
     """first = agent_lab.calculator_update()           # cached: the widget above computed it
@@ -78,7 +81,6 @@ print(f"the forward pass reads the environment's tokens: "
       f"{bool((batch.inputs['attention_mask'][:, -T:] == first['rollout_attention']).all())}")
 print(f"{int(env_tokens.sum())} environment tokens in the batch; with mask 1: {int((batch.mask * env_tokens).sum())}, "
       f"with Â ≠ 0: {int(((batch.advantages != 0) & env_tokens.bool()).sum())}")
-p_env.check(int((batch.mask * env_tokens).sum()), why="mask = the model's tokens only: the environment's are read, not trained on")
 print()
 row = view.data["row"]
 for s in agent_lab.segments(group, row):
@@ -162,18 +164,21 @@ spend gradient on teaching the model to guess products, which is the tool's job,
 was asked of it.""",
     """why_drift = viz.Reason("In the default run no reply token is in the loss. Why can the exact KL at the reply's "
                        "positions change at all?",
+                       "the reply's tokens are in the forward pass (attention 1), and every token the forward reads "
+                       "is differentiated through, so the replies' log-probs receive gradient through attention",
+                       "the KL term is averaged over every position the forward reads, the replies' included, so it "
+                       "moves them towards π_ref while the policy term moves the model's tokens",
                        "the weights are shared: training the model's own tokens changes its predictions everywhere, and "
                        "no KL term holds the reply's positions (their mask is 0)",
-                       "the default run secretly trains on the replies",
-                       "the KL to π_ref always grows by the same amount at every position",
-                       "π_ref is updated with π_θ")
+                       "the probe's replies are sampled afresh at each measurement, so the positions it measures hold "
+                       "other tokens, and their KL changes even where the model has not")
 why_drift.answer = None""",
     """kl_before = runs["default"]["rows"][0]["kl_env"]
 moved = "grew" if default["kl_env"] > kl_before else "did not grow"
 print(f"default run, exact KL at the reply's positions: {kl_before:.3f} → {default['kl_env']:.3f} ({moved}); "
       f"the KL term's positions are the mask's: {int(first['rollout_mask'].sum())} model tokens in section 1's batch, "
       "none of them the environment's")
-why_drift.check("a", why="a token's KL term sits where mask = 1; the replies' positions drift with the shared weights, "
+why_drift.check("c", why="a token's KL term sits where mask = 1; the replies' positions drift with the shared weights, "
                         "harmlessly, since nothing samples there: the environment writes those tokens")""",
     r"""md:## 4 · Per-trajectory vs per-turn credit
 
@@ -205,15 +210,15 @@ for i in range(len(game.rewards)):
     turns = int(game.turn[i].max()) + 1
     guesses = f"{turns - 1} guess" + ("es" if turns != 2 else "")
     print(f"  trajectory {i}: {turns} turns ({guesses} + the answer), r = {game.turn_rewards[i, :turns].tolist()}")""",
-    """p_distinct = viz.Predict("How many distinct values of Â do the model tokens of trajectory 0 (all its turns) "
-                         "carry under --credit trajectory?")
+    """p_distinct = viz.Predict("From trajectory 0's per-turn rewards printed above (and the group's): how many distinct "
+                         "values of Â will its model tokens (all its turns) carry under --credit turn?")
 p_distinct.answer = None""",
     """view = agent_views.credit_view(row=0, credit="turn")
 view""",
     """on_model = game.mask[0].bool()
-p_distinct.check(len(set(game.advantages["trajectory"][0][on_model].tolist())),
-                 why=f"--credit trajectory: every model token of trajectory i gets Â_i, in all its "
-                     f"{int(game.turn[0].max()) + 1} turn(s)")
+p_distinct.check(len({round(a, 5) for a in game.advantages["turn"][0][on_model].tolist()}),
+                 why=f"--credit turn: every token of turn k gets Â_(0,k) = Σ_(j ≥ k) r̃_(0,j); trajectory 0 has "
+                     f"{int(game.turn[0].max()) + 1} turn(s), and two turns share a value only where a r̃ between them is 0")
 present = torch.arange(game.turn_rewards.shape[1])[None, :] <= game.turn.max(1).values[:, None]
 per_turn = core.group_relative_turns(game.turn_rewards, present, len(game.rewards))
 for i in range(len(game.rewards)):
@@ -238,17 +243,20 @@ won_down = sum(t["turn"] < -0.005 for i in range(len(game.rewards)) if game.rewa
 print(f"turns of lost games with Â > 0: {lost_up}; turns of won games with Â < 0: {won_down}")""",
     """why_sum = viz.Reason("Why is a turn's advantage Σ_{j ≥ k} r̃_{i,j}, the normalised rewards from turn k on, and not "
                       "turn k's own r̃_{i,k} alone?",
+                      "the sum makes the turn advantages of a trajectory add up to its GRPO advantage Â_i, so that "
+                      "per-turn credit only redistributes what --credit trajectory would give",
+                      "turn k's own r̃_{i,k} is noisy, and summing the later ones averages that noise out, the way "
+                      "GAE's λ trades variance for bias",
+                      "the normalisation makes each r̃ zero-mean over the group, so a single turn's r̃ alone would "
+                      "carry no signal; only the sums over several turns do",
                       "turn k's choice shapes what follows (the reply it gets, the later guesses), so its credit "
-                      "includes the rewards after it: a return-to-go, as in notebook 1",
-                      "so that every turn of a trajectory gets the same advantage",
-                      "because the rewards of earlier turns are not known when turn k is taken",
-                      "to make the advantages of a group sum to zero")
+                      "includes the rewards after it: a return-to-go, as in notebook 1")
 why_sum.answer = None""",
     """i = max(range(len(game.rewards)), key=lambda i: int(present[i].sum()))
 normalised = per_turn[i] - torch.cat([per_turn[i, 1:], torch.zeros(1)])    # r̃_{i,k} = Â_{i,k} − Â_{i,k+1}
 print(f"trajectory {i}: r̃ per turn {[round(x, 2) for x in normalised[present[i]].tolist()]}, "
       f"Â per turn {[round(x, 2) for x in per_turn[i][present[i]].tolist()]}")
-why_sum.check("a", why="Â_{i,k} = r̃_{i,k} + Â_{i,k+1}: each turn inherits the credit of the turns it led to")""",
+why_sum.check("d", why="Â_{i,k} = r̃_{i,k} + Â_{i,k+1}: each turn inherits the credit of the turns it led to")""",
     r"""md:## 5 · The environment protocol, and where each idea lives
 
 An environment is a class in TRL 1.16's protocol (`ladder.tasks.tool_calls`), so one class works in both:
@@ -284,9 +292,14 @@ p_zero = viz.Predict("Section 4's group with the game's own per-turn rewards set
                      "different Â?", choices=("yes", "no"))
 p_zero.answer = None
 why_attend = viz.Reason("Why must the environment's tokens keep attention 1 though they get no gradient?",
+                        "the KL term of the next turn compares π_θ with π_ref on the same context, and with attention 0 "
+                        "the reference forward would see the reply while the trained one would not",
                         "the model's next turn must read the tool's reply: with attention 0 its answer could not use "
-                        "the result", "attention 1 is what gives a token its KL term",
-                        "padding needs attention 1", "the tokenizer requires it")
+                        "the result, and the turn would be written as if no tool had answered",
+                        "with attention 0 the reply's tokens would drop out of the key/value cache, and the next turn "
+                        "would have to re-encode the whole trajectory from the prompt",
+                        "the KL term needs π_θ's log-prob at every token the forward reads, and a token with attention "
+                        "0 would get none, leaving the KL of the next turn undefined")
 why_attend.answer = None
 for question in (p_rows, p_loss, p_zero, why_attend):
     question.ask()
@@ -306,6 +319,6 @@ p_zero.check("yes" if abs(zeroed[0, 0] - zeroed[0, k0]) > 1e-6 else "no",
              why=f"Â first {zeroed[0, 0]:+.3f}, last {zeroed[0, k0]:+.3f}: a 0 turn reward still normalises to "
                  "(0 − mean)/std, which is not 0 when the group's mean is not 0, and the sum from turn k on counts it "
                  f"(trajectory 0 has {k0 + 1} turn(s); with one turn first and last are the same)")
-why_attend.check("a", why="attention decides what the forward pass reads; the mask decides what the loss grades")
+why_attend.check("b", why="attention decides what the forward pass reads; the mask decides what the loss grades")
 viz.tally(p_rows, p_loss, p_zero, why_attend)""",
 ]

@@ -45,24 +45,40 @@ print(f"{qwen.name}: prompts {kv_cache.PROMPTS['rotary']}, ids [B, P] = {list(pr
 print("attention mask of the prefill:\\n", prompt_mask)
 print("position ids of the prefill:\\n", position_ids_for(prompt_mask))""",
     r"""md:**Your turn.** The forward of decode step $t = 2$ (the prefill was step 0) gets the attention mask of
-$P + 2$ columns and their position ids. Compute both from `prompt_mask`.""",
+$P + 2$ columns and their position ids. Compute both from `prompt_mask`. The pads' position ids are never read
+(the mask hides them), so the check compares the position ids only where the mask is 1.""",
     """mask_2 = ...              # [B, P + 2]: the attention mask of step 2's forward
 positions_2 = ...         # [B, P + 2]: its position ids, each row numbered from its first real token""",
     """truth_mask = kv_cache.grown_mask(prompt_mask, 2)
-viz.check_computed(mask_2, truth_mask, how="torch.cat([prompt_mask, torch.ones(len(prompt_mask), 2, dtype=prompt_mask.dtype)], 1)")
-viz.check_computed(positions_2, position_ids_for(truth_mask), how="(mask_2.cumsum(1) - 1).clamp(min=0)")
-print("each row's real prompt tokens:", prompt_mask.sum(1).tolist(),
-      "→ the token fed at step 2 sits at position", position_ids_for(truth_mask)[:, -1].tolist())""",
+real = truth_mask.bool()
+answers = (("mask_2", mask_2, truth_mask,
+            "torch.cat([prompt_mask, torch.ones(len(prompt_mask), 2, dtype=prompt_mask.dtype)], 1)"),
+           ("positions_2 where the mask is 1", positions_2, position_ids_for(truth_mask)[real],
+            "(mask_2.cumsum(1) - 1)[mask_2.bool()]"))
+for name, yours, truth, how in answers:          # the answer and its code are printed once you have answered
+    if yours is ...:
+        print(f"{name}: not answered yet: replace the ... in the cell before and run both again")
+        continue
+    if name.startswith("positions"):
+        yours = torch.as_tensor(yours)
+        yours = yours[real] if yours.shape == real.shape else yours
+    viz.check_computed(yours, truth, how=how)
+    if name.startswith("positions"):
+        print("each row's real prompt tokens:", prompt_mask.sum(1).tolist(),
+              "→ the token fed at step 2 sits at position", position_ids_for(truth_mask)[:, -1].tolist())""",
     """why_positions = viz.Reason(
     "Drop position_ids from the forward: the model then numbers the columns 0, 1, 2, … pads included. Whose "
     "next-token log-probs for a left-padded row change: the tiny Qwen2's (rotary embeddings: each column's query and "
     "key are rotated by angles proportional to its position) or the tiny GPT-2's (a learnt vector for each position "
     "is added to the token's embedding)? Why?",
+    "the rotary model's only: a rotation by m·ω is not a shift, so numbering the pads moves every angle of the row, "
+    "where GPT-2's learnt position vectors are small next to its token embeddings and change little",
+    "neither: the attention mask is 0 on the pads, so no real token reads a pad, and what a real token reads "
+    "decides its log-probs; the numbers the pads would have taken never reach it",
     "GPT-2's only: a rotary attention score depends only on the difference of two positions, which shifting a whole "
     "row leaves as it was; GPT-2's input at every token changes with its position",
-    "the rotary model's only: its angles change with every position, where GPT-2's learnt vectors are close to one another",
-    "both: each model is shown other positions, so each computes something else",
-    "neither: the attention mask already keeps the pads out of every real token's attention")
+    "both: each row's positions shift by its number of pads, and each model's attention scores depend on the "
+    "absolute position of the query and of the key, whatever way it encodes them")
 why_positions.answer = None       # "a", "b", "c" or "d"
 why_positions.ask()""",
     """forgot = {kind: kv_cache.forgotten_positions(kind) for kind in ("rotary", "absolute")}
@@ -70,7 +86,7 @@ for f in forgot.values():
     print(f"{f['name']}, pads per row {f['pads']}: largest |Δ log π| against each prompt run alone "
           f"{f['with']:.1e} with position ids, {f['without']:.1e} without")
 changed = tuple(forgot[kind]["without"] > 1e-3 for kind in ("rotary", "absolute"))
-key = {(False, True): "a", (True, False): "b", (True, True): "c", (False, False): "d"}[changed]
+key = {(True, False): "a", (False, False): "b", (False, True): "c", (True, True): "d"}[changed]
 why_positions.check(key, why="from the numbers above: a difference below 1e-3 is float rounding, not a change")""",
     r"""md:Rotary embeddings rotate each pair of a query's (and a key's) dimensions by the angle $m\,\omega_i$ at position
 $m$, one frequency $\omega_i$ per pair: $\tilde q_m = R(m\omega)\,q$, $\tilde k_n = R(n\omega)\,k$. Rotations compose and

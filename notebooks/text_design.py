@@ -28,11 +28,11 @@ loss itself on the same tensors (7).""",
     SETUP,
     r"""md:## 1 · One loss, six methods
 
-$$L(\theta) = \operatorname{agg}\Big(-\min\big(\rho_t\hat A_t,\ \operatorname{clip}(\rho_t, 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A_t\big) + \beta\, w_t\, k(a_t)\Big),$$
+$$L(\theta) = \operatorname{agg}\Big(-\min\big(\rho_t\hat A_t,\ \operatorname{clip}(\rho_t, 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A_t\big) + \beta\, c_t\, k(a_t)\Big),$$
 
 $$\rho_t = \begin{cases} \pi_\theta(a_t)/\pi_{\text{old}}(a_t) & \text{token level (GRPO)} \\ s_i = \big(\pi_\theta(y_i)/\pi_{\text{old}}(y_i)\big)^{1/|y_i|} & \text{sequence level (GSPO)}\end{cases}$$
 
-with $\hat A$ group-relative or leave-one-out, the KL term $k$ in the loss (weight $w_t = 1$ or $\pi_\theta/\pi_{\text{old}}$) or in the
+with $\hat A$ group-relative or leave-one-out, the KL term $k$ in the loss (weight $c_t = 1$ or $\pi_\theta/\pi_{\text{old}}$) or in the
 reward, and $\operatorname{agg}$ chosen by `--loss-type` (TRL's names): `grpo` averages each completion's tokens, then the
 completions (`core.aggregate`'s `seq_mean_token_mean`); `bnpo` averages all the tokens of the minibatch (`token_mean`);
 `dr_grpo`, `dapo` and `cispo` sum the minibatch's token losses and divide by a constant (`sum_over_constant`).
@@ -54,15 +54,15 @@ divided by $n_{\text{proc}}$. `core.update` then takes $\mu \times M$ optimiser 
 its share $N/M$ (the same share in every pass); the $n_{\text{proc}}$ processes average their gradients. One token's weight in the
 gradient of the step that holds it is therefore
 
-$$w_{\text{dapo}} = \frac{1}{n_{\text{proc}}}\cdot\frac{M}{N_{\text{dapo}}} = \frac{M}{\text{real tokens of the update}}, \qquad
-w_{\text{dr\_grpo}} = \frac{1}{n_{\text{proc}}}\cdot\frac{M}{N_{\text{dr\_grpo}}} = \frac{1}{n_{\text{proc}}\,b\,L_{\max}},$$
+$$\omega_{\text{dapo}} = \frac{1}{n_{\text{proc}}}\cdot\frac{M}{N_{\text{dapo}}} = \frac{M}{\text{real tokens of the update}}, \qquad
+\omega_{\text{dr\_grpo}} = \frac{1}{n_{\text{proc}}}\cdot\frac{M}{N_{\text{dr\_grpo}}} = \frac{1}{n_{\text{proc}}\,b\,L_{\max}},$$
 
 with $b = B/(n_{\text{proc}}M)$ rows per minibatch on each process: each one number for every token of the update, whatever its completion's length or its minibatch, against
-$w_{\text{grpo}} = 1/(n_{\text{proc}}\,b\,|y_i|)$ (a short completion's tokens weigh more: the length bias Dr. GRPO removes) and
-$w_{\text{bnpo}} = 1/(n_{\text{proc}} \cdot \text{real tokens of its minibatch on its process})$. The newer loss types
+$\omega_{\text{grpo}} = 1/(n_{\text{proc}}\,b\,|y_i|)$ (a short completion's tokens weigh more: the length bias Dr. GRPO removes) and
+$\omega_{\text{bnpo}} = 1/(n_{\text{proc}} \cdot \text{real tokens of its minibatch on its process})$. The newer loss types
 in the table (notebook 6b) reuse these: `sapo` averages as `grpo`, `vespo` divides by `dapo`'s constant, and `luspo`
 sums each completion's tokens before the mean over completions (`seq_mean_token_sum`), so every token weighs
-$w_{\text{luspo}} = 1/(n_{\text{proc}}\,b)$, as much as a whole completion does under `grpo`.
+$\omega_{\text{luspo}} = 1/(n_{\text{proc}}\,b)$, as much as a whole completion does under `grpo`.
 The table below asks autograd for these weights, with the constants the rung computes, on 2 processes × 4 completions
 cut into $M = 2$ minibatches; each entry is $1/x$, $x$ being what that token's loss is divided by.
 

@@ -54,9 +54,10 @@ print(f"the {runs_made} runs this notebook reads are in {gallery.default_cache()
 
 The tiny GRPO preset, shortened to a few updates (`gallery.PRESETS["grpo"]`), is the healthy run every GRPO failure
 below is a flag or two away from. The doctor on it:""",
-    """p_grad = viz.Predict("This preset takes one optimiser step per batch (μ = 1, M = 1), and its loss may well print "
-                     "≈ 0. Will its median gradient norm be ≈ 0 too (below the doctor's T.grad_alive), and why?",
-                     choices=("yes", "no"))
+    """p_grad = viz.Predict("A new case: the first optimiser step of a GRPO run, where π_θ = π_old (μ = 1, M = 1) and "
+                     "also π_θ = π_ref (nothing trained yet). The loss is the policy term −agg(ρ_t Â_t) plus the KL "
+                     "term β·agg(ρ_t k3_t), Â group-centred. Which of the two has a zero gradient at that step?",
+                     choices=("the policy term", "the KL term", "both", "neither"))
 p_grad.answer = None      # your prediction, before you run on""",
     """healthy = gallery.run_healthy("grpo")          # from the cache
 findings, report = doctor_views.verdict(healthy)
@@ -67,13 +68,14 @@ found, notes = doctor_views.problems(findings), [f.name for f in findings if f.s
 print(f"\\nverdict: {'problems: ' + ', '.join(found) if found else 'healthy'}; harmless notes: {', '.join(notes) or 'none'}")""",
     r"""md:Here is what the two harmless notes, `loss_zero` and `clip_zero`, say (the verdict above lists those the doctor
 found on this run). The preset takes one optimiser step per batch ($\mu = 1$ pass,
-$M = 1$ minibatch), so at that step $\pi_\theta = \pi_{\text{old}}$ and every ratio is exactly 1:
+$M = 1$ minibatch), so at that step $\pi_\theta = \pi_{\text{old}}$ and every ratio is 1 to float32 rounding
+($\pi_{\text{old}}$'s log-probs come from a forward pass of their own), so well inside $[1 - \varepsilon, 1 + \varepsilon]$:
 
-$$\rho_t = \frac{\pi_\theta(a_t)}{\pi_{\text{old}}(a_t)} = 1 \;\Rightarrow\; \operatorname{clip}(\rho_t, 1-\varepsilon, 1+\varepsilon) = \rho_t
+$$\rho_t = \frac{\pi_\theta(a_t)}{\pi_{\text{old}}(a_t)} \approx 1 \;\Rightarrow\; \operatorname{clip}(\rho_t, 1-\varepsilon, 1+\varepsilon) = \rho_t
 \quad\text{(nothing clipped)}, \qquad L = -\operatorname{agg}\big(\rho_t\hat A_t\big) + \beta\,\overline{k_3} \approx -\overline{\hat A} \approx 0,$$
 
 because the group-relative $\hat A_i = (R_i - \bar R)/\operatorname{std}(R)$ sums to zero over each group (and $k_3 \approx 0$
-next to $\pi_{\text{ref}}$). The *value* is ≈ 0, the *gradient* is not: $\nabla_\theta L = -\operatorname{agg}\big(\hat A_t\,\nabla_\theta \log\pi_\theta(a_t)\big)$
+next to $\pi_{\text{ref}}$; at $\pi_\theta = \pi_{\text{ref}}$ its gradient is 0 too, as the check above computed). The *value* is ≈ 0, the *gradient* is not: $\nabla_\theta L = -\operatorname{agg}\big(\hat A_t\,\nabla_\theta \log\pi_\theta(a_t)\big)$
 weights each token's $\nabla\log\pi$ by its own $\hat A_t$. The doctor calls the loss ≈ 0 harmless only while the gradient norm is alive.""",
     """run = read_run(healthy)
 loss, grad, clip = run.get("loss"), run.get("grad_norm"), run.get("clip_frac")
@@ -81,8 +83,19 @@ print(f"μ·M = {run.facts.updates_per_batch} optimiser step(s) per batch")
 print(f"median |loss|     {statistics.median(abs(v) for v in loss.values):.3g}   (the doctor's 'loss ≈ 0': below T.loss_zero = {T.loss_zero})")
 print(f"median grad_norm  {statistics.median(grad.values):.3g}   (alive: above T.grad_alive = {T.grad_alive})")
 print(f"clip fraction at each update: {clip.values}")
-p_grad.check("yes" if statistics.median(grad.values) <= T.grad_alive else "no",
-             why="each token's ∇log π is weighted by its own Â: the Â sum to 0, the weighted gradients do not")""",
+logp = torch.tensor([-0.3, -1.2, -0.7, -2.0], requires_grad=True)        # π_θ = π_old = π_ref on four tokens
+fixed, adv = logp.detach(), torch.tensor([1.0, -1.0, 0.5, -0.5])           # Â: group-centred, summing to 0
+terms = {"the policy term": core.clipped_surrogate((logp - fixed).exp(), adv, 0.2).mean(),
+         "the KL term": core.kl_estimate(logp, fixed, "k3", old_logp=fixed).mean()}
+norms = {name: torch.autograd.grad(term, logp)[0].norm().item() for name, term in terms.items()}
+zero = [name for name, n in norms.items() if n < 1e-12]
+p_grad.check({0: "neither", 2: "both"}.get(len(zero), zero[0] if zero else "neither"),
+             why=", ".join(f"‖∇ {name}‖ = {n:.3g}" for name, n in norms.items()) + ": ∇(ρ k3) = k3 ∇ρ + ρ (1 − e^ℓ) "
+                 "∇log π_θ, and k3 = 0, ℓ = 0 at π_θ = π_ref; the policy term weighs each ∇log π_θ by its own Â")""",
+    """p_count = viz.Predict(f"Before section 2: the gallery has {len(gallery.GALLERY)} entries, each a run broken by a "
+                      "flag or two — " + ", ".join(gallery.GALLERY) + ". How many of the broken runs will make the "
+                      "doctor exit with code 1 (a problem, not only harmless notes)?")
+p_count.answer = None      # your prediction, before you run on""",
     r"""md:## 2 · The gallery: the failures, broken and fixed
 
 `ladder.doctor.gallery.GALLERY` holds an entry for most failures the doctor names: a seeded tiny run away from its
@@ -99,7 +112,9 @@ for name, failure in gallery.GALLERY.items():
     print(f"   broken: {command(failure.breaks) or '(the preset itself)'}")
     print(f"       → {', '.join(broken) or 'no problem (the signature ' + failure.signature + ' is harmless)'}")
     label = "fixed:  " if broken else "contrast:"          # a harmless signature has nothing to fix
-    print(f"   {label} {command(failure.fix)}\\n       → {', '.join(fixed) or 'no problem'}")""",
+    print(f"   {label} {command(failure.fix)}\\n       → {', '.join(fixed) or 'no problem'}")
+harmless = [name for name, v in verdicts.items() if not doctor_views.problems(v["broken"])]
+p_count.check(len(verdicts) - len(harmless), why=f"all but {', '.join(harmless)}, whose signature is harmless (section 1)")""",
     r"""md:Not every signature has an entry. The doctor's signatures (`signatures.SIGNATURES`) that no broken run above
 shows, and the reading the doctor gives on the one `no_signal` entry (its signature has a too-easy reading too, which
 no entry shows):""",
@@ -226,23 +241,25 @@ rows += [f"| `{field}` | `{fact}` | {default if default is not None else '`gradi
 display(Markdown("\\n".join(rows)))""",
     SELF_CHECK,
     """p_budget = viz.Predict("Section 3, a new case: a group of 8 completions, 7 cut off at the budget (reward 0) and one "
-                       "finished with reward 1. What Â does the finished one get (group std, as GRPO's)?")
+                       "finished with reward 1. What Â does the finished one get (group std, as GRPO's)?", decimals=2)
 p_budget.answer = None
 p_mu2 = viz.Predict("The contrast run of loss_and_clip_zero adds --mu 2. Over the last half of that run, is the median "
                     f"clip fraction 0 (≤ T.clip_zero = {T.clip_zero}), or above it?", choices=("0", "above"))
 p_mu2.answer = None
-p_count = viz.Predict(f"Of the {len(gallery.GALLERY)} broken runs, how many would make the doctor exit with code 1 "
-                      "(a problem, not only harmless notes)?")
-p_count.answer = None
 p_trl = viz.Predict("A TRL run at GRPOConfig's default β: will the doctor find a KL to π_ref in its log_history "
                     "(TRL's `kl`, read as ladder's kl_ref)?", choices=("yes", "no"))
 p_trl.answer = None
 why_alike = viz.Reason("Why does a group whose completions are all cut off add no gradient?",
-                       "its rewards are all alike, so every Â_i = (R_i − mean R)/std is 0",
-                       "cut-off tokens are masked out of the loss", "the clip removes their ratios",
-                       "the KL term cancels their advantage")
+                       "a cut-off completion has no end-of-text token, so core.last_step_mask marks no last step "
+                       "and its tokens' advantages are never filled in: they stay 0",
+                       "GRPO masks a cut-off completion's tokens out of the loss by default, as TRL's "
+                       "mask_truncated_completions does, so none of its tokens reaches the gradient",
+                       "its rewards are all alike (0: no answer line to grade), so every Â_i = (R_i − mean R)/(std + ε) "
+                       "is 0, whatever the mask keeps",
+                       "a cut-off completion runs the whole budget, so its summed KL penalty is the largest in the "
+                       "batch, and its KL term's gradient cancels its policy term's exactly")
 why_alike.answer = None
-for question in (p_budget, p_mu2, p_count, p_trl, why_alike):
+for question in (p_budget, p_mu2, p_trl, why_alike):
     question.ask()
     print()""",
     """one_finished = core.group_relative(torch.tensor([1.0] + [0.0] * 7), 8)
@@ -253,13 +270,11 @@ late_clip = statistics.median(mu2.values[len(mu2) // 2:])
 p_mu2.check("above" if late_clip > T.clip_zero else "0",
             why=f"median {late_clip:.3g} against T.clip_zero = {T.clip_zero}: the second pass starts from a moved π_θ, "
                 f"so the ratios leave 1, but a ratio is clipped only once it leaves [1 − ε, 1 + ε] — most do not")
-harmless = [name for name, v in verdicts.items() if not doctor_views.problems(v["broken"])]
-p_count.check(len(verdicts) - len(harmless), why=f"all but {', '.join(harmless)}, whose signature is harmless")
 if viz.trl_loss_parity.trl_available():
     from trl import GRPOConfig
     beta = GRPOConfig.__dataclass_fields__["beta"].default
     p_trl.check("no" if beta == 0 else "yes", why=f"GRPOConfig's default beta is {beta:g}; TRL 1.16 computes and logs "
                 f"`kl` (the doctor's {runs.TRL_NAMES['kl']}) only when beta ≠ 0, as ladder's rung computes no KL at β = 0")
-why_alike.check("a", why="the mask keeps cut-off tokens unless --mask-truncated; it is the reward that is alike")
-viz.tally(p_budget, p_mu2, p_count, p_trl, why_alike)""",
+why_alike.check("c", why="the mask keeps cut-off tokens unless --mask-truncated; it is the reward that is alike")
+viz.tally(p_grad, p_count, p_budget, p_mu2, p_trl, why_alike)""",
 ]

@@ -181,8 +181,8 @@ samples $c_t \sim \pi_{\text{old}}$ at the same positions. Building $\pi_{\text{
 is done once; a new setting of the sliders runs its passes, and a run of μ passes also answers every smaller μ. The preset
 has one minibatch ($M = 1$), so $\pi_\theta = \pi_{\text{old}}$ until the first optimiser step, at the end of pass 1: every pass-1
 ratio is 1, to float32 rounding.""",
-    r"""md:**Predict first.** Slide $\mu$ from 1 to 8. Will the plain $k_3$ average (biased) and the importance-weighted one
-(corrected) move away from the exact KL$(\pi_\theta\,\|\,\pi_{\text{ref}})$ together, or will one of them stay with it?""",
+    r"""md:**Predict first.** Slide $\mu$ from 1 to 8. Will the plain $k_3$ average and the importance-weighted one
+move away from the exact KL$(\pi_\theta\,\|\,\pi_{\text{ref}})$ together, or will one of them stay with it?""",
     """view = viz.lm_mu_view(mu=4, lr=3e-4, clip_eps=0.2)
 view""",
     """runs = {mu: viz.lm_mu_passes(mu, lr=3e-4) for mu in (1, 2, 4, 8)}
@@ -231,7 +231,7 @@ pass, is the widget's to show.
     *SAMPLER_CELLS,
     SELF_CHECK,
     """p_group = viz.Predict("A group of G = 3 rewards (1, 0, 0) under --scale-rewards group: what will Â of the right "
-                       "completion be?")
+                       "completion be?", decimals=2)
 p_group.answer = None
 p_scale = viz.Predict("Multiply every reward by 10. Under which --scale-rewards does Â stay the same?",
                       choices=("group", "none"))
@@ -242,11 +242,14 @@ p_weight.answer = None
 why_kl = viz.Reason("Move the KL into the reward (--kl-in reward, β = 0.1, --scale-rewards group). A group of two "
                     "WRONG answers (R = 0 each), one at Σ_t KL_t = 5 from π_ref, the other at 1: with the KL in the "
                     "loss this group taught nothing. What are their advantages now, and why?",
-                    "±0.71, the one nearer π_ref above: each R_i carries its own penalty, so the group's rewards "
-                    "differ and the group-relative Â_i rewards staying near π_ref, even among wrong answers",
-                    "both stay 0: wrong answers carry no signal whatever the KL",
-                    "both −0.1·KL_i, the penalties themselves: the group's mean is 0 when every answer is wrong",
-                    "they differ in proportion to the KL gap (4): the further one far below, by 0.4 / ε")
+                    "−0.4 and +0.4, the one nearer π_ref above: the penalties −0.5 and −0.1 are centred on their "
+                    "mean −0.3, and --scale-rewards group divides by a std only when the rewards differ by more than ε",
+                    "both stay 0: the group's std is computed from the task's rewards, both 0 here, so the KL "
+                    "penalties that differ are centred away and the group still carries no signal",
+                    "−0.71 and +0.71, the one nearer π_ref above: each R_i carries its own penalty, the rewards "
+                    "−0.5 and −0.1 differ, and a group of two normalises to ±1/√2 whatever the gap",
+                    "−1 and +1, the one nearer π_ref above: the penalties are centred on their mean −0.3 and divided "
+                    "by their std, and two values at ±0.2 from their mean have std 0.2")
 why_kl.answer = None
 for question in (p_group, p_scale, p_weight, why_kl):
     question.ask()
@@ -261,11 +264,12 @@ for loss_type, mode in (("grpo", "seq_mean_token_mean"), ("bnpo", "token_mean"))
     x = per_token.clone().requires_grad_(True)
     core.aggregate(x, mask, mode).backward()
     weight[loss_type] = x.grad[1, 0].item()
-p_weight.check(max(weight, key=weight.get), why=f"∂L/∂ℓ of the short token: grpo {weight['grpo']:.2f} = 1/(B·|y_i|), "
+p_weight.check(max(weight, key=weight.get), why=f"∂L/∂L_t of the short token's loss L_t: grpo {weight['grpo']:.2f} = 1/(B·|y_i|), "
                f"bnpo {weight['bnpo']:.2f} = 1/(the minibatch's real tokens)")
 in_reward = core.group_relative(torch.tensor([0 - 0.1 * 5, 0 - 0.1 * 1]), 2, "group")
-why_kl.check("a" if in_reward[1] > 0.7 > -0.7 > in_reward[0] else "d",
-             why=f"Â = {in_reward[0]:+.3f}, {in_reward[1]:+.3f} (R = −0.5, −0.1; a group of two is ±1/√2 whatever "
-                 "the gap): what DeepSeekMath avoids by putting the KL in the loss, where Â keeps only the rewards")
+key = "c" if abs(in_reward[1] - 2 ** -0.5) < 1e-3 and abs(in_reward[0] + 2 ** -0.5) < 1e-3 else "d"
+why_kl.check(key, why=f"Â = {in_reward[0]:+.3f}, {in_reward[1]:+.3f} (R = −0.5, −0.1; the sample std of two values is "
+                      "their gap over √2): what DeepSeekMath avoids by putting the KL in the loss, where Â keeps only "
+                      "the rewards")
 viz.tally(p_group, p_scale, p_weight, why_kl)""",
 ]

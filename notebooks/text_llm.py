@@ -34,21 +34,22 @@ $r_t$ is only ever token $t$'s reward.
 
 ## Adaptive $\beta$ (Ziegler et al. 2019)
 
-The paper steers $\beta$ with a proportional controller:
+The paper steers $\beta$ with a proportional controller. Number the updates $k = 0, 1, 2, \dots$ (the index $t$ stays
+the token's) and let $\mathrm{KL}_k$ be update $k$'s batch mean of the per-completion KL $\sum_t \mathrm{KL}_t$:
 
-$$e_t = \operatorname{clip}\Big(\frac{\mathrm{KL}_t - \mathrm{KL}_{\text{target}}}{\mathrm{KL}_{\text{target}}}, -0.2, 0.2\Big), \qquad \beta_{t+1} = \beta_t\,(1 + K_\beta\, e_t), \qquad K_\beta = 0.1 .$$
+$$e_k = \operatorname{clip}\Big(\frac{\mathrm{KL}_k - \mathrm{KL}_{\text{target}}}{\mathrm{KL}_{\text{target}}}, -0.2, 0.2\Big), \qquad \beta_{k+1} = \beta_k\,(1 + K_\beta\, e_k), \qquad K_\beta = 0.1 .$$
 
 ladder's code (`core.AdaptiveKLController`, after the paper's released code) writes the same error as
-$\mathrm{KL}/\mathrm{KL}_{\text{target}} - 1$ and replaces the constant gain by $n/H$:
+$\mathrm{KL}_k/\mathrm{KL}_{\text{target}} - 1$ and replaces the constant gain by $n/H$:
 
-$$e = \operatorname{clip}\Big(\frac{\mathrm{KL}}{\mathrm{KL}_{\text{target}}} - 1, -0.2, 0.2\Big), \qquad \beta \leftarrow \beta\,(1 + e\, n/H)$$
+$$e_k = \operatorname{clip}\Big(\frac{\mathrm{KL}_k}{\mathrm{KL}_{\text{target}}} - 1, -0.2, 0.2\Big), \qquad \beta_{k+1} = \beta_k\,(1 + e_k\, n/H)$$
 
 after every update — the paper's rule with $K_\beta = n/H$ (the defaults, $n = 128$ and $H = 10\,000$, give
-$K_\beta = 0.0128$ per update), where $\mathrm{KL}$ is the batch's mean per-completion KL $\sum_t \mathrm{KL}_t$, $\mathrm{KL}_{\text{target}}$ is
-`--kl-target`, $n$ the number of completions in the batch (`--batch-size`: the controller is updated with the batch
-size) and $H$ the horizon `--kl-horizon`, counted in completions. $e$ is the relative error, capped at ±20 %, and each
-update applies the fraction $n/H$ of it: too much KL raises $\beta$, too little lowers it, over about $H$ completions
-(`core.AdaptiveKLController`).
+$K_\beta = 0.0128$ per update), where $\mathrm{KL}_{\text{target}}$ is `--kl-target`, $n$ the number of completions in
+the batch (`--batch-size`: the controller is updated with the batch size) and $H$ the horizon `--kl-horizon`, counted
+in completions.
+
+## The per-token rewards on two completions
 
 Two completions, of 3 and 2 tokens, with $\beta = 0.2$:""",
     SETUP,
@@ -185,8 +186,7 @@ not move: nothing comes after it, whatever $\gamma$ and $\lambda$ are. The print
 Every RLHF run walks a path in the (KL, score) plane: the reward model's score goes up as the policy moves
 away from $\pi_{\text{ref}}$. $\beta$ is the price of that distance. PPO maximises, per completion,
 
-$$\text{score} - \beta \sum_t \mathrm{KL}_t ,$$
-
+$$\text{score} - \beta \sum_t \mathrm{KL}_t .$$
 
 The widget below trains the tiny preset once for each $\beta$, **fixed** (`adaptive_kl=False`, so each run pays the
 same price all along), 30 updates of 32 completions each — each run once (the slowest cell of the notebook); the runs are
@@ -222,18 +222,23 @@ The adaptive controller (the default, `--kl-target`) picks $\beta$ for you by st
 </details>""",
     SELF_CHECK,
     """p_beta = viz.Predict("In the two-completion example (β = 0.2), double β to 0.4: what will the first completion's "
-                      "last reward r_2 be?")
+                      "last reward r_2 be?", decimals=2)
 p_beta.answer = None
 p_reach = viz.Predict("With γ = 1, the preset's λ = 0.95 and no critic (V = 0), take 1 off the LAST token's reward in "
-                      "the first completion (3 tokens). By how much will the first token's advantage Â_0 change?")
+                      "the first completion (3 tokens). By how much will the first token's advantage Â_0 change?",
+                      decimals=2)
 p_reach.answer = None
-why_beta = viz.Reason("The adaptive controller (KL_target = 6, n = 128, H = 10 000) sees a KL of 12, then 12 again, "
-                      "update after update. What does β do, and why?",
-                      "it grows by the factor 1 + 0.2·n/H each update: the relative error (12 − 6)/6 = 1 is clipped "
-                      "to 0.2, so β climbs steadily, a little each update, until the KL comes down",
-                      "it doubles at once: the KL is twice its target",
-                      "it stays: the controller acts only when the KL is below its target",
-                      "it drops: too much KL means the penalty is not working, so it is relaxed")
+why_beta = viz.Reason("The adaptive controller (KL_target = 6, n = 128, H = 10 000) meets two runs: one whose batch KL "
+                      "sits at 6.3, 5 % above its target, and one at 60, ten times its target. How do the two runs' "
+                      "per-update changes of β compare, and why?",
+                      "the run at 60 moves β 180 times as much: the error (KL_k − KL_target)/KL_target is 9 against "
+                      "0.05, and each update applies the fraction n/H of it",
+                      "both move β by the same factor 1 + n/H: the controller reads only the sign of KL_k − KL_target, "
+                      "so any KL above the target raises β alike",
+                      "the run at 60 moves β 4 times as much: its error of 9 is clipped to 0.2 against the other's "
+                      "0.05, so no single update changes β by more than a factor 1 ± 0.2·n/H",
+                      "the run at 60 moves β about 19 times as much: the error is measured against the batch's own KL, "
+                      "(KL_k − KL_target)/KL_k = 0.9 against 0.048, then scaled by n/H")
 why_beta.answer = None
 for question in (p_beta, p_reach, why_beta):
     question.ask()
@@ -246,10 +251,11 @@ penalised[0, 2] -= 1.0
 moved = core.gae(penalised, no_critic, dones, 1.0, 0.95)[0] - core.gae(rewards, no_critic, dones, 1.0, 0.95)[0]
 p_reach.check(moved[0, 0], why="with V = 0, δ_t = r_t and Â_0 = Σ_k (γλ)^k r_k: the last reward reaches token 0 "
               f"weighted (γλ)² = {0.95 ** 2:.4f}; every token's Â: {moved[0].tolist()}")
-controller = core.AdaptiveKLController(0.2, 6.0, 10_000)
-factor = controller.update(12.0, 128) / 0.2
-why_beta.check("a" if abs(factor - (1 + 0.2 * 128 / 10_000)) < 1e-9 else "b",
-               why=f"β × {factor:.6f} at every such update: the error is capped at +20 %, times n/H")
+step = {kl: core.AdaptiveKLController(0.2, 6.0, 10_000).update(kl, 128) / 0.2 - 1 for kl in (6.3, 60.0)}
+times = step[60.0] / step[6.3]
+why_beta.check({180: "a", 1: "b", 4: "c", 19: "d"}[round(times)],
+               why=f"β × (1 {step[6.3]:+.6f}) at 6.3 and × (1 {step[60.0]:+.6f}) at 60: {times:.1f} times the change, "
+                   "as the error is clipped to ±0.2 before the gain n/H applies")
 viz.tally(p_beta, p_reach, why_beta)""",
 ]
 

@@ -35,20 +35,16 @@ $$\begin{aligned}
 \text{clipped (PPO, GRPO, DAPO)}\quad & L = -\min\big(\rho\hat A,\ \operatorname{clip}(\rho, 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A\big) \\
 \text{CISPO}\quad & L = -\operatorname{sg}\big(\min(\rho, \varepsilon_{\max})\big)\,\hat A\,\log\pi_\theta(a) \\
 \text{SAPO}\quad & L = -\tfrac{4}{\tau}\,\sigma\big(\tau(\rho-1)\big)\,\hat A, \qquad \tau = \tau_{\text{pos}} \text{ if } \hat A > 0 \text{ else } \tau_{\text{neg}} \\
-\text{VESPO}\quad & L = -\operatorname{sg}\big(\varphi(w)\big)\,\hat A\,\log\pi_\theta(a), \qquad \varphi(w) = e^{\lambda}\,w^{k}\,e^{-\lambda w},\ w = \textstyle\prod_t \rho_t
+\text{VESPO}\quad & L = -\operatorname{sg}\big(\varphi(\rho_{\text{seq}})\big)\,\hat A\,\log\pi_\theta(a), \qquad \varphi(x) = e^{\lambda}\,x^{k}\,e^{-\lambda x},\ \rho_{\text{seq}} = \textstyle\prod_t \rho_t
 \end{aligned}$$
 
-(sg: stop-gradient). What training feels is the derivative. With $\log\pi_{\text{old}}$ fixed, $\partial \rho/\partial\log\pi_\theta = \rho$, so
+(sg: stop-gradient; VESPO's $\rho_{\text{seq}}$ is the completion's sequence ratio, the product of its tokens'). What training feels is the derivative. With $\log\pi_{\text{old}}$ fixed, $\partial \rho/\partial\log\pi_\theta = \rho$, so
 
 $$\frac{\partial L}{\partial \rho}\Big|_{\text{clip}} = -\hat A\ \text{inside the band, } 0 \text{ outside on the side } \hat A \text{ pushes to}, \qquad
 \frac{\partial L}{\partial \rho}\Big|_{\text{SAPO}} = -4\,\sigma(1-\sigma)\,\hat A, \qquad
-\frac{\partial L}{\partial \rho}\Big|_{\text{CISPO, VESPO}} = -\frac{w_{\text{detached}}\,\hat A}{\rho}.$$
+\frac{\partial L}{\partial \rho}\Big|_{\text{CISPO, VESPO}} = -\frac{\operatorname{sg}\big(g(\rho)\big)\,\hat A}{\rho},$$
 
-The clip is a switch: the token's gradient is either $-\hat A$ or 0. SAPO's gate is the same slope at $\rho = 1$ and
-fades smoothly as $\rho$ leaves 1, faster for a larger $\tau$ ($\tau_{\text{neg}} > \tau_{\text{pos}}$ by default: the
-side with unbounded ratios fades sooner). CISPO never drops a token: its weight is capped, not its gradient. VESPO
-weighs the whole completion by $\varphi$ of its sequence ratio, largest at $w = k/\lambda$ and vanishing far off-policy on
-either side; here a completion is one token, so $w = \rho$.
+with $g(\rho) = \min(\rho, \varepsilon_{\max})$ for CISPO and $g = \varphi$ for VESPO (a one-token completion: $\rho_{\text{seq}} = \rho$).
 
 The widget computes each curve by calling `core.clipped_surrogate` (ε 0.2, and DAPO's 0.2 / 0.28),
 `core.cispo_loss` (ε_max 5), `core.soft_gated_surrogate` and `core.gamma_weight` on a grid of ratios and asking
@@ -71,6 +67,12 @@ print(f"VESPO, Â = +1, k = {k:g}, λ = {lam:g}: strongest push {vc['peak_push']
 print(f"  at ρ = {vc['r_first']:g}: VESPO {vc['vespo_first']:+.3f}, clip {vc['clip_first']:+.3f} "
       f"({vc['times_first']:.1f}× the clip's push); |VESPO| > |clip| at every drawn ρ < 1: {vc['harder_below_1']}")""",
     r"""md:<details><summary>Answer</summary>
+
+The clip is a switch: the token's gradient is either $-\hat A$ or 0. SAPO's gate is the same slope at $\rho = 1$ and
+fades smoothly as $\rho$ leaves 1, faster for a larger $\tau$ ($\tau_{\text{neg}} > \tau_{\text{pos}}$ by default: the
+side with unbounded ratios fades sooner). CISPO never drops a token: its weight is capped, not its gradient. VESPO
+weighs the whole completion by $\varphi$ of its sequence ratio, largest at $\rho_{\text{seq}} = k/\lambda$ and vanishing far
+off-policy on either side; here a completion is one token, so $\rho_{\text{seq}} = \rho$.
 
 Both clipped objectives have let go at both points ($\partial L/\partial \rho = 0$ on the first two lines): $\rho = 1.5$ is
 above $1 + \varepsilon_{\text{high}}$ for either $\varepsilon_{\text{high}}$, and $\rho = 0.5$ below $1 - \varepsilon_{\text{low}}$. The other three still push,
@@ -175,20 +177,22 @@ kept = core.high_entropy_mask(tokens["entropy"], tokens["mask"], 0.2).bool()
 pieces = [p for row, ks in zip(tokens["pieces"], kept) for p, k in zip(row, ks) if k]
 print("kept at q = 0.2:", " ".join(repr(p) for p in pieces))
 print(f"digits among them: {sum(p.strip().isdigit() for p in pieces) / len(pieces):.0%}")
-h = tokens["entropy"].masked_fill(~real, -1.0)
-for flat in h.flatten().topk(2).indices.tolist():
-    i, t = divmod(flat, h.shape[1])
-    print(f"H = {h[i, t]:.3f} (ln 2 = {math.log(2):.3f}) at {tokens['pieces'][i][t]!r}, the end of "
-          f"{''.join(tokens['pieces'][i][:t + 1])!r}")""",
+top = viz.objective_lab.most_uncertain(tokens, 2)
+for u in top:
+    print(f"H = {u['entropy']:.3f} (ln 2 = {math.log(2):.3f}) at {u['piece']!r}, the end of {u['text']!r}: addend "
+          f"{u['addend']} of line {u['line']}" + (f"; the units sum calls for a carry of {u['carry']}" if u["carry"] is not None else ""))
+at_carry = [u["line"] == 2 and u["addend"] == 3 for u in top]
+print(f"both are the third addend of the tens line, the carry: {all(at_carry)}")""",
     r"""md:<details><summary>Answer</summary>
 
 Close to $q$, not exactly: the threshold is a quantile with linear interpolation, and every token at or above it
 is kept, ties included (the first lines above print the share at each $q$). The kept tokens at $q = 0.2$ are listed
 next, with the share of digits among them: this model's doubts are in the digits of the partial sums and the answer, while the
 spaces, signs and the end of the text follow the sum's layout and are near-certain, so the mask leaves them out.
-The two most uncertain tokens (the two entropy lines at the end) are the third addend of the tens column — the carry, which this
-model, imitating a tutor who forgets to carry, writes as 1 or 0 with an entropy close to a coin flip's $\ln 2$.
-Those are exactly the tokens where GRPO's reward can teach something.
+The entropy lines at the end say where the two most uncertain tokens sit, and the last line whether both are the
+third addend of the tens line — the carry, which this model, imitating a tutor who forgets to carry, writes as 1 or 0
+(each line prints the carry the units sum calls for), with an entropy to compare with a coin flip's $\ln 2$.
+Such tokens are exactly where GRPO's reward can teach something.
 </details>""",
     r"""md:## 4 · The fifth policy: a rollout k updates stale
 
@@ -213,8 +217,9 @@ $$\frac{\pi_\theta(a_t)}{\pi_{\text{rollout}}(a_t)} = \underbrace{\frac{\pi_\the
 
 ### π_sampler under top-p
 
-Sampling with top-p draws from the renormalised nucleus $N$: $q(a) = p(a)/\sum_{b\in N}p(b)$ for $a \in N$. ladder records
-$\log q$ (`RecordLogp`), so the weight of a kept token is the mass the nucleus kept at its step,
+Sampling with top-p draws from the renormalised nucleus $N_t$, the most likely tokens at step $t$ whose mass reaches $p$:
+$\pi_{\text{sampler}}(a) = \pi_{\text{old}}(a)/\sum_{b\in N_t}\pi_{\text{old}}(b)$ for $a \in N_t$ (0 outside it). ladder records
+$\log\pi_{\text{sampler}}$ (`RecordLogp`), so the weight of a kept token is the mass the nucleus kept at its step,
 
 $$w_t = \frac{\pi_{\text{old}}(a_t)}{\pi_{\text{sampler}}(a_t)} = \sum_{b\in N_t}\pi_{\text{old}}(b) \le 1 .$$
 
@@ -274,7 +279,7 @@ Notebook 6's league, with the new bundles: `--algo sapo` (the soft gate) and `--
 term) beside `--algo grpo`, each trained by the real rung on the tiny task at the same budget of sampled completions,
 scored by greedy accuracy on held-out sums. The flags each bundle sets, the policy term of section 1 its loss type
 picks, the ratio that term reads, and its KL coefficient. `vespo`'s row keeps `ratio_level=token` though its weight
-is one per completion: $\varphi$ builds that completion's ratio $w_i = \prod_t \rho_t$ from the token ratios itself
+is one per completion: $\varphi$ builds that completion's ratio $\rho_{\text{seq}} = \prod_t \rho_t$ from the token ratios itself
 (`core.gamma_weight`), the rung refuses `--ratio-level sequence` with it, and for `vespo` the flag decides only which
 ratios the logged statistics (`clip_frac`) read.""",
     """display(Markdown(viz.objective_runs.bundles_markdown(("grpo", "sapo", "vespo", "gdpo"))))""",
@@ -328,26 +333,39 @@ print(f"vespo: every logged KL 0: {all(kl == 0 for kl in vespo['kl_ref'])} (β =
       f"its accuracy {vespo['accuracy_before']:.3f} → {vespo['accuracy_after']:.3f}")""",
     SELF_CHECK,
     """p_tau = viz.Predict("Section 1's SAPO gate at a point no line printed: ρ = 1.2, Â = +1, τ_pos = 3. What is its "
-                    "push |∂L/∂ρ| = 4σ(1 − σ)·|Â|, σ = σ(τ(ρ − 1))?")
+                    "push |∂L/∂ρ| = 4σ(1 − σ)·|Â|, σ = σ(τ(ρ − 1))?", decimals=2)
 p_tau.answer = None
-p_peak = viz.Predict("Section 1, new values: VESPO with k_pos = 4, λ_pos = 3 (Â > 0; one token, so w = ρ). At which ratio "
-                     "ρ is its push |∂L/∂ρ| largest?")
+p_peak = viz.Predict("Section 1, new values: VESPO with k_pos = 4, λ_pos = 3 (Â > 0; one token, so ρ_seq = ρ). At which "
+                     "ratio ρ is its push |∂L/∂ρ| largest?", decimals=2)
 p_peak.answer = None
 p_q = viz.Predict("Section 3's mask on a model equally unsure everywhere: every real token at the same entropy. At "
-                  "q = 0.2, what share of the real tokens does the mask keep (a number in 0…1)?")
+                  "q = 0.2, what share of the real tokens does the mask keep (a number in 0…1)?", decimals=2)
 p_q.answer = None
-why_gdpo = viz.Reason("Section 2, new case: the length score divided by 10 (0 to 1 instead of 0 to 10). Why does that "
+for question in (p_tau, p_peak, p_q):
+    question.ask()
+    print()""",
+    """why_gdpo = viz.Reason("Section 2, new case: the length score divided by 10 (0 to 1 instead of 0 to 10). Why does that "
                       "change the summed-first advantages but leave GDPO's as they were?",
+                      "GDPO whitens the summed scores over the whole batch at the end, and that last division by the "
+                      "batch's std undoes any common scale; summed first, the group's std is never rescaled",
+                      "GDPO replaces each reward by its rank within the group before summing, and a rank does not "
+                      "change when a reward is divided by 10; summed first, the raw values add",
                       "GDPO divides each reward by its own group's std, so a reward's scale cancels; summed first, the "
                       "scale sets the reward's share of the sum's spread",
-                      "GDPO ignores rewards below 1", "group_relative clips rewards to [0, 1]",
-                      "GDPO's weights w_f rescale each reward to 0…10")
+                      "GDPO subtracts each reward's group mean before anything else, and centring removes a reward's "
+                      "scale; summed first, the centring comes after the sum, too late to remove it")
 why_gdpo.answer = None
 why_trunc = viz.Reason("Section 4: which tokens' weight does token_truncate change?",
-                       "those whose w = π_old/π_rollout exceeds C_max", "every token of a stale rollout",
-                       "those whose ratio π_θ/π_old leaves the clip's band", "those with Â < 0")
+                       "those whose ratio ρ = π_θ/π_old leaves [1 − ε, 1 + ε] on the side Â pushes to: the truncation "
+                       "caps the weight where the clip would otherwise act",
+                       "every token of a rollout k > 0 updates stale: its weight π_old/π_rollout is replaced by C_max, "
+                       "since a stale token's weight is unknown",
+                       "those with Â < 0 whose weight is large: a stale bad token is cut back, while a good one keeps "
+                       "its full weight to learn from",
+                       "those whose weight w = π_old/π_rollout exceeds C_max: w ← min(w, C_max), whatever ρ, Â or "
+                       "the lag, the others untouched")
 why_trunc.answer = None
-for question in (p_tau, p_peak, why_gdpo, p_q, why_trunc):
+for question in (why_gdpo, why_trunc):
     question.ask()
     print()""",
     """push = abs(viz.objective_lab.pushing_at(1.2, 1.0, tau_pos=3.0)["SAPO gate"])
@@ -359,14 +377,14 @@ p_peak.check(grid[(phi / grid[:, 0]).argmax(), 0].item(), why="the push is φ(ρ
              f"(k − 1)/λ = 1, not φ's own k/λ = {4 / 3:.2f}")
 scaled = viz.objective_lab.gdpo_advantages(rewards * torch.tensor([1.0, 0.1]), weights=(1.0, 1.0), group_size=4)
 moved = {how: (scaled[how] - gdpo[how]).abs().max().item() for how in ("sum_then_normalize", "normalize_then_sum")}
-why_gdpo.check("a", why=f"largest change of Â: summed first {moved['sum_then_normalize']:.2f}, GDPO "
+why_gdpo.check("c", why=f"largest change of Â: summed first {moved['sum_then_normalize']:.2f}, GDPO "
                         f"{moved['normalize_then_sum']:.1e} (the ε in std + ε)")
 tokens = viz.objective_lab.sampled_tokens()
 flat = torch.full_like(tokens["entropy"], 0.5)
 share = core.high_entropy_mask(flat, tokens["mask"], 0.2).sum() / tokens["mask"].sum()
 p_q.check(share.item(), why="every token is at the threshold h*, and every token at or above it is kept: ties included")
 last = at_k[max(at_k)][-1]
-why_trunc.check("a", why=f"w ← min(w, C_max); at k = {max(at_k)} the last update's largest w after truncation is {last['sampler/is_ratio_max']:.3f} and "
+why_trunc.check("d", why=f"w ← min(w, C_max); at k = {max(at_k)} the last update's largest w after truncation is {last['sampler/is_ratio_max']:.3f} and "
                 f"{last['sampler/corrected_frac']:.1%} of its tokens were truncated")
 viz.tally(p_tau, p_peak, why_gdpo, p_q, why_trunc)""",
 ]

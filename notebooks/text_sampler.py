@@ -127,17 +127,17 @@ $$g = \sum_a \pi_{\text{sampler}}(a)\,\nabla L(a), \qquad g^* = \sum_a \pi_{\tex
 $$\text{bias} = \lVert g - g^*\rVert, \qquad \text{variance} = \sum_a \pi_{\text{sampler}}(a)\,\lVert \nabla L(a) - g\rVert^2 ,$$
 
 $g^*$ being the on-policy gradient, what the loss means. A batch averages $N$ draws: its squared error is
-$\text{bias}^2 + \text{variance}/N$, and only the second term shrinks with $N$. Write $\ell(a)$ for the unweighted
-loss ($L(a) = \min(w(a), C)\,\ell(a)$ truncated). Truncation has a closed form,
+$\text{bias}^2 + \text{variance}/N$, and only the second term shrinks with $N$. Write $L_0(a)$ for the unweighted
+loss, $L_{\text{no weight}}(a)$ above ($L(a) = \min(w(a), C)\,L_0(a)$ truncated). Truncation has a closed form,
 $\pi_{\text{sampler}}(a)\min(w(a), C) = \min\big(\pi_{\text{old}}(a),\, C\,\pi_{\text{sampler}}(a)\big)$, so
-$g - g^* = -\sum_a \big(\pi_{\text{old}}(a) - C\,\pi_{\text{sampler}}(a)\big)^+\,\nabla \ell(a)$ — only the actions the
+$g - g^* = -\sum_a \big(\pi_{\text{old}}(a) - C\,\pi_{\text{sampler}}(a)\big)^+\,\nabla L_0(a)$ — only the actions the
 sampler under-draws by more than a factor $C$ — and the bias is its norm; as $\min(w, C)^2 \le C\,w$, the variance is
-at most $C\sum_a \pi_{\text{old}}(a)\,\lVert\nabla \ell(a)\rVert^2$.""",
+at most $C\sum_a \pi_{\text{old}}(a)\,\lVert\nabla L_0(a)\rVert^2$.""",
     """exact = viz.exact_sampler_gradients(distance=1.5, samples=64)
 print(f"{len(exact['w'])} actions, w = π_old/π_sampler: " + "  ".join(f"{w:.2f}" for w in exact["w"]))
 print(f"‖g*‖ = {exact['norm_on_policy']:.4f}; with no correction the bias is {exact['none']['bias']:.4f}, "
       f"{exact['none']['bias'] / exact['norm_on_policy']:.0%} of it")
-print(f"Σ_a π_old(a)·‖∇ℓ(a)‖² = {exact['second_moment_old']:.4f}, so at C_max = 3 the variance is at most "
+print(f"Σ_a π_old(a)·‖∇L₀(a)‖² = {exact['second_moment_old']:.4f}, so at C_max = 3 the variance is at most "
       f"{3 * exact['second_moment_old']:.4f}")
 tight, none = exact["sweep"]["token_truncate"][0], exact["none"]
 masked = viz.exact_sampler_gradients(distance=1.5, samples=64, c_maxes=(3.0,))["sweep"]["token_mask"][0]
@@ -164,8 +164,9 @@ at the trainer's temperature $\tau = 1$ or another — a sampler whose temperatu
 trainer's is a common real mismatch. Everything is computed above, so the controls only re-read numbers.""",
     r"""md:**Predict first.** (1) Which of the two samplers, float16 or bfloat16 (both 16 bits a number), is further from
 $\pi_{\text{old}}$, and why? (2) Set the sampler's τ to 1.1, ten percent hotter than the trainer. Is the mismatch larger or
-smaller than bfloat16's rounding, and are most token weights $w_t$ above 1 or below? (3) At
-$C_{\max} = 3$, what does any mode change, at any setting?""",
+smaller than bfloat16's rounding, and are most token weights $w_t$ above 1 or below? (3) Of the
+widget's four settings — float16 and bfloat16 at τ = 1, bfloat16 at τ = 1.1 and at τ = 0.8 — at which does the largest
+token weight $w_t$ come nearest to $C_{\max} = 3$, and why there?""",
     """view = viz.sampler_view(sampler="bfloat16", temperature=1.0, c_max=3.0)
 view""",
     """settings = (("float16", 1.0), ("bfloat16", 1.0), ("bfloat16", 1.1), ("bfloat16", 0.8))
@@ -177,6 +178,9 @@ hot_mean = viz.sampler_lab.mismatch(four.batches[("bfloat16", 1.1)])["sampler/lo
 print(f"bfloat16 at τ = 1.1, mean mismatch / at τ = 1: {hot_mean / mean['bfloat16']:.1f} "
       f"(the temperature's mismatch is {'larger' if hot_mean > mean['bfloat16'] else 'not larger'} than the rounding's)")
 print(sampler_notes.cold_note(four, ("bfloat16", 1.1)))
+largest_at = {setting: viz.sampler_lab.sequence_spread(four.batches[setting])["token_w"][1] for setting in settings}
+print("largest w_t: " + ", ".join(f"{d} at τ = {t}: {w:.2f}" for (d, t), w in largest_at.items())
+      + f" — nearest to 3: {' at τ = '.join(map(str, min(largest_at, key=lambda k: abs(largest_at[k] - 3))))}")
 largest = max(viz.sampler_lab.sequence_spread(b)["token_w"][1] for b in four.batches.values())
 largest_seq = max(viz.sampler_lab.sequence_spread(b)["seq_w"][1] for b in four.batches.values())
 print(f"the largest w_t at any setting of the widget: {largest:.2f}; the largest w_i: {largest_seq:.2f}")
@@ -191,11 +195,13 @@ float16 11 (10 + 1): bfloat16's roundings are each 8 times coarser ($2^{11-8}$),
 sample in bfloat16 and live with the larger mismatch. (2) The second line compares them: a ten percent temperature
 mismatch moves every token's probability, where rounding moves only the uncertain ones a little. A hotter sampler
 flattens the distribution, so the likely tokens — most of a completion — get $w_t$ a little above 1, and the unlikely
-tokens it now draws more often get $w_t$ well below 1 (the line `bfloat16 at τ = 1.1: …` prints the share above 1). (3) The run says: the line `at C_max = 3 …` above lists every setting
-where a mode changed a weight. $C_{\max}$ only bounds from above, so it changes a weight only where the sampler under-drew a
-token, or a whole completion, more than threefold. Rounding at τ = 1 is far from that; a colder sampler (τ = 0.8)
-over-draws the likely tokens and under-draws the rest, so its largest weights come nearest to 3 (the table's last
-row). Which of the two comes nearer, a token or a completion, is the run's: the τ = 0.8 line above compares them.
+tokens it now draws more often get $w_t$ well below 1 (the line `bfloat16 at τ = 1.1: …` prints the share above 1). (3) The line `largest w_t: …` says which. A large $w_t = \pi_{\text{old}}/\pi_{\text{sampler}}$
+is a token the sampler under-drew. Rounding at τ = 1 moves only the uncertain tokens, and a little; a hotter sampler
+(τ = 1.1) over-draws the unlikely tokens, whose $w_t$ falls below 1, and under-draws the likely ones only slightly; a
+colder sampler (τ = 0.8) over-draws the likely tokens and under-draws every other one, so when it does draw an unlikely
+token its weight is large — the setting expected nearest to 3. $C_{\max}$ only bounds from above, so at 3 it changes a
+weight only where the sampler under-drew a token, or a whole completion, more than threefold: the line
+`at C_max = 3 …` lists every setting where a mode did. Which of the two comes nearer, a token or a completion, is the run's: the τ = 0.8 line above compares them.
 A cold sampler gives few tokens $w_t$ above 1 (that line prints how few) — the likely tokens it over-draws, most of
 every completion, get $w_t$ a little below 1 —, so a completion's product of them mostly shrinks and a single
 under-drawn token keeps its whole weight; only a completion holding several under-drawn tokens multiplies past it.

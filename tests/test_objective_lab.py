@@ -34,7 +34,7 @@ def test_the_soft_gate_slope_is_4_sigma_1_minus_sigma():
 def test_vespo_slope_is_phi_over_r():
     k, lam, r = 2.0, 3.0, 0.8
     phi = math.exp(lam + k * math.log(r) - lam * r)
-    assert lab.pushing_at(r, 1.0, k_pos=k, lambda_pos=lam)["VESPO φ(w)"] == pytest.approx(-phi / r, rel=1e-6)
+    assert lab.pushing_at(r, 1.0, k_pos=k, lambda_pos=lam)["VESPO φ(ρ_seq)"] == pytest.approx(-phi / r, rel=1e-6)
 
 
 def test_gdpo_does_not_care_about_a_reward_scale_and_the_sum_does():

@@ -3,7 +3,7 @@ tokens and top-p's kept mass (its runs of the tiny preset: ``objective_runs``).
 
     objective_curves      L(ρ) and ∂L/∂ρ of one token (log π_old = 0, so log π_θ = log ρ) for Â = ±1, by autograd
                           through ``core.clipped_surrogate``, ``core.cispo_loss``, ``core.soft_gated_surrogate`` and
-                          ``core.gamma_weight`` (a one-token completion: VESPO's w is the token's ρ)
+                          ``core.gamma_weight`` (a one-token completion: VESPO's sequence ratio ρ_seq is the token's ρ)
     gdpo_advantages       ``core.group_relative`` of Σ_f w_f·r_f against ``core.decoupled_group_relative``
     sampled_tokens        a few completions of the tiny preset's model, with log π and the entropy H_t from
                           ``CausalLMPolicy.evaluate``
@@ -33,7 +33,7 @@ from ladder.viz.lm_lab import full_log_probs, quiet_run
 from ladder.viz.token_clipping import _rgb
 
 _SLIDER = dict(continuous_update=False, style={"description_width": "initial"}, layout=widgets.Layout(width="250px"))
-OBJECTIVES = ("clip ε 0.2", "clip-higher 0.2 / 0.28", "CISPO (ε_max 5)", "SAPO gate", "VESPO φ(w)")
+OBJECTIVES = ("clip ε 0.2", "clip-higher 0.2 / 0.28", "CISPO (ε_max 5)", "SAPO gate", "VESPO φ(ρ_seq)")
 
 
 # ------------------------------------------------------------------------------ 1 · objectives as functions of r
@@ -45,7 +45,7 @@ def _token_losses(r: torch.Tensor, adv: torch.Tensor, p: dict) -> dict[str, torc
             OBJECTIVES[1]: core.clipped_surrogate(r, adv, 0.2, 0.28),
             OBJECTIVES[2]: core.cispo_loss(logp, r, adv, 5.0),
             OBJECTIVES[3]: core.soft_gated_surrogate(r, adv, p["tau_pos"], p["tau_neg"]),
-            OBJECTIVES[4]: -phi * adv * logp}        # VESPO's gamma_weighted term: −φ(w)·Â·log π_θ
+            OBJECTIVES[4]: -phi * adv * logp}        # VESPO's gamma_weighted term: −φ(ρ_seq)·Â·log π_θ
 
 
 def objective_curves(adv: float, ratios=None, tau_pos: float = 1.0, tau_neg: float = 1.05, k_pos: float = 2.0,
@@ -53,7 +53,8 @@ def objective_curves(adv: float, ratios=None, tau_pos: float = 1.0, tau_neg: flo
     """{objective: (L(ρ), ∂L/∂ρ)} as numpy arrays over ``ratios`` (default 0.3 … 2.5), and "r" (the ratios ρ).
 
     ∂L/∂ρ is autograd's: 0 where the objective no longer moves the token, > 0 (Â < 0) or < 0 (Â > 0) where a
-    gradient step still pushes ρ. CISPO's and VESPO's weights are detached, so for them ∂L/∂ρ = −w·Â/ρ."""
+    gradient step still pushes ρ. CISPO's and VESPO's weights are detached, so for them
+    ∂L/∂ρ = −sg(g(ρ))·Â/ρ, with g = min(·, ε_max) or φ."""
     r = torch.linspace(0.3, 2.5, 221, dtype=torch.float64) if ratios is None else torch.as_tensor(
         ratios, dtype=torch.float64)
     leaf = r[:, None].clone().requires_grad_(True)
@@ -116,7 +117,7 @@ def objective_view(tau_pos: float = 1.0, tau_neg: float = 1.05, k_pos: float = 2
                 "summary": "∂L/∂ρ at ρ = 1.5, Â = +1: " + ", ".join(f"{n} {g:+.3f}" for n, g in at.items())}
         return fig, data
 
-    return View(controls, draw, "Five objectives as functions of the ratio (one token, π_θ = r·π_old)")
+    return View(controls, draw, "Five objectives as functions of the ratio (one token, π_θ = ρ·π_old)")
 
 
 # ------------------------------------------------------------------------------------- 2 · two rewards: GDPO
@@ -284,3 +285,21 @@ def entropy_mask_view(q: float = 0.2, tokens: dict | None = None) -> View:
     view.text = text
     view.children = (*view.children, text)
     return view
+
+
+def most_uncertain(tokens: dict, n: int = 2) -> list[dict]:
+    """The ``n`` real tokens of ``sampled_tokens`` with the largest entropy, each with where it sits in the worked
+    sum: its text up to the token, the line it ends (1: the units column, 2: the tens column), which addend of that
+    line it is, and the carry the units sum calls for (None where the first line is not a finished sum)."""
+    h = tokens["entropy"].masked_fill(~tokens["mask"].bool(), -1.0)
+    out = []
+    for flat in h.flatten().topk(n).indices.tolist():
+        i, t = divmod(flat, h.shape[1])
+        text = "".join(tokens["pieces"][i][:t + 1])
+        lines = text.split("\n")
+        units = lines[0].split(" = ")
+        finished = len(lines) >= 2 and len(units) == 2 and units[1].strip().isdigit()
+        out.append({"entropy": float(h[i, t]), "piece": tokens["pieces"][i][t], "text": text, "line": len(lines),
+                    "addend": len(lines[-1].split(" + ")),
+                    "carry": int(int(units[1]) >= 10) if finished else None})
+    return out
