@@ -16,19 +16,19 @@ does (the KL term excepted: ``--algo grpo`` keeps the corrected one); so are the
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 import torch
 
-from ladder import core, hub, rewards
+from ladder import core, loop, rewards
 from ladder.core.swappable import swappable
-from ladder.distributed import Processes, is_main_process, launched_processes, process_device, weights_digest
+from ladder.distributed import Processes, weights_digest
+from ladder.loop import Recipe
 from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, lm_batch
-from ladder.policies.sampler import check_sampler_dtype, fast_on_this_cpu
+from ladder.policies.sampler import check_sampler_dtype
 from ladder.rungs import grpo_options
 from ladder.rungs.grpo_options import (
     ALGOS,
@@ -43,18 +43,20 @@ from ladder.rungs.grpo_options import (
 from ladder.rungs.grpo_record import CutOffWatch, Laps, batch_statistics, completion_rows, step_record, summarize
 from ladder.rungs.grpo_rollout import Rollout, dynamic_sample, reward_column_weights, sample
 from ladder.rungs.grpo_rules import validate
+from ladder.rungs.grpo_setup import load_task, placement, save_trained
 from ladder.rungs.grpo_staleness import LaggingRollout
 from ladder.rungs.lm_options import gradient_checkpointing, uses_lora
 from ladder.rungs.protocol import TRAINING_WRITES
-from ladder.runlog import UsageError, seed_everything
+from ladder.runlog import seed_everything
 from ladder.session import RunSession
 from ladder.tasks import math_eval, math_problems
 from ladder.tasks.math_problems import ProblemStream
 
 # The rung's options live in grpo_options; they are read from here too (grpo.Config, grpo.PRESETS, …).
 __all__ = ["ALGOS", "LOSS_TYPES", "PRESETS", "RESOLVED", "WRITES", "Config", "validate", "export", "update_config",
-           "reward_weights", "train", "grpo_step", "build", "Step", "set_learning_rate", "completion_rows",
-           "batch_statistics", "CutOffWatch", "NAME", "Task", "math_task", "train_task", "ProblemStream"]
+           "reward_weights", "train", "grpo_step", "build", "Step", "set_learning_rate", "learning_rate", "recipe",
+           "completion_rows", "batch_statistics", "CutOffWatch", "NAME", "Task", "math_task", "train_task",
+           "ProblemStream"]
 NAME = "grpo"
 WRITES = TRAINING_WRITES
 CURVES = [Panel("reward", "mean over the update's completions", {"reward": ""}),
@@ -167,14 +169,19 @@ def build(cfg: Config, *, policy: CausalLMPolicy, optimizer: torch.optim.Optimiz
                 entropy_control=entropy_controller(cfg, procs) if entropy_control is None else entropy_control)
 
 
-def set_learning_rate(optimizer: torch.optim.Optimizer, cfg: Config, update: int) -> None:
+def learning_rate(cfg: Config, update: int) -> float:
     """The learning rate of update k = 0, 1, …, a linear warm-up over ``--warmup-steps`` updates:
 
         lr_k = lr · min(1, (k + 1) / warmup_steps)        (lr throughout when warmup_steps = 0)
 
     From the update's index alone: ``--resume`` needs no scheduler state."""
+    return cfg.lr * min(1.0, (update + 1) / cfg.warmup_steps) if cfg.warmup_steps else cfg.lr
+
+
+def set_learning_rate(optimizer: torch.optim.Optimizer, cfg: Config, update: int) -> None:
+    """Set ``learning_rate(cfg, update)`` on every parameter group (what the loop does before update k)."""
     for group in optimizer.param_groups:
-        group["lr"] = cfg.lr * min(1.0, (update + 1) / cfg.warmup_steps) if cfg.warmup_steps else cfg.lr
+        group["lr"] = learning_rate(cfg, update)
 
 
 @swappable
@@ -261,36 +268,6 @@ def held_out_accuracy(step: Step, held_out: list[dict]) -> float:
     return procs.gather(torch.tensor([correct], dtype=torch.float64)).sum().item() / len(held_out)
 
 
-def placement(cfg: Config) -> torch.device:
-    """This process's device and thread count; what cannot run here is a one-line error."""
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    device = process_device(quant.check_device(cfg.device))
-    if cfg.prompts_per_step % launched_processes():
-        raise UsageError(f"--prompts-per-step {cfg.prompts_per_step} cannot be shared equally by "
-                         f"{launched_processes()} processes; use a multiple of {launched_processes()}")
-    if cfg.optim == "paged_adamw_8bit" and device.type != "cuda":
-        raise UsageError("--optim paged_adamw_8bit needs a CUDA GPU; use --optim adamw on the CPU")
-    dtype = check_sampler_dtype(cfg.sampler_dtype, device)
-    if dtype is not None and device.type == "cpu" and not fast_on_this_cpu(dtype) and is_main_process():
-        print(f"note: this CPU has no {cfg.sampler_dtype} matrix instructions, so torch emulates them: sampling is "
-              f"slower than in float32 (the mismatch it shows is the real one)", file=sys.stderr)
-    return device
-
-
-def load_task(cfg: Config) -> tuple[str, list[dict], list[dict], str, object]:
-    """(system prompt, training problems, held-out problems, model path, tokenizer), checked to fit the
-    model's context before any weight loads."""
-    system_prompt = math_problems.system_prompt(cfg.task, cfg.system_prompt)
-    problems, held_out = math_problems.split(cfg.task, cfg.dataset, cfg.eval_size, cfg.train_size,
-                                             cfg.prompts_per_step)
-    model_path = hub.resolve(math_problems.resolve_model(cfg.model), "--model")
-    tokenizer = quant.load_tokenizer(model_path)
-    math_eval.check_context(tokenizer, quant.load_config(model_path), problems + held_out, system_prompt,
-                            cfg.max_new_tokens)
-    return system_prompt, problems, held_out, model_path, tokenizer
-
-
 def export(cfg: Config) -> dict | None:
     """``--export-trl FILE``: the run written as a TRL script (``ladder.export_trl``), nothing trained and no run
     directory; its summary. None without the flag: the run trains."""
@@ -334,7 +311,7 @@ def train(cfg: Config) -> dict:
 
 
 def train_task(cfg: Config, name: str, load: Callable[[Config], Task]) -> dict:
-    """Train with GRPO on the task ``load(cfg)`` makes; write metrics.jsonl, completions.jsonl (every
+    """Train with GRPO on the task ``load(cfg)`` makes (``recipe``); write metrics.jsonl, completions.jsonl (every
     ``--print-samples`` updates), summary.json, curves.png and the adapter into ``cfg.out``.
 
     Under ``accelerate launch`` every process runs this function on its share of the prompts (see
@@ -346,55 +323,66 @@ def train_task(cfg: Config, name: str, load: Callable[[Config], Task]) -> dict:
     reward_funcs = rewards.load_all(cfg.reward_funcs)  # a user's module runs before the run directory exists
     procs = Processes(device)  # after the tiny model is built and cached (see ladder.distributed)
     # The output directory is claimed (finished run? --overwrite? another run in it?) before the model loads.
-    with RunSession(cfg, name, asdict(cfg), total=cfg.steps, procs=procs) as run:
-        policy, optimizer = load_policy(cfg, task.model_path, device)
-        run.seed_each_process()  # the weights above are the same everywhere; the samples from here on are not
-        rollout = LaggingRollout(task.rollout, policy, cfg.max_staleness) if cfg.max_staleness else task.rollout
-        step = build(cfg, policy=policy, optimizer=optimizer, tokenizer=task.tokenizer,
-                     stream=ProblemStream(task.problems, cfg.seed, task.source), system_prompt=task.system_prompt,
-                     procs=procs, reward_funcs=reward_funcs, skipped_steps=run.skipped_steps, rollout=rollout,
-                     credit=task.credit)
-        parts = checkpoint_parts(step, rollout)
-        progress = run.resume(**parts, progress=None).get("progress") or {
-            "tokens": 0, "completions": 0, "evals": [(0, task.accuracy(step, task.held_out))], "first_rewards": []}
-        done, cut_off = False, CutOffWatch(cfg.max_new_tokens, lambda line: run.write(line, stderr=True))
-        while not done:
-            set_learning_rate(optimizer, cfg, run.step)
-            record, rollout, advantages = grpo_step(step)
-            cut_off(record)
-            progress["tokens"] += record["tokens"]
-            progress["completions"] += record["sampling/completions"]
-            if cfg.ref_sync_every and (run.step + 1) % cfg.ref_sync_every == 0:
-                policy.refresh_reference(cfg.ref_mixup)  # every process alike: the weights are equal everywhere
-            if len(progress["first_rewards"]) < 5:
-                progress["first_rewards"].append(record["reward"])
-            done = run.step + 1 >= cfg.steps or bool(cfg.max_completions and
-                                                     progress["completions"] >= cfg.max_completions)
-            if (cfg.eval_every and (run.step + 1) % cfg.eval_every == 0) or done:
-                record["eval_accuracy"] = task.accuracy(step, task.held_out)
-                progress["evals"].append((run.step + 1, record["eval_accuracy"]))
-            run.log({**record, "tokens_total": progress["tokens"], "completions_total": progress["completions"],
-                     "lr": optimizer.param_groups[0]["lr"]},
-                    reward=f"{record['reward']:.2f}", acc=f"{progress['evals'][-1][1]:.2f}")
-            if cfg.print_samples and run.step % cfg.print_samples == 0:
-                rows = completion_rows(rollout, advantages, procs, cfg.group_size)
-                run.log_completions(rows)
-                run.write(f"[{run.step}] {rows[0]['question']!r} → {rows[0]['completion']!r} → reward "
-                          f"{rows[0]['reward']:.2f} (all {len(rows)}: {run.dir / 'completions.jsonl'})")
-            if not done:
-                run.checkpoint(**parts, progress=progress)
-        summary = {**summarize(cfg, run, progress, procs.gather_object(weights_digest(policy))),
-                   "task": task.name or cfg.task}
-        if procs.is_main:  # the trained adapter only (π_ref's adapter, if any, stays out)
-            save_trained(policy.model, run.dir, lora=uses_lora(cfg))
-        run.finish(summary, [p.starting_at(eval_accuracy=progress["evals"][0][1]) for p in task.curves], x="step")
+    summary = loop.train(cfg, name, lambda cfg, run: recipe(cfg, run, task, reward_funcs), total=cfg.steps,
+                         procs=procs)
     procs.close()
     return summary
 
 
-def save_trained(model, out, lora: bool) -> None:
-    """OUT/adapter (LoRA: the trained adapter, not π_ref's) or OUT/model (full fine-tuning)."""
-    if lora:
-        model.save_pretrained(out / "adapter", selected_adapters=[model.active_adapter])
-    else:
-        model.save_pretrained(out / "model")
+def recipe(cfg: Config, run: RunSession, task: Task, reward_funcs: dict[str, Callable]) -> Recipe:
+    """GRPO as the loop runs it: ``grpo_step`` each update, the learning rate warmed up (``learning_rate``), the
+    held-out accuracy before training and every ``--eval-every`` updates, π_ref refreshed every
+    ``--ref-sync-every``, the completions logged every ``--print-samples``."""
+    procs = run.procs
+    policy, optimizer = load_policy(cfg, task.model_path, procs.device)
+    run.seed_each_process()  # the weights above are the same everywhere; the samples from here on are not
+    rollout = LaggingRollout(task.rollout, policy, cfg.max_staleness) if cfg.max_staleness else task.rollout
+    step = build(cfg, policy=policy, optimizer=optimizer, tokenizer=task.tokenizer,
+                 stream=ProblemStream(task.problems, cfg.seed, task.source), system_prompt=task.system_prompt,
+                 procs=procs, reward_funcs=reward_funcs, skipped_steps=run.skipped_steps, rollout=rollout,
+                 credit=task.credit)
+    progress = {"tokens": 0, "completions": 0, "evals": [], "first_rewards": []}
+    latest, cut_off = {}, CutOffWatch(cfg.max_new_tokens, lambda line: run.write(line, stderr=True))
+
+    def update() -> dict:
+        """``grpo_step``: sample → rewards → group-relative Â → ``core.update``; the run's counters."""
+        record, latest["rollout"], latest["advantages"] = grpo_step(step)
+        cut_off(record)
+        progress["tokens"] += record["tokens"]
+        progress["completions"] += record["sampling/completions"]
+        if cfg.ref_sync_every and (run.step + 1) % cfg.ref_sync_every == 0:
+            policy.refresh_reference(cfg.ref_mixup)  # every process alike: the weights are equal everywhere
+        if len(progress["first_rewards"]) < 5:
+            progress["first_rewards"].append(record["reward"])
+        return record
+
+    def evaluate() -> dict:
+        progress["evals"].append((run.step + 1, task.accuracy(step, task.held_out)))
+        return {"eval_accuracy": progress["evals"][-1][1]}
+
+    def log_completions(record: dict) -> None:
+        if cfg.print_samples and run.step % cfg.print_samples == 0:
+            rows = completion_rows(latest["rollout"], latest["advantages"], procs, cfg.group_size)
+            run.log_completions(rows)
+            run.write(f"[{run.step}] {rows[0]['question']!r} → {rows[0]['completion']!r} → reward "
+                      f"{rows[0]['reward']:.2f} (all {len(rows)}: {run.dir / 'completions.jsonl'})")
+
+    def summary() -> dict:
+        summary = {**summarize(cfg, run, progress, procs.gather_object(weights_digest(policy))),
+                   "task": task.name or cfg.task}
+        if procs.is_main:  # the trained adapter only (π_ref's adapter, if any, stays out)
+            save_trained(policy.model, run.dir, lora=uses_lora(cfg))
+        return summary
+
+    return Recipe(
+        parts=checkpoint_parts(step, rollout), progress=progress, update=update, summary=summary,
+        finished=lambda updates: updates >= cfg.steps or bool(cfg.max_completions and
+                                                              progress["completions"] >= cfg.max_completions),
+        curves=lambda: [p.starting_at(eval_accuracy=progress["evals"][0][1]) for p in task.curves],
+        evaluate=evaluate, eval_every=cfg.eval_every, optimizer=optimizer,
+        learning_rate=lambda k: learning_rate(cfg, k),
+        start=lambda: progress["evals"].append((0, task.accuracy(step, task.held_out))),
+        record=lambda stats: {**stats, "tokens_total": progress["tokens"],
+                              "completions_total": progress["completions"], "lr": optimizer.param_groups[0]["lr"]},
+        postfix=lambda r: {"reward": f"{r['reward']:.2f}", "acc": f"{progress['evals'][-1][1]:.2f}"},
+        after_log=log_completions, checkpoint_last=False)
