@@ -97,15 +97,15 @@ def gamma_weight(log_ratio: Tensor, mask: Tensor, advantages: Tensor, k_pos: flo
                  k_neg: float, lambda_neg: float, sampler_log_weight: Tensor | None = None) -> Tensor:
     """A smooth, detached weight of each completion from its sequence ratio (VESPO, arXiv 2602.10693), ``[B, 1]``:
 
-        log w_i = Σ_t m_t · clamp(log ρ_t, −20, 20)  (+ Σ_t m_t · log(π_old/π_sampler), when given)
-        φ(w)    = e^λ · w^k · e^(−λw)                 the gamma shape, φ(1) = 1, largest at w = k/λ
+        log ρ_seq,i = Σ_t m_t · clamp(log ρ_t, −20, 20)  (+ Σ_t m_t · log(π_old/π_sampler), when given)
+        φ(ρ_seq)    = e^λ · ρ_seq^k · e^(−λ·ρ_seq)        the gamma shape, φ(1) = 1, largest at ρ_seq = k/λ
         (k, λ)  = (k_pos, λ_pos) if Σ_t m_t · Â_t ≥ 0 else (k_neg, λ_neg)   the sign of Â_i on the real tokens
 
     A sequence-level Â is constant over the row's real tokens, so the pair follows the sign of Â_i (TRL reads it
     from its ``[B, 1]`` advantages) even where the row starts with masked tokens (Â·m = 0 there).
-    log w is clamped to [log 1e-8, 20] and λ to at least 1e-4; φ is computed as exp(λ + k·log w − λ·w),
+    log ρ_seq is clamped to [log 1e-8, 20] and λ to at least 1e-4; φ is computed as exp(λ + k·log ρ_seq − λ·ρ_seq),
     and a non-finite φ becomes 0. No gradient flows through φ: it scales REINFORCE's −Â·∇log π
-    (``gamma_weighted``'s loss), large near w = 1 and vanishing far off-policy on either side.
+    (``gamma_weighted``'s loss), large near ρ_seq = 1 and vanishing far off-policy on either side.
     """
     with torch.no_grad():
         real = mask.bool()

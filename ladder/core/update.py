@@ -63,7 +63,7 @@ class UpdateConfig:
     cispo_max_weight: float = 5.0        # ε_max: CISPO's cap on the detached importance weight
     gate_temp_pos: float = 1.0           # τ_pos: the soft gate's temperature where Â > 0
     gate_temp_neg: float = 1.05          # τ_neg: the soft gate's temperature where Â ≤ 0
-    gamma_k_pos: float = 2.0             # k, λ of the gamma weight φ(w) = e^λ·w^k·e^(−λw) where Â ≥ 0
+    gamma_k_pos: float = 2.0             # k, λ of the gamma weight φ(ρ_seq) where Â ≥ 0
     gamma_lambda_pos: float = 3.0
     gamma_k_neg: float = 3.0             # k, λ of φ where Â < 0
     gamma_lambda_neg: float = 2.0

@@ -120,11 +120,11 @@ class Config(LMOptions):
     cispo_max_weight: float = option(5.0, "ε_max: CISPO's cap on the detached importance weight (ScaleRL: 5)",
                                      positive())
     sapo_temperature_pos: float = option(1.0, "τ_pos of sapo's gate −(4/τ)·σ(τ(ρ − 1))·Â where Â > 0: larger fades "
-                                              "the gradient sooner as r leaves 1 (TRL's name)", positive())
+                                              "the gradient sooner as ρ leaves 1 (TRL's name)", positive())
     sapo_temperature_neg: float = option(1.05, "τ_neg of sapo's gate where Â ≤ 0 (TRL's name)", positive())
-    vespo_k_pos: float = option(2.0, "k of vespo's weight φ(w) = e^λ·w^k·e^(−λw) where Â ≥ 0: larger damps w < 1 "
-                                     "more (TRL's name)", non_negative())
-    vespo_lambda_pos: float = option(3.0, "λ of φ where Â ≥ 0: larger damps w > 1 more (TRL's name)", positive())
+    vespo_k_pos: float = option(2.0, "k of vespo's weight φ(ρ_seq) = e^λ·ρ_seq^k·e^(−λ·ρ_seq) where Â ≥ 0: "
+                                     "larger damps ρ_seq < 1 more (TRL's name)", non_negative())
+    vespo_lambda_pos: float = option(3.0, "λ of φ where Â ≥ 0: larger damps ρ_seq > 1 more (TRL's name)", positive())
     vespo_k_neg: float = option(3.0, "k of φ where Â < 0 (TRL's name)", non_negative())
     vespo_lambda_neg: float = option(2.0, "λ of φ where Â < 0 (TRL's name)", positive())
     top_entropy_quantile: float = option(1.0, "q: only the share q of tokens with the highest entropy take part in "
