@@ -20,8 +20,8 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ladder.errors import UsageError
-from ladder.trackers import REPORT_TO
+from ladder.runtime.errors import UsageError
+from ladder.runtime.trackers import REPORT_TO
 
 
 class OptionError(UsageError, ValueError):

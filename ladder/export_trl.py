@@ -40,11 +40,11 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from ladder import rewards, trl_map
-from ladder.errors import UsageError
 from ladder.export_trl_helpers import AGENT_HELPERS, HELPERS, TOOL_PARSING
 from ladder.rungs import agent_options
 from ladder.rungs.grpo_options import Config
 from ladder.rungs.grpo_rules import validate
+from ladder.runtime.errors import UsageError
 from ladder.tasks import arithmetic, math_problems
 
 DEVICES = ("cpu", "cuda")

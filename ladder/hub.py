@@ -13,7 +13,7 @@ import socket
 from contextlib import contextmanager
 from pathlib import Path
 
-from ladder.errors import UsageError
+from ladder.runtime.errors import UsageError
 
 HUB_HOST = "huggingface.co"
 

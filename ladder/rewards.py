@@ -6,7 +6,7 @@ A reward function maps completions (and the reference answers) to one number eac
 
 ``--reward-funcs`` names built-ins (``correctness``, ``format``) or ``FILE.py:FUNCTION`` /
 ``MODULE:FUNCTION``; the total reward is r_i = Σ_f w_f · f(completion_i). A function that raises,
-does not return within ``--reward-timeout`` seconds (``TIME_LIMIT_S`` unless given; ``ladder.limits``),
+does not return within ``--reward-timeout`` seconds (``TIME_LIMIT_S`` unless given; ``ladder.runtime.limits``),
 returns something that is not a list, the wrong number of rewards, or an entry that is not a finite number
 (None, text, NaN, ±inf) stops the run with one line naming the function and the completion. A user's module
 or function that exits (``sys.exit``, or ``argparse`` parsing ladder's own command line) is one line too, at
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import torch
 
-from ladder.errors import UsageError
-from ladder.limits import TimedOut, time_limit
+from ladder.runtime.errors import UsageError
+from ladder.runtime.limits import TimedOut, time_limit
 from ladder.tasks import arithmetic
 
 TIME_LIMIT_S = 600.0  # seconds one call of a reward function may take, on a whole batch

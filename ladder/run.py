@@ -32,9 +32,9 @@ from dataclasses import asdict, fields
 from pathlib import Path
 
 from ladder.cli import HelpFormatter, OneLineParser, add_config_args, config_from_args, die
-from ladder.distributed import is_main_process
 from ladder.rungs.protocol import Rung
-from ladder.runlog import RunLog, RunStopped, UsageError
+from ladder.runtime.distributed import is_main_process
+from ladder.runtime.runlog import RunLog, RunStopped, UsageError
 
 RUNGS = {
     "reinforce": "ladder.rungs.reinforce",

@@ -148,10 +148,10 @@ its $G$ advantages are its rewards, centred on the group's mean and divided by t
 Every `--print-samples` updates (here: 2) the rung prints one question → completion → reward line and appends *all*
 the update's completions to `OUT/completions.jsonl`, what TRL's `log_completions` shows: each completion with its
 reward, each reward function's score, its advantage $\hat A_i$, its length and whether it was cut off at
-`--max-new-tokens`. `ladder.runlog.read_completions(OUT)` reads it back (a script can read the JSON lines as they
+`--max-new-tokens`. `ladder.runtime.runlog.read_completions(OUT)` reads it back (a script can read the JSON lines as they
 are).
 </details>""",
-    """from ladder.runlog import read_completions
+    """from ladder.runtime.runlog import read_completions
 
 rows = read_completions(RUNS / "notebook-5-grpo")
 group = [r for r in rows if r["step"] == rows[-1]["step"] and r["group"] == 0]

@@ -152,7 +152,7 @@ def dapo_setup() -> tuple[DDPLinearPolicy, Batch]:
 
 def dapo_worker(rank: int, port: int, out_dir: str) -> None:
     """Process ``rank`` of two: its half of ``dapo_setup``'s batch, updated with the whole batch's N, then its own."""
-    from ladder.distributed import Processes
+    from ladder.runtime.distributed import Processes
 
     torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2", RANK=str(rank),

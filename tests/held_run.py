@@ -32,7 +32,7 @@ from pathlib import Path
 
 import torch
 
-from ladder import session
+from ladder.runtime import session
 
 HELD = sys.argv.pop(1)
 kind, _, where = sys.argv.pop(1).partition(":")

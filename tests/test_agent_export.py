@@ -24,7 +24,7 @@ import pytest
 
 from ladder import export_trl, trl_map
 from ladder.rungs import agent, grpo
-from ladder.runlog import UsageError
+from ladder.runtime.runlog import UsageError
 from ladder.tasks import agent_envs
 
 ROOT = Path(__file__).resolve().parents[1]

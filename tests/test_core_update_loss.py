@@ -348,7 +348,7 @@ def test_dapo_two_processes_match_one_process_on_the_whole_batch(tmp_path):
         port = s.getsockname()[1]
     # Not fork: a child forked from a process whose OpenMP pool has run hangs in its first parallel op.
     # A fork server imports torch and DistributedDataParallel's torch._dynamo once, for both children.
-    multiprocessing.set_forkserver_preload(["torch", "torch._dynamo", "ladder.core", "ladder.distributed"])
+    multiprocessing.set_forkserver_preload(["torch", "torch._dynamo", "ladder.core", "ladder.runtime.distributed"])
     mp.start_processes(dapo_worker, args=(port, str(tmp_path)), nprocs=2, start_method="forkserver")
     results = [torch.load(tmp_path / f"rank{r}.pt") for r in (0, 1)]
 

@@ -9,7 +9,7 @@ import sys
 import pytest
 import torch
 
-from ladder.distributed import Processes
+from ladder.runtime.distributed import Processes
 
 
 def test_single_process_is_a_no_op():

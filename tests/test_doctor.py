@@ -20,7 +20,7 @@ import pytest
 from ladder.doctor import diagnose, read_run
 from ladder.doctor.runs import TRL_FACTS, TRL_NAMES
 from ladder.doctor.signatures import SIGNATURES, WORDING
-from ladder.runlog import UsageError
+from ladder.runtime.runlog import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
 N = 12  # logged steps of a synthetic run

@@ -15,7 +15,7 @@ from ladder import run
 from ladder.core.swappable import IMPLEMENTATIONS
 from ladder.exercises import EXERCISES, ORIGINALS, swap
 from ladder.exercises.grading import grade, grade_file
-from ladder.runlog import without_timings
+from ladder.runtime.runlog import without_timings
 
 ROOT = Path(__file__).resolve().parents[1]
 BY_STEM = {e.stem: e for e in EXERCISES}

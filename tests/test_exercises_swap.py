@@ -15,7 +15,7 @@ from ladder.core.swappable import IMPLEMENTATIONS
 from ladder.exercises import EXERCISES, ORIGINALS
 from ladder.exercises.cases_loop import small_policy_and_batch
 from ladder.exercises.swap import use_exercises
-from ladder.runlog import without_timings
+from ladder.runtime.runlog import without_timings
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions"

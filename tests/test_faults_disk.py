@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ladder import runlog, session
+from ladder.runtime import runlog, session
 
 CARTPOLE = ["cartpole", "--total-steps", "768", "--eval-every", "768", "--eval-episodes", "2", "--no-progress"]
 

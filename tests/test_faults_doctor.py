@@ -20,7 +20,7 @@ from test_doctor import CONFIG, N, doctor, healthy_series, write_run
 
 from ladder.doctor import diagnose, read_run
 from ladder.doctor.report import plot_findings
-from ladder.runlog import UsageError
+from ladder.runtime.runlog import UsageError
 
 
 def records() -> list[dict]:

@@ -18,7 +18,7 @@ import pytest
 from ladder.exercises import EXERCISES, LIMIT_VARIABLE, TRAINING_LIMITS, capstone_ppo, limit_s, load
 from ladder.exercises.capstone_grpo import check
 from ladder.exercises.grading import CASES, grade, grade_file
-from ladder.runlog import UsageError
+from ladder.runtime.runlog import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]
 BY_STEM = {e.stem: e for e in EXERCISES}

@@ -18,7 +18,7 @@ from lm_helpers import GSM8K_ROWS, save_tiny_qwen
 
 from ladder import rewards
 from ladder.policies import quant
-from ladder.runlog import UsageError
+from ladder.runtime.runlog import UsageError
 from ladder.tasks import arithmetic, math_problems, tiny_lm
 
 BOM = b"\xef\xbb\xbf"

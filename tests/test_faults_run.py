@@ -16,8 +16,8 @@ import held_run
 import pytest
 
 from ladder.rungs import cartpole
-from ladder.runlog import UsageError
-from ladder.session import RunSession
+from ladder.runtime.runlog import UsageError
+from ladder.runtime.session import RunSession
 
 REWARDS = '''
 import os

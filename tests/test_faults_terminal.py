@@ -16,7 +16,7 @@ from ladder.run import Interrupts
 
 MARKED_AT_THE_FIRST_LOG = """
 import runpy, sys
-from ladder import session
+from ladder.runtime import session
 
 real_log = session.RunSession.log
 
@@ -117,7 +117,7 @@ def test_two_ctrl_c_end_in_one_line_and_a_command_that_pastes(tmp_path):
 
 SWALLOWED_AT_THE_FIRST_LOG = """
 import runpy, sys, time
-from ladder import session
+from ladder.runtime import session
 
 real_log = session.RunSession.log
 

@@ -1,4 +1,4 @@
-"""The non-finite guard (``ladder.session.NonFiniteGuard``): an update whose every step was skipped counts,
+"""The non-finite guard (``ladder.runtime.session.NonFiniteGuard``): an update whose every step was skipped counts,
 and after N such updates in a row the run stops in one line, having warned once (CartPole as the rung that runs)."""
 
 import json
@@ -35,8 +35,8 @@ def test_non_finite_losses_warn_once_then_stop_the_run(tmp_path, monkeypatch, ca
 
 
 def test_guard_counts_only_updates_whose_every_step_was_skipped():
-    from ladder.runlog import RunStopped
-    from ladder.session import NonFiniteGuard
+    from ladder.runtime.runlog import RunStopped
+    from ladder.runtime.session import NonFiniteGuard
 
     warnings = []
     guard = NonFiniteGuard(patience=2, out="x", warn=warnings.append)

@@ -1,5 +1,5 @@
-"""ladder.limits: a call past its limit is interrupted where it is, in the calling thread — a sleep, a busy loop, a
-body that swallows ``Exception`` — and leaves no thread, timer or handler behind; limits nest."""
+"""ladder.runtime.limits: a call past its limit is interrupted where it is, in the calling thread — a sleep, a busy
+loop, a body that swallows ``Exception`` — and leaves no thread, timer or handler behind; limits nest."""
 
 import signal
 import threading
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from ladder.limits import TimedOut, call_with_limit, time_limit
+from ladder.runtime.limits import TimedOut, call_with_limit, time_limit
 
 
 def _sleeps():

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from ladder.rungs import grpo
-from ladder.runlog import UsageError
+from ladder.runtime.runlog import UsageError
 from ladder.tasks import math_eval, math_problems
 
 ROWS = [{"question": f"What is {a} + 1?", "answer": f"{a}+1={a + 1}\n#### {a + 1}"} for a in range(20)]

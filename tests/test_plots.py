@@ -8,7 +8,7 @@ import pytest
 import torch
 from lm_helpers import grpo_config
 
-import ladder.runlog
+import ladder.runtime.runlog
 from ladder.plots import Panel, figure, plot_curves
 from ladder.rungs import cartpole, grpo, reinforce
 from ladder.rungs import ppo_sentiment as ps
@@ -24,8 +24,8 @@ def drawn(monkeypatch):
         figures.append((fig, args[2]))
         return fig
 
-    real = ladder.runlog.plot_curves
-    monkeypatch.setattr(ladder.runlog, "plot_curves", keep)
+    real = ladder.runtime.runlog.plot_curves
+    monkeypatch.setattr(ladder.runtime.runlog, "plot_curves", keep)
     return figures
 
 

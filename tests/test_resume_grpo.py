@@ -12,7 +12,7 @@ import pytest
 from cli_helpers import TINY_GRPO_ARGS as ARGS  # those of tiny_grpo_run, the uninterrupted run here
 from safetensors.torch import load_file
 
-from ladder.runlog import without_timings
+from ladder.runtime.runlog import without_timings
 from ladder.tasks import arithmetic
 
 

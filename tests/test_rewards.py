@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from ladder import rewards
-from ladder.runlog import UsageError
+from ladder.runtime.runlog import UsageError
 
 COMPLETIONS = ["#### 5", "no answer", "#### 7"]
 ANSWERS = ["5", "6", "8"]

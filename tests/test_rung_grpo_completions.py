@@ -6,7 +6,7 @@ import torch
 
 from ladder import core
 from ladder.rungs import grpo
-from ladder.runlog import read_completions
+from ladder.runtime.runlog import read_completions
 
 SETTINGS = {**grpo.PRESETS["tiny"], "steps": 4, "print_samples": 2, "eval_size": 8, "eval_every": 0,
             "checkpoint_every": 1, "progress": False}

@@ -13,7 +13,7 @@ from ladder import core, run
 from ladder.policies import quant
 from ladder.policies.causal_lm import REFERENCE_ADAPTER, CausalLMPolicy, lm_batch
 from ladder.rungs import grpo
-from ladder.runlog import RunLog, without_timings
+from ladder.runtime.runlog import RunLog, without_timings
 from ladder.tasks import arithmetic
 
 # ----------------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from ladder import run
 from ladder.policies import sampler
 from ladder.policies.causal_lm import lm_batch
 from ladder.rungs import grpo
-from ladder.runlog import UsageError, seed_everything
+from ladder.runtime.runlog import UsageError, seed_everything
 from ladder.tasks import arithmetic
 
 TINY = {**grpo.PRESETS["tiny"], "steps": 2, "eval_size": 8, "eval_every": 0, "print_samples": 0, "progress": False}

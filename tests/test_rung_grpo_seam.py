@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from ladder.distributed import Processes
 from ladder.exercises import cases_loop
 from ladder.rungs import grpo
-from ladder.runlog import seed_everything, without_timings
+from ladder.runtime.distributed import Processes
+from ladder.runtime.runlog import seed_everything, without_timings
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = {**grpo.PRESETS["tiny"], "prompts_per_step": 2, "steps": 2, "eval_every": 0, "eval_size": 8,

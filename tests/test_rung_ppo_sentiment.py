@@ -17,7 +17,7 @@ from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, is_peft, lm_batch, position_ids_for
 from ladder.rungs import cartpole
 from ladder.rungs import ppo_sentiment as ps
-from ladder.runlog import UsageError
+from ladder.runtime.runlog import UsageError
 from ladder.tasks import sentiment, tiny_lm
 
 

@@ -11,7 +11,7 @@ import pytest
 from ladder import run
 from ladder.cli import Checked
 from ladder.rungs import protocol
-from ladder.runlog import UsageError
+from ladder.runtime.runlog import UsageError
 
 RUNGS = {name: run.load_rung(name) for name in run.RUNGS}
 

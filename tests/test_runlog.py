@@ -36,7 +36,7 @@ def test_corrupt_checkpoint_is_refused(tmp_path):
 def test_curves_of_a_short_run_have_whole_step_ticks(tmp_path, monkeypatch):
     import matplotlib.figure
 
-    from ladder.runlog import plot_curves
+    from ladder.runtime.runlog import plot_curves
 
     seen = []
     monkeypatch.setattr(matplotlib.figure.Figure, "savefig", lambda fig, *a, **k: seen.append(fig))

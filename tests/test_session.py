@@ -1,4 +1,4 @@
-"""The run session every rung shares (``ladder.session``, ``ladder.runlog``): one run per directory,
+"""The run session every rung shares (``ladder.runtime.session``, ``ladder.runtime.runlog``): one run per directory,
 checkpoints of named parts with every generator, and the faults around a run that end in one line."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import held_run
 import pytest
 import torch
 
-from ladder import checkpoint_file
 from ladder import run as ladder_run
 from ladder.rungs import cartpole
-from ladder.runlog import RunLog, RunStopped, UsageError, rng_state, set_rng_state
-from ladder.session import RunSession
+from ladder.runtime import checkpoint_file
+from ladder.runtime.runlog import RunLog, RunStopped, UsageError, rng_state, set_rng_state
+from ladder.runtime.session import RunSession
 
 
 def _cfg(tmp_path, **overrides) -> cartpole.Config:

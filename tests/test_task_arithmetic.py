@@ -5,7 +5,7 @@ import json
 import pytest
 import torch
 
-from ladder.runlog import UsageError
+from ladder.runtime.runlog import UsageError
 from ladder.tasks import arithmetic as A
 from ladder.tasks import math_problems
 

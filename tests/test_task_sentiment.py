@@ -10,7 +10,7 @@ import torch
 
 from ladder import hub
 from ladder.policies import quant
-from ladder.runlog import UsageError
+from ladder.runtime.runlog import UsageError
 from ladder.tasks import sentiment, tiny_lm
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ladder import trackers
+from ladder.runtime import trackers
 
 RUN = ["reinforce", "--total-steps", "1200", "--eval-every", "100000", "--no-progress", "--checkpoint-every", "1"]
 KEYS = ("episode_return", "grad_norm")

@@ -23,7 +23,7 @@ import pytest
 import ladder.core
 from ladder import export_trl, trl_map
 from ladder.rungs import agent, grpo, ppo_sentiment
-from ladder.runlog import UsageError
+from ladder.runtime.runlog import UsageError
 from ladder.tasks import arithmetic, math_problems
 
 CONFIGS = {"grpo": grpo.Config, "ppo-sentiment": ppo_sentiment.Config, "agent": agent.Config}

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 # How a statistic combines over several records (the minibatches of a pass, the data-parallel processes):
-# the mean, unless named here. The one table both ``update`` and ``ladder.distributed`` read.
+# the mean, unless named here. The one table both ``update`` and ``ladder.runtime.distributed`` read.
 REDUCTIONS: dict[str, Callable[[list[float]], float]] = {
     "ratio_min": min, "ratio_max": max, "sampler/logp_diff_max": max, "sampler/is_ratio_min": min,
     "sampler/is_ratio_max": max}

@@ -18,7 +18,7 @@ from ladder.doctor.chart_parts import write_figure
 from ladder.doctor.report import is_healthy, json_report, plot_findings, printable, text_report
 from ladder.doctor.runs import read_run
 from ladder.doctor.signatures import diagnose
-from ladder.errors import UsageError
+from ladder.runtime.errors import UsageError
 
 
 def build_parser(prog: str = "python -m ladder.doctor") -> OneLineParser:

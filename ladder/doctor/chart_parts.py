@@ -15,9 +15,9 @@ from ladder.doctor.run_data import Series
 from ladder.doctor.signatures import Finding
 from ladder.doctor.verdict import literal
 from ladder.doctor.vitals import Guide, Vital
-from ladder.errors import UsageError
 from ladder.plots import PANEL_H, PANEL_W, X_LABELS
-from ladder.whole_files import write_whole
+from ladder.runtime.errors import UsageError
+from ladder.runtime.whole_files import write_whole
 
 PLOT_BOUND = 1e300  # matplotlib's axes cannot span more than a float: a curve beyond this is drawn at it
 PROBLEM, NOTE = "tab:red", "0.45"  # a problem's colour; a harmless note's

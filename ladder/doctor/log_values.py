@@ -20,7 +20,7 @@ import math
 import stat
 from pathlib import Path
 
-from ladder.errors import UsageError
+from ladder.runtime.errors import UsageError
 
 
 def path_kind(path: Path) -> str | None:

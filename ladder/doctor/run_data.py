@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ladder.doctor.log_values import NOT_A_NUMBER, as_number, as_step, shown
-from ladder.errors import UsageError
+from ladder.runtime.errors import UsageError
 
 
 @dataclass

@@ -18,7 +18,7 @@ from pathlib import Path
 from ladder.doctor.log_values import config_fact, file_text, json_file, parse_json, path_kind
 from ladder.doctor.run_data import Facts, Run, Series, series_of, stepped  # noqa: F401 - Series also read from here
 from ladder.doctor.trl_logs import TRL_FACTS, TRL_NAMES, read_trl, trainer_state  # noqa: F401 - also read from here
-from ladder.errors import UsageError
+from ladder.runtime.errors import UsageError
 
 # The ladder rungs whose records use other names for the same quantities.
 LADDER_RENAMES = {

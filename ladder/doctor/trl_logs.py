@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ladder.doctor.log_values import as_number, config_fact, json_file, path_kind, shown
 from ladder.doctor.run_data import Facts, Logged, Run, Series, series_of, stepped
-from ladder.errors import UsageError
+from ladder.runtime.errors import UsageError
 
 # TRL 1.16 GRPOTrainer's metric → ladder's name (grpo_trainer.py, ``self._metrics[mode][...]`` and Trainer's
 # own loss / grad_norm / learning_rate). ``rewards/<name>/mean`` and ``/std`` are the same in both.

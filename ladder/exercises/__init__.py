@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from ladder.errors import UsageError
-from ladder.limits import TimedOut, time_limit
+from ladder.runtime.errors import UsageError
+from ladder.runtime.limits import TimedOut, time_limit
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import torch
 
-from ladder.limits import TimedOut, time_limit
+from ladder.runtime.limits import TimedOut, time_limit
 
 from . import capstone_grpo_checks, capstone_grpo_train, capstone_grpo_update, exit_call, innermost, limit_s
 from .capstone_grpo_task import Broken, greedy_accuracy, read_once, tiny_task

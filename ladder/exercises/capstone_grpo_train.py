@@ -14,7 +14,7 @@ from collections import Counter
 import torch
 from torch import Tensor
 
-from ladder.limits import TimedOut
+from ladder.runtime.limits import TimedOut
 
 from .capstone_grpo_spy import SEED, SPIED, WATCHED_STEPS, Run, Step, rerun, spied_run
 from .capstone_grpo_task import Broken, fmt, greedy_accuracy, load_model, tiny_task

@@ -24,7 +24,7 @@ from types import ModuleType
 import gymnasium as gym
 import torch
 
-from ladder.limits import TimedOut, time_limit
+from ladder.runtime.limits import TimedOut, time_limit
 
 from . import ORIGINALS, Stopped, exercise_imports, exit_call, limit_s, load
 from .capstone_ppo_cases import GRAD_RTOL, RTOL, UPDATE, close, gae_cases, minibatch, run_update, seeded_agent

@@ -335,9 +335,9 @@ def _grpo_case(label: str, **overrides) -> Case:
 def run_grpo_step(grpo_step, **overrides) -> tuple[dict, torch.nn.Module, torch.Tensor]:
     """One ``grpo_step`` on the tiny preset (2 prompts × 4 completions) from seed 0: (record without its
     timings, the policy after, the advantages it returned)."""
-    from ladder.distributed import Processes
     from ladder.rungs import grpo
-    from ladder.runlog import seed_everything, without_timings
+    from ladder.runtime.distributed import Processes
+    from ladder.runtime.runlog import seed_everything, without_timings
 
     settings = {**grpo.PRESETS["tiny"], "prompts_per_step": 2, "group_size": 4, "steps": 1, "eval_size": 8,
                 "threads": 0, **overrides}

@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from ladder.limits import TimedOut, time_limit
+from ladder.runtime.limits import TimedOut, time_limit
 
 from . import EXERCISES, Exercise, Stopped, exercise_imports, exit_call, limit_s, load
 from .cases import OUTPUTS, TOY_CASES, Case, Mismatch, fmt

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ladder.core.swappable import IMPLEMENTATIONS
-from ladder.errors import UsageError
+from ladder.runtime.errors import UsageError
 
 from . import EXERCISES, Exercise, exercise_imports, exercises_dir
 from .grading import NOT_IMPLEMENTED, Result, grade_file

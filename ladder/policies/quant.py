@@ -16,9 +16,9 @@ from pathlib import Path
 
 import torch
 
-from ladder.errors import UsageError
 from ladder.hub import quiet_progress
 from ladder.patches import keep_4bit_training_layout, peft_wraps_quietly
+from ladder.runtime.errors import UsageError
 
 # bitsandbytes logs a hint about an optional faster CPU kernel package at import; training is correct without it.
 logging.getLogger("bitsandbytes").setLevel(logging.ERROR)

@@ -29,7 +29,7 @@ from transformers import (
     TopPLogitsWarper,
 )
 
-from ladder.errors import UsageError
+from ladder.runtime.errors import UsageError
 
 SAMPLER_DTYPES = {"same": None, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

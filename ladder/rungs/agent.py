@@ -14,7 +14,7 @@ The environment is a class in TRL 1.16's protocol (``ladder.tasks.tool_calls``):
 gsm8k | FILE.py:Class | MODULE:Class``. Every GRPO option applies (``--algo``, ``--loss-type``, the KL, …).
 
 Every call into the environment — making it, ``reset``, each tool, ``get_reward`` — runs within ``--env-timeout``
-seconds (``ladder.limits``: interrupted in this thread, none left running), and what it returns is checked where
+seconds (``ladder.runtime.limits``: interrupted in this thread, none left running), and what it returns is checked where
 it is crossed. A tool that fails is an error the model reads (``tool_calls.call_tool``); the others stop the run in
 one line naming the call: a ``UsageError``, which the run session reports with exit 2 and nothing kept before the
 run's first checkpoint, and with exit 1 and the run kept (to ``--resume``) after it.
@@ -28,8 +28,6 @@ from functools import partial
 import torch
 
 from ladder import core, hub, rewards
-from ladder.errors import UsageError
-from ladder.limits import TimedOut, time_limit
 from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.rungs import agent_options, grpo, grpo_options
@@ -47,6 +45,8 @@ from ladder.rungs.agent_options import (
 from ladder.rungs.agent_rollout import Trajectories, multi_turn
 from ladder.rungs.grpo_rollout import Rollout, with_overlong_penalty
 from ladder.rungs.protocol import TRAINING_WRITES
+from ladder.runtime.errors import UsageError
+from ladder.runtime.limits import TimedOut, time_limit
 from ladder.tasks import arithmetic, math_problems, tool_calls
 
 __all__ = ["ALGOS", "CURVES", "ENVIRONMENTS", "NAME", "PRESETS", "RESOLVED", "TINY_MODEL", "WRITES", "Config",

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 from ladder import rewards
 from ladder.cli import Text, at_least, interval, option
-from ladder.errors import UsageError
 from ladder.rungs import grpo_options, grpo_rules
+from ladder.runtime.errors import UsageError
 from ladder.tasks import agent_envs, math_problems, tiny_agent
 
 TINY_MODEL = "@tiny-agent"

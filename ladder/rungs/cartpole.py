@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from ladder import core, loop
+from ladder import core
 from ladder.cli import (
     Number,
     RunOptions,
@@ -24,13 +24,14 @@ from ladder.cli import (
     positive,
     probability,
 )
-from ladder.loop import Recipe
 from ladder.plots import Panel
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
 from ladder.rungs.protocol import TRAINING_WRITES, check_minibatches, no_export
-from ladder.runlog import seed_everything
-from ladder.session import RunSession
+from ladder.runtime import loop
+from ladder.runtime.loop import Recipe
+from ladder.runtime.runlog import seed_everything
+from ladder.runtime.session import RunSession
 
 NAME = "cartpole"
 CURVES = [Panel("episode return", "return (steps balanced)",

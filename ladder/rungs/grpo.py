@@ -21,10 +21,8 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from ladder import core, loop, rewards
+from ladder import core, rewards
 from ladder.core.swappable import swappable
-from ladder.distributed import Processes, weights_digest
-from ladder.loop import Recipe
 from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, lm_batch
@@ -47,8 +45,11 @@ from ladder.rungs.grpo_setup import load_task, placement, save_trained
 from ladder.rungs.grpo_staleness import LaggingRollout
 from ladder.rungs.lm_options import gradient_checkpointing, uses_lora
 from ladder.rungs.protocol import TRAINING_WRITES
-from ladder.runlog import seed_everything
-from ladder.session import RunSession
+from ladder.runtime import loop
+from ladder.runtime.distributed import Processes, weights_digest
+from ladder.runtime.loop import Recipe
+from ladder.runtime.runlog import seed_everything
+from ladder.runtime.session import RunSession
 from ladder.tasks import math_eval, math_problems
 from ladder.tasks.math_problems import ProblemStream
 
@@ -315,13 +316,13 @@ def train_task(cfg: Config, name: str, load: Callable[[Config], Task]) -> dict:
     ``--print-samples`` updates), summary.json, curves.png and the adapter into ``cfg.out``.
 
     Under ``accelerate launch`` every process runs this function on its share of the prompts (see
-    ``ladder.distributed``); only the main process writes.
+    ``ladder.runtime.distributed``); only the main process writes.
     """
     device = placement(cfg)
     seed_everything(cfg.seed)
     task = load(cfg)  # checked to fit the model's context before any weight loads
     reward_funcs = rewards.load_all(cfg.reward_funcs)  # a user's module runs before the run directory exists
-    procs = Processes(device)  # after the tiny model is built and cached (see ladder.distributed)
+    procs = Processes(device)  # after the tiny model is built and cached (see ladder.runtime.distributed)
     # The output directory is claimed (finished run? --overwrite? another run in it?) before the model loads.
     summary = loop.train(cfg, name, lambda cfg, run: recipe(cfg, run, task, reward_funcs), total=cfg.steps,
                          procs=procs)

@@ -15,8 +15,8 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ladder.distributed import Processes
 from ladder.rungs.grpo_rollout import Rollout
+from ladder.runtime.distributed import Processes
 
 
 class Laps:

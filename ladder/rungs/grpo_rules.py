@@ -3,9 +3,9 @@ before any model loads. An option's own domain is checked where it is declared (
 
 from __future__ import annotations
 
-from ladder.errors import UsageError
 from ladder.rungs.grpo_options import LOSS_TYPES, Config, eps_high, reward_weights
 from ladder.rungs.protocol import check_minibatches
+from ladder.runtime.errors import UsageError
 
 
 def validate(cfg: Config) -> None:

@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 import torch
 
-from ladder.errors import UsageError
+from ladder.runtime.errors import UsageError
 
 
 def make_env(env_id: str) -> gym.Env:

@@ -22,7 +22,7 @@ from ladder.patches import peft_wraps_quietly
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy
 from ladder.rungs.protocol import no_cross_option_rules, no_export
-from ladder.runlog import RunLog, UsageError, seed_everything
+from ladder.runtime.runlog import RunLog, UsageError, seed_everything
 from ladder.tasks import math_eval, math_problems
 
 NAME = "eval"

@@ -30,18 +30,19 @@ from pathlib import Path
 
 import torch
 
-from ladder import core, hub, loop
+from ladder import core, hub
 from ladder.cli import Text, at_least, int_range, interval, non_negative, option, positive, probability
-from ladder.distributed import Processes, launched_processes, process_device, weights_digest
-from ladder.loop import Recipe
 from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, is_peft, lm_batch
 from ladder.rungs import lm_options
 from ladder.rungs.lm_options import LMOptions, gradient_checkpointing
 from ladder.rungs.protocol import TRAINING_WRITES, check_minibatches, no_export
-from ladder.runlog import UsageError, seed_everything
-from ladder.session import RunSession
+from ladder.runtime import loop
+from ladder.runtime.distributed import Processes, launched_processes, process_device, weights_digest
+from ladder.runtime.loop import Recipe
+from ladder.runtime.runlog import UsageError, seed_everything
+from ladder.runtime.session import RunSession
 from ladder.tasks import sentiment
 
 NAME = "ppo-sentiment"
@@ -301,7 +302,7 @@ def train(cfg: Config) -> dict:
     seed_everything(cfg.seed)
     t_load = time.perf_counter()
     model, tokenizer, reward_fn, prompt_pool = load_parts(cfg)
-    procs = Processes(torch.device(cfg.device))  # after the tiny models are cached (see ladder.distributed)
+    procs = Processes(torch.device(cfg.device))  # after the tiny models are cached (see ladder.runtime.distributed)
     seed_everything(cfg.seed)  # building a tiny model on first use must not change the run
     policy = build_policy(cfg, model).to(cfg.device)
     optimizer = torch.optim.Adam([p for p in policy.parameters() if p.requires_grad], lr=cfg.lr)

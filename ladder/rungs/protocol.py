@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol, runtime_checkable
 
-from ladder.errors import UsageError
+from ladder.runtime.errors import UsageError
 
 TRAINING_WRITES = "metrics.jsonl, summary.json, curves.png"  # what a training run writes in OUT
 

@@ -13,15 +13,16 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from ladder import core, loop
+from ladder import core
 from ladder.cli import Number, RunOptions, Text, at_least, int_range, non_negative, option, positive, probability
-from ladder.loop import Recipe
 from ladder.plots import Panel
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
 from ladder.rungs.protocol import TRAINING_WRITES, no_export
-from ladder.runlog import seed_everything
-from ladder.session import RunSession
+from ladder.runtime import loop
+from ladder.runtime.loop import Recipe
+from ladder.runtime.runlog import seed_everything
+from ladder.runtime.session import RunSession
 
 NAME = "reinforce"
 CURVES = [Panel("episode return", "return (steps balanced)",

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import torch
 
-from ladder.errors import UsageError
 from ladder.policies.causal_lm import CausalLMPolicy
+from ladder.runtime.errors import UsageError
 from ladder.tasks import arithmetic
 
 

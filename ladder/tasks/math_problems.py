@@ -15,7 +15,7 @@ import json
 import random
 from pathlib import Path
 
-from ladder.errors import UsageError
+from ladder.runtime.errors import UsageError
 from ladder.tasks import arithmetic
 
 TASKS = ("gsm8k", "arithmetic")

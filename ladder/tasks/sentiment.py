@@ -26,8 +26,8 @@ from pathlib import Path
 
 import torch
 
-from ladder.errors import UsageError
 from ladder.hub import quiet_progress  # noqa: F401 - also used as sentiment.quiet_progress
+from ladder.runtime.errors import UsageError
 
 DEFAULT_MODEL = "lvwerra/gpt2-imdb"
 DEFAULT_REWARD_MODEL = "lvwerra/distilbert-imdb"

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from ladder.errors import UsageError
+from ladder.runtime.errors import UsageError
 
 SPECIAL = {"pad": "<|pad|>", "eos": "<|endoftext|>", "bos": "<|startoftext|>"}
 SHIPPED = Path(__file__).resolve().parent / "tiny_models"  # the copies the package ships (see the module doc)

@@ -26,7 +26,7 @@ Tool calls are written the Hermes / Qwen2.5 way, inside the assistant's turn:
 A call that cannot be parsed, names no tool, has wrong arguments, raises, or comes past ``--max-tool-calls`` is
 answered with an error, as TRL answers it (``{'error': '…'}``): the model reads it and goes on. So is a tool that
 calls ``sys.exit`` (``argparse``, say), one that does not return within the limit in force (``tool_time_limit``:
-the agent rung's ``--env-timeout``; ``ladder.limits`` interrupts it, no thread is left running), and one whose
+the agent rung's ``--env-timeout``; ``ladder.runtime.limits`` interrupts it, no thread is left running), and one whose
 result ``str()`` cannot make text. What a tool prints is held while it runs and passed on once it returns. A tool
 needs a type hint on every argument and a docstring describing each (``tool_schemas``: one line naming the tool if
 not). The text the environment adds after the model's end of turn (the tool's reply, and the template's markers
@@ -42,9 +42,9 @@ import re
 from collections.abc import Callable
 from contextvars import ContextVar
 
-from ladder.errors import UsageError
-from ladder.limits import TimedOut, time_limit
 from ladder.rewards import exited, held_output, said
+from ladder.runtime.errors import UsageError
+from ladder.runtime.limits import TimedOut, time_limit
 
 NOT_TOOLS = ("reset", "get_reward")
 _CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)

@@ -33,9 +33,9 @@ from dataclasses import dataclass
 import torch
 
 from ladder import core
-from ladder.distributed import Processes
 from ladder.policies.causal_lm import position_ids_for
 from ladder.rungs import agent, grpo
+from ladder.runtime.distributed import Processes
 from ladder.tasks import agent_envs, tiny_agent, tool_calls
 from ladder.viz.lm_lab import quiet_run
 

@@ -47,11 +47,11 @@ import numpy as np
 import torch
 
 from ladder import core
-from ladder.distributed import Processes
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch, position_ids_for
 from ladder.rungs import grpo, ppo_sentiment
-from ladder.runlog import rng_state, set_rng_state
+from ladder.runtime.distributed import Processes
+from ladder.runtime.runlog import rng_state, set_rng_state
 from ladder.tasks import arithmetic
 from ladder.viz.cartpole_lab import one_thread
 

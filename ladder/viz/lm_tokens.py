@@ -24,9 +24,9 @@ import torch
 import transformers
 
 from ladder import core
-from ladder.distributed import Processes
 from ladder.policies.causal_lm import position_ids_for
 from ladder.rungs import ppo_sentiment
+from ladder.runtime.distributed import Processes
 from ladder.viz.lm_lab import quiet_run
 
 

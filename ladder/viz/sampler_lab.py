@@ -40,13 +40,13 @@ import torch
 
 from ladder import core
 from ladder.core.sampler import sampler_stat_tensors
-from ladder.distributed import Processes
 from ladder.policies.causal_lm import lm_batch
 from ladder.policies.sampler import SAMPLER_DTYPES
 from ladder.rewards import load_all
 from ladder.rungs import grpo
 from ladder.rungs.grpo_rollout import sample
-from ladder.runlog import seed_everything
+from ladder.runtime.distributed import Processes
+from ladder.runtime.runlog import seed_everything
 from ladder.viz.lm_lab import quiet_run
 
 SAMPLERS = ("same", "float16", "bfloat16")       # --sampler-dtype

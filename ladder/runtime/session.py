@@ -1,6 +1,7 @@
-"""One run of a rung, from its start to its summary: the scaffolding every rung shares, driven by ``ladder.loop``.
+"""One run of a rung, from its start to its summary: the scaffolding every rung shares, driven by
+``ladder.runtime.loop``.
 
-    with RunSession(cfg, NAME, config, total=cfg.steps, procs=procs) as run:          # what ladder.loop does
+    with RunSession(cfg, NAME, config, total=cfg.steps, procs=procs) as run:          # what ladder.runtime.loop does
         saved = run.resume(policy=policy, optimizer=optimizer)      # {} on a fresh start
         while run.step < cfg.steps:
             ... collect → Batch → core.update → record ...
@@ -36,9 +37,9 @@ import torch
 from tqdm.auto import tqdm
 
 from ladder.cli import show_progress
-from ladder.distributed import Processes
-from ladder.runlog import RunLog, RunStopped, UsageError, rng_state, set_rng_state
-from ladder.trackers import tracker
+from ladder.runtime.distributed import Processes
+from ladder.runtime.runlog import RunLog, RunStopped, UsageError, rng_state, set_rng_state
+from ladder.runtime.trackers import tracker
 
 
 class NonFiniteGuard:

@@ -7,7 +7,7 @@
 ``set_aside`` moves the replaced run's files into .replacing and renames it .replaced once all are there;
 ``discard`` removes it for good once the new run trains; ``put_back`` returns it to the directory as it was when
 the new run never trains, by this process or, when that was killed, by the next command on the directory before
-anything else. Each step is a rename or a whole write (``ladder.whole_files``), so a kill at any moment leaves a
+anything else. Each step is a rename or a whole write (``ladder.runtime.whole_files``), so a kill at any moment leaves a
 state that ``put_back`` (or, for .discarded, ``clear_discarded``) finishes.
 """
 
@@ -17,7 +17,7 @@ import os
 import shutil
 from pathlib import Path
 
-from ladder.whole_files import write_whole
+from ladder.runtime.whole_files import write_whole
 
 REPLACING = ".replacing"
 REPLACED = ".replaced"

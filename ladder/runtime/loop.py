@@ -27,8 +27,8 @@ from typing import Any
 
 import torch
 
-from ladder.distributed import Processes
-from ladder.session import RunSession
+from ladder.runtime.distributed import Processes
+from ladder.runtime.session import RunSession
 
 
 def _nothing(*args) -> None:

@@ -20,7 +20,7 @@ import secrets
 from functools import partial
 from pathlib import Path
 
-from ladder.errors import UsageError
+from ladder.runtime.errors import UsageError
 
 REPORT_TO = ("none", "tensorboard", "trackio", "wandb")
 PACKAGES = {"tensorboard": "tensorboard", "trackio": "trackio", "wandb": "wandb"}

@@ -8,22 +8,22 @@
     checkpoint.pt.sha256  its sha256, as ``sha256sum`` writes it: ``--resume`` refuses a checkpoint damaged since
     completions.jsonl  sampled prompts and completions, every --print-samples updates (grpo; eval)
     policy.pt, model/, adapter/, policy/, samples.md   the trained weights (and ppo-sentiment's samples)
-    tb/, wandb/     the tracker's files (``--report-to tensorboard|wandb``: ``ladder.trackers``)
+    tb/, wandb/     the tracker's files (``--report-to tensorboard|wandb``: ``ladder.runtime.trackers``)
     .lock           held by the process writing the directory: one run at a time
     .replacing, .replaced   the run an ``--overwrite`` start sets aside (below)
 
-A directory belongs to one run at a time (``ladder.run_lock``): a second start on it, or a ``--resume`` of a run
+A directory belongs to one run at a time (``ladder.runtime.run_lock``): a second start on it, or a ``--resume`` of a run
 that is still going, is refused with one line naming the process that holds it. A fresh start takes a new or empty
 directory, or, with ``--overwrite``, a run of the same rung: the files above (nothing else) are set aside in
 .replacing, then .replaced, and kept until training starts (``started``); if it never does they are put back, by
 this process or, when it was killed, by the next command on the directory before anything else
-(``ladder.replaced_run``).
+(``ladder.runtime.replaced_run``).
 
 Every file is written whole or not at all, so that a process killed at any moment (SIGKILL included) leaves
 each file as it was or as it was meant to be: a rewrite (config.json, the cut back of metrics.jsonl and
-completions.jsonl on ``--resume``, summary.json) goes through ``ladder.whole_files``, and a checkpoint through
-``ladder.checkpoint_file`` (which also checks its sum on load); an append that fails is cut back to where it began,
-and a torn last line (an append a kill cut short) is dropped on ``--resume``.
+completions.jsonl on ``--resume``, summary.json) goes through ``ladder.runtime.whole_files``, and a checkpoint
+through ``ladder.runtime.checkpoint_file`` (which also checks its sum on load); an append that fails is cut back to
+where it began, and a torn last line (an append a kill cut short) is dropped on ``--resume``.
 """
 
 from __future__ import annotations
@@ -37,13 +37,13 @@ import shlex
 import shutil
 from pathlib import Path
 
-from ladder import replaced_run
-from ladder.checkpoint_file import CHECKSUMS, TEMPORARY, CheckpointFile, CorruptCheckpoint
-from ladder.errors import RunStopped, UsageError  # noqa: F401 - also read from here
 from ladder.plots import plot_curves  # noqa: F401 - also read from here
-from ladder.run_lock import LOCK_NAME, DirectoryInUse, DirectoryLock
-from ladder.seeding import rng_state, seed_everything, set_rng_state  # noqa: F401 - also read from here
-from ladder.whole_files import temporary, write_whole
+from ladder.runtime import replaced_run
+from ladder.runtime.checkpoint_file import CHECKSUMS, TEMPORARY, CheckpointFile, CorruptCheckpoint
+from ladder.runtime.errors import RunStopped, UsageError  # noqa: F401 - also read from here
+from ladder.runtime.run_lock import LOCK_NAME, DirectoryInUse, DirectoryLock
+from ladder.runtime.seeding import rng_state, seed_everything, set_rng_state  # noqa: F401 - also read from here
+from ladder.runtime.whole_files import temporary, write_whole
 
 
 def without_timings(record: dict) -> dict:
@@ -79,7 +79,7 @@ class RunLog:
     def __init__(self, out: str | os.PathLike, rung: str, config: dict, resume: bool = False,
                  overwrite: bool = False, tracker=None, writes: bool = True, trains: bool = True):
         """``writes=False`` (the other processes of a data-parallel run): keep records in memory, touch no file.
-        ``tracker(dir, config, resume)`` opens where each record also goes (``ladder.trackers``).
+        ``tracker(dir, config, resume)`` opens where each record also goes (``ladder.runtime.trackers``).
         ``trains=False`` (eval): no metrics.jsonl, no checkpoint, nothing to resume."""
         self.dir, self.rung = Path(out), rung
         self.metrics_path, self.completions_path = self.dir / "metrics.jsonl", self.dir / "completions.jsonl"
@@ -142,7 +142,7 @@ class RunLog:
             write_whole(self.metrics_path, b"")
 
     def _put_back(self) -> None:
-        """The run an --overwrite start set aside, back in the directory as it was (``ladder.replaced_run``)."""
+        """The run an --overwrite start set aside, back in the directory as it was (``ladder.runtime.replaced_run``)."""
         replaced_run.put_back(self.dir, RUN_FILES, LEFTOVERS)
         self.replaced = None
 
@@ -259,7 +259,7 @@ class RunLog:
         return [json.loads(line) for line in lines if line.strip()]
 
     def save_checkpoint(self, state: dict) -> None:
-        """Atomic and checked (``ladder.checkpoint_file``): an interruption (Ctrl-C, SIGTERM) or a failed write
+        """Atomic and checked (``ladder.runtime.checkpoint_file``): an interruption (Ctrl-C, SIGTERM) or a failed write
         leaves the previous checkpoint and its sum; a failed write is one line."""
         if not self.writes:
             return

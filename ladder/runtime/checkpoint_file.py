@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from ladder.whole_files import write_whole
+from ladder.runtime.whole_files import write_whole
 
 NAME = "checkpoint.pt"
 CHECKSUMS = f"{NAME}.sha256"

@@ -2,7 +2,7 @@
 failed, the old ones, never a part of either. The bytes go to a temporary file beside it (``.NAME.tmp``), synced to
 the disk, which is renamed over it: a rename is one step, so a process killed at any moment (SIGKILL included)
 leaves the file as it was or as it was meant to be, and at most the temporary file beside it (the run directory's
-next process removes it: ``ladder.runlog.LEFTOVERS``).
+next process removes it: ``ladder.runtime.runlog.LEFTOVERS``).
 """
 
 from __future__ import annotations
