@@ -33,9 +33,19 @@ $$\text{position\_ids} = \max\big(\operatorname{cumsum}(\text{mask}) - 1,\ 0\big
 (`policies.causal_lm.position_ids_for`; the pads get 0, and the mask hides them), and a row's new token at each step
 is at the row's previous position $+ 1$.
 
-transformers 5.24 renamed the forward's cache argument and output (`past_key_values` → `cache`);
-`ladder.patches.with_cache` and `cache_of` pass and read it under the name the installed version uses. The loops
-of this section are `viz.kv_cache.cached_decode` and `uncached_decode`. Three prompts, left-padded:""",
+By hand, with transformers ≥ 5.24, one prefill and one decode step read:
+
+```python
+out = model(input_ids=prompt_ids, attention_mask=mask, position_ids=positions, use_cache=True)   # prefill
+token = torch.multinomial(torch.softmax(out.logits[:, -1] / tau, -1), 1, generator=generator)  # [B, 1]
+mask = torch.cat([mask, torch.ones_like(token)], 1)                    # one more column of ones
+out = model(input_ids=token, attention_mask=mask, position_ids=positions[:, -1:] + 1,
+            cache=out.cache, use_cache=True)                           # one token, the cache from before
+```
+
+Before 5.24 the argument and the output were both called `past_key_values`; `ladder.patches.with_cache` and
+`cache_of` pass and read the cache under the name the installed version uses. The loops of this section are
+`viz.kv_cache.cached_decode` and `uncached_decode`. Three prompts, left-padded:""",
     """from ladder.policies.causal_lm import position_ids_for
 from ladder.viz import kv_cache, kv_cache_views
 
