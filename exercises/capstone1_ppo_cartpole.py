@@ -27,6 +27,7 @@ make_envs(num_envs) -> gymnasium.vector.SyncVectorEnv of CartPole-v1 with autore
 
 collect_rollout(agent, envs, obs, num_steps) -> (buffer, next_obs)
     ``obs`` is what the last reset or step returned; step the envs T = num_steps times with π_old = the agent now.
+    Record the obs an action is taken FROM, before calling step() (step() returns the next one).
     buffer, a dict of tensors holding no graph, [N, T] unless said:
         obs [N, T, 4]   the obs action t was taken FROM        actions   the actions (int64)
         logp            log π_old(a_t|s_t)                      values    V(s_t)
@@ -42,12 +43,18 @@ gae(rewards, values, terminated, truncated, final_values, last_values, gamma, la
                     V(s_{t+1})              otherwise             (values[:, t + 1], or last_values at t = T − 1)
         Â_t = δ_t + γλ·(1 − d_t)·Â_{t+1},   d_t = terminated[t] or truncated[t]    (a new episode starts at t + 1)
         R_t = Â_t + V(s_t)
-    final_values is read only where truncated (the grader puts noise elsewhere); terminated and truncated both
-    set: terminated wins. Inputs are float tensors; leave them unchanged (no in-place edit of any of them).
+    final_values is read only where truncated (the grader puts noise elsewhere); where terminated and truncated
+    are both set, any value is accepted there (gae ignores it: terminated wins). Inputs are float tensors; leave
+    them unchanged (no in-place edit of any of them).
+    Notebook 2's form — add γ·V(s_final) to a truncated step's reward and mark that step done — is the same GAE
+    as V_next above; exercise 3's gae (one ``dones`` input) can be reused only in that form: rewards
+    + γ·truncated·(1 − terminated)·final_values, dones = terminated or truncated.
 
 ppo_loss(agent, mb, clip_eps, value_coef, entropy_coef) -> (loss, stats)
     mb: a dict of a minibatch's rows: obs [b, 4]; actions, logp (π_old's), values (V_old), advantages, returns [b].
         Â ← (Â − mean Â) / (std Â + 1e-8)   over the minibatch (torch's std, unbiased)
+        (exercise 4's whiten, (x − mean)/sqrt(var + ε), differs from it by far less than the grader's
+        tolerances: importing it is fine)
         ρ = exp(log π_θ(a|s) − log π_old(a|s))      (the importance ratio π_θ/π_old)
         L = mean(−min(ρ·Â, clip(ρ, 1 − ε, 1 + ε)·Â)) + c_v · mean(½(V(s) − R)²) − c_H · mean(H(π_θ(·|s)))
     Score the minibatch with one call of agent.get_action_and_value(mb["obs"], mb["actions"]).
@@ -139,7 +146,7 @@ The wiring of train, seen through the recording wrappers in runs of train(total_
     env_steps                       N·T a rollout; at most total_steps, less than a rollout short; history's count
     reproducible                    two runs with one seed give the same weights
 And one training check, solves_cartpole: train(total_steps=60_000, seed=0) on one thread, then 20 greedy episodes
-of the grader's own; a mean return of at least 475 counts as solved. When it fails, its message names the wiring
+of the grader's own; a mean return of at least 475 counts as solved. When it fails, its message names the fast
 properties that fail: CartPole is easy enough that a trainer wired wrong may still learn, or fail with no clue why.
 It takes up to a minute or two when train runs its whole budget (the others a second or so each);
 ``pytest exercises/test_capstone1.py -k truncation`` grades one property alone.

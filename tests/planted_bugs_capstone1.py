@@ -32,9 +32,12 @@ BUGS = {   # label: (the property that catches it, the text of the reference, wh
     "terminated and truncated at once: bootstrapped": (
         "gae", "torch.where(terminated, 0.0, next_values)", "torch.where(terminated & ~truncated, 0.0, next_values)"),
     "returns without V: R = Â": ("gae", "return advantages, advantages + values", "return advantages, advantages"),
+    "V_next = V(s_{t+1}) where truncated (final_values unused)": (
+        "gae", "    next_values = torch.where(truncated, final_values, next_values)\n", ""),
     "advantages not whitened": (
         "loss", 'adv = (mb["advantages"] - mb["advantages"].mean()) / (mb["advantages"].std() + 1e-8)',
         'adv = mb["advantages"]'),
+    "the ratio inverted (π_old/π_θ)": ("loss", 'log_ratio = logp - mb["logp"]', 'log_ratio = mb["logp"] - logp'),
     "max instead of min in the surrogate": ("loss", "pg_loss = -torch.min(", "pg_loss = -torch.max("),
     "value loss without its ½": ("loss", "v_loss = 0.5 * ((values", "v_loss = ((values"),
     "entropy bonus with the wrong sign": ("loss", "- entropy_coef * entropy.mean()", "+ entropy_coef * entropy.mean()"),
@@ -46,6 +49,7 @@ BUGS = {   # label: (the property that catches it, the text of the reference, wh
         '    for _ in range(num_epochs):\n        with torch.no_grad():\n'
         '            batch["logp"] = agent.get_action_and_value(batch["obs"], batch["actions"])[1]\n'),
     "zero_grad forgotten: gradients pile up": ("pi_old", "            optimizer.zero_grad()\n", ""),
+    "a wrong loss, seen by π_old too": ("pi_old", "v_loss = 0.5 * ((values", "v_loss = ((values"),
     "no gradient clipping": ("grad_clip", "            nn.utils.clip_grad_norm_(agent.parameters(), max_grad_norm)\n",
                              ""),
     "evaluation samples instead of taking the argmax": (
@@ -64,6 +68,9 @@ BUGS = {   # label: (the property that catches it, the text of the reference, wh
                                                       'stats = {"loss": loss,'),
     "advantages whitened with the population std": (
         "loss", 'mb["advantages"].std() + 1e-8', 'mb["advantages"].std(unbiased=False) + 1e-8'),
+    "advantages whitened with the population std, in two lines": (
+        "loss", 'adv = (mb["advantages"] - mb["advantages"].mean()) / (mb["advantages"].std() + 1e-8)',
+        'adv = mb["advantages"]\n    adv = (adv - adv.mean()) / (adv.std(unbiased=False) + 1e-8)'),
     "a hard-coded clip norm": ("pi_old", "clip_grad_norm_(agent.parameters(), max_grad_norm)",
                                "clip_grad_norm_(agent.parameters(), 0.5)"),
     # The wiring of train: what joins the parts.
@@ -86,6 +93,18 @@ BUGS = {   # label: (the property that catches it, the text of the reference, wh
     "torch's RNG never seeded": ("reproducible", "    torch.manual_seed(seed)\n", ""),
 }
 CAUSES = {   # label: what its property's message must say of the cause
+    "V(s_final) read from the obs step() returned (the new episode's first)":
+        "V of the obs step() returned — the new episode's first; read info['final_obs']",
+    "a truncation bootstrapped with 0, as a termination": "is bootstrapped with 0, as a termination",
+    "a truncation does not cut the trace": "a truncation does not cut the trace (d_t = terminated only)",
+    "terminated and truncated at once: bootstrapped": "terminated wins (V_next = 0)",
+    "returns without V: R = Â": "the returns lack V",
+    "V_next = V(s_{t+1}) where truncated (final_values unused)": "V_next = V(s_{t+1}) where truncated",
+    "advantages not whitened": "Â not whitened over the minibatch",
+    "the ratio inverted (π_old/π_θ)": "the ratio inverted, π_old/π_θ",
+    "zero_grad forgotten: gradients pile up": "optimizer.zero_grad() before each backward",
+    "a wrong loss, seen by π_old too": "fix the loss first (the loss property fails)",
+    "advantages whitened with the population std, in two lines": "population std",
     "gae zeroes final_values in place where not truncated": "changed its input final_values in place",
     "update ignores its generator (the global RNG shuffles)": "seeded differently: the minibatches differ",
     "the shuffle drawn from numpy's global RNG": "seeded differently: the minibatches differ",
@@ -93,7 +112,7 @@ CAUSES = {   # label: what its property's message must say of the cause
     "advantages whitened with the population std": "population std",
     "a hard-coded clip norm": "a clip norm that ignores max_grad_norm (hard-coded?)",
     "each rollout starts from the first obs (next_obs dropped)": "a stale obs",
-    "the envs reset before each rollout": "a stale obs",
+    "the envs reset before each rollout": "reset before each rollout: continue from next_obs",
     "the returns used as the advantages": "got gae's returns R_t = Â_t + V(s_t) as its advantages",
     "env steps counted per env": "counted per env",
     "the budget rounded up past total_steps": "over its budget",

@@ -1,6 +1,6 @@
 """Capstone I's grader: the reference answer passes every property (and solves CartPole within the budget),
 a sheet of stubs is "not implemented yet", each planted bug is caught by its property in one or two lines,
-and ``pytest exercises/test_capstone1.py`` reports a failure without a traceback."""
+and ``pytest exercises/test_capstone1.py`` reports a failure without a traceback, its summary line whole."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def test_every_fast_property_catches_a_planted_bug():
 def test_pytest_exercises_reports_a_broken_property_in_a_line_without_traceback(tmp_path):
     source = (ROOT / "solutions" / SHEET).read_text()
     (tmp_path / SHEET).write_text(source.replace("if truncated.any():", "if False:"))
-    env = dict(os.environ, LADDER_EXERCISES=str(tmp_path))
+    env = dict(os.environ, LADDER_EXERCISES=str(tmp_path), COLUMNS="60")   # a narrow terminal
     select = "truncation or gae and not inputs"
     proc = subprocess.run([sys.executable, "-m", "pytest", "exercises/test_capstone1.py", "-k", select],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
@@ -86,15 +86,18 @@ def test_pytest_exercises_reports_a_broken_property_in_a_line_without_traceback(
     assert "FAILED exercises/test_capstone1.py::test_capstone1[truncation_bootstrap]" in proc.stdout
     assert "truncation bootstrap: collect_rollout(a fixed controller" in proc.stdout and "1 passed" in proc.stdout
     assert "Traceback" not in proc.stdout
+    summary = [line for line in proc.stdout.splitlines() if line.startswith("FAILED ")]
+    assert len(summary) == 1 and summary[0].endswith("got 0.00000"), proc.stdout   # whole, not cut to 60 columns
 
 
-def test_a_run_that_does_not_solve_names_the_wiring_properties_that_fail(monkeypatch):
-    """solves_cartpole on a budget too short to solve in, for the sheet whose update gets gae's returns as
-    its advantages: the message names advantages_wiring, the one wiring property that fails."""
+def test_a_run_that_does_not_solve_names_the_fast_properties_that_fail(monkeypatch):
+    """solves_cartpole on a budget too short to solve in, for the sheet that stores the obs step() returned
+    (off by one): the message names rollout, the one fast property that fails."""
     monkeypatch.setitem(capstone_ppo.SOLVE, "total_steps", 1_500)
-    status, message = grade(PLANTED_CAPSTONE1["the returns used as the advantages"][1], "solves_cartpole")
+    status, message = grade(PLANTED_CAPSTONE1["the obs stored is the one step() returned (off by one)"][1],
+                            "solves_cartpole")
     assert status == "failed" and len(message.splitlines()) == 2, message
-    assert message.splitlines()[1] == "  the wiring properties that fail, to fix first: advantages_wiring", message
+    assert message.splitlines()[1] == "  the fast properties that fail, to fix first: rollout", message
 
 
 CORRECT_VARIANTS = {   # a train wired right in another way than the reference's: the wiring properties pass it

@@ -48,10 +48,26 @@ def check_rollout_chain(m: ModuleType) -> str | None:
                 f"expected env 0's {fmt(reset[0])}, got {fmt(rollouts[0].obs[0])}")
     for k in range(1, len(rollouts)):
         if not close(rollouts[k].obs, rollouts[k - 1].next_obs):
-            again = " (rollout 1's first obs again: a stale obs)" if close(rollouts[k].obs, reset) else ""
+            again = _why_reset_obs(rollouts[k]) if close(rollouts[k].obs, reset) else ""
             return (f"rollout chain: {WHERE}: rollout {k + 1} must start from the next_obs rollout {k} returned, "
                     f"env 0's {fmt(rollouts[k - 1].next_obs[0])}; got {fmt(rollouts[k].obs[0])}{again}")
     return None
+
+
+def _why_reset_obs(rollout) -> str:
+    """A rollout that starts from reset(seed=seed)'s obs: the envs reset again (their first step then goes as a
+    fresh reset's would), or that obs passed again while the envs ran on (a stale obs)."""
+    obs, actions = rollout.buffer["obs"], rollout.buffer["actions"]
+    if obs.shape[1] < 2:
+        return " (reset(seed)'s obs)"
+    envs = vector_env(len(obs))
+    envs.reset(seed=WIRING["seed"])
+    stepped = torch.as_tensor(envs.step(actions[:, 0].long().numpy())[0], dtype=torch.float32)
+    envs.close()
+    if close(obs[:, 1], stepped):
+        return " (a fresh envs.reset(seed)'s obs, and the envs stepped on from it: reset before each rollout: " \
+               "continue from next_obs)"
+    return " (rollout 1's first obs again, while the envs ran on: a stale obs)"
 
 
 def _same(x: torch.Tensor, y: torch.Tensor, match: torch.Tensor) -> torch.Tensor:
