@@ -32,7 +32,8 @@ right-padded to T columns; ids are int64, masks are 1 on real tokens and 0 on pa
         forward, then ONE new token per forward, reusing the key/value cache. Token t of row b is drawn
         from softmax(z_t / τ) with ``torch.multinomial(..., generator=generator)`` (z: the last position's
         logits), and logp[b, t] = log softmax(z_t / τ)[token] is recorded as it is drawn. A row ends at its
-        first EOS, which is a real token (mask 1); after it the mask and logp are 0 and the ids are anything.
+        first EOS, which is a real token (mask 1); after it the mask and logp are 0 and the ids are any id of
+        the vocabulary (e.g. the EOS or pad id): completion_logp is given them and must be able to embed them.
 
     completion_logp(model, prompt_ids [B, P], prompt_mask [B, P], completion_ids [B, T], completion_mask [B, T], τ)
         → [B, T] float32, with the model's graph when called with gradients on
@@ -42,8 +43,9 @@ right-padded to T columns; ids are int64, masks are 1 on real tokens and 0 on pa
     reward(completions: list[str], answers: list[str]) → [N] float
         r_i = 1 if the integer right after the LAST '####' in completion i equals int(answer i), else 0 (no
         '####': 0). Any whitespace may stand between '####' and the number, or none; the number may carry a
-        minus sign; it is read as int() reads it. So with answer "82": "####82", "####   82" and "#### 082"
-        score 1, "#### 8" and "#### 820" score 0; with answer "-7": "#### -7" scores 1, "#### 7" scores 0.
+        minus or a plus sign; it is read as int() reads it. So with answer "82": "####82", "####   82",
+        "#### 082" and "#### +82" score 1 (int("+82") is 82), "#### 8" and "#### 820" score 0; with answer "-7":
+        "#### -7" scores 1, "#### 7" scores 0.
 
     group_advantages(rewards [N], group_size G) → [N]
         The G completions of a prompt are adjacent. Â_i = (r_i − mean of its group) / (std of its group + 1e-4),
@@ -100,8 +102,14 @@ PITFALLS, AND WHY.
   is the previous one + 1, and the full forward of completion_logp must number positions as the sampler did.
 - The cache. ``model(..., use_cache=True)`` returns the keys and values of every position as ``out.cache``
   (``out.past_key_values`` before transformers 5.24); the next forward takes the new token alone, with
-  ``cache=`` that object (``past_key_values=`` before 5.24). Without it each step reruns the whole
-  sequence: quadratic in T, and the grader checks that each step feeds one token.
+  ``cache=`` that object (``past_key_values=`` before 5.24). By hand, the prompt and then each step:
+
+      out = model(input_ids=prompt_ids, attention_mask=mask, position_ids=positions, use_cache=True)
+      out = model(input_ids=token[:, None], attention_mask=mask, position_ids=positions, cache=out.cache,
+                  use_cache=True)         # mask grown by a column of ones, positions the last + 1
+
+  Without it each step reruns the whole sequence: quadratic in T, and the grader checks that each step
+  feeds one token.
 - The one-position shift. The logits at column j predict the token at column j + 1. Completion token t sits
   at column P + t, so it is scored by the logits at column P − 1 + t. Off by one, the numbers still look like
   log-probs; only a comparison with the sampler's record shows it (exercise 16).
@@ -140,11 +148,13 @@ token per forward); its recorded log-probs equal the model's own full forward on
 1e-4, float32 rounding); it stops each row at its EOS; three more pad columns on the left change nothing
 (same tokens, same log-probs, same generator seed); τ = 0.01 draws the greedy completion and τ = 1 draws
 different ones; completion_logp equals the model's forward to 1e-5, whatever the padding; reward on
-handcrafted strings (the last '####', whitespace, a minus sign, leading zeros); group_advantages equals
-``ladder.core.group_relative`` to 1e-6; grpo_loss and its gradient equal ``ladder.core.compute_loss``'s on
-the same batch and weights (a loss that is k3 with the KL's direction swapped is named as such); update takes
-exactly μ steps and returns μ Python floats, and after μ = 3 steps with Adam (max_grad_norm 1, then 100) the
-weights are ``ladder.core.update``'s to a relative 5e-4 (π_old recorded before the first step).
+handcrafted strings (the last '####', whitespace, a sign, leading zeros); group_advantages equals
+``ladder.core.group_relative`` to 1e-6 (a population std, or the batch's, is named as such); grpo_loss and its
+gradient equal ``ladder.core.compute_loss``'s on the same batch and weights (a loss with the KL's direction
+swapped, with k3 weighted by ρ_t, or with another mean is named as such); update takes exactly μ steps and
+returns μ Python floats, and after μ = 3 steps with Adam (max_grad_norm 1, then 100) the weights are
+``ladder.core.update``'s to a relative 5e-4 (short of it, the first step whose gradient is not the core's is
+named, and why: π_old recorded again, no zero_grad, a clip norm that ignores max_grad_norm).
 The loop's wiring, seen by the spies during train(steps = 2, seed = 0) (one run of a few seconds, shared):
 train_calls_the_contract — each of the six functions is called by its module-level name, update once per
 step; train_groups_adjacent — rows i·G … i·G + G − 1 hold one prompt (G ≥ 2), and group_advantages is given
@@ -152,7 +162,9 @@ that G; train_advantages_per_group — the advantages reaching update equal ``la
 what reward returned, group by group, to 1e-4; train_draws_new_prompts — step 2 samples other prompts than
 step 1; train_is_seeded — a second run with the same seed, the global generators seeded otherwise, picks the
 same prompts, draws the same completions and ends its first step with the same weights (relative 1e-4);
-train_keeps_a_frozen_reference — history's "kl" is about 0 at the first step and above 0 at the second.
+train_keeps_a_frozen_reference — history's "kl" is about 0 at the first step and above 0 at the second, and at
+each step it is the mean k3 over the step's real tokens of the sampled log π against the model before the
+first step (the grader's own forward), to a relative 1e-3 (k1 is named as such).
 Last, train_learns: train(steps = 16, seed = 0) reaches held-out accuracy 0.9 (the one slow test, about half
 a minute); short of it, its message names the wiring properties that fail.
 """

@@ -20,7 +20,7 @@ from ex10_group_relative import group_relative
 from ex16_token_logp import token_logp
 from torch import Tensor
 
-FINAL_ANSWER = re.compile(r"####\s*(-?\d+)")
+FINAL_ANSWER = re.compile(r"####\s*([-+]?\d+)")
 
 
 def positions_of(attention_mask: Tensor) -> Tensor:

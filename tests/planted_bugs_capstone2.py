@@ -35,6 +35,9 @@ PLANTED_CAPSTONE2 = {
     "the draw ignores the generator it is given": (
         "sampler_temperature", "torch.multinomial(logp_all.exp(), 1, generator=generator)",
         "torch.multinomial(logp_all.exp(), 1)"),
+    "the attention mask left out of the prompt's forward, seen at τ = 0.01": (
+        "sampler_temperature", "out = model(input_ids=prompt_ids, attention_mask=attention, position_ids=positions,",
+        "out = model(input_ids=prompt_ids, position_ids=positions,"),
     "the EOS masked out with the padding after it": (
         "sampler_stops_at_eos", "masks.append((~finished).float())",
         "masks.append((~finished & (token != eos_token_id)).float())"),
@@ -53,12 +56,18 @@ PLANTED_CAPSTONE2 = {
     # reward and advantages
     "the first '####', not the last": ("reward_on_strings", "int(finals[-1]) == int(answer)",
                                       "int(finals[0]) == int(answer)"),
-    "no minus sign: '#### -7' scores 0 against '-7'": ("reward_on_strings", r'r"####\s*(-?\d+)"', r'r"####\s*(\d+)"'),
-    "exactly one space after '####'": ("reward_on_strings", r'r"####\s*(-?\d+)"', r'r"#### (-?\d+)"'),
+    "no minus sign: '#### -7' scores 0 against '-7'": ("reward_on_strings", r'r"####\s*([-+]?\d+)"',
+                                                       r'r"####\s*(\d+)"'),
+    "no plus sign: '#### +82' scores 0, though int('+82') is 82": ("reward_on_strings", "[-+]?", "-?"),
+    "exactly one space after '####'": ("reward_on_strings", r'r"####\s*([-+]?\d+)"', r'r"#### ([-+]?\d+)"'),
     "the answer compared as text: '082' is not '82'": ("reward_on_strings", "int(finals[-1]) == int(answer)",
                                                       "finals[-1] == answer"),
     "a prefix of the answer counts": ("reward_on_strings", "int(finals[-1]) == int(answer)",
                                      "answer.startswith(finals[-1])"),
+    "the population std (÷ n), not the sample std": (
+        "group_advantages", "return group_relative(rewards, group_size)",
+        "grouped = rewards.view(-1, group_size); return ((grouped - grouped.mean(1, keepdim=True)) / "
+        "(grouped.std(1, unbiased=False, keepdim=True) + 1e-4)).reshape(-1)"),
     "the batch's std, not the group's": ("group_advantages", "return group_relative(rewards, group_size)",
                                          "return group_relative(rewards, group_size, scale=\"batch\")"),
     # the loss
@@ -83,12 +92,21 @@ PLANTED_CAPSTONE2 = {
         "update_pi_old_before_first_step", "        optimizer.zero_grad()\n", ""),
     "no gradient clipping": ("update_pi_old_before_first_step",
                              "        torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm)\n", ""),
+    "a clip norm of its own: max_grad_norm ignored": (
+        "update_pi_old_before_first_step", "clip_grad_norm_(model.parameters(), max_grad_norm)",
+        "clip_grad_norm_(model.parameters(), 1.0)"),
     "one pass short": ("update_mu_steps", "for _ in range(mu):", "for _ in range(max(mu - 1, 1)):"),
     "the losses returned as tensors": ("update_mu_steps", "losses.append(loss.item())", "losses.append(loss.detach())"),
     # the loop
     "π_ref the live model, not a frozen copy: the KL is 0 forever": (
         "train_keeps_a_frozen_reference", "ref_model = copy.deepcopy(model).requires_grad_(False)",
         "ref_model = model"),
+    "completion_logp shifted one position too far back: the first step's KL far from 0": (
+        "train_keeps_a_frozen_reference", "token_logp(logits[:, P - 1:], ids[:, P - 1:],",
+        "token_logp(logits[:, P - 2:-1], ids[:, P - 1:],"),
+    "history's kl with k1, not k3": (
+        "train_keeps_a_frozen_reference", 'rollout["kl"] = (k3.sum() / mask.sum()).item()',
+        'rollout["kl"] = (-log_ref_ratio.sum() / mask.sum()).item()'),
     "the reward written inline, not the module's reward": (
         "train_calls_the_contract", "rewards = reward(texts, answers)",
         'rewards = torch.tensor([float(t.endswith(f"#### {a}")) for t, a in zip(texts, answers)])'),
@@ -109,6 +127,23 @@ PLANTED_CAPSTONE2 = {
 }
 
 NAMED_CAUSE = {
+    "the attention mask left out of the prompt's forward, seen at τ = 0.01": "sampler_left_padding fails too",
+    "drawn at τ = 1 whatever τ": "divide the logits by τ before sampling",
+    "scored at τ = 1": "that is log π at τ = 1",
+    "no plus sign: '#### +82' scores 0, though int('+82') is 82": "'#### +82'",
+    "the population std (÷ n), not the sample std": "population std (÷ n)",
+    "the batch's std, not the group's": "the whole batch's std",
+    "one mean over all tokens (long completions weigh more)": "one token mean over all the batch's tokens",
+    "the KL importance-weighted (ρ·k3)": "k3 weighted by ρ_t",
+    "each completion's mean over all T columns, padding included": "padding included",
+    "π_old recorded again at every pass": "recorded again before each step",
+    "gradients never zeroed: they pile up over the passes": "the core's plus the previous step's",
+    "no gradient clipping": "the gradient norm clipped to max_grad_norm",
+    "a clip norm of its own: max_grad_norm ignored": "a clip norm that ignores max_grad_norm",
+    "completion_logp shifted one position too far back: the first step's KL far from 0":
+        "completion_logp disagrees with the sampler",
+    "history's kl with k1, not k3": "that is k1",
+    "π_ref the live model, not a frozen copy: the KL is 0 forever": "not the live model",
     "the KL's direction swapped": "the KL's direction swapped",
     "the losses returned as tensors": "Python floats",
     "the reward written inline, not the module's reward": "never called reward by its module-level name",

@@ -114,6 +114,16 @@ def sampler_left_padding(sol) -> None:
                          f"mask on every forward, 0 on the pads and grown by a 1 each step? the generator?)")
 
 
+def _why_not_greedy(sol) -> str:
+    """The likely cause of a τ = 0.01 draw that is not greedy: the pads attended when sampler_left_padding fails,
+    else the logits not divided by τ."""
+    try:
+        sampler_left_padding(sol)
+    except Exception:  # noqa: BLE001 - Broken, or the learner's code raising: either way it fails
+        return "(sampler_left_padding fails too: the pads are attended; fix the attention mask first)"
+    return "(divide the logits by τ before sampling)"
+
+
 def sampler_temperature(sol) -> None:
     """τ → 0 draws the greedy completion; τ = 1 draws different completions of one prompt."""
     model, tokenizer = fresh(load_model()), load_tokenizer()
@@ -123,8 +133,7 @@ def sampler_temperature(sol) -> None:
     greedy = greedy_completions(load_model(), tokenizer, ids, mask)
     for question, d, g in zip(QUESTIONS, drawn, greedy):
         if d != g:
-            raise Broken(f"τ = 0.01, {question!r}: drew {d!r}, greedy decoding gives {g!r} (divide the logits by τ "
-                         f"before sampling)")
+            raise Broken(f"τ = 0.01, {question!r}: drew {d!r}, greedy decoding gives {g!r} {_why_not_greedy(sol)}")
     ids, mask = prompt_batch(tokenizer, [QUESTIONS[1]] * 8)
     tokens, cmask, _ = _sample(sol, model, ids, mask, 1.0)
     if len({tuple(r[m.bool()].tolist()) for r, m in zip(tokens, cmask)}) < 2:
@@ -164,8 +173,11 @@ def completion_logp_matches_forward(sol) -> None:
         got = _logp(sol, ids, mask, tokens, cmask, temperature, "completion_logp")
         if max_difference(got, want) > LOGP_ATOL:
             row = int((got - want).abs().amax(1).argmax())
+            untempered = temperature != 1.0 and max_difference(
+                got, reference_logp(load_model(), ids, mask, tokens, cmask, 1.0)) <= LOGP_ATOL
+            why = "; that is log π at τ = 1: divide the logits by τ before the log-softmax" if untempered else ""
             raise Broken(f"τ = {temperature}, {QUESTIONS[row]!r} (mask {bits(cmask[row])}): got {fmt(got[row][:8])}…, "
-                         f"expected {fmt(want[row][:8])}… (max difference {max_difference(got, want):.2g})")
+                         f"expected {fmt(want[row][:8])}… (max difference {max_difference(got, want):.2g}){why}")
 
 
 def completion_logp_padding(sol) -> None:
@@ -203,11 +215,12 @@ REWARD_CASES = [   # (completion, answer, reward)
     ("#### -7", "7", 0.0),
     ("####   82", "82", 1.0),              # any whitespace between
     ("#### 082", "82", 1.0),               # read as int() reads it: 082 is 82
+    ("#### +82", "82", 1.0),               # and +82 is 82
 ]
 
 
 def reward_on_strings(sol) -> None:
-    """1 when the integer after the last '####' (whitespace between, an optional minus sign, read by int()) is
+    """1 when the integer after the last '####' (whitespace between, an optional sign, read by int()) is
     int(answer), else 0, on handcrafted completions."""
     completions, answers, want = zip(*REWARD_CASES)
     got = sol.reward(list(completions), list(answers))
@@ -230,4 +243,21 @@ def group_advantages(sol) -> None:
         got = sol.group_advantages(rewards.clone(), G)
         if not isinstance(got, Tensor) or got.shape != want.shape or \
                 not torch.allclose(got.float(), want, rtol=1e-6, atol=1e-6):
-            raise Broken(f"rewards {fmt(rewards)}, G = {G}: got {fmt(got)}, expected {fmt(want)}")
+            raise Broken(f"rewards {fmt(rewards)}, G = {G}: got {fmt(got)}, expected {fmt(want)}"
+                         f"{_advantage_misreading(rewards, G, got)}")
+
+
+def _advantage_misreading(rewards: Tensor, G: int, got) -> str:
+    """'; that is …' when ``got`` is a known variant of Â (the population std, the batch's std), else ''."""
+    from ladder.core import group_relative
+
+    grouped = rewards.view(-1, G)
+    centred = grouped - grouped.mean(1, keepdim=True)
+    variants = {"the group's population std (÷ n): the contract wants the sample std (÷ (n − 1)), torch's default":
+                (centred / (grouped.std(1, unbiased=False, keepdim=True) + 1e-4)).reshape(-1),
+                "the whole batch's std: the contract wants each group's": group_relative(rewards, G, scale="batch")}
+    for cause, value in variants.items():
+        if isinstance(got, Tensor) and got.shape == value.shape and \
+                torch.allclose(got.float(), value, rtol=1e-6, atol=1e-6):
+            return f"; that is Â scaled by {cause}"
+    return ""

@@ -37,6 +37,8 @@ class Step:
     completions: list[tuple[int, ...]] = field(default_factory=list)   # each row's sampled tokens (mask 1)
     rewards: list[float] = field(default_factory=list)     # what ``reward`` returned, concatenated
     group_sizes: list[int] = field(default_factory=list)   # the group_size of each ``group_advantages`` call
+    samples: list[tuple] = field(default_factory=list)     # each ``sample`` call: (prompt_ids, prompt_mask, τ,
+                                                            # ids, mask, logp), detached
     advantages: Tensor | None = None                        # rollout["advantages"] as ``update`` received it
     weights: Tensor | None = None                           # all the model's weights, flat, after ``update``
 
@@ -70,6 +72,8 @@ def _record(run: Run, name: str, arguments: list, out) -> None:
     if name == "sample" and isinstance(out, tuple) and len(out) == 3:
         step.prompts += _rows(arguments[1], arguments[2])
         step.completions += _rows(out[0], out[1])
+        step.samples.append((arguments[1].detach(), arguments[2].detach(), float(arguments[4]),
+                             *(torch.as_tensor(x).detach() for x in out)))
     elif name == "reward":
         step.rewards += torch.as_tensor(out).detach().float().reshape(-1).tolist()
     elif name == "group_advantages":

@@ -17,11 +17,12 @@ from torch import Tensor
 from ladder.runtime.limits import TimedOut
 
 from .capstone_grpo_spy import SEED, SPIED, WATCHED_STEPS, Run, Step, rerun, spied_run
-from .capstone_grpo_task import Broken, fmt, greedy_accuracy, load_model, tiny_task
+from .capstone_grpo_task import Broken, fmt, greedy_accuracy, load_model, reference_logp, tiny_task
 
 RUN = f"train(steps = {WATCHED_STEPS}, seed = {SEED})"
 ADVANTAGE_TOL = 1e-4          # Â against core.group_relative of the same rewards: float32 rounding is far below
 SEEDED_RTOL = 1e-4            # ‖Δθ − Δθ'‖ / ‖Δθ‖ of two runs alike: 0 here; an unseeded draw moves it to about 1
+KL_ATOL, KL_RTOL = 1e-6, 1e-3   # history's kl against the grader's k3 of its tokens: 1e-8 apart here, k1 2% away
 TRAIN_STEPS, THRESHOLD = 16, 0.9   # the training check: train(..., steps=16, seed=0), greedy accuracy after
 
 
@@ -156,18 +157,61 @@ def train_is_seeded(sol) -> None:
                      f"loop draws from an unseeded generator")
 
 
-def train_keeps_a_frozen_reference(sol) -> None:
-    """π_ref is a frozen copy made before the first step: the KL to it is 0 at the first step and grows after."""
+def _history_kl(sol) -> list[float]:
+    """history's "kl" of the watched run, one per step (``Broken`` when train returns no such history)."""
     out = spied_run(sol).returned
     history = out[1] if isinstance(out, tuple) and len(out) == 2 else None
     if not isinstance(history, list) or len(history) != WATCHED_STEPS or \
             not all(isinstance(h, dict) and "kl" in h and "reward" in h for h in history):
         raise Broken(f"{RUN} should return (model, history) with one dict per step, each with its \"reward\" and "
                      f"its \"kl\"")
-    kl = [float(h["kl"]) for h in history]
-    if not (abs(kl[0]) < 1e-4 and max(kl[1:]) > 1e-5):
-        raise Broken(f"{RUN}: history's kl {[f'{k:.2g}' for k in kl]}; expected about 0 at the first step "
-                     f"(π_θ = π_ref), then > 0 as π_θ moves (π_ref a frozen copy, not the live model?)")
+    return [float(h["kl"]) for h in history]
+
+
+def _sampled_kl(step: Step) -> tuple[float, float]:
+    """(k3, k1): the means over the step's real completion tokens of e^ℓ − 1 − ℓ and of −ℓ, ℓ = log π_ref − the
+    sampled log π, π_ref the model before the first step (the grader's own forward, at the sampler's τ)."""
+    total, k3, k1 = 0.0, 0.0, 0.0
+    for prompt_ids, prompt_mask, temperature, ids, mask, logp in step.samples:
+        ref = reference_logp(load_model(), prompt_ids, prompt_mask, ids, mask.float(), temperature)
+        ell = torch.where(mask.bool(), ref - logp.float(), 0.0)
+        total, k3, k1 = total + mask.sum().item(), k3 + (torch.expm1(ell) - ell).sum().item(), k1 - ell.sum().item()
+    return k3 / max(total, 1.0), k1 / max(total, 1.0)
+
+
+def _first_step_not_zero(sol, kl: list[float]) -> str:
+    """Why history's kl is not about 0 at the first step: completion_logp, when its property fails; else π_ref."""
+    from .capstone_grpo_checks import completion_logp_matches_forward
+
+    shown = [f"{k:.2g}" for k in kl]
+    try:
+        completion_logp_matches_forward(sol)
+    except Exception:  # noqa: BLE001 - Broken, or the learner's code raising: either way it fails
+        return (f"{RUN}: history's kl {shown}, not about 0 at the first step (π_θ = π_ref): completion_logp "
+                f"disagrees with the sampler (see completion_logp_matches_forward)")
+    return (f"{RUN}: history's kl {shown}; expected about 0 at the first step (π_θ = π_ref: a copy made before the "
+            f"first step, scored at the sampler's τ?)")
+
+
+def train_keeps_a_frozen_reference(sol) -> None:
+    """π_ref is a frozen copy made before the first step, and history's kl is the step's mean k3 to it over the
+    sampled tokens (to KL_ATOL + KL_RTOL): about 0 at the first step, above 0 after."""
+    kl = _history_kl(sol)
+    if abs(kl[0]) >= 1e-4:
+        raise Broken(_first_step_not_zero(sol, kl))
+    for k, step in enumerate(_steps(sol, ("sample", "update")), 1):
+        k3, k1 = _sampled_kl(step)
+        if abs(kl[k - 1] - k3) <= KL_ATOL + KL_RTOL * abs(k3):
+            continue
+        if k > 1 and abs(kl[k - 1]) < 1e-5:
+            raise Broken(f"{RUN}: history's kl {[f'{x:.2g}' for x in kl]}, and {k3:.2g} at step {k} from the model "
+                         f"before the first step; π_ref a frozen copy, not the live model?")
+        named = ("; that is k1 = −ℓ, the contract wants k3 = e^ℓ − 1 − ℓ"
+                 if abs(kl[k - 1] - k1) <= KL_ATOL + KL_RTOL * abs(k1) else "")
+        raise Broken(f"{RUN}, step {k}: history's kl {kl[k - 1]:.6g}; the mean k3 over its real tokens of the "
+                     f"sampled log π against π_ref (ℓ = log π_ref − log π) is {k3:.6g}{named}")
+    if max(kl[1:]) <= 1e-5:
+        raise Broken(f"{RUN}: history's kl {[f'{x:.2g}' for x in kl]}; expected > 0 once π_θ moves (lr 0? no update?)")
 
 
 WIRING = ("train_calls_the_contract", "train_groups_adjacent", "train_advantages_per_group", "train_draws_new_prompts",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .capstone_grpo_steps import RecordingAdam, step_cause
 from .capstone_grpo_task import (
     Broken,
     load_model,
@@ -76,12 +77,14 @@ def _differs(got: torch.nn.Module, want: torch.nn.Module, what: str, rtol: float
     return None
 
 
-def written_out_loss(r: dict, swap_kl: bool = False) -> Tensor:
+def written_out_loss(r: dict, variant: str = "") -> Tensor:
     """GRPO's loss on the grader's rollout and the tiny model's weights, written out (no graph):
 
         L = (1/N) Σ_i (1/|o_i|) Σ_{t real} [ −min(ρ_t Â_i, clip(ρ_t, 1 − ε, 1 + ε) Â_i) + β (e^{ℓ_t} − 1 − ℓ_t) ]
 
-    ρ_t = π_θ(c_t) / π_old(c_t) and ℓ_t = log π_ref(c_t) − log π_θ(c_t); ``swap_kl``: ℓ_t = log π_θ − log π_ref."""
+    ρ_t = π_θ(c_t) / π_old(c_t) and ℓ_t = log π_ref(c_t) − log π_θ(c_t). A ``variant`` (one of ``MISREADINGS``)
+    is a learner's other loss: "swap" ℓ_t = log π_θ − log π_ref; "rho" β·ρ_t·k3; "tokens" one mean over all
+    the batch's real tokens; "columns" each completion's mean over all T columns."""
     mask = r["completion_mask"].bool()
     logp = reference_logp(load_model(), r["prompt_ids"], r["prompt_mask"], r["completion_ids"],
                           r["completion_mask"], TEMPERATURE)
@@ -89,21 +92,35 @@ def written_out_loss(r: dict, swap_kl: bool = False) -> Tensor:
     ratio = torch.exp(torch.where(mask, logp - r["old_logp"], 0.0))
     surrogate = torch.min(ratio * advantages, ratio.clamp(1 - CLIP_EPS, 1 + CLIP_EPS) * advantages)
     log_ref_ratio = torch.where(mask, r["ref_logp"] - logp, 0.0)
-    if swap_kl:
+    if variant == "swap":
         log_ref_ratio = -log_ref_ratio
     k3 = torch.expm1(log_ref_ratio) - log_ref_ratio
-    per_token = torch.where(mask, -surrogate + BETA * k3, 0.0)
+    per_token = torch.where(mask, -surrogate + BETA * (ratio if variant == "rho" else 1.0) * k3, 0.0)
+    if variant == "tokens":
+        return per_token.sum() / mask.sum()
+    if variant == "columns":
+        return per_token.mean(1).mean()
     return (per_token.sum(1) / mask.sum(1)).mean()
 
 
+MISREADINGS = {   # variant of written_out_loss → what the learner's loss is
+    "swap": "k3 with the KL's direction swapped: ℓ_t = log π_θ(c_t) − log π_ref(c_t) in place of "
+            "ℓ_t = log π_ref(c_t) − log π_θ(c_t)",
+    "rho": "k3 weighted by ρ_t = π_θ/π_old (the grpo rung's default): the contract wants plain k3",
+    "tokens": "one token mean over all the batch's tokens: GRPO's mean is over each completion's tokens, then "
+              "over the completions",
+    "columns": "each completion's mean over all T columns, padding included: divide by its real tokens |o_i|",
+}
+
+
 def _misreading(r: dict, got: Tensor, want: Tensor) -> str:
-    """'; that is k3 with the KL's direction swapped …' when ``got`` is that loss (and the written-out loss is the
-    core's, ``want``); else ''."""
+    """'; that is k3 weighted by ρ_t …' when ``got`` is one of ``MISREADINGS``' losses (and the written-out loss is
+    the core's, ``want``); else ''."""
     if not torch.isclose(written_out_loss(r), want.detach(), rtol=1e-5, atol=1e-6):
         return ""
-    if torch.isclose(got.detach(), written_out_loss(r, swap_kl=True), rtol=1e-5, atol=1e-6):
-        return ("; that is k3 with the KL's direction swapped: ℓ_t = log π_θ(c_t) − log π_ref(c_t) in place of "
-                "ℓ_t = log π_ref(c_t) − log π_θ(c_t)")
+    for variant, cause in MISREADINGS.items():
+        if torch.isclose(got.detach(), written_out_loss(r, variant), rtol=1e-5, atol=1e-6):
+            return f"; that is {cause}"
     return ""
 
 
@@ -130,23 +147,11 @@ def loss_and_gradient(sol) -> None:
         raise Broken(f"{where}: the right loss, but {bad}")
 
 
-class CountingAdam(torch.optim.Adam):
-    """Adam that counts its steps."""
-
-    def __init__(self, params, lr: float):
-        super().__init__(params, lr=lr)
-        self.steps = 0
-
-    def step(self, closure=None):
-        self.steps += 1
-        return super().step(closure)
-
-
-def _update(sol, mu: int, max_grad_norm: float = 1.0) -> tuple[torch.nn.Module, CountingAdam, object]:
+def _update(sol, mu: int, max_grad_norm: float = 1.0) -> tuple[torch.nn.Module, RecordingAdam, object]:
     """(the model after ``sol.update`` with μ passes on the grader's rollout, the optimiser, what it returned)."""
     r = {k: v for k, v in rollout().items() if k != "old_logp"}
     model = load_model()
-    optimizer = CountingAdam(model.parameters(), lr=1e-3)
+    optimizer = RecordingAdam(model.parameters(), lr=1e-3)
     losses = sol.update(model, optimizer, r, mu, CLIP_EPS, BETA, TEMPERATURE, max_grad_norm)
     return model, optimizer, losses
 
@@ -194,23 +199,28 @@ def _weights_after_three_steps(sol, max_grad_norm: float) -> None:
     from ladder.core import update
 
     start = _flat(load_model())
-    mine, _, _ = _update(sol, 3, max_grad_norm)
+    mine, recorded, _ = _update(sol, 3, max_grad_norm)
     r = {k: v for k, v in rollout().items() if k != "old_logp"}
     core = core_policy(load_model())
     cfg = core_config(3)
     cfg.max_grad_norm = max_grad_norm
-    update(core, core_batch(r), CountingAdam(core.model.parameters(), lr=1e-3), cfg)
+    update(core, core_batch(r), RecordingAdam(core.model.parameters(), lr=1e-3), cfg)
     gap = _gap(mine, core.model, start)
     if gap <= UPDATE_RTOL:
         return
     stale = core_policy(load_model())            # the same three steps, π_old recorded again before each
-    optimizer = CountingAdam(stale.model.parameters(), lr=1e-3)
+    optimizer = RecordingAdam(stale.model.parameters(), lr=1e-3)
     cfg.mu = 1
     for _ in range(3):
         update(stale, core_batch(r), optimizer, cfg)
     if _gap(mine, stale.model, start) <= UPDATE_RTOL:
         raise Broken("μ = 3: π_old was recorded again before each step (the ratio is always 1, nothing is ever "
                      "clipped); record it once, before the first optimiser step")
-    raise Broken(f"μ = 3, Adam(lr = 1e-3), max_grad_norm {max_grad_norm:g}: the weights moved ‖Δθ − Δθ_core‖ / "
-                 f"‖Δθ_core‖ = {gap:.2g} away from core.update's (> {UPDATE_RTOL:g}; π_old recorded once before the "
-                 f"first step, with no graph? zero_grad before each backward? the gradient norm clipped?)")
+    where = f"μ = 3, Adam(lr = 1e-3), max_grad_norm {max_grad_norm:g}"
+    r["old_logp"] = reference_logp(load_model(), r["prompt_ids"], r["prompt_mask"], r["completion_ids"],
+                                   r["completion_mask"], TEMPERATURE)
+    cause = step_cause(r, recorded, max_grad_norm)
+    if cause:
+        raise Broken(f"{where}, {cause}")
+    raise Broken(f"{where}: the weights moved ‖Δθ − Δθ_core‖ / ‖Δθ_core‖ = {gap:.2g} away from core.update's "
+                 f"(> {UPDATE_RTOL:g}; π_old recorded once before the first step, with no graph?)")
