@@ -8,7 +8,7 @@ One row per concept::
 the exact title of one of its ``##`` headings;
 ``exercise`` the stem of the sheet in ``exercises/`` (None: no sheet); ``core`` the dotted path of the
 function that computes it; ``flag`` a rung and one of its options, with a value where the value is the
-point (``"grpo --kl-in reward"``; None: no flag); ``trl`` TRL's name for it as ``ladder.trl_map`` knows it,
+point (``"grpo --kl-in reward"``; None: no flag); ``trl`` TRL's name for it as ``ladder.trl.map`` knows it,
 a config field (``"GRPOConfig.epsilon"``) or a whole class (``"RLOOConfig"``; None: TRL has none).
 ``tests/test_course.py`` checks every cell against the notebooks, the exercises, the core, the rungs'
 options and the TRL map, and that the README holds the table ``python -m ladder.course`` prints.

@@ -274,7 +274,7 @@ same run as a TRL script with `GRPOTrainer(environment_factory=…)`.
 | per-turn credit | `core.group_relative_turns`, `agent.turn_credit` | `agent --credit turn` | — (TRL gives the trajectory's Â) |
 | the update | `grpo.grpo_step` → `core.update` | every `grpo` option | `GRPOTrainer` |
 
-The full map of TRL's names is notebook 6 §5 (`viz.trl_map_markdown()`, from `ladder.trl_map`); its agent rows say where TRL and ladder differ (TRL ends a trajectory at
+The full map of TRL's names is notebook 6 §5 (`viz.trl_map_markdown()`, from `ladder.trl.map`); its agent rows say where TRL and ladder differ (TRL ends a trajectory at
 a call past its limit; ladder answers it with an error the model reads).
 
 **Exercises:** `ex22_trajectory_tensors.py` (two masks from a list of turns, section 1) and `ex23_multi_turn.py`

@@ -233,7 +233,7 @@ generation schedule maps onto $\mu$ passes × $M$ minibatches (section 6), and a
 `GRPOTrainer._compute_loss` and `core.compute_loss` give the same loss and gradient on the same tensors (section 7).""",
     r"""md:## 5 · The map: TRL's names → ladder's options → core functions
 
-`ladder.trl_map` keeps the correspondence as data, one row per (TRL name, ladder option): TRL 1.16's
+`ladder.trl.map` keeps the correspondence as data, one row per (TRL name, ladder option): TRL 1.16's
 `GRPOConfig` and `RLOOConfig`, and the classic `PPOConfig` of the RLHF articles (TRL ≤ 0.11). A row without a TRL
 name is a ladder option TRL has no equivalent for; a row without a ladder option is a TRL setting ladder does
 not expose (the note says what ladder does instead). Two rows matter most in section 6: TRL counts **optimiser steps**,

@@ -22,10 +22,11 @@ from pathlib import Path
 
 import pytest
 
-from ladder import export_trl, trl_map
 from ladder.rungs import agent, grpo
 from ladder.runtime.runlog import UsageError
 from ladder.tasks import agent_envs
+from ladder.trl import export as export_trl
+from ladder.trl import map as trl_map
 
 ROOT = Path(__file__).resolve().parents[1]
 AGENT_ONLY = {f.name for f in dataclasses.fields(agent.Config)} - {f.name for f in dataclasses.fields(grpo.Config)}

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ladder import cli, course, run, trl_map
+from ladder import cli, course, run
 from ladder.exercises import EXERCISES
+from ladder.trl import map as trl_map
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "notebooks"))
@@ -71,7 +72,7 @@ def test_the_flag_is_an_option_of_the_rung(row):
 def test_the_trl_name_is_in_the_map(row):
     trl_class, _, trl_field = row.trl.partition(".")
     if trl_field:
-        assert trl_map.for_field(trl_class, trl_field), f"ladder.trl_map has no {row.trl}"
+        assert trl_map.for_field(trl_class, trl_field), f"ladder.trl.map has no {row.trl}"
     else:
         assert trl_class in trl_map.trl_classes()
 

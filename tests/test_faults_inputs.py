@@ -237,8 +237,8 @@ def full_disk(tmp_path):
 
 
 def test_export_trl_onto_a_full_disk_leaves_nothing(files, full_disk):
-    from ladder import export_trl
     from ladder.rungs import grpo
+    from ladder.trl import export as export_trl
 
     target = full_disk / "new" / "deeper" / "grpo_trl.py"
     cfg = grpo.Config(model=files["model"], dataset=files["rows"], eval_size=1, export_trl=str(target))

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ladder import export_trl
 from ladder.run import load_rung, make_config
+from ladder.trl import export as export_trl
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"

@@ -1,4 +1,4 @@
-"""ladder.trl_map (TRL's names → ladder's options → ladder.core) and ladder.export_trl (a grpo run as a TRL script).
+"""ladder.trl.map (TRL's names → ladder's options → ladder.core) and ladder.trl.export (a grpo run as a TRL script).
 
 (a) every row names a real ladder option, a real ladder.core function and, with TRL installed, a real TRL field;
     the classic PPOConfig rows are checked against the names recorded from TRL ≤ 0.11 (TRL 1.16 has no such class).
@@ -21,10 +21,11 @@ from pathlib import Path
 import pytest
 
 import ladder.core
-from ladder import export_trl, trl_map
 from ladder.rungs import agent, grpo, ppo_sentiment
 from ladder.runtime.runlog import UsageError
 from ladder.tasks import arithmetic, math_problems
+from ladder.trl import export as export_trl
+from ladder.trl import map as trl_map
 
 CONFIGS = {"grpo": grpo.Config, "ppo-sentiment": ppo_sentiment.Config, "agent": agent.Config}
 ROOT = Path(__file__).resolve().parents[1]

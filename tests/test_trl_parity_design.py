@@ -34,10 +34,12 @@ from trl_helpers import (
     one_thread,  # noqa: F401 (autouse fixture)
 )
 
-from ladder import core, export_trl, run, trl_map
+from ladder import core, run
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
 from ladder.rungs import grpo
 from ladder.rungs.grpo_options import update_config
+from ladder.trl import export as export_trl
+from ladder.trl import map as trl_map
 
 # the module-scoped fixtures of tests/test_trl_parity_grpo.py, one trainer for this module
 grpo_trainer, policy, grpo_inputs = parity.grpo_trainer, parity.policy, parity.grpo_inputs

@@ -28,9 +28,10 @@ from trl_helpers import (
     tokenizer_of,
 )
 
-from ladder import core, rewards, trl_mapping
+from ladder import core, rewards
 from ladder.rungs import grpo
 from ladder.rungs.grpo_rollout import with_overlong_penalty
+from ladder.trl import row as trl_mapping
 
 # --- GDPO's advantages: TRL's own _generate_and_score_completions on fixed rewards -------------------
 

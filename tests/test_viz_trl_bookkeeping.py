@@ -18,7 +18,7 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 # ------------------------------------------------------------------------------------------ the map
 def test_map_table_has_every_row_of_trl_map():
-    from ladder import trl_map
+    from ladder.trl import map as trl_map
 
     text = viz.trl_map_markdown()
     for cls in trl_map_schedule.MAP_CLASSES:

@@ -68,7 +68,7 @@ def export(cfg: Config) -> dict | None:
     if cfg.export_trl is None:
         return None
     validate(cfg)
-    from ladder import export_trl
+    from ladder.trl import export as export_trl
 
     return export_trl.write_agent(cfg, cfg.export_trl)
 

@@ -270,11 +270,11 @@ def held_out_accuracy(step: Step, held_out: list[dict]) -> float:
 
 
 def export(cfg: Config) -> dict | None:
-    """``--export-trl FILE``: the run written as a TRL script (``ladder.export_trl``), nothing trained and no run
+    """``--export-trl FILE``: the run written as a TRL script (``ladder.trl.export``), nothing trained and no run
     directory; its summary. None without the flag: the run trains."""
     if cfg.export_trl is None:
         return None
-    from ladder import export_trl
+    from ladder.trl import export as export_trl
 
     return export_trl.write(cfg, cfg.export_trl)
 

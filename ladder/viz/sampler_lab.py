@@ -342,8 +342,8 @@ def bias_variance_markdown(exact: dict, c_maxes=(1.0, 1.5, 2.0, 3.0, 5.0)) -> st
 
 
 def trl_rows() -> list[dict]:
-    """The sampler's TRL names (``ladder.trl_map``) with the grpo flag and ladder's default."""
-    from ladder import trl_map
+    """The sampler's TRL names (``ladder.trl.map``) with the grpo flag and ladder's default."""
+    from ladder.trl import map as trl_map
 
     defaults = {f: getattr(grpo.Config, f, None) for f in ("sampler_dtype", "sampler_correction",
                                                             "sampler_clip_min", "sampler_clip_max", "off_policy_mask")}

@@ -2,7 +2,7 @@
 
 Every number here is computed, none is typed in:
 
-    trl_map_markdown    ``ladder.trl_map`` as Markdown tables: TRL name → ladder option → core function
+    trl_map_markdown    ``ladder.trl.map`` as Markdown tables: TRL name → ladder option → core function
     trl_schedule        TRL's GRPOTrainer: which generation batch and which π_old every micro-step uses, and the
                         ladder configuration (μ, num_minibatches, P) doing the same work — a pure function
 
@@ -35,8 +35,8 @@ def _cell(text: str) -> str:
 
 
 def trl_map_rows(trl_class: str) -> list[dict]:
-    """The rows of ``ladder.trl_map`` for one TRL class: TRL name, ladder flag, core function, note."""
-    from ladder import trl_map
+    """The rows of ``ladder.trl.map`` for one TRL class: TRL name, ladder flag, core function, note."""
+    from ladder.trl import map as trl_map
 
     return [{"trl": "—" if r.trl_field is None else f"`{r.trl_field}`",
              "ladder": f"{r.ladder_rung} {_flag(r.ladder_option)}",
@@ -45,7 +45,7 @@ def trl_map_rows(trl_class: str) -> list[dict]:
 
 
 def trl_map_markdown(classes=tuple(MAP_CLASSES)) -> str:
-    """``ladder.trl_map`` as Markdown tables, one per TRL class: TRL name → ladder option → core function."""
+    """``ladder.trl.map`` as Markdown tables, one per TRL class: TRL name → ladder option → core function."""
     parts = []
     for cls in classes:
         rows = trl_map_rows(cls)

@@ -12,7 +12,7 @@ TRL equivalent (the note says what to do instead). ``ladder_option`` None: a TRL
 ladder flag (the note says what ladder does). ``core_function`` names an attribute of ``ladder.core``.
 
 ``value(cfg)`` (GRPOConfig rows only) is the TRL value that reproduces a grpo ``Config``;
-``ladder.export_trl`` builds its ``GRPOConfig`` from these rows and nothing else. ``applies(cfg)``
+``ladder.trl.export`` builds its ``GRPOConfig`` from these rows and nothing else. ``applies(cfg)``
 says whether a row concerns this run (None: always): a conditional mapping (``epsilon_high`` is
 ``clip_eps_high``, or ``cispo_max_weight`` with ``--loss-type cispo``), or for a row without a TRL
 field, whether the run really uses the option TRL cannot reproduce.
@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ladder.trl_map_design import DESIGN_ROWS
-from ladder.trl_map_ppo import PPO_ROWS, RLOO_ROWS
-from ladder.trl_mapping import (
+from ladder.trl.map_design import DESIGN_ROWS
+from ladder.trl.map_ppo import PPO_ROWS, RLOO_ROWS
+from ladder.trl.row import (
     CLASSIC,
     CLASSIC_PPO_CONFIG_FIELDS,
     Mapping,

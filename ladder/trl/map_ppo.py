@@ -1,9 +1,9 @@
-"""``ladder.trl_map``'s rows for RLOOConfig (the grpo rung with ``--algo rloo``) and for the classic PPOConfig and
+"""``ladder.trl.map``'s rows for RLOOConfig (the grpo rung with ``--algo rloo``) and for the classic PPOConfig and
 PPOTrainer (TRL ≤ 0.11, the RLHF articles) against ppo-sentiment."""
 
 from __future__ import annotations
 
-from ladder.trl_mapping import Mapping
+from ladder.trl.row import Mapping
 
 # --- RLOO: RLOOConfig ↔ the grpo rung with --algo rloo (advantage rloo, KL in the reward, k1) --------
 

@@ -1,4 +1,4 @@
-"""The functions every exported TRL script defines, as text (``ladder.export_trl`` appends them to the script's
+"""The functions every exported TRL script defines, as text (``ladder.trl.export`` appends them to the script's
 constants): loading a user's file, ladder's reward functions in TRL's form, the dataset, the GRPOConfig from the
 script's command line, and ``main``. The agent's script adds ``environment_factory`` to the trainer (``AGENT_HELPERS``).
 """

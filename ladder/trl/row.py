@@ -1,4 +1,4 @@
-"""The row of ``ladder.trl_map`` (``Mapping``) and the small functions its rows use to compute a TRL value from
+"""The row of ``ladder.trl.map`` (``Mapping``) and the small functions its rows use to compute a TRL value from
 a ladder ``Config`` (``same("lr")``: the option itself; ``const(x)``; ``on_cuda``, ``optim``, ``peft``, ...)."""
 
 from __future__ import annotations

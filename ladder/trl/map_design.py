@@ -4,7 +4,7 @@ Rows of ``trl_map`` (see its docstring for the columns)."""
 
 from __future__ import annotations
 
-from ladder.trl_mapping import Mapping, same
+from ladder.trl.row import Mapping, same
 
 G = "GRPOConfig"
 NONE = None  # no TRL equivalent

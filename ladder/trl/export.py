@@ -18,7 +18,7 @@ The agent rung's ``--export-trl`` (``write_agent``) writes ``GRPOTrainer(environ
 same parts, with ``max_tool_calling_iterations`` = ``--max-tool-calls``; the script gets its problems and system
 prompt from ``ladder.rungs.agent`` itself (``python -m ladder.run agent --preset tiny --export-trl agent_trl.py``).
 
-The script's ``GRPOConfig`` comes from ``ladder.trl_map`` alone: every row with a value gives one field
+The script's ``GRPOConfig`` comes from ``ladder.trl.map`` alone: every row with a value gives one field
 and its comment (the ladder option, the ``ladder.core`` function, what differs). The options TRL cannot
 reproduce are listed in a comment block, those this run really uses first. The script imports ladder
 for the task's data, the system prompts and the built-in reward functions. It trains on the training
@@ -39,13 +39,14 @@ from dataclasses import fields
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from ladder import rewards, trl_map
-from ladder.export_trl_helpers import AGENT_HELPERS, HELPERS, TOOL_PARSING
+from ladder import rewards
 from ladder.rungs import agent_options
 from ladder.rungs.grpo_options import Config
 from ladder.rungs.grpo_rules import validate
 from ladder.runtime.errors import UsageError
 from ladder.tasks import arithmetic, math_problems
+from ladder.trl import map as trl_map
+from ladder.trl.export_helpers import AGENT_HELPERS, HELPERS, TOOL_PARSING
 
 DEVICES = ("cpu", "cuda")
 
@@ -107,7 +108,7 @@ def _differences(cfg: Config, rungs: tuple[str, ...] = ("grpo",)) -> list[str]:
     given = trl_map.trl_values(cfg)
     unset = list({r.trl_field: r for r in trl_map.rows("GRPOConfig")
                   if r.trl_field and r.trl_field not in given and r.ladder_rung in rungs}.values())
-    lines = ["# " + "-" * 114, "# What TRL does differently, or not at all (ladder.trl_map).", "#"]
+    lines = ["# " + "-" * 114, "# What TRL does differently, or not at all (ladder.trl.map).", "#"]
     lines.append("# Used by this run, and GRPOTrainer has no equivalent:" if active else
                  "# This run uses no ladder option that GRPOTrainer lacks.")
     for row in active:
@@ -222,7 +223,7 @@ def _imports(cfg: Config, ladder_imports: tuple[str, ...] = ("from ladder.tasks 
 def _config_code(cfg: Config) -> list[str]:
     """``GRPO_CONFIG`` and ``BY_DEVICE``: the map's values, each with its comment."""
     shared, by_device = config_values(cfg)
-    config = ["# GRPOConfig, field by field from ladder.trl_map: the ladder option and core function behind each.",
+    config = ["# GRPOConfig, field by field from ladder.trl.map: the ladder option and core function behind each.",
               "GRPO_CONFIG = dict(", *_dict_lines(shared, "    "), ")", "",
               "# The fields that depend on the device (the script's --device picks one).", "BY_DEVICE = {"]
     for device, values in by_device.items():
@@ -240,7 +241,7 @@ def script(cfg: Config, exported_from: str | os.PathLike | None = None) -> str:
                 + (" --qlora" if cfg.qlora else "") + " --adapter OUTPUT_DIR")
     head = [
         "#!/usr/bin/env python",
-        f'"""GRPO with TRL: ladder\'s grpo run, exported by `--export-trl` (ladder.export_trl; TRL {_trl_version()}).',
+        f'"""GRPO with TRL: ladder\'s grpo run, exported by `--export-trl` (ladder.trl.export; TRL {_trl_version()}).',
         "",
         "ladder options (those not at their default):",
         *textwrap.wrap(flags, 116, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False),
@@ -329,7 +330,7 @@ def agent_script(cfg, exported_from: str | os.PathLike | None = None) -> str:
     env_import, env_code = _environment_code(cfg)
     flags = " ".join(_non_default_options(cfg)) or "(all defaults)"
     head = ["#!/usr/bin/env python",
-            f'"""GRPO on tool use with TRL: ladder\'s agent run, exported by `--export-trl` (ladder.export_trl; TRL '
+            f'"""GRPO on tool use with TRL: ladder\'s agent run, exported by `--export-trl` (ladder.trl.export; TRL '
             f'{_trl_version()}).', "", "ladder options (those not at their default):",
             *textwrap.wrap(flags, 116, initial_indent="    ", subsequent_indent="    ", break_on_hyphens=False), "",
             "Run:", "    python THIS.py [--max-steps N] [--output-dir DIR] [--device cpu|cuda] [--set FIELD=VALUE ...]",
