@@ -160,7 +160,7 @@ def main() -> None:
     import transformers
     import trl
 
-    from ladder.rungs import agent_options
+    from ladder.rungs.agent import options as agent_options
 
     torch.set_num_threads(1)
     print(f"# multi-turn rollouts on CPU, ladder vs TRL {trl.__version__} -- {time.strftime('%Y-%m-%d %H:%M')}")

@@ -4,7 +4,7 @@ what ``--sampler-correction`` gives back.
 Every run is ``python -m ladder.run grpo --preset tiny --max-staleness K --sampler-correction C --seed S``
 (the tiny tutor that forgets to carry; LoRA on a float32 model; 60 updates of 8 prompts × 8 completions;
 one thread), its own process. With k > 0 the rollout of update u is drawn by the weights of update
-max(0, u − k) (``ladder.rungs.grpo_staleness.LaggingRollout``); π_old is the trainer's forward at the
+max(0, u − k) (``ladder.rungs.grpo.staleness.LaggingRollout``); π_old is the trainer's forward at the
 start of update u, so with one pass per batch the clipped ratio π_θ/π_old is 1 and the clip never acts:
 the only thing that knows the batch is stale is the sampler weight w = π_old/π_rollout, which
 ``none`` ignores, ``token_truncate`` applies per token as min(w, C_max) and ``sequence_mask`` applies

@@ -44,7 +44,7 @@ the model answers (9, 2); a second trajectory answers at once (4, 2) and is padd
 ``agent/env_tokens``). The rung's ``grpo_step`` passes both to ``lm_batch``: ``mask`` is the loss mask,
 ``attention_mask`` what the forward reads (exercise 20).
 
-Mirrors ``ladder.rungs.agent_rollout.trajectory_tensors``. Grade it: ``pytest exercises/``; once it passes,
+Mirrors ``ladder.rungs.agent.rollout.trajectory_tensors``. Grade it: ``pytest exercises/``; once it passes,
 ``python -m ladder.run agent --preset tiny --use-exercises`` trains with it.
 """
 

@@ -52,7 +52,7 @@ The pitfalls, each a property the grader checks:
                     .sampling_weights() (a context to sample in)
     envs            one environment per row, already reset (TRL's protocol: its public methods are tools)
     prompt_ids      [B, P] left-padded, with prompt_mask [B, P]
-    result          ``ladder.rungs.agent_rollout.Trajectories``: completion, mask, attention_mask,
+    result          ``ladder.rungs.agent.rollout.Trajectories``: completion, mask, attention_mask,
                     sampling_logp [B, T] (exercise 22 makes the first three from each row's segments; log π
                     of the model's tokens, 0 elsewhere), turn = ``turn_index(mask)``, and per row: truncated,
                     tool_calls, tool_failures, turns (the counts above), answers (the answer's text — the turn
@@ -69,7 +69,7 @@ Worked example: a small random model whose turns are scripted (the grader's, ``a
     >>> trajectories.turns, trajectories.tool_calls, trajectories.truncated, trajectories.answers
     (tensor([2]), tensor([1]), tensor([False]), ['#### 12'])
 
-Mirrors ``ladder.rungs.agent_rollout.multi_turn``. Grade it: ``pytest exercises/`` (property by property, each
+Mirrors ``ladder.rungs.agent.rollout.multi_turn``. Grade it: ``pytest exercises/`` (property by property, each
 case naming its property, then the same trajectories as the rung's on the same script); once it passes,
 ``python -m ladder.run agent --preset tiny --use-exercises`` samples with it.
 """
@@ -81,7 +81,7 @@ from torch import Tensor
 
 from ladder.patches import cache_of, with_cache  # noqa: F401 - you will need them
 from ladder.policies.causal_lm import position_ids_for  # noqa: F401 - you will need it
-from ladder.rungs.agent_rollout import Trajectories, turn_index  # noqa: F401 - you will need them
+from ladder.rungs.agent.rollout import Trajectories, turn_index  # noqa: F401 - you will need them
 from ladder.tasks import tool_calls  # noqa: F401 - you will need it
 
 

@@ -68,7 +68,7 @@ $\pi_{\text{ref}}$ (the KL a penalty would hold down): the bottom-left panel dra
 $\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$ it draws two estimates of it from the batch that $\pi_{\text{old}}$ sampled:
 the plain average of $k_3$ (red), and the average of $\rho\,k_3$, each sample weighted by its ratio
 $\rho = \pi_\theta/\pi_{\text{old}}$ (green).""",
-    """from ladder.rungs.grpo_options import ALGOS
+    """from ladder.rungs.grpo.options import ALGOS
 
 ref, old, batch = viz.fixed_batch()
 print(f"fixed batch: {len(batch)} transitions; --algo gspo: M = {ALGOS['gspo']['num_minibatches']} per pass")""",

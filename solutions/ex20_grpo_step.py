@@ -10,8 +10,8 @@ from ex18_update import update
 
 from ladder.policies.causal_lm import lm_batch
 from ladder.rungs.grpo import batch_advantages
-from ladder.rungs.grpo_options import loss_normaliser
-from ladder.rungs.grpo_record import Laps, step_record
+from ladder.rungs.grpo.options import loss_normaliser
+from ladder.rungs.grpo.record import Laps, step_record
 
 
 def grpo_step(step) -> tuple:

@@ -9,7 +9,7 @@ from torch import Tensor
 
 from ladder.patches import cache_of, with_cache
 from ladder.policies.causal_lm import position_ids_for
-from ladder.rungs.agent_rollout import Trajectories, turn_index
+from ladder.rungs.agent.rollout import Trajectories, turn_index
 from ladder.tasks import tool_calls
 
 

@@ -80,7 +80,7 @@ def spy_grpo_rollouts(monkeypatch):
         rollouts.append(real(*args, **kwargs))
         return rollouts[-1]
 
-    monkeypatch.setattr(grpo, "sample", spy)
+    monkeypatch.setattr(grpo.rung, "sample", spy)
     return rollouts
 
 

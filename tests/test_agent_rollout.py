@@ -21,7 +21,7 @@ from agent_helpers import call_text, ids, random_model, scripted_policy, tiny_to
 from ladder import core
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
 from ladder.rungs import agent
-from ladder.rungs.agent_rollout import multi_turn, trajectory_tensors, turn_index
+from ladder.rungs.agent.rollout import multi_turn, trajectory_tensors, turn_index
 from ladder.tasks import agent_envs, tool_calls
 
 SYSTEM = agent_envs.CALCULATOR_PROMPT

@@ -119,7 +119,7 @@ def test_grpo_prints_what_load_policy_uses(argv, monkeypatch, capsys):
         def parameters(self):
             return []
 
-    monkeypatch.setattr(grpo, "CausalLMPolicy", Policy)
+    monkeypatch.setattr(grpo.rung, "CausalLMPolicy", Policy)
     monkeypatch.setattr(grpo.quant, "make_optimizer", lambda params, lr, name, device: seen.update(optim=name))
     cfg = run.make_config("grpo", grpo, argv)
     grpo.load_policy(cfg, "a-model", torch.device(cfg.device))

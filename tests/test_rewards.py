@@ -81,7 +81,8 @@ def test_a_reward_function_past_its_limit_is_one_line_and_searched_no_further():
 
 
 def test_reward_timeout_is_the_limit_a_run_passes_and_defaults_to_time_limit_s():
-    from ladder.rungs import agent_options, grpo_options
+    from ladder.rungs.agent import options as agent_options
+    from ladder.rungs.grpo import options as grpo_options
 
     assert grpo_options.Config().reward_timeout == agent_options.Config().reward_timeout == rewards.TIME_LIMIT_S
     calls = []

@@ -13,7 +13,8 @@ from lm_helpers import GSM8K_ROWS
 import ladder.core
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
-from ladder.rungs import grpo, grpo_options
+from ladder.rungs import grpo
+from ladder.rungs.grpo import options as grpo_options
 from ladder.tasks import arithmetic
 
 

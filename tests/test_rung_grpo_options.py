@@ -1,4 +1,4 @@
-"""GRPO's ``--algo`` bundles (``ladder.rungs.grpo_options``): each sets its flags, over a preset and under
+"""GRPO's ``--algo`` bundles (``ladder.rungs.grpo.options``): each sets its flags, over a preset and under
 explicit flags, and an unknown one is a one-line error. The combinations that are refused are rows of
 tests/test_bad_inputs.py, and --adaptive-entropy's starting coefficient here."""
 
@@ -6,7 +6,7 @@ import pytest
 
 from ladder import run
 from ladder.rungs import grpo
-from ladder.rungs.grpo_options import ALGOS
+from ladder.rungs.grpo.options import ALGOS
 
 
 @pytest.mark.parametrize("name", list(ALGOS))

@@ -1,4 +1,4 @@
-"""GRPO's rollouts (``ladder.rungs.grpo_rollout``) on hand-made groups and tiny models (CPU, seeded):
+"""GRPO's rollouts (``ladder.rungs.grpo.rollout``) on hand-made groups and tiny models (CPU, seeded):
 dynamic sampling, the overlong penalty and truncated completions masked out of the loss."""
 
 import pytest
@@ -8,8 +8,9 @@ from lm_helpers import grpo_config, one_thread_then_back, read_metrics  # noqa: 
 from ladder import core, rewards
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, completion_mask
-from ladder.rungs import grpo, grpo_rollout
-from ladder.rungs.grpo_rollout import Rollout
+from ladder.rungs import grpo
+from ladder.rungs.grpo import rollout as grpo_rollout
+from ladder.rungs.grpo.rollout import Rollout
 
 # ----------------------------------------------------------------------------------------------------------
 # 1. Dynamic sampling

@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = {**grpo.PRESETS["tiny"], "prompts_per_step": 2, "steps": 2, "eval_every": 0, "eval_size": 8,
         "print_samples": 0, "progress": False, "threads": 1}
 # The files that make a grpo Step: each through build, none by position.
-BUILDERS = ["ladder/rungs/grpo.py", "ladder/exercises/cases_loop.py", "ladder/viz/lm_lab.py",
+BUILDERS = ["ladder/rungs/grpo/rung.py", "ladder/exercises/cases_loop.py", "ladder/viz/lm_lab.py",
             "ladder/viz/sampler_lab.py"]
 
 
@@ -46,7 +46,7 @@ def test_a_run_built_with_the_default_rollout_and_advantages_passed_explicitly_l
                  "credit": grpo.same_for_every_token}
         return real_build(cfg, **{**parts, **given})
 
-    monkeypatch.setattr(grpo, "build", build_explicitly)
+    monkeypatch.setattr(grpo.rung, "build", build_explicitly)
     grpo.train(grpo.Config(**TINY, out=str(tmp_path / "explicit")))
     assert len(built) == 1 and built[0]["rollout"] is grpo.sample_groups  # train made its Step through build
     assert "advantages" not in built[0]
@@ -102,7 +102,7 @@ def test_exercise_20s_harness_makes_its_step_through_build(monkeypatch):
 def test_every_grpo_step_is_made_by_build_and_the_warm_up_is_written_once(path):
     source = (ROOT / path).read_text(encoding="utf-8")
     assert not re.search(r"(?<![\w.])(grpo\.)?Step\(", source.replace("return Step(cfg=cfg,", "")), path
-    assert "warmup_steps) if" not in source or path == "ladder/rungs/grpo.py"
-    assert ("build(cfg, policy=policy" if path == "ladder/rungs/grpo.py" else "grpo.build(") in source
+    assert "warmup_steps) if" not in source or path == "ladder/rungs/grpo/rung.py"
+    assert ("build(cfg, policy=policy" if path == "ladder/rungs/grpo/rung.py" else "grpo.build(") in source
     if path.startswith("ladder/viz/"):                             # the labs' warm-up updates are the rung's
         assert "grpo.set_learning_rate(" in source

@@ -1,4 +1,4 @@
-"""grpo's fifth policy (``ladder.rungs.grpo_staleness``): the rollout of update u is drawn by the weights of
+"""grpo's fifth policy (``ladder.rungs.grpo.staleness``): the rollout of update u is drawn by the weights of
 update max(0, u − k), the trainer's weights come back bit for bit, k = 0 changes nothing, and the queue
 survives a checkpoint. A tiny Qwen2 on the CPU, with a LoRA adapter and in full fine-tuning."""
 
@@ -10,8 +10,8 @@ from lm_helpers import GSM8K_ROWS, one_thread_then_back, save_tiny_qwen  # noqa:
 
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
-from ladder.rungs.grpo_rollout import Rollout
-from ladder.rungs.grpo_staleness import STAT, LaggingRollout
+from ladder.rungs.grpo.rollout import Rollout
+from ladder.rungs.grpo.staleness import STAT, LaggingRollout
 from ladder.tasks import arithmetic
 
 

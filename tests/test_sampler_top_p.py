@@ -23,7 +23,7 @@ from transformers import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWa
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch, model_attention_mask, position_ids_for
 from ladder.policies.sampler import RecordLogp
 from ladder.rungs import agent
-from ladder.rungs.agent_rollout import multi_turn
+from ladder.rungs.agent.rollout import multi_turn
 from ladder.tasks import agent_envs, arithmetic, tiny_lm, tool_calls
 
 TAU = 0.7

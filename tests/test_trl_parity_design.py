@@ -37,7 +37,7 @@ from trl_helpers import (
 from ladder import core, run
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
 from ladder.rungs import grpo
-from ladder.rungs.grpo_options import update_config
+from ladder.rungs.grpo.options import update_config
 from ladder.trl import export as export_trl
 from ladder.trl import map as trl_map
 

@@ -115,8 +115,8 @@ EXERCISES = (
     # The fourth policy: the sampler's weight π_old/π_sampler (core.sampler_correction calls it, inside ex17's loss).
     Exercise("ex21_sampler_weights", "sampler_weights", "sampler", rungs=GRPO),
     # The agent rung's rollout: a trajectory's two masks, then the multi-turn loop on one cache.
-    Exercise("ex22_trajectory_tensors", "trajectory_tensors", "ladder.rungs.agent_rollout", rungs=("agent",)),
-    Exercise("ex23_multi_turn", "multi_turn", "ladder.rungs.agent_rollout", rungs=("agent",)),
+    Exercise("ex22_trajectory_tensors", "trajectory_tensors", "ladder.rungs.agent.rollout", rungs=("agent",)),
+    Exercise("ex23_multi_turn", "multi_turn", "ladder.rungs.agent.rollout", rungs=("agent",)),
     # TRL 1.16's design space: SAPO's soft gate (a row of core.POLICY_TERMS), GDPO's per-reward normalisation.
     Exercise("ex24_soft_gate", "soft_gated_surrogate", "losses", rungs=GRPO),
     Exercise("ex25_decoupled_advantages", "decoupled_group_relative", "advantages", rungs=GRPO),

@@ -40,9 +40,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from ladder import rewards
-from ladder.rungs import agent_options
-from ladder.rungs.grpo_options import Config
-from ladder.rungs.grpo_rules import validate
+from ladder.rungs.agent import options as agent_options
+from ladder.rungs.grpo.options import Config
+from ladder.rungs.grpo.rules import validate
 from ladder.runtime.errors import UsageError
 from ladder.tasks import arithmetic, math_problems
 from ladder.trl import map as trl_map

@@ -58,7 +58,7 @@ def loss_weights(lengths: list[list[int]], num_minibatches: int, max_new_tokens:
     ``core.aggregate`` computes the minibatch's loss, and the P processes average their gradients (÷ P).
     Returns {loss_type: [[w per row] per process]}, and "tokens" (the real tokens of the update).
     """
-    from ladder.rungs.grpo_options import LOSS_TYPES, loss_normaliser
+    from ladder.rungs.grpo.options import LOSS_TYPES, loss_normaliser
 
     P, M = len(lengths), num_minibatches
     if len({len(rows) for rows in lengths}) != 1 or len(lengths[0]) % M:
@@ -83,7 +83,7 @@ def loss_weights(lengths: list[list[int]], num_minibatches: int, max_new_tokens:
 def loss_weights_table(weights: dict) -> str:
     """``loss_weights`` as Markdown: one row per completion, each weight written 1/x (x: what its token's loss is
     divided by)."""
-    from ladder.rungs.grpo_options import LOSS_TYPES
+    from ladder.rungs.grpo.options import LOSS_TYPES
 
     lengths, M = weights["lengths"], weights["num_minibatches"]
     rows = ["| process | minibatch | length | " + " | ".join(LOSS_TYPES) + " |",

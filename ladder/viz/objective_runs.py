@@ -79,7 +79,7 @@ def bundles_markdown(methods=("grpo", "sapo", "vespo", "gdpo")) -> str:
     """``grpo.ALGOS`` as Markdown: the flags of each bundle, the policy term (``core.objectives.POLICY_TERMS``), the
     ratio it reads (``ratio_read``) and the aggregation its loss type picks (``grpo_options.LOSS_TYPES``), and its KL
     coefficient β."""
-    from ladder.rungs.grpo_options import LOSS_TYPES
+    from ladder.rungs.grpo.options import LOSS_TYPES
 
     fields = grpo.Config.__dataclass_fields__
     rows = ["| method | flags `--algo` sets | policy term | the ratio it reads | aggregation | β |",

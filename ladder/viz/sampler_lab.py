@@ -44,7 +44,7 @@ from ladder.policies.causal_lm import lm_batch
 from ladder.policies.sampler import SAMPLER_DTYPES
 from ladder.rewards import load_all
 from ladder.rungs import grpo
-from ladder.rungs.grpo_rollout import sample
+from ladder.rungs.grpo.rollout import sample
 from ladder.runtime.distributed import Processes
 from ladder.runtime.runlog import seed_everything
 from ladder.viz.lm_lab import quiet_run

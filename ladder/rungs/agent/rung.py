@@ -30,8 +30,9 @@ import torch
 from ladder import core, hub, rewards
 from ladder.plots import Panel
 from ladder.policies import quant
-from ladder.rungs import agent_options, grpo, grpo_options
-from ladder.rungs.agent_options import (
+from ladder.rungs import grpo
+from ladder.rungs.agent import options as agent_options
+from ladder.rungs.agent.options import (
     ENVIRONMENTS,
     PRESETS,
     RESOLVED,
@@ -42,8 +43,9 @@ from ladder.rungs.agent_options import (
     system_prompt,
     validate,
 )
-from ladder.rungs.agent_rollout import Trajectories, multi_turn
-from ladder.rungs.grpo_rollout import Rollout, with_overlong_penalty
+from ladder.rungs.agent.rollout import Trajectories, multi_turn
+from ladder.rungs.grpo import options as grpo_options
+from ladder.rungs.grpo.rollout import Rollout, with_overlong_penalty
 from ladder.rungs.protocol import TRAINING_WRITES
 from ladder.runtime.errors import UsageError
 from ladder.runtime.limits import TimedOut, time_limit

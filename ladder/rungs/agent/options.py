@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 from ladder import rewards
 from ladder.cli import Text, at_least, interval, option
-from ladder.rungs import grpo_options, grpo_rules
+from ladder.rungs.grpo import options as grpo_options
+from ladder.rungs.grpo import rules as grpo_rules
 from ladder.runtime.errors import UsageError
 from ladder.tasks import agent_envs, math_problems, tiny_agent
 

@@ -14,7 +14,7 @@ import torch
 from torch import Tensor
 
 from ladder.rewards import overlong_penalty, score
-from ladder.rungs.grpo_options import records_sampler_logp
+from ladder.rungs.grpo.options import records_sampler_logp
 from ladder.tasks import arithmetic
 
 OVERLONG = "overlong"  # the overlong penalty's reward column: R(L_i) at p = 1, weighed by --overlong-penalty p

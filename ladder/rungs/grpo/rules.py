@@ -3,7 +3,7 @@ before any model loads. An option's own domain is checked where it is declared (
 
 from __future__ import annotations
 
-from ladder.rungs.grpo_options import LOSS_TYPES, Config, eps_high, reward_weights
+from ladder.rungs.grpo.options import LOSS_TYPES, Config, eps_high, reward_weights
 from ladder.rungs.protocol import check_minibatches
 from ladder.runtime.errors import UsageError
 

@@ -8,7 +8,7 @@ adapters train; π_ref is the base with the adapter disabled.
 The KL term is by default β·(π_θ/π_old)·k3, the importance-corrected KL of DeepSeek-V3.2 and TRL 1.16's
 default; DeepSeekMath's GRPO has plain β·k3 (``--kl-correction off``).
 
-The same rung runs GRPO's design space (``ladder.rungs.grpo_options``): Dr. GRPO, DAPO, GSPO, CISPO,
+The same rung runs GRPO's design space (``ladder.rungs.grpo.options``): Dr. GRPO, DAPO, GSPO, CISPO,
 RLOO, SAPO, LUSPO, VESPO and GDPO are flags, and ``--algo NAME`` sets the flags of each as its paper
 does (the KL term excepted: ``--algo grpo`` keeps the corrected one); so are the top-entropy mask, the
 (adaptive) entropy bonus and ``--max-staleness``'s lagging π_rollout.
@@ -27,8 +27,8 @@ from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, lm_batch
 from ladder.policies.sampler import check_sampler_dtype
-from ladder.rungs import grpo_options
-from ladder.rungs.grpo_options import (
+from ladder.rungs.grpo import options as grpo_options
+from ladder.rungs.grpo.options import (
     ALGOS,
     LOSS_TYPES,
     PRESETS,
@@ -38,11 +38,11 @@ from ladder.rungs.grpo_options import (
     reward_weights,
     update_config,
 )
-from ladder.rungs.grpo_record import CutOffWatch, Laps, batch_statistics, completion_rows, step_record, summarize
-from ladder.rungs.grpo_rollout import Rollout, dynamic_sample, reward_column_weights, sample
-from ladder.rungs.grpo_rules import validate
-from ladder.rungs.grpo_setup import load_task, placement, save_trained
-from ladder.rungs.grpo_staleness import LaggingRollout
+from ladder.rungs.grpo.record import CutOffWatch, Laps, batch_statistics, completion_rows, step_record, summarize
+from ladder.rungs.grpo.rollout import Rollout, dynamic_sample, reward_column_weights, sample
+from ladder.rungs.grpo.rules import validate
+from ladder.rungs.grpo.setup import load_task, placement, save_trained
+from ladder.rungs.grpo.staleness import LaggingRollout
 from ladder.rungs.lm_options import gradient_checkpointing, uses_lora
 from ladder.rungs.protocol import TRAINING_WRITES
 from ladder.runtime import loop

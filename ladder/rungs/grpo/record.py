@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from ladder.rungs.grpo_rollout import Rollout
+from ladder.rungs.grpo.rollout import Rollout
 from ladder.runtime.distributed import Processes
 
 
