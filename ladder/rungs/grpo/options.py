@@ -1,5 +1,5 @@
 """The GRPO rung's options: one ``Config``, the ``tiny`` preset and the ``--algo`` bundles (the rules that relate
-several options are in ``grpo_rules``).
+several options are in ``ladder.rungs.grpo.rules``).
 
 The design space of GRPO-style training, each choice a flag (and a short function in ladder.core):
 
