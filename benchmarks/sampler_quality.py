@@ -147,7 +147,7 @@ def main() -> None:
     import torch
     import transformers
 
-    from ladder.policies.sampler import fast_on_this_cpu
+    from ladder.policies.low_precision import fast_on_this_cpu
 
     Path(args.out).mkdir(parents=True, exist_ok=True)
     command = "python benchmarks/sampler_quality.py " + " ".join(sys.argv[1:])

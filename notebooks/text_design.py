@@ -348,16 +348,24 @@ weight in either: both add the same plain $k_3$, so they agree again to rounding
                          "1's 6, 6, 6, 6 (M = 2, L_max = 8). For bnpo, what is x for a token of process 0 (its loss "
                          "divided by x)?")
 p_divisor.answer = None
-p_off = viz.Predict("Section 2, new case: π_old far from π_θ (old_distance 0.8) but π_ref = π_θ (ref_distance 0). Is "
-                    "plain k3's expected gradient then exactly the reverse KL's?", choices=("yes", "no"))
-p_off.answer = None
+why_off = viz.Reason("Section 2, new case: π_old far from π_θ (old_distance 0.8) but π_ref = π_θ (ref_distance 0). "
+                     "Is plain k3's expected gradient then exactly the reverse KL's, and why?",
+                     "no: the tokens come from π_old, so plain k3 averages its gradient under the wrong policy and "
+                     "stays biased, as in section 2",
+                     "no: the KL is 0, but k3's gradient (1 − e^ℓ)∇log π_θ is not, since e^ℓ ≠ 1 on the tokens "
+                     "π_old drew",
+                     "yes: π_ref = π_θ makes ℓ = 0 at every token, so ∇k3 = (1 − e^ℓ)∇log π_θ = 0 whoever drew it, "
+                     "and the reverse KL's gradient at its minimum is 0 too",
+                     "yes: plain k3 carries the weight π_θ/π_old inside it, so the policy that drew the tokens "
+                     "never matters")
+why_off.answer = None    # "a", "b", "c" or "d"
 p_steps = viz.Predict("Section 6: num_iterations = 3, steps_per_generation = 2, gradient_accumulation_steps = 1. How "
                       "many optimiser steps does one ladder update take?")
 p_steps.answer = None
 p_eps = viz.Predict("GSPO's pair (ε_high = 4e-4), a completion of 100 tokens with Â > 0: one token's ratio at 1.5, the "
                     "other 99 at 1. Is the whole completion clipped?", choices=("clipped", "not clipped"))
 p_eps.answer = None
-for question in (p_divisor, p_off, p_steps, p_eps):
+for question in (p_divisor, why_off, p_steps, p_eps):
     question.ask()
     print()""",
     """new = viz.algo_league.loss_weights([[2, 2, 2, 2], [6, 6, 6, 6]], num_minibatches=2, max_new_tokens=8)
@@ -365,9 +373,9 @@ p_divisor.check(1 / new["bnpo"][0][0], why="x = n_proc × the real tokens of its
                                           f"dapo's x is the update's {new['tokens']} tokens / M, the same for every token")
 same = viz.kl_gradients(ref_distance=0.0, old_distance=0.8)
 error = same["error_reverse"]["k3 in the loss"]
-p_off.check("yes" if error < 1e-9 else "no",
-            why=f"error {error:.1e}: π_ref = π_θ makes ℓ = 0 at every action, so ∇k3 = (1 − e^ℓ)∇log π_θ = 0 whoever "
-                "sampled, and the reverse KL's gradient at its minimum is 0 too")
+why_off.check("c" if error < 1e-9 else "a",
+              why=f"error {error:.1e}: ℓ = log π_ref − log π_θ = 0 at every token when π_ref = π_θ, whoever drew it; "
+                  "plain k3 has no weight in it (that is the corrected estimator of section 2)")
 ladder_row = viz.trl_schedule(num_iterations=3, steps_per_generation=2)["ladder"]
 p_steps.check(ladder_row["optimizer_steps_per_update"], why=f"{ladder_row['flags']}: μ × M optimiser steps")
 logp = torch.zeros(1, 100)
@@ -376,5 +384,5 @@ s_i = core.sequence_log_ratio(logp, torch.zeros(1, 100), torch.ones(1, 100)).exp
 p_eps.check("clipped" if s_i > 1 + 4e-4 else "not clipped",
             why=f"s_i = 1.5^(1/100) = {s_i:.5f} against 1 + ε_high = 1.0004: one token moves s_i little, and GSPO's "
                 "band is smaller still")
-viz.tally(p_divisor, p_off, p_steps, p_eps)""",
+viz.tally(p_divisor, why_off, p_steps, p_eps)""",
 ]

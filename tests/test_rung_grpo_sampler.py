@@ -8,7 +8,7 @@ import torch
 from cli_helpers import run_cli
 
 from ladder import run
-from ladder.policies import sampler
+from ladder.policies import low_precision
 from ladder.policies.causal_lm import lm_batch
 from ladder.rungs import grpo
 from ladder.runtime.runlog import UsageError, seed_everything
@@ -63,7 +63,7 @@ def test_a_lower_precision_sampler_differs_from_pi_old_by_its_rounding(tiny, dty
 
 
 def test_the_record_logp_processor_holds_one_step_and_takes_the_last_token():
-    rec = sampler.RecordLogp(temperature=2.0)
+    rec = low_precision.RecordLogp(temperature=2.0)
     scores = [torch.tensor([[0.0, 2.0, 4.0]]), torch.tensor([[1.0, 1.0, 1.0]])]
     rec(torch.tensor([[5]]), scores[0].clone())
     rec(torch.tensor([[5, 2]]), scores[1].clone())
@@ -116,5 +116,5 @@ def test_a_dtype_the_device_cannot_compute_is_one_line(monkeypatch):
     monkeypatch.setattr(torch, "ones", refuse)
     with pytest.raises(UsageError, match=r"^--sampler-dtype float16: cpu cannot compute in it \(\"addmm_impl_cpu_\" "
                                          r"not implemented for 'Half'\)$"):
-        sampler.check_sampler_dtype("float16", torch.device("cpu"))
-    assert sampler.check_sampler_dtype("same", torch.device("cpu")) is None
+        low_precision.check_sampler_dtype("float16", torch.device("cpu"))
+    assert low_precision.check_sampler_dtype("same", torch.device("cpu")) is None

@@ -21,7 +21,7 @@ from lm_helpers import GSM8K_ROWS
 from transformers import TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
 
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch, model_attention_mask, position_ids_for
-from ladder.policies.sampler import RecordLogp
+from ladder.policies.low_precision import RecordLogp
 from ladder.rungs import agent
 from ladder.rungs.agent.rollout import multi_turn
 from ladder.tasks import agent_envs, arithmetic, tiny_lm, tool_calls

@@ -34,8 +34,7 @@ from .losses import (
     value_loss,
 )
 from .objectives import POLICY_TERMS, PolicyInputs
-from .reference import soft_update
-from .sampler import (
+from .off_policy import (
     CORRECTIONS,
     SamplerOptions,
     corrected_weights,
@@ -44,6 +43,7 @@ from .sampler import (
     sampler_log_ratio,
     sampler_weights,
 )
+from .reference import soft_update
 from .stats import REDUCTIONS, approx_kl_old, clip_fractions, explained_variance, masked_mean, ratio_stats, reduce_stats
 from .update import Policy, UpdateConfig, compute_loss, update
 

@@ -7,7 +7,7 @@ For each minibatch:
                   (or GSPO's one ratio per row: ratio_level "sequence")
     L_pg        = POLICY_TERMS[objective](ρ, Â, …)        clipped, cispo, soft_gate, gamma_weighted,
                                                           reinforce (objectives.py)
-                  × keep_i · π_old/π_sampler              when the batch has a sampler's log-probs (sampler.py)
+                  × keep_i · π_old/π_sampler              when the batch has a sampler's log-probs (off_policy.py)
                   × keep_t                                with entropy_quantile q < 1: the top-q entropy
                                                           tokens only (entropy.py)
     L           = agg(L_pg) + c_v·agg(L_V) − c_H·mean_t(H) + β·agg(KL(π_θ‖π_ref))
@@ -37,7 +37,7 @@ from .entropy import AdaptiveEntropyCoef, high_entropy_mask
 from .kl import kl_estimate
 from .losses import aggregate, entropy_bonus, sequence_log_ratio, value_loss
 from .objectives import FOLDS_SAMPLER_WEIGHT, POLICY_TERMS, PolicyInputs
-from .sampler import SamplerOptions, corrected_weights, sampler_correction
+from .off_policy import SamplerOptions, corrected_weights, sampler_correction
 from .stats import masked_mean
 from .swappable import swappable
 

@@ -113,7 +113,7 @@ EXERCISES = (
     Exercise("ex19_masked_gae", "masked_gae", "advantages", rungs=("ppo-sentiment",)),
     Exercise("ex20_grpo_step", "grpo_step", "ladder.rungs.grpo", rungs=GRPO),   # the rung's step, tiny LM
     # The fourth policy: the sampler's weight π_old/π_sampler (core.sampler_correction calls it, inside ex17's loss).
-    Exercise("ex21_sampler_weights", "sampler_weights", "sampler", rungs=GRPO),
+    Exercise("ex21_sampler_weights", "sampler_weights", "off_policy", rungs=GRPO),
     # The agent rung's rollout: a trajectory's two masks, then the multi-turn loop on one cache.
     Exercise("ex22_trajectory_tensors", "trajectory_tensors", "ladder.rungs.agent.rollout", rungs=("agent",)),
     Exercise("ex23_multi_turn", "multi_turn", "ladder.rungs.agent.rollout", rungs=("agent",)),

@@ -43,8 +43,8 @@ def core_gradient(r: dict, weights: Tensor) -> Tensor:
     """The core's gradient of GRPO's loss (unclipped) at ``weights``, π_old the rollout's ``old_logp``."""
     from ladder.core import compute_loss
 
+    from .capstone_grpo_oracle import core_batch, core_config, core_policy
     from .capstone_grpo_task import load_model
-    from .capstone_grpo_update import core_batch, core_config, core_policy
 
     model = load_model()
     torch.nn.utils.vector_to_parameters(weights, model.parameters())

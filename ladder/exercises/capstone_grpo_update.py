@@ -11,6 +11,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from .capstone_grpo_oracle import BETA, CLIP_EPS, TEMPERATURE, core_batch, core_config, core_policy
 from .capstone_grpo_steps import RecordingAdam, step_cause
 from .capstone_grpo_task import (
     Broken,
@@ -21,7 +22,6 @@ from .capstone_grpo_task import (
     sampled_completions,
 )
 
-TEMPERATURE, CLIP_EPS, BETA = 0.9, 0.2, 0.1
 JUNK = 1e4                    # on padding: exp(1e4) is inf, and inf · 0 is NaN — select, never multiply
 
 
@@ -41,29 +41,6 @@ def rollout(seed: int = 0) -> dict:
     batch = {k: torch.where(cmask.bool(), v, -JUNK) for k, v in noisy.items()}
     return dict(prompt_ids=ids, prompt_mask=mask, completion_ids=out, completion_mask=cmask,
                 advantages=torch.randn(len(ids), generator=g), **batch)
-
-
-def core_batch(r: dict):
-    from ladder.core import Batch
-
-    mask = r["completion_mask"]
-    return Batch(actions=r["completion_ids"], mask=mask, advantages=r["advantages"][:, None] * mask,
-                 old_logp=r.get("old_logp"), ref_logp=r["ref_logp"],
-                 inputs={"input_ids": torch.cat([r["prompt_ids"], r["completion_ids"]], 1),
-                         "attention_mask": torch.cat([r["prompt_mask"].long(), mask.long()], 1)})
-
-
-def core_config(mu: int = 1):
-    from ladder.core import UpdateConfig
-
-    return UpdateConfig(mu=mu, clip_eps_low=CLIP_EPS, kl_coef=BETA, kl_estimator="k3", kl_correction=False,
-                        aggregation="seq_mean_token_mean", max_grad_norm=1.0)
-
-
-def core_policy(model):
-    from ladder.policies.causal_lm import CausalLMPolicy
-
-    return CausalLMPolicy(model, temperature=TEMPERATURE, share_prompts=False)
 
 
 def _differs(got: torch.nn.Module, want: torch.nn.Module, what: str, rtol: float, atol: float) -> str | None:

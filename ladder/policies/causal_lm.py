@@ -42,7 +42,7 @@ from transformers import LogitsProcessorList
 from ladder.core import Batch, soft_update, token_logp
 from ladder.patches import cache_of, cache_survives_checkpointing, read_only_cache, with_cache
 from ladder.policies import quant
-from ladder.policies.sampler import RecordLogp, lower_precision
+from ladder.policies.low_precision import RecordLogp, lower_precision
 
 REFERENCE_ADAPTER = "ref"
 
@@ -116,7 +116,7 @@ class CausalLMPolicy(nn.Module):
                  dequantize_once: bool = False, entropy_grad: bool = False,
                  sampler_dtype: torch.dtype | None = None):
         super().__init__()
-        self.sampler_dtype = sampler_dtype  # sample from the weights rounded to this dtype (policies.sampler)
+        self.sampler_dtype = sampler_dtype  # sample from the weights rounded to this dtype (policies.low_precision)
         self.entropy_grad = entropy_grad  # H with its graph, for an entropy bonus (c_H > 0); else a statistic
         self.share_prompts = share_prompts
         self.dequantize_once = dequantize_once  # sample with the 4-bit base dequantized once (quant.dequantized_once)

@@ -89,6 +89,54 @@ def _samples_html(run: dict, steps: int) -> str:
             f"{rows}</table>")
 
 
+def _tradeoff_run(run: dict, s: int, window: int) -> dict:
+    """One β's first ``s`` updates: raw KL and score, and their trailing means over ``window`` updates."""
+    kl, score = np.asarray(run["kl"][:s]), np.asarray(run["score"][:s])
+    kl_avg, score_avg = lm_lab.trailing_mean(kl, window), lm_lab.trailing_mean(score, window)
+    reward_avg = lm_lab.trailing_mean(run["reward"][:s], window)
+    return {"step": run["step"][:s], "kl": kl, "score": score, "kl_avg": kl_avg, "score_avg": score_avg,
+            "reward_avg": reward_avg, "kl_end": float(kl_avg[-1]), "score_end": float(score_avg[-1]),
+            "reward_end": float(reward_avg[-1])}
+
+
+def _draw_tradeoff_run(axes, i: int, b: float, d: dict, chosen: bool) -> None:
+    """One β's curves on the three panels (trade-off, KL, score), the chosen β drawn heavier."""
+    ax_trade, ax_kl, ax_score = axes
+    lw, alpha = (2.5, 1.0) if chosen else (1.2, 0.6)
+    steps_x = np.arange(1, len(d["kl"]) + 1)
+    ax_trade.plot(d["kl_avg"], d["score_avg"], color=f"C{i}", lw=lw, alpha=alpha, label=f"β = {b:g}")
+    ax_trade.plot(d["kl_avg"][-1], d["score_avg"][-1], "o", color=f"C{i}", ms=8 if chosen else 5)
+    ax_kl.plot(steps_x, d["kl"], color=f"C{i}", lw=0.6, alpha=0.3)
+    ax_kl.plot(steps_x, d["kl_avg"], color=f"C{i}", lw=lw, alpha=alpha, label=f"β = {b:g}")
+    ax_score.plot(steps_x, d["score"], color=f"C{i}", lw=0.6, alpha=0.3)
+    ax_score.plot(steps_x, d["score_avg"], color=f"C{i}", lw=lw, alpha=alpha, label=f"score, β = {b:g}")
+    if chosen:  # on top, in black: at β = 0 it lies exactly on the score curve
+        ax_score.plot(steps_x, d["reward_avg"], "--", color="k", lw=1.3, zorder=5,
+                      label=f"score − β·KL, β = {b:g}" + (" (= score)" if b == 0 else ""))
+
+
+def _finish_tradeoff_axes(axes, kl_all: np.ndarray, s: int) -> None:
+    """symlog KL axes that always show the ticks 0, 0.1 and 1; titles, labels and legends."""
+    ax_trade, ax_kl, ax_score = axes
+    kl_lim = (min(0.0, 1.1 * kl_all.min()), max(1.0, 1.1 * kl_all.max()))
+    ax_trade.set_xscale("symlog", linthresh=0.1)
+    ax_kl.set_yscale("symlog", linthresh=0.1)
+    ax_trade.set_xlim(*kl_lim)
+    ax_kl.set_ylim(*kl_lim)
+    for axis in (ax_trade.xaxis, ax_kl.yaxis):
+        axis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x:g}"))
+    ax_trade.set_xlabel("KL(π_θ‖π_ref) per sequence (symlog)")
+    ax_trade.set_ylabel("reward-model score")
+    ax_trade.set_title(f"the trade-off after {s} updates")
+    ax_trade.legend(fontsize=7)
+    ax_kl.set_title("KL to π_ref per update (symlog)")
+    ax_score.set_title("reward-model score per update")
+    for ax in (ax_kl, ax_score):
+        ax.set_xlabel("update")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax_score.legend(fontsize=7)
+
+
 def kl_tradeoff_view(betas=(0.0, 0.2, 1.0), steps: int = 30, batch_size: int = 32, seed: int = 0,
                      window: int = 5) -> View:
     """RLHF-PPO on the tiny sentiment preset, once per fixed β: reward-model score against KL to π_ref.
@@ -112,45 +160,11 @@ def kl_tradeoff_view(betas=(0.0, 0.2, 1.0), steps: int = 30, batch_size: int = 3
         s, chosen = v["steps"], v["beta"]
         data = {"steps": s, "beta": chosen, "betas": list(betas), "runs": {}}
         fig = Figure(figsize=(12, 3.8))
-        ax_trade, ax_kl, ax_score = (fig.add_subplot(1, 3, i) for i in (1, 2, 3))
+        axes = tuple(fig.add_subplot(1, 3, i) for i in (1, 2, 3))
         for i, b in enumerate(betas):
-            run = runs[b]
-            kl, score = np.asarray(run["kl"][:s]), np.asarray(run["score"][:s])
-            kl_avg, score_avg = lm_lab.trailing_mean(kl, window), lm_lab.trailing_mean(score, window)
-            reward_avg = lm_lab.trailing_mean(run["reward"][:s], window)
-            data["runs"][b] = {"step": run["step"][:s], "kl": kl, "score": score, "kl_avg": kl_avg,
-                               "score_avg": score_avg, "reward_avg": reward_avg,
-                               "kl_end": float(kl_avg[-1]), "score_end": float(score_avg[-1]),
-                               "reward_end": float(reward_avg[-1])}
-            lw, alpha = (2.5, 1.0) if b == chosen else (1.2, 0.6)
-            steps_x = np.arange(1, s + 1)
-            ax_trade.plot(kl_avg, score_avg, color=f"C{i}", lw=lw, alpha=alpha, label=f"β = {b:g}")
-            ax_trade.plot(kl_avg[-1], score_avg[-1], "o", color=f"C{i}", ms=8 if b == chosen else 5)
-            ax_kl.plot(steps_x, kl, color=f"C{i}", lw=0.6, alpha=0.3)
-            ax_kl.plot(steps_x, kl_avg, color=f"C{i}", lw=lw, alpha=alpha, label=f"β = {b:g}")
-            ax_score.plot(steps_x, score, color=f"C{i}", lw=0.6, alpha=0.3)
-            ax_score.plot(steps_x, score_avg, color=f"C{i}", lw=lw, alpha=alpha, label=f"score, β = {b:g}")
-            if b == chosen:  # on top, in black: at β = 0 it lies exactly on the score curve
-                ax_score.plot(steps_x, reward_avg, "--", color="k", lw=1.3, zorder=5,
-                              label=f"score − β·KL, β = {b:g}" + (" (= score)" if b == 0 else ""))
-        kl_all = np.concatenate([np.asarray(runs[b]["kl"][:s]) for b in betas])
-        kl_lim = (min(0.0, 1.1 * kl_all.min()), max(1.0, 1.1 * kl_all.max()))  # ticks 0, 0.1, 1 always in view
-        ax_trade.set_xscale("symlog", linthresh=0.1)
-        ax_kl.set_yscale("symlog", linthresh=0.1)
-        ax_trade.set_xlim(*kl_lim)
-        ax_kl.set_ylim(*kl_lim)
-        for axis in (ax_trade.xaxis, ax_kl.yaxis):
-            axis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x:g}"))
-        ax_trade.set_xlabel("KL(π_θ‖π_ref) per sequence (symlog)")
-        ax_trade.set_ylabel("reward-model score")
-        ax_trade.set_title(f"the trade-off after {s} updates")
-        ax_trade.legend(fontsize=7)
-        ax_kl.set_title("KL to π_ref per update (symlog)")
-        ax_score.set_title("reward-model score per update")
-        for ax in (ax_kl, ax_score):
-            ax.set_xlabel("update")
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax_score.legend(fontsize=7)
+            data["runs"][b] = _tradeoff_run(runs[b], s, window)
+            _draw_tradeoff_run(axes, i, b, data["runs"][b], b == chosen)
+        _finish_tradeoff_axes(axes, np.concatenate([data["runs"][b]["kl"] for b in betas]), s)
         fig.tight_layout()
         samples.value = _samples_html(runs[chosen], steps)
         data["samples"] = runs[chosen]["samples"]

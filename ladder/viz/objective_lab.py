@@ -25,7 +25,7 @@ from matplotlib.figure import Figure
 
 from ladder import core
 from ladder.policies.causal_lm import lm_batch
-from ladder.policies.sampler import sampling_warpers
+from ladder.policies.low_precision import sampling_warpers
 from ladder.rungs import grpo
 from ladder.tasks import arithmetic
 from ladder.viz._widget import View

@@ -39,9 +39,9 @@ import numpy as np
 import torch
 
 from ladder import core
-from ladder.core.sampler import sampler_stat_tensors
+from ladder.core.off_policy import sampler_stat_tensors
 from ladder.policies.causal_lm import lm_batch
-from ladder.policies.sampler import SAMPLER_DTYPES
+from ladder.policies.low_precision import SAMPLER_DTYPES
 from ladder.rewards import load_all
 from ladder.rungs import grpo
 from ladder.rungs.grpo.rollout import sample

@@ -119,6 +119,53 @@ def _summary(b: sampler_lab.SampledBatch, c_max: float, c_min: float | None) -> 
                         + " · ".join(f"{m}: {d['changed']}/{d['of']}" for m, d in modes.items()))}
 
 
+def _token_panel(ax, b, data: dict, hi: float, lo: float | None) -> None:
+    """The histogram of the real tokens' log w_t, with the bounds log C_max (and log C_min)."""
+    real = b.mask.bool()
+    values = b.log_w[real].numpy()
+    span = _span(values, hi, lo)
+    ax.hist(np.clip(values, -span, span), bins=np.linspace(-span, span, 41), color="C0")
+    note = _bounds(ax.axvline, hi, lo, span)
+    ax.xaxis.set_major_locator(MaxNLocator(5))
+    ax.set_yscale("log")
+    ax.set_xlabel("log w_t = log π_old − log π_sampler")
+    ax.set_ylabel("tokens")
+    ax.set_title(f"{int(real.sum())} tokens: {data['modes']['token_truncate']['changed']} outside the bounds"
+                 + note, fontsize=10)
+
+
+def _sequence_panel(ax, b, data: dict, hi: float, lo: float | None) -> None:
+    """Σ_{t≤k} log w_t along each completion; the completions whose sum ends outside the bounds in red."""
+    prefix = b.log_w.cumsum(1).numpy()
+    lengths = b.mask.sum(1).int().tolist()
+    seq = prefix[np.arange(len(lengths)), np.array(lengths) - 1]
+    outside = (seq > hi) | ((seq < lo) if lo is not None else False)
+    for row, n in enumerate(lengths):
+        ax.plot(np.arange(1, n + 1), prefix[row, :n], color="C3" if outside[row] else "0.55",
+                lw=1.2 if outside[row] else 0.7)
+    seq_span = _span(prefix[b.mask.bool().numpy()], hi, lo)
+    ax.set_ylim(-seq_span, seq_span)
+    note = _bounds(ax.axhline, hi, lo, seq_span)
+    ax.set_xlabel("k: tokens into the completion")
+    ax.set_ylabel(r"$\Sigma_{t \leq k}\, \log w_t$")
+    cut = data["modes"]["sequence_mask"]
+    ax.set_title(f"{len(lengths)} completions: {cut['changed']} end outside the bounds (red)" + note, fontsize=10)
+
+
+def _modes_panel(ax, data: dict, c_max: float, c_min: float | None) -> None:
+    """The share of the batch each mode truncates or masks."""
+    modes = list(data["modes"])
+    for i, m in enumerate(modes):
+        ax.barh(i, data["modes"][m]["frac"], color="C0" if m.startswith("token") else "C3")
+    labels = [f"{m}\n{d['changed']} of {d['of']} {d['unit']} {d['verb']}" for m, d in data["modes"].items()]
+    ax.set_yticks(np.arange(len(modes)), labels, fontsize=7.5)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1)
+    ax.set_xlabel("share of the batch changed")
+    bounds = f"C_max = {c_max:g}" + (f", C_min = {c_min:.3f}" if c_min else "")
+    ax.set_title(f"changed at {bounds}", fontsize=10)
+
+
 def sampler_view(sampler: str = "bfloat16", temperature: float = 1.0, c_max: float = 3.0,
                  two_sided: bool = False, **batch) -> View:
     """The same prompts drawn by each sampler (``sampler_lab.four_policies``, computed once): the precision of its
@@ -140,47 +187,11 @@ def sampler_view(sampler: str = "bfloat16", temperature: float = 1.0, c_max: flo
         b = four.batches[(v["sampler"], v["temperature"])]
         c_max, c_min = v["c_max"], (1.0 / v["c_max"] if v["two_sided"] else None)
         data = _summary(b, c_max, c_min)
-        real = b.mask.bool()
-        log_w = b.log_w
         hi, lo = np.log(c_max), (np.log(c_min) if c_min else None)
         fig = Figure(figsize=(12, 3.8))
-        ax = fig.add_subplot(1, 3, 1)
-        values = log_w[real].numpy()
-        span = _span(values, hi, lo)
-        ax.hist(np.clip(values, -span, span), bins=np.linspace(-span, span, 41), color="C0")
-        note = _bounds(ax.axvline, hi, lo, span)
-        ax.xaxis.set_major_locator(MaxNLocator(5))
-        ax.set_yscale("log")
-        ax.set_xlabel("log w_t = log π_old − log π_sampler")
-        ax.set_ylabel("tokens")
-        ax.set_title(f"{int(real.sum())} tokens: {data['modes']['token_truncate']['changed']} outside the bounds"
-                     + note, fontsize=10)
-        ax = fig.add_subplot(1, 3, 2)
-        prefix = log_w.cumsum(1).numpy()
-        lengths = b.mask.sum(1).int().tolist()
-        cut = data["modes"]["sequence_mask"]
-        seq = prefix[np.arange(len(lengths)), np.array(lengths) - 1]
-        outside = (seq > hi) | ((seq < lo) if lo is not None else False)
-        for row, n in enumerate(lengths):
-            ax.plot(np.arange(1, n + 1), prefix[row, :n], color="C3" if outside[row] else "0.55",
-                    lw=1.2 if outside[row] else 0.7)
-        seq_span = _span(prefix[real.numpy()], hi, lo)
-        ax.set_ylim(-seq_span, seq_span)
-        note = _bounds(ax.axhline, hi, lo, seq_span)
-        ax.set_xlabel("k: tokens into the completion")
-        ax.set_ylabel(r"$\Sigma_{t \leq k}\, \log w_t$")
-        ax.set_title(f"{len(lengths)} completions: {cut['changed']} end outside the bounds (red)" + note, fontsize=10)
-        ax = fig.add_subplot(1, 3, 3)
-        modes = list(data["modes"])
-        for i, m in enumerate(modes):
-            ax.barh(i, data["modes"][m]["frac"], color="C0" if m.startswith("token") else "C3")
-        labels = [f"{m}\n{d['changed']} of {d['of']} {d['unit']} {d['verb']}" for m, d in data["modes"].items()]
-        ax.set_yticks(np.arange(len(modes)), labels, fontsize=7.5)
-        ax.invert_yaxis()
-        ax.set_xlim(0, 1)
-        ax.set_xlabel("share of the batch changed")
-        bounds = f"C_max = {c_max:g}" + (f", C_min = {c_min:.3f}" if c_min else "")
-        ax.set_title(f"changed at {bounds}", fontsize=10)
+        _token_panel(fig.add_subplot(1, 3, 1), b, data, hi, lo)
+        _sequence_panel(fig.add_subplot(1, 3, 2), b, data, hi, lo)
+        _modes_panel(fig.add_subplot(1, 3, 3), data, c_max, c_min)
         fig.suptitle(f"sampler: {v['sampler']} weights at τ = {v['temperature']:g}; trainer (π_old): float32 at τ = 1",
                      fontsize=10)
         fig.tight_layout()

@@ -201,6 +201,46 @@ EPS_HIGH_RATIOS = {"ε_high = ε": 1.0, "ε_high = 1.4·ε (DAPO: 0.28 / 0.2)": 
                    "ε_high = 4/3·ε (GSPO: 4e-4 / 3e-4)": 4 / 3}
 
 
+def _ratio_panel(ax, table: TokenTable, clips: dict, level: str, eps_low: float, eps_high: float) -> None:
+    """Each real token's ρ_t against its completion, coloured by whether its gradient flows; each completion's
+    sequence ratio s_i as a diamond; the band [1 − ε_low, 1 + ε_high]."""
+    real = table.mask.bool()
+    token_ratio = torch.exp(table.logp - table.old_logp)
+    rows = torch.arange(len(real))[:, None].expand_as(real)
+    sig, cut = clips[level]["signal"], clips[level]["no_grad"]
+    for sel, color, label in ((real & ~sig, "0.7", "Â = 0"), (sig & ~cut, "C2", "gradient flows"),
+                              (cut, "C3", f"clipped at the {level} level")):
+        ax.scatter(token_ratio[sel].numpy(), rows[sel].numpy(), s=10, color=color, label=f"ρ_t, {label}")
+    ax.scatter(clips["sequence"]["ratio"][:, 0].numpy(), np.arange(len(real)), marker="D", s=22,
+               facecolor="none", edgecolor="k", label="sequence s_i")
+    ax.axvspan(1 - eps_low, 1 + eps_high, color="C0", alpha=0.1)
+    ax.set_xscale("log")
+    ax.invert_yaxis()
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("π_θ/π_old (log)")
+    ax.set_ylabel("completion")
+    ax.set_title(f"after μ = {table.mu} pass(es); band = [1 − ε_low, 1 + ε_high]", fontsize=9)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
+
+
+def _shares_panel(ax, clips: dict) -> tuple[list[float], list[float], int, int]:
+    """The share of the tokens with Â ≠ 0, and of the completions whole, each level clips: (token shares,
+    completion shares, tokens with Â ≠ 0, completions with Â ≠ 0)."""
+    n_sig = max(int(clips["token"]["signal"].sum()), 1)
+    frac_tok = [float(clips[lv]["no_grad"].sum()) / n_sig for lv in ("token", "sequence")]
+    n_rows = max(int(clips["token"]["signal"].any(1).sum()), 1)
+    frac_row = [float(clips[lv]["rows_dropped"].sum()) / n_rows for lv in ("token", "sequence")]
+    xs = np.arange(2)
+    ax.bar(xs - 0.2, frac_tok, 0.4, label="tokens clipped")
+    ax.bar(xs + 0.2, frac_row, 0.4, label="whole completions clipped")
+    ax.set_xticks(xs)
+    ax.set_xticklabels(["token level (GRPO)", "sequence level (GSPO)"])
+    ax.set_ylim(0, 1)
+    ax.set_title(f"share of the {n_sig} tokens / {n_rows} completions with Â ≠ 0", fontsize=9)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
+    return frac_tok, frac_row, n_sig, n_rows
+
+
 def token_view(mu: int = 3, eps: float = 0.2, level: str = "token", quantity: str = "gradient kept / clipped",
                passes: Callable[[int], TokenTable] | None = None, max_mu: int = 6, eps_high_ratio: float = 1.0) -> View:
     """A real tiny-GRPO batch after μ passes, each completion token coloured; token- vs sequence-level clipping.
@@ -230,38 +270,9 @@ def token_view(mu: int = 3, eps: float = 0.2, level: str = "token", quantity: st
                  for lv in ("token", "sequence")}
         clip = clips[v["level"]]
         text.value = tokens_html(table, clip, v["quantity"], eps_, eps_high, v["level"])
-        real = table.mask.bool()
-        token_ratio = torch.exp(table.logp - table.old_logp)
         fig = Figure(figsize=(11, 3.8))
-        ax = fig.add_subplot(1, 2, 1)
-        rows = torch.arange(len(real))[:, None].expand_as(real)
-        sig, cut = clip["signal"], clip["no_grad"]
-        for sel, color, label in ((real & ~sig, "0.7", "Â = 0"), (sig & ~cut, "C2", "gradient flows"),
-                                  (cut, "C3", f"clipped at the {v['level']} level")):
-            ax.scatter(token_ratio[sel].numpy(), rows[sel].numpy(), s=10, color=color, label=f"ρ_t, {label}")
-        ax.scatter(clips["sequence"]["ratio"][:, 0].numpy(), np.arange(len(real)), marker="D", s=22,
-                   facecolor="none", edgecolor="k", label="sequence s_i")
-        ax.axvspan(1 - eps_, 1 + eps_high, color="C0", alpha=0.1)
-        ax.set_xscale("log")
-        ax.invert_yaxis()
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_xlabel("π_θ/π_old (log)")
-        ax.set_ylabel("completion")
-        ax.set_title(f"after μ = {table.mu} pass(es); band = [1 − ε_low, 1 + ε_high]", fontsize=9)
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
-        ax = fig.add_subplot(1, 2, 2)
-        n_sig = max(int(clips["token"]["signal"].sum()), 1)
-        frac_tok = [float(clips[lv]["no_grad"].sum()) / n_sig for lv in ("token", "sequence")]
-        n_rows = max(int(clips["token"]["signal"].any(1).sum()), 1)
-        frac_row = [float(clips[lv]["rows_dropped"].sum()) / n_rows for lv in ("token", "sequence")]
-        xs = np.arange(2)
-        ax.bar(xs - 0.2, frac_tok, 0.4, label="tokens clipped")
-        ax.bar(xs + 0.2, frac_row, 0.4, label="whole completions clipped")
-        ax.set_xticks(xs)
-        ax.set_xticklabels(["token level (GRPO)", "sequence level (GSPO)"])
-        ax.set_ylim(0, 1)
-        ax.set_title(f"share of the {n_sig} tokens / {n_rows} completions with Â ≠ 0", fontsize=9)
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2, frameon=False)
+        _ratio_panel(fig.add_subplot(1, 2, 1), table, clips, v["level"], eps_, eps_high)
+        frac_tok, frac_row, n_sig, n_rows = _shares_panel(fig.add_subplot(1, 2, 2), clips)
         fig.tight_layout()
         data = {"table": table, "clip": clip, "clips": clips, "frac_tokens": dict(zip(("token", "sequence"), frac_tok)),
                 "frac_rows": dict(zip(("token", "sequence"), frac_row)), "html": text.value, "eps_low": eps_,

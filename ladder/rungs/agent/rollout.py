@@ -31,7 +31,7 @@ from torch import Tensor
 from ladder.core.swappable import swappable
 from ladder.patches import cache_of, with_cache
 from ladder.policies.causal_lm import _eval_mode, position_ids_for, shared_prompts
-from ladder.policies.sampler import sampled_logp, sampling_warpers
+from ladder.policies.low_precision import sampled_logp, sampling_warpers
 from ladder.tasks import tool_calls
 
 

@@ -34,7 +34,7 @@ from ladder.cli import (
     probability,
 )
 from ladder.core.kl import ESTIMATORS
-from ladder.core.sampler import CORRECTIONS
+from ladder.core.off_policy import CORRECTIONS
 from ladder.core.update import RATIO_LEVELS
 from ladder.rungs import lm_options
 from ladder.rungs.lm_options import LMOptions
@@ -163,7 +163,7 @@ class Config(LMOptions):
                                         "fast only with AVX512-BF16 or AMX and float16 only with AVX512-FP16 or "
                                         "AMX-FP16; elsewhere torch emulates them, slower than float32",
                                 choices=("same", "bfloat16", "float16"))
-    sampler_correction: str = option("none", "weigh the policy term by w = π_old/π_sampler (core.sampler): none | "
+    sampler_correction: str = option("none", "weigh the policy term by w = π_old/π_sampler (core.off_policy): none | "
                                              "token_truncate | token_mask | sequence_truncate | sequence_mask (TRL's "
                                              "vllm_importance_sampling_mode). π_sampler is the distribution the tokens "
                                              "were drawn from, --top-p's cut renormalised: under --top-p < 1 a "

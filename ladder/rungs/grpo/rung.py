@@ -26,7 +26,7 @@ from ladder.core.swappable import swappable
 from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, lm_batch
-from ladder.policies.sampler import check_sampler_dtype
+from ladder.policies.low_precision import check_sampler_dtype
 from ladder.rungs.grpo import options as grpo_options
 from ladder.rungs.grpo.options import (
     ALGOS,

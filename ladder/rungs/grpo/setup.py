@@ -10,7 +10,7 @@ import torch
 
 from ladder import hub
 from ladder.policies import quant
-from ladder.policies.sampler import check_sampler_dtype, fast_on_this_cpu
+from ladder.policies.low_precision import check_sampler_dtype, fast_on_this_cpu
 from ladder.rungs.grpo.options import Config
 from ladder.runtime.distributed import is_main_process, launched_processes, process_device
 from ladder.runtime.runlog import UsageError

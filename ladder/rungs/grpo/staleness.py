@@ -9,7 +9,7 @@ deterministic, without threads: the rollout of update u is drawn by
 π_old stays the trainer's own forward at the start of update u (``old_logp`` is recomputed, not the
 sampler's), so the clipped ratio π_θ/π_old is what it always was. The log-probs recorded while sampling
 (``Rollout.sampling_logp``) are π_rollout's, so ``--sampler-correction`` weighs the policy term by
-w = π_old/π_rollout (``ladder.core.sampler``): the gap that k updates opened between the two.
+w = π_old/π_rollout (``ladder.core.off_policy``): the gap that k updates opened between the two.
 """
 
 from __future__ import annotations

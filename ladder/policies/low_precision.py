@@ -10,7 +10,7 @@ forward). The token was drawn from q: p = softmax(logits_t / τ) cut to the toke
 
     log π_sampler(c_t) = log q(c_t) = log p(c_t) − log Σ_{b∈N_t} p(b)        (c_t ∈ N_t)
 
-π_old stays the trainer's full-precision forward of the same tokens, over the whole p; ``core.sampler``
+π_old stays the trainer's full-precision forward of the same tokens, over the whole p; ``core.off_policy``
 weighs the two, so under a top-k or top-p cut the weight π_old / π_sampler of a token is the mass its
 step kept, Z_t = Σ_{b∈N_t} p(b) ≤ 1 (times the rounding's ratio with ``lower_precision``).
 """
