@@ -51,7 +51,8 @@ trajectories, one with a tool call and one that answers at once.""",
                     "tokens, an environment reply of 2, a model turn of 2; the second: a model turn of 2 — padded at "
                     "the end into one [2, T] block. Over both rows, how many positions will have attention 1 but mask 0?")
 p_env.answer = None      # your prediction (a number), before you run on""",
-    """from ladder.rungs import agent, agent_rollout, grpo
+    """from ladder.rungs import agent, grpo
+from ladder.rungs.agent import rollout as agent_rollout
 from ladder.viz import agent_lab, agent_views
 
 hand_made = [[("model", [11, 12, 13]), ("env", [21, 22]), ("model", [14, 15])],   # call, reply, answer
