@@ -20,6 +20,7 @@ If the process ends before it gets there, ``wait_until_held`` says so instead of
 from __future__ import annotations
 
 import contextlib
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -109,13 +110,23 @@ runpy.run_module("ladder.run", run_name="__main__")
 '''
 
 
+def as_a_shell_starts_it() -> None:
+    """A child's signals as a shell leaves them (``preexec_fn``): SIGINT, SIGTERM and SIGHUP at their defaults, none
+    blocked. Across exec a process keeps its parent's ignored signals and blocked mask: a library of the test process
+    that left one ignored or blocked would make every signal a test sends its run a no-op."""
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+
+
 def start(args: list, point: str, cwd: Path, env: dict | None = None) -> subprocess.Popen:
     """``python -m ladder.run *args`` in ``cwd``, to be held at ``point`` (see the module doc). ``args`` may hold
     bytes (a path that is not UTF-8)."""
     script = Path(cwd) / "held_run.py"
     script.write_text(SCRIPT)
     return subprocess.Popen([sys.executable, str(script), HELD, point, *args], cwd=cwd, text=True, env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=as_a_shell_starts_it)
 
 
 def wait_until_held(proc: subprocess.Popen) -> bool:

@@ -12,6 +12,7 @@ import sys
 import time
 from pathlib import Path
 
+import held_run
 import pytest
 import torch
 from lm_helpers import GSM8K_ROWS, save_tiny_qwen
@@ -278,7 +279,8 @@ def _interrupted_run(files, tmp_path) -> Path:
     command = (GRPO.format(model=files["model"], rows=rows).replace("--steps 2", "--steps 3")
                + " --checkpoint-every 1 --reward-funcs correctness,hold.py:hold --out run")
     proc = subprocess.Popen([sys.executable, "-m", "ladder.run", *shlex.split(command)], cwd=tmp_path,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=held_run.as_a_shell_starts_it)
     deadline = time.time() + 240
     while not (tmp_path / "run" / "checkpoint.pt").exists() and proc.poll() is None and time.time() < deadline:
         time.sleep(0.05)

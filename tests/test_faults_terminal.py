@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import held_run
+
 from ladder.run import Interrupts
 
 MARKED_AT_THE_FIRST_LOG = """
@@ -63,7 +65,7 @@ def test_a_run_piped_into_head_finishes_and_writes_its_files(tmp_path):
     that (the next updates' samples, the summary) and must still finish."""
     out = tmp_path / "run"
     run = subprocess.Popen(_ladder(*GRPO, "--out", out), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, cwd=tmp_path)
+                           text=True, cwd=tmp_path, preexec_fn=held_run.as_a_shell_starts_it)
     try:
         first = run.stdout.readline()
         run.stdout.close()  # head -1 exits
@@ -84,7 +86,8 @@ def _interrupted_twice(tmp_path: Path, out: Path) -> subprocess.CompletedProcess
     args = ["cartpole", "--total-steps", "10000000", "--no-stop-on-solve", "--checkpoint-every", "1",
             "--no-progress", "--out", str(out)]
     run = subprocess.Popen([sys.executable, str(tmp_path / "marked.py"), *args], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+                           stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                           preexec_fn=held_run.as_a_shell_starts_it)
     try:
         lines = iter(run.stderr.readline, "")  # ends if the run ends before it trains
         training = any(line.strip() == "training" for line in lines)
@@ -149,7 +152,8 @@ def test_a_ctrl_c_a_library_swallowed_does_not_leave_a_run_no_ctrl_c_stops(tmp_p
     args = ["cartpole", "--total-steps", "10000000", "--no-stop-on-solve", "--checkpoint-every", "1",
             "--no-progress", "--out", str(out)]
     run = subprocess.Popen([sys.executable, str(tmp_path / "swallows.py"), *args], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+                           stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                           preexec_fn=held_run.as_a_shell_starts_it)
     try:
         lines = iter(run.stderr.readline, "")
         assert any(line.strip() == "waiting" for line in lines)
