@@ -165,11 +165,7 @@ def build(cfg: Config, run: RunSession) -> Recipe:
                 "skipped_steps": run.skipped_steps(passes, update_cfg.num_minibatches)}
 
     def evaluate() -> dict:
-        """The mean return of greedy episodes on evaluation seeds."""
-        mean = float(np.mean(gym_common.evaluate(gym_common.greedy(policy), cfg.env_id, cfg.eval_episodes,
-                                                 seed=cfg.seed + 10_000)))
-        progress["evals"].append((progress["env_steps"], mean))
-        return {"eval_return_mean": mean}
+        return gym_common.recorded_evaluation(policy, cfg, progress)
 
     def finished(updates: int) -> bool:
         evals = progress["evals"]

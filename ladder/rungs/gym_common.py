@@ -82,3 +82,11 @@ class EnvState:
 
     def load_state_dict(self, snapshot: bytes) -> None:
         restore_envs(self.envs, snapshot)
+
+
+def recorded_evaluation(policy, cfg, progress: dict) -> dict:
+    """The mean return of ``cfg.eval_episodes`` greedy episodes on the evaluation seeds (``cfg.seed + 10_000`` on),
+    appended to ``progress["evals"]`` as (env steps so far, mean): the CartPole rungs' evaluation."""
+    mean = float(np.mean(evaluate(greedy(policy), cfg.env_id, cfg.eval_episodes, seed=cfg.seed + 10_000)))
+    progress["evals"].append((progress["env_steps"], mean))
+    return {"eval_return_mean": mean}
