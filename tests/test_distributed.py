@@ -3,9 +3,12 @@
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
+import held_run
 import pytest
 import torch
 
@@ -91,6 +94,31 @@ def _accelerate() -> str | None:
     return here if os.path.exists(here) else shutil.which("accelerate")
 
 
+LAUNCH_LIMIT_S = 300  # the run takes about 15 s alone; far past it, it waits on a peer that will never answer
+
+
+def _launch_two(cwd, args: list[str]) -> subprocess.CompletedProcess:
+    """``accelerate launch`` of ``python -m ladder.run *args`` on two CPU processes, on a port of its own (two of
+    these at once must not meet on accelerate's default one), its signals as a shell leaves them. Past
+    ``LAUNCH_LIMIT_S`` every process of the launch prints where each of its threads waits (faulthandler, on
+    SIGABRT) and is killed; the test fails with what they printed."""
+    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1", PYTHONFAULTHANDLER="1")
+    command = [_accelerate(), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
+               "--main_process_port", "0", "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "ladder.run",
+               *args]
+    launch = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True, preexec_fn=held_run.as_a_shell_starts_it)
+    try:
+        stdout, stderr = launch.communicate(timeout=LAUNCH_LIMIT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(launch.pid, signal.SIGABRT)  # every Python process of the session prints its threads' stacks
+        time.sleep(5)
+        os.killpg(launch.pid, signal.SIGKILL)
+        stdout, stderr = launch.communicate()
+        pytest.fail(f"the launch did not end within {LAUNCH_LIMIT_S} s; where its processes were:\n{stderr[-12000:]}")
+    return subprocess.CompletedProcess(command, launch.returncode, stdout, stderr)
+
+
 @pytest.mark.skipif(_accelerate() is None, reason="accelerate CLI not installed")
 # One update each, as small as the rung allows: different prompts in each process, so weights that still
 # agree after it were updated with gradients averaged over the two.
@@ -103,11 +131,7 @@ def _accelerate() -> str | None:
 def test_two_processes_train_the_same_weights(tmp_path, rung_args, saved):
     """``accelerate launch`` with two CPU processes (torchrun + gloo): one writer, identical weights."""
     out = tmp_path / "run"
-    env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS="1")
-    result = subprocess.run(
-        [_accelerate(), "launch", "--multi_gpu", "--num_processes", "2", "--num_machines", "1",
-         "--mixed_precision", "no", "--dynamo_backend", "no", "-m", "ladder.run", *rung_args, "--out", str(out),
-         "--no-progress"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    result = _launch_two(tmp_path, [*rung_args, "--out", str(out), "--no-progress"])
     assert result.returncode == 0, result.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["processes"] == 2
