@@ -214,12 +214,18 @@ def pretrain(model, tokenizer, examples: list[tuple[str, str]], steps: int, batc
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min(1.0, (s + 1) / 20) * (1 - s / steps))
     eos, pad = tokenizer.eos_token_id, tokenizer.pad_token_id
-    encoded = [(tokenizer.encode(c), tokenizer.encode(t, add_special_tokens=False) + [eos])
-               for c, t in examples]
+    encoded = {}  # an example's tokens, encoded when first drawn: a short build draws a small share of a corpus
+
+    def tokens(i: int) -> tuple[list[int], list[int]]:
+        if i not in encoded:
+            context, target = examples[i]
+            encoded[i] = tokenizer.encode(context), tokenizer.encode(target, add_special_tokens=False) + [eos]
+        return encoded[i]
+
     model.train()
     losses = []
     for step in range(steps):
-        rows = [encoded[rng.randrange(len(encoded))] for _ in range(batch_size)]
+        rows = [tokens(rng.randrange(len(examples))) for _ in range(batch_size)]
         length = max(len(c) + len(t) for c, t in rows)
         ids = torch.full((batch_size, length), pad)
         labels = torch.full((batch_size, length), -100)
