@@ -15,7 +15,7 @@ Its greedy answers are right on about 0.6 of held-out sums (it forgets the carry
 carries now and then. A reward that checks the answer tells those samples apart, and GRPO teaches the model
 to carry. To try things out (in a notebook or a REPL, not in this file):
 
-    from ladder.exercises.capstone_grpo import tiny_task, greedy_accuracy
+    from ladder.graders.capstone_grpo import tiny_task, greedy_accuracy
     task = tiny_task()        # .model (AutoModelForCausalLM), .tokenizer (pads on the left),
                               # .train and .held_out: problems {"question", "answer": "82", "prompt": chat text}
     greedy_accuracy(task.model, task.tokenizer, task.held_out)        # about 0.6

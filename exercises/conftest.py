@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from ladder.exercises import EXERCISES
+from ladder.graders import EXERCISES
 
 GRADES = pytest.StashKey[dict]()
 

@@ -70,7 +70,7 @@ exercises 2, 5 and 24. Worked example: before any optimiser step π_θ = π_old,
 nothing is clipped:
 
     >>> from ladder.core import UpdateConfig
-    >>> from ladder.exercises.cases_loop import small_policy_and_batch
+    >>> from ladder.graders.cases_loop import small_policy_and_batch
     >>> policy, mb = small_policy_and_batch(seed=1, old=False)       # an MLP actor-critic, 4 rows × 5 steps [B, T]
     >>> loss, stats, tensors = compute_loss(policy, mb, UpdateConfig())
     >>> stats["ratio_mean"], stats["clip_frac_low"] + stats["clip_frac_high"], loss.requires_grad

@@ -47,7 +47,7 @@ example: 8 rows, μ = 4 passes × M = 2 minibatches. The first minibatch of the 
 from the second on π_θ has moved, so the first pass's largest ratio is already above 1:
 
     >>> from ladder.core import UpdateConfig
-    >>> from ladder.exercises.cases_loop import small_policy_and_batch
+    >>> from ladder.graders.cases_loop import small_policy_and_batch
     >>> policy, batch = small_policy_and_batch(seed=23, B=8, old=False)
     >>> passes = update(policy, batch, torch.optim.Adam(policy.parameters(), lr=0.05),
     ...                 UpdateConfig(mu=4, num_minibatches=2), torch.Generator().manual_seed(0))

@@ -59,7 +59,7 @@ Worked example (it loads the tiny preset's model, which ships with the package).
 ``run_grpo_step`` runs your ``grpo_step`` once and returns the record (without its timings), the policy
 after the step, and the advantages your step returned:
 
-    >>> from ladder.exercises.cases_loop import run_grpo_step
+    >>> from ladder.graders.cases_loop import run_grpo_step
     >>> record, policy, advantages = run_grpo_step(grpo_step)    # 2 prompts × 4 completions, seed 0
     >>> record["num_passes"], record["sampling/completions"], advantages.shape
     (1, 8, torch.Size([8]))

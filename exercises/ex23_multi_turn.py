@@ -62,7 +62,7 @@ Worked example: a small random model whose turns are scripted (the grader's, ``a
 ``multiply(3, 4)``, spelt one character a token (56 tokens with its EOS), reads the reply (15 tokens), answers
 ``#### 12`` (8 tokens):
 
-    >>> from ladder.exercises.cases_agent import segments, worked_example
+    >>> from ladder.graders.cases_agent import segments, worked_example
     >>> trajectories = worked_example(multi_turn)
     >>> segments(trajectories)
     [('model', 56), ('env', 15), ('model', 8)]

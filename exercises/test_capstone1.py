@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from ladder.exercises import exercises_dir
-from ladder.exercises.capstone_ppo import NOT_IMPLEMENTED, PROPERTIES, grade_file
+from ladder.graders import exercises_dir
+from ladder.graders.capstone_ppo import NOT_IMPLEMENTED, PROPERTIES, grade_file
 
 DIRECTORY = exercises_dir(Path(__file__).parent)
 

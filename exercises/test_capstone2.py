@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ladder.exercises import Stopped, exercises_dir, load
-from ladder.exercises.capstone_grpo import NOT_IMPLEMENTED, PROPERTIES, check
+from ladder.graders import Stopped, exercises_dir, load
+from ladder.graders.capstone_grpo import NOT_IMPLEMENTED, PROPERTIES, check
 
 SHEET = exercises_dir(Path(__file__).parent) / "capstone2_grpo.py"
 

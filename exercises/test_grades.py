@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from ladder.exercises import EXERCISES, exercises_dir
-from ladder.exercises.grading import NOT_IMPLEMENTED, grade_file
+from ladder.graders import EXERCISES, exercises_dir
+from ladder.graders.grading import NOT_IMPLEMENTED, grade_file
 
 DIRECTORY = exercises_dir(Path(__file__).parent)
 

@@ -299,7 +299,7 @@ def learners_functions(cfg, name: str):
     """``--use-exercises``: the learner's graded functions for the run (the grader is imported only then)."""
     if not getattr(cfg, "use_exercises", False):
         return contextlib.nullcontext()
-    from ladder.exercises.swap import use_exercises
+    from ladder.graders.swap import use_exercises
 
     return use_exercises(rung=name)
 

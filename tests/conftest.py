@@ -104,7 +104,7 @@ def solutions_graded_once(monkeypatch, _solution_grades):
     steps). Any other directory — a learner's copy, stubs, a planted bug — is graded every time."""
     from pathlib import Path
 
-    from ladder.exercises import grading, swap
+    from ladder.graders import grading, swap
 
     real = grading.grade_file
     solutions = (Path(__file__).resolve().parents[1] / "solutions").resolve()
@@ -126,7 +126,7 @@ def core_grpo_steps_once():
     """The graders' GRPO step on the core's own ``grpo_step`` (the oracle of ex20's cases): run once per case
     in the module, then the same (record, policy, advantages), which the grader only compares with. Not for
     a module that swaps exercises in: there the core's step calls the learner's functions."""
-    from ladder.exercises import ORIGINALS, cases_loop
+    from ladder.graders import ORIGINALS, cases_loop
 
     real, core, done = cases_loop.run_grpo_step, ORIGINALS["grpo_step"], {}
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import planted_bugs_loop
 from planted_bugs_loop import SOLUTIONS
 
-from ladder.exercises import load
+from ladder.graders import load
 
 
 def mutant(stem: str, function: str, *edits: tuple[str, str]):

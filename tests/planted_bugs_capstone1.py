@@ -7,8 +7,8 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from ladder.exercises import load
-from ladder.exercises.capstone_ppo import SHEET
+from ladder.graders import load
+from ladder.graders.capstone_ppo import SHEET
 
 SOLUTION = Path(__file__).resolve().parents[1] / "solutions" / SHEET
 _HERE = Path(tempfile.mkdtemp(prefix="ladder-planted-capstone1-"))

@@ -9,7 +9,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ladder.exercises import load
+from ladder.graders import load
 
 SOLUTIONS = Path(__file__).resolve().parents[1] / "solutions"
 REFERENCE = SOLUTIONS / "capstone2_grpo.py"

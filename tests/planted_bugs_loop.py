@@ -8,7 +8,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from ladder.exercises import load
+from ladder.graders import load
 
 SOLUTIONS = Path(__file__).resolve().parents[1] / "solutions"
 _HERE = Path(tempfile.mkdtemp(prefix="ladder-planted-"))   # the solutions, beside which each mutant is loaded

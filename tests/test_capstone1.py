@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from planted_bugs_capstone1 import CAUSES, PLANTED_CAPSTONE1
 
-from ladder.exercises import capstone_ppo, load
-from ladder.exercises.capstone_ppo import LABELS, NOT_IMPLEMENTED, PROPERTIES, SHEET, grade, grade_file
+from ladder.graders import capstone_ppo, load
+from ladder.graders.capstone_ppo import LABELS, NOT_IMPLEMENTED, PROPERTIES, SHEET, grade, grade_file
 
 ROOT = Path(__file__).resolve().parents[1]
 FAST = [name for name in PROPERTIES if name != "solves_cartpole"]

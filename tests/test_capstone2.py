@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 from planted_bugs_capstone2 import NAMED_CAUSE, PLANTED_CAPSTONE2, REFERENCE, mutant
 
-from ladder.exercises import load
-from ladder.exercises.capstone_grpo import NOT_IMPLEMENTED, PROPERTIES, SLOW, check
-from ladder.exercises.capstone_grpo_spy import SPIED
-from ladder.exercises.capstone_grpo_task import load_model
-from ladder.exercises.capstone_grpo_train import WIRING
+from ladder.graders import load
+from ladder.graders.capstone_grpo import NOT_IMPLEMENTED, PROPERTIES, SLOW, check
+from ladder.graders.capstone_grpo_spy import SPIED
+from ladder.graders.capstone_grpo_task import load_model
+from ladder.graders.capstone_grpo_train import WIRING
 
 ROOT = Path(__file__).resolve().parents[1]
 

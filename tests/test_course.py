@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from ladder import cli, course, run
-from ladder.exercises import EXERCISES
+from ladder.graders import EXERCISES
 from ladder.trl import map as trl_map
 
 ROOT = Path(__file__).resolve().parents[1]

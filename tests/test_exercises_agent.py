@@ -13,8 +13,8 @@ from planted_bugs_agent import CAUGHT_BY, PLANTED_AGENT
 
 from ladder import run
 from ladder.core.swappable import IMPLEMENTATIONS
-from ladder.exercises import EXERCISES, ORIGINALS, swap
-from ladder.exercises.grading import grade, grade_file
+from ladder.graders import EXERCISES, ORIGINALS, swap
+from ladder.graders.grading import grade, grade_file
 from ladder.runtime.runlog import without_timings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -111,7 +111,7 @@ def test_no_call_of_the_agent_rung_escapes_the_swap(tmp_path):
     """Every function the agent rung's exercises name is called through the table (the core's own raise)."""
     from test_exercises_escape import spies_in_place_of_the_core
 
-    from ladder.exercises.swap import calls
+    from ladder.graders.swap import calls
 
     runs = [["--credit", "turn"],
             ["--algo", "rloo", "--kl-in", "reward", "--kl-coef", "0.04", "--ref-sync-every", "1",
@@ -129,8 +129,8 @@ def test_with_every_solution_swapped_in_the_agent_rung_trains_exactly_as_the_cor
     """All the agent rung's exercises (the GRPO ones, exercise 20's step among them, and 22, 23) from solutions/:
     the same metrics as the core's, per-turn credit on the guessing game. Grading is the graders' test; here each
     solution is taken as it is (grading exercise 20 alone trains 16 GRPO steps)."""
-    from ladder.exercises import load
-    from ladder.exercises.grading import Result
+    from ladder.graders import load
+    from ladder.graders.grading import Result
 
     def taken_as_it_is(directory, exercise):
         function = getattr(load(Path(directory) / f"{exercise.stem}.py"), exercise.function)

@@ -19,8 +19,8 @@ import torch
 
 from ladder import run
 from ladder.core.swappable import IMPLEMENTATIONS
-from ladder.exercises import EXERCISES, ORIGINALS
-from ladder.exercises.swap import calls
+from ladder.graders import EXERCISES, ORIGINALS
+from ladder.graders.swap import calls
 
 GRPO = ["--preset", "tiny", "--steps", "1", "--eval-every", "0", "--eval-size", "8", "--prompts-per-step", "2"]
 # Between them, the runs of a rung take every path its exercises lie on (the options that reach the rarer ones).
@@ -86,7 +86,7 @@ def test_a_run_without_use_exercises_loads_neither_the_grader_nor_transformers(t
     script = (f"import sys; from ladder import run; "
               f"run.main(['cartpole', '--total-steps', '512', '--eval-every', '512', '--no-progress', "
               f"'--out', {str(tmp_path / 'run')!r}]); "
-              "print(sorted(m for m in ('transformers', 'ladder.exercises', 'ladder.exercises.grading') "
+              "print(sorted(m for m in ('transformers', 'ladder.graders', 'ladder.graders.grading') "
               "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
     assert out.strip().splitlines()[-1] == "[]", out

@@ -9,8 +9,8 @@ import pytest
 import torch
 from planted_bugs import PLANTED
 
-from ladder.exercises import EXERCISES
-from ladder.exercises.grading import NOT_IMPLEMENTED, grade, grade_file
+from ladder.graders import EXERCISES
+from ladder.graders.grading import NOT_IMPLEMENTED, grade, grade_file
 
 ROOT = Path(__file__).resolve().parents[1]
 BY_STEM = {e.stem: e for e in EXERCISES}

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ladder.exercises import EXERCISES
+from ladder.graders import EXERCISES
 
 ROOT = Path(__file__).resolve().parents[1]
 

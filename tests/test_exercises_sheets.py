@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ladder.exercises import EXERCISES, load
+from ladder.graders import EXERCISES, load
 
 ROOT = Path(__file__).resolve().parents[1]
 IDS = [e.stem for e in EXERCISES]

@@ -12,9 +12,9 @@ import ladder.core
 from ladder import run
 from ladder.core import SamplerOptions, UpdateConfig
 from ladder.core.swappable import IMPLEMENTATIONS
-from ladder.exercises import EXERCISES, ORIGINALS
-from ladder.exercises.cases_loop import small_policy_and_batch
-from ladder.exercises.swap import use_exercises
+from ladder.graders import EXERCISES, ORIGINALS
+from ladder.graders.cases_loop import small_policy_and_batch
+from ladder.graders.swap import use_exercises
 from ladder.runtime.runlog import without_timings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,7 +117,7 @@ def test_the_cores_loss_weighs_its_sampler_with_the_swapped_in_weights(tmp_path)
 def test_a_stub_an_exercise_calls_is_named(tmp_path):
     write_stubs(tmp_path)
     shutil.copy(SOLUTIONS / "ex19_masked_gae.py", tmp_path)          # it calls ex03's gae, still a stub here
-    from ladder.exercises.grading import grade_file
+    from ladder.graders.grading import grade_file
     result = grade_file(tmp_path, {e.stem: e for e in EXERCISES}["ex19_masked_gae"])
     assert result.message == "not implemented yet: it calls gae() of ex03_gae.py, a stub still"
 

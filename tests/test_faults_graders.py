@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from ladder.exercises import EXERCISES, LIMIT_VARIABLE, TRAINING_LIMITS, capstone_ppo, limit_s, load
-from ladder.exercises.capstone_grpo import check
-from ladder.exercises.grading import CASES, grade, grade_file
+from ladder.graders import EXERCISES, LIMIT_VARIABLE, TRAINING_LIMITS, capstone_ppo, limit_s, load
+from ladder.graders.capstone_grpo import check
+from ladder.graders.grading import CASES, grade, grade_file
 from ladder.runtime.runlog import UsageError
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ladder.exercises import cases_loop
+from ladder.graders import cases_loop
 from ladder.rungs import grpo
 from ladder.runtime.distributed import Processes
 from ladder.runtime.runlog import seed_everything, without_timings
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TINY = {**grpo.PRESETS["tiny"], "prompts_per_step": 2, "steps": 2, "eval_every": 0, "eval_size": 8,
         "print_samples": 0, "progress": False, "threads": 1}
 # The files that make a grpo Step: each through build, none by position.
-BUILDERS = ["ladder/rungs/grpo/rung.py", "ladder/exercises/cases_loop.py", "ladder/viz/lm_lab.py",
+BUILDERS = ["ladder/rungs/grpo/rung.py", "ladder/graders/cases_loop.py", "ladder/viz/lm_lab.py",
             "ladder/viz/sampler_lab.py"]
 
 

@@ -5,7 +5,7 @@ math that ``update`` and the rungs share.
 
 Every function an exercise mirrors (``gae``, ``clipped_surrogate``, ``compute_loss``, ``update``, …) is
 ``@swappable``: each call goes through one table, so ``--use-exercises`` replaces it in that one place
-(``swappable.py``, ``ladder.exercises.swap``).
+(``swappable.py``, ``ladder.graders.swap``).
 """
 
 from .advantages import (

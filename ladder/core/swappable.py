@@ -4,7 +4,7 @@
     def gae(rewards, values, dones, gamma, lam, ...): ...
 
 makes ``gae`` a thin caller of ``IMPLEMENTATIONS["gae"]``: the core's own function, until
-``ladder.exercises.swap`` puts the learner's there for a run. Whoever holds ``gae`` — a rung calling
+``ladder.graders.swap`` puts the learner's there for a run. Whoever holds ``gae`` — a rung calling
 ``core.gae``, a module that imported it by name, a dict, a ``functools.partial``, a default argument —
 calls whatever the table holds, so no call escapes the swap. ``gae.core`` is the core's own function
 (the graders' oracle); ``help(gae)`` and its signature are the core's.

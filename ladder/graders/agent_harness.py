@@ -221,7 +221,7 @@ def full_forward_logp(policy: ScriptedPolicy, prompt_ids: Tensor, prompt_mask: T
 def run_agent_step(grpo_step, **overrides) -> tuple[dict, nn.Module, Tensor]:
     """Exercise 20 on the agent rung: one ``grpo_step`` of the agent's tiny preset (2 problems × 4 trajectories,
     the rung's own rollout and credit) from seed 0: (record without its timings, the policy after, Â_i)."""
-    from ladder.exercises.cases import Mismatch
+    from ladder.graders.cases import Mismatch
     from ladder.rungs import agent, grpo
     from ladder.runtime.distributed import Processes
     from ladder.runtime.runlog import seed_everything, without_timings

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from ladder import core
-from ladder.exercises import ORIGINALS  # the core's own functions, captured before any --use-exercises swap
+from ladder.graders import ORIGINALS  # the core's own functions, captured before any --use-exercises swap
 from ladder.rungs import gym_common
 
 ENV_ID = "CartPole-v1"
