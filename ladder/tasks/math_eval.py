@@ -11,7 +11,7 @@ import torch
 
 from ladder.policies.causal_lm import CausalLMPolicy
 from ladder.runtime.errors import UsageError
-from ladder.tasks import arithmetic
+from ladder.tasks import arithmetic, math_problems
 
 
 @torch.no_grad()
@@ -21,7 +21,7 @@ def accuracy(policy: CausalLMPolicy, tokenizer, problems: list[dict], system_pro
     completions = []
     for start in range(0, len(problems), batch_size):
         chunk = problems[start:start + batch_size]
-        prompts = [arithmetic.chat_prompt(tokenizer, p["question"], system_prompt) for p in chunk]
+        prompts = [math_problems.prompt(tokenizer, p, system_prompt) for p in chunk]
         enc = tokenizer(prompts, return_tensors="pt", padding=True).to(device)
         ids, mask = policy.generate(enc.input_ids, enc.attention_mask, max_new_tokens, tokenizer.pad_token_id,
                                     tokenizer.eos_token_id, do_sample=False)
@@ -40,7 +40,7 @@ def check_context(tokenizer, config, problems: list[dict], system_prompt: str, m
     if limit is None:
         return
     longest = max(problems, key=lambda p: len(p["question"]))
-    prompt_len = len(tokenizer(arithmetic.chat_prompt(tokenizer, longest["question"], system_prompt)).input_ids)
+    prompt_len = len(tokenizer(math_problems.prompt(tokenizer, longest, system_prompt)).input_ids)
     if prompt_len + max_new_tokens > limit:
         raise UsageError(f"a prompt of {prompt_len} tokens plus --max-new-tokens {max_new_tokens} exceeds the "
                          f"model's context of {limit} tokens; lower --max-new-tokens or use shorter prompts")

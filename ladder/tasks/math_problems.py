@@ -190,6 +190,12 @@ def _gsm8k_split(dataset: str, eval_size: int) -> tuple[list[dict], list[dict], 
 
 # --- a resumed run's data ---------------------------------------------------------------------
 
+def prompt(tokenizer, problem: dict, system_prompt: str) -> str:
+    """A problem's prompt: its question after ``system_prompt``, in the model's chat template, ending where the
+    assistant speaks (what the grpo rung samples from and the held-out accuracy is measured on)."""
+    return arithmetic.chat_prompt(tokenizer, problem["question"], system_prompt)
+
+
 def fingerprint(task: str, dataset: str | None) -> str | None:
     """What a resumed run checks its data against: ``sha256:…`` of a local file's bytes (a directory's: of its
     files' names and bytes), ``hub:ID@REVISION`` for a hub id (``hub:ID`` when no revision is cached here);

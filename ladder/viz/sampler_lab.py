@@ -47,6 +47,7 @@ from ladder.rungs import grpo
 from ladder.rungs.grpo.rollout import sample
 from ladder.runtime.distributed import Processes
 from ladder.runtime.runlog import seed_everything
+from ladder.tasks import math_problems
 from ladder.viz.lm_lab import quiet_run
 
 SAMPLERS = ("same", "float16", "bfloat16")       # --sampler-dtype
@@ -119,6 +120,7 @@ def _four_policies(seed, prompts, group_size, warmup_updates, steps, temperature
     state = stream.state_dict()
     picked = stream.draw(prompts)           # the prompts the step below draws too
     stream.load_state_dict(state)
+    prompts = [math_problems.prompt(tokenizer, p, system_prompt) for p in picked]
 
     batches = {}
     for name in SAMPLERS:
@@ -126,7 +128,7 @@ def _four_policies(seed, prompts, group_size, warmup_updates, steps, temperature
             policy.sampler_dtype, policy.temperature = SAMPLER_DTYPES[name], tau
             torch.manual_seed(seed + 1)
             try:
-                rollout = sample(policy, tokenizer, cfg, picked, system_prompt, weights, funcs, device)
+                rollout = sample(policy, tokenizer, cfg, picked, prompts, weights, funcs, device, record_logp=True)
             finally:
                 policy.sampler_dtype, policy.temperature = None, plain.temperature
             with torch.no_grad():

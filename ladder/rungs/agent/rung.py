@@ -275,7 +275,7 @@ def sample_trajectories(step: grpo.Step, problems: list[dict], env_class: type) 
                       rewards=total, per_function=per_function, truncated=trajectories.truncated,
                       texts=[t.replace(tokenizer.pad_token, "") for t in texts],
                       questions=[p["question"] for p in batch],
-                      sampling_logp=trajectories.sampling_logp if grpo_options.records_sampler_logp(cfg) else None,
+                      sampling_logp=trajectories.sampling_logp if step.records_sampler_logp else None,
                       attention_mask=trajectories.attention_mask, turn=trajectories.turn,
                       turn_rewards=per_turn_rewards(trajectories, envs, total) if cfg.credit == "turn" else None,
                       stats={"agent/tool_calls": trajectories.tool_calls, "agent/turns": trajectories.turns,

@@ -14,8 +14,6 @@ import torch
 from torch import Tensor
 
 from ladder.rewards import overlong_penalty, score
-from ladder.rungs.grpo.options import records_sampler_logp
-from ladder.tasks import arithmetic
 
 OVERLONG = "overlong"  # the overlong penalty's reward column: R(L_i) at p = 1, weighed by --overlong-penalty p
 
@@ -97,17 +95,17 @@ def _cat_padded(parts: list[Tensor | None], width: int, value) -> Tensor | None:
     return torch.cat([_pad_to(x, width, value, left=False) for x in parts])
 
 
-def sample(policy, tokenizer, cfg, problems: list[dict], system_prompt: str, weights: dict,
-           functions: dict[str, Callable] | None, device) -> Rollout:
-    """G completions of each problem, scored: r_i = Σ_f w_f · f(completion_i) − overlong penalty."""
+def sample(policy, tokenizer, cfg, problems: list[dict], prompts: list[str], weights: dict,
+           functions: dict[str, Callable] | None, device, record_logp: bool = False) -> Rollout:
+    """G completions of each problem (from its text in ``prompts``), scored: r_i = Σ_f w_f · f(completion_i) −
+    overlong penalty. ``record_logp``: keep the sampler's own log-probs too (``Rollout.sampling_logp``)."""
     G = cfg.group_size
-    prompts = [arithmetic.chat_prompt(tokenizer, p["question"], system_prompt) for p in problems]
     enc = tokenizer(prompts, return_tensors="pt", padding=True).to(device)
     prompt_ids = enc.input_ids.repeat_interleave(G, dim=0)
     prompt_mask = enc.attention_mask.repeat_interleave(G, dim=0)
     completion, mask, *sampling_logp = policy.generate(
         prompt_ids, prompt_mask, cfg.max_new_tokens, tokenizer.pad_token_id, tokenizer.eos_token_id, do_sample=True,
-        top_p=cfg.top_p, min_new_tokens=cfg.min_new_tokens, record_logp=records_sampler_logp(cfg))
+        top_p=cfg.top_p, min_new_tokens=cfg.min_new_tokens, record_logp=record_logp)
     mask = mask.to(device)
     texts = tokenizer.batch_decode(torch.where(mask.bool(), completion, tokenizer.pad_token_id),
                                    skip_special_tokens=True)

@@ -35,6 +35,7 @@ from ladder.rungs.grpo.options import (
     RESOLVED,
     Config,
     loss_normaliser,
+    records_sampler_logp,
     reward_weights,
     update_config,
 )
@@ -69,9 +70,11 @@ CURVES = [Panel("reward", "mean over the update's completions", {"reward": ""}),
 
 
 def sample_completions(step: Step, problems: list[dict]) -> Rollout:
-    """G completions of each of ``problems`` (this process's share), scored: ``grpo_rollout.sample``."""
-    return sample(step.policy, step.tokenizer, step.cfg, problems, step.system_prompt, step.reward_weights,
-                  step.reward_funcs, step.procs.device)
+    """G completions of each of ``problems`` (this process's share), scored: ``grpo_rollout.sample`` on the task's
+    prompts (``step.prompt``)."""
+    prompts = [step.prompt(step.tokenizer, problem, step.system_prompt) for problem in problems]
+    return sample(step.policy, step.tokenizer, step.cfg, problems, prompts, step.reward_weights, step.reward_funcs,
+                  step.procs.device, record_logp=step.records_sampler_logp)
 
 
 def sample_groups(step: Step, sample_share: Callable[[Step, list[dict]], Rollout] = sample_completions
@@ -144,6 +147,8 @@ class Step:
     reward_funcs: dict[str, Callable]
     reward_weights: dict[str, float]
     procs: Processes
+    records_sampler_logp: bool = False  # sampling keeps π_sampler's own log-probs (``options.records_sampler_logp``)
+    prompt: Callable[[object, dict, str], str] = math_problems.prompt  # (tokenizer, problem, system prompt) → text
     skipped_steps: Callable[[list[dict], int], float] = summed_skipped_steps
     rollout: Callable[[Step], tuple[Rollout, int, int]] = sample_groups          # (rollout, rounds, sampled here)
     advantages: Callable[[torch.Tensor, Config], torch.Tensor] = group_advantages  # rewards [P·G] → Â [P·G]
@@ -153,7 +158,8 @@ class Step:
 
 def build(cfg: Config, *, policy: CausalLMPolicy, optimizer: torch.optim.Optimizer, tokenizer, stream,
           system_prompt: str, procs: Processes, trainer=None, update_cfg: core.UpdateConfig | None = None,
-          reward_funcs: dict[str, Callable] | None = None, skipped_steps: Callable = summed_skipped_steps,
+          reward_funcs: dict[str, Callable] | None = None, prompt: Callable = math_problems.prompt,
+          skipped_steps: Callable = summed_skipped_steps,
           rollout: Callable = sample_groups, advantages: Callable = group_advantages,
           credit: Callable = same_for_every_token, entropy_control: core.AdaptiveEntropyCoef | None = None) -> Step:
     """The Step that ``train``, exercise 20's harness and the notebooks' labs run ``grpo_step`` on. What
@@ -165,7 +171,8 @@ def build(cfg: Config, *, policy: CausalLMPolicy, optimizer: torch.optim.Optimiz
                 update_cfg=update_config(cfg) if update_cfg is None else update_cfg, stream=stream,
                 system_prompt=system_prompt,
                 reward_funcs=rewards.load_all(cfg.reward_funcs) if reward_funcs is None else reward_funcs,
-                reward_weights=reward_weights(cfg), procs=procs, skipped_steps=skipped_steps, rollout=rollout,
+                reward_weights=reward_weights(cfg), procs=procs, records_sampler_logp=records_sampler_logp(cfg),
+                prompt=prompt, skipped_steps=skipped_steps, rollout=rollout,
                 advantages=advantages, credit=credit,
                 entropy_control=entropy_controller(cfg, procs) if entropy_control is None else entropy_control)
 
@@ -292,6 +299,7 @@ class Task:
     tokenizer: object
     source: tuple[str | None, str | None]
     rollout: Callable[[Step], tuple[Rollout, int, int]] = sample_groups
+    prompt: Callable[[object, dict, str], str] = math_problems.prompt  # a problem's prompt (the grpo rollout's)
     credit: Callable[[Rollout, torch.Tensor, Config], torch.Tensor] = same_for_every_token
     accuracy: Callable[[Step, list[dict]], float] = held_out_accuracy
     curves: list[Panel] = field(default_factory=lambda: list(CURVES))
@@ -340,8 +348,8 @@ def recipe(cfg: Config, run: RunSession, task: Task, reward_funcs: dict[str, Cal
     rollout = LaggingRollout(task.rollout, policy, cfg.max_staleness) if cfg.max_staleness else task.rollout
     step = build(cfg, policy=policy, optimizer=optimizer, tokenizer=task.tokenizer,
                  stream=ProblemStream(task.problems, cfg.seed, task.source), system_prompt=task.system_prompt,
-                 procs=procs, reward_funcs=reward_funcs, skipped_steps=run.skipped_steps, rollout=rollout,
-                 credit=task.credit)
+                 procs=procs, reward_funcs=reward_funcs, prompt=task.prompt, skipped_steps=run.skipped_steps,
+                 rollout=rollout, credit=task.credit)
     progress = {"tokens": 0, "completions": 0, "evals": [], "first_rewards": []}
     latest, cut_off = {}, CutOffWatch(cfg.max_new_tokens, lambda line: run.write(line, stderr=True))
 
