@@ -4,6 +4,7 @@ checkpoints of named parts with every generator, and the faults around a run tha
 from __future__ import annotations
 
 import errno
+import json
 import os
 import subprocess
 import sys
@@ -16,7 +17,7 @@ import torch
 
 from ladder import run as ladder_run
 from ladder.rungs import cartpole
-from ladder.runtime import checkpoint_file
+from ladder.runtime import checkpoint_file, loop
 from ladder.runtime.runlog import RunLog, RunStopped, UsageError, rng_state, set_rng_state
 from ladder.runtime.session import RunSession
 
@@ -181,3 +182,22 @@ def test_an_unusable_model_cache_is_one_line(tmp_path):
     result = _cli("grpo", "--preset", "tiny", "--out", str(tmp_path / "run"), cwd=tmp_path, env=env)
     assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
     assert "LADDER_CACHE" in result.stderr and not (tmp_path / "run").exists()
+
+
+def test_a_run_in_memory_takes_the_updates_of_the_run_on_disk_and_writes_nothing(tmp_path, monkeypatch):
+    """``loop.in_memory`` (a notebook's lab): the recipe driven update by update through ``loop.one_update`` gives the
+    records the same run writes to metrics.jsonl, and no file appears anywhere."""
+    monkeypatch.chdir(tmp_path)
+    cfg = cartpole.Config(total_steps=1024, num_envs=4, num_steps=64, eval_every=512, eval_episodes=2, seed=3,
+                          progress=False, out=str(tmp_path / "disk"))
+    cartpole.train(cfg)
+    written = [json.loads(line) for line in (tmp_path / "disk" / "metrics.jsonl").read_text().splitlines()]
+    session, recipe = loop.in_memory(replace(cfg, out=None), cartpole.NAME, cartpole.build, total=1024)
+    while not recipe.finished(session.step):
+        loop.one_update(session, recipe)
+    kept = session.records()
+    assert len(kept) == len(written) == 4
+    for mine, theirs in zip(kept, written):
+        assert {k: v for k, v in mine.items() if k != "wall_s"} == {k: v for k, v in theirs.items() if k != "wall_s"}
+    assert "eval_return_mean" in kept[-1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["disk"]

@@ -17,6 +17,7 @@ A recipe says what one update is; the loop says when each thing happens. For the
 
 and before the first update, ``--resume`` restores the parts and the progress (or, on a fresh start,
 ``recipe.start()`` runs: a step-0 evaluation); after the last, ``recipe.summary()`` becomes summary.json.
+A notebook's lab runs a recipe the same way, held in memory (``in_memory``), one ``one_update`` at a time.
 """
 
 from __future__ import annotations
@@ -79,15 +80,29 @@ def train(cfg, rung: str, build: Callable[[Any, RunSession], Recipe], total: int
 
 def run(session: RunSession, recipe: Recipe) -> dict:
     """Resume (or start), update until the recipe is finished, then write summary.json and curves.png."""
+    begin(session, recipe)
+    while not recipe.finished(session.step):
+        one_update(session, recipe)
+    return session.finish(recipe.summary(), recipe.curves(), x=recipe.x)
+
+
+def begin(session: RunSession, recipe: Recipe) -> None:
+    """Before the first update: with --resume, the parts and the progress restored; else ``recipe.start()``."""
     saved = session.resume(**recipe.parts, progress=None).get("progress")
     if saved is None:
         recipe.start()
     else:
         recipe.progress.clear()
         recipe.progress.update(saved)
-    while not recipe.finished(session.step):
-        one_update(session, recipe)
-    return session.finish(recipe.summary(), recipe.curves(), x=recipe.x)
+
+
+def in_memory(cfg, rung: str, build: Callable[[Any, RunSession], Recipe], total: int) -> tuple[RunSession, Recipe]:
+    """A run held in memory, begun: no directory, no file, no checkpoint (``RunSession(in_memory=True)``). A notebook's
+    lab drives it update by update with ``one_update``, reading each record from ``session.records()``."""
+    session = RunSession(cfg, rung, {}, total=total, in_memory=True)
+    recipe = build(cfg, session)
+    begin(session, recipe)
+    return session, recipe
 
 
 def one_update(session: RunSession, recipe: Recipe) -> None:

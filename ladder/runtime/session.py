@@ -9,6 +9,9 @@
             run.checkpoint(policy=policy, optimizer=optimizer, progress={...})
         run.finish(summary, CURVES)
 
+``in_memory=True`` holds a run without a directory (a notebook's lab drives one): records kept in memory, no file
+written, no checkpoint.
+
 It holds the run directory (``RunLog``, as ``files``: config, metrics, the lock), the non-finite guard, the
 progress bar, the process check of a resume, and checkpoints of named parts in one layout for every
 rung:
@@ -113,12 +116,13 @@ class RunSession:
     """The run directory, the guard, the progress bar and checkpoints of one run (see the module doc)."""
 
     def __init__(self, cfg, rung: str, config: dict, total: int, unit: str = "update",
-                 procs: Processes | None = None):
-        self.cfg, self.rung = cfg, rung
+                 procs: Processes | None = None, in_memory: bool = False):
+        self.cfg, self.rung, self.in_memory = cfg, rung, in_memory
         self.procs = procs or Processes(torch.device("cpu"))
-        self.files = RunLog(cfg.out, rung, {"rung": rung, **config, "processes": self.procs.world},
-                          resume=cfg.resume is not None, overwrite=cfg.overwrite, tracker=tracker(cfg.report_to),
-                          writes=self.procs.is_main)
+        self.files = RunLog(cfg.out or os.curdir, rung, {"rung": rung, **config, "processes": self.procs.world},
+                            resume=cfg.resume is not None, overwrite=cfg.overwrite,
+                            tracker=None if in_memory else tracker(cfg.report_to),
+                            writes=self.procs.is_main and not in_memory)
         self.dir = self.files.dir
         self.guard = NonFiniteGuard(cfg.max_nonfinite_updates, self.dir, warn=tqdm.write)
         self.total, self.unit = total, unit
@@ -212,14 +216,15 @@ class RunSession:
         self.files.log_completions(self.step, rows)
 
     def write(self, text: str, stderr: bool = False) -> None:
-        """Print above the progress bar (main process only), on stdout or, for a warning, on stderr."""
-        if self.procs.is_main:
+        """Print above the progress bar (main process only; nothing in memory), on stdout or, for a warning, on
+        stderr."""
+        if self.procs.is_main and not self.in_memory:
             tqdm.write(text, file=sys.stderr if stderr else None)
 
     def checkpoint(self, force: bool = False, **parts) -> None:
         """Every ``--checkpoint-every`` updates (or now, with ``force``): save ``parts`` and every process's
         random generators, atomically."""
-        if not force and self.step % self.cfg.checkpoint_every:
+        if self.in_memory or (not force and self.step % self.cfg.checkpoint_every):
             return
         rng = self.procs.gather_object(rng_state())  # every process's generators, for an exact resume
         self.files.save_checkpoint({"step": self.step, "wall_s": self.wall_s, "bar": self.bar.n,

@@ -12,7 +12,8 @@ One trajectory, two masks (section 1). One ``grpo_step`` of the tiny calculator 
     Â_t           the trajectory's Â_i on the model's tokens, 0 elsewhere (Â · mask)
 
 The environment's tokens in the loss (section 2). Two short runs of the tiny calculator preset from the same seed,
-the default and ``--train-env-tokens`` (mask = attention: the tool's reply trained on as if the model wrote it).
+each through the training loop held in memory (``agent_run``: ``loop.in_memory``), the default and
+``--train-env-tokens`` (mask = attention: the tool's reply trained on as if the model wrote it).
 After every update a fixed probe — held-out products, each with the right ``multiply`` call and the tool's reply —
 measures how well the model predicts the reply's digits itself, and how far π_θ moved from π_ref there:
 
@@ -32,10 +33,13 @@ from dataclasses import dataclass
 
 import torch
 
-from ladder import core
+from ladder import core, rewards
 from ladder.policies.causal_lm import position_ids_for
 from ladder.rungs import agent, grpo
+from ladder.runtime import loop
 from ladder.runtime.distributed import Processes
+from ladder.runtime.loop import Recipe
+from ladder.runtime.session import RunSession
 from ladder.tasks import agent_envs, tiny_agent, tool_calls
 from ladder.viz.lm_lab import quiet_run
 
@@ -55,6 +59,24 @@ def agent_step(preset: str = "tiny", seed: int = 0, **overrides) -> tuple[grpo.S
                       system_prompt=task.system_prompt, procs=Processes(CPU), rollout=task.rollout,
                       credit=task.credit)
     return step, task
+
+
+def agent_run(preset: str = "tiny", seed: int = 0, **overrides) -> tuple[RunSession, Recipe, grpo.Step, grpo.Task]:
+    """A run of the agent rung held in memory and begun (``loop.in_memory``: the step-0 evaluation done), built as
+    ``grpo.train_task`` builds it, on the CPU: its session, its recipe (one update: ``loop.one_update``), its Step
+    and its Task."""
+    cfg = agent.Config(**{**agent.PRESETS[preset], "seed": seed, **overrides}, progress=False)
+    agent.validate(cfg)
+    torch.manual_seed(seed)
+    task = agent.agent_task(cfg)
+    made = {}
+
+    def build(cfg: agent.Config, run: RunSession) -> Recipe:
+        made["step"] = grpo.task_step(cfg, run, task, rewards.load_all(cfg.reward_funcs))
+        return grpo.recipe(cfg, run, task, made["step"].reward_funcs, step=made["step"])
+
+    session, recipe = loop.in_memory(cfg, agent.NAME, build, total=cfg.steps)
+    return session, recipe, made["step"], task
 
 
 def token_pieces(tokenizer, completion: torch.Tensor, attention_mask: torch.Tensor) -> list[list[str]]:
@@ -210,21 +232,22 @@ def probe_record(policy, probe: Probe) -> dict:
 @functools.lru_cache(maxsize=4)
 def env_token_run(train_env_tokens: bool, steps: int = 24, seed: int = 0, eval_size: int = 50, eval_every: int = 8,
                   probes: int = 32) -> dict:
-    """``steps`` updates of the tiny calculator preset (``--train-env-tokens`` or not), with the probe measured
-    before the first update and after each, greedy held-out accuracy every ``eval_every``. Cached."""
+    """``steps`` updates of the tiny calculator preset (``--train-env-tokens`` or not) through the training loop
+    (``agent_run``), with the probe measured before the first update and after each, greedy held-out accuracy
+    before training and every ``eval_every`` updates (the run's ``--eval-every``). Cached."""
     with quiet_run():
-        step, task = agent_step("tiny", seed, train_env_tokens=train_env_tokens, eval_size=eval_size, steps=steps)
+        session, recipe, step, task = agent_run("tiny", seed, train_env_tokens=train_env_tokens, eval_size=eval_size,
+                                                steps=steps, eval_every=eval_every)
         probe = reply_probe(step.tokenizer, task.held_out[:probes], task.system_prompt)
-        first = probe_record(step.policy, probe)
-        rows = [{"update": 0, **first, "eval_accuracy": task.accuracy(step, task.held_out)}]
-        for k in range(steps):
-            grpo.set_learning_rate(step.optimizer, step.cfg, k)
-            record, _, _ = grpo.grpo_step(step)
-            row = {"update": k + 1, **probe_record(step.policy, probe), "reward": record["reward"],
+        rows = [{"update": 0, **probe_record(step.policy, probe), "eval_accuracy": recipe.progress["evals"][0][1]}]
+        for _ in range(steps):
+            loop.one_update(session, recipe)
+            record = session.records()[-1]
+            row = {"update": record["step"], **probe_record(step.policy, probe), "reward": record["reward"],
                    "kl_ref": record.get("kl_ref", 0.0), "tool_calls": record.get("agent/tool_calls", 0.0),
                    "loss_tokens": record.get("tokens", 0)}
-            if (k + 1) % eval_every == 0 or k + 1 == steps:
-                row["eval_accuracy"] = task.accuracy(step, task.held_out)
+            if "eval_accuracy" in record:
+                row["eval_accuracy"] = record["eval_accuracy"]
             rows.append(row)
     return {"train_env_tokens": train_env_tokens, "rows": rows, "probe": probe, "steps": steps,
             "eval_size": len(task.held_out)}

@@ -57,7 +57,7 @@ from ladder.tasks.math_problems import ProblemStream
 # The rung's options live in grpo_options; they are read from here too (grpo.Config, grpo.PRESETS, …).
 __all__ = ["ALGOS", "LOSS_TYPES", "PRESETS", "RESOLVED", "WRITES", "Config", "validate", "export", "update_config",
            "reward_weights", "train", "grpo_step", "build", "Step", "set_learning_rate", "learning_rate", "recipe",
-           "completion_rows", "batch_statistics", "CutOffWatch", "NAME", "Task", "math_task", "train_task",
+           "task_step", "completion_rows", "batch_statistics", "CutOffWatch", "NAME", "Task", "math_task", "train_task",
            "ProblemStream"]
 NAME = "grpo"
 WRITES = TRAINING_WRITES
@@ -338,18 +338,26 @@ def train_task(cfg: Config, name: str, load: Callable[[Config], Task]) -> dict:
     return summary
 
 
-def recipe(cfg: Config, run: RunSession, task: Task, reward_funcs: dict[str, Callable]) -> Recipe:
-    """GRPO as the loop runs it: ``grpo_step`` each update, the learning rate warmed up (``learning_rate``), the
-    held-out accuracy before training and every ``--eval-every`` updates, π_ref refreshed every
-    ``--ref-sync-every``, the completions logged every ``--print-samples``."""
-    procs = run.procs
-    policy, optimizer = load_policy(cfg, task.model_path, procs.device)
+def task_step(cfg: Config, run: RunSession, task: Task, reward_funcs: dict[str, Callable]) -> Step:
+    """The Step of a run on ``task``: π_θ loaded (``load_policy``), each process's own sampling seed, the task's
+    prompt, rollout (behind a lagging π_rollout with --max-staleness) and credit."""
+    policy, optimizer = load_policy(cfg, task.model_path, run.procs.device)
     run.seed_each_process()  # the weights above are the same everywhere; the samples from here on are not
     rollout = LaggingRollout(task.rollout, policy, cfg.max_staleness) if cfg.max_staleness else task.rollout
-    step = build(cfg, policy=policy, optimizer=optimizer, tokenizer=task.tokenizer,
+    return build(cfg, policy=policy, optimizer=optimizer, tokenizer=task.tokenizer,
                  stream=ProblemStream(task.problems, cfg.seed, task.source), system_prompt=task.system_prompt,
-                 procs=procs, reward_funcs=reward_funcs, prompt=task.prompt, skipped_steps=run.skipped_steps,
+                 procs=run.procs, reward_funcs=reward_funcs, prompt=task.prompt, skipped_steps=run.skipped_steps,
                  rollout=rollout, credit=task.credit)
+
+
+def recipe(cfg: Config, run: RunSession, task: Task, reward_funcs: dict[str, Callable], step: Step | None = None
+           ) -> Recipe:
+    """GRPO as the loop runs it: ``grpo_step`` each update on ``step`` (``task_step``'s when None), the learning rate
+    warmed up (``learning_rate``), the held-out accuracy before training and every ``--eval-every`` updates, π_ref
+    refreshed every ``--ref-sync-every``, the completions logged every ``--print-samples``."""
+    procs = run.procs
+    step = task_step(cfg, run, task, reward_funcs) if step is None else step
+    policy, optimizer, rollout = step.policy, step.optimizer, step.rollout
     progress = {"tokens": 0, "completions": 0, "evals": [], "first_rewards": []}
     latest, cut_off = {}, CutOffWatch(cfg.max_new_tokens, lambda line: run.write(line, stderr=True))
 
