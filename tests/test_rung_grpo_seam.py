@@ -104,5 +104,23 @@ def test_every_grpo_step_is_made_by_build_and_the_warm_up_is_written_once(path):
     assert not re.search(r"(?<![\w.])(grpo\.)?Step\(", source.replace("return Step(cfg=cfg,", "")), path
     assert "warmup_steps) if" not in source or path == "ladder/rungs/grpo/rung.py"
     assert ("build(cfg, policy=policy" if path == "ladder/rungs/grpo/rung.py" else "grpo.build(") in source
-    if path.startswith("ladder/viz/"):                             # the labs' warm-up updates are the rung's
-        assert "grpo.set_learning_rate(" in source
+    if path.startswith("ladder/viz/"):               # the labs' warm-up updates are the rung's, through the loop
+        assert "warm_up(" in source and "grpo_step(warm" not in source
+
+
+def test_a_labs_warm_up_is_the_recipes_updates_through_the_loop(monkeypatch):
+    """``lm_lab.warm_up``: ``loop.one_update`` once per update, on the Step it was given, at the rung's learning-rate
+    schedule; no evaluation, nothing written or printed."""
+    from ladder.runtime import loop
+    from ladder.tasks import math_eval
+    from ladder.viz import lm_lab
+
+    step, updates, stepped = _tiny_step(), [], []
+    real_one_update, real_grpo_step = loop.one_update, grpo.rung.grpo_step
+    monkeypatch.setattr(loop, "one_update", lambda session, recipe: updates.append(session.step) or
+                        real_one_update(session, recipe))
+    monkeypatch.setattr(grpo.rung, "grpo_step", lambda s: stepped.append(s) or real_grpo_step(s))
+    monkeypatch.setattr(math_eval, "accuracy", lambda *a, **k: pytest.fail("a warm-up evaluates nothing"))
+    lm_lab.warm_up(step, 2)
+    assert updates == [0, 1] and stepped == [step, step]
+    assert step.optimizer.param_groups[0]["lr"] == grpo.rung.learning_rate(step.cfg, 1)

@@ -23,7 +23,7 @@ A notebook's lab runs a recipe the same way, held in memory (``in_memory``), one
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import torch
@@ -96,11 +96,15 @@ def begin(session: RunSession, recipe: Recipe) -> None:
         recipe.progress.update(saved)
 
 
-def in_memory(cfg, rung: str, build: Callable[[Any, RunSession], Recipe], total: int) -> tuple[RunSession, Recipe]:
+def in_memory(cfg, rung: str, build: Callable[[Any, RunSession], Recipe], total: int, evaluations: bool = True
+              ) -> tuple[RunSession, Recipe]:
     """A run held in memory, begun: no directory, no file, no checkpoint (``RunSession(in_memory=True)``). A notebook's
-    lab drives it update by update with ``one_update``, reading each record from ``session.records()``."""
+    lab drives it update by update with ``one_update``, reading each record from ``session.records()``.
+    ``evaluations=False``: the recipe's evaluations left out (its ``start`` and ``evaluate``), as a lab's warm-up."""
     session = RunSession(cfg, rung, {}, total=total, in_memory=True)
     recipe = build(cfg, session)
+    if not evaluations:
+        recipe = replace(recipe, start=_nothing, evaluate=None)
     begin(session, recipe)
     return session, recipe
 

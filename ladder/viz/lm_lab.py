@@ -50,10 +50,25 @@ from ladder import core
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch, position_ids_for
 from ladder.rungs import grpo, ppo_sentiment
+from ladder.runtime import loop
 from ladder.runtime.distributed import Processes
 from ladder.runtime.runlog import rng_state, set_rng_state
 from ladder.tasks import arithmetic
 from ladder.viz.cartpole_lab import one_thread
+
+
+def warm_up(step: grpo.Step, updates: int) -> None:
+    """``updates`` of the grpo rung's own training on ``step`` before a lab measures: its recipe through the training
+    loop, held in memory, its evaluations left out (``loop.in_memory``)."""
+    task = grpo.Task(step.system_prompt, problems=[], held_out=[], model_path="", tokenizer=step.tokenizer,
+                     source=(None, None))
+
+    def build(cfg: grpo.Config, run) -> loop.Recipe:
+        return grpo.recipe(cfg, run, task, step.reward_funcs, step=step)
+
+    session, recipe = loop.in_memory(step.cfg, grpo.NAME, build, total=updates, evaluations=False)
+    for _ in range(updates):
+        loop.one_update(session, recipe)
 
 
 @contextlib.contextmanager
@@ -213,9 +228,7 @@ def _fixed_grpo_batch(seed: int, warmup_updates: int, prompts: int, group_size: 
     step = grpo.build(cfg, policy=policy, optimizer=optimizer, tokenizer=tokenizer, stream=_InOrder(problems),
                       system_prompt=system_prompt, procs=Processes(device), trainer=policy,
                       update_cfg=grpo_update_config(cfg))
-    for update in range(warmup_updates):  # the rung's own update, with its learning-rate warmup
-        grpo.set_learning_rate(optimizer, cfg, update)
-        grpo.grpo_step(step)
+    warm_up(step, warmup_updates)  # the rung's own updates, with its learning-rate warm-up
 
     # The fixed batch, sampled by π_old with the rung's own sampler (grpo_step's).
     picked = problems[warmup_updates * prompts:(warmup_updates + 1) * prompts]

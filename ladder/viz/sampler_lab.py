@@ -48,7 +48,7 @@ from ladder.rungs.grpo.rollout import sample
 from ladder.runtime.distributed import Processes
 from ladder.runtime.runlog import seed_everything
 from ladder.tasks import math_problems
-from ladder.viz.lm_lab import quiet_run
+from ladder.viz.lm_lab import quiet_run, warm_up
 
 SAMPLERS = ("same", "float16", "bfloat16")       # --sampler-dtype
 TEMPERATURES = (0.8, 0.9, 1.0, 1.1, 1.25)        # the sampler's τ; the trainer's stays the preset's
@@ -112,10 +112,7 @@ def _four_policies(seed, prompts, group_size, warmup_updates, steps, temperature
         return grpo.build(c, policy=policy, optimizer=optimizer, tokenizer=tokenizer, stream=stream,
                           system_prompt=system_prompt, procs=Processes(device), trainer=policy, reward_funcs=funcs)
 
-    warm = step_of(plain)
-    for update in range(warmup_updates):  # the rung's own updates, with its learning-rate warm-up
-        grpo.set_learning_rate(optimizer, plain, update)
-        grpo.grpo_step(warm)
+    warm_up(step_of(plain), warmup_updates)  # the rung's own updates, with its learning-rate warm-up
     old_state = {n: p.detach().clone() for n, p in policy.named_parameters() if p.requires_grad}
     state = stream.state_dict()
     picked = stream.draw(prompts)           # the prompts the step below draws too

@@ -401,5 +401,6 @@ def recipe(cfg: Config, run: RunSession, task: Task, reward_funcs: dict[str, Cal
         start=lambda: progress["evals"].append((0, task.accuracy(step, task.held_out))),
         record=lambda stats: {**stats, "tokens_total": progress["tokens"],
                               "completions_total": progress["completions"], "lr": optimizer.param_groups[0]["lr"]},
-        postfix=lambda r: {"reward": f"{r['reward']:.2f}", "acc": f"{progress['evals'][-1][1]:.2f}"},
+        postfix=lambda r: {"reward": f"{r['reward']:.2f}",
+                           **({"acc": f"{progress['evals'][-1][1]:.2f}"} if progress["evals"] else {})},
         after_log=log_completions, checkpoint_last=False)
