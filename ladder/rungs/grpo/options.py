@@ -16,6 +16,8 @@ The design space of GRPO-style training, each choice a flag (and a short functio
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -297,6 +299,12 @@ def loss_normaliser(loss_type: str, rows: int, max_new_tokens: int, active_token
     if loss_type == "dr_grpo":
         return float(rows * max_new_tokens)
     return active_tokens
+
+
+def normaliser_of(cfg: Config) -> Callable[..., float | None]:
+    """``loss_normaliser`` of ``--loss-type`` and ``--max-new-tokens``, decided once (a GRPO step's, by ``build``):
+    called with a batch's rows and ``active_tokens=``."""
+    return functools.partial(loss_normaliser, cfg.loss_type, max_new_tokens=cfg.max_new_tokens)
 
 
 def kl_correction_used(cfg: Config) -> str | None:

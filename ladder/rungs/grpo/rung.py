@@ -34,7 +34,7 @@ from ladder.rungs.grpo.options import (
     PRESETS,
     RESOLVED,
     Config,
-    loss_normaliser,
+    normaliser_of,
     records_sampler_logp,
     reward_weights,
     update_config,
@@ -126,6 +126,11 @@ def same_for_every_token(rollout: Rollout, advantages: torch.Tensor, cfg: Config
     return advantages[:, None]
 
 
+def no_constant(rows: int, active_tokens: float) -> None:
+    """No constant N: the averaging aggregations (a Step's default ``loss_normaliser``)."""
+    return None
+
+
 def summed_skipped_steps(passes: list[dict], steps_per_pass: int) -> float:
     """The optimiser steps the passes skipped (a non-finite gradient), summed: a Step's default count."""
     return float(sum(p["skipped_steps"] for p in passes))
@@ -148,6 +153,7 @@ class Step:
     reward_weights: dict[str, float]
     procs: Processes
     records_sampler_logp: bool = False  # sampling keeps π_sampler's own log-probs (``options.records_sampler_logp``)
+    loss_normaliser: Callable[..., float | None] = no_constant  # (rows, active_tokens=) → N (``normaliser_of``)
     prompt: Callable[[object, dict, str], str] = math_problems.prompt  # (tokenizer, problem, system prompt) → text
     skipped_steps: Callable[[list[dict], int], float] = summed_skipped_steps
     rollout: Callable[[Step], tuple[Rollout, int, int]] = sample_groups          # (rollout, rounds, sampled here)
@@ -172,7 +178,7 @@ def build(cfg: Config, *, policy: CausalLMPolicy, optimizer: torch.optim.Optimiz
                 system_prompt=system_prompt,
                 reward_funcs=rewards.load_all(cfg.reward_funcs) if reward_funcs is None else reward_funcs,
                 reward_weights=reward_weights(cfg), procs=procs, records_sampler_logp=records_sampler_logp(cfg),
-                prompt=prompt, skipped_steps=skipped_steps, rollout=rollout,
+                loss_normaliser=normaliser_of(cfg), prompt=prompt, skipped_steps=skipped_steps, rollout=rollout,
                 advantages=advantages, credit=credit,
                 entropy_control=entropy_controller(cfg, procs) if entropy_control is None else entropy_control)
 
@@ -221,7 +227,7 @@ def grpo_step(step: Step) -> tuple[dict, Rollout, torch.Tensor]:
     # The loss's constant normaliser: the active tokens of the whole batch, shared out over the processes
     # (dapo, cispo), or this process's rows × --max-new-tokens (dr_grpo).
     active_tokens = procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
-    num_tokens = loss_normaliser(cfg.loss_type, len(batch), cfg.max_new_tokens, active_tokens)
+    num_tokens = step.loss_normaliser(len(batch), active_tokens=active_tokens)
     laps.lap("reference")
     control = {} if step.entropy_control is None else {"entropy_control": step.entropy_control}
     passes = core.update(step.trainer, batch, step.optimizer, step.update_cfg, num_tokens=num_tokens, **control)
