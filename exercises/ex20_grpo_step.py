@@ -48,12 +48,12 @@ and, with a sampler of its own, 21):
                                                              (OUT/completions.jsonl, grpo.completion_rows)
 
     step    a ladder.rungs.grpo.Step (made by grpo.build): cfg, policy, trainer, tokenizer, optimizer,
-            update_cfg, stream, system_prompt, reward_funcs, reward_weights, procs, skipped_steps, rollout,
-            advantages, credit, entropy_control
+            update_cfg, stream, system_prompt, reward_funcs, reward_weights, procs, records_sampler_logp, prompt,
+            skipped_steps, rollout, advantages, credit, entropy_control
     result  (record: dict, rollout, Â_i: [B] this process's advantages); the batch it builds has [B, T] tensors
 
 The helpers come from the rung: ``from ladder.rungs.grpo.record import Laps, step_record``, ``from
-ladder.rungs.grpo.options import loss_normaliser``, ``from ladder.policies.causal_lm import lm_batch``,
+ladder.rungs.grpo import loss_normaliser``, ``from ladder.policies.causal_lm import lm_batch``,
 ``from ladder.core import kl_in_reward`` (or your ex14), ``from ladder.rungs.grpo import batch_advantages``.
 Worked example (it loads the tiny preset's model, which ships with the package). The harness
 ``run_grpo_step`` runs your ``grpo_step`` once and returns the record (without its timings), the policy

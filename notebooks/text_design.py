@@ -68,7 +68,7 @@ cut into $M = 2$ minibatches; each entry is $1/x$, $x$ being what that token's l
 
 <details><summary>Aside — the code, and TRL's constants</summary>
 
-The rung computes the constant in `grpo_options.loss_normaliser`, called in `grpo.grpo_step`;
+The rung computes the constant in `grpo.loss_normaliser`, called in `grpo.grpo_step`;
 `viz.algo_league.loss_weights` asks autograd for the weights through `core.aggregate`.
 
 TRL 1.16 divides by the same constants. For `dapo` and `cispo` each micro-batch divides by `num_items_in_batch` (the

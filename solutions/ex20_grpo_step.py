@@ -9,8 +9,7 @@ from ex14_kl_in_reward import kl_in_reward
 from ex18_update import update
 
 from ladder.policies.causal_lm import lm_batch
-from ladder.rungs.grpo import batch_advantages
-from ladder.rungs.grpo.options import loss_normaliser
+from ladder.rungs.grpo import batch_advantages, loss_normaliser
 from ladder.rungs.grpo.record import Laps, step_record
 
 

@@ -14,7 +14,6 @@ import ladder.core
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
 from ladder.rungs import grpo
-from ladder.rungs.grpo import options as grpo_options
 from ladder.tasks import arithmetic
 
 
@@ -108,7 +107,7 @@ def test_each_minibatch_divides_by_the_loss_types_constant(loss_type, monkeypatc
     cfg = grpo.Config(loss_type=loss_type, max_new_tokens=7, mu=2, num_minibatches=2)
     policy = LinearPolicy(seed=1)
     batch = make_batch(policy, B=8, T=5, seed=1)
-    num_tokens = grpo_options.loss_normaliser(loss_type, len(batch), cfg.max_new_tokens, active_tokens=12.5)
+    num_tokens = grpo.loss_normaliser(loss_type, len(batch), cfg.max_new_tokens, active_tokens=12.5)
     ladder.core.update(policy, batch, torch.optim.SGD(policy.parameters(), lr=0.1), grpo.update_config(cfg),
                        num_tokens=num_tokens)
     by_active_tokens = {"dapo": 12.5 / 2, "cispo": 12.5 / 2, "vespo": 12.5 / 2}

@@ -43,7 +43,7 @@ from trl_helpers import (
 
 from ladder import core
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
-from ladder.rungs.grpo.options import LOSS_TYPES, loss_normaliser
+from ladder.rungs.grpo import LOSS_TYPES, loss_normaliser
 
 BETA = 0.04
 G = 2

@@ -214,7 +214,7 @@ def test_loss_weights_by_hand():
 def test_loss_weights_are_what_compute_loss_does_with_the_rungs_constant():
     """The same weights from core.compute_loss on a minibatch, its num_tokens the share N / M that core.update
     gives it: REINFORCE with Â = −1 makes the loss Σ w·log π, so ∂loss/∂log π is the weight."""
-    from ladder.rungs.grpo.options import LOSS_TYPES, loss_normaliser
+    from ladder.rungs.grpo import LOSS_TYPES, loss_normaliser
 
     class Table(torch.nn.Module):                  # log π_θ of each token is a weight of its own
         def __init__(self, shape):

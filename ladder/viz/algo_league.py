@@ -3,7 +3,7 @@
     algo_table          the ``--algo`` bundles as a Markdown table: the flags each method's paper sets
     loss_weights        what each ``--loss-type`` divides by at M minibatches and P processes: the weight of one
                         token in the gradient of the optimiser step that holds it (autograd through ``core.aggregate``
-                        with the constant ``grpo_options.loss_normaliser`` gives the rung)
+                        with the constant ``grpo.loss_normaliser`` gives the rung)
     league              {method: the records of one ``grpo.train`` run}, every method at the same number of sampled
                         completions
 
@@ -58,7 +58,7 @@ def loss_weights(lengths: list[list[int]], num_minibatches: int, max_new_tokens:
     ``core.aggregate`` computes the minibatch's loss, and the P processes average their gradients (÷ P).
     Returns {loss_type: [[w per row] per process]}, and "tokens" (the real tokens of the update).
     """
-    from ladder.rungs.grpo.options import LOSS_TYPES, loss_normaliser
+    from ladder.rungs.grpo import LOSS_TYPES, loss_normaliser
 
     P, M = len(lengths), num_minibatches
     if len({len(rows) for rows in lengths}) != 1 or len(lengths[0]) % M:

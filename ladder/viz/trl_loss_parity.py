@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 
 from ladder import core
 from ladder.hub import quiet_progress
-from ladder.rungs.grpo.options import LOSS_TYPES, loss_normaliser
+from ladder.rungs.grpo import LOSS_TYPES, loss_normaliser
 from ladder.viz._widget import View
 from ladder.viz.cartpole_lab import one_thread
 

@@ -26,6 +26,7 @@ from ladder.rungs.grpo.rung import (
     grpo_step,
     load_policy,
     load_task,
+    loss_normaliser,
     quant,
     recipe,
     reward_weights,
@@ -42,9 +43,9 @@ from ladder.rungs.grpo.rung import (
 )
 
 __all__ = [
-    "ALGOS", "LOSS_TYPES", "NAME", "PRESETS", "RESOLVED", "WRITES", "Config", "CutOffWatch", "ProblemStream",
-    "Step", "Task", "batch_advantages", "build", "completion_rows", "export", "group_advantages", "grpo_step",
-    "load_policy", "load_task", "quant", "recipe", "reward_weights", "same_for_every_token", "sample",
+    "ALGOS", "LOSS_TYPES", "NAME", "PRESETS", "RESOLVED", "WRITES", "Config", "CutOffWatch", "ProblemStream", "Step",
+    "Task", "batch_advantages", "build", "completion_rows", "export", "group_advantages", "grpo_step", "load_policy",
+    "load_task", "loss_normaliser", "quant", "recipe", "reward_weights", "same_for_every_token", "sample",
     "sample_completions", "sample_groups", "set_learning_rate", "task_step", "train", "train_task", "update_config",
     "validate",
 ]

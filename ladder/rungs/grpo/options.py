@@ -10,14 +10,12 @@ The design space of GRPO-style training, each choice a flag (and a short functio
     π_ref          fixed  |  refreshed: every N updates π_ref ← α·π_θ + (1 − α)·π_ref
     ratio          per token (GRPO)  |  per sequence (GSPO)
     policy loss    clipped surrogate (ε_low, ε_high, optional δ)  |  CISPO
-    aggregation    grpo | bnpo | dr_grpo | dapo   (core.aggregate's mode, and its constant from loss_normaliser)
+    aggregation    grpo | bnpo | dr_grpo | dapo   (core.aggregate's mode; its constant: grpo.loss_normaliser)
     batch shaping  dynamic sampling, truncated completions masked, soft overlong penalty
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
@@ -43,7 +41,7 @@ from ladder.rungs.lm_options import LMOptions
 from ladder.tasks import math_problems
 
 # --loss-type (TRL's names) → (core objective, core.aggregate mode); the constant of "sum_over_constant"
-# comes from loss_normaliser.
+# comes from grpo.loss_normaliser.
 LOSS_TYPES = {"grpo": ("clipped", "seq_mean_token_mean"), "bnpo": ("clipped", "token_mean"),
               "dr_grpo": ("clipped", "sum_over_constant"), "dapo": ("clipped", "sum_over_constant"),
               "cispo": ("cispo", "sum_over_constant"), "sapo": ("soft_gate", "seq_mean_token_mean"),
@@ -283,28 +281,6 @@ def records_sampler_logp(cfg: Config) -> bool:
     """Whether sampling records π_sampler's log-probs: a sampler of its own dtype, a lagging π_rollout, or a
     correction asked for (with --sampler-dtype same it then weighs the sampling kernels' small mismatch)."""
     return cfg.sampler_dtype != "same" or cfg.sampler_correction != "none" or cfg.max_staleness > 0
-
-
-def loss_normaliser(loss_type: str, rows: int, max_new_tokens: int, active_tokens: float) -> float | None:
-    """The constant N that ``core.aggregate`` divides the summed loss by ("sum_over_constant") for this
-    process's whole batch of ``rows`` completions; ``core.update`` gives each minibatch its share.
-
-        dr_grpo        N = rows · L_max          the generation budget (Dr. GRPO), L_max = --max-new-tokens
-        dapo, cispo    N = active_tokens         the real tokens of the whole batch, summed over the P
-                                                 processes ÷ P (DAPO's token-level normaliser)
-        grpo, bnpo     None                      they average: no constant
-    """
-    if LOSS_TYPES[loss_type][1] != "sum_over_constant":
-        return None
-    if loss_type == "dr_grpo":
-        return float(rows * max_new_tokens)
-    return active_tokens
-
-
-def normaliser_of(cfg: Config) -> Callable[..., float | None]:
-    """``loss_normaliser`` of ``--loss-type`` and ``--max-new-tokens``, decided once (a GRPO step's, by ``build``):
-    called with a batch's rows and ``active_tokens=``."""
-    return functools.partial(loss_normaliser, cfg.loss_type, max_new_tokens=cfg.max_new_tokens)
 
 
 def kl_correction_used(cfg: Config) -> str | None:

@@ -34,7 +34,6 @@ from ladder.rungs.grpo.options import (
     PRESETS,
     RESOLVED,
     Config,
-    normaliser_of,
     records_sampler_logp,
     reward_weights,
     update_config,
@@ -56,9 +55,9 @@ from ladder.tasks.math_problems import ProblemStream
 
 # The rung's options live in grpo_options; they are read from here too (grpo.Config, grpo.PRESETS, …).
 __all__ = ["ALGOS", "LOSS_TYPES", "PRESETS", "RESOLVED", "WRITES", "Config", "validate", "export", "update_config",
-           "reward_weights", "train", "grpo_step", "build", "Step", "set_learning_rate", "learning_rate", "recipe",
-           "task_step", "completion_rows", "batch_statistics", "CutOffWatch", "NAME", "Task", "math_task", "train_task",
-           "ProblemStream"]
+           "reward_weights", "train", "grpo_step", "loss_normaliser", "build", "Step", "set_learning_rate",
+           "learning_rate", "recipe", "task_step", "completion_rows", "batch_statistics", "CutOffWatch", "NAME",
+           "Task", "math_task", "train_task", "ProblemStream"]
 NAME = "grpo"
 WRITES = TRAINING_WRITES
 CURVES = [Panel("reward", "mean over the update's completions", {"reward": ""}),
@@ -126,11 +125,6 @@ def same_for_every_token(rollout: Rollout, advantages: torch.Tensor, cfg: Config
     return advantages[:, None]
 
 
-def no_constant(rows: int, active_tokens: float) -> None:
-    """No constant N: the averaging aggregations (a Step's default ``loss_normaliser``)."""
-    return None
-
-
 def summed_skipped_steps(passes: list[dict], steps_per_pass: int) -> float:
     """The optimiser steps the passes skipped (a non-finite gradient), summed: a Step's default count."""
     return float(sum(p["skipped_steps"] for p in passes))
@@ -153,7 +147,6 @@ class Step:
     reward_weights: dict[str, float]
     procs: Processes
     records_sampler_logp: bool = False  # sampling keeps π_sampler's own log-probs (``options.records_sampler_logp``)
-    loss_normaliser: Callable[..., float | None] = no_constant  # (rows, active_tokens=) → N (``normaliser_of``)
     prompt: Callable[[object, dict, str], str] = math_problems.prompt  # (tokenizer, problem, system prompt) → text
     skipped_steps: Callable[[list[dict], int], float] = summed_skipped_steps
     rollout: Callable[[Step], tuple[Rollout, int, int]] = sample_groups          # (rollout, rounds, sampled here)
@@ -178,7 +171,7 @@ def build(cfg: Config, *, policy: CausalLMPolicy, optimizer: torch.optim.Optimiz
                 system_prompt=system_prompt,
                 reward_funcs=rewards.load_all(cfg.reward_funcs) if reward_funcs is None else reward_funcs,
                 reward_weights=reward_weights(cfg), procs=procs, records_sampler_logp=records_sampler_logp(cfg),
-                loss_normaliser=normaliser_of(cfg), prompt=prompt, skipped_steps=skipped_steps, rollout=rollout,
+                prompt=prompt, skipped_steps=skipped_steps, rollout=rollout,
                 advantages=advantages, credit=credit,
                 entropy_control=entropy_controller(cfg, procs) if entropy_control is None else entropy_control)
 
@@ -196,6 +189,22 @@ def set_learning_rate(optimizer: torch.optim.Optimizer, cfg: Config, update: int
     """Set ``learning_rate(cfg, update)`` on every parameter group (what the loop does before update k)."""
     for group in optimizer.param_groups:
         group["lr"] = learning_rate(cfg, update)
+
+
+def loss_normaliser(loss_type: str, rows: int, max_new_tokens: int, active_tokens: float) -> float | None:
+    """The constant N that ``core.aggregate`` divides the summed loss by ("sum_over_constant") for this
+    process's whole batch of ``rows`` completions; ``core.update`` gives each minibatch its share.
+
+        dr_grpo        N = rows · L_max          the generation budget (Dr. GRPO), L_max = --max-new-tokens
+        dapo, cispo    N = active_tokens         the real tokens of the whole batch, summed over the P
+                                                 processes ÷ P (DAPO's token-level normaliser)
+        grpo, bnpo     None                      they average: no constant
+    """
+    if LOSS_TYPES[loss_type][1] != "sum_over_constant":
+        return None
+    if loss_type == "dr_grpo":
+        return float(rows * max_new_tokens)
+    return active_tokens
 
 
 @swappable
@@ -227,7 +236,7 @@ def grpo_step(step: Step) -> tuple[dict, Rollout, torch.Tensor]:
     # The loss's constant normaliser: the active tokens of the whole batch, shared out over the processes
     # (dapo, cispo), or this process's rows × --max-new-tokens (dr_grpo).
     active_tokens = procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
-    num_tokens = step.loss_normaliser(len(batch), active_tokens=active_tokens)
+    num_tokens = loss_normaliser(cfg.loss_type, len(batch), cfg.max_new_tokens, active_tokens)
     laps.lap("reference")
     control = {} if step.entropy_control is None else {"entropy_control": step.entropy_control}
     passes = core.update(step.trainer, batch, step.optimizer, step.update_cfg, num_tokens=num_tokens, **control)
