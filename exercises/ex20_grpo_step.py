@@ -9,8 +9,11 @@ run the update — in the order the grpo rung runs them, with your exercises 10 
 and, with a sampler of its own, 21):
 
     laps     = Laps()                                        times the phases: laps.lap("sampling"), …
+    procs    = step.procs                                    the data-parallel processes (one, unless launched)
     rollout, rounds, sampled = step.rollout(step)           P prompts × G completions, scored (by default the
-                                                             rung's sample_groups; another rung passes its own)
+                                                             rung's sample_groups; another rung passes its own);
+                                                             B rows: this process's share (notebook 6's B is the
+                                                             whole update's, over every process)
     laps.lap("sampling")
     inputs   = lm_batch(rollout.prompt_ids, rollout.prompt_mask, rollout.completion, rollout.mask,
                         step.tokenizer.pad_token_id,         the Batch: prompt + completion, [B, T] actions;

@@ -195,10 +195,11 @@ def loss_normaliser(loss_type: str, rows: int, max_new_tokens: int, active_token
     """The constant N that ``core.aggregate`` divides the summed loss by ("sum_over_constant") for this
     process's whole batch of ``rows`` completions; ``core.update`` gives each minibatch its share.
 
-        dr_grpo        N = rows · L_max          the generation budget (Dr. GRPO), L_max = --max-new-tokens
-        dapo, cispo    N = active_tokens         the real tokens of the whole batch, summed over the P
-                                                 processes ÷ P (DAPO's token-level normaliser)
-        grpo, bnpo     None                      they average: no constant
+        dr_grpo               N = rows · L_max     the generation budget (Dr. GRPO), L_max = --max-new-tokens
+        dapo, cispo, vespo    N = active_tokens    the real tokens of the whole batch, summed over the P
+                                                   processes ÷ P (DAPO's token-level normaliser)
+        grpo, bnpo, sapo,     None                 they average: no constant
+        luspo
     """
     if LOSS_TYPES[loss_type][1] != "sum_over_constant":
         return None
