@@ -133,6 +133,11 @@ def child(which: str, model_dir: str, steps: int, sampler_dtype: str) -> None:
     print(json.dumps({**result, "peak_growth_mb": peak_rss_mb() - base, "peak_rss_mb": peak_rss_mb()}))
 
 
+def run_names(sampler_dtype: str) -> list[str]:
+    """The ladder runs compared with TRL: ``ladder``, and ``ladder-bf16`` / ``ladder-fp16`` with a sampler dtype."""
+    return ["ladder"] if sampler_dtype == "same" else ["ladder", f"ladder-{SHORT[sampler_dtype]}"]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=10, help="GRPO steps per implementation")
@@ -151,7 +156,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as model_dir:
         build_model(model_dir)
-        names = ["ladder"] + [f"ladder-{SHORT[args.sampler_dtype]}"] * (args.sampler_dtype != "same")
+        names = run_names(args.sampler_dtype)
         results: dict[str, list[dict]] = {which: [] for which in names + ["trl"]}
         for _ in range(args.repeats):
             for which in results:
