@@ -188,13 +188,13 @@ def _gsm8k_split(dataset: str, eval_size: int) -> tuple[list[dict], list[dict], 
     return train, held_out, f"in the train split of --dataset {dataset}"
 
 
-# --- a resumed run's data ---------------------------------------------------------------------
-
 def prompt(tokenizer, problem: dict, system_prompt: str) -> str:
     """A problem's prompt: its question after ``system_prompt``, in the model's chat template, ending where the
     assistant speaks (what the grpo rung samples from and the held-out accuracy is measured on)."""
     return arithmetic.chat_prompt(tokenizer, problem["question"], system_prompt)
 
+
+# --- a resumed run's data ---------------------------------------------------------------------
 
 def fingerprint(task: str, dataset: str | None) -> str | None:
     """What a resumed run checks its data against: ``sha256:…`` of a local file's bytes (a directory's: of its

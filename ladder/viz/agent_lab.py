@@ -73,7 +73,7 @@ def agent_run(preset: str = "tiny", seed: int = 0, **overrides) -> tuple[RunSess
 
     def build(cfg: agent.Config, run: RunSession) -> Recipe:
         made["step"] = grpo.task_step(cfg, run, task, rewards.load_all(cfg.reward_funcs))
-        return grpo.recipe(cfg, run, task, made["step"].reward_funcs, step=made["step"])
+        return grpo.recipe(cfg, run, task, made["step"])
 
     session, recipe = loop.in_memory(cfg, agent.NAME, build, total=cfg.steps)
     return session, recipe, made["step"], task

@@ -64,7 +64,7 @@ def warm_up(step: grpo.Step, updates: int) -> None:
                      source=(None, None))
 
     def build(cfg: grpo.Config, run) -> loop.Recipe:
-        return grpo.recipe(cfg, run, task, step.reward_funcs, step=step)
+        return grpo.recipe(cfg, run, task, step)
 
     session, recipe = loop.in_memory(step.cfg, grpo.NAME, build, total=updates, evaluations=False)
     for _ in range(updates):

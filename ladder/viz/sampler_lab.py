@@ -117,7 +117,7 @@ def _four_policies(seed, prompts, group_size, warmup_updates, steps, temperature
     state = stream.state_dict()
     picked = stream.draw(prompts)           # the prompts the step below draws too
     stream.load_state_dict(state)
-    prompts = [math_problems.prompt(tokenizer, p, system_prompt) for p in picked]
+    texts = [math_problems.prompt(tokenizer, p, system_prompt) for p in picked]
 
     batches = {}
     for name in SAMPLERS:
@@ -125,7 +125,7 @@ def _four_policies(seed, prompts, group_size, warmup_updates, steps, temperature
             policy.sampler_dtype, policy.temperature = SAMPLER_DTYPES[name], tau
             torch.manual_seed(seed + 1)
             try:
-                rollout = sample(policy, tokenizer, cfg, picked, prompts, weights, funcs, device, record_logp=True)
+                rollout = sample(policy, tokenizer, cfg, picked, texts, weights, funcs, device, record_logp=True)
             finally:
                 policy.sampler_dtype, policy.temperature = None, plain.temperature
             with torch.no_grad():

@@ -348,8 +348,8 @@ def train_task(cfg: Config, name: str, load: Callable[[Config], Task]) -> dict:
     reward_funcs = rewards.load_all(cfg.reward_funcs)  # a user's module runs before the run directory exists
     procs = Processes(device)  # after the tiny model is built and cached (see ladder.runtime.distributed)
     # The output directory is claimed (finished run? --overwrite? another run in it?) before the model loads.
-    summary = loop.train(cfg, name, lambda cfg, run: recipe(cfg, run, task, reward_funcs), total=cfg.steps,
-                         procs=procs)
+    summary = loop.train(cfg, name, lambda cfg, run: recipe(cfg, run, task, task_step(cfg, run, task, reward_funcs)),
+                         total=cfg.steps, procs=procs)
     procs.close()
     return summary
 
@@ -366,13 +366,11 @@ def task_step(cfg: Config, run: RunSession, task: Task, reward_funcs: dict[str, 
                  rollout=rollout, credit=task.credit)
 
 
-def recipe(cfg: Config, run: RunSession, task: Task, reward_funcs: dict[str, Callable], step: Step | None = None
-           ) -> Recipe:
-    """GRPO as the loop runs it: ``grpo_step`` each update on ``step`` (``task_step``'s when None), the learning rate
+def recipe(cfg: Config, run: RunSession, task: Task, step: Step) -> Recipe:
+    """GRPO as the loop runs it: ``grpo_step`` each update on ``step`` (a run's: ``task_step``), the learning rate
     warmed up (``learning_rate``), the held-out accuracy before training and every ``--eval-every`` updates, π_ref
     refreshed every ``--ref-sync-every``, the completions logged every ``--print-samples``."""
     procs = run.procs
-    step = task_step(cfg, run, task, reward_funcs) if step is None else step
     policy, optimizer, rollout = step.policy, step.optimizer, step.rollout
     progress = {"tokens": 0, "completions": 0, "evals": [], "first_rewards": []}
     latest, cut_off = {}, CutOffWatch(cfg.max_new_tokens, lambda line: run.write(line, stderr=True))
