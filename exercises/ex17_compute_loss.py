@@ -6,6 +6,7 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
 
     logp, H, V = policy.evaluate(mb)                 log π_θ [b, T] (float it), entropy, values (or None)
     old_logp   = mb.old_logp, or logp.detach() when it is None (π_old = π_θ: nothing recorded yet)
+    mask       = mb.mask.float()                 1 on the real tokens, 0 on padding [b, T]
     Â          = mb.advantages, whitened over the real tokens if cfg.normalize_advantages (ex04),
                  then 0 on padding (select with torch.where)
     log ρ      = logp − old_logp on real tokens, 0 on padding       ratio_level "token"
@@ -15,18 +16,22 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
     ρ          = exp(log ρ)
     w          = corrected_weights(old_logp, mb.sampling_logp, mask, cfg.sampler)     (ladder.core; exercise 21
                  writes its weights): π_old/π_sampler, truncated or masked, or None (no sampler's log-probs)
-    L_t        = POLICY_TERMS[cfg.objective](PolicyInputs(logp, log ρ, ρ, log ρ_token, Â, mask, w), cfg)
-                 (ladder.core's table and its PolicyInputs dataclass, fields in this order: "clipped" →
-                 clipped_surrogate (ex05), "cispo", "soft_gate" (ex24),
-                 "gamma_weighted", "reinforce" → pg_loss (ex02)); log ρ_token is the token level's log ρ
-                 whatever cfg.ratio_level; an objective not in the table: raise ValueError
+    objective  = objective_spec(cfg.objective)     (ladder.core) the objective's spec: cfg.objective itself
+                 (Clipped(delta=1.5), CISPO(max_weight=5.0), …), or for a registered name ("clipped", "cispo",
+                 "soft_gate", "gamma_weighted", "reinforce") that spec with its defaults; an unknown name
+                 raises ValueError. grpo's --loss-type picks one: grpo, bnpo, dr_grpo, dapo and luspo the
+                 Clipped spec, cispo CISPO, sapo SoftGate, vespo GammaWeighted
+    L_t        = objective.term(PolicyInputs(logp, log ρ, ρ, log ρ_token, Â, mask, w), cfg)
+                 (ladder.core's PolicyInputs dataclass, fields in this order; the spec's term calls
+                 clipped_surrogate (ex05), cispo_loss, soft_gated_surrogate (ex24), gamma_weight or pg_loss
+                 (ex02) with its own parameters); log ρ_token is the token level's log ρ whatever
+                 cfg.ratio_level
     L_t, s     = sampler_correction(L_t, logp, old_logp, mb.sampling_logp, Â, mask, cfg.sampler, w,
-                                    weigh=cfg.objective not in FOLDS_SAMPLER_WEIGHT)
-                 (ladder.core; FOLDS_SAMPLER_WEIGHT from ladder.core.objectives): when a sampler π_sampler ≠
-                 π_old drew the tokens, L_t × w × the off-policy mask, per token, before the aggregation and on
-                 the policy term alone — "gamma_weighted" folds w into its own weight, so it is not multiplied
-                 again; s, its statistics ({} and L_t unchanged when mb.sampling_logp and
-                 cfg.sampler.off_policy_mask are both None)
+                                    weigh=not objective.folds_sampler_weight)
+                 (ladder.core): when a sampler π_sampler ≠ π_old drew the tokens, L_t × w × the off-policy
+                 mask, per token, before the aggregation and on the policy term alone — GammaWeighted folds w
+                 into its own weight (folds_sampler_weight), so it is not multiplied again; s, its statistics
+                 ({} and L_t unchanged when mb.sampling_logp and cfg.sampler.off_policy_mask are both None)
     kept       = mask, or high_entropy_mask(H, mask, q) if H is not None and q = cfg.entropy_quantile < 1
                  (ladder.core: the top-q share of the real tokens by entropy); then L_t ← L_t · kept and
                  s["entropy/kept_frac"] = Σ kept / max(Σ mask, 1)
@@ -41,16 +46,16 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
                + β · agg(kl_estimate(logp, ref_logp, k, old_logp if cfg.kl_correction else None))
                                                                        if mb.ref_logp is not None (ex08;
                                                                        add only if β ≠ 0)
-    agg(x)     = aggregate(x, mask, cfg.aggregation, num_tokens)     (ex11), mask = mb.mask.float()
+    agg(x)     = aggregate(x, mask, cfg.aggregation, num_tokens)     (ex11)
     the config's names: ε_low = cfg.clip_eps_low, ε_high = cfg.clip_eps_high (None → ε_low, in the
     statistics below), c_v = cfg.value_coef, c_H = cfg.entropy_coef, β = cfg.kl_coef, k = cfg.kl_estimator;
-    the policy terms read their own (the two-sided cap c = cfg.delta, ε_max, τ_pos/τ_neg, the gamma
-    weight's k and λ) from cfg
+    the objective's own parameters (the two-sided cap δ, ε_max, τ_pos/τ_neg, the gamma weight's k and λ)
+    are its spec's fields
 
     policy      anything with evaluate(batch) -> (logp, entropy or None, values or None), each [b, T]
     mb          a Batch (one minibatch): actions, mask, advantages, old_logp, ref_logp, sampling_logp, values,
                 returns
-    cfg         a ladder.core.UpdateConfig (mu, clip_eps_low, clip_eps_high, delta, objective, …)
+    cfg         a ladder.core.UpdateConfig (mu, clip_eps_low, clip_eps_high, objective, …)
     num_tokens  the constant of aggregation "sum_over_constant" for this minibatch (else None)
     result      (loss, stats, tensors):
                 loss    the scalar L, with its graph
@@ -65,7 +70,7 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
 
 Import your earlier exercises from the same directory (``from ex04_whiten import whiten``; the grader
 and ``--use-exercises`` give you your own files), or ladder.core's until yours pass. The policy terms
-come from the table: they call ladder.core's functions, which ``--use-exercises`` replaces with your
+come from the specs: they call ladder.core's functions, which ``--use-exercises`` replaces with your
 exercises 2, 5 and 24. Worked example: before any optimiser step π_θ = π_old, so every ratio is 1 and
 nothing is clipped:
 
@@ -85,7 +90,7 @@ from __future__ import annotations
 import torch  # noqa: F401 - you will need it
 from torch import Tensor
 
-from ladder.core import Batch, UpdateConfig
+from ladder.core import Batch, PolicyInputs, UpdateConfig, objective_spec  # noqa: F401 - you will need them
 
 
 def compute_loss(policy, mb: Batch, cfg: UpdateConfig, num_tokens: float | None = None

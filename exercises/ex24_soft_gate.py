@@ -32,8 +32,8 @@ Worked example: at ρ = 1 the loss is −(4/τ)·½·Â and its slope −Â; awa
     >>> ratio.grad             # −4σ(1 − σ)·Â: −1 at ρ = 1, smaller in size away from it
     tensor([[-1.0000, -0.9400,  0.7864, -0.4200]])
 
-``compute_loss`` (exercise 17) reaches it through ``ladder.core.POLICY_TERMS["soft_gate"]`` with
-τ_pos = ``cfg.gate_temp_pos`` and τ_neg = ``cfg.gate_temp_neg`` (``grpo --sapo-temperature-pos/-neg``).
+``compute_loss`` (exercise 17) reaches it through the objective spec ``ladder.core.SoftGate(temp_pos, temp_neg)``
+(``grpo --loss-type sapo --sapo-temperature-pos/-neg``).
 
 Mirrors ``ladder.core.soft_gated_surrogate``. Grade it: ``pytest exercises/``; once it passes,
 ``python -m ladder.run grpo --preset tiny --loss-type sapo --use-exercises`` trains with it.

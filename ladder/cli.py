@@ -20,12 +20,8 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ladder.runtime.errors import UsageError
+from ladder.runtime.errors import OptionError
 from ladder.runtime.trackers import REPORT_TO
-
-
-class OptionError(UsageError, ValueError):
-    """A value outside its option's domain: one line at the command line, a ValueError in Python."""
 
 
 @dataclass(frozen=True)
@@ -188,22 +184,28 @@ def probability() -> Number:
 
 
 def option(default, help: str, domain=None, choices: tuple | None = None, why: str = "", aliases: tuple = (),
-           switches: dict | None = None):
-    """A config field with its ``--help`` text and its domain (``choices`` make a ``OneOf``).
+           switches: dict | None = None, spec=None):
+    """A config field with its ``--help`` text and its domain (``choices`` make a ``OneOf``; a dict's keys are
+    read when the parser is built, so a name registered later is a choice too).
 
     ``why`` is added to the error message (``--mu must be at least 1 (why), got 0``).
     A field whose default is None also accepts None (the help says what None means).
     ``aliases``: former flag names still accepted (``("--num-updates",)``).
     ``switches``: former on/off flags that now set one value (``{"--tensorboard": "tensorboard"}``).
+    ``spec``: the field holds a typed spec whose fields have flags of their own (``ladder.specs.SpecOption``).
     """
     if choices is not None:
-        domain = OneOf(tuple(choices))
+        domain = OneOf(choices if isinstance(choices, dict) else tuple(choices))
     return field(default=default, metadata={"help": help, "choices": choices, "domain": domain, "why": why,
-                                            "aliases": tuple(aliases), "switches": dict(switches or {})})
+                                            "aliases": tuple(aliases), "switches": dict(switches or {}),
+                                            "spec": spec})
 
 
 def domain_of(f: dataclasses.Field):
-    """The declared domain of a config field (a bool field is a ``Flag``); None if it has none."""
+    """The declared domain of a config field (a bool field is a ``Flag``; a spec field, its ``SpecOption``, whose
+    params declare their own); None if it has none."""
+    if f.metadata.get("spec"):
+        return f.metadata["spec"]
     if _base_type(f.type) is bool:
         return Flag()
     return f.metadata.get("domain")
@@ -212,6 +214,11 @@ def domain_of(f: dataclasses.Field):
 def check_options(config) -> None:
     """Raise ``OptionError`` for the first field whose value is outside its domain."""
     for f in dataclasses.fields(config):
+        if f.metadata.get("spec"):
+            problem = f.metadata["spec"].problem(config)
+            if problem is not None:
+                raise OptionError(problem)
+            continue
         value = getattr(config, f.name)
         domain = domain_of(f)
         if domain is None or (value is None and f.default is None):
@@ -228,6 +235,14 @@ class Checked:
 
     def __post_init__(self):
         check_options(self)
+
+    @classmethod
+    def from_flags(cls, **options):
+        """The config from its options as its flags name them: a spec's params (``loss_type="sapo",
+        sapo_temperature_pos=0.5``) build the spec they set; a preset's or an ``--algo``'s dict as it is."""
+        from ladder.specs import from_flags
+
+        return from_flags(cls, **options)
 
 
 @dataclass
@@ -305,9 +320,13 @@ def _base_type(tp):
 def add_config_args(parser: argparse.ArgumentParser, config_cls, suppress_defaults: bool = False) -> None:
     """One ``--flag`` per field. With ``suppress_defaults`` only the flags actually given are parsed."""
     for f in dataclasses.fields(config_cls):
+        if f.metadata.get("spec"):
+            _add_param_args(parser, f.metadata["spec"].params(), suppress_defaults)
+            continue
         flags = ["--" + f.name.replace("_", "-"), *f.metadata.get("aliases", ())]
         kind = _base_type(f.type)
         help_text = f.metadata.get("help", "")
+        help_text = help_text() if callable(help_text) else help_text  # a help built from a registry, as it is now
         if f.metadata.get("aliases"):
             help_text += f" (formerly {', '.join(f.metadata['aliases'])})"
         default = argparse.SUPPRESS if suppress_defaults else f.default
@@ -315,22 +334,39 @@ def add_config_args(parser: argparse.ArgumentParser, config_cls, suppress_defaul
             parser.add_argument(*flags, dest=f.name, action=argparse.BooleanOptionalAction, default=default,
                                 help=help_text)
         else:
+            choices = f.metadata.get("choices")
             parser.add_argument(*flags, dest=f.name, type=kind, default=default, help=help_text,
-                                choices=f.metadata.get("choices"), metavar=f.name.upper())
+                                choices=None if choices is None else tuple(choices), metavar=f.name.upper())
         for switch, value in f.metadata.get("switches", {}).items():
             parser.add_argument(switch, dest=f.name, action="store_const", const=value, default=default,
                                 help=f"the same as {flags[0]} {value}")
 
 
+def _add_param_args(parser: argparse.ArgumentParser, params, suppress_defaults: bool) -> None:
+    """A spec's flags: one per param, its default the spec field's."""
+    for p in params:
+        kind = getattr(p.domain, "kind", None) or type(p.default)
+        choices = tuple(p.domain.choices) if isinstance(p.domain, OneOf) else None
+        parser.add_argument(p.dashed, dest=p.flag, type=kind, default=argparse.SUPPRESS if suppress_defaults
+                            else p.default, help=p.help, choices=choices, metavar=p.flag.upper())
+
+
 def config_from_args(config_cls, args: argparse.Namespace, overrides: dict | None = None,
                      given: set[str] = frozenset()):
-    """Build the dataclass from parsed args; ``overrides`` (a preset) apply to the options not ``given``."""
-    values = {}
+    """Build the dataclass from parsed args; ``overrides`` (a preset) apply to the options not ``given``.
+    A spec field is built from its params' flags, after the other options (it may depend on them)."""
+    overrides = overrides or {}
+
+    def value_of(name: str, default=None):
+        if name in overrides and name not in given:
+            return overrides[name]
+        return getattr(args, name, default)
+
+    values = {f.name: value_of(f.name) for f in dataclasses.fields(config_cls) if not f.metadata.get("spec")}
     for f in dataclasses.fields(config_cls):
-        value = getattr(args, f.name)
-        if overrides and f.name in overrides and f.name not in given:
-            value = overrides[f.name]
-        values[f.name] = value
+        if f.metadata.get("spec"):
+            spec = f.metadata["spec"]
+            values[f.name] = spec.build(values, {p.flag: value_of(p.flag, p.default) for p in spec.params()})
     return config_cls(**values)
 
 

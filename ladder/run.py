@@ -28,13 +28,13 @@ import signal
 import sys
 import threading
 import time
-from dataclasses import asdict, fields
 from pathlib import Path
 
 from ladder.cli import HelpFormatter, OneLineParser, add_config_args, config_from_args, die
 from ladder.rungs.protocol import Rung
 from ladder.runtime.distributed import is_main_process
 from ladder.runtime.runlog import RunLog, RunStopped, UsageError
+from ladder.specs import option_names, options_dict
 
 RUNGS = {
     "reinforce": "ladder.rungs.reinforce",
@@ -111,7 +111,7 @@ def resumed_options(name: str, rung: Rung, args: argparse.Namespace, given: set[
         flags = ", ".join("--" + option.replace("_", "-") for option in ignored)
         print(f"ladder: note: --resume continues with the options {args.resume} started with; ignoring {flags}",
               file=sys.stderr)
-    return {f.name: saved[f.name] for f in fields(rung.Config) if f.name in saved and f.name not in RESUME_KEEPS}
+    return {name: saved[name] for name in option_names(rung.Config) if name in saved and name not in RESUME_KEEPS}
 
 
 def applied(name: str, rung: Rung, argv: list[str]) -> dict:
@@ -126,7 +126,7 @@ def applied(name: str, rung: Rung, argv: list[str]) -> dict:
 def effective_config(name: str, rung: Rung, cfg, argv: list[str]) -> dict:
     """What ``--print-config`` prints: the rung, the preset and ``--algo`` applied, and every option with
     the value the run will use (the rung's ``RESOLVED`` rules; a None left means "off" or "none")."""
-    options = asdict(cfg)
+    options = options_dict(cfg)
     for option, value_for in rung.RESOLVED.items():
         options[option] = value_for(cfg)
     return {"rung": name, **applied(name, rung, argv), **options}

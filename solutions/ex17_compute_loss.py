@@ -1,4 +1,4 @@
-"""Solution to exercise 17 — the loss of one minibatch, from the earlier exercises and the table of policy terms."""
+"""Solution to exercise 17 — the loss of one minibatch, from the earlier exercises and the objective's spec."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from ex12_sequence_ratio import sequence_log_ratio
 from torch import Tensor
 
 from ladder.core import Batch, UpdateConfig, corrected_weights, entropy_bonus, high_entropy_mask, sampler_correction
-from ladder.core.objectives import FOLDS_SAMPLER_WEIGHT, POLICY_TERMS, PolicyInputs
+from ladder.core.objectives import PolicyInputs, objective_spec
 from ladder.core.stats import masked_mean, minibatch_stats
 
 
@@ -37,15 +37,14 @@ def compute_loss(policy, mb: Batch, cfg: UpdateConfig, num_tokens: float | None 
     else:
         raise ValueError(f"unknown ratio_level {cfg.ratio_level!r}")
     ratio = torch.exp(log_ratio)
-    if cfg.objective not in POLICY_TERMS:
-        raise ValueError(f"unknown objective {cfg.objective!r}")
+    objective = objective_spec(cfg.objective)                              # a name: its spec's defaults
     weights = corrected_weights(old_logp, mb.sampling_logp, mask, cfg.sampler)   # π_old/π_sampler (ex21), or None
     inputs = PolicyInputs(logp, log_ratio, ratio, token_log_ratio, adv, mask, weights)
-    pg = POLICY_TERMS[cfg.objective](inputs, cfg)                          # ℓ_t: clipped, cispo, soft_gate, …
+    pg = objective.term(inputs, cfg)                                       # ℓ_t: Clipped, CISPO, SoftGate, …
     # π_sampler drew the tokens: ℓ_t × w (unless the term folds w in itself) × the off-policy mask, per token, on the
     # policy term alone, before the aggregation (no mb.sampling_logp and no cfg.sampler.off_policy_mask: as it was)
     pg, sampler_stats = sampler_correction(pg, logp, old_logp, mb.sampling_logp, adv, mask, cfg.sampler, weights,
-                                           weigh=cfg.objective not in FOLDS_SAMPLER_WEIGHT)
+                                           weigh=not objective.folds_sampler_weight)
     kept = mask                                                            # the tokens the policy term keeps
     if entropy is not None and cfg.entropy_quantile < 1.0:                 # only the top-ρ entropy tokens
         kept = high_entropy_mask(entropy, mask, cfg.entropy_quantile)

@@ -61,8 +61,8 @@ PLANTED_LOOP = {
         "ε_high left None in the statistics": (
             "eps_high = cfg.clip_eps_low if cfg.clip_eps_high is None else cfg.clip_eps_high",
             "eps_high = cfg.clip_eps_high"),
-        "an objective not in the table: KeyError, not ValueError": ("    if cfg.objective not in POLICY_TERMS:",
-                                                                   "    if False:"),
+        "the objective's parameters dropped: its name's defaults": (
+            "    objective = objective_spec(cfg.objective)", "    objective = objective_spec(cfg.objective.name)"),
         "the token-level inputs given the sequence's ratio": (
             "PolicyInputs(logp, log_ratio, ratio, token_log_ratio,",
             "PolicyInputs(logp, token_log_ratio, torch.exp(token_log_ratio), token_log_ratio,"),
@@ -78,7 +78,7 @@ PLANTED_LOOP = {
         "the sampler's weights from π_θ instead of π_old": ("corrected_weights(old_logp,",
                                                              "corrected_weights(logp.detach(),"),
         "the sampler's weight multiplied again where the gamma weight folds it in": (
-            "weigh=cfg.objective not in FOLDS_SAMPLER_WEIGHT", "weigh=True"),
+            "weigh=not objective.folds_sampler_weight", "weigh=True"),
         "the entropy mask not applied to the policy term": ("        pg = pg * kept\n", ""),
         "the entropy bonus over every real token, not the kept ones": (
             "masked_mean(entropy_bonus(entropy), kept)", "masked_mean(entropy_bonus(entropy), mask)"),

@@ -244,7 +244,7 @@ def ladder_tool_batch(inputs, two_masks=True) -> core.Batch:
 
 
 def _tool_cases():
-    from ladder.rungs.grpo.options import LOSS_TYPES
+    from ladder.rungs.grpo.loss_types import LOSS_TYPES
 
     for loss_type in LOSS_TYPES:
         yield pytest.param(loss_type, "token", True, id=f"{loss_type}-token")

@@ -128,9 +128,11 @@ CASES = [
                  "weight from the token ratios; use --ratio-level token", id="vespo-sequence-ratio"),
     pytest.param(GRPO + " --entropy-target 0.5", "--entropy-target has no effect without --adaptive-entropy",
                  id="entropy-target-without-adaptive"),
-    pytest.param(GRPO + " --algo gdpo --advantage rloo --scale-rewards none", "--multi-objective-aggregation "
+    pytest.param(GRPO + " --algo gdpo --advantage rloo", "--multi-objective-aggregation "
                  "normalize_then_sum normalises each reward function's scores: it needs --advantage group",
                  id="gdpo-rloo"),
+    pytest.param(GRPO + " --algo gdpo --scale-rewards none", "--scale-rewards has no effect without "
+                 "--multi-objective-aggregation sum_then_normalize", id="gdpo-scale-rewards"),
     pytest.param(GRPO + " --ref-mixup 1.5", r"--ref-mixup must be in \[0, 1\], got 1.5", id="ref-mixup-above-1"),
     pytest.param(GRPO + " --overlong-buffer 1.0", r"--overlong-buffer must be in \[0, 1\), got 1.0",
                  id="overlong-buffer-1"),

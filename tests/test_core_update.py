@@ -12,7 +12,7 @@ import pytest
 import torch
 from core_update_helpers import LinearPolicy, make_batch, params_of, same_params, single_thread  # noqa: F401 (autouse fixture)
 
-from ladder.core import Batch, UpdateConfig, compute_loss, update
+from ladder.core import CISPO, Batch, UpdateConfig, compute_loss, update
 
 # ``ladder.core.update`` the attribute is the function; the module itself lives in sys.modules
 update_module = sys.modules["ladder.core.update"]
@@ -343,8 +343,8 @@ def test_update_sequence_ratio_drops_clipped_rows_that_token_level_keeps():
 def test_update_variants_ignore_finite_garbage_in_padding(objective, level):
     def run(batch):
         policy = LinearPolicy(seed=22)
-        cfg = UpdateConfig(mu=2, num_minibatches=2, objective=objective, ratio_level=level, cispo_max_weight=1.1,
-                           kl_coef=0.1, value_clip=0.3)
+        spec = CISPO(max_weight=1.1) if objective == "cispo" else objective
+        cfg = UpdateConfig(mu=2, num_minibatches=2, objective=spec, ratio_level=level, kl_coef=0.1, value_clip=0.3)
         update(policy, batch, torch.optim.SGD(policy.parameters(), lr=0.3), cfg,
                generator=torch.Generator().manual_seed(2))
         return params_of(policy)

@@ -27,7 +27,7 @@ from core_update_helpers import (
     widen,
 )
 
-from ladder.core import UpdateConfig, compute_loss, update
+from ladder.core import CISPO, Clipped, UpdateConfig, compute_loss, update
 
 # --------------------------------------------------------------------------- update: KL to pi_ref
 
@@ -246,7 +246,7 @@ def test_compute_loss_passes_delta():
     # two tokens, Â = −1: r = e^2 = 7.39 (capped at delta = 4) and r = 1; token_mean over 2
     batch = fixed_batch([[1, 1]], [-1.0], [[-3.0, -1.0]])
     capped = FixedLogp(torch.tensor([[-1.0, -1.0]]))
-    loss, _, _ = compute_loss(capped, batch, UpdateConfig(delta=4.0))
+    loss, _, _ = compute_loss(capped, batch, UpdateConfig(objective=Clipped(delta=4.0)))
     assert loss.item() == pytest.approx((4.0 + 1.0) / 2, rel=1e-6)
     loss.backward()
     assert torch.allclose(capped.logp.grad, torch.tensor([[0.0, 0.5]]))
@@ -260,7 +260,7 @@ def test_compute_loss_passes_delta():
 def test_compute_loss_cispo_objective():
     batch = fixed_batch([[1, 1, 0]], [2.0], [[-1.0 - math.log(8.0), -1.0, 0.0]])
     policy = FixedLogp(torch.tensor([[-1.0, -1.0, math.nan]]))
-    loss, _, _ = compute_loss(policy, batch, UpdateConfig(objective="cispo", cispo_max_weight=3.0))
+    loss, _, _ = compute_loss(policy, batch, UpdateConfig(objective=CISPO(max_weight=3.0)))
     # weights min(8, 3) = 3 and 1: L = −(3 · 2 · −1 + 1 · 2 · −1) / 2 = 4
     assert loss.item() == pytest.approx(4.0, rel=1e-6)
     loss.backward()

@@ -16,12 +16,14 @@ import torch
 
 from ladder import cli, run
 from ladder.core import Batch, UpdateConfig, update
+from ladder.specs import spec_fields
 
 RUNGS = {name: run.load_rung(name) for name in run.RUNGS}
 
 
-def _flag(f: dataclasses.Field) -> str:
-    return "--" + f.name.replace("_", "-")
+def _flag(f) -> str:
+    """The flag of a config field, or of a spec's param (``ladder.specs.Param``)."""
+    return f.dashed if hasattr(f, "dashed") else "--" + f.name.replace("_", "-")
 
 
 def _number_bad_values(d: cli.Number) -> list[str]:
@@ -62,13 +64,17 @@ def cases():
     for name, rung in RUNGS.items():
         for f in dataclasses.fields(rung.Config):
             domain = cli.domain_of(f)
-            if domain is not None:
+            params = domain.params() if f.metadata.get("spec") else ()
+            for p in params:  # a spec's flags: each declares its own domain
+                yield pytest.param(name, p, p.domain, id=f"{name}{p.dashed}")
+            if domain is not None and not params:
                 yield pytest.param(name, f, domain, id=f"{name}{_flag(f)}")
 
 
 @pytest.mark.parametrize("name", list(RUNGS))
 def test_every_option_declares_its_domain(name):
     missing = [f.name for f in dataclasses.fields(RUNGS[name].Config) if cli.domain_of(f) is None]
+    missing += [p.flag for _, spec in spec_fields(RUNGS[name].Config) for p in spec.params() if p.domain is None]
     assert not missing, f"{name}: options without a declared domain: {missing}"
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-from dataclasses import asdict
 
 import pytest
 import torch
 
 from ladder import run
+from ladder.specs import options_dict
 from ladder.tasks import math_problems
 
 RUNGS = {name: run.load_rung(name) for name in run.RUNGS}
@@ -47,11 +47,12 @@ def test_print_config_is_the_config_with_every_default_resolved(name, argv, tmp_
     assert shown.pop("preset") == given.get("--preset")
     if getattr(rung, "ALGOS", None):
         assert shown.pop("algo") == given.get("--algo")
-    assert list(shown) == [f.name for f in dataclasses.fields(rung.Config)]
-    for option, value in asdict(cfg).items():
+    assert list(shown) == list(options_dict(cfg))  # a spec's fields as the flags that set them
+    for option, value in options_dict(cfg).items():
         if option not in rung.RESOLVED:
             assert shown[option] == value, option
-    unresolved = [f.name for f in dataclasses.fields(rung.Config) if says_its_default(f) and shown[f.name] is None
+    unresolved = [f.name for f in dataclasses.fields(rung.Config) if f.name in shown and says_its_default(f)
+                  and shown[f.name] is None
                   and not (f.name == "kl_correction" and cfg.kl_in == "reward")]
     assert not unresolved, f"{name}: printed as null, though the run decides them: {unresolved}"
     assert "auto" not in shown.values()
@@ -151,7 +152,7 @@ def test_ppo_sentiment_prints_what_load_model_uses(argv, monkeypatch, capsys):
 def test_a_resumed_run_prints_the_options_it_started_with(tmp_path, capsys):
     grpo = RUNGS["grpo"]
     started = grpo.Config(clip_eps=0.1, out=str(tmp_path))
-    (tmp_path / "config.json").write_text(json.dumps({"rung": "grpo", **asdict(started)}))
+    (tmp_path / "config.json").write_text(json.dumps({"rung": "grpo", **options_dict(started)}))
     shown = printed(["grpo", "--resume", str(tmp_path), "--algo", "dapo", "--clip-eps", "0.3"], capsys)
     assert "preset" not in shown and "algo" not in shown  # the saved options apply, not these flags
     assert (shown["clip_eps"], shown["clip_eps_high"], shown["loss_type"]) == (0.1, 0.1, "grpo")
@@ -166,6 +167,17 @@ def option_entries(help_text: str) -> dict[str, str]:
     return {entry.split()[0].rstrip(","): " ".join(entry.split()) for entry in entries if entry.strip()}
 
 
+def _options(config_cls):
+    """(flag, default, help) of every option: the plain fields, and each spec field's params."""
+    for f in dataclasses.fields(config_cls):
+        spec = f.metadata.get("spec")
+        if spec:
+            yield from ((p.dashed, p.default, p.help) for p in spec.params())
+        else:
+            said = f.metadata.get("help", "")
+            yield "--" + f.name.replace("_", "-"), f.default, said() if callable(said) else said
+
+
 @pytest.mark.parametrize("name", list(RUNGS))
 def test_help_says_each_default_once(name, capsys):
     with pytest.raises(SystemExit) as done:
@@ -174,10 +186,10 @@ def test_help_says_each_default_once(name, capsys):
     help_text = capsys.readouterr().out
     assert (RUNGS[name].__doc__ or "").strip() in help_text  # the rung's docstring, its layout kept
     entries = option_entries(help_text)
-    for f in dataclasses.fields(RUNGS[name].Config):
-        entry = entries["--" + f.name.replace("_", "-")]
+    for flag, default, said in _options(RUNGS[name].Config):
+        entry = entries[flag]
         defaults = re.findall(r"\bdefault[:\s]", entry)
         assert len(defaults) <= 1, entry
         assert "(default: None)" not in entry, entry
-        if f.default is not None and not re.search(r"\bdefault[:\s]", f.metadata.get("help", "")):
-            assert f"(default: {f.default})" in entry, entry  # said once, by argparse
+        if default is not None and not re.search(r"\bdefault[:\s]", said):
+            assert f"(default: {default})" in entry, entry  # said once, by argparse

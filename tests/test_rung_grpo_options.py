@@ -7,12 +7,13 @@ import pytest
 from ladder import run
 from ladder.rungs import grpo
 from ladder.rungs.grpo.options import ALGOS
+from ladder.specs import option_value
 
 
 @pytest.mark.parametrize("name", list(ALGOS))
 def test_algo_sets_its_flags(name):
     cfg = run.make_config("grpo", grpo, ["--algo", name])
-    assert {k: getattr(cfg, k) for k in ALGOS[name]} == ALGOS[name]
+    assert {k: option_value(cfg, k) for k in ALGOS[name]} == ALGOS[name]
     grpo.validate(cfg)  # every bundle is a valid combination
 
 

@@ -12,6 +12,7 @@ from ladder import run
 from ladder.cli import Checked
 from ladder.rungs import protocol
 from ladder.runtime.runlog import UsageError
+from ladder.specs import option_names
 
 RUNGS = {name: run.load_rung(name) for name in run.RUNGS}
 
@@ -22,7 +23,7 @@ def test_every_rung_declares_every_member_of_the_protocol(name):
     assert isinstance(rung, protocol.Rung)
     assert rung.NAME == name
     assert dataclasses.is_dataclass(rung.Config) and issubclass(rung.Config, Checked)
-    options = {f.name for f in dataclasses.fields(rung.Config)}
+    options = set(option_names(rung.Config))  # a spec's fields by their flags
     for bundle in [*rung.PRESETS.values(), *rung.ALGOS.values()]:
         assert set(bundle) <= options
     assert set(rung.RESOLVED) <= options and all(callable(rule) for rule in rung.RESOLVED.values())

@@ -22,7 +22,9 @@ import pytest
 
 import ladder.core
 from ladder.rungs import agent, grpo, ppo_sentiment
+from ladder.rungs.grpo.loss_types import objective
 from ladder.runtime.runlog import UsageError
+from ladder.specs import option_names
 from ladder.tasks import arithmetic, math_problems
 from ladder.trl import export as export_trl
 from ladder.trl import map as trl_map
@@ -32,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _tiny(**kw) -> grpo.Config:
-    return grpo.Config(**{**grpo.PRESETS["tiny"], "progress": False, **kw})
+    return grpo.Config.from_flags(**{**grpo.PRESETS["tiny"], "progress": False, **kw})
 
 
 def _load_script(path: Path):
@@ -48,7 +50,7 @@ def _load_script(path: Path):
 def test_every_row_names_a_real_ladder_option_and_core_function(row):
     assert row.ladder_rung in CONFIGS
     if row.ladder_option is not None:
-        assert row.ladder_option in {f.name for f in dataclasses.fields(CONFIGS[row.ladder_rung])}
+        assert row.ladder_option in option_names(CONFIGS[row.ladder_rung])
     if row.core_function is not None:
         assert row.core_function in ladder.core.__all__ and callable(getattr(ladder.core, row.core_function))
     assert row.trl_field is not None or row.note, "an option with no TRL equivalent says what to do instead"
@@ -56,7 +58,7 @@ def test_every_row_names_a_real_ladder_option_and_core_function(row):
 
 
 def test_every_grpo_option_is_in_the_map():
-    options = {f.name for f in dataclasses.fields(grpo.Config)}
+    options = set(option_names(grpo.Config))  # a spec's fields by their flags
     assert options <= trl_map.ladder_options("grpo"), options - trl_map.ladder_options("grpo")
 
 
@@ -130,8 +132,9 @@ def test_values_make_a_grpo_config_trl_accepts(flags, tmp_path):
     assert args.per_device_train_batch_size * M == cfg.prompts_per_step * cfg.group_size
     assert args.max_steps == cfg.steps * mu * M and args.gradient_accumulation_steps == 1
     assert args.beta == cfg.kl_coef and args.loss_type == cfg.loss_type and args.epsilon == cfg.clip_eps
-    assert args.epsilon_high == (cfg.cispo_max_weight if cfg.loss_type == "cispo" else cfg.clip_eps_high)
-    assert args.importance_sampling_level == cfg.ratio_level and args.scale_rewards == cfg.scale_rewards
+    assert args.epsilon_high == (objective(cfg).max_weight if cfg.loss_type == "cispo" else cfg.clip_eps_high)
+    assert args.importance_sampling_level == cfg.ratio_level
+    assert args.scale_rewards == (grpo.reward_scaling.scale(cfg) or "group")  # GDPO's: left at the default
     assert args.use_cpu and not args.bf16 and args.learning_rate == cfg.lr
     assert args.sync_ref_model == bool(cfg.ref_sync_every and not cfg.lora)
     if cfg.ref_sync_every:

@@ -1,13 +1,13 @@
 """TRL 1.16's newer GRPO options through TRL's ``GRPOTrainer`` and through ladder, on identical tensors.
 
 Each case is one grpo rung ``Config``: TRL's trainer is set from ``trl_map.trl_values(cfg)`` (what
-``--export-trl`` writes) and ladder's update from ``grpo_options.update_config(cfg)`` (what the rung
+``--export-trl`` writes) and ladder's update from ``core_settings.update_config(cfg)`` (what the rung
 trains with), so both mappings are what is checked. Loss and every gradient agree to ``close``'s tolerance:
 
     top_entropy_quantile ρ          get_high_entropy_mask(H, m, 1 − ρ)      high_entropy_mask(H, m, ρ)
     entropy_coef c_H                −c_H · mean H over the kept tokens      CausalLMPolicy(entropy_grad=True)
     use_adaptive_entropy            self.entropy_coef after each step       core.update(entropy_control=…)
-    sapo_temperature_*, vespo_*     _compute_loss                           gate_temp_*, gamma_* of UpdateConfig
+    sapo_temperature_*, vespo_*     _compute_loss                           core.SoftGate, core.GammaWeighted
     --export-trl                    the script's GRPOConfig fields          the rung's options
 
 The fixtures (a GRPOTrainer on the tiny saved Qwen2, the hand-made inputs) are tests/test_trl_parity_grpo.py's.
@@ -37,7 +37,8 @@ from trl_helpers import (
 from ladder import core, run
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
 from ladder.rungs import grpo
-from ladder.rungs.grpo.options import update_config
+from ladder.rungs.grpo.core_settings import update_config
+from ladder.specs import from_flags
 from ladder.trl import export as export_trl
 from ladder.trl import map as trl_map
 
@@ -64,8 +65,8 @@ ENTROPY = {"all": (1.0, 0.0), "rho=0": (0.0, 0.0), "rho=0.2": (0.2, 0.0), "rho=0
 def rung_config(**options) -> grpo.Config:
     """The rung's defaults (β = 0.04 with the KL correction, ε = 0.2) on the fixture's sizes; a gradient-norm
     clip that never binds, so ``core.update`` leaves the gradient as ``_compute_loss``'s backward makes it."""
-    return grpo.Config(**{"max_new_tokens": MAX_COMPLETION_LENGTH, "temperature": TEMPERATURE,
-                          "group_size": G, "max_grad_norm": 1e9, **options})
+    return from_flags(grpo.Config, **{"max_new_tokens": MAX_COMPLETION_LENGTH, "temperature": TEMPERATURE,
+                                      "group_size": G, "max_grad_norm": 1e9, **options})
 
 
 def configure(trainer, cfg: grpo.Config) -> None:
@@ -187,8 +188,8 @@ def test_adaptive_entropy_coefficient_and_losses_match_trl(grpo_trainer, entropy
     cfg = rung_config(**options)
     configure(grpo_trainer, cfg)
     assert grpo_trainer.model.training and grpo_trainer.accelerator.sync_gradients
-    control = core.AdaptiveEntropyCoef(cfg.entropy_coef, cfg.entropy_target, cfg.entropy_coef_min,
-                                       cfg.entropy_coef_max, cfg.entropy_coef_delta)
+    spec = grpo.entropy_control.settings(cfg)
+    control = core.AdaptiveEntropyCoef(cfg.entropy_coef, spec.target, spec.coef_min, spec.coef_max, spec.delta)
     optimizer = torch.optim.SGD(entropy_policy.model.parameters(), lr=0.0)
     before = {n: p.detach().clone() for n, p in entropy_policy.model.named_parameters()}
     trl_coefs, ladder_coefs = [], []

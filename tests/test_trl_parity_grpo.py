@@ -44,6 +44,7 @@ from trl_helpers import (
 from ladder import core
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
 from ladder.rungs.grpo import LOSS_TYPES, loss_normaliser
+from ladder.rungs.grpo.loss_types import objective_from_trl
 
 BETA = 0.04
 G = 2
@@ -133,11 +134,10 @@ def configure(trainer, loss_type, level, correction, eps_high, delta, beta):
 
 
 def ladder_config(trainer, loss_type, level, correction, eps_high, delta, beta) -> core.UpdateConfig:
-    objective, aggregation = LOSS_TYPES[loss_type]
-    return core.UpdateConfig(objective=objective, aggregation=aggregation, ratio_level=level,
-                             clip_eps_low=EPSILON, clip_eps_high=eps_high, delta=delta,
-                             cispo_max_weight=eps_high, kl_coef=beta, kl_estimator="k3", kl_correction=correction,
-                             normalize_advantages=False)
+    objective = objective_from_trl(loss_type, {"epsilon_high": eps_high, "delta": delta})
+    return core.UpdateConfig(objective=objective, aggregation=LOSS_TYPES[loss_type].aggregation, ratio_level=level,
+                             clip_eps_low=EPSILON, clip_eps_high=eps_high, kl_coef=beta, kl_estimator="k3",
+                             kl_correction=correction, normalize_advantages=False)
 
 
 def ladder_num_tokens(trainer, inputs) -> float | None:

@@ -226,7 +226,8 @@ def test_loss_weights_are_what_compute_loss_does_with_the_rungs_constant():
 
     w = viz.algo_league.loss_weights(LENGTHS, num_minibatches=2, max_new_tokens=8)
     P, M, L = 2, 2, 8
-    for loss_type, (_, aggregation) in LOSS_TYPES.items():
+    for loss_type, registered in LOSS_TYPES.items():
+        aggregation = registered.aggregation
         cfg = core.UpdateConfig(objective="reinforce", aggregation=aggregation)
         for p, lens in enumerate(LENGTHS):
             n = loss_normaliser(loss_type, len(lens), L, w["tokens"] / P)

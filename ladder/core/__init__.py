@@ -33,7 +33,18 @@ from .losses import (
     soft_gated_surrogate,
     value_loss,
 )
-from .objectives import POLICY_TERMS, PolicyInputs
+from .objectives import (
+    CISPO,
+    OBJECTIVES,
+    Clipped,
+    GammaWeighted,
+    Objective,
+    PolicyInputs,
+    Reinforce,
+    SoftGate,
+    objective,
+    objective_spec,
+)
 from .off_policy import (
     CORRECTIONS,
     SamplerOptions,
@@ -53,7 +64,9 @@ __all__ = [
     "leave_one_out", "whiten",
     "kl_estimate", "kl_penalized_rewards", "kl_in_reward", "FixedKLController", "AdaptiveKLController",
     "pg_loss", "clipped_surrogate", "cispo_loss", "soft_gated_surrogate", "gamma_weight", "sequence_log_ratio",
-    "value_loss", "entropy_bonus", "aggregate", "POLICY_TERMS", "PolicyInputs",
+    "value_loss", "entropy_bonus", "aggregate",
+    "OBJECTIVES", "Objective", "objective", "objective_spec", "Clipped", "CISPO", "SoftGate", "GammaWeighted",
+    "Reinforce", "PolicyInputs",
     "high_entropy_mask", "AdaptiveEntropyCoef",
     "soft_update",
     "CORRECTIONS", "SamplerOptions", "corrected_weights", "sampler_log_ratio", "sampler_weights", "off_policy_keep",

@@ -5,8 +5,8 @@ For each minibatch:
     logp, H, V  = policy.evaluate(minibatch)              log π_θ, entropy, values  [b, T]
     ρ           = exp(logp − old_logp)                    ratio π_θ / π_old, per token
                   (or GSPO's one ratio per row: ratio_level "sequence")
-    L_pg        = POLICY_TERMS[objective](ρ, Â, …)        clipped, cispo, soft_gate, gamma_weighted,
-                                                          reinforce (objectives.py)
+    L_pg        = objective.term(x, cfg)                  Clipped, CISPO, SoftGate, GammaWeighted, Reinforce:
+                                                          a spec with its parameters (objectives.py)
                   × keep_i · π_old/π_sampler              when the batch has a sampler's log-probs (off_policy.py)
                   × keep_t                                with entropy_quantile q < 1: the top-q entropy
                                                           tokens only (entropy.py)
@@ -36,12 +36,11 @@ from .batch import Batch
 from .entropy import AdaptiveEntropyCoef, high_entropy_mask
 from .kl import kl_estimate
 from .losses import aggregate, entropy_bonus, sequence_log_ratio, value_loss
-from .objectives import FOLDS_SAMPLER_WEIGHT, POLICY_TERMS, PolicyInputs
+from .objectives import Objective, PolicyInputs, objective_spec
 from .off_policy import SamplerOptions, corrected_weights, sampler_correction
 from .stats import masked_mean
 from .swappable import swappable
 
-OBJECTIVES = tuple(POLICY_TERMS)
 RATIO_LEVELS = ("token", "sequence")
 
 
@@ -55,18 +54,11 @@ class UpdateConfig:
 
     mu: int = 1                          # μ: optimisation passes over one batch
     num_minibatches: int = 1             # shuffled minibatches per pass (each one optimiser step)
-    objective: str = "clipped"           # the policy term: a key of objectives.POLICY_TERMS
+    objective: Objective | str = "clipped"  # the policy term: a spec of objectives.py (Clipped(delta=1.5), …),
+                                         # or a registered name for its defaults ("clipped", "cispo", …)
     ratio_level: str = "token"           # "token": ρ per action; "sequence": GSPO's s_i per row
-    clip_eps_low: float = 0.2            # ε_low:  ρ is clipped below at 1 − ε_low
+    clip_eps_low: float = 0.2            # ε_low:  ρ is clipped below at 1 − ε_low (the clip statistics' too)
     clip_eps_high: float | None = None   # ε_high: ρ is clipped above at 1 + ε_high (None: ε_low)
-    delta: float | None = None           # c: two-sided clipping caps ρ at c where Â < 0 too (None: off)
-    cispo_max_weight: float = 5.0        # ε_max: CISPO's cap on the detached importance weight
-    gate_temp_pos: float = 1.0           # τ_pos: the soft gate's temperature where Â > 0
-    gate_temp_neg: float = 1.05          # τ_neg: the soft gate's temperature where Â ≤ 0
-    gamma_k_pos: float = 2.0             # k, λ of the gamma weight φ(ρ_seq) where Â ≥ 0
-    gamma_lambda_pos: float = 3.0
-    gamma_k_neg: float = 3.0             # k, λ of φ where Â < 0
-    gamma_lambda_neg: float = 2.0
     aggregation: str = "token_mean"      # see losses.aggregate ("sum_over_constant": update's num_tokens)
     value_coef: float = 0.5              # c_v (ignored when the policy has no critic)
     value_clip: float | None = None      # clip of V around V_old in the value loss
@@ -154,15 +146,14 @@ def policy_term(x: PolicyInputs, old_logp: Tensor, sampling_logp: Tensor | None,
                 cfg: UpdateConfig) -> tuple[Tensor, Tensor, dict[str, Tensor]]:
     """The policy term's per-token loss, the tokens it keeps, and the statistics of what weighed it:
 
-        ℓ_t = POLICY_TERMS[objective](x)_t · keep_i · w · keep_t
+        ℓ_t = objective.term(x, cfg)_t · keep_i · w · keep_t
 
     keep_i · w from the sampler (``sampler_correction``: 1 without a sampler or a correction), keep_t the
     top-q entropy tokens (``high_entropy_mask``; every real token with q = 1 or no entropy)."""
-    if cfg.objective not in POLICY_TERMS:
-        raise ValueError(f"objective must be one of {OBJECTIVES}, got {cfg.objective!r}")
-    pg = POLICY_TERMS[cfg.objective](x, cfg)
+    objective = objective_spec(cfg.objective)
+    pg = objective.term(x, cfg)
     pg, out = sampler_correction(pg, x.logp, old_logp, sampling_logp, x.advantages, x.mask, cfg.sampler,
-                                 x.sampler_weight, weigh=cfg.objective not in FOLDS_SAMPLER_WEIGHT)
+                                 x.sampler_weight, weigh=not objective.folds_sampler_weight)
     kept = x.mask
     if entropy is not None and cfg.entropy_quantile < 1.0:
         kept = high_entropy_mask(entropy, x.mask, cfg.entropy_quantile)

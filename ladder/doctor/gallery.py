@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 
 SHORT = ("--no-progress", "--threads", "1")
@@ -170,8 +170,9 @@ def config_key(rung: str, flags: list[str]) -> str:
     """A hash of the run's whole configuration as ``ladder.run`` resolves it (preset, flags, defaults) and of the
     package's source: two flag lists that give the same run with the same code share one cache entry."""
     from ladder import run
+    from ladder.specs import options_dict
 
-    cfg = asdict(run.make_config(rung, run.load_rung(rung), [*flags, "--out", "-"]))
+    cfg = options_dict(run.make_config(rung, run.load_rung(rung), [*flags, "--out", "-"]))
     for transient in ("out", "progress", "overwrite"):
         cfg.pop(transient, None)
     text = json.dumps({"rung": rung, "source": source_hash(), **cfg}, sort_keys=True, default=str)

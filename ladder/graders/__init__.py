@@ -117,7 +117,7 @@ EXERCISES = (
     # The agent rung's rollout: a trajectory's two masks, then the multi-turn loop on one cache.
     Exercise("ex22_trajectory_tensors", "trajectory_tensors", "ladder.rungs.agent.rollout", rungs=("agent",)),
     Exercise("ex23_multi_turn", "multi_turn", "ladder.rungs.agent.rollout", rungs=("agent",)),
-    # TRL 1.16's design space: SAPO's soft gate (a row of core.POLICY_TERMS), GDPO's per-reward normalisation.
+    # TRL 1.16's design space: SAPO's soft gate (core.SoftGate's term), GDPO's per-reward normalisation.
     Exercise("ex24_soft_gate", "soft_gated_surrogate", "losses", rungs=GRPO),
     Exercise("ex25_decoupled_advantages", "decoupled_group_relative", "advantages", rungs=GRPO),
 )

@@ -16,7 +16,7 @@ from dataclasses import fields
 import torch
 from torch import Tensor
 
-from ladder.core import Batch, SamplerOptions, UpdateConfig
+from ladder.core import CISPO, Batch, Clipped, SamplerOptions, SoftGate, UpdateConfig
 
 from .cases import JUNK, Case, Mismatch, fmt, lengths_mask, padded, pick, randn, shapes, t
 
@@ -231,7 +231,7 @@ def compute_loss() -> list[Case]:
                    old=False),
         _loss_case("π_old recorded: ρ = exp(logp − old_logp) ≠ 1, clipped at 1 ± 0.2", 2, C()),
         _loss_case("ε_high = 0.28 and two-sided c = 1.5 (ratios between 1.2 and 1.28: clipped only at ε_low)", 6,
-                   C(clip_eps_high=0.28, delta=1.5)),
+                   C(clip_eps_high=0.28, objective=Clipped(delta=1.5))),
         _loss_case("no critic (values None): no value loss", 4, C(), critic=False),
         _loss_case("KL to π_ref: β = 0.1, k3, importance-corrected", 5, C(kl_coef=0.1), ref=True),
         _loss_case("KL to π_ref: k1, not corrected; β = 0 still reports kl_ref", 6,
@@ -240,7 +240,7 @@ def compute_loss() -> list[Case]:
                    ref=True),
         _loss_case("sum_over_constant with N = 20 (Dr. GRPO / DAPO)", 8, C(aggregation="sum_over_constant"), 20.0),
         _loss_case("GSPO: one ratio per row (ratio_level sequence)", 9, C(ratio_level="sequence", clip_eps_low=0.05)),
-        _loss_case("CISPO: −sg(min(ρ, ε_max))·Â·log π", 10, C(objective="cispo", cispo_max_weight=1.2)),
+        _loss_case("CISPO: −sg(min(ρ, ε_max))·Â·log π", 10, C(objective=CISPO(max_weight=1.2))),
         _loss_case("REINFORCE: −Â·log π", 11, C(objective="reinforce"), critic=False),
         _loss_case("whitened advantages, a value clip and an entropy bonus", 12,
                    C(normalize_advantages=True, value_clip=0.2, entropy_coef=0.01)),
@@ -259,7 +259,7 @@ def compute_loss() -> list[Case]:
         # the table's newer rows, and the entropy mask: L_t on the top-q entropy tokens only
         _loss_case("SAPO's soft gate (τ_pos = 1, τ_neg = 2) and the bonus over the top-half entropy tokens "
                    "(entropy_quantile = 0.5, c_H = 0.01)", 18,
-                   C(objective="soft_gate", gate_temp_pos=1.0, gate_temp_neg=2.0, entropy_quantile=0.5,
+                   C(objective=SoftGate(temp_pos=1.0, temp_neg=2.0), entropy_quantile=0.5,
                      entropy_coef=0.01, aggregation="seq_mean_token_mean")),
         _loss_case("VESPO's gamma weight with a sampler's log-probs, token_truncate at C_max = 1.5: w folded into "
                    "φ(w_i), not multiplied again", 19,
@@ -341,7 +341,7 @@ def run_grpo_step(grpo_step, **overrides) -> tuple[dict, torch.nn.Module, torch.
 
     settings = {**grpo.PRESETS["tiny"], "prompts_per_step": 2, "group_size": 4, "steps": 1, "eval_size": 8,
                 "threads": 0, **overrides}
-    cfg = grpo.Config(**settings)
+    cfg = grpo.Config.from_flags(**settings)
     grpo.validate(cfg)
     device = torch.device("cpu")
     seed_everything(cfg.seed)

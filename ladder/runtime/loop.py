@@ -23,13 +23,14 @@ A notebook's lab runs a recipe the same way, held in memory (``in_memory``), one
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
 from ladder.runtime.distributed import Processes
 from ladder.runtime.session import RunSession
+from ladder.specs import options_dict
 
 
 def _nothing(*args) -> None:
@@ -74,7 +75,7 @@ class Recipe:
 def train(cfg, rung: str, build: Callable[[Any, RunSession], Recipe], total: int, unit: str = "update",
           procs: Processes | None = None) -> dict:
     """Open the run directory, ``build`` the recipe inside it, run it to the end; the summary."""
-    with RunSession(cfg, rung, asdict(cfg), total=total, unit=unit, procs=procs) as session:
+    with RunSession(cfg, rung, options_dict(cfg), total=total, unit=unit, procs=procs) as session:
         return run(session, build(cfg, session))
 
 

@@ -35,7 +35,6 @@ import os
 import shlex
 import textwrap
 from contextlib import suppress
-from dataclasses import fields
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
@@ -44,6 +43,7 @@ from ladder.rungs.agent import options as agent_options
 from ladder.rungs.grpo.options import Config
 from ladder.rungs.grpo.rules import validate
 from ladder.runtime.errors import UsageError
+from ladder.specs import option_defaults, option_value, options_dict
 from ladder.tasks import arithmetic, math_problems
 from ladder.trl import map as trl_map
 from ladder.trl.export_helpers import AGENT_HELPERS, HELPERS, TOOL_PARSING
@@ -112,7 +112,7 @@ def _differences(cfg: Config, rungs: tuple[str, ...] = ("grpo",)) -> list[str]:
     lines.append("# Used by this run, and GRPOTrainer has no equivalent:" if active else
                  "# This run uses no ladder option that GRPOTrainer lacks.")
     for row in active:
-        lines += _comment(f"{_flag(row.ladder_option)} = {getattr(cfg, row.ladder_option)!r}: {row.note}", "#   ")
+        lines += _comment(f"{_flag(row.ladder_option)} = {option_value(cfg, row.ladder_option)!r}: {row.note}", "#   ")
     if cfg.ref_sync_every and (cfg.lora or cfg.qlora):
         lines += _comment(f"--ref-sync-every = {cfg.ref_sync_every}: " + trl_map.for_field(
             "GRPOConfig", "sync_ref_model")[0].note, "#   ")
@@ -128,11 +128,11 @@ def _differences(cfg: Config, rungs: tuple[str, ...] = ("grpo",)) -> list[str]:
 
 def _non_default_options(cfg: Config) -> list[str]:
     shown = []
-    for f in fields(cfg):
-        value = getattr(cfg, f.name)
-        if f.name != "export_trl" and value != f.default:
-            shown.append(_flag(f.name) if value is True else f"--no-{f.name.replace('_', '-')}" if value is False
-                         else f"{_flag(f.name)} {value}")
+    defaults = option_defaults(type(cfg))
+    for name, value in options_dict(cfg).items():
+        if name != "export_trl" and value != defaults[name]:
+            shown.append(_flag(name) if value is True else f"--no-{name.replace('_', '-')}" if value is False
+                         else f"{_flag(name)} {value}")
     return shown
 
 

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ladder import core
+from ladder.rungs.grpo import loss_types, reward_scaling
 from ladder.trl.map_design import DESIGN_ROWS
 from ladder.trl.map_ppo import PPO_ROWS, RLOO_ROWS
 from ladder.trl.row import (
@@ -44,7 +46,7 @@ from ladder.trl.row import (
     same,
 )
 
-__all__ = ["CLASSIC", "CLASSIC_PPO_CONFIG_FIELDS", "Mapping", "optimizer_steps", "ROWS", "SCHEDULE", "rows",
+__all__ = ["CLASSIC", "CLASSIC_PPO_CONFIG_FIELDS", "Mapping", "optimizer_steps", "all_rows", "SCHEDULE", "rows",
            "trl_classes", "for_field", "for_option", "ladder_options", "not_in_trl", "trl_values"]
 
 SCHEDULE = ("ladder: each update samples P·G completions and makes μ passes over them, each pass a fresh "
@@ -88,11 +90,7 @@ GRPO_ROWS = (
             same("clip_eps")),
     Mapping(G, "epsilon_high", "grpo", "clip_eps_high", "clipped_surrogate", "ratio clipped above at 1 + ε_high",
             same("clip_eps_high"), lambda cfg: cfg.loss_type != "cispo"),
-    Mapping(G, "epsilon_high", "grpo", "cispo_max_weight", "cispo_loss",
-            "with loss_type cispo TRL's epsilon_high is CISPO's cap ε_max on the detached weight",
-            same("cispo_max_weight"), lambda cfg: cfg.loss_type == "cispo"),
-    Mapping(G, "delta", "grpo", "delta", "clipped_surrogate", "two-sided clipping: ratio capped at c where Â < 0",
-            same("delta")),
+    *loss_types.trl_rows(core.CISPO, core.Clipped),  # the objectives' own flags (loss_types)
     # the fourth policy: π_sampler ≠ π_old (TRL's sampler is vLLM; ladder's, the weights rounded)
     Mapping(G, "use_vllm", "grpo", "sampler_dtype", None, "TRL samples with vLLM (its own engine and kernels); "
             "ladder with the trainer's weights rounded to --sampler-dtype. Not set by the export: add use_vllm=True "
@@ -112,9 +110,8 @@ GRPO_ROWS = (
     Mapping(G, "loss_type", "grpo", "loss_type", "aggregate",
             "grpo | bnpo | dr_grpo | dapo | cispo | sapo | luspo | vespo, the same names (TRL's default is dapo, "
             "ladder's grpo)",
-            same("loss_type")),
-    Mapping(G, "scale_rewards", "grpo", "scale_rewards", "group_relative", "group | batch | none",
-            same("scale_rewards")),
+            same("loss_type"), loss_types.in_trl),
+    *reward_scaling.trl_rows(),  # --scale-rewards, sum_then_normalize's (reward_scaling)
     Mapping(G, "importance_sampling_level", "grpo", "ratio_level", "sequence_log_ratio",
             "token (GRPO) | sequence (GSPO)", same("ratio_level")),
     Mapping(G, "use_bias_correction_kl", "grpo", "kl_correction", "kl_estimate",
@@ -292,38 +289,56 @@ AGENT_ROWS = (
             "is added by both, weight 1, logged under the class's name"),
 )
 
-ROWS = GRPO_ROWS + DESIGN_ROWS + AGENT_ROWS + RLOO_ROWS + PPO_ROWS
+BUILT_IN = (core.CISPO, core.Clipped, core.SoftGate, core.GammaWeighted)  # placed above and in DESIGN_ROWS
+
+
+def all_rows() -> tuple[Mapping, ...]:
+    """Every row: the ones above, and those of any objective registered since (``loss_types``), after the
+    design space's."""
+    added = tuple(spec for spec in loss_types.PARAMS if spec not in BUILT_IN)
+    extra = loss_types.trl_rows(*added) if added else ()
+    if not all(t.in_trl for t in loss_types.LOSS_TYPES.values()):
+        extra += (Mapping(G, NONE, "grpo", "loss_type", None, "a loss type GRPOTrainer does not have: the script "
+                          "leaves GRPOConfig.loss_type at TRL's default",
+                          applies=lambda cfg: not loss_types.in_trl(cfg)),)
+    return GRPO_ROWS + DESIGN_ROWS + extra + AGENT_ROWS + RLOO_ROWS + PPO_ROWS
+
+
+def __getattr__(name: str):
+    if name == "ROWS":  # read when asked: an objective registered after this module loaded has its rows in it
+        return all_rows()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- lookups ---------------------------------------------------------------------------------------
 
 def rows(trl_class: str) -> tuple[Mapping, ...]:
     """The rows of one TRL class (``"GRPOConfig"``, ``"RLOOConfig"``, ``"PPOConfig"``, ``"GRPOTrainer"``, …)."""
-    return tuple(r for r in ROWS if r.trl_class == trl_class)
+    return tuple(r for r in all_rows() if r.trl_class == trl_class)
 
 
 def trl_classes() -> tuple[str, ...]:
-    return tuple(dict.fromkeys(r.trl_class for r in ROWS))
+    return tuple(dict.fromkeys(r.trl_class for r in all_rows()))
 
 
 def for_field(trl_class: str, trl_field: str) -> tuple[Mapping, ...]:
     """The rows of one TRL name (several when it maps several ladder options, or depends on one)."""
-    return tuple(r for r in ROWS if r.trl_class == trl_class and r.trl_field == trl_field)
+    return tuple(r for r in all_rows() if r.trl_class == trl_class and r.trl_field == trl_field)
 
 
 def for_option(option: str, rung: str = "grpo") -> tuple[Mapping, ...]:
     """The rows of one ladder option of ``rung``."""
-    return tuple(r for r in ROWS if r.ladder_rung == rung and r.ladder_option == option)
+    return tuple(r for r in all_rows() if r.ladder_rung == rung and r.ladder_option == option)
 
 
 def ladder_options(rung: str) -> set[str]:
     """Every ladder option the map mentions for ``rung``."""
-    return {r.ladder_option for r in ROWS if r.ladder_rung == rung and r.ladder_option is not None}
+    return {r.ladder_option for r in all_rows() if r.ladder_rung == rung and r.ladder_option is not None}
 
 
 def not_in_trl(rung: str = "grpo") -> tuple[Mapping, ...]:
     """The rows of ladder options with no TRL equivalent."""
-    return tuple(r for r in ROWS if r.ladder_rung == rung and r.trl_field is None)
+    return tuple(r for r in all_rows() if r.ladder_rung == rung and r.trl_field is None)
 
 
 def trl_values(cfg, trl_class: str = "GRPOConfig") -> dict[str, tuple[Any, Mapping]]:

@@ -7,6 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ladder.specs import option_value
+
 
 @dataclass(frozen=True)
 class Mapping:
@@ -41,7 +43,7 @@ CLASSIC = ("PPOConfig", "PPOTrainer")  # rows named after TRL ≤ 0.11, not chec
 
 def same(option: str) -> Callable[[Any], Any]:
     def value(cfg):
-        return getattr(cfg, option)
+        return option_value(cfg, option)
 
     value.__qualname__ = value.__name__ = f"same_{option}"
     return value
@@ -65,10 +67,11 @@ def on_cuda(cfg) -> bool:
 
 
 def reward_weights(cfg) -> list[float]:
+    """TRL's reward_weights: the grpo rung's weighted reward columns, in order (``rollout.column_weights``)."""
     from ladder import rewards
+    from ladder.rungs.grpo.rollout import column_weights
 
-    weights = list(rewards.weights(cfg.reward_funcs, cfg.reward_weights).values())
-    return weights + ([cfg.overlong_penalty] if cfg.overlong_buffer else [])
+    return list(column_weights(rewards.weights(cfg.reward_funcs, cfg.reward_weights), cfg).values())
 
 
 def optim(cfg) -> str:
@@ -83,3 +86,29 @@ def peft(cfg) -> bool:
 def agent(cfg) -> bool:
     """An agent rung's Config (its rows apply to it alone; a grpo Config has no --max-tool-calls)."""
     return hasattr(cfg, "max_tool_calls")
+
+
+# --- the rows of a spec's params (``ladder.specs.Param``), declared with the spec -----------------------------
+
+@dataclass(frozen=True)
+class TRLRow:
+    """A param's TRL name: ``GRPOConfig.{field}`` (None: no TRL equivalent, ``note`` says what to do instead).
+    ``always``: the row gives TRL its value in every run (the param's default when its spec is not the run's)."""
+
+    field: str | None
+    core_function: str | None
+    note: str
+    always: bool = False
+
+
+def param_rows(params, rows: dict, applies: Callable[[Any], bool], rung: str = "grpo",
+               trl_class: str = "GRPOConfig") -> tuple[Mapping, ...]:
+    """The map's rows of ``params`` (flag → ``TRLRow`` in ``rows``; a param without one has none), each applying
+    where ``applies`` (the spec is the run's) unless its row is ``always``."""
+    out = []
+    for p in params:
+        row = rows.get(p.flag)
+        if row is not None:
+            out.append(Mapping(trl_class, row.field, rung, p.flag, row.core_function, row.note,
+                               None if row.field is None else same(p.flag), None if row.always else applies))
+    return tuple(out)

@@ -40,7 +40,7 @@ def algo_table(methods=None) -> str:
         flags = grpo.ALGOS[name]
         low = flags.get("clip_eps", default_eps)
         high = flags.get("clip_eps_high") or low
-        objective = grpo.LOSS_TYPES[flags.get("loss_type", "grpo")][0]
+        objective = grpo.LOSS_TYPES[flags.get("loss_type", "grpo")].objective.name
         clipped = objective == "clipped"
         clip = f"{low:g} / {high:g}" if clipped else f"— ({objective}: no clip of the ratio)"
         ratio = f"{default_eps / high:.3g}×" if clipped else ""
@@ -65,7 +65,8 @@ def loss_weights(lengths: list[list[int]], num_minibatches: int, max_new_tokens:
         raise ValueError(f"every process needs the same number of rows, divisible by M = {M}: {lengths}")
     tokens = sum(map(sum, lengths))
     out = {"tokens": tokens, "lengths": lengths, "num_minibatches": M, "max_new_tokens": max_new_tokens}
-    for loss_type, (_, aggregation) in LOSS_TYPES.items():
+    for loss_type, registered in LOSS_TYPES.items():
+        aggregation = registered.aggregation
         per_process = []
         for rows in lengths:
             mask = (torch.arange(max_new_tokens)[None] < torch.tensor(rows)[:, None]).double()
@@ -83,7 +84,7 @@ def loss_weights(lengths: list[list[int]], num_minibatches: int, max_new_tokens:
 def loss_weights_table(weights: dict) -> str:
     """``loss_weights`` as Markdown: one row per completion, each weight written 1/x (x: what its token's loss is
     divided by)."""
-    from ladder.rungs.grpo.options import LOSS_TYPES
+    from ladder.rungs.grpo.loss_types import LOSS_TYPES
 
     lengths, M = weights["lengths"], weights["num_minibatches"]
     rows = ["| process | minibatch | length | " + " | ".join(LOSS_TYPES) + " |",
@@ -107,7 +108,7 @@ def league_run(method: str, max_completions: int = 192, prompts_per_step: int = 
     out = Path(tempfile.mkdtemp(prefix=f"ladder-league-{method}-"))
     overrides = {"steps": 10**6, "max_completions": max_completions, "prompts_per_step": prompts_per_step,
                  "eval_size": eval_size, "eval_every": eval_every, "print_samples": 0, "seed": seed}
-    cfg = grpo.Config(**{**grpo.PRESETS["tiny"], **grpo.ALGOS[method], **overrides}, out=str(out / "run"),
+    cfg = grpo.Config.from_flags(**{**grpo.PRESETS["tiny"], **grpo.ALGOS[method], **overrides}, out=str(out / "run"),
                       progress=False)
     try:
         with quiet_run():

@@ -35,7 +35,7 @@ def _train(overrides: dict, prefix: str) -> tuple[dict, list[dict]]:
     """(summary, metrics.jsonl records) of ``grpo.train`` on the tiny preset with ``overrides``, in a temporary
     directory that is removed."""
     out = Path(tempfile.mkdtemp(prefix=prefix))
-    cfg = grpo.Config(**{**grpo.PRESETS["tiny"], **overrides}, out=str(out / "run"), progress=False)
+    cfg = grpo.Config.from_flags(**{**grpo.PRESETS["tiny"], **overrides}, out=str(out / "run"), progress=False)
     try:
         with quiet_run():
             summary = grpo.train(cfg)
@@ -76,17 +76,18 @@ def ratio_read(term: str, ratio_level: str) -> str:
 
 
 def bundles_markdown(methods=("grpo", "sapo", "vespo", "gdpo")) -> str:
-    """``grpo.ALGOS`` as Markdown: the flags of each bundle, the policy term (``core.objectives.POLICY_TERMS``), the
-    ratio it reads (``ratio_read``) and the aggregation its loss type picks (``grpo_options.LOSS_TYPES``), and its KL
+    """``grpo.ALGOS`` as Markdown: the flags of each bundle, the policy term (its ``core.objectives`` spec's name), the
+    ratio it reads (``ratio_read``) and the aggregation its loss type picks (``grpo.LOSS_TYPES``), and its KL
     coefficient β."""
-    from ladder.rungs.grpo.options import LOSS_TYPES
+    from ladder.rungs.grpo.loss_types import LOSS_TYPES
 
     fields = grpo.Config.__dataclass_fields__
     rows = ["| method | flags `--algo` sets | policy term | the ratio it reads | aggregation | β |",
             "|---|---|---|---|---|---:|"]
     for name in methods:
         flags = {**{k: fields[k].default for k in ("loss_type", "kl_coef", "ratio_level")}, **grpo.ALGOS[name]}
-        term, aggregation = LOSS_TYPES[flags["loss_type"]]
+        loss_type = LOSS_TYPES[flags["loss_type"]]
+        term, aggregation = loss_type.objective.name, loss_type.aggregation
         listed = ", ".join(f"`{k}={v}`" for k, v in grpo.ALGOS[name].items())
         ratio = ratio_read(term, flags["ratio_level"])
         rows.append(f"| {name} | {listed} | `{term}` | {ratio} | `{aggregation}` | {flags['kl_coef']:g} |")

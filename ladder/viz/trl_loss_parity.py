@@ -24,10 +24,11 @@ from matplotlib.figure import Figure
 from ladder import core
 from ladder.hub import quiet_progress
 from ladder.rungs.grpo import LOSS_TYPES, loss_normaliser
+from ladder.rungs.grpo.loss_types import objective_from_trl
 from ladder.viz._widget import View
 from ladder.viz.cartpole_lab import one_thread
 
-PARITY_LOSS_TYPES = LOSS_TYPES  # the GRPO rung's --loss-type → (objective, aggregation), checked against TRL's
+PARITY_LOSS_TYPES = LOSS_TYPES  # the GRPO rung's --loss-type → its objective and aggregation, checked against TRL's
 
 
 def trl_available() -> bool:
@@ -136,11 +137,10 @@ class ParityBench:
         t.args.epsilon_high = t.epsilon_high = eps_high
         t.args.delta = delta
         t.args.beta = t.beta = beta
-        objective, aggregation = PARITY_LOSS_TYPES[loss_type]
-        return core.UpdateConfig(objective=objective, aggregation=aggregation, ratio_level=level,
-                                 clip_eps_low=self.EPSILON, clip_eps_high=eps_high, delta=delta,
-                                 cispo_max_weight=eps_high, kl_coef=beta, kl_estimator="k3", kl_correction=correction,
-                                 normalize_advantages=False)
+        objective = objective_from_trl(loss_type, {"epsilon_high": eps_high, "delta": delta})
+        return core.UpdateConfig(objective=objective, aggregation=PARITY_LOSS_TYPES[loss_type].aggregation,
+                                 ratio_level=level, clip_eps_low=self.EPSILON, clip_eps_high=eps_high, kl_coef=beta,
+                                 kl_estimator="k3", kl_correction=correction, normalize_advantages=False)
 
     def _grads(self) -> dict:
         return {n: p.grad.detach().clone() for n, p in self.trainer.model.named_parameters() if p.grad is not None}

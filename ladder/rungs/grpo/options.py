@@ -11,6 +11,7 @@ The design space of GRPO-style training, each choice a flag (and a short functio
     ratio          per token (GRPO)  |  per sequence (GSPO)
     policy loss    clipped surrogate (ε_low, ε_high, optional δ)  |  CISPO
     aggregation    grpo | bnpo | dr_grpo | dapo   (core.aggregate's mode; its constant: grpo.loss_normaliser)
+                   --loss-type's objectives, their flags and TRL rows: ladder.rungs.grpo.loss_types
     batch shaping  dynamic sampling, truncated completions masked, soft overlong penalty
 """
 
@@ -22,7 +23,6 @@ import torch
 
 from ladder import core, rewards
 from ladder.cli import (
-    Number,
     OneOf,
     Text,
     at_least,
@@ -37,15 +37,13 @@ from ladder.core.kl import ESTIMATORS
 from ladder.core.off_policy import CORRECTIONS
 from ladder.core.update import RATIO_LEVELS
 from ladder.rungs import lm_options
+from ladder.rungs.grpo import core_settings, loss_types
+from ladder.rungs.grpo import entropy_control as entropy_settings
+from ladder.rungs.grpo import reward_scaling as scaling_settings
+from ladder.rungs.grpo.entropy_control import AdaptiveEntropy
+from ladder.rungs.grpo.reward_scaling import NormalizeThenSum, SumThenNormalize
 from ladder.rungs.lm_options import LMOptions
 from ladder.tasks import math_problems
-
-# --loss-type (TRL's names) → (core objective, core.aggregate mode); the constant of "sum_over_constant"
-# comes from grpo.loss_normaliser.
-LOSS_TYPES = {"grpo": ("clipped", "seq_mean_token_mean"), "bnpo": ("clipped", "token_mean"),
-              "dr_grpo": ("clipped", "sum_over_constant"), "dapo": ("clipped", "sum_over_constant"),
-              "cispo": ("cispo", "sum_over_constant"), "sapo": ("soft_gate", "seq_mean_token_mean"),
-              "luspo": ("clipped", "seq_mean_token_sum"), "vespo": ("gamma_weighted", "sum_over_constant")}
 
 # --algo: the flags each method's paper sets (explicit flags still win; see the README's table). The KL term is
 # not among them: --algo grpo keeps the default β·(π_θ/π_old)·k3 (TRL 1.16's); DeepSeekMath's plain k3 is
@@ -98,35 +96,22 @@ class Config(LMOptions):
     max_grad_norm: float = option(1.0, "gradient-norm clip", positive())
     advantage: str = option("group", "group: Â_i = (r_i − mean_group) / scale (GRPO); rloo: Â_i = r_i − mean of "
                                      "the other G − 1 rewards (leave-one-out)", choices=("group", "rloo"))
-    scale_rewards: str = option("group", "advantage scale: group std | batch std | none (rloo: none | batch, "
-                                         "which whitens Â over the batch)", choices=("group", "batch", "none"))
+    reward_scaling: SumThenNormalize | NormalizeThenSum | None = option(
+        None, "--multi-objective-aggregation's spec (None: its defaults); its flags are the spec's fields "
+              "(reward_scaling)", spec=scaling_settings.OPTION)
     ratio_level: str = option("token", "importance ratio per token (GRPO) or per sequence (GSPO: the geometric "
                                        "mean of the token ratios; use ε ≈ 3e-4/4e-4, as --algo gspo does)",
                               choices=RATIO_LEVELS)
-    loss_type: str = option("grpo", "policy loss and aggregation: grpo (per-sequence mean) | bnpo (token mean) | "
-                                    "dr_grpo (÷ P·G·max-new-tokens) | dapo (÷ active tokens) | cispo (clipped "
-                                    "detached weight × log π, ÷ active tokens) | sapo (a soft sigmoid gate in place "
-                                    "of the clip, per-sequence mean) | luspo (clipped, each sequence's sum: with "
-                                    "--ratio-level sequence, GSPO without its length bias) | vespo (a smooth gamma "
-                                    "weight of the sequence ratio × log π, ÷ active tokens)", choices=tuple(LOSS_TYPES))
+    loss_type: str = option("grpo", loss_types.loss_type_help, choices=loss_types.LOSS_TYPES)
     clip_eps: float = option(0.2, "ε: the ratio is clipped below at 1 − ε (and above at 1 + --clip-eps-high); "
                                   "PPO's ε, TRL's epsilon", interval(0, 1, open_low=True, open_high=True),
                              aliases=("--clip-eps-low",))
     clip_eps_high: float | None = option(None, "ε_high: the ratio clipped above at 1 + ε_high (default: --clip-eps; "
                                                "0.28 is DAPO's clip-higher; TRL's epsilon_high)",
                                          interval(0, 1, open_low=True, open_high=True))
-    delta: float | None = option(None, "δ > 1 + ε_high: two-sided clipping also caps the ratio at δ where Â < 0 "
-                                       "(INTELLECT-2; None: off)", Number(float, low=1.0, open_low=True))
-    cispo_max_weight: float = option(5.0, "ε_max: CISPO's cap on the detached importance weight (ScaleRL: 5)",
-                                     positive())
-    sapo_temperature_pos: float = option(1.0, "τ_pos of sapo's gate −(4/τ)·σ(τ(ρ − 1))·Â where Â > 0: larger fades "
-                                              "the gradient sooner as ρ leaves 1 (TRL's name)", positive())
-    sapo_temperature_neg: float = option(1.05, "τ_neg of sapo's gate where Â ≤ 0 (TRL's name)", positive())
-    vespo_k_pos: float = option(2.0, "k of vespo's weight φ(ρ_seq) = e^λ·ρ_seq^k·e^(−λ·ρ_seq) where Â ≥ 0: "
-                                     "larger damps ρ_seq < 1 more (TRL's name)", non_negative())
-    vespo_lambda_pos: float = option(3.0, "λ of φ where Â ≥ 0: larger damps ρ_seq > 1 more (TRL's name)", positive())
-    vespo_k_neg: float = option(3.0, "k of φ where Â < 0 (TRL's name)", non_negative())
-    vespo_lambda_neg: float = option(2.0, "λ of φ where Â < 0 (TRL's name)", positive())
+    objective: core.Objective | None = option(None, "the --loss-type's objective with its parameters (None: their "
+                                                    "defaults); its flags are the spec's fields (loss_types)",
+                                              spec=loss_types.objective_option())
     top_entropy_quantile: float = option(1.0, "q: only the share q of tokens with the highest entropy take part in "
                                               "the policy term (\"Beyond the 80/20 rule\": 0.2; 1: all; 0: the "
                                               "highest-entropy token and its ties)",
@@ -138,11 +123,9 @@ class Config(LMOptions):
                                            "first step (nothing measured yet); the entropy of the tokens the policy "
                                            "term keeps, logged as entropy/controlled (Skywork-OR1; TRL's "
                                            "use_adaptive_entropy)")
-    entropy_target: float = option(0.2, "the entropy (nats per token, over the tokens the policy term keeps) "
-                                        "--adaptive-entropy holds the policy above", non_negative())
-    entropy_coef_min: float = option(0.0, "the lowest c_H --adaptive-entropy moves to", non_negative())
-    entropy_coef_max: float = option(1.0, "the highest c_H --adaptive-entropy moves to", non_negative())
-    entropy_coef_delta: float = option(0.005, "Δ: --adaptive-entropy's step of c_H", non_negative())
+    entropy_control: AdaptiveEntropy | None = option(None, "--adaptive-entropy's settings (None: their defaults); its "
+                                                           "flags are the spec's fields (entropy_control)",
+                                                     spec=entropy_settings.OPTION)
     kl_coef: float = option(0.04, "β of the KL to π_ref (0: no reference computed at all)", non_negative())
     kl_in: str = option("loss", "where the KL to π_ref goes: loss (β·KL per token in the loss) or reward "
                                 "(r_i − β·Σ_t KL_t on π_old's log-probs, before the advantages; RLOO's choice)",
@@ -203,7 +186,7 @@ class Config(LMOptions):
                                               "sum_then_normalize (Â from Σ_f w_f·r_f) or normalize_then_sum (GDPO: "
                                               "each r_f normalised within its group, then Σ_f w_f·ř_f whitened over "
                                               "the batch; --scale-rewards does not apply)",
-                                              choices=("sum_then_normalize", "normalize_then_sum"))
+                                              choices=scaling_settings.AGGREGATIONS)
     reward_timeout: float = option(rewards.TIME_LIMIT_S, "the seconds each call of a reward function (on a whole "
                                                          "batch) may take before the run stops with one line "
                                                          "naming it", interval(0, 86400, open_low=True))
@@ -255,40 +238,6 @@ def optimizer_name(cfg: Config, device_type: str) -> str:
     return "paged_adamw_8bit" if cfg.qlora and device_type == "cuda" else "adamw"
 
 
-def eps_high(cfg: Config) -> float:
-    """ε_high: ``--clip-eps-high``, or ``--clip-eps`` when it is not given (symmetric clipping, as TRL)."""
-    return cfg.clip_eps if cfg.clip_eps_high is None else cfg.clip_eps_high
-
-
-def update_config(cfg: Config) -> core.UpdateConfig:
-    """GRPO's ``core.update``: the policy loss and aggregation of ``--loss-type``, the ratio level,
-    and β·KL(π_θ‖π_ref) in the loss (only with ``--kl-in loss``)."""
-    objective, aggregation = LOSS_TYPES[cfg.loss_type]
-    return core.UpdateConfig(
-        mu=cfg.mu, num_minibatches=cfg.num_minibatches, objective=objective, ratio_level=cfg.ratio_level,
-        clip_eps_low=cfg.clip_eps, clip_eps_high=eps_high(cfg), delta=cfg.delta,
-        cispo_max_weight=cfg.cispo_max_weight, aggregation=aggregation, gate_temp_pos=cfg.sapo_temperature_pos,
-        gate_temp_neg=cfg.sapo_temperature_neg, gamma_k_pos=cfg.vespo_k_pos, gamma_lambda_pos=cfg.vespo_lambda_pos,
-        gamma_k_neg=cfg.vespo_k_neg, gamma_lambda_neg=cfg.vespo_lambda_neg, entropy_coef=cfg.entropy_coef,
-        entropy_quantile=cfg.top_entropy_quantile,
-        kl_coef=cfg.kl_coef if cfg.kl_in == "loss" else 0.0, kl_estimator=cfg.kl_estimator,
-        kl_correction=cfg.kl_correction != "off", max_grad_norm=cfg.max_grad_norm,
-        sampler=core.SamplerOptions(cfg.sampler_correction, cfg.sampler_clip_min, cfg.sampler_clip_max,
-                                    cfg.off_policy_mask))
-
-
-def records_sampler_logp(cfg: Config) -> bool:
-    """Whether sampling records π_sampler's log-probs: a sampler of its own dtype, a lagging π_rollout, or a
-    correction asked for (with --sampler-dtype same it then weighs the sampling kernels' small mismatch)."""
-    return cfg.sampler_dtype != "same" or cfg.sampler_correction != "none" or cfg.max_staleness > 0
-
-
-def kl_correction_used(cfg: Config) -> str | None:
-    """--kl-correction as ``update_config`` reads it: on unless off; None with --kl-in reward (no KL term in
-    the loss to correct)."""
-    return None if cfg.kl_in == "reward" else "off" if cfg.kl_correction == "off" else "on"
-
-
 def _device_type(cfg: Config) -> str:
     return torch.device(cfg.device).type
 
@@ -299,8 +248,8 @@ RESOLVED = {
     "dequantize_once": lambda cfg: dequantize_once(cfg, _device_type(cfg)),
     "release_memory": lambda cfg: release_memory(cfg, _device_type(cfg)),
     "optim": lambda cfg: optimizer_name(cfg, _device_type(cfg)),
-    "clip_eps_high": eps_high,
-    "kl_correction": kl_correction_used,
+    "clip_eps_high": core_settings.eps_high,
+    "kl_correction": core_settings.kl_correction,
     "system_prompt": lambda cfg: math_problems.system_prompt(cfg.task, cfg.system_prompt),
     "reward_weights": lambda cfg: ",".join(f"{w:g}" for w in reward_weights(cfg).values()),
 }

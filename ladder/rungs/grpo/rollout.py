@@ -125,15 +125,22 @@ def with_overlong_penalty(rewards: Tensor, per_function: dict, lengths: Tensor, 
     if not cfg.overlong_buffer:
         return rewards, per_function
     buffer = round(cfg.overlong_buffer * cfg.max_new_tokens)
-    weighted = overlong_penalty(lengths, cfg.max_new_tokens, buffer, cfg.overlong_penalty)  # p · R(L_i)
+    p = column_weights({}, cfg)[OVERLONG]
+    weighted = overlong_penalty(lengths, cfg.max_new_tokens, buffer, p)                     # p · R(L_i)
     return rewards + weighted, {**per_function, OVERLONG: overlong_penalty(lengths, cfg.max_new_tokens, buffer)}
+
+
+def column_weights(reward_weights: dict[str, float], cfg) -> dict[str, float]:
+    """Name → w_f of every weighted reward column, the one place a weight is decided: --reward-weights' for the
+    reward functions (``reward_weights``), then --overlong-penalty p for the overlong column with --overlong-buffer
+    (TRL's ``reward_weights``, in this order)."""
+    return {**reward_weights, **({OVERLONG: cfg.overlong_penalty} if cfg.overlong_buffer else {})}
 
 
 def reward_column_weights(names: list[str], reward_weights: dict[str, float], cfg) -> Tensor:
     """[F]: the weight w_f of each reward column of a rollout (``per_function``'s names), so that Σ_f w_f · f_i is
-    r_i: --reward-weights' for the reward functions, --overlong-penalty p for the overlong penalty, 1 for any
-    other column (an environment's own reward)."""
-    weights = {**reward_weights, **({OVERLONG: cfg.overlong_penalty} if cfg.overlong_buffer else {})}
+    r_i: ``column_weights``', and 1 for any other column (an environment's own reward)."""
+    weights = column_weights(reward_weights, cfg)
     return torch.tensor([float(weights.get(name, 1.0)) for name in names])
 
 

@@ -27,16 +27,17 @@ from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, lm_batch
 from ladder.policies.low_precision import check_sampler_dtype
+from ladder.rungs.grpo import entropy_control as entropy_settings
 from ladder.rungs.grpo import options as grpo_options
+from ladder.rungs.grpo import reward_scaling
+from ladder.rungs.grpo.core_settings import kl_coef_in_reward, records_sampler_logp, update_config
+from ladder.rungs.grpo.loss_types import LOSS_TYPES
 from ladder.rungs.grpo.options import (
     ALGOS,
-    LOSS_TYPES,
     PRESETS,
     RESOLVED,
     Config,
-    records_sampler_logp,
     reward_weights,
-    update_config,
 )
 from ladder.rungs.grpo.record import CutOffWatch, Laps, batch_statistics, completion_rows, step_record, summarize
 from ladder.rungs.grpo.rollout import Rollout, dynamic_sample, reward_column_weights, sample
@@ -100,8 +101,8 @@ def sample_groups(step: Step, sample_share: Callable[[Step, list[dict]], Rollout
 def group_advantages(rewards: torch.Tensor, cfg: Config) -> torch.Tensor:
     """Â of every completion of the whole batch ``[P·G]`` (all processes), from whole groups."""
     if cfg.advantage == "rloo":
-        return core.leave_one_out(rewards, cfg.group_size, cfg.scale_rewards)
-    return core.group_relative(rewards, cfg.group_size, cfg.scale_rewards)
+        return core.leave_one_out(rewards, cfg.group_size, reward_scaling.scale(cfg))
+    return core.group_relative(rewards, cfg.group_size, reward_scaling.scale(cfg))
 
 
 def batch_advantages(step: Step, rollout: Rollout, rewards: torch.Tensor) -> torch.Tensor:
@@ -146,7 +147,7 @@ class Step:
     reward_funcs: dict[str, Callable]
     reward_weights: dict[str, float]
     procs: Processes
-    records_sampler_logp: bool = False  # sampling keeps π_sampler's own log-probs (``options.records_sampler_logp``)
+    records_sampler_logp: bool = False  # sampling keeps π_sampler's own log-probs (core_settings)
     prompt: Callable[[object, dict, str], str] = math_problems.prompt  # (tokenizer, problem, system prompt) → text
     skipped_steps: Callable[[list[dict], int], float] = summed_skipped_steps
     rollout: Callable[[Step], tuple[Rollout, int, int]] = sample_groups          # (rollout, rounds, sampled here)
@@ -164,7 +165,7 @@ def build(cfg: Config, *, policy: CausalLMPolicy, optimizer: torch.optim.Optimiz
     """The Step that ``train``, exercise 20's harness and the notebooks' labs run ``grpo_step`` on. What
     is left out is the rung's own: the trainer ``procs.wrap(policy)`` (the policy itself in one process),
     ``update_config(cfg)``, the ``--reward-funcs`` loaded and weighed by ``reward_weights(cfg)``, and
-    ``entropy_controller(cfg, procs)``."""
+    ``entropy_settings.controller(cfg, procs)`` (``ladder.rungs.grpo.entropy_control``)."""
     return Step(cfg=cfg, policy=policy, trainer=procs.wrap(policy) if trainer is None else trainer,
                 tokenizer=tokenizer, optimizer=optimizer,
                 update_cfg=update_config(cfg) if update_cfg is None else update_cfg, stream=stream,
@@ -173,7 +174,7 @@ def build(cfg: Config, *, policy: CausalLMPolicy, optimizer: torch.optim.Optimiz
                 reward_weights=reward_weights(cfg), procs=procs, records_sampler_logp=records_sampler_logp(cfg),
                 prompt=prompt, skipped_steps=skipped_steps, rollout=rollout,
                 advantages=advantages, credit=credit,
-                entropy_control=entropy_controller(cfg, procs) if entropy_control is None else entropy_control)
+                entropy_control=entropy_settings.controller(cfg, procs) if entropy_control is None else entropy_control)
 
 
 def learning_rate(cfg: Config, update: int) -> float:
@@ -195,15 +196,18 @@ def loss_normaliser(loss_type: str, rows: int, max_new_tokens: int, active_token
     """The constant N that ``core.aggregate`` divides the summed loss by ("sum_over_constant") for this
     process's whole batch of ``rows`` completions; ``core.update`` gives each minibatch its share.
 
-        dr_grpo               N = rows · L_max     the generation budget (Dr. GRPO), L_max = --max-new-tokens
-        dapo, cispo, vespo    N = active_tokens    the real tokens of the whole batch, summed over the P
-                                                   processes ÷ P (DAPO's token-level normaliser)
+        dr_grpo               N = rows · L_max     "budget": the generation budget (Dr. GRPO), L_max =
+                                                   --max-new-tokens
+        dapo, cispo, vespo    N = active_tokens    "tokens": the real tokens of the whole batch, summed over the
+                                                   P processes ÷ P (DAPO's token-level normaliser)
         grpo, bnpo, sapo,     None                 they average: no constant
         luspo
+    (each loss type's constant is registered with it: ``loss_types.LossType.constant``)
     """
-    if LOSS_TYPES[loss_type][1] != "sum_over_constant":
+    constant = LOSS_TYPES[loss_type].constant
+    if constant is None:
         return None
-    if loss_type == "dr_grpo":
+    if constant == "budget":
         return float(rows * max_new_tokens)
     return active_tokens
 
@@ -224,9 +228,10 @@ def grpo_step(step: Step) -> tuple[dict, Rollout, torch.Tensor]:
                       step.tokenizer.pad_token_id, completion_attention_mask=rollout.attention_mask)
     ref_logp = policy.ref_logp(inputs) if cfg.kl_coef > 0 else None
     old_logp, rewards = None, rollout.rewards                                   # this process's [n], CPU
-    if cfg.kl_in == "reward" and cfg.kl_coef > 0:
+    beta_in_reward = kl_coef_in_reward(cfg)                                     # --kl-in reward's β, else 0
+    if beta_in_reward > 0:
         old_logp = policy.old_logp_and_values(inputs)[0].float()                # π_old, used by the update too
-        rewards, _ = core.kl_in_reward(rewards, old_logp.cpu(), ref_logp.cpu(), rollout.mask.cpu(), cfg.kl_coef,
+        rewards, _ = core.kl_in_reward(rewards, old_logp.cpu(), ref_logp.cpu(), rollout.mask.cpu(), beta_in_reward,
                                        cfg.kl_estimator)
     advantages = batch_advantages(step, rollout, rewards)
     loss_mask = rollout.mask * (~rollout.truncated).to(rollout.mask.device)[:, None] if cfg.mask_truncated \
@@ -273,14 +278,6 @@ def checkpoint_parts(step: Step, rollout: LaggingRollout | Callable) -> dict:
             **({"reference": ReferenceWeights(step.policy)} if cfg.ref_sync_every else {}),
             **({"rollout_lag": rollout} if cfg.max_staleness else {}),
             **({"entropy_coef": step.entropy_control} if step.entropy_control is not None else {})}
-
-
-def entropy_controller(cfg: Config, procs: Processes) -> core.AdaptiveEntropyCoef | None:
-    """--adaptive-entropy's controller of c_H, reading the entropy of every process (None without the flag)."""
-    if not cfg.adaptive_entropy:
-        return None
-    return core.AdaptiveEntropyCoef(cfg.entropy_coef, cfg.entropy_target, cfg.entropy_coef_min, cfg.entropy_coef_max,
-                                    cfg.entropy_coef_delta, reduce=lambda x: procs.gather(x[None]).sum(0))
 
 
 def held_out_accuracy(step: Step, held_out: list[dict]) -> float:

@@ -1,0 +1,60 @@
+"""What grpo's options mean to ``ladder.core``: each translation made here, once.
+
+    update_config(cfg)        the ``core.UpdateConfig`` of every update: μ, M, the objective and aggregation of
+                              ``--loss-type`` (``loss_types``), the ratio level and ε, the entropy terms, β·KL in the
+                              loss, the sampler's correction
+    kl_coef_in_loss(cfg)      β of the KL to π_ref where ``--kl-in`` puts it: in the loss (per token) …
+    kl_coef_in_reward(cfg)    … or in the reward (r_i − β·Σ_t KL_t on π_old, before the advantages); 0 elsewhere
+    kl_correction(cfg)        the KL term's importance weight π_θ/π_old: on unless --kl-correction off; None with
+                              no KL term in the loss to weigh
+    sampler_options(cfg)      π_old/π_sampler: the correction, its bounds and the off-policy mask
+    records_sampler_logp(cfg) whether sampling keeps π_sampler's own log-probs
+"""
+
+from __future__ import annotations
+
+from ladder import core
+from ladder.rungs.grpo import loss_types
+
+
+def eps_high(cfg) -> float:
+    """ε_high: ``--clip-eps-high``, or ``--clip-eps`` when it is not given (symmetric clipping, as TRL)."""
+    return cfg.clip_eps if cfg.clip_eps_high is None else cfg.clip_eps_high
+
+
+def kl_coef_in_loss(cfg) -> float:
+    """β of β·KL(π_θ‖π_ref) per token in the loss: --kl-coef with --kl-in loss, else 0."""
+    return cfg.kl_coef if cfg.kl_in == "loss" else 0.0
+
+
+def kl_coef_in_reward(cfg) -> float:
+    """β of r_i − β·Σ_t KL_t (on π_old's log-probs, before the advantages): --kl-coef with --kl-in reward, else 0."""
+    return cfg.kl_coef if cfg.kl_in == "reward" else 0.0
+
+
+def kl_correction(cfg) -> str | None:
+    """--kl-correction as the update reads it: on unless off; None with --kl-in reward (no KL term in the loss to
+    correct)."""
+    return None if cfg.kl_in == "reward" else "off" if cfg.kl_correction == "off" else "on"
+
+
+def sampler_options(cfg) -> core.SamplerOptions:
+    """π_old/π_sampler in the policy term: --sampler-correction, --sampler-clip-min/-max, --off-policy-mask."""
+    return core.SamplerOptions(cfg.sampler_correction, cfg.sampler_clip_min, cfg.sampler_clip_max, cfg.off_policy_mask)
+
+
+def records_sampler_logp(cfg) -> bool:
+    """Whether sampling records π_sampler's log-probs: a sampler of its own dtype, a lagging π_rollout, or a
+    correction asked for (with --sampler-dtype same it then weighs the sampling kernels' small mismatch)."""
+    return cfg.sampler_dtype != "same" or cfg.sampler_correction != "none" or cfg.max_staleness > 0
+
+
+def update_config(cfg) -> core.UpdateConfig:
+    """GRPO's ``core.update``: the objective spec and aggregation of ``--loss-type``, the ratio level, ε, the
+    entropy terms, β·KL(π_θ‖π_ref) in the loss (``kl_coef_in_loss``) and the sampler's correction."""
+    return core.UpdateConfig(
+        mu=cfg.mu, num_minibatches=cfg.num_minibatches, objective=loss_types.objective(cfg),
+        ratio_level=cfg.ratio_level, clip_eps_low=cfg.clip_eps, clip_eps_high=eps_high(cfg),
+        aggregation=loss_types.aggregation(cfg), entropy_coef=cfg.entropy_coef,
+        entropy_quantile=cfg.top_entropy_quantile, kl_coef=kl_coef_in_loss(cfg), kl_estimator=cfg.kl_estimator,
+        kl_correction=kl_correction(cfg) != "off", max_grad_norm=cfg.max_grad_norm, sampler=sampler_options(cfg))

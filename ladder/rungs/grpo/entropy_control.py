@@ -1,0 +1,72 @@
+"""``--adaptive-entropy``: Skywork-OR1's controller of the entropy bonus's c_H, a spec with its flags and TRL rows.
+
+    AdaptiveEntropy(target, coef_min, coef_max, delta)     after every optimiser step c_H moves by +Δ while the
+                                                           entropy of the kept tokens is at or below the target,
+                                                           −Δ above it, within [c_min, c_max] (core.AdaptiveEntropyCoef)
+
+``Config.entropy_control`` holds it: picked by ``--adaptive-entropy``, none without it (its four flags are then
+refused), built from ``--entropy-target``, ``--entropy-coef-min``, ``--entropy-coef-max``, ``--entropy-coef-delta``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ladder import core
+from ladder.cli import non_negative
+from ladder.runtime.distributed import Processes
+from ladder.specs import ChosenSpec, Param
+from ladder.trl.row import TRLRow, param_rows
+
+
+@dataclass(frozen=True)
+class AdaptiveEntropy:
+    """The controller's settings; the starting c_H is --entropy-coef."""
+
+    target: float = 0.2        # H_target, nats per token over the tokens the policy term keeps
+    coef_min: float = 0.0      # c_min
+    coef_max: float = 1.0      # c_max
+    delta: float = 0.005       # Δ
+
+    def controller(self, coef: float, procs: Processes) -> core.AdaptiveEntropyCoef:
+        """The controller, starting at c_H = ``coef``, reading the entropy of every process."""
+        return core.AdaptiveEntropyCoef(coef, self.target, self.coef_min, self.coef_max, self.delta,
+                                        reduce=lambda x: procs.gather(x[None]).sum(0))
+
+
+PARAMS = (
+    Param("entropy_target", AdaptiveEntropy, "target", "the entropy (nats per token, over the tokens the policy term "
+          "keeps) --adaptive-entropy holds the policy above", non_negative()),
+    Param("entropy_coef_min", AdaptiveEntropy, "coef_min", "the lowest c_H --adaptive-entropy moves to",
+          non_negative()),
+    Param("entropy_coef_max", AdaptiveEntropy, "coef_max", "the highest c_H --adaptive-entropy moves to",
+          non_negative()),
+    Param("entropy_coef_delta", AdaptiveEntropy, "delta", "Δ: --adaptive-entropy's step of c_H", non_negative()),
+)
+TRL = {"entropy_target": TRLRow("entropy_target", "AdaptiveEntropyCoef", "H_target"),
+       "entropy_coef_min": TRLRow("entropy_coef_min", "AdaptiveEntropyCoef", "c_min"),
+       "entropy_coef_max": TRLRow("entropy_coef_max", "AdaptiveEntropyCoef", "c_max"),
+       "entropy_coef_delta": TRLRow("entropy_coef_delta", "AdaptiveEntropyCoef", "Δ")}
+
+
+def _pick(adaptive: bool):
+    return AdaptiveEntropy if adaptive else None
+
+
+OPTION = ChosenSpec("entropy_control", "adaptive_entropy", _pick, lambda: {AdaptiveEntropy: PARAMS},
+                    lambda cls: "--adaptive-entropy")
+
+
+def settings(cfg) -> AdaptiveEntropy | None:
+    """This run's controller settings (None without --adaptive-entropy)."""
+    return OPTION.resolve(cfg)
+
+
+def controller(cfg, procs: Processes) -> core.AdaptiveEntropyCoef | None:
+    """--adaptive-entropy's controller of c_H, starting at --entropy-coef (None without the flag)."""
+    spec = settings(cfg)
+    return None if spec is None else spec.controller(cfg.entropy_coef, procs)
+
+
+def trl_rows() -> tuple:
+    return param_rows(PARAMS, TRL, lambda cfg: cfg.adaptive_entropy)

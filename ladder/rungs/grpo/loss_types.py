@@ -1,0 +1,176 @@
+"""``--loss-type``: the objectives grpo trains with, each registered once with its flags and its TRL rows.
+
+    register_objective(spec, params, trl)     a ``ladder.core`` objective spec (its parameters are its fields),
+                                              a flag per field (``Param``) and the TRL rows of those flags
+    register_loss_type(name, spec, aggregation, help)
+                                              a ``--loss-type`` value (TRL's name): the objective and the mode of
+                                              ``core.aggregate``
+
+From these come, with nothing declared twice: the choices and help of ``--loss-type``, the objective's flags
+(``--delta``, ``--cispo-max-weight``, ``--sapo-temperature-pos``, …: their defaults are the spec's), the refusal of
+a flag the chosen objective does not read, the spec ``Config.objective`` holds (``objective(cfg)``) and the rows
+``ladder.trl.map`` and ``--export-trl`` read. A new objective is one module that registers a spec and a loss type
+(``tests/test_toy_objective.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ladder import core
+from ladder.cli import Number, non_negative, positive
+from ladder.specs import ChosenSpec, Param
+from ladder.trl.row import TRLRow, param_rows
+
+
+@dataclass(frozen=True)
+class LossType:
+    """``--loss-type NAME``: the objective's spec class, the aggregation (``core.aggregate``'s mode) and, for
+    "sum_over_constant", its constant (``grpo.loss_normaliser``): "budget" (rows · L_max) or "tokens" (the real
+    tokens). ``in_trl``: TRL's ``GRPOConfig.loss_type`` has the same name."""
+
+    name: str
+    objective: type
+    aggregation: str
+    help: str
+    constant: str | None = None
+    in_trl: bool = True
+
+
+LOSS_TYPES: dict[str, LossType] = {}
+PARAMS: dict[type, tuple[Param, ...]] = {}   # objective spec → its flags
+TRL: dict[type, dict[str, TRLRow]] = {}      # objective spec → flag → its TRL row
+REFUSALS: dict[type, str] = {}               # objective spec → the line that refuses its flags without it
+
+
+def register_objective(spec: type, params: tuple[Param, ...] = (), trl: dict[str, TRLRow] | None = None,
+                       refusal: str | None = None) -> type:
+    """An objective's flags (``Param(flag, spec, field, help, domain)``), its TRL rows, and the line that refuses
+    its flags when another objective is chosen (``{flags}``, ``{loss_type}``; default: "... no effect without")."""
+    assert all(p.spec is spec for p in params), "a param sets a field of the spec it is registered with"
+    PARAMS[spec] = tuple(params)
+    TRL[spec] = dict(trl or {})
+    if refusal is not None:
+        REFUSALS[spec] = refusal
+    return spec
+
+
+def register_loss_type(name: str, objective: type, aggregation: str, help: str, constant: str | None = None,
+                       in_trl: bool = True) -> LossType:
+    if (aggregation == "sum_over_constant") != (constant in ("budget", "tokens")):
+        raise ValueError(f"loss type {name}: sum_over_constant takes a constant, budget or tokens; no other "
+                         f"aggregation does (got {aggregation}, {constant})")
+    LOSS_TYPES[name] = LossType(name, objective, aggregation, help, constant, in_trl)
+    PARAMS.setdefault(objective, ())
+    TRL.setdefault(objective, {})
+    return LOSS_TYPES[name]
+
+
+def loss_type_help() -> str:
+    """``--loss-type``'s help: every registered name with what it computes."""
+    return "policy loss and aggregation: " + " | ".join(f"{t.name} ({t.help})" for t in LOSS_TYPES.values())
+
+
+def objective(cfg):
+    """The objective spec this run trains with: ``cfg.objective``, or the loss type's spec at its defaults."""
+    return objective_option().resolve(cfg)
+
+
+def aggregation(cfg) -> str:
+    return LOSS_TYPES[cfg.loss_type].aggregation
+
+
+def _loss_types_of(spec: type) -> str:
+    return " | ".join(t.name for t in LOSS_TYPES.values() if t.objective is spec)
+
+
+def _pick(loss_type):
+    return LOSS_TYPES[loss_type].objective if loss_type in LOSS_TYPES else None
+
+
+def _needs(spec: type) -> str:
+    return f"--loss-type {_loss_types_of(spec)}"
+
+
+def objective_option() -> ChosenSpec:
+    """``Config.objective``: the spec of the chosen ``--loss-type``, built from its flags (``ladder.specs``)."""
+    return ChosenSpec("objective", "loss_type", _pick, lambda: PARAMS, _needs,
+                      lambda: {spec: line.replace("{loss_type}", "{value}") for spec, line in REFUSALS.items()})
+
+
+def objective_from_trl(loss_type: str, values: dict):
+    """The objective spec of ``--loss-type`` that TRL's ``GRPOConfig`` values give: its TRL rows read backwards
+    (``{"epsilon_high": 3.0}`` with cispo: ``CISPO(max_weight=3.0)``; a None where the param has a default: the
+    default)."""
+    spec = LOSS_TYPES[loss_type].objective
+    kwargs = {}
+    for p in PARAMS[spec]:
+        row = TRL[spec].get(p.flag)
+        if row is not None and row.field in values and (values[row.field] is not None or p.default is None):
+            kwargs[p.name] = values[row.field]
+    return spec(**kwargs)
+
+
+def in_trl(cfg) -> bool:
+    """Whether TRL's GRPOConfig has this run's --loss-type."""
+    return cfg.loss_type in LOSS_TYPES and LOSS_TYPES[cfg.loss_type].in_trl
+
+
+def trl_rows(*specs: type) -> tuple:
+    """The ``ladder.trl.map`` rows of these objectives' flags (every registered objective's when none is named)."""
+    return tuple(row for spec in specs or tuple(PARAMS) for row in param_rows(PARAMS[spec], TRL[spec], _chosen(spec)))
+
+
+def _chosen(spec: type):
+    def applies(cfg) -> bool:
+        return _pick(cfg.loss_type) is spec
+
+    return applies
+
+
+# --- the built-in objectives and loss types -------------------------------------------------------------------------
+
+register_objective(core.Clipped, (
+    Param("delta", core.Clipped, "delta", "δ > 1 + ε_high: two-sided clipping also caps the ratio at δ where Â < 0 "
+          "(INTELLECT-2; None: off)", Number(float, low=1.0, open_low=True)),),
+    trl={"delta": TRLRow("delta", "clipped_surrogate", "two-sided clipping: ratio capped at c where Â < 0",
+                         always=True)},
+    refusal="{flags} caps the clipped surrogate's ratio; --loss-type {loss_type} has no clip")
+register_objective(core.CISPO, (
+    Param("cispo_max_weight", core.CISPO, "max_weight", "ε_max: CISPO's cap on the detached importance weight "
+          "(ScaleRL: 5)", positive()),),
+    trl={"cispo_max_weight": TRLRow("epsilon_high", "cispo_loss", "with loss_type cispo TRL's epsilon_high is "
+                                    "CISPO's cap ε_max on the detached weight")})
+register_objective(core.SoftGate, (
+    Param("sapo_temperature_pos", core.SoftGate, "temp_pos", "τ_pos of sapo's gate −(4/τ)·σ(τ(ρ − 1))·Â where "
+          "Â > 0: larger fades the gradient sooner as ρ leaves 1 (TRL's name)", positive()),
+    Param("sapo_temperature_neg", core.SoftGate, "temp_neg", "τ_neg of sapo's gate where Â ≤ 0 (TRL's name)",
+          positive())),
+    trl={"sapo_temperature_pos": TRLRow("sapo_temperature_pos", "soft_gated_surrogate",
+                                        "τ_pos of the soft gate −(4/τ)·σ(τ(ρ − 1))·Â where Â > 0"),
+         "sapo_temperature_neg": TRLRow("sapo_temperature_neg", "soft_gated_surrogate",
+                                        "τ_neg of the soft gate where Â ≤ 0")})
+register_objective(core.GammaWeighted, (
+    Param("vespo_k_pos", core.GammaWeighted, "k_pos", "k of vespo's weight φ(ρ_seq) = e^λ·ρ_seq^k·e^(−λ·ρ_seq) "
+          "where Â ≥ 0: larger damps ρ_seq < 1 more (TRL's name)", non_negative()),
+    Param("vespo_lambda_pos", core.GammaWeighted, "lambda_pos", "λ of φ where Â ≥ 0: larger damps ρ_seq > 1 more "
+          "(TRL's name)", positive()),
+    Param("vespo_k_neg", core.GammaWeighted, "k_neg", "k of φ where Â < 0 (TRL's name)", non_negative()),
+    Param("vespo_lambda_neg", core.GammaWeighted, "lambda_neg", "λ of φ where Â < 0 (TRL's name)", positive())),
+    trl={"vespo_k_pos": TRLRow("vespo_k_pos", "gamma_weight", "k of φ(ρ_seq) = e^λ·ρ_seq^k·e^(−λ·ρ_seq) where Â ≥ 0"),
+         "vespo_lambda_pos": TRLRow("vespo_lambda_pos", "gamma_weight", "λ of φ where Â ≥ 0"),
+         "vespo_k_neg": TRLRow("vespo_k_neg", "gamma_weight", "k of φ where Â < 0"),
+         "vespo_lambda_neg": TRLRow("vespo_lambda_neg", "gamma_weight", "λ of φ where Â < 0")})
+
+register_loss_type("grpo", core.Clipped, "seq_mean_token_mean", "per-sequence mean")
+register_loss_type("bnpo", core.Clipped, "token_mean", "token mean")
+register_loss_type("dr_grpo", core.Clipped, "sum_over_constant", "÷ P·G·max-new-tokens", "budget")
+register_loss_type("dapo", core.Clipped, "sum_over_constant", "÷ active tokens", "tokens")
+register_loss_type("cispo", core.CISPO, "sum_over_constant", "clipped detached weight × log π, ÷ active tokens",
+                   "tokens")
+register_loss_type("sapo", core.SoftGate, "seq_mean_token_mean", "a soft sigmoid gate in place of the clip, "
+                   "per-sequence mean")
+register_loss_type("luspo", core.Clipped, "seq_mean_token_sum", "clipped, each sequence's sum: with --ratio-level "
+                   "sequence, GSPO without its length bias")
+register_loss_type("vespo", core.GammaWeighted, "sum_over_constant", "a smooth gamma weight of the sequence ratio × "
+                   "log π, ÷ active tokens", "tokens")
