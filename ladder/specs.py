@@ -191,3 +191,10 @@ class ChosenSpec:
             dashed = "--" + self.choice.replace("_", "-")
             return f"{self.field} {held!r} is not what {dashed} {getattr(config, self.choice)!r} picks: {wanted}"
         return next(filter(None, (p.problem(getattr(held, p.name)) for p in self.by_class()[wanted])), None)
+
+
+def switched(field: str, switch: str, spec: type, params: tuple[Param, ...]) -> ChosenSpec:
+    """A ``ChosenSpec`` that an option turns on: ``spec`` while ``switch`` is truthy (on, or a positive number),
+    none otherwise, when its params are refused ("no effect without --SWITCH")."""
+    dashed = "--" + switch.replace("_", "-")
+    return ChosenSpec(field, switch, lambda on: spec if on else None, lambda: {spec: params}, lambda cls: dashed)

@@ -136,6 +136,15 @@ CASES = [
     pytest.param(GRPO + " --ref-mixup 1.5", r"--ref-mixup must be in \[0, 1\], got 1.5", id="ref-mixup-above-1"),
     pytest.param(GRPO + " --overlong-buffer 1.0", r"--overlong-buffer must be in \[0, 1\), got 1.0",
                  id="overlong-buffer-1"),
+    # an option only one choice reads is a field of that choice's spec (ladder.specs): refused without it
+    pytest.param(GRPO + " --ref-mixup 0.5", "--ref-mixup has no effect without --ref-sync-every",
+                 id="ref-mixup-without-refresh"),
+    pytest.param(GRPO + " --overlong-penalty 2", "--overlong-penalty has no effect without --overlong-buffer",
+                 id="overlong-penalty-without-buffer"),
+    pytest.param(GRPO + " --max-sampling-rounds 2", "--max-sampling-rounds has no effect without --dynamic-sampling",
+                 id="rounds-without-dynamic-sampling"),
+    pytest.param(GRPO + " --vespo-k-pos 1 --vespo-k-neg 2", "--vespo-k-pos, --vespo-k-neg have no effect without "
+                 "--loss-type vespo", id="vespo-flags-without-vespo"),
 ]
 
 

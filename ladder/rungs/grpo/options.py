@@ -39,9 +39,12 @@ from ladder.core.update import RATIO_LEVELS
 from ladder.rungs import lm_options
 from ladder.rungs.grpo import core_settings, loss_types
 from ladder.rungs.grpo import entropy_control as entropy_settings
+from ladder.rungs.grpo import reference_refresh as reference_refresh_settings
 from ladder.rungs.grpo import reward_scaling as scaling_settings
 from ladder.rungs.grpo.entropy_control import AdaptiveEntropy
+from ladder.rungs.grpo.reference_refresh import ReferenceRefresh
 from ladder.rungs.grpo.reward_scaling import NormalizeThenSum, SumThenNormalize
+from ladder.rungs.grpo.rollout import DYNAMIC_SAMPLING, OVERLONG_SHAPING, DynamicSampling, OverlongShaping
 from ladder.rungs.lm_options import LMOptions
 from ladder.tasks import math_problems
 
@@ -139,7 +142,9 @@ class Config(LMOptions):
                                        choices=("on", "off"))
     ref_sync_every: int = option(0, "refresh π_ref every N updates: π_ref ← α·π_θ + (1 − α)·π_ref (0: π_ref stays "
                                     "the starting model; TRL's ref_model_sync_steps)", at_least(0))
-    ref_mixup: float = option(0.6, "α of the π_ref refresh, in [0, 1] (TRL's ref_model_mixup_alpha)", probability())
+    reference_refresh: ReferenceRefresh | None = option(None, "--ref-sync-every's spec (None: its defaults); its flags "
+                                                              "are the spec's fields (reference_refresh)",
+                                                        spec=reference_refresh_settings.OPTION)
     sampler_dtype: str = option("same", "sample from the weights rounded to this dtype, a cheaper sampler than the "
                                         "trainer (π_sampler ≠ π_old, as vLLM beside TRL): same | bfloat16 | float16. "
                                         "The sampler's log-probs are recorded as it samples. On a CPU, bfloat16 is "
@@ -167,16 +172,16 @@ class Config(LMOptions):
                                             non_negative())
     dynamic_sampling: bool = option(False, "drop groups whose rewards are all equal (no signal) and sample further "
                                            "prompts until the update has P informative groups (DAPO)")
-    max_sampling_rounds: int = option(4, "dynamic sampling: at most this many rounds of P prompts per update; "
-                                         "then the update is filled with uninformative groups", at_least(1))
+    dynamic_sampling_rounds: DynamicSampling | None = option(None, "--dynamic-sampling's spec (None: its "
+                                                                   "defaults); its flags are the spec's fields",
+                                                             spec=DYNAMIC_SAMPLING)
     mask_truncated: bool = option(False, "completions that reach --max-new-tokens without EOS take no part in the "
                                          "loss (DAPO's overlong filtering)")
     overlong_buffer: float = option(0.0, "DAPO's soft overlong penalty: the last fraction of --max-new-tokens in "
                                          "which the reward falls linearly to −penalty (0: off; DAPO 0.2)",
                                          interval(0, 1, open_high=True))
-    overlong_penalty: float = option(1.0, "p: the penalty at --max-new-tokens with --overlong-buffer, the weight of "
-                                          "the overlong reward column (TRL: its entry in reward_weights)",
-                                     non_negative())
+    overlong_shaping: OverlongShaping | None = option(None, "--overlong-buffer's spec (None: its defaults); its "
+                                                            "flags are the spec's fields", spec=OVERLONG_SHAPING)
     reward_funcs: str = option("correctness,format", "reward functions, comma-separated: built-in names "
                                "(correctness, format) or FILE.py:FUNCTION or MODULE:FUNCTION, each called as "
                                "fn(completions, answers) -> list of floats", Text())

@@ -13,9 +13,33 @@ from dataclasses import dataclass, fields, replace
 import torch
 from torch import Tensor
 
+from ladder.cli import at_least, non_negative
 from ladder.rewards import overlong_penalty, score
+from ladder.specs import Param, switched
 
 OVERLONG = "overlong"  # the overlong penalty's reward column: R(L_i) at p = 1, weighed by --overlong-penalty p
+
+
+@dataclass(frozen=True)
+class OverlongShaping:
+    """DAPO's soft overlong penalty, on with --overlong-buffer: p, the penalty at --max-new-tokens."""
+
+    penalty: float = 1.0
+
+
+@dataclass(frozen=True)
+class DynamicSampling:
+    """DAPO's dynamic sampling, on with --dynamic-sampling: at most ``max_rounds`` rounds of P prompts per update."""
+
+    max_rounds: int = 4
+
+
+OVERLONG_SHAPING = switched("overlong_shaping", "overlong_buffer", OverlongShaping, (
+    Param("overlong_penalty", OverlongShaping, "penalty", "p: the penalty at --max-new-tokens with --overlong-buffer, "
+          "the weight of the overlong reward column (TRL: its entry in reward_weights)", non_negative()),))
+DYNAMIC_SAMPLING = switched("dynamic_sampling_rounds", "dynamic_sampling", DynamicSampling, (
+    Param("max_sampling_rounds", DynamicSampling, "max_rounds", "dynamic sampling: at most this many rounds of P "
+          "prompts per update; then the update is filled with uninformative groups", at_least(1)),))
 
 
 @dataclass
@@ -134,7 +158,8 @@ def column_weights(reward_weights: dict[str, float], cfg) -> dict[str, float]:
     """Name → w_f of every weighted reward column, the one place a weight is decided: --reward-weights' for the
     reward functions (``reward_weights``), then --overlong-penalty p for the overlong column with --overlong-buffer
     (TRL's ``reward_weights``, in this order)."""
-    return {**reward_weights, **({OVERLONG: cfg.overlong_penalty} if cfg.overlong_buffer else {})}
+    shaping = OVERLONG_SHAPING.resolve(cfg)
+    return {**reward_weights, **({OVERLONG: shaping.penalty} if shaping is not None else {})}
 
 
 def reward_column_weights(names: list[str], reward_weights: dict[str, float], cfg) -> Tensor:

@@ -29,7 +29,7 @@ from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, lm_batch
 from ladder.policies.low_precision import check_sampler_dtype
 from ladder.rungs.grpo import entropy_control as entropy_settings
 from ladder.rungs.grpo import options as grpo_options
-from ladder.rungs.grpo import reward_scaling
+from ladder.rungs.grpo import reference_refresh, reward_scaling
 from ladder.rungs.grpo.core_settings import kl_coef_in_reward, records_sampler_logp, update_config
 from ladder.rungs.grpo.loss_types import LOSS_TYPES
 from ladder.rungs.grpo.options import (
@@ -40,7 +40,7 @@ from ladder.rungs.grpo.options import (
     reward_weights,
 )
 from ladder.rungs.grpo.record import CutOffWatch, Laps, batch_statistics, completion_rows, step_record, summarize
-from ladder.rungs.grpo.rollout import Rollout, dynamic_sample, reward_column_weights, sample
+from ladder.rungs.grpo.rollout import DYNAMIC_SAMPLING, Rollout, dynamic_sample, reward_column_weights, sample
 from ladder.rungs.grpo.rules import validate
 from ladder.rungs.grpo.setup import load_task, placement, save_trained
 from ladder.rungs.grpo.staleness import LaggingRollout
@@ -94,7 +94,8 @@ def sample_groups(step: Step, sample_share: Callable[[Step, list[dict]], Rollout
     def all_done(mine: bool) -> bool:
         return bool(procs.gather(torch.tensor([float(mine)])).min().item())
 
-    return dynamic_sample(rollout, sample_more, cfg.group_size, cfg.max_sampling_rounds, all_done,
+    rounds = DYNAMIC_SAMPLING.resolve(cfg).max_rounds
+    return dynamic_sample(rollout, sample_more, cfg.group_size, rounds, all_done,
                           step.tokenizer.pad_token_id)
 
 
@@ -379,7 +380,7 @@ def recipe(cfg: Config, run: RunSession, task: Task, step: Step) -> Recipe:
         progress["tokens"] += record["tokens"]
         progress["completions"] += record["sampling/completions"]
         if cfg.ref_sync_every and (run.step + 1) % cfg.ref_sync_every == 0:
-            policy.refresh_reference(cfg.ref_mixup)  # every process alike: the weights are equal everywhere
+            policy.refresh_reference(reference_refresh.mixup(cfg))  # every process alike: the weights are equal
         if len(progress["first_rewards"]) < 5:
             progress["first_rewards"].append(record["reward"])
         return record
