@@ -20,12 +20,14 @@ and, with a sampler of its own, 21):
                         completion_attention_mask=rollout.attention_mask)   an agent's trajectory (exercise 22):
                                                              the environment's tokens read, not actions (None:
                                                              one completion per prompt, read where it is masked)
-    β        = cfg.kl_coef
-    ref_logp = policy.ref_logp(inputs) if β > 0 else None   π_ref's log-probs (a no-grad forward)
+    kl       = cfg.kl                                        the KL to π_ref's spec: kl.coef = β, kl.estimator,
+                                                             kl.in_reward() = β with --kl-in reward, else 0
+    ref_logp = policy.ref_logp(inputs) if kl.coef > 0 else None   π_ref's log-probs (a no-grad forward)
     r_i      = rollout.rewards                               [B] on the CPU
-    if cfg.kl_in == "reward" and β > 0:                      (RLOO) the KL goes into the reward, on π_old:
+    if kl.in_reward() > 0:                                   (RLOO) the KL goes into the reward, on π_old:
         old_logp = policy.old_logp_and_values(inputs)[0].float()
-        r_i, _   = kl_in_reward(r_i, old_logp.cpu(), ref_logp.cpu(), rollout.mask.cpu(), β, cfg.kl_estimator)
+        r_i, _   = kl_in_reward(r_i, old_logp.cpu(), ref_logp.cpu(), rollout.mask.cpu(), kl.in_reward(),
+                                kl.estimator)
     else: old_logp = None
     Â_i      = batch_advantages(step, rollout, r_i)          this process's B rows of the whole batch's Â:
                                                              step.advantages(procs.gather(r_i), cfg) (by default

@@ -345,7 +345,7 @@ def add_config_args(parser: argparse.ArgumentParser, config_cls, suppress_defaul
 def _add_param_args(parser: argparse.ArgumentParser, params, suppress_defaults: bool) -> None:
     """A spec's flags: one per param, its default the spec field's."""
     for p in params:
-        kind = getattr(p.domain, "kind", None) or type(p.default)
+        kind = getattr(p.domain, "kind", None) or (str if p.default is None else type(p.default))
         choices = tuple(p.domain.choices) if isinstance(p.domain, OneOf) else None
         parser.add_argument(p.dashed, dest=p.flag, type=kind, default=argparse.SUPPRESS if suppress_defaults
                             else p.default, help=p.help, choices=choices, metavar=p.flag.upper())

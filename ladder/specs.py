@@ -198,3 +198,62 @@ def switched(field: str, switch: str, spec: type, params: tuple[Param, ...]) -> 
     none otherwise, when its params are refused ("no effect without --SWITCH")."""
     dashed = "--" + switch.replace("_", "-")
     return ChosenSpec(field, switch, lambda on: spec if on else None, lambda: {spec: params}, lambda cls: dashed)
+
+
+class FixedSpec:
+    """A spec field of one class, always held (its default an instance): every param is read, none refused.
+    ``check(spec)``: the spec's own rule between its fields, a line or None."""
+
+    def __init__(self, field: str, cls: type, params: tuple[Param, ...], check: Callable[[Any], str | None] = None):
+        self.field, self.cls, self._params, self.check = field, cls, tuple(params), check
+
+    def params(self) -> list[Param]:
+        return list(self._params)
+
+    def resolve(self, config):
+        return getattr(config, self.field)
+
+    def build(self, values: dict, flags: dict):
+        for p in self._params:
+            problem = p.problem(flags[p.flag])
+            if problem is not None:
+                raise OptionError(problem)
+        return self.cls(**{p.name: flags[p.flag] for p in self._params})
+
+    def flat(self, config) -> dict:
+        spec = getattr(config, self.field)
+        return {p.flag: getattr(spec, p.name) for p in self._params}
+
+    def problem(self, config) -> str | None:
+        spec = getattr(config, self.field)
+        if type(spec) is not self.cls:
+            return f"{self.field} must be a {self.cls.__qualname__}, got {spec!r}"
+        found = next(filter(None, (p.problem(getattr(spec, p.name)) for p in self._params)), None)
+        return found if found is not None or self.check is None else self.check(spec)
+
+
+def accepts_flags(config_cls):
+    """Let a config's constructor, and so ``dataclasses.replace``, take a spec's params by their flags' names
+    (``Config(kl_coef=0.0, loss_type="sapo", sapo_temperature_pos=2.0)``): each spec is built from its flags over the
+    spec given (or the field's default), as the command line builds it. A class decorator, after ``@dataclass``."""
+    init = config_cls.__init__
+
+    def __init__(self, *args, **kwargs):
+        flags = {name: kwargs.pop(name) for name in list(kwargs) if name in _param_flags(config_cls)}
+        if flags:
+            plain = {f.name: f.default for f in dataclasses.fields(config_cls) if not f.metadata.get("spec")}
+            for f, spec in spec_fields(config_cls):
+                mine = {p.flag for p in spec.params()} & set(flags)
+                if mine:
+                    held = type("Held", (), {**plain, **kwargs, f.name: kwargs.get(f.name, f.default)})
+                    base = {p.flag: p.default for p in spec.params()} | spec.flat(held)
+                    kwargs[f.name] = spec.build({**plain, **kwargs}, base | {k: flags[k] for k in mine})
+        init(self, *args, **kwargs)
+
+    __init__.__doc__ = init.__doc__
+    config_cls.__init__ = __init__
+    return config_cls
+
+
+def _param_flags(config_cls) -> set[str]:
+    return {p.flag for _, spec in spec_fields(config_cls) for p in spec.params()}

@@ -21,12 +21,12 @@ def grpo_step(step) -> tuple:
     inputs = lm_batch(rollout.prompt_ids, rollout.prompt_mask, rollout.completion, rollout.mask,
                       step.tokenizer.pad_token_id,                      # an agent's: the env's tokens are read
                       completion_attention_mask=rollout.attention_mask)  # (None: one completion per prompt)
-    ref_logp = policy.ref_logp(inputs) if cfg.kl_coef > 0 else None
+    ref_logp = policy.ref_logp(inputs) if cfg.kl.coef > 0 else None
     old_logp, rewards = None, rollout.rewards
-    if cfg.kl_in == "reward" and cfg.kl_coef > 0:                       # RLOO: the KL is a cost in the reward
+    if cfg.kl.in_reward() > 0:                                          # RLOO: the KL is a cost in the reward
         old_logp = policy.old_logp_and_values(inputs)[0].float()
-        rewards, _ = kl_in_reward(rewards, old_logp.cpu(), ref_logp.cpu(), rollout.mask.cpu(), cfg.kl_coef,
-                                  cfg.kl_estimator)
+        rewards, _ = kl_in_reward(rewards, old_logp.cpu(), ref_logp.cpu(), rollout.mask.cpu(), cfg.kl.in_reward(),
+                                  cfg.kl.estimator)
     B = len(rollout)
     advantages = batch_advantages(step, rollout, rewards)              # whole groups; this process's B rows
     mask = rollout.mask

@@ -117,7 +117,7 @@ PLANTED_LOOP = {
         "the credit ignored: Â_i on every token, even per turn": ("step.credit(rollout, advantages, cfg)",
                                                                  "advantages[:, None]"),
         "DAPO's normaliser left out": ("num_tokens=num_tokens, **control)", "num_tokens=None, **control)"),
-        "the KL in the reward forgotten": ('if cfg.kl_in == "reward" and cfg.kl_coef > 0:', "if False:"),
+        "the KL in the reward forgotten": ("if cfg.kl.in_reward() > 0:", "if False:"),
         "cut-off completions kept in the loss": ("    if cfg.mask_truncated:", "    if False:"),
         "the rewards returned where the advantages belong": ("return record, rollout, advantages",
                                                              "return record, rollout, rewards"),

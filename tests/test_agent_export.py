@@ -70,7 +70,7 @@ def test_values_make_an_agent_config_trl_accepts(preset, tmp_path):
     values = {k: v for k, (v, _) in trl_map.trl_values(cfg).items()}
     args = trl.GRPOConfig(**{**values, "output_dir": str(tmp_path)})
     assert args.max_tool_calling_iterations == cfg.max_tool_calls and args.max_completion_length == cfg.max_new_tokens
-    assert args.num_generations == cfg.group_size and args.beta == cfg.kl_coef
+    assert args.num_generations == cfg.group_size and args.beta == cfg.kl.coef
     assert "max_tool_calling_iterations" not in trl_map.trl_values(grpo.Config(**grpo.PRESETS["tiny"]))
 
 

@@ -53,7 +53,7 @@ def test_print_config_is_the_config_with_every_default_resolved(name, argv, tmp_
             assert shown[option] == value, option
     unresolved = [f.name for f in dataclasses.fields(rung.Config) if f.name in shown and says_its_default(f)
                   and shown[f.name] is None
-                  and not (f.name == "kl_correction" and cfg.kl_in == "reward")]
+                  and not (f.name == "kl_correction" and cfg.kl.where == "reward")]
     assert not unresolved, f"{name}: printed as null, though the run decides them: {unresolved}"
     assert "auto" not in shown.values()
     assert list(tmp_path.iterdir()) == []

@@ -131,7 +131,7 @@ def test_values_make_a_grpo_config_trl_accepts(flags, tmp_path):
     assert args.num_generations == cfg.group_size and args.num_iterations == mu and args.steps_per_generation == M
     assert args.per_device_train_batch_size * M == cfg.prompts_per_step * cfg.group_size
     assert args.max_steps == cfg.steps * mu * M and args.gradient_accumulation_steps == 1
-    assert args.beta == cfg.kl_coef and args.loss_type == cfg.loss_type and args.epsilon == cfg.clip_eps
+    assert args.beta == cfg.kl.coef and args.loss_type == cfg.loss_type and args.epsilon == cfg.clip_eps
     assert args.epsilon_high == (objective(cfg).max_weight if cfg.loss_type == "cispo" else cfg.clip_eps_high)
     assert args.importance_sampling_level == cfg.ratio_level
     assert args.scale_rewards == (grpo.reward_scaling.scale(cfg) or "group")  # GDPO's: left at the default

@@ -118,7 +118,7 @@ GRPO_ROWS = (
             "the KL term weighted by π_θ/π_old (on by default in both: ladder with --kl-in loss, TRL 1.16 True). "
             "At ratio level sequence TRL weights by the sequence ratio, ladder by each token's "
             "(tests/test_trl_parity_grpo)",
-            lambda cfg: cfg.kl_in == "loss" and cfg.kl_correction != "off"),
+            lambda cfg: cfg.kl.corrected() == "on"),
     Mapping(G, "sync_ref_model", "grpo", "ref_sync_every", "soft_update",
             "TRL 1.16 refuses sync_ref_model with a PEFT model (ladder refreshes a second, frozen adapter): "
             "with --lora/--qlora the export leaves π_ref fixed",
@@ -221,10 +221,9 @@ GRPO_ROWS = (
             "TRL's RLOOTrainer has it", applies=lambda cfg: cfg.advantage == "rloo"),
     Mapping(G, NONE, "grpo", "kl_in", "kl_in_reward",
             "--kl-in reward (r_i − β·Σ_t KL_t on π_old, before the advantages) is RLOOTrainer's, not "
-            "GRPOTrainer's: the script keeps β·k3 in the loss", applies=lambda cfg: cfg.kl_in == "reward"
-            and cfg.kl_coef > 0),
+            "GRPOTrainer's: the script keeps β·k3 in the loss", applies=lambda cfg: cfg.kl.in_reward() > 0),
     Mapping(G, NONE, "grpo", "kl_estimator", "kl_estimate", "GRPOTrainer's KL in the loss is k3 only",
-            applies=lambda cfg: cfg.kl_in == "loss" and cfg.kl_coef > 0 and cfg.kl_estimator != "k3"),
+            applies=lambda cfg: cfg.kl.in_loss() > 0 and cfg.kl.estimator != "k3"),
     Mapping(G, NONE, "grpo", "dynamic_sampling", None,
             "DAPO's dynamic sampling (drop groups without a reward spread, sample more prompts): not in "
             "GRPOTrainer; its frac_reward_zero_std metric counts those groups",

@@ -12,6 +12,7 @@ from ladder.cli import Text, at_least, interval, option
 from ladder.rungs.grpo import options as grpo_options
 from ladder.rungs.grpo import rules as grpo_rules
 from ladder.runtime.errors import UsageError
+from ladder.specs import accepts_flags
 from ladder.tasks import agent_envs, math_problems, tiny_agent
 
 TINY_MODEL = "@tiny-agent"
@@ -23,6 +24,7 @@ TINY_MODELS = {TINY_MODEL: tiny_agent.tiny_agent_model, TINY_GUESS_MODEL: tiny_a
 ENVIRONMENTS = {"calculator": (agent_envs.Calculator, agent_envs.product_problems, agent_envs.CALCULATOR_PROMPT),
                 "guess": (agent_envs.GuessingGame, agent_envs.guess_problems, agent_envs.GUESS_PROMPT),
                 "gsm8k": (agent_envs.GSM8KCalculator, None, agent_envs.GSM8K_PROMPT)}
+@accepts_flags
 @dataclass
 class Config(grpo_options.Config):
     env: str = option("gsm8k", "the environment: calculator (products, a multiply tool) | guess (a number from 1 to "

@@ -3,10 +3,7 @@
     update_config(cfg)        the ``core.UpdateConfig`` of every update: μ, M, the objective and aggregation of
                               ``--loss-type`` (``loss_types``), the ratio level and ε, the entropy terms, β·KL in the
                               loss, the sampler's correction
-    kl_coef_in_loss(cfg)      β of the KL to π_ref where ``--kl-in`` puts it: in the loss (per token) …
-    kl_coef_in_reward(cfg)    … or in the reward (r_i − β·Σ_t KL_t on π_old, before the advantages); 0 elsewhere
-    kl_correction(cfg)        the KL term's importance weight π_θ/π_old: on unless --kl-correction off; None with
-                              no KL term in the loss to weigh
+    (the KL to π_ref, in the loss or in the reward, and its correction: the spec ``cfg.kl``, ``kl_to_ref``)
     sampler_options(cfg)      π_old/π_sampler: the correction, its bounds and the off-policy mask
     records_sampler_logp(cfg) whether sampling keeps π_sampler's own log-probs
 """
@@ -22,22 +19,6 @@ def eps_high(cfg) -> float:
     return cfg.clip_eps if cfg.clip_eps_high is None else cfg.clip_eps_high
 
 
-def kl_coef_in_loss(cfg) -> float:
-    """β of β·KL(π_θ‖π_ref) per token in the loss: --kl-coef with --kl-in loss, else 0."""
-    return cfg.kl_coef if cfg.kl_in == "loss" else 0.0
-
-
-def kl_coef_in_reward(cfg) -> float:
-    """β of r_i − β·Σ_t KL_t (on π_old's log-probs, before the advantages): --kl-coef with --kl-in reward, else 0."""
-    return cfg.kl_coef if cfg.kl_in == "reward" else 0.0
-
-
-def kl_correction(cfg) -> str | None:
-    """--kl-correction as the update reads it: on unless off; None with --kl-in reward (no KL term in the loss to
-    correct)."""
-    return None if cfg.kl_in == "reward" else "off" if cfg.kl_correction == "off" else "on"
-
-
 def sampler_options(cfg) -> core.SamplerOptions:
     """π_old/π_sampler in the policy term: --sampler-correction, --sampler-clip-min/-max, --off-policy-mask."""
     return core.SamplerOptions(cfg.sampler_correction, cfg.sampler_clip_min, cfg.sampler_clip_max, cfg.off_policy_mask)
@@ -51,10 +32,10 @@ def records_sampler_logp(cfg) -> bool:
 
 def update_config(cfg) -> core.UpdateConfig:
     """GRPO's ``core.update``: the objective spec and aggregation of ``--loss-type``, the ratio level, ε, the
-    entropy terms, β·KL(π_θ‖π_ref) in the loss (``kl_coef_in_loss``) and the sampler's correction."""
+    entropy terms, β·KL(π_θ‖π_ref) in the loss (``cfg.kl.in_loss()``) and the sampler's correction."""
     return core.UpdateConfig(
         mu=cfg.mu, num_minibatches=cfg.num_minibatches, objective=loss_types.objective(cfg),
         ratio_level=cfg.ratio_level, clip_eps_low=cfg.clip_eps, clip_eps_high=eps_high(cfg),
         aggregation=loss_types.aggregation(cfg), entropy_coef=cfg.entropy_coef,
-        entropy_quantile=cfg.top_entropy_quantile, kl_coef=kl_coef_in_loss(cfg), kl_estimator=cfg.kl_estimator,
-        kl_correction=kl_correction(cfg) != "off", max_grad_norm=cfg.max_grad_norm, sampler=sampler_options(cfg))
+        entropy_quantile=cfg.top_entropy_quantile, kl_coef=cfg.kl.in_loss(), kl_estimator=cfg.kl.estimator,
+        kl_correction=cfg.kl.corrected() != "off", max_grad_norm=cfg.max_grad_norm, sampler=sampler_options(cfg))

@@ -33,19 +33,21 @@ from ladder.cli import (
     positive,
     probability,
 )
-from ladder.core.kl import ESTIMATORS
 from ladder.core.off_policy import CORRECTIONS
 from ladder.core.update import RATIO_LEVELS
 from ladder.rungs import lm_options
 from ladder.rungs.grpo import core_settings, loss_types
 from ladder.rungs.grpo import entropy_control as entropy_settings
+from ladder.rungs.grpo import kl_to_ref as kl_settings
 from ladder.rungs.grpo import reference_refresh as reference_refresh_settings
 from ladder.rungs.grpo import reward_scaling as scaling_settings
 from ladder.rungs.grpo.entropy_control import AdaptiveEntropy
+from ladder.rungs.grpo.kl_to_ref import KLToReference
 from ladder.rungs.grpo.reference_refresh import ReferenceRefresh
 from ladder.rungs.grpo.reward_scaling import NormalizeThenSum, SumThenNormalize
 from ladder.rungs.grpo.rollout import DYNAMIC_SAMPLING, OVERLONG_SHAPING, DynamicSampling, OverlongShaping
 from ladder.rungs.lm_options import LMOptions
+from ladder.specs import accepts_flags
 from ladder.tasks import math_problems
 
 # --algo: the flags each method's paper sets (explicit flags still win; see the README's table). The KL term is
@@ -67,6 +69,7 @@ ALGOS = {
 }
 
 
+@accepts_flags
 @dataclass
 class Config(LMOptions):
     model: str = option("Qwen/Qwen2.5-0.5B-Instruct", "causal LM: hub id or local directory", Text())
@@ -129,17 +132,8 @@ class Config(LMOptions):
     entropy_control: AdaptiveEntropy | None = option(None, "--adaptive-entropy's settings (None: their defaults); its "
                                                            "flags are the spec's fields (entropy_control)",
                                                      spec=entropy_settings.OPTION)
-    kl_coef: float = option(0.04, "β of the KL to π_ref (0: no reference computed at all)", non_negative())
-    kl_in: str = option("loss", "where the KL to π_ref goes: loss (β·KL per token in the loss) or reward "
-                                "(r_i − β·Σ_t KL_t on π_old's log-probs, before the advantages; RLOO's choice)",
-                        choices=("loss", "reward"))
-    kl_estimator: str = option("k3", "KL estimator: k1 | k2 | k3 (k3 in the loss is GRPO's, DeepSeekMath's; "
-                                     "k1 in the reward is RLOO's)", choices=ESTIMATORS)
-    kl_correction: str | None = option(None, "importance-weight the KL term in the loss by π_θ/π_old: β·r·k3, "
-                                             "DeepSeek-V3.2's correction, as TRL 1.16's use_bias_correction_kl, "
-                                             "which is on there unless set off (default: on with --kl-in loss, "
-                                             "--algo grpo included); off: plain β·k3, GRPO as DeepSeekMath wrote it",
-                                       choices=("on", "off"))
+    kl: KLToReference = option(KLToReference(), "β·KL(π_θ‖π_ref): its coefficient, place, estimator and correction; "
+                                                "its flags are the spec's fields (kl_to_ref)", spec=kl_settings.OPTION)
     ref_sync_every: int = option(0, "refresh π_ref every N updates: π_ref ← α·π_θ + (1 − α)·π_ref (0: π_ref stays "
                                     "the starting model; TRL's ref_model_sync_steps)", at_least(0))
     reference_refresh: ReferenceRefresh | None = option(None, "--ref-sync-every's spec (None: its defaults); its flags "
@@ -254,7 +248,7 @@ RESOLVED = {
     "release_memory": lambda cfg: release_memory(cfg, _device_type(cfg)),
     "optim": lambda cfg: optimizer_name(cfg, _device_type(cfg)),
     "clip_eps_high": core_settings.eps_high,
-    "kl_correction": core_settings.kl_correction,
+    "kl_correction": lambda cfg: cfg.kl.corrected(),
     "system_prompt": lambda cfg: math_problems.system_prompt(cfg.task, cfg.system_prompt),
     "reward_weights": lambda cfg: ",".join(f"{w:g}" for w in reward_weights(cfg).values()),
 }

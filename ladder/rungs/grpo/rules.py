@@ -21,10 +21,7 @@ def validate(cfg: Config) -> None:
 
 
 def _validate_combinations(cfg: Config) -> None:
-    if cfg.kl_in == "reward" and cfg.kl_correction == "on":
-        raise UsageError("--kl-correction weighs the KL term of the loss; with --kl-in reward the KL is a constant "
-                         "in the reward, taken on π_old, and needs no correction: drop --kl-correction (or say off)")
-    if cfg.ref_sync_every and cfg.kl_coef == 0:
+    if cfg.ref_sync_every and cfg.kl.coef == 0:
         raise UsageError("--ref-sync-every refreshes π_ref, but --kl-coef 0 never uses it; set --kl-coef > 0 "
                          "or drop --ref-sync-every")
     if cfg.advantage == "rloo" and reward_scaling.scale(cfg) == "group":
@@ -53,7 +50,7 @@ def _validate_objectives(cfg: Config) -> None:
         raise UsageError("--loss-type vespo folds a per-token π_old/π_sampler into its sequence weight: use "
                          "--sampler-correction token_truncate or token_mask")
     if cfg.multi_objective_aggregation == "normalize_then_sum":
-        if cfg.advantage == "rloo" or cfg.kl_in == "reward":
+        if cfg.advantage == "rloo" or cfg.kl.where == "reward":
             raise UsageError("--multi-objective-aggregation normalize_then_sum normalises each reward function's "
                              "scores: it needs --advantage group and --kl-in loss")
     control = entropy_control.settings(cfg)

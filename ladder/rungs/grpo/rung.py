@@ -30,7 +30,7 @@ from ladder.policies.low_precision import check_sampler_dtype
 from ladder.rungs.grpo import entropy_control as entropy_settings
 from ladder.rungs.grpo import options as grpo_options
 from ladder.rungs.grpo import reference_refresh, reward_scaling
-from ladder.rungs.grpo.core_settings import kl_coef_in_reward, records_sampler_logp, update_config
+from ladder.rungs.grpo.core_settings import records_sampler_logp, update_config
 from ladder.rungs.grpo.loss_types import LOSS_TYPES
 from ladder.rungs.grpo.options import (
     ALGOS,
@@ -227,13 +227,13 @@ def grpo_step(step: Step) -> tuple[dict, Rollout, torch.Tensor]:
     laps.lap("sampling")
     inputs = lm_batch(rollout.prompt_ids, rollout.prompt_mask, rollout.completion, rollout.mask,
                       step.tokenizer.pad_token_id, completion_attention_mask=rollout.attention_mask)
-    ref_logp = policy.ref_logp(inputs) if cfg.kl_coef > 0 else None
+    ref_logp = policy.ref_logp(inputs) if cfg.kl.coef > 0 else None
     old_logp, rewards = None, rollout.rewards                                   # this process's [n], CPU
-    beta_in_reward = kl_coef_in_reward(cfg)                                     # --kl-in reward's β, else 0
+    beta_in_reward = cfg.kl.in_reward()                                         # --kl-in reward's β, else 0
     if beta_in_reward > 0:
         old_logp = policy.old_logp_and_values(inputs)[0].float()                # π_old, used by the update too
         rewards, _ = core.kl_in_reward(rewards, old_logp.cpu(), ref_logp.cpu(), rollout.mask.cpu(), beta_in_reward,
-                                       cfg.kl_estimator)
+                                       cfg.kl.estimator)
     advantages = batch_advantages(step, rollout, rewards)
     loss_mask = rollout.mask * (~rollout.truncated).to(rollout.mask.device)[:, None] if cfg.mask_truncated \
         else rollout.mask
@@ -258,7 +258,7 @@ def load_policy(cfg: Config, model_path: str, device: torch.device) -> tuple[Cau
     model = quant.load_causal_lm(model_path, device, qlora=cfg.qlora, lora=cfg.lora, lora_r=cfg.lora_r,
                                  lora_alpha=cfg.lora_alpha, gradient_checkpointing=gradient_checkpointing(cfg))
     ref_model = None
-    if cfg.kl_coef > 0 and not uses_lora(cfg):
+    if cfg.kl.coef > 0 and not uses_lora(cfg):
         ref_model = quant.load_causal_lm(model_path, device)  # full fine-tuning needs a frozen copy
     dequantize_once = grpo_options.dequantize_once(cfg, device.type)
     policy = CausalLMPolicy(model, temperature=cfg.temperature, chunk_size=cfg.chunk_size, ref_model=ref_model,

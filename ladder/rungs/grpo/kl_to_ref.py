@@ -1,0 +1,59 @@
+"""β·KL(π_θ‖π_ref): where grpo puts the KL to the reference, how it estimates and corrects it — one spec, its flags.
+
+    KLToReference(coef, where, estimator, correction)
+        in_loss()      β of β·KL per token in the loss (--kl-in loss; DeepSeekMath's GRPO), else 0
+        in_reward()    β of r_i − β·Σ_t KL_t on π_old, before the advantages (--kl-in reward; RLOO), else 0
+        corrected()    the loss's KL term weighted by π_θ/π_old (DeepSeek-V3.2; TRL's use_bias_correction_kl): "on"
+                       unless --kl-correction off; None with no KL term in the loss to weigh
+
+``Config.kl`` holds it, built from ``--kl-coef``, ``--kl-in``, ``--kl-estimator``, ``--kl-correction``. How π_ref
+moves (``--ref-sync-every``, ``--ref-mixup``) is ``reference_refresh``'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ladder.cli import OneOf, non_negative
+from ladder.core.kl import ESTIMATORS
+from ladder.specs import FixedSpec, Param
+
+
+@dataclass(frozen=True)
+class KLToReference:
+    coef: float = 0.04           # β (0: no reference computed at all)
+    where: str = "loss"          # "loss" | "reward"
+    estimator: str = "k3"        # k1 | k2 | k3
+    correction: str | None = None  # "on" | "off" | None: on in the loss
+
+    def in_loss(self) -> float:
+        return self.coef if self.where == "loss" else 0.0
+
+    def in_reward(self) -> float:
+        return self.coef if self.where == "reward" else 0.0
+
+    def corrected(self) -> str | None:
+        return None if self.where == "reward" else "off" if self.correction == "off" else "on"
+
+
+PARAMS = (
+    Param("kl_coef", KLToReference, "coef", "β of the KL to π_ref (0: no reference computed at all)", non_negative()),
+    Param("kl_in", KLToReference, "where", "where the KL to π_ref goes: loss (β·KL per token in the loss) or reward "
+          "(r_i − β·Σ_t KL_t on π_old's log-probs, before the advantages; RLOO's choice)", OneOf(("loss", "reward"))),
+    Param("kl_estimator", KLToReference, "estimator", "KL estimator: k1 | k2 | k3 (k3 in the loss is GRPO's, "
+          "DeepSeekMath's; k1 in the reward is RLOO's)", OneOf(ESTIMATORS)),
+    Param("kl_correction", KLToReference, "correction", "importance-weight the KL term in the loss by π_θ/π_old: "
+          "β·r·k3, DeepSeek-V3.2's correction, as TRL 1.16's use_bias_correction_kl, which is on there unless set off "
+          "(default: on with --kl-in loss, --algo grpo included); off: plain β·k3, GRPO as DeepSeekMath wrote it",
+          OneOf(("on", "off"))),
+)
+
+
+def _one_rule(kl: KLToReference) -> str | None:
+    if kl.where == "reward" and kl.correction == "on":
+        return ("--kl-correction weighs the KL term of the loss; with --kl-in reward the KL is a constant in the "
+                "reward, taken on π_old, and needs no correction: drop --kl-correction (or say off)")
+    return None
+
+
+OPTION = FixedSpec("kl", KLToReference, PARAMS, _one_rule)
