@@ -1,6 +1,12 @@
 """The GRPO rung's options: one ``Config``, the ``tiny`` preset and the ``--algo`` bundles (the rules that relate
 several options are in ``ladder.rungs.grpo.rules``).
 
+A group of options that one part of the rung reads is a typed spec that part owns, held by one field and set by
+flags of its own (``ladder.specs``): ``objective`` (``--loss-type``'s objective: ``loss_types``), ``kl``
+(``kl_to_ref``), ``reference_refresh``, ``entropy_control``, ``reward_scaling``, ``dynamic_sampling_rounds`` and
+``overlong_shaping`` (``rollout``). The flags, their help and domains, the refusal of a flag that only an unchosen
+spec reads, config.json and the TRL rows come from the specs; ``Config(kl_coef=0.0)`` takes a flag's name too.
+
 The design space of GRPO-style training, each choice a flag (and a short function in ladder.core):
 
     advantage      group (GRPO: r − mean, ÷ std)  |  rloo (leave-one-out baseline)
