@@ -8,6 +8,7 @@ run the update — in the order the grpo rung runs them, with your exercises 10 
 16 (inside the policy's log-probs) and 18 (with 17, and through it 5, 8, 11, 12, 24 with --loss-type sapo
 and, with a sampler of its own, 21):
 
+    cfg, policy = step.cfg, step.policy                      the run's options, the policy
     laps     = Laps()                                        times the phases: laps.lap("sampling"), …
     procs    = step.procs                                    the data-parallel processes (one, unless launched)
     rollout, rounds, sampled = step.rollout(step)           P prompts × G completions, scored (by default the
@@ -34,12 +35,15 @@ and, with a sampler of its own, 21):
                                                              group_advantages: ex10 / ex13 inside), or with
                                                              --multi-objective-aggregation normalize_then_sum
                                                              each reward function normalised first (ex25)
-    m        = rollout.mask, times ~rollout.truncated per row if cfg.mask_truncated
+    m        = rollout.mask, times ~rollout.truncated per row if cfg.mask_truncated:
+               rollout.mask * (~rollout.truncated)[:, None]
     Â_t      = step.credit(rollout, Â_i, cfg)                by default Â_i[:, None], [B, 1]: every token of row i
                                                              gets Â_i; the agent rung's --credit turn gives each
                                                              turn's tokens their own, [B, T]
     batch    = replace(inputs, mask=m.float(), advantages=Â_t · m, old_logp=old_logp, ref_logp=ref_logp,
-                       sampling_logp=rollout.sampling_logp)   π_sampler's log-probs (None: π_old sampled)
+                       sampling_logp=rollout.sampling_logp)   π_sampler's log-probs (None: π_old sampled);
+                                                             with --kl-in reward the KL is not charged twice:
+                                                             step.update_cfg's β in the loss is kl.in_loss() = 0
     N        = loss_normaliser(cfg.loss_type, B, cfg.max_new_tokens, active), with active = the real tokens
                of the batch over all processes / the number of processes:
                procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
@@ -59,7 +63,8 @@ and, with a sampler of its own, 21):
 
 The helpers come from the rung: ``from ladder.rungs.grpo.record import Laps, step_record``, ``from
 ladder.rungs.grpo import loss_normaliser``, ``from ladder.policies.causal_lm import lm_batch``,
-``from ladder.core import kl_in_reward`` (or your ex14), ``from ladder.rungs.grpo import batch_advantages``.
+``from ladder.core import kl_in_reward`` (or your ex14), ``from ladder.rungs.grpo import batch_advantages``,
+``from ladder.core import update`` (or your ex18).
 Worked example (it loads the tiny preset's model, which ships with the package). The harness
 ``run_grpo_step`` runs your ``grpo_step`` once and returns the record (without its timings), the policy
 after the step, and the advantages your step returned:
