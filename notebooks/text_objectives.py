@@ -256,7 +256,7 @@ print("mean |log π_old − log π_rollout| at full lag: " + ", ".join(f"k = {k}
 print("grows with k:", all(a < b for a, b in zip(list(gaps.values()), list(gaps.values())[1:])))
 print(f"k = 0: mean gap {gaps[0]:.1e} nats — the sampling decode (cached keys and values) against the full forward")
 from ladder.rungs import grpo
-print(f"--sampler-clip-max's default C_max: {grpo.Config.__dataclass_fields__['sampler_clip_max'].default:g}")""",
+print(f"--sampler-clip-max's default C_max: {grpo.Config().sampler.clip_max:g}")""",
     r"""md:<details><summary>Answer</summary>
 
 At $k = 0$ the rollout is $\pi_{\text{old}}$ itself: the gap can only be float rounding between the cached decode that

@@ -36,7 +36,7 @@ def four():
 def test_the_batch_is_the_rungs_step_as_the_text_describes_it(four):
     cfg = four.cfg
     assert (cfg.prompts_per_step, cfg.group_size, cfg.mu, four.warmup_updates) == (4, 8, 2, 4)
-    assert (cfg.sampler_dtype, cfg.sampler_correction, cfg.sampler_clip_max) == ("bfloat16", "token_truncate", 3.0)
+    assert (cfg.sampler.dtype, cfg.sampler.correction, cfg.sampler.clip_max) == ("bfloat16", "token_truncate", 3.0)
     assert cfg.lora and not cfg.qlora
     grid = four.batches[("bfloat16", cfg.temperature)]    # the widget's bfloat16 batch is the step's own
     assert torch.equal(grid.sampling_logp, four.main.sampling_logp) and torch.equal(grid.mask, four.main.mask)
@@ -207,19 +207,21 @@ def test_the_trl_table_and_trls_defaults():
 
     from trl import GRPOConfig
 
+    from ladder.specs import option_names
+
     fields = {f.name: f.default for f in dataclasses.fields(GRPOConfig)}
     rows = sampler_lab.trl_rows()
     assert {r["trl"] for r in rows} == {"use_vllm", "vllm_importance_sampling_correction",
                                         "vllm_importance_sampling_mode", "vllm_importance_sampling_clip_min",
                                         "vllm_importance_sampling_clip_max", "off_policy_mask_threshold"}
     assert all(r["trl"] in fields for r in rows)
-    options = {f"--{f.name.replace('_', '-')}" for f in dataclasses.fields(grpo.Config)}
+    options = {f"--{name.replace('_', '-')}" for name in option_names(grpo.Config)}
     assert all(r["flag"] in options for r in rows)
     # the text: TRL corrects by default (sequence_mask, C_max = 3, no C_min); ladder samples as π_old, corrects nothing
     assert (fields["vllm_importance_sampling_correction"], fields["vllm_importance_sampling_mode"],
             fields["vllm_importance_sampling_clip_max"], fields["vllm_importance_sampling_clip_min"]) == \
         (True, "sequence_mask", 3.0, None)
-    assert (grpo.Config.sampler_dtype, grpo.Config.sampler_correction) == ("same", "none")
+    assert (grpo.Config().sampler.dtype, grpo.Config().sampler.correction) == ("same", "none")
 
 
 def test_the_section_sits_just_before_notebook_5s_self_check():

@@ -94,13 +94,13 @@ GRPO_ROWS = (
     # the fourth policy: π_sampler ≠ π_old (TRL's sampler is vLLM; ladder's, the weights rounded)
     Mapping(G, "use_vllm", "grpo", "sampler_dtype", None, "TRL samples with vLLM (its own engine and kernels); "
             "ladder with the trainer's weights rounded to --sampler-dtype. Not set by the export: add use_vllm=True "
-            "where vLLM runs", applies=lambda cfg: cfg.sampler_dtype != "same"),
+            "where vLLM runs", applies=lambda cfg: cfg.sampler.dtype != "same"),
     Mapping(G, "vllm_importance_sampling_correction", "grpo", "sampler_correction", "sampler_correction",
             "TRL's default is on (with use_vllm); ladder's --sampler-correction none is off",
-            lambda cfg: cfg.sampler_correction != "none"),
+            lambda cfg: cfg.sampler.correction != "none"),
     Mapping(G, "vllm_importance_sampling_mode", "grpo", "sampler_correction", "sampler_weights",
             "the same four modes (TRL's default sequence_mask)", same("sampler_correction"),
-            lambda cfg: cfg.sampler_correction != "none"),
+            lambda cfg: cfg.sampler.correction != "none"),
     Mapping(G, "vllm_importance_sampling_clip_max", "grpo", "sampler_clip_max", "sampler_weights", "C_max",
             same("sampler_clip_max")),
     Mapping(G, "vllm_importance_sampling_clip_min", "grpo", "sampler_clip_min", "sampler_weights", "C_min",

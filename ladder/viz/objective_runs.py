@@ -80,12 +80,13 @@ def bundles_markdown(methods=("grpo", "sapo", "vespo", "gdpo")) -> str:
     ratio it reads (``ratio_read``) and the aggregation its loss type picks (``grpo.LOSS_TYPES``), and its KL
     coefficient β."""
     from ladder.rungs.grpo.loss_types import LOSS_TYPES
+    from ladder.specs import option_defaults
 
-    fields = grpo.Config.__dataclass_fields__
+    defaults = option_defaults(grpo.Config)
     rows = ["| method | flags `--algo` sets | policy term | the ratio it reads | aggregation | β |",
             "|---|---|---|---|---|---:|"]
     for name in methods:
-        flags = {**{k: fields[k].default for k in ("loss_type", "kl_coef", "ratio_level")}, **grpo.ALGOS[name]}
+        flags = {**{k: defaults[k] for k in ("loss_type", "kl_coef", "ratio_level")}, **grpo.ALGOS[name]}
         loss_type = LOSS_TYPES[flags["loss_type"]]
         term, aggregation = loss_type.objective.name, loss_type.aggregation
         listed = ", ".join(f"`{k}={v}`" for k, v in grpo.ALGOS[name].items())

@@ -47,6 +47,7 @@ from ladder.rungs import grpo
 from ladder.rungs.grpo.rollout import sample
 from ladder.runtime.distributed import Processes
 from ladder.runtime.runlog import seed_everything
+from ladder.specs import option_defaults
 from ladder.tasks import math_problems
 from ladder.viz.lm_lab import quiet_run, warm_up
 
@@ -344,8 +345,9 @@ def trl_rows() -> list[dict]:
     """The sampler's TRL names (``ladder.trl.map``) with the grpo flag and ladder's default."""
     from ladder.trl import map as trl_map
 
-    defaults = {f: getattr(grpo.Config, f, None) for f in ("sampler_dtype", "sampler_correction",
-                                                            "sampler_clip_min", "sampler_clip_max", "off_policy_mask")}
+    every = option_defaults(grpo.Config)
+    defaults = {f: every[f] for f in ("sampler_dtype", "sampler_correction", "sampler_clip_min", "sampler_clip_max",
+                                      "off_policy_mask")}
     rows = []
     for option in defaults:
         for r in trl_map.for_option(option):

@@ -69,7 +69,7 @@ def validate(cfg: Config) -> None:
     grpo_rules.validate(cfg)
     if cfg.min_new_tokens:
         raise UsageError("--min-new-tokens holds back EOS in one completion; an agent's EOS ends a turn: drop it")
-    if cfg.train_env_tokens and (cfg.sampler_correction != "none" or cfg.max_staleness):
+    if cfg.train_env_tokens and (cfg.sampler.correction != "none" or cfg.max_staleness):
         raise UsageError("--train-env-tokens puts tokens the sampler never drew in the loss: they have no "
                          "π_sampler log-prob to correct with; drop --sampler-correction and --max-staleness")
     if cfg.credit == "turn" and cfg.multi_objective_aggregation == "normalize_then_sum":

@@ -4,8 +4,8 @@
                               ``--loss-type`` (``loss_types``), the ratio level and ε, the entropy terms, β·KL in the
                               loss, the sampler's correction
     (the KL to π_ref, in the loss or in the reward, and its correction: the spec ``cfg.kl``, ``kl_to_ref``)
-    sampler_options(cfg)      π_old/π_sampler: the correction, its bounds and the off-policy mask
-    records_sampler_logp(cfg) whether sampling keeps π_sampler's own log-probs
+    records_sampler_logp(cfg) whether sampling keeps π_sampler's own log-probs (the spec ``cfg.sampler``'s rule,
+                              given the lag --max-staleness)
 """
 
 from __future__ import annotations
@@ -19,23 +19,19 @@ def eps_high(cfg) -> float:
     return cfg.clip_eps if cfg.clip_eps_high is None else cfg.clip_eps_high
 
 
-def sampler_options(cfg) -> core.SamplerOptions:
-    """π_old/π_sampler in the policy term: --sampler-correction, --sampler-clip-min/-max, --off-policy-mask."""
-    return core.SamplerOptions(cfg.sampler_correction, cfg.sampler_clip_min, cfg.sampler_clip_max, cfg.off_policy_mask)
-
-
 def records_sampler_logp(cfg) -> bool:
     """Whether sampling records π_sampler's log-probs: a sampler of its own dtype, a lagging π_rollout, or a
     correction asked for (with --sampler-dtype same it then weighs the sampling kernels' small mismatch)."""
-    return cfg.sampler_dtype != "same" or cfg.sampler_correction != "none" or cfg.max_staleness > 0
+    return cfg.sampler.records_logp(cfg.max_staleness)
 
 
 def update_config(cfg) -> core.UpdateConfig:
     """GRPO's ``core.update``: the objective spec and aggregation of ``--loss-type``, the ratio level, ε, the
-    entropy terms, β·KL(π_θ‖π_ref) in the loss (``cfg.kl.in_loss()``) and the sampler's correction."""
+    entropy terms, β·KL(π_θ‖π_ref) in the loss (``cfg.kl.in_loss()``) and the sampler's correction
+    (``cfg.sampler.options()``)."""
     return core.UpdateConfig(
         mu=cfg.mu, num_minibatches=cfg.num_minibatches, objective=loss_types.objective(cfg),
         ratio_level=cfg.ratio_level, clip_eps_low=cfg.clip_eps, clip_eps_high=eps_high(cfg),
         aggregation=loss_types.aggregation(cfg), entropy_coef=cfg.entropy_coef,
         entropy_quantile=cfg.top_entropy_quantile, kl_coef=cfg.kl.in_loss(), kl_estimator=cfg.kl.estimator,
-        kl_correction=cfg.kl.corrected() != "off", max_grad_norm=cfg.max_grad_norm, sampler=sampler_options(cfg))
+        kl_correction=cfg.kl.corrected() != "off", max_grad_norm=cfg.max_grad_norm, sampler=cfg.sampler.options())

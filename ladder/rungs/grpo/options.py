@@ -39,7 +39,6 @@ from ladder.cli import (
     positive,
     probability,
 )
-from ladder.core.off_policy import CORRECTIONS
 from ladder.core.update import RATIO_LEVELS
 from ladder.rungs import lm_options
 from ladder.rungs.grpo import core_settings, loss_types
@@ -47,11 +46,13 @@ from ladder.rungs.grpo import entropy_control as entropy_settings
 from ladder.rungs.grpo import kl_to_ref as kl_settings
 from ladder.rungs.grpo import reference_refresh as reference_refresh_settings
 from ladder.rungs.grpo import reward_scaling as scaling_settings
+from ladder.rungs.grpo import sampler as sampler_settings
 from ladder.rungs.grpo.entropy_control import AdaptiveEntropy
 from ladder.rungs.grpo.kl_to_ref import KLToReference
 from ladder.rungs.grpo.reference_refresh import ReferenceRefresh
 from ladder.rungs.grpo.reward_scaling import NormalizeThenSum, SumThenNormalize
 from ladder.rungs.grpo.rollout import DYNAMIC_SAMPLING, OVERLONG_SHAPING, DynamicSampling, OverlongShaping
+from ladder.rungs.grpo.sampler import Sampler
 from ladder.rungs.lm_options import LMOptions
 from ladder.specs import accepts_flags
 from ladder.tasks import math_problems
@@ -145,31 +146,8 @@ class Config(LMOptions):
     reference_refresh: ReferenceRefresh | None = option(None, "--ref-sync-every's spec (None: its defaults); its flags "
                                                               "are the spec's fields (reference_refresh)",
                                                         spec=reference_refresh_settings.OPTION)
-    sampler_dtype: str = option("same", "sample from the weights rounded to this dtype, a cheaper sampler than the "
-                                        "trainer (π_sampler ≠ π_old, as vLLM beside TRL): same | bfloat16 | float16. "
-                                        "The sampler's log-probs are recorded as it samples. On a CPU, bfloat16 is "
-                                        "fast only with AVX512-BF16 or AMX and float16 only with AVX512-FP16 or "
-                                        "AMX-FP16; elsewhere torch emulates them, slower than float32",
-                                choices=("same", "bfloat16", "float16"))
-    sampler_correction: str = option("none", "weigh the policy term by w = π_old/π_sampler (core.off_policy): none | "
-                                             "token_truncate | token_mask | sequence_truncate | sequence_mask (TRL's "
-                                             "vllm_importance_sampling_mode). π_sampler is the distribution the tokens "
-                                             "were drawn from, --top-p's cut renormalised: under --top-p < 1 a "
-                                             "token's w is the mass its step kept. With --sampler-dtype same, "
-                                             "--top-p 1 and no --max-staleness it corrects the small mismatch of the "
-                                             "cached sampling kernels, at the cost of a log-softmax over the "
-                                             "vocabulary per sampled token",
-                                     choices=CORRECTIONS)
-    sampler_clip_max: float | None = option(3.0, "C_max of w: truncated to it, or masked above it (TRL's "
-                                                 "vllm_importance_sampling_clip_max; from Python, None: no bound)",
-                                            positive())
-    sampler_clip_min: float | None = option(None, "C_min of w: truncated to it, or masked below it (None: no bound)",
-                                            non_negative())
-    off_policy_mask: float | None = option(None, "δ: drop a completion with Â < 0 whose mean log π_sampler − log π_θ "
-                                                 "exceeds δ (DeepSeek-V3.2's off-policy sequence mask; TRL's "
-                                                 "off_policy_mask_threshold; None: off). Under --top-p < 1 the mean "
-                                                 "includes −log Z_t, Z_t the mass each step's cut kept",
-                                            non_negative())
+    sampler: Sampler = option(Sampler(), "π_sampler: the weights sampled from and the correction for them; its "
+                                         "flags are the spec's fields (sampler)", spec=sampler_settings.OPTION)
     dynamic_sampling: bool = option(False, "drop groups whose rewards are all equal (no signal) and sample further "
                                            "prompts until the update has P informative groups (DAPO)")
     dynamic_sampling_rounds: DynamicSampling | None = option(None, "--dynamic-sampling's spec (None: its "

@@ -33,10 +33,6 @@ def _validate_combinations(cfg: Config) -> None:
     delta = getattr(loss_types.objective(cfg), "delta", None)  # the clipped objective's δ (no other has one)
     if delta is not None and delta <= 1.0 + eps_high(cfg):
         raise UsageError(f"--delta must exceed 1 + --clip-eps-high = {1.0 + eps_high(cfg):g}, got {delta}")
-    if cfg.sampler_clip_min is not None and cfg.sampler_clip_max is not None and \
-            cfg.sampler_clip_min >= cfg.sampler_clip_max:
-        raise UsageError(f"--sampler-clip-min {cfg.sampler_clip_min:g} must be below --sampler-clip-max "
-                         f"{cfg.sampler_clip_max:g}")
     if cfg.overlong_buffer and int(cfg.overlong_buffer * cfg.max_new_tokens) < 1:
         raise UsageError(f"--overlong-buffer {cfg.overlong_buffer} of --max-new-tokens {cfg.max_new_tokens} is "
                          f"less than one token")
@@ -46,7 +42,7 @@ def _validate_objectives(cfg: Config) -> None:
     if cfg.loss_type == "vespo" and cfg.ratio_level == "sequence":
         raise UsageError("--loss-type vespo computes its own sequence weight from the token ratios; use "
                          "--ratio-level token")
-    if cfg.loss_type == "vespo" and cfg.sampler_correction.startswith("sequence"):
+    if cfg.loss_type == "vespo" and cfg.sampler.correction.startswith("sequence"):
         raise UsageError("--loss-type vespo folds a per-token π_old/π_sampler into its sequence weight: use "
                          "--sampler-correction token_truncate or token_mask")
     if cfg.multi_objective_aggregation == "normalize_then_sum":

@@ -27,9 +27,9 @@ def placement(cfg: Config) -> torch.device:
                          f"{launched_processes()} processes; use a multiple of {launched_processes()}")
     if cfg.optim == "paged_adamw_8bit" and device.type != "cuda":
         raise UsageError("--optim paged_adamw_8bit needs a CUDA GPU; use --optim adamw on the CPU")
-    dtype = check_sampler_dtype(cfg.sampler_dtype, device)
+    dtype = check_sampler_dtype(cfg.sampler.dtype, device)
     if dtype is not None and device.type == "cpu" and not fast_on_this_cpu(dtype) and is_main_process():
-        print(f"note: this CPU has no {cfg.sampler_dtype} matrix instructions, so torch emulates them: sampling is "
+        print(f"note: this CPU has no {cfg.sampler.dtype} matrix instructions, so torch emulates them: sampling is "
               f"slower than in float32 (the mismatch it shows is the real one)", file=sys.stderr)
     return device
 
