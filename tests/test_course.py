@@ -13,6 +13,7 @@ import pytest
 
 from ladder import cli, course, run
 from ladder.graders import EXERCISES
+from ladder.specs import spec_fields
 from ladder.trl import map as trl_map
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,10 +63,12 @@ def test_the_core_function_imports(row):
 def test_the_flag_is_an_option_of_the_rung(row):
     rung_name, flag, *value = row.flag.split(" ", 2)
     assert rung_name in run.RUNGS
-    fields = {f"--{f.name.replace('_', '-')}": f for f in dataclasses.fields(run.load_rung(rung_name).Config)}
-    assert flag in fields, f"{rung_name} has no {flag}"
+    config = run.load_rung(rung_name).Config
+    domains = {f"--{f.name.replace('_', '-')}": cli.domain_of(f) for f in dataclasses.fields(config)}
+    domains |= {p.dashed: p.domain for _, spec in spec_fields(config) for p in spec.params()}  # a spec's flags
+    assert flag in domains, f"{rung_name} has no {flag}"
     if value:  # a value the option accepts: one of its choices
-        assert cli.domain_of(fields[flag]).problem(value[0]) is None, (flag, value)
+        assert domains[flag].problem(value[0]) is None, (flag, value)
 
 
 @pytest.mark.parametrize("row", [r for r in ROWS if r.values[0].trl is not None])
