@@ -136,7 +136,8 @@ class ChosenSpec:
 
     ``field``: the config field that holds the spec; ``choice``: the option that picks it; ``pick(value)``: the class
     (None: none); ``params()``: class → its params; ``refusal(cls, flags, value)``: the line that refuses flags of a
-    class the run did not pick (``needs(cls)`` names what picks it, for the default line)."""
+    class the run did not pick (``needs(cls)`` names what picks it, for the default line). A held spec's
+    ``conflict()``, if it has one, is its own rule between its fields."""
 
     def __init__(self, field: str, choice: str, pick: Callable[[Any], type | None],
                  params: Callable[[], dict[type, tuple[Param, ...]]], needs: Callable[[type], str],
@@ -174,8 +175,9 @@ class ChosenSpec:
 
     def refusal(self, cls: type, flags: list[str], value) -> str:
         refusals = self.refusals()
-        if cls in refusals:
-            return refusals[cls].format(flags=", ".join(flags), value=value)
+        if cls in refusals:  # a line with {flags} and {value}, or a function of them
+            line = refusals[cls]
+            return line(", ".join(flags), value) if callable(line) else line.format(flags=", ".join(flags), value=value)
         return f"{', '.join(flags)} {'has' if len(flags) == 1 else 'have'} no effect without {self.needs(cls)}"
 
     def flat(self, config) -> dict:
@@ -190,7 +192,8 @@ class ChosenSpec:
         if type(held) is not wanted:
             dashed = "--" + self.choice.replace("_", "-")
             return f"{self.field} {held!r} is not what {dashed} {getattr(config, self.choice)!r} picks: {wanted}"
-        return next(filter(None, (p.problem(getattr(held, p.name)) for p in self.by_class()[wanted])), None)
+        found = next(filter(None, (p.problem(getattr(held, p.name)) for p in self.by_class()[wanted])), None)
+        return found if found is not None else _conflict(held)
 
 
 def switched(field: str, switch: str, spec: type, params: tuple[Param, ...]) -> ChosenSpec:
@@ -200,12 +203,18 @@ def switched(field: str, switch: str, spec: type, params: tuple[Param, ...]) -> 
     return ChosenSpec(field, switch, lambda on: spec if on else None, lambda: {spec: params}, lambda cls: dashed)
 
 
-class FixedSpec:
-    """A spec field of one class, always held (its default an instance): every param is read, none refused.
-    ``check(spec)``: the spec's own rule between its fields, a line or None."""
+def _conflict(spec) -> str | None:
+    """The spec's own rule between its fields (its ``conflict()`` method, if it has one): a line, or None."""
+    rule = getattr(spec, "conflict", None)
+    return None if rule is None else rule()
 
-    def __init__(self, field: str, cls: type, params: tuple[Param, ...], check: Callable[[Any], str | None] = None):
-        self.field, self.cls, self._params, self.check = field, cls, tuple(params), check
+
+class FixedSpec:
+    """A spec field of one class, always held (its default an instance): every param is read, none refused; the
+    spec's ``conflict()``, if it has one, is its own rule between its fields."""
+
+    def __init__(self, field: str, cls: type, params: tuple[Param, ...]):
+        self.field, self.cls, self._params = field, cls, tuple(params)
 
     def params(self) -> list[Param]:
         return list(self._params)
@@ -229,7 +238,7 @@ class FixedSpec:
         if type(spec) is not self.cls:
             return f"{self.field} must be a {self.cls.__qualname__}, got {spec!r}"
         found = next(filter(None, (p.problem(getattr(spec, p.name)) for p in self._params)), None)
-        return found if found is not None or self.check is None else self.check(spec)
+        return found if found is not None else _conflict(spec)
 
 
 def accepts_flags(config_cls):

@@ -134,7 +134,7 @@ def test_values_make_a_grpo_config_trl_accepts(flags, tmp_path):
     assert args.beta == cfg.kl.coef and args.loss_type == cfg.loss_type and args.epsilon == cfg.clip_eps
     assert args.epsilon_high == (objective(cfg).max_weight if cfg.loss_type == "cispo" else cfg.clip_eps_high)
     assert args.importance_sampling_level == cfg.ratio_level
-    assert args.scale_rewards == (grpo.reward_scaling.scale(cfg) or "group")  # GDPO's: left at the default
+    assert args.scale_rewards == (grpo.advantages.scale(cfg) or "group")  # GDPO's: left at the default
     assert args.use_cpu and not args.bf16 and args.learning_rate == cfg.lr
     assert args.sync_ref_model == bool(cfg.ref_sync_every and not cfg.lora)
     if cfg.ref_sync_every:

@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from ladder import core
-from ladder.rungs.grpo import loss_types, reward_scaling
+from ladder.rungs.grpo import advantages, loss_types
 from ladder.trl.map_design import DESIGN_ROWS
 from ladder.trl.map_ppo import PPO_ROWS, RLOO_ROWS
 from ladder.trl.row import (
@@ -111,7 +111,7 @@ GRPO_ROWS = (
             "grpo | bnpo | dr_grpo | dapo | cispo | sapo | luspo | vespo, the same names (TRL's default is dapo, "
             "ladder's grpo)",
             same("loss_type"), loss_types.in_trl),
-    *reward_scaling.trl_rows(),  # --scale-rewards, sum_then_normalize's (reward_scaling)
+    *advantages.trl_rows(),  # --scale-rewards, sum_then_normalize's (advantages)
     Mapping(G, "importance_sampling_level", "grpo", "ratio_level", "sequence_log_ratio",
             "token (GRPO) | sequence (GSPO)", same("ratio_level")),
     Mapping(G, "use_bias_correction_kl", "grpo", "kl_correction", "kl_estimate",
@@ -218,7 +218,7 @@ GRPO_ROWS = (
     Mapping(G, NONE, "grpo", "advantage", "leave_one_out",
             "GRPOTrainer has no leave-one-out advantage; with the same --scale-rewards none it is the group "
             "advantage × G/(G−1), i.e. a learning rate × G/(G−1) (batch: whitened the same way). "
-            "TRL's RLOOTrainer has it", applies=lambda cfg: cfg.advantage == "rloo"),
+            "TRL's RLOOTrainer has it", applies=lambda cfg: advantages.estimator(cfg) == "rloo"),
     Mapping(G, NONE, "grpo", "kl_in", "kl_in_reward",
             "--kl-in reward (r_i − β·Σ_t KL_t on π_old, before the advantages) is RLOOTrainer's, not "
             "GRPOTrainer's: the script keeps β·k3 in the loss", applies=lambda cfg: cfg.kl.in_reward() > 0),

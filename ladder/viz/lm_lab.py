@@ -234,7 +234,7 @@ def _fixed_grpo_batch(seed: int, warmup_updates: int, prompts: int, group_size: 
     picked = problems[warmup_updates * prompts:(warmup_updates + 1) * prompts]
     rollout = grpo.sample_completions(step, picked)
     rewards = rollout.rewards
-    advantages = core.group_relative(rewards, group_size, grpo.reward_scaling.scale(cfg))
+    advantages = core.group_relative(rewards, group_size, grpo.advantages.scale(cfg))
     batch = lm_batch(rollout.prompt_ids, rollout.prompt_mask, rollout.completion, rollout.mask,
                      tokenizer.pad_token_id, advantages=advantages[:, None] * rollout.mask)
     with torch.no_grad():

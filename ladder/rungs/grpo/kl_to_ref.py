@@ -35,6 +35,12 @@ class KLToReference:
     def corrected(self) -> str | None:
         return None if self.where == "reward" else "off" if self.correction == "off" else "on"
 
+    def conflict(self) -> str | None:
+        if self.where == "reward" and self.correction == "on":
+            return ("--kl-correction weighs the KL term of the loss; with --kl-in reward the KL is a constant in the "
+                    "reward, taken on π_old, and needs no correction: drop --kl-correction (or say off)")
+        return None
+
 
 PARAMS = (
     Param("kl_coef", KLToReference, "coef", "β of the KL to π_ref (0: no reference computed at all)", non_negative()),
@@ -49,11 +55,4 @@ PARAMS = (
 )
 
 
-def _one_rule(kl: KLToReference) -> str | None:
-    if kl.where == "reward" and kl.correction == "on":
-        return ("--kl-correction weighs the KL term of the loss; with --kl-in reward the KL is a constant in the "
-                "reward, taken on π_old, and needs no correction: drop --kl-correction (or say off)")
-    return None
-
-
-OPTION = FixedSpec("kl", KLToReference, PARAMS, _one_rule)
+OPTION = FixedSpec("kl", KLToReference, PARAMS)

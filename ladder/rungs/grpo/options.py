@@ -3,9 +3,10 @@ several options are in ``ladder.rungs.grpo.rules``).
 
 A group of options that one part of the rung reads is a typed spec that part owns, held by one field and set by
 flags of its own (``ladder.specs``): ``objective`` (``--loss-type``'s objective: ``loss_types``), ``kl``
-(``kl_to_ref``), ``reference_refresh``, ``entropy_control``, ``reward_scaling``, ``dynamic_sampling_rounds`` and
-``overlong_shaping`` (``rollout``). The flags, their help and domains, the refusal of a flag that only an unchosen
-spec reads, config.json and the TRL rows come from the specs; ``Config(kl_coef=0.0)`` takes a flag's name too.
+(``kl_to_ref``), ``sampler``, ``reference_refresh``, ``entropy_control``, ``advantages``,
+``dynamic_sampling_rounds`` and ``overlong_shaping`` (``rollout``). The flags, their help and domains, the refusal
+of a flag that only an unchosen spec reads, config.json and the TRL rows come from the specs; ``Config(kl_coef=0.0)``
+takes a flag's name too.
 
 The design space of GRPO-style training, each choice a flag (and a short function in ladder.core):
 
@@ -41,16 +42,16 @@ from ladder.cli import (
 )
 from ladder.core.update import RATIO_LEVELS
 from ladder.rungs import lm_options
+from ladder.rungs.grpo import advantages as advantage_settings
 from ladder.rungs.grpo import core_settings, loss_types
 from ladder.rungs.grpo import entropy_control as entropy_settings
 from ladder.rungs.grpo import kl_to_ref as kl_settings
 from ladder.rungs.grpo import reference_refresh as reference_refresh_settings
-from ladder.rungs.grpo import reward_scaling as scaling_settings
 from ladder.rungs.grpo import sampler as sampler_settings
+from ladder.rungs.grpo.advantages import NormalizeThenSum, SumThenNormalize
 from ladder.rungs.grpo.entropy_control import AdaptiveEntropy
 from ladder.rungs.grpo.kl_to_ref import KLToReference
 from ladder.rungs.grpo.reference_refresh import ReferenceRefresh
-from ladder.rungs.grpo.reward_scaling import NormalizeThenSum, SumThenNormalize
 from ladder.rungs.grpo.rollout import DYNAMIC_SAMPLING, OVERLONG_SHAPING, DynamicSampling, OverlongShaping
 from ladder.rungs.grpo.sampler import Sampler
 from ladder.rungs.lm_options import LMOptions
@@ -107,11 +108,9 @@ class Config(LMOptions):
     lr: float = option(1e-5, "learning rate", positive())
     warmup_steps: int = option(0, "linear learning-rate warmup over the first N updates (0: none)", at_least(0))
     max_grad_norm: float = option(1.0, "gradient-norm clip", positive())
-    advantage: str = option("group", "group: Â_i = (r_i − mean_group) / scale (GRPO); rloo: Â_i = r_i − mean of "
-                                     "the other G − 1 rewards (leave-one-out)", choices=("group", "rloo"))
-    reward_scaling: SumThenNormalize | NormalizeThenSum | None = option(
-        None, "--multi-objective-aggregation's spec (None: its defaults); its flags are the spec's fields "
-              "(reward_scaling)", spec=scaling_settings.OPTION)
+    advantages: SumThenNormalize | NormalizeThenSum | None = option(
+        None, "--multi-objective-aggregation's spec: the advantage estimator and its scale (None: their defaults); "
+              "its flags are the spec's fields (advantages)", spec=advantage_settings.OPTION)
     ratio_level: str = option("token", "importance ratio per token (GRPO) or per sequence (GSPO: the geometric "
                                        "mean of the token ratios; use ε ≈ 3e-4/4e-4, as --algo gspo does)",
                               choices=RATIO_LEVELS)
@@ -169,7 +168,7 @@ class Config(LMOptions):
                                               "sum_then_normalize (Â from Σ_f w_f·r_f) or normalize_then_sum (GDPO: "
                                               "each r_f normalised within its group, then Σ_f w_f·ř_f whitened over "
                                               "the batch; --scale-rewards does not apply)",
-                                              choices=scaling_settings.AGGREGATIONS)
+                                              choices=advantage_settings.AGGREGATIONS)
     reward_timeout: float = option(rewards.TIME_LIMIT_S, "the seconds each call of a reward function (on a whole "
                                                          "batch) may take before the run stops with one line "
                                                          "naming it", interval(0, 86400, open_low=True))

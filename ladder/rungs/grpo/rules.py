@@ -3,7 +3,8 @@ before any model loads. An option's own domain is checked where it is declared (
 
 from __future__ import annotations
 
-from ladder.rungs.grpo import entropy_control, loss_types, reward_scaling
+from ladder.rungs.grpo import entropy_control, loss_types
+from ladder.rungs.grpo.advantages import GDPO_NEEDS
 from ladder.rungs.grpo.core_settings import eps_high
 from ladder.rungs.grpo.options import Config, reward_weights
 from ladder.rungs.protocol import check_minibatches
@@ -24,9 +25,6 @@ def _validate_combinations(cfg: Config) -> None:
     if cfg.ref_sync_every and cfg.kl.coef == 0:
         raise UsageError("--ref-sync-every refreshes π_ref, but --kl-coef 0 never uses it; set --kl-coef > 0 "
                          "or drop --ref-sync-every")
-    if cfg.advantage == "rloo" and reward_scaling.scale(cfg) == "group":
-        raise UsageError("--advantage rloo takes --scale-rewards none or batch; dividing by the group's std turns "
-                         "it into GRPO's advantage times G/(G−1)")
     if cfg.ratio_level == "sequence" and cfg.loss_type == "cispo":
         raise UsageError("--loss-type cispo weighs every token by its own ratio; --ratio-level sequence is GSPO's "
                          "clipped objective (--algo gspo)")
@@ -45,10 +43,8 @@ def _validate_objectives(cfg: Config) -> None:
     if cfg.loss_type == "vespo" and cfg.sampler.correction.startswith("sequence"):
         raise UsageError("--loss-type vespo folds a per-token π_old/π_sampler into its sequence weight: use "
                          "--sampler-correction token_truncate or token_mask")
-    if cfg.multi_objective_aggregation == "normalize_then_sum":
-        if cfg.advantage == "rloo" or cfg.kl.where == "reward":
-            raise UsageError("--multi-objective-aggregation normalize_then_sum normalises each reward function's "
-                             "scores: it needs --advantage group and --kl-in loss")
+    if cfg.multi_objective_aggregation == "normalize_then_sum" and cfg.kl.where == "reward":
+        raise UsageError(GDPO_NEEDS)  # (--advantage rloo: refused as the advantages spec is built)
     control = entropy_control.settings(cfg)
     if control is not None and control.coef_min > control.coef_max:
         raise UsageError(f"--entropy-coef-min {control.coef_min:g} must not exceed --entropy-coef-max "

@@ -27,9 +27,10 @@ from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, lm_batch
 from ladder.policies.low_precision import check_sampler_dtype
+from ladder.rungs.grpo import advantages as advantage_settings
 from ladder.rungs.grpo import entropy_control as entropy_settings
 from ladder.rungs.grpo import options as grpo_options
-from ladder.rungs.grpo import reference_refresh, reward_scaling
+from ladder.rungs.grpo import reference_refresh
 from ladder.rungs.grpo.core_settings import records_sampler_logp, update_config
 from ladder.rungs.grpo.loss_types import LOSS_TYPES
 from ladder.rungs.grpo.options import (
@@ -101,9 +102,9 @@ def sample_groups(step: Step, sample_share: Callable[[Step, list[dict]], Rollout
 
 def group_advantages(rewards: torch.Tensor, cfg: Config) -> torch.Tensor:
     """Â of every completion of the whole batch ``[P·G]`` (all processes), from whole groups."""
-    if cfg.advantage == "rloo":
-        return core.leave_one_out(rewards, cfg.group_size, reward_scaling.scale(cfg))
-    return core.group_relative(rewards, cfg.group_size, reward_scaling.scale(cfg))
+    if advantage_settings.estimator(cfg) == "rloo":
+        return core.leave_one_out(rewards, cfg.group_size, advantage_settings.scale(cfg))
+    return core.group_relative(rewards, cfg.group_size, advantage_settings.scale(cfg))
 
 
 def batch_advantages(step: Step, rollout: Rollout, rewards: torch.Tensor) -> torch.Tensor:

@@ -36,6 +36,11 @@ class Sampler:
         """With --sampler-dtype same and no lag, a correction weighs the sampling kernels' small mismatch."""
         return self.dtype != "same" or self.correction != "none" or lag > 0
 
+    def conflict(self) -> str | None:
+        if self.clip_min is not None and self.clip_max is not None and self.clip_min >= self.clip_max:
+            return f"--sampler-clip-min {self.clip_min:g} must be below --sampler-clip-max {self.clip_max:g}"
+        return None
+
 
 PARAMS = (
     Param("sampler_dtype", Sampler, "dtype", "sample from the weights rounded to this dtype, a cheaper sampler than "
@@ -59,11 +64,4 @@ PARAMS = (
 )
 
 
-def _bounds(sampler: Sampler) -> str | None:
-    low, high = sampler.clip_min, sampler.clip_max
-    if low is not None and high is not None and low >= high:
-        return f"--sampler-clip-min {low:g} must be below --sampler-clip-max {high:g}"
-    return None
-
-
-OPTION = FixedSpec("sampler", Sampler, PARAMS, _bounds)
+OPTION = FixedSpec("sampler", Sampler, PARAMS)

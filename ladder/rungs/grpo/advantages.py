@@ -1,0 +1,78 @@
+"""grpo's advantages: how the rewards of a group become Â, each way a spec with its flags.
+
+    SumThenNormalize(estimator, scale)   Â from r_i = Σ_f w_f·r_f within its group: ``--advantage`` group
+                                         (r − mean, GRPO) or rloo (leave-one-out), ``--scale-rewards`` ÷ the
+                                         group's std, the batch's, or none
+    NormalizeThenSum()                   GDPO: each r_f normalised within its group, then Σ_f w_f·ř_f whitened over
+                                         the batch (``core.decoupled_group_relative``): it needs the group baseline
+                                         and scales by itself, so --advantage rloo and --scale-rewards are refused
+
+``--multi-objective-aggregation`` picks one; ``Config.advantages`` holds it (None: its defaults). ``estimator(cfg)``
+and ``scale(cfg)`` are what a run uses (None with normalize_then_sum).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ladder.cli import OneOf
+from ladder.specs import ChosenSpec, Param
+from ladder.trl.row import TRLRow, param_rows
+
+
+@dataclass(frozen=True)
+class SumThenNormalize:
+    estimator: str = "group"   # --advantage
+    scale: str = "group"       # --scale-rewards
+
+    def conflict(self) -> str | None:
+        if self.estimator == "rloo" and self.scale == "group":
+            return ("--advantage rloo takes --scale-rewards none or batch; dividing by the group's std turns it into "
+                    "GRPO's advantage times G/(G−1)")
+        return None
+
+
+@dataclass(frozen=True)
+class NormalizeThenSum:
+    pass
+
+
+AGGREGATIONS = {"sum_then_normalize": SumThenNormalize, "normalize_then_sum": NormalizeThenSum}
+PARAMS = {
+    SumThenNormalize: (
+        Param("advantage", SumThenNormalize, "estimator", "group: Â_i = (r_i − mean_group) / scale (GRPO); rloo: "
+              "Â_i = r_i − mean of the other G − 1 rewards (leave-one-out)", OneOf(("group", "rloo"))),
+        Param("scale_rewards", SumThenNormalize, "scale", "advantage scale: group std | batch std | none (rloo: none "
+              "| batch, which whitens Â over the batch)", OneOf(("group", "batch", "none")))),
+    NormalizeThenSum: (),
+}
+TRL = {"scale_rewards": TRLRow("scale_rewards", "group_relative", "group | batch | none", always=True)}
+GDPO_NEEDS = ("--multi-objective-aggregation normalize_then_sum normalises each reward function's scores: it needs "
+              "--advantage group and --kl-in loss")
+
+
+def _refusal(flags: str, value) -> str:
+    """SumThenNormalize's flags under normalize_then_sum: GDPO's baseline is the group's; it scales by itself."""
+    if "--advantage" in flags.split(", "):
+        return GDPO_NEEDS
+    return (f"{flags} {'has' if ', ' not in flags else 'have'} no effect without --multi-objective-aggregation "
+            "sum_then_normalize (normalize_then_sum whitens over the batch itself)")
+
+
+OPTION = ChosenSpec("advantages", "multi_objective_aggregation", AGGREGATIONS.get, lambda: PARAMS,
+                    lambda cls: "--multi-objective-aggregation sum_then_normalize",
+                    lambda: {SumThenNormalize: _refusal})
+
+
+def estimator(cfg) -> str | None:
+    """--advantage as this run uses it: group or rloo (None with normalize_then_sum, GDPO's own)."""
+    return getattr(OPTION.resolve(cfg), "estimator", None)
+
+
+def scale(cfg) -> str | None:
+    """--scale-rewards as this run uses it (None with normalize_then_sum, which whitens over the batch itself)."""
+    return getattr(OPTION.resolve(cfg), "scale", None)
+
+
+def trl_rows() -> tuple:
+    return param_rows(PARAMS[SumThenNormalize], TRL, lambda cfg: True)
