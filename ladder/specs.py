@@ -23,19 +23,25 @@ from typing import Any, Protocol
 
 from ladder.runtime.errors import OptionError, UsageError
 
+_FIELDS_OWN = object()  # a Param's default: its spec field's own
+
 
 @dataclass(frozen=True)
 class Param:
-    """``--{flag}`` sets the field ``name`` of the spec class ``spec``; its default is that field's."""
+    """``--{flag}`` sets the field ``name`` of the spec class ``spec``; its default is that field's, unless a rung
+    gives it its own (``own_default``: the agent's ``--reward-funcs``)."""
 
     flag: str
     spec: type
     name: str
     help: str
     domain: Any = None
+    own_default: Any = _FIELDS_OWN
 
     @property
     def default(self):
+        if self.own_default is not _FIELDS_OWN:
+            return self.own_default
         return {f.name: f.default for f in dataclasses.fields(self.spec)}[self.name]
 
     @property

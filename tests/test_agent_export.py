@@ -24,6 +24,7 @@ import pytest
 
 from ladder.rungs import agent, grpo
 from ladder.runtime.runlog import UsageError
+from ladder.specs import option_names
 from ladder.tasks import agent_envs
 from ladder.trl import export as export_trl
 from ladder.trl import map as trl_map
@@ -53,7 +54,7 @@ def _env(**extra) -> dict:
 def test_agent_rows_name_the_rungs_options_and_real_trl_names():
     trl = pytest.importorskip("trl", minversion="1.16")
     rows = trl_map.AGENT_ROWS
-    options = {f.name for f in dataclasses.fields(agent.Config)}
+    options = set(option_names(agent.Config))  # a spec's fields by their flags
     assert all(r.ladder_rung == "agent" and (r.ladder_option is None or r.ladder_option in options) for r in rows)
     assert AGENT_ONLY <= trl_map.ladder_options("agent"), AGENT_ONLY - trl_map.ladder_options("agent")
     names = {"GRPOConfig": {f.name for f in dataclasses.fields(trl.GRPOConfig)},

@@ -141,7 +141,7 @@ def test_values_make_a_grpo_config_trl_accepts(flags, tmp_path):
         assert args.ref_model_sync_steps == cfg.ref_sync_every * mu * M
     if cfg.min_new_tokens:
         assert args.generation_kwargs == {"min_new_tokens": cfg.min_new_tokens}
-    assert len(args.reward_weights) == 2 + bool(cfg.overlong_buffer)
+    assert len(args.reward_weights) == 2 + bool(cfg.rewards.overlong_buffer)
 
 
 # --- (b) the command line writes the script, which trains with TRL ------------------------------------

@@ -30,7 +30,7 @@ from trl_helpers import (
 
 from ladder import core, rewards
 from ladder.rungs import grpo
-from ladder.rungs.grpo.rollout import OverlongShaping, with_overlong_penalty
+from ladder.rungs.grpo.rollout import with_overlong_penalty
 from ladder.trl import row as trl_mapping
 
 # --- GDPO's advantages: TRL's own _generate_and_score_completions on fixed rewards -------------------
@@ -112,7 +112,7 @@ def overlong_of_lengths(completions, **_):
 
     cfg = grpo.Config.from_flags(**OVERLONG)
     punish = get_soft_overlong_punishment(max_completion_len=cfg.max_new_tokens,
-                                          soft_punish_cache=round(cfg.overlong_buffer * cfg.max_new_tokens))
+                                          soft_punish_cache=round(cfg.rewards.overlong_buffer * cfg.max_new_tokens))
     return punish([[0] * n for n in LENGTHS[:len(completions)]])
 
 
@@ -167,5 +167,5 @@ def test_overlong_penalty_advantages_match_trl(overlong_trainer, aggregation):
     assert torch.equal(total, torch.tensor(CORRECT) + 0.5 * per_function["overlong"])
     if aggregation == "normalize_then_sum":
         assert torch.allclose(expected, torch.tensor([0.3873, -0.3873, 1.1618, -1.1618]), atol=1e-4, rtol=0.0)
-        heavier = ladder_overlong_advantages(dataclasses.replace(cfg, overlong_shaping=OverlongShaping(penalty=1.0)))[0]
+        heavier = ladder_overlong_advantages(dataclasses.replace(cfg, overlong_penalty=1.0))[0]
         assert (heavier - got).abs().max() > 0.1  # p moves GDPO's advantages

@@ -160,17 +160,17 @@ def _rewards_code(cfg: Config) -> list[str]:
     lines = ["def reward_funcs() -> list:",
              '    """--reward-funcs in TRL\'s form, in the order of GRPO_CONFIG["reward_weights"]."""',
              "    return ["]
-    for spec in [s.strip() for s in cfg.reward_funcs.split(",") if s.strip()]:
+    for spec in [s.strip() for s in cfg.rewards.funcs.split(",") if s.strip()]:
         name = spec.rpartition(":")[2]
         if spec in arithmetic.REWARD_FUNCTIONS:
             fn = arithmetic.REWARD_FUNCTIONS[spec]
             lines.append(f"        for_trl({name!r}, arithmetic.{fn.__name__}),")
         else:
             lines.append(f"        for_trl({name!r}, load_user_function({spec!r})),")
-    if cfg.overlong_buffer:
-        cache = round(cfg.overlong_buffer * cfg.max_new_tokens)
+    if cfg.rewards.overlong_buffer:
+        cache = round(cfg.rewards.overlong_buffer * cfg.max_new_tokens)
         lines.append(f"        get_soft_overlong_punishment(max_completion_len={cfg.max_new_tokens}, "
-                     f"soft_punish_cache={cache}),  # --overlong-buffer {cfg.overlong_buffer}")
+                     f"soft_punish_cache={cache}),  # --overlong-buffer {cfg.rewards.overlong_buffer}")
     return lines + ["    ]"]
 
 
@@ -211,7 +211,7 @@ def _imports(cfg: Config, ladder_imports: tuple[str, ...] = ("from ladder.tasks 
                 '    if error.name != "trl":', "        raise",
                 """    sys.exit('this script needs TRL: pip install "trl>=1.16,<2" (in a checkout of ladder: """
                 """pip install -e ".[dev]")')"""]
-    if cfg.overlong_buffer:
+    if cfg.rewards.overlong_buffer:
         imports.append("from trl.rewards import get_soft_overlong_punishment")
     return imports + ["", *ladder_imports, "",
                       "# TRL and peft still call transformers' gradient_checkpointing* names, which transformers 5.24",
@@ -281,7 +281,7 @@ def write(cfg: Config, path: str | os.PathLike) -> dict:
     checked as for a run first: a missing ``FILE.py:FN``, and sizes that do not fit the data at hand (the
     arithmetic task, a local file; a hub dataset is loaded by the script) are one line now, as is ``path``."""
     validate(cfg)
-    rewards.load_all(cfg.reward_funcs)
+    rewards.load_all(cfg.rewards.funcs)
     if cfg.task == "arithmetic" or Path(cfg.dataset).is_file():
         math_problems.split(cfg.task, cfg.dataset, cfg.eval_size, cfg.train_size, cfg.prompts_per_step)
     write_whole(path, script(cfg))
@@ -351,7 +351,7 @@ def write_agent(cfg, path: str | os.PathLike) -> dict:
     """Write the agent rung's run as a TRL script, ``GRPOTrainer(environment_factory=…)``; a summary as ``write``'s.
     GRPO's options are checked as for a run, the environment and the reward functions loaded (one line if not)."""
     agent_options.validate(cfg)
-    rewards.load_all(cfg.reward_funcs)
+    rewards.load_all(cfg.rewards.funcs)
     if (cfg.env == "gsm8k" or cfg.env not in agent_options.ENVIRONMENTS) and Path(cfg.dataset).is_file():
         task = "gsm8k" if cfg.env == "gsm8k" else cfg.task
         math_problems.split(task, cfg.dataset, cfg.eval_size, cfg.train_size, cfg.prompts_per_step)

@@ -67,11 +67,8 @@ def on_cuda(cfg) -> bool:
 
 
 def reward_weights(cfg) -> list[float]:
-    """TRL's reward_weights: the grpo rung's weighted reward columns, in order (``rollout.column_weights``)."""
-    from ladder import rewards
-    from ladder.rungs.grpo.rollout import column_weights
-
-    return list(column_weights(rewards.weights(cfg.reward_funcs, cfg.reward_weights), cfg).values())
+    """TRL's reward_weights: the grpo rung's weighted reward columns, in order (``Rewards.column_weights``)."""
+    return list(cfg.rewards.column_weights().values())
 
 
 def optim(cfg) -> str:

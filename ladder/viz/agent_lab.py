@@ -72,7 +72,7 @@ def agent_run(preset: str = "tiny", seed: int = 0, **overrides) -> tuple[RunSess
     made = {}
 
     def build(cfg: agent.Config, run: RunSession) -> Recipe:
-        made["step"] = grpo.task_step(cfg, run, task, rewards.load_all(cfg.reward_funcs))
+        made["step"] = grpo.task_step(cfg, run, task, rewards.load_all(cfg.rewards.funcs))
         return grpo.recipe(cfg, run, task, made["step"])
 
     session, recipe = loop.in_memory(cfg, agent.NAME, build, total=cfg.steps)

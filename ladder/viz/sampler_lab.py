@@ -107,7 +107,7 @@ def _four_policies(seed, prompts, group_size, warmup_updates, steps, temperature
     system_prompt, problems, _, model_path, tokenizer = grpo.load_task(plain)
     policy, optimizer = grpo.load_policy(plain, model_path, device)
     stream = grpo.ProblemStream(problems, seed)
-    funcs, weights = load_all(plain.reward_funcs), grpo.reward_weights(plain)
+    funcs, weights = load_all(plain.rewards.funcs), grpo.reward_weights(plain)
 
     def step_of(c: grpo.Config) -> grpo.Step:
         return grpo.build(c, policy=policy, optimizer=optimizer, tokenizer=tokenizer, stream=stream,

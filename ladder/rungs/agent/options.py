@@ -11,6 +11,8 @@ from ladder import rewards
 from ladder.cli import Text, at_least, interval, option
 from ladder.rungs.grpo import options as grpo_options
 from ladder.rungs.grpo import rules as grpo_rules
+from ladder.rungs.grpo import scoring
+from ladder.rungs.grpo.scoring import Rewards
 from ladder.runtime.errors import UsageError
 from ladder.specs import accepts_flags
 from ladder.tasks import agent_envs, math_problems, tiny_agent
@@ -42,9 +44,11 @@ class Config(grpo_options.Config):
                          choices=("trajectory", "turn"))
     train_env_tokens: bool = option(False, "the mistake, to see it: put the environment's tokens in the loss as if "
                                            "the model had written them (mask = attention mask)")
-    reward_funcs: str = option("correctness", "reward functions of the last model turn, comma-separated (as grpo's "
-                                              "--reward-funcs); an environment's get_reward is added with weight 1",
-                               Text())
+    rewards: Rewards = option(Rewards(funcs="correctness"), "grpo's, with --reward-funcs of the last model turn",
+                              spec=scoring.option_with_funcs(
+                                  "correctness", "reward functions of the last model turn, comma-separated (as "
+                                                 "grpo's --reward-funcs); an environment's get_reward is added with "
+                                                 "weight 1"))
     env_timeout: float = option(60.0, "seconds each call into the environment may take: making it, reset, a tool, "
                                       "get_reward. A tool past it is a failed call the model reads; the others "
                                       "stop the run in one line", interval(0, 86400, open_low=True))

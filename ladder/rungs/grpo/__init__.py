@@ -1,8 +1,8 @@
 """Rung 4: GRPO, as a package — the rung (``rung``: the step, the recipe, the run), its options (``options``), the
 typed specs they hold (``loss_types``, ``kl_to_ref``, ``sampler``, ``reference_refresh``, ``entropy_control``,
-``advantages``), what they mean to ``ladder.core`` (``core_settings``) and the rules between them (``rules``), the
-rollout (``rollout``), what a step records (``record``), the lagging π_rollout (``staleness``) and what a run loads
-and writes around its training (``setup``).
+``advantages``, ``scoring``), what they mean to ``ladder.core`` (``core_settings``) and the rules between them
+(``rules``), the rollout (``rollout``), what a step records (``record``), the lagging π_rollout (``staleness``) and
+what a run loads and writes around its training (``setup``).
 
 ``ladder.rungs.grpo`` reads as the rung module ``python -m ladder.run`` expects (see ``ladder.rungs.protocol``):
 the names below are the rung's.

@@ -4,7 +4,7 @@ several options are in ``ladder.rungs.grpo.rules``).
 A group of options that one part of the rung reads is a typed spec that part owns, held by one field and set by
 flags of its own (``ladder.specs``): ``objective`` (``--loss-type``'s objective: ``loss_types``), ``kl``
 (``kl_to_ref``), ``sampler``, ``reference_refresh``, ``entropy_control``, ``advantages``,
-``dynamic_sampling_rounds`` and ``overlong_shaping`` (``rollout``). The flags, their help and domains, the refusal
+``rewards`` (``scoring``) and ``dynamic_sampling_rounds`` (``rollout``). The flags, their help and domains, the refusal
 of a flag that only an unchosen spec reads, config.json and the TRL rows come from the specs; ``Config(kl_coef=0.0)``
 takes a flag's name too.
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ladder import core, rewards
+from ladder import core
 from ladder.cli import (
     OneOf,
     Text,
@@ -41,9 +41,10 @@ from ladder.cli import (
     probability,
 )
 from ladder.core.update import RATIO_LEVELS
+from ladder.rewards import TIME_LIMIT_S as REWARD_TIME_LIMIT_S
 from ladder.rungs import lm_options
 from ladder.rungs.grpo import advantages as advantage_settings
-from ladder.rungs.grpo import core_settings, loss_types
+from ladder.rungs.grpo import core_settings, loss_types, scoring
 from ladder.rungs.grpo import entropy_control as entropy_settings
 from ladder.rungs.grpo import kl_to_ref as kl_settings
 from ladder.rungs.grpo import reference_refresh as reference_refresh_settings
@@ -52,8 +53,9 @@ from ladder.rungs.grpo.advantages import NormalizeThenSum, SumThenNormalize
 from ladder.rungs.grpo.entropy_control import AdaptiveEntropy
 from ladder.rungs.grpo.kl_to_ref import KLToReference
 from ladder.rungs.grpo.reference_refresh import ReferenceRefresh
-from ladder.rungs.grpo.rollout import DYNAMIC_SAMPLING, OVERLONG_SHAPING, DynamicSampling, OverlongShaping
+from ladder.rungs.grpo.rollout import DYNAMIC_SAMPLING, DynamicSampling
 from ladder.rungs.grpo.sampler import Sampler
+from ladder.rungs.grpo.scoring import Rewards
 from ladder.rungs.lm_options import LMOptions
 from ladder.specs import accepts_flags
 from ladder.tasks import math_problems
@@ -154,22 +156,15 @@ class Config(LMOptions):
                                                              spec=DYNAMIC_SAMPLING)
     mask_truncated: bool = option(False, "completions that reach --max-new-tokens without EOS take no part in the "
                                          "loss (DAPO's overlong filtering)")
-    overlong_buffer: float = option(0.0, "DAPO's soft overlong penalty: the last fraction of --max-new-tokens in "
-                                         "which the reward falls linearly to −penalty (0: off; DAPO 0.2)",
-                                         interval(0, 1, open_high=True))
-    overlong_shaping: OverlongShaping | None = option(None, "--overlong-buffer's spec (None: its defaults); its "
-                                                            "flags are the spec's fields", spec=OVERLONG_SHAPING)
-    reward_funcs: str = option("correctness,format", "reward functions, comma-separated: built-in names "
-                               "(correctness, format) or FILE.py:FUNCTION or MODULE:FUNCTION, each called as "
-                               "fn(completions, answers) -> list of floats", Text())
-    reward_weights: str | None = option(None, "one weight per reward function, comma-separated (default: all 1)",
-                                        Text())
+    rewards: Rewards = option(Rewards(), "how a completion is scored: the reward functions, their weights, DAPO's "
+                                         "overlong penalty; its flags are the spec's fields (scoring)",
+                              spec=scoring.OPTION)
     multi_objective_aggregation: str = option("sum_then_normalize", "with several reward functions: "
                                               "sum_then_normalize (Â from Σ_f w_f·r_f) or normalize_then_sum (GDPO: "
                                               "each r_f normalised within its group, then Σ_f w_f·ř_f whitened over "
                                               "the batch; --scale-rewards does not apply)",
                                               choices=advantage_settings.AGGREGATIONS)
-    reward_timeout: float = option(rewards.TIME_LIMIT_S, "the seconds each call of a reward function (on a whole "
+    reward_timeout: float = option(REWARD_TIME_LIMIT_S, "the seconds each call of a reward function (on a whole "
                                                          "batch) may take before the run stops with one line "
                                                          "naming it", interval(0, 86400, open_low=True))
     max_staleness: int = option(0, "k: each update trains on completions drawn by the policy as it was k updates "
@@ -200,7 +195,7 @@ PRESETS = {
 
 def reward_weights(cfg: Config) -> dict[str, float]:
     """Name → weight w_f of each reward function (``--reward-weights``)."""
-    return rewards.weights(cfg.reward_funcs, cfg.reward_weights)
+    return cfg.rewards.function_weights()
 
 
 def dequantize_once(cfg: Config, device_type: str) -> bool:

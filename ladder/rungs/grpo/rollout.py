@@ -13,18 +13,10 @@ from dataclasses import dataclass, fields, replace
 import torch
 from torch import Tensor
 
-from ladder.cli import at_least, non_negative
+from ladder.cli import at_least
 from ladder.rewards import overlong_penalty, score
+from ladder.rungs.grpo.scoring import OVERLONG
 from ladder.specs import Param, switched
-
-OVERLONG = "overlong"  # the overlong penalty's reward column: R(L_i) at p = 1, weighed by --overlong-penalty p
-
-
-@dataclass(frozen=True)
-class OverlongShaping:
-    """DAPO's soft overlong penalty, on with --overlong-buffer: p, the penalty at --max-new-tokens."""
-
-    penalty: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -34,9 +26,6 @@ class DynamicSampling:
     max_rounds: int = 4
 
 
-OVERLONG_SHAPING = switched("overlong_shaping", "overlong_buffer", OverlongShaping, (
-    Param("overlong_penalty", OverlongShaping, "penalty", "p: the penalty at --max-new-tokens with --overlong-buffer, "
-          "the weight of the overlong reward column (TRL: its entry in reward_weights)", non_negative()),))
 DYNAMIC_SAMPLING = switched("dynamic_sampling_rounds", "dynamic_sampling", DynamicSampling, (
     Param("max_sampling_rounds", DynamicSampling, "max_rounds", "dynamic sampling: at most this many rounds of P "
           "prompts per update; then the update is filled with uninformative groups", at_least(1)),))
@@ -146,20 +135,19 @@ def with_overlong_penalty(rewards: Tensor, per_function: dict, lengths: Tensor, 
     """With ``--overlong-buffer``, r_i + p · R(L_i): DAPO's soft overlong penalty R of length L_i at p = 1 (TRL's
     ``get_soft_overlong_punishment``), one more reward column ("overlong") whose weight is --overlong-penalty p
     (``reward_column_weights``), as in the exported script's ``reward_weights``."""
-    if not cfg.overlong_buffer:
+    if not cfg.rewards.overlong_buffer:
         return rewards, per_function
-    buffer = round(cfg.overlong_buffer * cfg.max_new_tokens)
+    buffer = round(cfg.rewards.overlong_buffer * cfg.max_new_tokens)
     p = column_weights({}, cfg)[OVERLONG]
     weighted = overlong_penalty(lengths, cfg.max_new_tokens, buffer, p)                     # p · R(L_i)
     return rewards + weighted, {**per_function, OVERLONG: overlong_penalty(lengths, cfg.max_new_tokens, buffer)}
 
 
 def column_weights(reward_weights: dict[str, float], cfg) -> dict[str, float]:
-    """Name → w_f of every weighted reward column, the one place a weight is decided: --reward-weights' for the
-    reward functions (``reward_weights``), then --overlong-penalty p for the overlong column with --overlong-buffer
-    (TRL's ``reward_weights``, in this order)."""
-    shaping = OVERLONG_SHAPING.resolve(cfg)
-    return {**reward_weights, **({OVERLONG: shaping.penalty} if shaping is not None else {})}
+    """Name → w_f of every weighted reward column: the step's reward functions' (``reward_weights``), then
+    --overlong-penalty p for the overlong column (``cfg.rewards.column_weights``, the one place a weight is
+    decided)."""
+    return cfg.rewards.column_weights(reward_weights)
 
 
 def reward_column_weights(names: list[str], reward_weights: dict[str, float], cfg) -> Tensor:

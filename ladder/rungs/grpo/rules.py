@@ -31,8 +31,9 @@ def _validate_combinations(cfg: Config) -> None:
     delta = getattr(loss_types.objective(cfg), "delta", None)  # the clipped objective's δ (no other has one)
     if delta is not None and delta <= 1.0 + eps_high(cfg):
         raise UsageError(f"--delta must exceed 1 + --clip-eps-high = {1.0 + eps_high(cfg):g}, got {delta}")
-    if cfg.overlong_buffer and int(cfg.overlong_buffer * cfg.max_new_tokens) < 1:
-        raise UsageError(f"--overlong-buffer {cfg.overlong_buffer} of --max-new-tokens {cfg.max_new_tokens} is "
+    buffer = cfg.rewards.overlong_buffer
+    if buffer and int(buffer * cfg.max_new_tokens) < 1:
+        raise UsageError(f"--overlong-buffer {buffer} of --max-new-tokens {cfg.max_new_tokens} is "
                          f"less than one token")
 
 

@@ -172,7 +172,7 @@ def build(cfg: Config, *, policy: CausalLMPolicy, optimizer: torch.optim.Optimiz
                 tokenizer=tokenizer, optimizer=optimizer,
                 update_cfg=update_config(cfg) if update_cfg is None else update_cfg, stream=stream,
                 system_prompt=system_prompt,
-                reward_funcs=rewards.load_all(cfg.reward_funcs) if reward_funcs is None else reward_funcs,
+                reward_funcs=rewards.load_all(cfg.rewards.funcs) if reward_funcs is None else reward_funcs,
                 reward_weights=reward_weights(cfg), procs=procs, records_sampler_logp=records_sampler_logp(cfg),
                 prompt=prompt, skipped_steps=skipped_steps, rollout=rollout,
                 advantages=advantages, credit=credit,
@@ -344,7 +344,7 @@ def train_task(cfg: Config, name: str, load: Callable[[Config], Task]) -> dict:
     device = placement(cfg)
     seed_everything(cfg.seed)
     task = load(cfg)  # checked to fit the model's context before any weight loads
-    reward_funcs = rewards.load_all(cfg.reward_funcs)  # a user's module runs before the run directory exists
+    reward_funcs = rewards.load_all(cfg.rewards.funcs)  # a user's module runs before the run directory exists
     procs = Processes(device)  # after the tiny model is built and cached (see ladder.runtime.distributed)
     # The output directory is claimed (finished run? --overwrite? another run in it?) before the model loads.
     summary = loop.train(cfg, name, lambda cfg, run: recipe(cfg, run, task, task_step(cfg, run, task, reward_funcs)),
