@@ -29,7 +29,7 @@ from __future__ import annotations
 from typing import Any
 
 from ladder import core
-from ladder.rungs.grpo import advantages, loss_types
+from ladder.rungs.grpo import advantages, kl_to_ref, loss_types, reference_refresh, sampler, scoring
 from ladder.trl.map_design import DESIGN_ROWS
 from ladder.trl.map_ppo import PPO_ROWS, RLOO_ROWS
 from ladder.trl.row import (
@@ -42,7 +42,6 @@ from ladder.trl.row import (
     optim,
     optimizer_steps,
     peft,
-    reward_weights,
     same,
 )
 
@@ -83,30 +82,14 @@ GRPO_ROWS = (
     Mapping(G, "num_train_epochs", "grpo", "steps", None,
             "not set: max_steps > 0 overrides epochs (ladder reshuffles the problems whenever it runs out)"),
     # the loss
-    Mapping(G, "beta", "grpo", "kl_coef", "kl_estimate",
-            "β of the per-token KL term in the loss, β·k3 (× π_θ/π_old with use_bias_correction_kl); 0 loads no "
-            "reference model (ladder: computes no π_ref). TRL's default is 0, ladder's 0.04", same("kl_coef")),
+    kl_to_ref.TRL_ROWS["beta"],
     Mapping(G, "epsilon", "grpo", "clip_eps", "clipped_surrogate", "ratio clipped below at 1 − ε",
             same("clip_eps")),
     Mapping(G, "epsilon_high", "grpo", "clip_eps_high", "clipped_surrogate", "ratio clipped above at 1 + ε_high",
             same("clip_eps_high"), lambda cfg: cfg.loss_type != "cispo"),
     *loss_types.trl_rows(core.CISPO, core.Clipped),  # the objectives' own flags (loss_types)
     # the fourth policy: π_sampler ≠ π_old (TRL's sampler is vLLM; ladder's, the weights rounded)
-    Mapping(G, "use_vllm", "grpo", "sampler_dtype", None, "TRL samples with vLLM (its own engine and kernels); "
-            "ladder with the trainer's weights rounded to --sampler-dtype. Not set by the export: add use_vllm=True "
-            "where vLLM runs", applies=lambda cfg: cfg.sampler.dtype != "same"),
-    Mapping(G, "vllm_importance_sampling_correction", "grpo", "sampler_correction", "sampler_correction",
-            "TRL's default is on (with use_vllm); ladder's --sampler-correction none is off",
-            lambda cfg: cfg.sampler.correction != "none"),
-    Mapping(G, "vllm_importance_sampling_mode", "grpo", "sampler_correction", "sampler_weights",
-            "the same four modes (TRL's default sequence_mask)", same("sampler_correction"),
-            lambda cfg: cfg.sampler.correction != "none"),
-    Mapping(G, "vllm_importance_sampling_clip_max", "grpo", "sampler_clip_max", "sampler_weights", "C_max",
-            same("sampler_clip_max")),
-    Mapping(G, "vllm_importance_sampling_clip_min", "grpo", "sampler_clip_min", "sampler_weights", "C_min",
-            same("sampler_clip_min")),
-    Mapping(G, "off_policy_mask_threshold", "grpo", "off_policy_mask", "off_policy_keep",
-            "δ of DeepSeek-V3.2's off-policy sequence mask", same("off_policy_mask")),
+    *sampler.TRL_ROWS,  # π_sampler's flags (sampler)
     Mapping(G, "loss_type", "grpo", "loss_type", "aggregate",
             "grpo | bnpo | dr_grpo | dapo | cispo | sapo | luspo | vespo, the same names (TRL's default is dapo, "
             "ladder's grpo)",
@@ -114,11 +97,7 @@ GRPO_ROWS = (
     *advantages.trl_rows(),  # --scale-rewards, sum_then_normalize's (advantages)
     Mapping(G, "importance_sampling_level", "grpo", "ratio_level", "sequence_log_ratio",
             "token (GRPO) | sequence (GSPO)", same("ratio_level")),
-    Mapping(G, "use_bias_correction_kl", "grpo", "kl_correction", "kl_estimate",
-            "the KL term weighted by π_θ/π_old (on by default in both: ladder with --kl-in loss, TRL 1.16 True). "
-            "At ratio level sequence TRL weights by the sequence ratio, ladder by each token's "
-            "(tests/test_trl_parity_grpo)",
-            lambda cfg: cfg.kl.corrected() == "on"),
+    kl_to_ref.TRL_ROWS["use_bias_correction_kl"],
     Mapping(G, "sync_ref_model", "grpo", "ref_sync_every", "soft_update",
             "TRL 1.16 refuses sync_ref_model with a PEFT model (ladder refreshes a second, frozen adapter): "
             "with --lora/--qlora the export leaves π_ref fixed",
@@ -126,13 +105,11 @@ GRPO_ROWS = (
     Mapping(G, "ref_model_sync_steps", "grpo", "ref_sync_every", "soft_update",
             "TRL counts optimiser steps: --ref-sync-every × μ × M",
             lambda cfg: optimizer_steps(cfg, cfg.ref_sync_every), lambda cfg: bool(cfg.ref_sync_every)),
-    Mapping(G, "ref_model_mixup_alpha", "grpo", "ref_mixup", "soft_update", "π_ref ← α·π_θ + (1 − α)·π_ref",
-            same("ref_mixup")),
+    *reference_refresh.TRL_ROWS,
     Mapping(G, "mask_truncated_completions", "grpo", "mask_truncated", None,
             "completions cut at the length limit take no part in the loss (ladder: grpo_rollout)",
             same("mask_truncated")),
-    Mapping(G, "reward_weights", "grpo", "reward_weights", None,
-            "one weight per reward function (+ --overlong-penalty for the overlong reward)", reward_weights),
+    scoring.TRL_ROWS["reward_weights"],
     # sampling
     Mapping(G, "max_completion_length", "grpo", "max_new_tokens", "aggregate",
             "completion length limit (and dr_grpo's constant L_max); 512 by default in both",
@@ -199,13 +176,7 @@ GRPO_ROWS = (
     Mapping(GT, "train_dataset", "grpo", "train_size", None, "the first N training problems"),
     Mapping(GT, "train_dataset", "grpo", "eval_size", None,
             "arithmetic: the first N sums are held out; a local file: min(N, rows/5) of its tail"),
-    Mapping(GT, "reward_funcs", "grpo", "reward_funcs", None,
-            "ladder's fn(completions, answers) wrapped as TRL's fn(completions, answer, **columns)"),
-    Mapping("trl.rewards", "get_soft_overlong_punishment", "grpo", "overlong_buffer", None,
-            "DAPO's soft overlong punishment as one more reward function (soft_punish_cache = buffer × L_max)",
-            applies=lambda cfg: cfg.rewards.overlong_buffer > 0),
-    Mapping("trl.rewards", "get_soft_overlong_punishment", "grpo", "overlong_penalty", None,
-            "its weight in reward_weights", applies=lambda cfg: cfg.rewards.overlong_buffer > 0),
+    *scoring.TRAINER_ROWS,
     Mapping(GT, "quantization_config", "grpo", "qlora", None,
             "BitsAndBytesConfig: 4-bit nf4, double quantisation, compute dtype bf16 (CUDA) / float32 (CPU)"),
     Mapping(GT, "peft_config", "grpo", "qlora", None, "LoRA on every linear layer"),
@@ -219,11 +190,7 @@ GRPO_ROWS = (
             "GRPOTrainer has no leave-one-out advantage; with the same --scale-rewards none it is the group "
             "advantage × G/(G−1), i.e. a learning rate × G/(G−1) (batch: whitened the same way). "
             "TRL's RLOOTrainer has it", applies=lambda cfg: advantages.estimator(cfg) == "rloo"),
-    Mapping(G, NONE, "grpo", "kl_in", "kl_in_reward",
-            "--kl-in reward (r_i − β·Σ_t KL_t on π_old, before the advantages) is RLOOTrainer's, not "
-            "GRPOTrainer's: the script keeps β·k3 in the loss", applies=lambda cfg: cfg.kl.in_reward() > 0),
-    Mapping(G, NONE, "grpo", "kl_estimator", "kl_estimate", "GRPOTrainer's KL in the loss is k3 only",
-            applies=lambda cfg: cfg.kl.in_loss() > 0 and cfg.kl.estimator != "k3"),
+    *kl_to_ref.NOT_IN_TRL,
     Mapping(G, NONE, "grpo", "dynamic_sampling", None,
             "DAPO's dynamic sampling (drop groups without a reward spread, sample more prompts): not in "
             "GRPOTrainer; its frac_reward_zero_std metric counts those groups",

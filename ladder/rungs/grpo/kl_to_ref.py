@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from ladder.cli import OneOf, non_negative
 from ladder.core.kl import ESTIMATORS
 from ladder.specs import FixedSpec, Param
+from ladder.trl.row import Mapping, same
 
 
 @dataclass(frozen=True)
@@ -56,3 +57,24 @@ PARAMS = (
 
 
 OPTION = FixedSpec("kl", KLToReference, PARAMS)
+
+G, NONE = "GRPOConfig", None
+# The flags' rows of ladder.trl.map: GRPOConfig's beta and use_bias_correction_kl (placed where the map lists the loss),
+# and what GRPOTrainer cannot do (the KL in the reward, an estimator other than k3).
+TRL_ROWS = {
+    "beta": Mapping(G, "beta", "grpo", "kl_coef", "kl_estimate",
+            "β of the per-token KL term in the loss, β·k3 (× π_θ/π_old with use_bias_correction_kl); 0 loads no "
+            "reference model (ladder: computes no π_ref). TRL's default is 0, ladder's 0.04", same("kl_coef")),
+    "use_bias_correction_kl": Mapping(G, "use_bias_correction_kl", "grpo", "kl_correction", "kl_estimate",
+            "the KL term weighted by π_θ/π_old (on by default in both: ladder with --kl-in loss, TRL 1.16 True). "
+            "At ratio level sequence TRL weights by the sequence ratio, ladder by each token's "
+            "(tests/test_trl_parity_grpo)",
+            lambda cfg: cfg.kl.corrected() == "on"),
+}
+NOT_IN_TRL = (
+    Mapping(G, NONE, "grpo", "kl_in", "kl_in_reward",
+            "--kl-in reward (r_i − β·Σ_t KL_t on π_old, before the advantages) is RLOOTrainer's, not "
+            "GRPOTrainer's: the script keeps β·k3 in the loss", applies=lambda cfg: cfg.kl.in_reward() > 0),
+    Mapping(G, NONE, "grpo", "kl_estimator", "kl_estimate", "GRPOTrainer's KL in the loss is k3 only",
+            applies=lambda cfg: cfg.kl.in_loss() > 0 and cfg.kl.estimator != "k3"),
+)

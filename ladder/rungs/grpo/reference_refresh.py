@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from ladder.cli import probability
 from ladder.specs import Param, switched
+from ladder.trl.row import Mapping, same
 
 
 @dataclass(frozen=True)
@@ -24,3 +25,10 @@ def mixup(cfg) -> float | None:
     """α of this run's π_ref refresh (None: π_ref stays the starting model)."""
     refresh = OPTION.resolve(cfg)
     return None if refresh is None else refresh.mixup
+
+
+G = "GRPOConfig"
+TRL_ROWS = (  # --ref-mixup's row of ladder.trl.map (its default written whether or not π_ref is refreshed)
+    Mapping(G, "ref_model_mixup_alpha", "grpo", "ref_mixup", "soft_update", "π_ref ← α·π_θ + (1 − α)·π_ref",
+            same("ref_mixup")),
+)

@@ -19,6 +19,7 @@ from ladder import core
 from ladder.cli import OneOf, non_negative, positive
 from ladder.core.off_policy import CORRECTIONS
 from ladder.specs import FixedSpec, Param
+from ladder.trl.row import Mapping, same
 
 
 @dataclass(frozen=True)
@@ -65,3 +66,24 @@ PARAMS = (
 
 
 OPTION = FixedSpec("sampler", Sampler, PARAMS)
+
+G = "GRPOConfig"
+# The flags' rows of ladder.trl.map (GRPOConfig's vllm_importance_sampling_*: TRL's sampler is vLLM, ladder's the
+# weights rounded), in the order the map places them.
+TRL_ROWS = (
+    Mapping(G, "use_vllm", "grpo", "sampler_dtype", None, "TRL samples with vLLM (its own engine and kernels); "
+            "ladder with the trainer's weights rounded to --sampler-dtype. Not set by the export: add use_vllm=True "
+            "where vLLM runs", applies=lambda cfg: cfg.sampler.dtype != "same"),
+    Mapping(G, "vllm_importance_sampling_correction", "grpo", "sampler_correction", "sampler_correction",
+            "TRL's default is on (with use_vllm); ladder's --sampler-correction none is off",
+            lambda cfg: cfg.sampler.correction != "none"),
+    Mapping(G, "vllm_importance_sampling_mode", "grpo", "sampler_correction", "sampler_weights",
+            "the same four modes (TRL's default sequence_mask)", same("sampler_correction"),
+            lambda cfg: cfg.sampler.correction != "none"),
+    Mapping(G, "vllm_importance_sampling_clip_max", "grpo", "sampler_clip_max", "sampler_weights", "C_max",
+            same("sampler_clip_max")),
+    Mapping(G, "vllm_importance_sampling_clip_min", "grpo", "sampler_clip_min", "sampler_weights", "C_min",
+            same("sampler_clip_min")),
+    Mapping(G, "off_policy_mask_threshold", "grpo", "off_policy_mask", "off_policy_keep",
+            "δ of DeepSeek-V3.2's off-policy sequence mask", same("off_policy_mask")),
+)

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from ladder import rewards
 from ladder.cli import Text, interval, non_negative
 from ladder.specs import FixedSpec, Param
+from ladder.trl.row import Mapping, reward_weights
 
 OVERLONG = "overlong"  # the overlong penalty's reward column: R(L_i) at p = 1, weighed by --overlong-penalty p
 
@@ -67,3 +68,19 @@ def option_with_funcs(funcs: str, help: str) -> FixedSpec:
     params = tuple(dataclasses.replace(p, help=help, own_default=funcs) if p.flag == "reward_funcs" else p
                    for p in PARAMS)
     return FixedSpec("rewards", Rewards, params)
+
+
+G, GT = "GRPOConfig", "GRPOTrainer"
+# The flags' rows of ladder.trl.map: GRPOConfig's reward_weights, and GRPOTrainer's reward_funcs with DAPO's overlong
+# punishment as one more of them (trl.rewards).
+TRL_ROWS = {"reward_weights": Mapping(G, "reward_weights", "grpo", "reward_weights", None,
+            "one weight per reward function (+ --overlong-penalty for the overlong reward)", reward_weights)}
+TRAINER_ROWS = (
+    Mapping(GT, "reward_funcs", "grpo", "reward_funcs", None,
+            "ladder's fn(completions, answers) wrapped as TRL's fn(completions, answer, **columns)"),
+    Mapping("trl.rewards", "get_soft_overlong_punishment", "grpo", "overlong_buffer", None,
+            "DAPO's soft overlong punishment as one more reward function (soft_punish_cache = buffer × L_max)",
+            applies=lambda cfg: cfg.rewards.overlong_buffer > 0),
+    Mapping("trl.rewards", "get_soft_overlong_punishment", "grpo", "overlong_penalty", None,
+            "its weight in reward_weights", applies=lambda cfg: cfg.rewards.overlong_buffer > 0),
+)
