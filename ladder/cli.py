@@ -219,15 +219,21 @@ def check_options(config) -> None:
             if problem is not None:
                 raise OptionError(problem)
             continue
-        value = getattr(config, f.name)
-        domain = domain_of(f)
-        if domain is None or (value is None and f.default is None):
-            continue
-        wanted = domain.problem(value)
-        if wanted is not None:
-            why = f" ({f.metadata['why']})" if f.metadata.get("why") else ""
-            shown = repr(value) if isinstance(value, str) else value
-            raise OptionError(f"--{f.name.replace('_', '-')} must be {wanted}{why}, got {shown}")
+        line = outside_domain("--" + f.name.replace("_", "-"), domain_of(f), getattr(config, f.name), f.default,
+                              f.metadata.get("why", ""))
+        if line is not None:
+            raise OptionError(line)
+
+
+def outside_domain(flag: str, domain, value, default, why: str = "") -> str | None:
+    """The one line that refuses ``value`` for ``flag`` (None: in its domain, or None where the default is None)."""
+    if domain is None or (value is None and default is None):
+        return None
+    wanted = domain.problem(value)
+    if wanted is None:
+        return None
+    shown = repr(value) if isinstance(value, str) else value
+    return f"{flag} must be {wanted}{f' ({why})' if why else ''}, got {shown}"
 
 
 class Checked:
@@ -235,14 +241,6 @@ class Checked:
 
     def __post_init__(self):
         check_options(self)
-
-    @classmethod
-    def from_flags(cls, **options):
-        """The config from its options as its flags name them: a spec's params (``loss_type="sapo",
-        sapo_temperature_pos=0.5``) build the spec they set; a preset's or an ``--algo``'s dict as it is."""
-        from ladder.specs import from_flags
-
-        return from_flags(cls, **options)
 
 
 @dataclass

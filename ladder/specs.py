@@ -1,7 +1,7 @@
 """Typed specs behind flat flags: a config field that holds a spec (a small frozen dataclass owned by the code it
 configures) whose fields are set from the command line by flags of their own.
 
-A spec field is declared with ``option(None, help, spec=SPEC_OPTION)``, where SPEC_OPTION says:
+A spec field is declared with ``option(default, help, spec=SPEC_OPTION)``, where SPEC_OPTION says:
 
     params()               the flags (``Param``: flag name, the spec's field it sets, help, domain; the default is
                            the spec field's own), in the order ``--help`` lists them
@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from ladder.cli import outside_domain
 from ladder.runtime.errors import OptionError, UsageError
 
 _FIELDS_OWN = object()  # a Param's default: its spec field's own
@@ -50,11 +51,7 @@ class Param:
 
     def problem(self, value) -> str | None:
         """The domain's complaint about ``value``, as the option's one line (None: in the domain)."""
-        if self.domain is None or (value is None and self.default is None):
-            return None
-        wanted = self.domain.problem(value)
-        shown = repr(value) if isinstance(value, str) else value
-        return None if wanted is None else f"{self.dashed} must be {wanted}, got {shown}"
+        return outside_domain(self.dashed, self.domain, value, self.default)
 
 
 class SpecOption(Protocol):
@@ -118,21 +115,6 @@ def option_defaults(config_cls) -> dict:
         else:
             defaults[f.name] = f.default
     return defaults
-
-
-def from_flags(config_cls, **options):
-    """A config from its options as the command line names them (``loss_type="sapo", sapo_temperature_pos=0.5``):
-    each spec field built from its params' flags, as ``ladder.cli.config_from_args`` builds it."""
-    plain = {f.name: f.default for f in dataclasses.fields(config_cls) if not f.metadata.get("spec")}
-    params = {p.flag for _, spec in spec_fields(config_cls) for p in spec.params()}
-    unknown = set(options) - set(plain) - params
-    if unknown:
-        raise TypeError(f"{config_cls.__name__} has no option {', '.join(sorted(unknown))}")
-    values = {name: value for name, value in options.items() if name in plain}
-    for f, spec in spec_fields(config_cls):
-        flags = {p.flag: options.get(p.flag, p.default) for p in spec.params()}
-        values[f.name] = spec.build({**plain, **values}, flags)
-    return config_cls(**values)
 
 
 class ChosenSpec:

@@ -46,7 +46,7 @@ def grpo_config(tmp_path, model, dataset, **kw):
     base = dict(model=model, dataset=dataset, steps=2, prompts_per_step=2, group_size=4, max_new_tokens=8,
                 eval_size=2, eval_every=0, lr=1e-3, lora=True, out=str(tmp_path / "run"), progress=False,
                 print_samples=0, threads=1)
-    return grpo.Config.from_flags(**{**base, **kw})
+    return grpo.Config(**{**base, **kw})
 
 
 def read_metrics(out) -> list[dict]:

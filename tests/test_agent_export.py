@@ -34,7 +34,7 @@ AGENT_ONLY = {f.name for f in dataclasses.fields(agent.Config)} - {f.name for f 
 
 
 def _tiny(preset: str = "tiny", **kw) -> agent.Config:
-    return agent.Config.from_flags(**{**agent.PRESETS[preset], "progress": False, **kw})
+    return agent.Config(**{**agent.PRESETS[preset], "progress": False, **kw})
 
 
 def _load_script(path: Path):

@@ -40,7 +40,7 @@ def spy_update(monkeypatch):
 def _config(tmp_path, model, dataset, **kw):
     base = dict(model=model, dataset=dataset, steps=2, prompts_per_step=2, group_size=4, max_new_tokens=8,
                 eval_size=2, lr=1e-3, lora=True, out=str(tmp_path / "run"), progress=False, print_samples=0)
-    return grpo.Config.from_flags(**{**base, **kw})
+    return grpo.Config(**{**base, **kw})
 
 
 def test_grpo_goes_through_core_update_with_local_model_and_dataset(tmp_path, tiny_qwen, gsm8k_file, spy_update):

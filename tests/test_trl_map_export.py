@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _tiny(**kw) -> grpo.Config:
-    return grpo.Config.from_flags(**{**grpo.PRESETS["tiny"], "progress": False, **kw})
+    return grpo.Config(**{**grpo.PRESETS["tiny"], "progress": False, **kw})
 
 
 def _load_script(path: Path):

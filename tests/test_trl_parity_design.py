@@ -38,7 +38,6 @@ from ladder import core, run
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
 from ladder.rungs import grpo
 from ladder.rungs.grpo.core_settings import update_config
-from ladder.specs import from_flags
 from ladder.trl import export as export_trl
 from ladder.trl import map as trl_map
 
@@ -65,8 +64,8 @@ ENTROPY = {"all": (1.0, 0.0), "rho=0": (0.0, 0.0), "rho=0.2": (0.2, 0.0), "rho=0
 def rung_config(**options) -> grpo.Config:
     """The rung's defaults (β = 0.04 with the KL correction, ε = 0.2) on the fixture's sizes; a gradient-norm
     clip that never binds, so ``core.update`` leaves the gradient as ``_compute_loss``'s backward makes it."""
-    return from_flags(grpo.Config, **{"max_new_tokens": MAX_COMPLETION_LENGTH, "temperature": TEMPERATURE,
-                                      "group_size": G, "max_grad_norm": 1e9, **options})
+    return grpo.Config(**{"max_new_tokens": MAX_COMPLETION_LENGTH, "temperature": TEMPERATURE,
+                          "group_size": G, "max_grad_norm": 1e9, **options})
 
 
 def configure(trainer, cfg: grpo.Config) -> None:

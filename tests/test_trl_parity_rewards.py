@@ -110,7 +110,7 @@ def overlong_of_lengths(completions, **_):
     """TRL's own ``get_soft_overlong_punishment``, as --export-trl writes it, on completions of LENGTHS tokens."""
     from trl.rewards import get_soft_overlong_punishment
 
-    cfg = grpo.Config.from_flags(**OVERLONG)
+    cfg = grpo.Config(**OVERLONG)
     punish = get_soft_overlong_punishment(max_completion_len=cfg.max_new_tokens,
                                           soft_punish_cache=round(cfg.rewards.overlong_buffer * cfg.max_new_tokens))
     return punish([[0] * n for n in LENGTHS[:len(completions)]])
@@ -119,7 +119,7 @@ def overlong_of_lengths(completions, **_):
 @pytest.fixture(scope="module")
 def overlong_trainer(parity_model_dir, tmp_path_factory):
     """TRL's trainer with the reward functions and weights the export writes: [correctness, overlong], [1, p]."""
-    cfg = grpo.Config.from_flags(**OVERLONG)
+    cfg = grpo.Config(**OVERLONG)
     args = GRPOConfig(output_dir=str(tmp_path_factory.mktemp("overlong-out")), report_to=[], use_cpu=True,
                       bf16=False, per_device_train_batch_size=len(CORRECT), num_generations=cfg.group_size,
                       max_completion_length=cfg.max_new_tokens, temperature=TEMPERATURE, beta=0.0,
@@ -156,7 +156,7 @@ def test_overlong_penalty_advantages_match_trl(overlong_trainer, aggregation):
     """ladder's advantages with --overlong-penalty p = TRL's with the exported reward weights [1, p], under
     both aggregations: the penalty column is R(L) at p = 1, weighed by p (GDPO normalises a column within its
     group, so a column already scaled by p would lose p)."""
-    cfg = grpo.Config.from_flags(**OVERLONG, multi_objective_aggregation=aggregation)
+    cfg = grpo.Config(**OVERLONG, multi_objective_aggregation=aggregation)
     overlong_trainer.multi_objective_aggregation = overlong_trainer.args.multi_objective_aggregation = aggregation
     inputs = [{"prompt": p} for p in ("What is 2 + 3?", "Tom has 4 apples.") for _ in range(cfg.group_size)]
     with kept_rng(), torch.no_grad():

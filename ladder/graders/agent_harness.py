@@ -228,7 +228,7 @@ def run_agent_step(grpo_step, **overrides) -> tuple[dict, nn.Module, Tensor]:
 
     settings = {**agent.PRESETS["tiny"], "prompts_per_step": 2, "group_size": 4, "steps": 1, "eval_size": 8,
                 "threads": 0, **overrides}
-    cfg = agent.Config.from_flags(**settings)
+    cfg = agent.Config(**settings)
     agent.validate(cfg)
     seed_everything(cfg.seed)
     task = agent.agent_task(cfg)

@@ -341,7 +341,7 @@ def run_grpo_step(grpo_step, **overrides) -> tuple[dict, torch.nn.Module, torch.
 
     settings = {**grpo.PRESETS["tiny"], "prompts_per_step": 2, "group_size": 4, "steps": 1, "eval_size": 8,
                 "threads": 0, **overrides}
-    cfg = grpo.Config.from_flags(**settings)
+    cfg = grpo.Config(**settings)
     grpo.validate(cfg)
     device = torch.device("cpu")
     seed_everything(cfg.seed)

@@ -49,7 +49,7 @@ CPU = torch.device("cpu")
 def agent_step(preset: str = "tiny", seed: int = 0, **overrides) -> tuple[grpo.Step, grpo.Task]:
     """The agent rung's Step and Task for ``preset`` (with ``overrides``), built as ``grpo.train_task`` builds them,
     on the CPU, without a run directory."""
-    cfg = agent.Config.from_flags(**{**agent.PRESETS[preset], "seed": seed, **overrides}, progress=False)
+    cfg = agent.Config(**{**agent.PRESETS[preset], "seed": seed, **overrides}, progress=False)
     agent.validate(cfg)
     torch.manual_seed(seed)
     task = agent.agent_task(cfg)
@@ -65,7 +65,7 @@ def agent_run(preset: str = "tiny", seed: int = 0, **overrides) -> tuple[RunSess
     """A run of the agent rung held in memory and begun (``loop.in_memory``: the step-0 evaluation done), built as
     ``grpo.train_task`` builds it, on the CPU: its session, its recipe (one update: ``loop.one_update``), its Step
     and its Task."""
-    cfg = agent.Config.from_flags(**{**agent.PRESETS[preset], "seed": seed, **overrides}, progress=False)
+    cfg = agent.Config(**{**agent.PRESETS[preset], "seed": seed, **overrides}, progress=False)
     agent.validate(cfg)
     torch.manual_seed(seed)
     task = agent.agent_task(cfg)

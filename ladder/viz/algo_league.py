@@ -108,7 +108,7 @@ def league_run(method: str, max_completions: int = 192, prompts_per_step: int = 
     out = Path(tempfile.mkdtemp(prefix=f"ladder-league-{method}-"))
     overrides = {"steps": 10**6, "max_completions": max_completions, "prompts_per_step": prompts_per_step,
                  "eval_size": eval_size, "eval_every": eval_every, "print_samples": 0, "seed": seed}
-    cfg = grpo.Config.from_flags(**{**grpo.PRESETS["tiny"], **grpo.ALGOS[method], **overrides}, out=str(out / "run"),
+    cfg = grpo.Config(**{**grpo.PRESETS["tiny"], **grpo.ALGOS[method], **overrides}, out=str(out / "run"),
                       progress=False)
     try:
         with quiet_run():

@@ -35,7 +35,7 @@ def _train(overrides: dict, prefix: str) -> tuple[dict, list[dict]]:
     """(summary, metrics.jsonl records) of ``grpo.train`` on the tiny preset with ``overrides``, in a temporary
     directory that is removed."""
     out = Path(tempfile.mkdtemp(prefix=prefix))
-    cfg = grpo.Config.from_flags(**{**grpo.PRESETS["tiny"], **overrides}, out=str(out / "run"), progress=False)
+    cfg = grpo.Config(**{**grpo.PRESETS["tiny"], **overrides}, out=str(out / "run"), progress=False)
     try:
         with quiet_run():
             summary = grpo.train(cfg)

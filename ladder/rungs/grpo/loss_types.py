@@ -46,8 +46,10 @@ REFUSALS: dict[type, str] = {}               # objective spec → the line that 
 def register_objective(spec: type, params: tuple[Param, ...] = (), trl: dict[str, TRLRow] | None = None,
                        refusal: str | None = None) -> type:
     """An objective's flags (``Param(flag, spec, field, help, domain)``), its TRL rows, and the line that refuses
-    its flags when another objective is chosen (``{flags}``, ``{loss_type}``; default: "... no effect without")."""
-    assert all(p.spec is spec for p in params), "a param sets a field of the spec it is registered with"
+    its flags when another objective is chosen (``{flags}``, ``{value}``: the --loss-type; default: "... has no effect
+    without --loss-type ...")."""
+    if any(p.spec is not spec for p in params):
+        raise ValueError(f"{spec.__name__}: a param sets a field of the spec it is registered with")
     PARAMS[spec] = tuple(params)
     TRL[spec] = dict(trl or {})
     if refusal is not None:
@@ -73,7 +75,7 @@ def loss_type_help() -> str:
 
 def objective(cfg):
     """The objective spec this run trains with: ``cfg.objective``, or the loss type's spec at its defaults."""
-    return objective_option().resolve(cfg)
+    return OPTION.resolve(cfg)
 
 
 def aggregation(cfg) -> str:
@@ -92,10 +94,9 @@ def _needs(spec: type) -> str:
     return f"--loss-type {_loss_types_of(spec)}"
 
 
-def objective_option() -> ChosenSpec:
-    """``Config.objective``: the spec of the chosen ``--loss-type``, built from its flags (``ladder.specs``)."""
-    return ChosenSpec("objective", "loss_type", _pick, lambda: PARAMS, _needs,
-                      lambda: {spec: line.replace("{loss_type}", "{value}") for spec, line in REFUSALS.items()})
+# ``Config.objective``: the spec of the chosen ``--loss-type``, built from its flags (``ladder.specs``); the registries
+# are read when asked, so an objective registered later is a choice too.
+OPTION = ChosenSpec("objective", "loss_type", _pick, lambda: PARAMS, _needs, lambda: REFUSALS)
 
 
 def objective_from_trl(loss_type: str, values: dict):
@@ -135,7 +136,7 @@ register_objective(core.Clipped, (
           "(INTELLECT-2; None: off)", Number(float, low=1.0, open_low=True)),),
     trl={"delta": TRLRow("delta", "clipped_surrogate", "two-sided clipping: ratio capped at c where Â < 0",
                          always=True)},
-    refusal="{flags} caps the clipped surrogate's ratio; --loss-type {loss_type} has no clip")
+    refusal="{flags} caps the clipped surrogate's ratio; --loss-type {value} has no clip")
 register_objective(core.CISPO, (
     Param("cispo_max_weight", core.CISPO, "max_weight", "ε_max: CISPO's cap on the detached importance weight "
           "(ScaleRL: 5)", positive()),),

@@ -125,7 +125,7 @@ class Config(LMOptions):
                                          interval(0, 1, open_low=True, open_high=True))
     objective: core.Objective | None = option(None, "the --loss-type's objective with its parameters (None: their "
                                                     "defaults); its flags are the spec's fields (loss_types)",
-                                              spec=loss_types.objective_option())
+                                              spec=loss_types.OPTION)
     top_entropy_quantile: float = option(1.0, "q: only the share q of tokens with the highest entropy take part in "
                                               "the policy term (\"Beyond the 80/20 rule\": 0.2; 1: all; 0: the "
                                               "highest-entropy token and its ties)",
