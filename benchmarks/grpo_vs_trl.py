@@ -5,8 +5,10 @@ to a temporary directory, so both load it through ``from_pretrained``) on the sa
 the same rule rewards: G = 8 completions per prompt, 16 completions per step, exactly 32 new
 tokens each (EOS suppressed until then), β = 0.04 (so both compute π_ref), loss type "grpo",
 μ = 1, full fine-tuning, sampling at temperature 1, one torch thread. ``--sampler-dtype bfloat16``
-(or float16) adds a second ladder run, ``ladder-bf16``: the rung's ``--sampler-dtype``, sampling from
-the weights rounded to that dtype while π_old, π_ref and the update stay in float32.
+(or float16) adds a ladder run, ``ladder-bf16``: the rung's ``--sampler-dtype``, sampling from
+the weights rounded to that dtype while π_old, π_ref and the update stay in float32. ``--with-generate``
+adds ``ladder-generate``: the rung with ``--sampler-loop generate`` (transformers' ``generate``, TRL's loop)
+in place of ladder's own decode loop.
 
 Each run is its own subprocess; the script prints seconds per step (median over the timed steps,
 after warm-up steps; ladder's last step is left out because it includes the final greedy
@@ -16,6 +18,7 @@ imports), the sampling phase's completion tokens per second (ladder's ``time/sam
 and keeps each one's fastest median, so a machine shared with other jobs slows all alike.
 
     python benchmarks/grpo_vs_trl.py [--steps 10] [--warmup 2] [--repeats 3] [--sampler-dtype bfloat16]
+                                     [--with-generate]
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ def problems():
     return train
 
 
-def run_ladder(model_dir: str, steps: int, sampler_dtype: str = "same") -> dict:
+def run_ladder(model_dir: str, steps: int, sampler_dtype: str = "same", sampler_loop: str = "ladder") -> dict:
     from ladder.rungs import grpo
 
     with tempfile.TemporaryDirectory() as out:
@@ -70,7 +73,8 @@ def run_ladder(model_dir: str, steps: int, sampler_dtype: str = "same") -> dict:
                           steps=steps, prompts_per_step=COMPLETIONS_PER_STEP // G, group_size=G, lr=LR,
                           kl_coef=BETA, loss_type="grpo", max_new_tokens=LENGTH, min_new_tokens=LENGTH,
                           eval_every=0, eval_size=1, out=os.path.join(out, "run"), progress=False,
-                          print_samples=0, checkpoint_every=10**9, sampler_dtype=sampler_dtype)
+                          print_samples=0, checkpoint_every=10**9, sampler_dtype=sampler_dtype,
+                          sampler_loop=sampler_loop)
         grpo.train(cfg)
         records = [json.loads(line) for line in open(os.path.join(out, "run", "metrics.jsonl"))]
     walls = [r["wall_s"] for r in records]
@@ -129,13 +133,19 @@ def child(which: str, model_dir: str, steps: int, sampler_dtype: str) -> None:
     torch.set_num_threads(1)
     torch.manual_seed(0)
     base = memory_now_mb()
-    result = run_trl(model_dir, steps) if which == "trl" else run_ladder(model_dir, steps, sampler_dtype)
+    if which == "trl":
+        result = run_trl(model_dir, steps)
+    else:
+        loop = "generate" if which == "ladder-generate" else "ladder"
+        result = run_ladder(model_dir, steps, sampler_dtype, loop)
     print(json.dumps({**result, "peak_growth_mb": peak_rss_mb() - base, "peak_rss_mb": peak_rss_mb()}))
 
 
-def run_names(sampler_dtype: str) -> list[str]:
-    """The ladder runs compared with TRL: ``ladder``, and ``ladder-bf16`` / ``ladder-fp16`` with a sampler dtype."""
-    return ["ladder"] if sampler_dtype == "same" else ["ladder", f"ladder-{SHORT[sampler_dtype]}"]
+def run_names(sampler_dtype: str, with_generate: bool = False) -> list[str]:
+    """The ladder runs compared with TRL: ``ladder``, ``ladder-generate`` (``--sampler-loop generate``) with
+    ``with_generate``, and ``ladder-bf16`` / ``ladder-fp16`` with a sampler dtype."""
+    names = ["ladder"] + (["ladder-generate"] if with_generate else [])
+    return names if sampler_dtype == "same" else names + [f"ladder-{SHORT[sampler_dtype]}"]
 
 
 def main() -> None:
@@ -145,6 +155,8 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=1, help="alternate ladder and TRL this many times, keep the best")
     p.add_argument("--sampler-dtype", default="same", choices=("same", *SHORT),
                    help="also run ladder with this --sampler-dtype (the row ladder-bf16 / ladder-fp16)")
+    p.add_argument("--with-generate", action="store_true",
+                   help="also run ladder with --sampler-loop generate (the row ladder-generate)")
     p.add_argument("--child", nargs=2, metavar=("WHICH", "MODEL_DIR"), help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.child:
@@ -156,11 +168,11 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as model_dir:
         build_model(model_dir)
-        names = run_names(args.sampler_dtype)
+        names = run_names(args.sampler_dtype, args.with_generate)
         results: dict[str, list[dict]] = {which: [] for which in names + ["trl"]}
         for _ in range(args.repeats):
             for which in results:
-                sampler = args.sampler_dtype if which.startswith("ladder-") else "same"
+                sampler = args.sampler_dtype if which.startswith(("ladder-bf", "ladder-fp")) else "same"
                 out = subprocess.run([sys.executable, __file__, "--steps", str(args.steps), "--sampler-dtype", sampler,
                                       "--child", which, model_dir], capture_output=True, text=True, check=True)
                 results[which].append(json.loads(out.stdout.strip().splitlines()[-1]))

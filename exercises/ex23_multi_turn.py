@@ -4,13 +4,18 @@ Goes with notebook 7, section “2 · The rollout: turn after turn, on one cache
 
 The agent rung samples trajectories, not completions: the model writes a turn, which may call tools;
 the environment runs them and its reply is read; the model writes again; until a turn without a call
-(the answer) or the budget. Every row of the batch advances one token per step, in one of three states:
+(the answer) or the budget. Encode the prompts once; then each step draws one token for every row still
+going and feeds, in one forward on the cache, what each row adds to its trajectory:
 
-    the model's turn     draw x ~ π = softmax(z / τ) (top-p: the nucleus, renormalised), record log π(x):
+    the model's token    draw x ~ π = softmax(z / τ) (top-p: the nucleus, renormalised), record log π(x):
                          mask 1, attention 1
-    the environment's    feed the next token of the reply, queued when the model's turn ended: mask 0,
-                         attention 1 (context, not an action — exercise 22)
-    done                 feed pad: mask 0, attention 0
+    + the reply          where x (EOS) ended a turn of calls: the environment's whole reply, fed with x in
+                         the same forward: mask 0, attention 1 (context, not an action — exercise 22)
+
+The rows' feeds differ in length (1, or 1 + a reply's), so left-pad each to the longest (pad: attention 0):
+every row's last token then sits at the chunk's last position, whose logits are its next draw. A row whose
+trajectory has ended leaves the batch: keep the rows still going (``cache.batch_select_indices(kept)``, and
+the same rows of the attention mask and positions), so no forward runs on a finished row.
 
 A turn ends at EOS (``tokenizer.eos_token_id``, the template's end of turn). Then decode the turn (to read
 it, never to rebuild the sequence), ``tool_calls.parse_tool_calls(text)``: no call → the turn is the answer
@@ -38,13 +43,15 @@ error. The counts, per row:
 
 The pitfalls, each a property the grader checks:
 
-    * one cache: the prompts are encoded once, then each step feeds one token per row with the cache —
-      re-encoding the trajectory at every turn costs O(T²) and is not what was sampled
+    * one cache: the prompts are encoded once, then each step feeds each row's new tokens on the cache —
+      re-encoding the trajectory at every turn costs O(T²) and is not what was sampled; a reply goes in
+      whole (one forward for it, not one per token), and an ended row is in no forward
     * the model's tokens as drawn: decoding a turn and encoding the text again gives other ids (BPE merges
       differ); the trajectory holds the ids that were drawn, whose log-probs were recorded
     * the environment's tokens are fed with attention 1, or the next turn is sampled without reading the
       reply while training reads it: log π recorded as drawn must equal one forward over the whole row
-    * positions skip the left padding (``position_ids_for(prompt_mask)``, then + 1 per step, pad included)
+    * positions skip the left padding (``position_ids_for(prompt_mask)``), then + 1 per token a row reads
+      (a chunk's pad is read by no one: its position does not matter)
     * ``log_softmax(z / τ)`` with ``τ = policy.temperature``, as the loss will compute it
 
     policy          .model (a causal LM: input_ids, attention_mask, position_ids, use_cache, and the cache —

@@ -95,13 +95,16 @@ $\hat A_i$ (GRPO's credit, `--credit trajectory`). Nothing in `core.update` know
 `python -m ladder.run agent --preset tiny --use-exercises` trains with yours).""",
     r"""md:## 2 · The rollout: turn after turn, on one cache
 
-`agent_rollout.multi_turn` samples all $B$ trajectories together, one token per step, each row in one of three states:
-the model's turn (sample the next token; mask 1), the environment's (feed the next token of the queued reply; mask 0,
-attention 1), or done (pad; attention 0). When the model ends a turn with `<|im_end|>` its text is parsed for
-`<tool_call>` JSON (`tool_calls.parse_tool_calls`); each call runs against that row's environment, and the chat
-template's rendering of the reply (`tool_calls.suffix_ids`) is queued. A turn without a call is the answer and ends
-the trajectory. Every token — the model's or the environment's — goes through the model once, on the same
-key/value cache: nothing is re-encoded when a new turn begins. Two limits: `--max-tool-calls` (turns that call
+`agent_rollout.multi_turn` samples all $B$ trajectories together. The prompts are encoded once; then each step draws
+one token for every row still going (mask 1) and feeds, in one forward on the cache, what each row adds: its token,
+and where that token ended a turn of calls, the environment's whole reply with it (mask 0, attention 1). When the
+model ends a turn with `<|im_end|>` its text is parsed for `<tool_call>` JSON (`tool_calls.parse_tool_calls`); each
+call runs against that row's environment, and the chat template's rendering of the reply (`tool_calls.suffix_ids`) is
+what the row feeds next. The rows' feeds differ in length, so each is left-padded to the longest (pad: attention 0),
+which puts every row's last token at the end, where the next draw's logits are. A turn without a call is the answer
+and ends the trajectory, and an ended row leaves the batch (its rows of the cache dropped). Every token — the
+model's or the environment's — goes through the model once, on the same key/value cache: nothing is re-encoded
+when a new turn begins, and a reply of 15 tokens costs one forward, not 15. Two limits: `--max-tool-calls` (turns that call
 tools; TRL's `max_tool_calling_iterations`) and `--max-new-tokens`, the budget of the *whole* trajectory, the
 environment's tokens included (TRL's `max_completion_length`). The update's record counts what happened:""",
     """record = first["record"]
@@ -115,7 +118,7 @@ their $\hat A_i > 0$, and training should raise the share of calls and the accur
 --preset tiny` (40 updates) prints the accuracy before and after in its summary, and its `curves.png` and
 `metrics.jsonl` hold the calls per trajectory, `agent/tool_calls`.
 
-**Exercise:** `ex23_multi_turn.py` — the rollout itself: one cache, the three states, the budget
+**Exercise:** `ex23_multi_turn.py` — the rollout itself: one cache, a reply fed whole, ended rows out, the budget
 (`python -m ladder.run agent --preset tiny --use-exercises` samples with yours).""",
     r"""md:## 3 · The environment's tokens in the loss
 

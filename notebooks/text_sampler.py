@@ -102,13 +102,13 @@ This batch's completions are short, so whether it shows that is for the run to s
 compare the largest sequence weight with the largest token weight (where a single uncertain token makes both, they
 are about equal): on this batch, then on a hotter sampler's (τ = 1.1), whose token weights nearly all lean the same
 way, so that their product grows sooner. The table then shows what each mode changes on this batch, at
-$C_{\max} = 3$ (TRL's default) and at a tight $C_{\max} = 1.01$; the two lines under it say the same in words:""",
+$C_{\max} = 3$ (TRL's default) and at a tight $C_{\max} = 1.001$; the two lines under it say the same in words:""",
     """print(sampler_notes.tail_note(four))
-display(Markdown(viz.sampler_lab.modes_markdown(four.main, c_maxes=(3.0, 1.01))))
+display(Markdown(viz.sampler_lab.modes_markdown(four.main, c_maxes=(3.0, 1.001))))
 print(sampler_notes.modes_note(four.main))""",
     r"""md:A bound changes only the weights beyond it. At $C_{\max} = 3$ that takes a token (or a completion) the
 sampler under-drew threefold, which rounding at τ = 1 seldom does: where nothing reaches it, the correction reweights
-and cuts nothing. A tight bound like 1.01 reaches the few uncertain tokens, and the sequence modes count them in
+and cuts nothing. A tight bound like 1.001 reaches the few uncertain tokens, and the sequence modes count them in
 bigger units, a completion going with its token. Where a bound changes anything, `sequence_mask` takes those
 completions out of the loss entirely, where truncation only trims them: the table's mean weights show what each
 mode's cut costs on this batch.

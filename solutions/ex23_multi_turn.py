@@ -20,7 +20,8 @@ class Row:
         self.tools = tool_calls.tools_of(env)
         self.segments: list[tuple[str, list[int]]] = []   # ("model" | "env", ids), in order
         self.logps: list[float] = []                      # log π of each of the model's tokens, as drawn
-        self.queue: list[int] = []                        # the environment's tokens still to feed
+        self.queue: list[int] = []                        # the environment's reply, fed after the turn's EOS
+        self.length = 0                                   # tokens so far, the model's and the environment's
         self.turn: list[int] = []                         # the model's current turn
         self.answer: list[int] = []                       # the answer (a turn without a call), without its EOS
         self.turns = self.calls = self.failures = self.calling_turns = 0   # turns: those ended by EOS
@@ -30,6 +31,7 @@ class Row:
         if not self.segments or self.segments[-1][0] != kind:
             self.segments.append((kind, []))
         self.segments[-1][1].append(token)
+        self.length += 1
 
     def end_turn(self, tokenizer, max_tool_calls: int, room: int) -> None:
         """EOS: a turn without a call is the answer; calls are run and their rendered replies queued."""
@@ -57,20 +59,22 @@ class Row:
         else:
             self.queue = suffix
 
-    def next_token(self, drawn: int, logp: float, tokenizer, max_tool_calls: int, room: int) -> int | None:
-        """This step's token: None once done, the environment's next queued one, else the model's draw."""
-        if self.done:
-            return None
-        if self.queue:
-            token = self.queue.pop(0)
-            self.add("env", token)
-            return token
+    def take(self, drawn: int, logp: float, tokenizer, max_tool_calls: int, max_new_tokens: int) -> list[int]:
+        """The model's token, recorded; then what the row feeds next: the token, and after a turn of calls the
+        whole reply with it — or [] once the trajectory has ended (an answer, no room for the reply, the budget)."""
         self.add("model", drawn)
         self.logps.append(logp)
         self.turn.append(drawn)
         if drawn == tokenizer.eos_token_id:
-            self.end_turn(tokenizer, max_tool_calls, room)
-        return drawn
+            self.end_turn(tokenizer, max_tool_calls, room=max_new_tokens - self.length)
+        if not self.done and self.length >= max_new_tokens:                # the budget: no answer
+            self.done = self.truncated = True
+        if self.done:
+            return []
+        reply, self.queue = self.queue, []
+        for token in reply:
+            self.add("env", token)
+        return [drawn] + reply
 
 
 def draw(logits: Tensor, temperature: float, top_p: float, do_sample: bool, generator) -> tuple[Tensor, Tensor]:
@@ -101,24 +105,30 @@ def multi_turn(policy, tokenizer, envs: list, prompt_ids: Tensor, prompt_mask: T
         out = model(input_ids=prompt_ids, attention_mask=prompt_mask, position_ids=position_ids_for(prompt_mask),
                     use_cache=True)                                        # the prompts, once
         cache, logits = cache_of(out), out.logits[:, -1]
+        live = list(range(len(rows)))                                      # the rows still going, in cache order
         attention, position = prompt_mask.long(), position_ids_for(prompt_mask)[:, -1]
-        for t in range(max_new_tokens):
+        while True:
             drawn, logp = draw(logits, policy.temperature, top_p, do_sample, generator)
-            chosen = [row.next_token(d, lp, tokenizer, max_tool_calls, room=max_new_tokens - t - 1)
-                      for row, d, lp in zip(rows, drawn.tolist(), logp.tolist())]
-            if all(row.done for row in rows):
+            feeds = [rows[b].take(d, lp, tokenizer, max_tool_calls, max_new_tokens)
+                     for b, d, lp in zip(live, drawn.tolist(), logp.tolist())]
+            going = [i for i, feed in enumerate(feeds) if feed]
+            if not going:
                 break
-            tokens = torch.tensor([tokenizer.pad_token_id if c is None else c for c in chosen], device=device)
-            attend = torch.tensor([int(c is not None) for c in chosen], device=device)  # pad: not read
-            attention = torch.cat([attention, attend[:, None]], dim=1)
-            position = position + 1
-            out = model(input_ids=tokens[:, None], attention_mask=attention, position_ids=position[:, None],
-                        use_cache=True, **with_cache(cache))               # one new token per row, on the cache
+            if len(going) < len(live):                                     # ended rows leave, cache and all
+                keep = torch.tensor(going, device=device)
+                cache.batch_select_indices(keep)
+                attention, position = attention[keep], position[keep]
+                live, feeds = [live[i] for i in going], [feeds[i] for i in going]
+            k = max(len(feed) for feed in feeds)                           # one chunk, each row left-padded
+            chunk = torch.tensor([[tokenizer.pad_token_id] * (k - len(f)) + f for f in feeds], device=device)
+            attend = torch.tensor([[0] * (k - len(f)) + [1] * len(f) for f in feeds], device=device)
+            attention = torch.cat([attention, attend], dim=1)
+            positions = position[:, None] + attend.cumsum(1)               # pad is not read: its position is moot
+            position = positions[:, -1]
+            out = model(input_ids=chunk, attention_mask=attention, position_ids=positions, use_cache=True,
+                        **with_cache(cache))                               # each row's last token at the end
             cache, logits = cache_of(out), out.logits[:, -1]
     model.train(was_training)
-    for row in rows:
-        if not row.done:                                    # the budget ran out before an answer: none
-            row.truncated = True
     completion, mask, attention_mask = trajectory_tensors([row.segments for row in rows], tokenizer.pad_token_id)
     sampling_logp = torch.zeros_like(mask)
     sampling_logp[mask.bool()] = torch.tensor([lp for row in rows for lp in row.logps])

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import torch
 from torch import nn
 
+from ladder.patches import cache_arg, cache_of
 from ladder.tasks import tiny_agent, tiny_lm
 
 # Qwen/Qwen2.5-0.5B-Instruct's chat template (its tokenizer_config.json), verbatim: TRL 1.16 ships the same text as
@@ -134,15 +135,19 @@ class ScriptedLM(nn.Module):
     ``turns[b]`` is row b's model turns (token ids, EOS included). A model turn begins after the generation
     prompt (``<|im_start|>assistant\\n``) that ends the environment's reply, so the next token of row b is
     ``turns[b][k][j]``: k = the generation prompts in what the row was fed so far, j = the tokens fed since the
-    last one (EOS past the script). ``fed`` keeps every forward's input ids, ``real_logp`` the real model's
-    log-softmax at the last position of each forward (what the model itself would have given)."""
+    last one (EOS past the script). It follows the rows the rollout keeps in its cache (``batch_select_indices``).
+    ``fed`` keeps every forward's (rows, each row's tokens read: a chunk's pad, attention 0, left out);
+    ``real_logp`` every forward's (rows, each row's trajectory length so far — the index of the token it draws
+    next —, the real model's log-softmax at the last position: what the model itself would have given)."""
 
     def __init__(self, model, tokenizer, turns: list[list[list[int]]], temperature: float = 1.0):
         super().__init__()
         self.model, self.turns, self.temperature = model, turns, temperature
         self.eos, self.generation_prompt = tokenizer.eos_token_id, ids(tokenizer, "<|im_start|>assistant\n")
-        self.fed: list[torch.Tensor] = []
-        self.real_logp: list[torch.Tensor] = []
+        self.rows: list[int] = []                 # the trajectory row of each row of the batch
+        self.history: dict[int, list[int]] = {}   # each trajectory row's tokens fed after its prompt
+        self.fed: list[tuple[list[int], list[list[int]]]] = []
+        self.real_logp: list[tuple[list[int], list[int], torch.Tensor]] = []
 
     def next_token(self, row: int, history: list[int]) -> int:
         k, j, n = 0, len(history), len(self.generation_prompt)
@@ -154,14 +159,37 @@ class ScriptedLM(nn.Module):
 
     def forward(self, input_ids, **kwargs):
         out = self.model(input_ids=input_ids, **kwargs)
-        self.fed.append(input_ids.clone())
-        self.real_logp.append(torch.log_softmax(out.logits[:, -1].float() / self.temperature, -1))
-        history = torch.cat(self.fed[1:], dim=1).tolist() if len(self.fed) > 1 else [[] for _ in self.turns]
+        read = kwargs["attention_mask"][:, -input_ids.shape[1]:].bool()
+        tokens = [row[r].tolist() for row, r in zip(input_ids, read)]
+        if kwargs.get(cache_arg()) is None:
+            self.rows, self.history = list(range(len(input_ids))), {b: [] for b in range(len(input_ids))}
+        else:
+            for b, row_tokens in zip(self.rows, tokens):
+                self.history[b] += row_tokens
+        self.fed.append((list(self.rows), tokens))
+        logp = torch.log_softmax(out.logits[:, -1].float() / self.temperature, -1)
+        self.real_logp.append((list(self.rows), [len(self.history[b]) for b in self.rows], logp))
         forced = torch.full_like(out.logits[:, -1:], -1e4)
-        for b in range(forced.shape[0]):  # the rows' prompts must differ: a shared prompt is encoded once
-            forced[b, 0, self.next_token(b, history[b])] = 0.0
+        for i, b in enumerate(self.rows):
+            forced[i, 0, self.next_token(b, self.history[b])] = 0.0
         out.logits = forced
+        self._follow(cache_of(out))
         return out
+
+    def _follow(self, cache) -> None:
+        select = cache.batch_select_indices
+        if getattr(select, "followed", False):
+            return
+
+        def follow(indices):
+            picked = indices.tolist()
+            if len(set(picked)) < len(picked):   # the prefill's shared prompts, expanded to their rows
+                self.rows, self.history = list(range(len(picked))), {b: [] for b in range(len(picked))}
+            else:                                # the rows still going
+                self.rows = [self.rows[i] for i in picked]
+            return select(indices)
+        follow.followed = True
+        cache.batch_select_indices = follow
 
 
 def scripted_policy(model, tokenizer, turns, temperature: float = 1.0) -> SimpleNamespace:

@@ -4,6 +4,8 @@ might make, and the property of the grader that must catch it. ``PLANTED_AGENT[s
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import planted_bugs_loop
 from planted_bugs_loop import SOLUTIONS
 
@@ -26,6 +28,8 @@ WORKED = "the worked example: a call, the reply, an answer"
 ONCE = "each token through the model once, on one cache"
 FULL = "log π as drawn = one full forward (left padding of two lengths, τ = 0.7)"
 ERRORS = "tool errors become text"
+FORWARD = ("out = model(input_ids=chunk, attention_mask=attention, position_ids=positions, use_cache=True,\n"
+           "                        **with_cache(cache))")
 
 # label → (the case that catches it, the edits)
 TENSORS = {
@@ -55,29 +59,31 @@ ROLLOUT = {
     "the environment's tokens returned with mask 1 (the attention mask as the loss mask)": (
         WORKED, [("mask=mask, attention_mask=attention_mask,", "mask=attention_mask, attention_mask=attention_mask,")]),
     "the environment's tokens fed with attention 0 while sampling": (
-        FULL, [("attend = torch.tensor([int(c is not None) for c in chosen], device=device)",
-                'attend = torch.tensor([int(c is not None and r.segments[-1][0] == "model") '
-                "for c, r in zip(chosen, rows)], device=device)")]),
+        FULL, [("attend = torch.tensor([[0] * (k - len(f)) + [1] * len(f) for f in feeds], device=device)",
+                "attend = torch.tensor([[0] * (k - len(f)) + [1] + [0] * (len(f) - 1) for f in feeds], "
+                "device=device)")]),
     "no cache: the whole trajectory re-encoded at every step": (
         ONCE, [("attention, position = prompt_mask.long(), position_ids_for(prompt_mask)[:, -1]",
                 "attention, position, sequence = prompt_mask.long(), position_ids_for(prompt_mask)[:, -1], prompt_ids"),
-               ("out = model(input_ids=tokens[:, None], attention_mask=attention, position_ids=position[:, None],\n"
-                "                        use_cache=True, **with_cache(cache))",
-                "sequence = torch.cat([sequence, tokens[:, None]], dim=1)\n"
+               ("attention, position = attention[keep], position[keep]",
+                "attention, position, sequence = attention[keep], position[keep], sequence[keep]"),
+               (FORWARD,
+                "sequence = torch.cat([sequence, chunk], dim=1)\n"
                 "            out = model(input_ids=sequence, attention_mask=attention, "
                 "position_ids=position_ids_for(attention))")]),
     "the whole trajectory re-encoded at the start of each turn": (
         ONCE, [("attention, position = prompt_mask.long(), position_ids_for(prompt_mask)[:, -1]",
                 "attention, position, sequence = prompt_mask.long(), position_ids_for(prompt_mask)[:, -1], prompt_ids"),
-               ("out = model(input_ids=tokens[:, None], attention_mask=attention, position_ids=position[:, None],\n"
-                "                        use_cache=True, **with_cache(cache))",
-                "sequence = torch.cat([sequence, tokens[:, None]], dim=1)\n"
-                '            if any(r.queue and r.segments[-1][0] == "model" for r in rows):   # a turn ended\n'
+               ("attention, position = attention[keep], position[keep]",
+                "attention, position, sequence = attention[keep], position[keep], sequence[keep]"),
+               (FORWARD,
+                "sequence = torch.cat([sequence, chunk], dim=1)\n"
+                "            if k > 1:   # a reply: a turn begins\n"
                 "                out = model(input_ids=sequence, attention_mask=attention,\n"
                 "                            position_ids=position_ids_for(attention), use_cache=True)\n"
                 "            else:\n"
-                "                out = model(input_ids=tokens[:, None], attention_mask=attention,\n"
-                "                            position_ids=position[:, None], use_cache=True, **with_cache(cache))")]),
+                "                out = model(input_ids=chunk, attention_mask=attention, position_ids=positions,\n"
+                "                            use_cache=True, **with_cache(cache))")]),
     "the model's turn decoded and tokenized again": (
         WORKED, [("        calls = tool_calls.parse_tool_calls(text)\n",
                   "        self.segments[-1] = (\"model\", tokenizer.encode(text, add_special_tokens=False)\n"
@@ -87,8 +93,8 @@ ROLLOUT = {
         WORKED, [("suffix = tool_calls.suffix_ids(tokenizer, replies)",
                   'suffix = tokenizer.encode("".join(r["content"] for r in replies), add_special_tokens=False)')]),
     "position ids forgotten after the prompt": (
-        FULL, [("out = model(input_ids=tokens[:, None], attention_mask=attention, position_ids=position[:, None],",
-                "out = model(input_ids=tokens[:, None], attention_mask=attention,")]),
+        FULL, [("out = model(input_ids=chunk, attention_mask=attention, position_ids=positions, use_cache=True,",
+                "out = model(input_ids=chunk, attention_mask=attention, use_cache=True,")]),
     "temperature ignored when drawing": (FULL, [("logits.float() / temperature", "logits.float()")]),
     "a malformed call crashes (json.loads, uncaught)": (
         ERRORS, [("calls = tool_calls.parse_tool_calls(text)",
@@ -123,5 +129,11 @@ def _planted(stem: str, function: str, bugs: dict) -> tuple[dict, dict]:
 
 _tensors, _tensors_caught = _planted("ex22_trajectory_tensors", "trajectory_tensors", TENSORS)
 _rollout, _rollout_caught = _planted("ex23_multi_turn", "multi_turn", ROLLOUT)
+# the loop the sheet once asked for: each reply token in a forward of its own, ended rows fed pad
+ONE_TOKEN = "the reply fed one token per forward, ended rows fed pad (the one-token loop)"
+_rollout[ONE_TOKEN] = mutant("ex23_multi_turn", "multi_turn", ((SOLUTIONS / "ex23_multi_turn.py").read_text(),
+                                                              (Path(__file__).parent / "ex23_one_token_loop.txt")
+                                                              .read_text()))
+_rollout_caught[ONE_TOKEN] = ONCE
 PLANTED_AGENT = {"ex22_trajectory_tensors": _tensors, "ex23_multi_turn": _rollout}
 CAUGHT_BY = {"ex22_trajectory_tensors": _tensors_caught, "ex23_multi_turn": _rollout_caught}

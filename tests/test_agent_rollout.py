@@ -133,26 +133,36 @@ def test_the_environment_is_attended_and_not_trained_on(scripted, tok):
     assert t.tool_failures.tolist() == [0, 0, 0] and t.truncated.tolist() == [False, False, False]
 
 
-def test_every_token_goes_through_the_model_once_on_the_cache(scripted):
-    """The prompts once (the prefill), then one column per step: column t of the trajectory at step t + 1, the
-    model's tokens and the environment's alike, nothing re-encoded when a turn begins."""
-    t, fed = scripted.trajectories, scripted.lm.fed
-    assert torch.equal(fed[0], scripted.enc.input_ids)
-    steps = fed[1:]
-    assert all(x.shape == (len(t.completion), 1) for x in steps)
-    assert len(steps) in (t.completion.shape[1] - 1, t.completion.shape[1])  # the last token needs no forward
-    assert torch.equal(torch.cat(steps, dim=1), t.completion[:, :len(steps)])
-    assert sum(x.numel() for x in steps) < 2 * t.completion.numel()  # nothing fed twice
+def test_every_token_goes_through_the_model_once_on_the_cache(scripted, tok):
+    """The prompts once (the prefill), then each row's trajectory once, in order, on the cache: a step feeds the
+    model's token and, where it ended a turn of calls, the environment's whole reply with it, as one chunk; a row
+    whose trajectory has ended leaves the batch."""
+    t, lm, enc = scripted.trajectories, scripted.lm, scripted.enc
+    rows, prompts_read = lm.fed[0]
+    assert rows == [0, 1, 2]
+    assert prompts_read == [r[m.bool()].tolist() for r, m in zip(enc.input_ids, enc.attention_mask)]
+    lengths = t.attention_mask.sum(1).long().tolist()
+    for b, n in enumerate(lengths):
+        read = [token for rows, tokens in lm.fed[1:] for r, row_tokens in zip(rows, tokens) if r == b
+                for token in row_tokens]
+        assert read == t.completion[b, :n - 1].tolist()   # the token that ends a trajectory needs no forward
+    reply_408 = [tok.eos_token_id] + ids(tok, reply("408"))
+    assert any(r == 0 and row_tokens == reply_408 for rows, tokens in lm.fed for r, row_tokens in zip(rows, tokens))
+    forwards_with = [sum(b in rows for rows, _ in lm.fed[1:]) for b in range(3)]
+    assert forwards_with[1] == lengths[1] - 1 < forwards_with[0] < lengths[0] - 1   # the reply: one forward, not 15
+    assert len(lm.fed) - 1 == max(forwards_with)
 
 
 def test_logprobs_on_the_cache_equal_one_full_forward_with_two_masks(scripted, model, tok):
     """The real model's log π at each drawn token, on the cache as the rollout fed it, = one forward of prompt +
     trajectory (``lm_batch`` with the completion's attention mask): cache, positions and attention are right,
-    across the environment's tokens."""
+    across the environment's tokens and the chunks' pad."""
     t, lm, enc = scripted.trajectories, scripted.lm, scripted.enc
-    on_cache = torch.zeros_like(t.mask)
-    for step, logp in enumerate(lm.real_logp[:t.completion.shape[1]]):
-        on_cache[:, step] = logp.gather(1, t.completion[:, step:step + 1]).squeeze(1)
+    on_cache = torch.full_like(t.mask, torch.nan)
+    for rows, positions, logp in lm.real_logp:
+        for i, (b, position) in enumerate(zip(rows, positions)):
+            if position < t.completion.shape[1]:
+                on_cache[b, position] = logp[i, t.completion[b, position]]
     batch = lm_batch(enc.input_ids, enc.attention_mask, t.completion, t.mask, tok.pad_token_id,
                      completion_attention_mask=t.attention_mask)
     with torch.no_grad():
@@ -183,9 +193,11 @@ def test_sampling_logp_equals_one_full_forward(model, tok):
                        generator=torch.Generator().manual_seed(0))
     finally:
         hook.remove()
-    # each distinct prompt encoded once, then one token per row and step
-    assert fed[0] == enc.input_ids.shape and set(fed[1:]) == {(len(prompt_ids), 1)}
-    assert len(fed) - 1 in (t.completion.shape[1] - 1, t.completion.shape[1])
+    # each distinct prompt encoded once, then the rows still going, one token each (no tool call was written)
+    rows = [shape[0] for shape in fed[1:]]
+    assert fed[0] == enc.input_ids.shape and {shape[1] for shape in fed[1:]} == {1}
+    assert rows[0] == len(prompt_ids) and rows == sorted(rows, reverse=True)
+    assert len(fed) - 1 == t.completion.shape[1] - 1
     batch = lm_batch(prompt_ids, prompt_mask, t.completion, t.mask, tok.pad_token_id,
                      completion_attention_mask=t.attention_mask)
     with torch.no_grad():

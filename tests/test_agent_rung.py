@@ -150,6 +150,14 @@ def test_an_environment_failing_mid_run_stops_it_in_one_line(cli, random_agent_m
     assert (out / "checkpoint.pt").exists() and (out / "config.json").exists()
 
 
+def test_the_generate_loop_is_refused_for_an_agent(cli, random_agent_model, tmp_path):
+    """An agent's turns are sampled by its multi-turn loop: ``--sampler-loop generate`` is one line, nothing written."""
+    out = tmp_path / "run"
+    line = one_line(cli(*small(random_agent_model, out, "--sampler-loop", "generate")), 2)
+    assert "--sampler-loop generate" in line and "multi-turn loop" in line, line
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("env,needle", [("nosuch", "is neither a built-in (calculator, guess, gsm8k)"),
                                         ("{envs}:not_a_class", "is not a class with a reset method"),
                                         ("{envs}:Missing", "cannot load"),

@@ -24,3 +24,4 @@ def test_grpo_vs_trl_names_its_runs_under_the_default_sampler_and_the_others(grp
     assert grpo_vs_trl.run_names("same") == ["ladder"]
     assert grpo_vs_trl.run_names("bfloat16") == ["ladder", "ladder-bf16"]
     assert grpo_vs_trl.run_names("float16") == ["ladder", "ladder-fp16"]
+    assert grpo_vs_trl.run_names("bfloat16", with_generate=True) == ["ladder", "ladder-generate", "ladder-bf16"]

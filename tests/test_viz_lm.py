@@ -181,10 +181,12 @@ def test_lm_mu_view_corrected_kl_is_unbiased_and_the_plain_one_drifts(lm_mu_view
     # E_{c~π_old}[k3] is not, and drifts further from it as π_θ leaves π_old
     drift = np.abs(np.array(d["kl_ref_biased_expected"]) - d["kl_ref_exact"])
     assert drift[-1] > 5 * drift[0]
-    # this batch's estimates: the corrected one within 2 std of the exact KL, closer than the plain one
+    # this batch's estimates: the corrected one within 2 std of the exact KL (one batch is not the expectation:
+    # which of the two sits closer on it is the batch's to decide, and the notebook does not claim it)
     for k in range(8):
         assert abs(d["kl_ref_corrected"][k] - d["kl_ref_exact"][k]) < 2 * d["kl_ref_corrected_std"][k]
-    assert abs(d["bias_biased"][-1]) > 1.5 * abs(d["bias_corrected"][-1])
+    corrected_bias = abs(d["kl_ref_corrected_expected"][-1] - d["kl_ref_exact"][-1])
+    assert abs(d["bias_biased_expected"][-1]) > 10 * corrected_bias
 
 
 @pytest.mark.trained

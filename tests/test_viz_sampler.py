@@ -89,7 +89,7 @@ def test_the_sequence_weight_spreads_with_length(four):
 def test_what_each_mode_keeps(four):
     b = four.main
     assert all(d["changed"] == 0 for d in sampler_lab.kept(b, 3.0).values())
-    tight = sampler_lab.kept(b, 1.01)
+    tight = sampler_lab.kept(b, 1.001)
     assert tight["token_truncate"]["changed"] > 0                                 # "reaches the few uncertain tokens"
     assert tight["token_mask"]["changed"] == tight["token_truncate"]["changed"]   # the same tokens, another weight
     assert tight["sequence_mask"]["changed"] == tight["sequence_truncate"]["changed"]
@@ -97,12 +97,13 @@ def test_what_each_mode_keeps(four):
         assert tight["sequence_mask"]["mean_weight"] < tight["sequence_truncate"]["mean_weight"]
     note = sampler_notes.modes_note(b).splitlines()
     assert note[0].startswith("C_max = 3: no weight reaches it") and note[1] == (
-        f"C_max = 1.01: the token modes change {tight['token_truncate']['changed']} of {tight['token_truncate']['of']} "
-        f"tokens ({tight['token_truncate']['frac']:.1%}), the sequence modes {tight['sequence_truncate']['changed']} "
+        f"C_max = 1.001: the token modes change {tight['token_truncate']['changed']} of "
+        f"{tight['token_truncate']['of']} tokens ({tight['token_truncate']['frac']:.1%}), the sequence modes "
+        f"{tight['sequence_truncate']['changed']} "
         f"of {tight['sequence_truncate']['of']} completions ({tight['sequence_truncate']['frac']:.0%})")
-    w = sampler_lab.core.sampler_weights(b.old_logp, b.sampling_logp, b.mask, "sequence_truncate", None, 1.01)
-    assert int((w == 1.01).sum()) == tight["sequence_truncate"]["changed"]
-    md = sampler_lab.modes_markdown(b, (3.0, 1.01))
+    w = sampler_lab.core.sampler_weights(b.old_logp, b.sampling_logp, b.mask, "sequence_truncate", None, 1.001)
+    assert int((w == 1.001).sum()) == tight["sequence_truncate"]["changed"]
+    md = sampler_lab.modes_markdown(b, (3.0, 1.001))
     assert md.count("\n") == 5 and "0 of 32 masked" in md
 
 

@@ -34,6 +34,7 @@ from . import stats
 from .advantages import whiten
 from .batch import Batch
 from .entropy import AdaptiveEntropyCoef, high_entropy_mask
+from .guard import step_if_finite
 from .kl import kl_estimate
 from .losses import aggregate, entropy_bonus, sequence_log_ratio, value_loss
 from .objectives import Objective, PolicyInputs, objective_spec
@@ -80,47 +81,6 @@ class UpdateConfig:
 
 def _trainable(optimizer: torch.optim.Optimizer) -> list[Tensor]:
     return [p for group in optimizer.param_groups for p in group["params"] if p.requires_grad]
-
-
-def _all_finite(tensors: list[Tensor]) -> bool:
-    """No NaN or ±inf anywhere (each tensor's largest |x| is finite), read back in one synchronisation."""
-    return bool(torch.isfinite(torch.stack(torch._foreach_norm(tensors, math.inf))).all().item())
-
-
-def _step_keeping_weights_finite(optimizer: torch.optim.Optimizer, params: list[Tensor]) -> bool:
-    """``optimizer.step()``, undone if it leaves any weight non-finite: the weights and the optimiser's
-    state are put back as they were before it. Returns whether the step was kept."""
-    saved = [p.detach().clone() for p in params]
-    state = {p: {k: v.clone() if torch.is_tensor(v) else v for k, v in optimizer.state[p].items()}
-             for p in params if p in optimizer.state}
-    optimizer.step()
-    if _all_finite([p.detach() for p in params]):
-        return True
-    with torch.no_grad():
-        for p, before in zip(params, saved):
-            p.copy_(before)
-    for p in params:
-        if p in state:
-            optimizer.state[p] = state[p]
-        else:
-            optimizer.state.pop(p, None)
-    return False
-
-
-def step_if_finite(optimizer: torch.optim.Optimizer, params: list[Tensor], loss: Tensor, grad_norm: Tensor
-                   ) -> dict[str, float]:
-    """The optimiser step, after ``backward`` and the gradient clip — unless the loss or the gradient is not
-    finite, or the step would leave a weight non-finite (it is undone): then nothing changes and the
-    step is skipped. Returns ``{"grad_norm": ‖g‖ before clipping (when finite), "skipped_steps": 0 or 1}``."""
-    record = {}
-    skipped = not (torch.isfinite(loss).item() and torch.isfinite(grad_norm).item())
-    if not skipped:
-        record["grad_norm"] = grad_norm.item()
-        skipped = not _step_keeping_weights_finite(optimizer, params)
-    if skipped:
-        optimizer.zero_grad(set_to_none=True)
-    record["skipped_steps"] = float(skipped)
-    return record
 
 
 @torch.no_grad()

@@ -161,6 +161,8 @@ def no_signal(run: Run) -> Finding | None:
         return None
     if enough(cut, T.min_points) and med(late(cut)) >= T.truncated_share:
         return None  # the truncation signature explains it
+    if kl_blowup(run) is not None:
+        return None  # so does a policy running away from π_ref: its completions collapse to the same few
     why = "the rewards do not tell these completions apart"
     found = correctness_series(run)
     if found is not None and len(found[1]):

@@ -54,7 +54,8 @@ WORDING = {
         (NB6, "## 3 · Tokens: who loses the gradient")),
     "kl_blowup": Wording(
         "KL to π_ref blowing up", "problem",
-        "the policy is running away from π_ref: steps too large for the data, reward hacking follows",
+        "the policy is running away from π_ref: steps too large for the data; its completions collapse to the same "
+        "few (groups alike, no signal) and reward hacking follows",
         "lower --lr, raise --kl-coef, lower --max-grad-norm", "lower learning_rate, raise beta, lower max_grad_norm",
         (NB5, "## KL in the loss, and how the loss is averaged")),
     "length_drift": Wording(

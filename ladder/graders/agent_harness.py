@@ -6,7 +6,9 @@ scripted turn gets +40 (so it is drawn, whatever the sampler's random numbers), 
 the random model's own (free sampling). The script's turn k begins after the k-th assistant header of the
 trajectory, and may depend on the text of the environment's reply before it. Because the bias depends only on
 the tokens before a position, the cached steps of a rollout and one forward over the whole trajectory see the
-same logits. The wrapper counts the positions the model is fed, and the forwards that start without a cache.
+same logits. The wrapper counts the positions each row is fed (pad with attention 0 is not fed), the forwards
+that start without a cache, those on the cache and the rows they fed nothing; it follows the rows a rollout
+keeps in its cache (``batch_select_indices``).
 """
 
 from __future__ import annotations
@@ -114,7 +116,9 @@ class Scripted(nn.Module):
         super().__init__()
         self.inner = random_model()
         self.script, self.config = script, self.inner.config
-        self.fed, self.uncached, self.prompt_width, self.history = 0, 0, None, None
+        self.fed_rows: list[int] = []   # per row, the positions fed: the prompt's, then the trajectory's
+        self.uncached, self.prompt_width, self.history = 0, None, None
+        self.cached = self.idle = 0     # forwards on the cache; rows in them fed nothing (an ended row's pad)
 
     @property
     def device(self) -> torch.device:
@@ -149,21 +153,56 @@ class Scripted(nn.Module):
         return out
 
     def forward(self, input_ids: Tensor, **kwargs):
-        cached = kwargs.get(cache_arg()) is not None
-        self.fed += input_ids.shape[1]
-        rows = input_ids.tolist()
-        if not cached:
+        cache = kwargs.get(cache_arg())
+        attended = kwargs["attention_mask"][:, -input_ids.shape[1]:].bool().tolist()
+        rows = [self._read(ids, a) for ids, a in zip(input_ids.tolist(), attended)]
+        if len(self.fed_rows) != len(rows):   # the first prefill, or a batch the rollout did not select
+            self.fed_rows = [0] * len(rows)
+        self.fed_rows = [n + len(row) for n, row in zip(self.fed_rows, rows)]
+        if cache is None:
             self.uncached += 1
-            self.prompt_width = self.prompt_width or input_ids.shape[1]
-            self.history = [row[self.prompt_width:] for row in rows]
+            if self.prompt_width is None:
+                self.prompt_width = input_ids.shape[1]
+                self.history = [[] for _ in rows]
+            else:                              # the trajectory encoded again, prompt and all
+                self.history = [self._read(ids[self.prompt_width:], a[self.prompt_width:])
+                                for ids, a in zip(input_ids.tolist(), attended)]
         else:
-            if self.history is None or len(self.history) != len(rows):   # a prompt cache shared, then expanded
+            self.cached += 1
+            self.idle += sum(not row for row in rows)
+            if self.history is None or len(self.history) != len(rows):
                 self.history = [[] for _ in rows]
             self.history = [h + row for h, row in zip(self.history, rows)]
         out = self.inner(input_ids=input_ids, **kwargs)
         last = out.logits[:, -1] + self.bias(self.history, out.logits.shape[-1]).to(out.logits.dtype)
         out.logits = torch.cat([out.logits[:, :-1], last[:, None]], dim=1)
+        self._follow_row_selection(getattr(out, cache_arg()))
         return out
+
+    @staticmethod
+    def _read(ids: list[int], attended: list[bool]) -> list[int]:
+        """A row's tokens in what it was fed: pad with attention 0 (a chunk's, an ended row's) is none of them."""
+        pad = tokenizer().pad_token_id
+        return [t for t, a in zip(ids, attended) if a or t != pad]
+
+    @property
+    def fed(self) -> int:
+        """The most positions any row was fed: its prompt once and each token of its trajectory once."""
+        return max(self.fed_rows, default=0)
+
+    def _follow_row_selection(self, cache) -> None:
+        """Rows the rollout keeps (``cache.batch_select_indices``: a shared prompt's rows, rows that ended) keep
+        their history."""
+        if cache is None or getattr(cache, "_scripted_follow", False):
+            return
+        select = cache.batch_select_indices
+
+        def follow(indices, select=select):
+            picked = indices.tolist()
+            self.history = [list(self.history[i]) for i in picked]
+            self.fed_rows = [self.fed_rows[i] for i in picked]
+            return select(indices)
+        cache.batch_select_indices, cache._scripted_follow = follow, True
 
 
 class ScriptedPolicy:

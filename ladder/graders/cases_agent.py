@@ -148,12 +148,20 @@ def _worked_example(fn, core) -> None:
 
 
 def _once_on_the_cache(fn, core) -> None:
-    got, model, prompt_ids, _, _ = _run(fn, _script(MULTIPLY, "#### 12"), questions=QUESTIONS, max_new_tokens=120)
+    got, model, prompt_ids, _, _ = _run(fn, _again, questions=QUESTIONS, again=[True, False], max_new_tokens=300)
     P, T = prompt_ids.shape[1], got.completion.shape[1]
     if model.uncached != 1 or model.fed > P + T:
-        raise Mismatch(f"the model ran {model.uncached} forwards without a cache and was fed {model.fed} positions; "
-                       f"one prefill of the prompts ({P}) and each of the {T} steps' tokens once on the cache is at "
-                       f"most {P + T}: continue the cache, never re-encode the trajectory")
+        raise Mismatch(f"the model ran {model.uncached} forwards without a cache and a row was fed {model.fed} "
+                       f"positions; one prefill of the prompts ({P}) and each of the {T} tokens of a row once on the "
+                       f"cache is at most {P + T}: continue the cache, never re-encode the trajectory")
+    own = int(got.mask.sum(1).max())
+    if model.cached > own - 1:
+        raise Mismatch(f"the model ran {model.cached} forwards on the cache where a row draws at most {own} tokens of "
+                       f"its own ({own - 1} forwards): feed the environment's reply whole, with the EOS that ended the "
+                       f"turn, in one forward (one chunk, left-padded)")
+    if model.idle:
+        raise Mismatch(f"a row whose trajectory had ended was fed pad {model.idle} times: drop it from the batch "
+                       f"and from the cache (cache.batch_select_indices)")
 
 
 def _logp_is_a_full_forward(fn, core) -> None:

@@ -41,15 +41,11 @@ from transformers import LogitsProcessorList
 
 from ladder.core import Batch, soft_update, token_logp
 from ladder.patches import cache_of, cache_survives_checkpointing, read_only_cache, with_cache
-from ladder.policies import quant
+from ladder.policies import SAMPLER_LOOPS, quant
+from ladder.policies.decode import Sampling, decode, position_ids_for, shared_prompts
 from ladder.policies.low_precision import RecordLogp, lower_precision
 
 REFERENCE_ADAPTER = "ref"
-
-
-def position_ids_for(attention_mask: Tensor) -> Tensor:
-    """Positions that skip left padding: the first real token is position 0."""
-    return (attention_mask.long().cumsum(-1) - 1).clamp(min=0)
 
 
 def _token_logp_entropy(hidden: Tensor, lm_head: nn.Module, tokens: Tensor, mask: Tensor, temperature: float,
@@ -114,8 +110,11 @@ class CausalLMPolicy(nn.Module):
     def __init__(self, model: nn.Module, value_head: bool = False, temperature: float = 1.0,
                  chunk_size: int = 64, ref_model: nn.Module | None = None, share_prompts: bool = True,
                  dequantize_once: bool = False, entropy_grad: bool = False,
-                 sampler_dtype: torch.dtype | None = None):
+                 sampler_dtype: torch.dtype | None = None, sampler_loop: str = "ladder"):
         super().__init__()
+        if sampler_loop not in SAMPLER_LOOPS:
+            raise ValueError(f"sampler_loop {sampler_loop!r}: one of {', '.join(SAMPLER_LOOPS)}")
+        self.sampler_loop = sampler_loop  # "ladder": policies.decode; "generate": transformers' generate
         self.sampler_dtype = sampler_dtype  # sample from the weights rounded to this dtype (policies.low_precision)
         self.entropy_grad = entropy_grad  # H with its graph, for an entropy bonus (c_H > 0); else a statistic
         self.share_prompts = share_prompts
@@ -269,36 +268,49 @@ class CausalLMPolicy(nn.Module):
                  eos_token_id: int | None, do_sample: bool = True, top_k: int = 0, top_p: float = 1.0,
                  min_new_tokens: int = 0, record_logp: bool = False) -> tuple[Tensor, ...]:
         """Sample completions for left-padded prompts; return (completion ids, completion mask), ``[B, T]``,
-        and with ``record_logp`` the sampler's own log-probs of the tokens, ``[B, T]`` (``RecordLogp``): those
-        of the distribution they were drawn from, top-k and top-p cut and renormalised; 0 after the first EOS.
+        and with ``record_logp`` the sampler's own log-probs of the tokens, ``[B, T]``: those of the
+        distribution they were drawn from, top-k and top-p cut and renormalised; 0 after the first EOS.
 
         Tokens after the first EOS are padding (mask 0); the EOS itself is a real action. With
-        ``sampler_dtype`` the tokens are drawn from the weights rounded to it (``lower_precision``).
+        ``sampler_dtype`` the tokens are drawn from the weights rounded to it (``lower_precision``). The loop
+        is ladder's own (``policies.decode``), or transformers' ``generate`` with ``sampler_loop="generate"``.
         """
-        kwargs = dict(max_new_tokens=max_new_tokens, min_new_tokens=min_new_tokens, pad_token_id=pad_token_id,
-                      eos_token_id=eos_token_id)
-        if do_sample:
-            kwargs.update(do_sample=True, temperature=self.temperature, top_k=top_k, top_p=top_p)
+        sampling = Sampling(self.temperature, top_k, top_p, min_new_tokens, do_sample)
+        with _eval_mode(self.model), self.sampling_weights():
+            if self.sampler_loop == "generate":
+                completion, logp = self._hf_generate(prompt_ids, prompt_mask, max_new_tokens, pad_token_id,
+                                                     eos_token_id, sampling, record_logp)
+            else:
+                completion, logp = decode(self.model, prompt_ids, prompt_mask, max_new_tokens, pad_token_id,
+                                          eos_token_id, sampling, self.share_prompts)
+        mask = completion_mask(completion, eos_token_id)
+        if not record_logp:
+            return completion, mask
+        return completion, mask, logp.masked_fill(mask == 0, 0.0)
+
+    def _hf_generate(self, prompt_ids: Tensor, prompt_mask: Tensor, max_new_tokens: int, pad_token_id: int,
+                     eos_token_id: int | None, sampling: Sampling, record_logp: bool) -> tuple[Tensor, Tensor | None]:
+        """(completion, log q or None) from transformers' ``generate`` (``RecordLogp`` records log q)."""
+        kwargs = dict(max_new_tokens=max_new_tokens, min_new_tokens=sampling.min_new_tokens,
+                      pad_token_id=pad_token_id, eos_token_id=eos_token_id)
+        if sampling.do_sample:
+            kwargs.update(do_sample=True, temperature=self.temperature, top_k=sampling.top_k, top_p=sampling.top_p)
         else:
             kwargs.update(do_sample=False, temperature=None, top_k=None, top_p=None)
-        recorder = RecordLogp(self.temperature, top_k, top_p) if record_logp else None
+        recorder = RecordLogp(self.temperature, sampling.top_k, sampling.top_p) if record_logp else None
         if recorder is not None:
             kwargs["logits_processor"] = LogitsProcessorList([recorder])
-        with _eval_mode(self.model), self.sampling_weights():
-            shared = shared_prompts(prompt_ids[:, :-1], prompt_mask[:, :-1]) if self.share_prompts else None
-            if shared is not None:  # encode each distinct prompt once; generate continues from its cache
-                first, rows = shared
-                cache = cache_of(self.model.get_decoder()(
-                    input_ids=prompt_ids[first, :-1], attention_mask=prompt_mask[first, :-1],
-                    position_ids=position_ids_for(prompt_mask[first, :-1]), use_cache=True))
-                cache.batch_select_indices(rows)
-                kwargs.update(with_cache(cache))
-            out = self.model.generate(input_ids=prompt_ids, attention_mask=prompt_mask, **kwargs)
+        shared = shared_prompts(prompt_ids[:, :-1], prompt_mask[:, :-1]) if self.share_prompts else None
+        if shared is not None:  # encode each distinct prompt once; generate continues from its cache
+            first, rows = shared
+            cache = cache_of(self.model.get_decoder()(
+                input_ids=prompt_ids[first, :-1], attention_mask=prompt_mask[first, :-1],
+                position_ids=position_ids_for(prompt_mask[first, :-1]), use_cache=True))
+            cache.batch_select_indices(rows)
+            kwargs.update(with_cache(cache))
+        out = self.model.generate(input_ids=prompt_ids, attention_mask=prompt_mask, **kwargs)
         completion = out[:, prompt_ids.shape[1]:]
-        mask = completion_mask(completion, eos_token_id)
-        if recorder is None:
-            return completion, mask
-        return completion, mask, recorder.finish(completion).masked_fill(mask == 0, 0.0)
+        return completion, None if recorder is None else recorder.finish(completion)
 
 
 class ReferenceWeights:
@@ -312,19 +324,6 @@ class ReferenceWeights:
 
     def load_state_dict(self, state: dict[str, Tensor]) -> None:
         self.policy.load_reference_state(state)
-
-
-def shared_prompts(prompt_ids: Tensor, prompt_mask: Tensor) -> tuple[Tensor, Tensor] | None:
-    """(first row of each distinct prompt, each row's prompt) when some rows repeat a prompt, else None."""
-    if prompt_ids.shape[1] == 0 or len(prompt_ids) < 2:
-        return None
-    keys = torch.cat([prompt_ids, prompt_mask.to(prompt_ids.dtype)], dim=1)
-    distinct, rows = torch.unique(keys, dim=0, return_inverse=True)
-    if len(distinct) == len(keys):
-        return None
-    first = torch.full((len(distinct),), len(keys), dtype=torch.long, device=keys.device)
-    first = first.scatter_reduce(0, rows, torch.arange(len(keys), device=keys.device), reduce="amin")
-    return first, rows
 
 
 def _prompt_keys_values(model: nn.Module, input_ids: Tensor, attention_mask: Tensor, positions: Tensor

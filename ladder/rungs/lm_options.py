@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ladder.cli import Number, RunOptions, Text, at_least, int_range, interval, option
+from ladder.cli import Number, OneOf, RunOptions, Text, at_least, int_range, interval, option
+from ladder.policies import SAMPLER_LOOPS
 
 
 @dataclass
@@ -32,6 +33,10 @@ class LMOptions(RunOptions):
                                 "tokens holding p of the mass, renormalised; π_old, π_θ and π_ref score the whole "
                                 "distribution (grpo: --sampler-correction weighs the difference)",
                           interval(0, 1, open_low=True))
+    sampler_loop: str = option("ladder", "the sampling loop: ladder (its own KV-cached decode loop: the shared prompts "
+                                         "encoded once, finished rows out of the batch, exactly the q_t it records) | "
+                                         "generate (transformers' generate, as TRL samples without vLLM)",
+                               OneOf(SAMPLER_LOOPS))
     chunk_size: int = option(16, "positions per chunk of the lm_head / log-softmax (rows·chunk·vocab floats at "
                                  "once)", at_least(1))
     print_samples: int = option(10, "print sample prompt → completion → reward lines every N updates (0: never)",

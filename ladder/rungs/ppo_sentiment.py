@@ -141,7 +141,7 @@ def build_policy(cfg: Config, model) -> CausalLMPolicy:
     """π_θ with a zero-initialised value head; π_ref the disabled adapter (LoRA, QLoRA) or a frozen copy."""
     ref_model = None if is_peft(model) else copy.deepcopy(model)
     policy = CausalLMPolicy(model, value_head=True, temperature=cfg.temperature, chunk_size=cfg.chunk_size,
-                            ref_model=ref_model)
+                            ref_model=ref_model, sampler_loop=cfg.sampler_loop)
     if cfg.ref_sync_every:
         policy.make_reference_refreshable()  # LoRA: a second, frozen adapter; full: the copy above
     return policy

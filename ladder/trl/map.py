@@ -200,6 +200,8 @@ GRPO_ROWS = (
     Mapping(G, NONE, "grpo", "max_completions", None, "a budget of sampled completions: use max_steps",
             applies=lambda cfg: cfg.max_completions > 0),
     Mapping(G, NONE, "grpo", "chunk_size", None, "ladder's chunked lm_head/log-softmax: memory only"),
+    Mapping(G, NONE, "grpo", "sampler_loop", None, "TRL samples with transformers' generate (without vLLM); "
+            "ladder's own decode loop draws from the same distribution: speed only"),
     Mapping(G, NONE, "grpo", "dequantize_once", None, "ladder's 4-bit sampling on the CPU: speed only",
             applies=lambda cfg: cfg.qlora),
     Mapping(G, NONE, "grpo", "release_memory", None,

@@ -199,7 +199,7 @@ def kept(b: SampledBatch, c_max: float, c_min: float | None = None) -> dict[str,
     return out
 
 
-def modes_markdown(b: SampledBatch, c_maxes=(3.0, 1.01)) -> str:
+def modes_markdown(b: SampledBatch, c_maxes=(3.0, 1.001)) -> str:
     """``kept`` as a table: one row per mode, one column per C_max."""
     tables = {c: kept(b, c) for c in c_maxes}
     lines = ["| mode | unit | " + " | ".join(f"C_max = {c:g}" for c in c_maxes) + " |",

@@ -39,7 +39,7 @@ def tail_note(four: sampler_lab.FourPolicies, hot: tuple = ("bfloat16", 1.1)) ->
     return "\n".join(lines)
 
 
-def modes_note(b: sampler_lab.SampledBatch, c_maxes=(3.0, 1.01)) -> str:
+def modes_note(b: sampler_lab.SampledBatch, c_maxes=(3.0, 1.001)) -> str:
     """What the token modes and the sequence modes change at each C_max, as one line each."""
     spread = sampler_lab.sequence_spread(b)
     lines = []

@@ -73,6 +73,9 @@ def validate(cfg: Config) -> None:
     grpo_rules.validate(cfg)
     if cfg.min_new_tokens:
         raise UsageError("--min-new-tokens holds back EOS in one completion; an agent's EOS ends a turn: drop it")
+    if cfg.sampler_loop != "ladder":
+        raise UsageError(f"--sampler-loop {cfg.sampler_loop}: an agent's trajectories are sampled by its own "
+                         f"multi-turn loop (agent.rollout), which feeds the environment's replies; drop it")
     if cfg.train_env_tokens and (cfg.sampler.correction != "none" or cfg.max_staleness):
         raise UsageError("--train-env-tokens puts tokens the sampler never drew in the loss: they have no "
                          "π_sampler log-prob to correct with; drop --sampler-correction and --max-staleness")

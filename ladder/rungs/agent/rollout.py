@@ -1,24 +1,27 @@
 """The multi-turn rollout: the model writes a turn, the environment answers, the model goes on — in token ids,
 on one key/value cache.
 
-Every row of the batch advances one token per step. A row is in one of three states:
+The prompts are encoded once (``policies.decode.prefill``: a prompt shared by rows, once). Then each step draws one
+token for every row still going and feeds each row what it adds to its trajectory, in one forward on the cache:
 
-    the model's turn      the next token is sampled from π(· | everything so far) and recorded:
-                          mask 1 (an action: log-prob, KL, entropy, advantage), attention 1
-    the environment's     the next token is the next of the tool's reply, tokenized once when the model's
-                          turn ended and queued: mask 0 (context, not an action), attention 1
-    done                  pad: mask 0, attention 0
+    the model's token     sampled from π(· | everything so far) and recorded: mask 1 (an action: log-prob, KL,
+                          entropy, advantage), attention 1
+    + the environment's   where that token (EOS) ended a turn of tool calls: the whole reply, tokenized once and
+      reply               fed in the same forward, as one chunk: mask 0 (context, not an action), attention 1
 
-so the trajectory is one ``[B, T]`` row with two masks, and each token — the model's or the environment's —
-goes through the model once, on the cache: nothing is re-encoded when a turn begins, and the model's own tokens
-are never decoded and re-tokenized into the sequence (decoding only reads them, to parse a call).
+Rows feed chunks of different lengths, so each chunk is left-padded to the longest (pad: attention 0, read by no
+one), which puts every row's last token at the chunk's last position: its logits are the next draw's. A row whose
+trajectory has ended (an answer, a reply with no room, the budget) leaves the batch, its cache rows dropped. So the
+trajectory is one ``[B, T]`` row with two masks, and each token — the model's or the environment's — goes through
+the model once: nothing is re-encoded when a turn begins, and the model's own tokens are never decoded and
+re-tokenized into the sequence (decoding only reads them, to parse a call).
 
 A model turn ends at EOS (the template's end of turn). If it holds tool calls (``tool_calls.parse_tool_calls``),
 each is run against the row's environment (in at most ``--max-tool-calls`` turns, TRL's count; a call in a later
 turn, a malformed call, an unknown tool or a tool that raises, exits or runs past ``tool_calls.tool_time_limit`` is
-answered with an error the model reads) and the chat template's rendering of the replies is queued; a turn
-without a call is the answer and ends the trajectory. A reply that would not fit in the token budget
-``max_new_tokens`` ends it too (truncated, as TRL drops such a reply), as does the budget.
+answered with an error the model reads) and the chat template's rendering of the replies is fed; a turn without a
+call is the answer and ends the trajectory. A reply that would not fit in the token budget ``max_new_tokens``
+ends it too (truncated, as TRL drops such a reply), as does the budget.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from torch import Tensor
 
 from ladder.core.swappable import swappable
 from ladder.patches import cache_of, with_cache
-from ladder.policies.causal_lm import _eval_mode, position_ids_for, shared_prompts
+from ladder.policies.causal_lm import _eval_mode, position_ids_for
+from ladder.policies.decode import prefill
 from ladder.policies.low_precision import sampled_logp, sampling_warpers
 from ladder.tasks import tool_calls
 
@@ -62,7 +66,8 @@ class _Row:
 
     def __init__(self, env):
         self.tools = tool_calls.tools_of(env)
-        self.queue: list[int] = []       # the environment's tokens still to feed
+        self.queue: list[int] = []       # the environment's reply, to feed after the turn's EOS
+        self.length = 0                  # tokens in the trajectory so far, the model's and the environment's
         self.turn_tokens: list[int] = []  # the model's current turn
         self.turns = self.calls = self.failures = self.calling_turns = 0
         self.done = self.truncated = False
@@ -75,6 +80,25 @@ class _Row:
         if not self.segments or self.segments[-1][0] != kind:
             self.segments.append((kind, []))
         self.segments[-1][1].append(token)
+        self.length += 1
+
+    def take(self, drawn: int, logp: float, tokenizer, max_tool_calls: int, max_new_tokens: int) -> list[int]:
+        """The model's token: recorded, then what the row feeds next — the token and, where it ended a turn of
+        calls, the environment's reply — or [] once the trajectory has ended (an answer, a reply with no room
+        left to answer, the budget: the last two truncated)."""
+        self.add("model", drawn)
+        self.logps.append(logp)
+        self.turn_tokens.append(drawn)
+        if drawn == tokenizer.eos_token_id:
+            self.end_turn(tokenizer, max_tool_calls, room=max_new_tokens - self.length)
+        if not self.done and self.length >= max_new_tokens:
+            self.done = self.truncated = True
+        if self.done:
+            return []
+        reply, self.queue = self.queue, []
+        for token in reply:
+            self.add("env", token)
+        return [drawn] + reply
 
     def end_turn(self, tokenizer, max_tool_calls: int, room: int) -> None:
         """The model ended a turn (EOS): an answer ends the trajectory; calls queue the environment's reply."""
@@ -131,21 +155,6 @@ def scaled_logits(logits: Tensor, temperature: float) -> Tensor:
     return torch.where(shifted == -torch.inf, -torch.inf, scaled)
 
 
-def _prefill(model, prompt_ids: Tensor, prompt_mask: Tensor):
-    """The prompts' cache and their last logits; a prompt shared by several rows is encoded once."""
-    shared = shared_prompts(prompt_ids, prompt_mask)
-    if shared is None:
-        out = model(input_ids=prompt_ids, attention_mask=prompt_mask, position_ids=position_ids_for(prompt_mask),
-                    use_cache=True)
-        return cache_of(out), out.logits[:, -1]
-    first, rows = shared
-    out = model(input_ids=prompt_ids[first], attention_mask=prompt_mask[first],
-                position_ids=position_ids_for(prompt_mask[first]), use_cache=True)
-    cache = cache_of(out)
-    cache.batch_select_indices(rows)
-    return cache, out.logits[rows, -1]
-
-
 @swappable
 @torch.no_grad()
 def multi_turn(policy, tokenizer, envs: list, prompt_ids: Tensor, prompt_mask: Tensor, max_new_tokens: int,
@@ -153,63 +162,54 @@ def multi_turn(policy, tokenizer, envs: list, prompt_ids: Tensor, prompt_mask: T
                generator: torch.Generator | None = None) -> Trajectories:
     """Sample one trajectory per row against ``envs[row]`` (already reset), from left-padded prompts ``[B, P]``,
     within ``max_new_tokens`` tokens in all (the model's and the environment's)."""
-    model, rows = policy.model, [_Row(env) for env in envs]
+    model, rows, device = policy.model, [_Row(env) for env in envs], prompt_ids.device
     with _eval_mode(model), policy.sampling_weights():
-        cache, logits = _prefill(model, prompt_ids, prompt_mask)
+        cache, logits = prefill(model, prompt_ids, prompt_mask)
+        live = list(range(len(rows)))                        # the rows still going, in the cache's order
         attention, position = prompt_mask.long(), position_ids_for(prompt_mask)[:, -1]
-        for t in range(max_new_tokens):
+        while True:
             drawn, logp = _draw(logits, policy.temperature, top_p, do_sample, generator)
-            tokens, attend = _advance(rows, drawn.tolist(), logp.tolist(), tokenizer, max_tool_calls,
-                                      room=max_new_tokens - t - 1)
-            if all(r.done for r in rows):
+            feeds = [rows[b].take(d, lp, tokenizer, max_tool_calls, max_new_tokens)
+                     for b, d, lp in zip(live, drawn.tolist(), logp.tolist())]
+            going = [i for i, feed in enumerate(feeds) if feed]
+            if not going:
                 break
-            attention = torch.cat([attention, torch.tensor(attend, device=attention.device)[:, None]], dim=1)
-            position = position + 1
-            out = model(input_ids=torch.tensor(tokens, device=prompt_ids.device)[:, None], attention_mask=attention,
-                        position_ids=position[:, None], use_cache=True, **with_cache(cache))
+            if len(going) < len(live):                       # ended rows leave the batch and the cache
+                keep = torch.tensor(going, device=device)
+                cache.batch_select_indices(keep)
+                attention, position = attention[keep], position[keep]
+                live, feeds = [live[i] for i in going], [feeds[i] for i in going]
+            chunk, attend = left_padded(feeds, tokenizer.pad_token_id, device)
+            attention = torch.cat([attention, attend], dim=1)
+            positions = position[:, None] + attend.cumsum(1)    # each real token one past the last; pad unread
+            position = positions[:, -1]
+            out = model(input_ids=chunk, attention_mask=attention, position_ids=positions, use_cache=True,
+                        logits_to_keep=1, **with_cache(cache))
             cache, logits = cache_of(out), out.logits[:, -1]
-    for r in rows:
-        if not r.done:  # the budget ran out before an answer: none (a half-written turn is no answer)
-            r.truncated = True
+    return _trajectories(rows, tokenizer, device)
+
+
+def left_padded(feeds: list[list[int]], pad_token_id: int, device) -> tuple[Tensor, Tensor]:
+    """The rows' tokens to feed as one chunk ``[n, k]`` (k the longest), each left-padded, and its attention
+    (1 on a row's tokens, 0 on pad): every row's last token sits at the last position."""
+    k = max(len(feed) for feed in feeds)
+    chunk = torch.tensor([[pad_token_id] * (k - len(f)) + f for f in feeds], device=device)
+    attend = torch.tensor([[0] * (k - len(f)) + [1] * len(f) for f in feeds], device=device)
+    return chunk, attend
+
+
+def _trajectories(rows: list[_Row], tokenizer, device) -> Trajectories:
+    """The rows' segments, log-probs and counts as ``Trajectories``."""
     completion, mask, attention_mask = trajectory_tensors([r.segments for r in rows], tokenizer.pad_token_id)
     sampling_logp = torch.zeros_like(mask)
     sampling_logp[mask.bool()] = torch.tensor([lp for r in rows for lp in r.logps])
     counts = {k: torch.tensor([getattr(r, k) for r in rows]) for k in ("calls", "failures", "turns")}
-    device = prompt_ids.device
     return Trajectories(completion=completion.to(device), mask=mask.to(device),
                         attention_mask=attention_mask.to(device), sampling_logp=sampling_logp.to(device),
                         turn=turn_index(mask).to(device),
                         truncated=torch.tensor([r.truncated for r in rows]), tool_calls=counts["calls"],
                         tool_failures=counts["failures"], turns=counts["turns"],
                         answers=tokenizer.batch_decode([r.answer_ids for r in rows], skip_special_tokens=True))
-
-
-def _advance(rows: list[_Row], drawn: list[int], logps: list[float], tokenizer, max_tool_calls: int,
-             room: int) -> tuple[list[int], list[int]]:
-    """Each row's token at this step and whether the model attends to it (pad: 0), as two columns."""
-    tokens, attend = [], []
-    for row, token, logp in zip(rows, drawn, logps):
-        chosen = _next(row, token, logp, tokenizer, max_tool_calls, room)
-        tokens.append(tokenizer.pad_token_id if chosen is None else chosen)
-        attend.append(int(chosen is not None))
-    return tokens, attend
-
-
-def _next(row: _Row, drawn: int, logp: float, tokenizer, max_tool_calls: int, room: int) -> int | None:
-    """The row's token at this step: None once done, else the environment's next queued token, else the model's
-    draw (an EOS ends the model's turn)."""
-    if row.done:
-        return None
-    if row.queue:
-        token = row.queue.pop(0)
-        row.add("env", token)
-        return token
-    row.add("model", drawn)
-    row.logps.append(logp)
-    row.turn_tokens.append(drawn)
-    if drawn == tokenizer.eos_token_id:
-        row.end_turn(tokenizer, max_tool_calls, room)
-    return drawn
 
 
 @swappable

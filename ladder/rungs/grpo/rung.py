@@ -264,8 +264,8 @@ def load_policy(cfg: Config, model_path: str, device: torch.device) -> tuple[Cau
     dequantize_once = grpo_options.dequantize_once(cfg, device.type)
     policy = CausalLMPolicy(model, temperature=cfg.temperature, chunk_size=cfg.chunk_size, ref_model=ref_model,
                             dequantize_once=dequantize_once, entropy_grad=cfg.entropy_coef > 0 or cfg.adaptive_entropy,
-                            sampler_dtype=check_sampler_dtype(cfg.sampler.dtype,
-                                                                                               device))
+                            sampler_dtype=check_sampler_dtype(cfg.sampler.dtype, device),
+                            sampler_loop=cfg.sampler_loop)
     if cfg.ref_sync_every:
         policy.make_reference_refreshable()  # a second, frozen adapter (LoRA) or the frozen copy (full)
     optim = grpo_options.optimizer_name(cfg, device.type)
