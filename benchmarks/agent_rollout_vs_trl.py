@@ -5,8 +5,9 @@ turns and the environment's replies within the preset's token budget (``--max-ne
 and tool calls (``--max-tool-calls``; TRL: ``max_tool_calling_iterations``), sampled at temperature 1 from the
 preset's tiny tool-calling model (``@tiny-agent``, ``@tiny-guess``; float32, no LoRA), on one torch thread.
 
-    ladder   ``agent.play`` → ``agent_rollout.multi_turn``: every row advances one token per step on one key/value
-             cache; a tool's reply is fed token by token into the same cache (each distinct prompt encoded once)
+    ladder   ``agent.play`` → ``agent_rollout.multi_turn``: one draw per step for every row still going, on one
+             key/value cache; a tool's reply is fed whole with the EOS that ended the turn (one forward, the rows'
+             chunks left-padded to the longest); ended rows leave the batch (each distinct prompt encoded once)
     TRL      ``GRPOTrainer._generate`` (transformers backend, no vLLM): ``generate`` for the first turn, then for
              every round of tool calls a new ``generate`` over prompt + history + reply, re-encoded from scratch
              (``_tool_call_loop`` → ``_generate_single_turn``), timed inside ``trainer.train()`` with the update

@@ -8,7 +8,8 @@ Cells starting with ``md:`` are Markdown; everything else is code. ``notebooks/b
 CELLS: list[str] = [
     r"""md:## Decoding with a key/value cache
 
-Every batch so far was drawn by a decode loop: `generate` in the rungs, and in Capstone II your own `sample`
+Every batch so far was drawn by a decode loop: ladder's own in the rungs (`policies.decode.decode`;
+`--sampler-loop generate` swaps in transformers' `generate`), and in Capstone II your own `sample`
 (`exercises/capstone2_grpo.py`), a loop over the model's forward that reuses the key/value cache. This section
 takes that loop apart on the tiny Qwen2 of this notebook, and on notebook 4's tiny GPT-2.
 

@@ -224,7 +224,8 @@ $\log\pi_{\text{sampler}}$ (`RecordLogp`), so the weight of a kept token is the 
 $$w_t = \frac{\pi_{\text{old}}(a_t)}{\pi_{\text{sampler}}(a_t)} = \sum_{b\in N_t}\pi_{\text{old}}(b) \le 1 .$$
 
 The cell draws with `CausalLMPolicy.generate(..., top_p=0.8, record_logp=True)`, takes $\log\pi_{\text{old}}$ from the
-trainer's `evaluate`, and compares $w_t$ with the nucleus mass that generate's own top-p warper keeps at each position.""",
+trainer's `evaluate`, and compares $w_t$ with the nucleus mass that the sampler's top-p warper (the one `generate`
+applies) keeps at each position.""",
     """top_p = viz.objective_lab.top_p_weights(top_p=0.8)
 w, mass = top_p["w"], top_p["kept_mass"]
 print(f"top-p {top_p['top_p']}: {top_p['tokens']} tokens; w = π_old/π_sampler from {w.min():.4f} to {w.max():.4f}, "

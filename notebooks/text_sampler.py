@@ -39,8 +39,8 @@ records $\log\pi_{\text{sampler}}$ as it samples; $\pi_{\text{old}}$ stays the f
 
 <details><summary>Aside — where the code does it</summary>
 
-The rounding is `policies.low_precision.lower_precision`; $\log\pi_{\text{sampler}}$ comes from the logits `generate`
-computes anyway (`RecordLogp`). The weights are applied in `core.compute_loss`.
+The rounding is `policies.low_precision.lower_precision`; $\log\pi_{\text{sampler}}$ comes from the logits the
+sampling loop computes anyway (`policies.decode`; under `--sampler-loop generate`, `RecordLogp`). The weights are applied in `core.compute_loss`.
 </details>
 
 <details><summary>Aside — in TRL</summary>
