@@ -7,26 +7,33 @@ the environment runs them and its reply is read; the model writes again; until a
 (the answer) or the budget. Encode the prompts once; then each step draws one token for every row still
 going and feeds, in one forward on the cache, what each row adds to its trajectory:
 
-    the model's token    draw x ~ π = softmax(z / τ) (top-p: the nucleus, renormalised), record log π(x):
-                         mask 1, attention 1
+    the model's token    draw x ~ q = softmax(z / τ) (top-p < 1: cut to the nucleus, renormalised), record
+                         log q(x): mask 1, attention 1. Draw with ``torch.multinomial(q, 1, generator=generator)``
+                         over the rows still going, in their order; ``do_sample=False``: x = argmax, log q(x)
     + the reply          where x (EOS) ended a turn of calls: the environment's whole reply, fed with x in
                          the same forward: mask 0, attention 1 (context, not an action — exercise 22)
 
 The rows' feeds differ in length (1, or 1 + a reply's), so left-pad each to the longest (pad: attention 0):
-every row's last token then sits at the chunk's last position, whose logits are its next draw. A row whose
-trajectory has ended leaves the batch: keep the rows still going (``cache.batch_select_indices(kept)``, and
-the same rows of the attention mask and positions), so no forward runs on a finished row.
+every row's last token then sits at the chunk's last position, whose logits are its next draw. The pads live
+only in that forward's input and attention mask, never in ``completion``. A row whose trajectory has ended leaves
+the batch: keep the rows still going (``cache.batch_select_indices(kept)``, in place, and the same rows of the
+attention mask and positions), so no forward runs on a finished row. The token that ends a trajectory is never
+fed: nothing is drawn after it.
 
 A turn ends at EOS (``tokenizer.eos_token_id``, the template's end of turn). Then decode the turn (to read
 it, never to rebuild the sequence), ``tool_calls.parse_tool_calls(text)``: no call → the turn is the answer
 and the trajectory ends; else run each call, ``tool_calls.call_tool(tools, call)`` with ``tools =
 tool_calls.tools_of(env)`` (a malformed call, an unknown tool, a tool that raises: an error message, never an
-exception); and queue ``tool_calls.suffix_ids(tokenizer, replies)``, the chat template's rendering of the
-replies and the next assistant header, tokenized once. If that reply does not leave room for a token of answer
-within ``max_new_tokens`` (``len(suffix) >= max_new_tokens − t − 1`` at step t), drop it: the trajectory ends
-there, truncated (as TRL drops it). The budget counts every token, the model's and the environment's; a
-trajectory still in a turn when it runs out is truncated, and has no answer: a half-written turn (or a last turn of
-calls) is not one, and its answer is "" (a reward must not score a number it happened to write).
+exception); then feed ``tool_calls.suffix_ids(tokenizer, replies)``, the chat template's rendering of the
+replies and the next assistant header, tokenized once, after x in this step's chunk. If that reply does not
+leave room for a token of answer within ``max_new_tokens`` — ``len(suffix) >= max_new_tokens − n``, n the tokens
+the row holds after x (its turns and replies so far, prompt excluded) — drop it: the trajectory ends there,
+truncated (as TRL drops it); its calls were run and count, only the reply is dropped. With max_new_tokens = 20 and
+n = 12, a reply of 7 tokens is fed (12 + 7 + 1 ≤ 20), one of 8 is dropped. The budget counts every token, the
+model's and the environment's: a row whose n reaches ``max_new_tokens`` has ended. If it was still in a turn, it is
+truncated and has no answer: a half-written turn (or a last turn of calls) is not one, and its answer is "" (a
+reward must not score a number it happened to write). An answer whose EOS is the last token of the budget is an
+answer, not truncated.
 
 ``max_tool_calls`` counts the model's turns that call tools, not the calls (TRL's ``max_tool_calling_iterations``;
 a turn may hold several calls). In the first ``max_tool_calls`` calling turns every call is run; in a calling turn
@@ -44,15 +51,17 @@ error. The counts, per row:
 The pitfalls, each a property the grader checks:
 
     * one cache: the prompts are encoded once, then each step feeds each row's new tokens on the cache —
-      re-encoding the trajectory at every turn costs O(T²) and is not what was sampled; a reply goes in
-      whole (one forward for it, not one per token), and an ended row is in no forward
+      re-encoding the trajectory costs O(T²) at every step (O(K·T) at each of K turns) and is not what was
+      sampled; a reply goes in whole, in the forward that feeds the EOS before it (none of its own, not one
+      per token), and an ended row is in no forward
     * the model's tokens as drawn: decoding a turn and encoding the text again gives other ids (BPE merges
       differ); the trajectory holds the ids that were drawn, whose log-probs were recorded
     * the environment's tokens are fed with attention 1, or the next turn is sampled without reading the
-      reply while training reads it: log π recorded as drawn must equal one forward over the whole row
+      reply while training reads it: at top_p = 1, log q recorded as drawn must equal one forward over the
+      whole row (under top_p < 1 it is that minus log of the nucleus's mass)
     * positions skip the left padding (``position_ids_for(prompt_mask)``), then + 1 per token a row reads
       (a chunk's pad is read by no one: its position does not matter)
-    * ``log_softmax(z / τ)`` with ``τ = policy.temperature``, as the loss will compute it
+    * ``log_softmax(z / τ)`` with ``τ = policy.temperature``, as the loss will compute it (then the nucleus)
 
     policy          .model (a causal LM: input_ids, attention_mask, position_ids, use_cache, and the cache —
                     ``ladder.patches.with_cache(cache)`` / ``cache_of(output)``), .temperature, and
@@ -66,7 +75,8 @@ The pitfalls, each a property the grader checks:
                     without a call, EOS and special tokens left out; "" if truncated: what the rewards read)
 
 Worked example: a small random model whose turns are scripted (the grader's, ``agent_harness``): it calls
-``multiply(3, 4)``, spelt one character a token (56 tokens with its EOS), reads the reply (15 tokens), answers
+``multiply(3, 4)``, spelt one character a token (its markers ``<tool_call>`` and ``</tool_call>`` one token each:
+56 tokens with its EOS), reads the reply (15 tokens), answers
 ``#### 12`` (8 tokens):
 
     >>> from ladder.graders.cases_agent import segments, worked_example

@@ -99,12 +99,14 @@ $\hat A_i$ (GRPO's credit, `--credit trajectory`). Nothing in `core.update` know
 one token for every row still going (mask 1) and feeds, in one forward on the cache, what each row adds: its token,
 and where that token ended a turn of calls, the environment's whole reply with it (mask 0, attention 1). When the
 model ends a turn with `<|im_end|>` its text is parsed for `<tool_call>` JSON (`tool_calls.parse_tool_calls`); each
-call runs against that row's environment, and the chat template's rendering of the reply (`tool_calls.suffix_ids`) is
-what the row feeds next. The rows' feeds differ in length, so each is left-padded to the longest (pad: attention 0),
+call runs against that row's environment (past `--max-tool-calls`, each is answered with an error instead), and the
+chat template's rendering of the reply (`tool_calls.suffix_ids`) is what the row feeds next, unless it leaves no room
+in the budget for a token of answer: then the reply is dropped and the trajectory ends, truncated. The rows' feeds differ in length, so each is left-padded to the longest (pad: attention 0),
 which puts every row's last token at the end, where the next draw's logits are. A turn without a call is the answer
 and ends the trajectory, and an ended row leaves the batch (its rows of the cache dropped). Every token — the
-model's or the environment's — goes through the model once, on the same key/value cache: nothing is re-encoded
-when a new turn begins, and a reply of 15 tokens costs one forward, not 15. Two limits: `--max-tool-calls` (turns that call
+model's or the environment's — goes through the model at most once (the one that ends a trajectory is never fed), on
+the same key/value cache: nothing is re-encoded when a new turn begins, and a reply of 15 tokens rides in the
+forward that feeds its EOS: no forward of its own, not 15. Two limits: `--max-tool-calls` (turns that call
 tools; TRL's `max_tool_calling_iterations`) and `--max-new-tokens`, the budget of the *whole* trajectory, the
 environment's tokens included (TRL's `max_completion_length`). The update's record counts what happened:""",
     """record = first["record"]

@@ -8,9 +8,9 @@ Cells starting with ``md:`` are Markdown; everything else is code. ``notebooks/b
 CELLS: list[str] = [
     r"""md:## Decoding with a key/value cache
 
-Every batch so far was drawn by a decode loop: ladder's own in the rungs (`policies.decode.decode`;
-`--sampler-loop generate` swaps in transformers' `generate`), and in Capstone II your own `sample`
-(`exercises/capstone2_grpo.py`), a loop over the model's forward that reuses the key/value cache. This section
+Every language-model batch so far was drawn by a decode loop, ladder's own in the rungs (`policies.decode.decode`;
+`--sampler-loop generate` swaps in transformers' `generate`); in Capstone II you will write your own `sample`
+(`exercises/capstone2_grpo.py`): a loop over the model's forward that reuses the key/value cache. This section
 takes that loop apart on the tiny Qwen2 of this notebook, and on notebook 4's tiny GPT-2.
 
 Each attention layer turns column $j$ of the sequence into a query $q_j$, a key $k_j$ and a value $v_j$, and column $j$
@@ -149,5 +149,7 @@ against what the token counts say: the uncached loop's steps growing with $t$, t
 </details>
 
 Capstone II's `sample` is the cached loop, plus what this section left out: each row stops at its EOS (after it, the
-mask of the loss and the log-probs are 0), and the grader checks that each step feeds one token.""",
+mask of the loss and the log-probs are 0), and the grader checks that each step feeds one token. The rungs' loop
+(`policies.decode`) does the same and one thing more for speed: a row that has drawn its EOS leaves the batch,
+its rows of the cache dropped (`cache.batch_select_indices`), so the steps after it run on fewer rows.""",
 ]

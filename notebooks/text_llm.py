@@ -99,7 +99,7 @@ display(Image(data=lm_views.learning_curves(metrics(RUNS / "notebook-4-sentiment
 
 Every number above starts as $\log\pi(a_t)$ of a completion token. A causal LM's output $z_i$ at position $i$ is a
 distribution over the token at position $i+1$, and the policy that sampled is the softmax of $z/\tau$ (the sampling loop
-divides by the temperature $\tau$ before it samples). With the prompt's last position at $P-1$:
+divides by the temperature $\tau$ before it samples; with top-p < 1 it then cuts to the nucleus: notebook 6b). With the prompt's last position at $P-1$:
 
 $$\log\pi(a_t) = \log\operatorname{softmax}\big(z_{P-1+t}/\tau\big)[a_t] = z_{P-1+t,\,a_t}/\tau - \log\sum_v e^{z_{P-1+t,\,v}/\tau},$$
 

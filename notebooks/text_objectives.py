@@ -219,13 +219,13 @@ $$\frac{\pi_\theta(a_t)}{\pi_{\text{rollout}}(a_t)} = \underbrace{\frac{\pi_\the
 
 Sampling with top-p draws from the renormalised nucleus $N_t$, the most likely tokens at step $t$ whose mass reaches $p$:
 $\pi_{\text{sampler}}(a) = \pi_{\text{old}}(a)/\sum_{b\in N_t}\pi_{\text{old}}(b)$ for $a \in N_t$ (0 outside it). ladder records
-$\log\pi_{\text{sampler}}$ (`RecordLogp`), so the weight of a kept token is the mass the nucleus kept at its step,
+$\log\pi_{\text{sampler}}$ as it samples (`policies.decode`; `RecordLogp` under `--sampler-loop generate`), so the weight of a kept token is the mass the nucleus kept at its step,
 
 $$w_t = \frac{\pi_{\text{old}}(a_t)}{\pi_{\text{sampler}}(a_t)} = \sum_{b\in N_t}\pi_{\text{old}}(b) \le 1 .$$
 
 The cell draws with `CausalLMPolicy.generate(..., top_p=0.8, record_logp=True)`, takes $\log\pi_{\text{old}}$ from the
-trainer's `evaluate`, and compares $w_t$ with the nucleus mass that the sampler's top-p warper (the one `generate`
-applies) keeps at each position.""",
+trainer's `evaluate`, and compares $w_t$ with the nucleus mass that the sampler's top-p warper (transformers'
+`TopPLogitsWarper`, which ladder's loop applies as `generate` does) keeps at each position.""",
     """top_p = viz.objective_lab.top_p_weights(top_p=0.8)
 w, mass = top_p["w"], top_p["kept_mass"]
 print(f"top-p {top_p['top_p']}: {top_p['tokens']} tokens; w = π_old/π_sampler from {w.min():.4f} to {w.max():.4f}, "

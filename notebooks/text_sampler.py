@@ -108,7 +108,7 @@ display(Markdown(viz.sampler_lab.modes_markdown(four.main, c_maxes=(3.0, 1.001))
 print(sampler_notes.modes_note(four.main))""",
     r"""md:A bound changes only the weights beyond it. At $C_{\max} = 3$ that takes a token (or a completion) the
 sampler under-drew threefold, which rounding at τ = 1 seldom does: where nothing reaches it, the correction reweights
-and cuts nothing. A tight bound like 1.001 reaches the few uncertain tokens, and the sequence modes count them in
+and cuts nothing. A tight bound like 1.001 can reach the few uncertain tokens (the lines above say how many it reached here), and the sequence modes count them in
 bigger units, a completion going with its token. Where a bound changes anything, `sequence_mask` takes those
 completions out of the loss entirely, where truncation only trims them: the table's mean weights show what each
 mode's cut costs on this batch.
