@@ -13,8 +13,9 @@ Rows feed chunks of different lengths, so each chunk is left-padded to the longe
 one), which puts every row's last token at the chunk's last position: its logits are the next draw's. A row whose
 trajectory has ended (an answer, a reply with no room, the budget) leaves the batch, its cache rows dropped. So the
 trajectory is one ``[B, T]`` row with two masks, and each token — the model's or the environment's — goes through
-the model once: nothing is re-encoded when a turn begins, and the model's own tokens are never decoded and
-re-tokenized into the sequence (decoding only reads them, to parse a call).
+the model at most once (the one that ends a trajectory is never fed): nothing is re-encoded when a turn begins,
+and the model's own tokens are never decoded and re-tokenized into the sequence (decoding only reads them, to
+parse a call).
 
 A model turn ends at EOS (the template's end of turn). If it holds tool calls (``tool_calls.parse_tool_calls``),
 each is run against the row's environment (in at most ``--max-tool-calls`` turns, TRL's count; a call in a later
