@@ -212,8 +212,12 @@ down: the sequence modes then take most or all of the completions (the last line
 <details><summary>Aside — in TRL, and in the grpo rung</summary>
 
 TRL corrects by default whenever vLLM samples (`vllm_importance_sampling_correction=True`, mode `sequence_mask`,
-$C_{\max} = 3$, no $C_{\min}$); ladder samples with the trainer's own weights and corrects nothing unless asked. The
-table the next cell prints maps each TRL option to its flag.
+$C_{\max} = 3$, no $C_{\min}$). The grpo rung's default, `--sampler-dtype auto`, does the same where a bfloat16
+sampler pays: where the hardware computes bfloat16 natively (a recent GPU, a CPU with AMX) and the model has at
+least 100M weights (Qwen2.5-0.5B has 494M), it samples in bfloat16 with TRL's correction, and the run's first lines
+say so; elsewhere, and at the tiny size (under 1M weights, where bfloat16 was measured slower), it samples with the
+trainer's own weights and corrects nothing unless asked. The tiny preset pins `--sampler-dtype same`, so what it
+learns does not depend on the processor. The table the next cell prints maps each TRL option to its flag.
 
 With `--off-policy-mask δ` (TRL's `off_policy_mask_threshold`, DeepSeek-V3.2) the rung also drops a completion
 whose advantage is negative *and* whose mean $\log\pi_{\text{sampler}} - \log\pi_\theta$ over its tokens exceeds δ

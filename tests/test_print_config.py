@@ -6,11 +6,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from types import SimpleNamespace
 
 import pytest
 import torch
+from transformers import Qwen2Config
 
-from ladder import run
+from ladder import hub, run
+from ladder.policies.low_precision import bf16_native
+from ladder.runtime.errors import UsageError
 from ladder.specs import options_dict
 from ladder.tasks import math_problems
 
@@ -55,8 +59,31 @@ def test_print_config_is_the_config_with_every_default_resolved(name, argv, tmp_
                   and shown[f.name] is None
                   and not (f.name == "kl_correction" and cfg.kl.where == "reward")]
     assert not unresolved, f"{name}: printed as null, though the run decides them: {unresolved}"
-    assert "auto" not in shown.values()
+    assert "auto" not in [value for option, value in shown.items() if option not in SAMPLER_AUTO]
+    if any(shown.get(option) == "auto" for option in SAMPLER_AUTO):  # decided from the model's config when it starts
+        with pytest.raises(UsageError):
+            hub.resolve(math_problems.resolve_model(shown["model"]), "--model")
     assert list(tmp_path.iterdir()) == []
+
+
+SAMPLER_AUTO = ("sampler_dtype", "sampler_correction")
+
+
+def test_the_sampler_auto_is_decided_from_the_models_config(tmp_path, capsys):
+    """auto is bfloat16 (and TRL's sequence_mask) for a model of Qwen2.5-0.5B's size where bf16 is native; the
+    trainer's own weights (uncorrected) for the tiny model and where it is not; what is given stays."""
+    Qwen2Config(hidden_size=896, intermediate_size=4864, num_hidden_layers=24, num_attention_heads=14,
+                num_key_value_heads=2, vocab_size=151936, tie_word_embeddings=True).save_pretrained(tmp_path)
+    native = bf16_native(torch.device("cpu"))
+    shown = printed(["grpo", "--model", str(tmp_path)], capsys)
+    expected = ("bfloat16", "sequence_mask") if native else ("same", "none")
+    assert (shown["sampler_dtype"], shown["sampler_correction"]) == expected
+    shown = printed(["grpo", "--model", str(tmp_path), "--sampler-correction", "token_truncate"], capsys)
+    assert shown["sampler_correction"] == "token_truncate"
+    shown = printed(["grpo", "--model", "@tiny-math"], capsys)
+    assert (shown["sampler_dtype"], shown["sampler_correction"]) == ("same", "none")
+    shown = printed(["agent", "--model", str(tmp_path), "--train-env-tokens"], capsys)
+    assert (shown["sampler_dtype"], shown["sampler_correction"]) == ("same", "none")
 
 
 @pytest.mark.parametrize("argv", [[], ["--algo", "dapo"], ["--algo", "gspo"], ["--algo", "rloo"], ["--algo", "cispo"],
@@ -65,7 +92,8 @@ def test_print_config_is_the_config_with_every_default_resolved(name, argv, tmp_
 def test_grpo_prints_the_clip_and_kl_correction_its_update_uses(argv, capsys):
     grpo = RUNGS["grpo"]
     shown = printed(["grpo", *argv], capsys)
-    update = grpo.update_config(run.make_config("grpo", grpo, argv))
+    cfg = run.make_config("grpo", grpo, argv)
+    update = grpo.update_config(dataclasses.replace(cfg, sampler=cfg.sampler.settled(bf16_native=False, parameters=0)))
     assert shown["clip_eps_high"] == update.clip_eps_high
     if shown["kl_in"] == "loss":
         assert (shown["kl_correction"] == "on") == update.kl_correction
@@ -111,7 +139,8 @@ def test_grpo_prints_what_load_policy_uses(argv, monkeypatch, capsys):
     grpo = RUNGS["grpo"]
     seen = {"release_memory": False}
     monkeypatch.setattr(grpo.quant, "release_freed_memory", lambda: seen.update(release_memory=True))
-    monkeypatch.setattr(grpo.quant, "load_causal_lm", lambda path, device, **kw: seen.update(kw) or "model")
+    model = SimpleNamespace(config=grpo.quant.load_config(math_problems.resolve_model("@tiny-math")))
+    monkeypatch.setattr(grpo.quant, "load_causal_lm", lambda path, device, **kw: seen.update(kw) or model)
 
     class Policy:
         def __init__(self, model, dequantize_once, **kw):

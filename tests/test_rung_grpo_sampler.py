@@ -11,6 +11,7 @@ from ladder import run
 from ladder.policies import low_precision
 from ladder.policies.causal_lm import lm_batch
 from ladder.rungs import grpo
+from ladder.rungs.grpo import sampler as grpo_sampler
 from ladder.runtime.runlog import UsageError, seed_everything
 from ladder.tasks import arithmetic
 
@@ -94,6 +95,28 @@ def test_a_bf16_sampler_with_a_correction_logs_what_it_did(tmp_path):
 def test_same_sampler_and_no_correction_records_nothing(tiny_grpo_run):
     record = json.loads((tiny_grpo_run[1] / "metrics.jsonl").read_text().splitlines()[0])   # the defaults
     assert not any(k.startswith(("sampler/", "off_policy/")) for k in record)
+
+
+def test_the_run_records_the_sampler_it_settled_on(tiny_grpo_run):
+    config = json.loads((tiny_grpo_run[1] / "config.json").read_text())
+    assert (config["sampler_dtype"], config["sampler_correction"]) == ("same", "none")  # the preset's pin; auto: none
+
+
+def test_auto_samples_in_bf16_where_it_pays_and_says_so_first(tmp_path, monkeypatch, capsys):
+    """Where bf16 is native and the model large enough (both made true here for the tiny model), auto is a bf16
+    sampler with TRL's correction: the first line says so, config.json and the update's weights have it."""
+    monkeypatch.setattr(grpo_sampler, "BF16_FROM_PARAMETERS", 0)
+    monkeypatch.setattr(grpo_sampler, "bf16_native", lambda device: True)
+    out = tmp_path / "run"
+    assert run.main(["grpo", "--preset", "tiny", "--sampler-dtype", "auto", "--steps", "1", "--eval-size", "8",
+                     "--eval-every", "0", "--print-samples", "0", "--no-progress", "--out", str(out)]) == 0
+    first = capsys.readouterr().err.splitlines()[0]
+    assert first.startswith("sampler: bfloat16 weights, --sampler-correction sequence_mask, C_max 3.0 "
+                            "(--sampler-dtype auto: cpu computes bfloat16 natively"), first
+    config = json.loads((out / "config.json").read_text())
+    assert (config["sampler_dtype"], config["sampler_correction"]) == ("bfloat16", "sequence_mask")
+    record = json.loads((out / "metrics.jsonl").read_text().splitlines()[0])
+    assert record["sampler/logp_diff_max"] > 0 and 0 <= record["sampler/corrected_frac"] <= 1
 
 
 @pytest.mark.parametrize("args, needle", [

@@ -218,11 +218,20 @@ def test_the_trl_table_and_trls_defaults():
     assert all(r["trl"] in fields for r in rows)
     options = {f"--{name.replace('_', '-')}" for name in option_names(grpo.Config)}
     assert all(r["flag"] in options for r in rows)
-    # the text: TRL corrects by default (sequence_mask, C_max = 3, no C_min); ladder samples as π_old, corrects nothing
+    # the text: TRL corrects by default (sequence_mask, C_max = 3, no C_min); ladder's auto samples in bf16 with that
+    # correction where bf16 is native and the model has ≥ 100M weights, else as π_old, correcting nothing
     assert (fields["vllm_importance_sampling_correction"], fields["vllm_importance_sampling_mode"],
             fields["vllm_importance_sampling_clip_max"], fields["vllm_importance_sampling_clip_min"]) == \
         (True, "sequence_mask", 3.0, None)
-    assert (grpo.Config().sampler.dtype, grpo.Config().sampler.correction) == ("same", "none")
+    sampler = grpo.Config().sampler
+    assert (sampler.dtype, sampler.correction) == ("auto", "auto")
+    large = sampler.settled(bf16_native=True, parameters=494_032_768)
+    assert (large.dtype, large.correction, large.clip_max, large.clip_min) == ("bfloat16", "sequence_mask", 3.0, None)
+    assert sampler.settled(bf16_native=True, parameters=494_032_768, per_token=True).correction == "token_mask"
+    for native, parameters in ((True, 779_392), (False, 494_032_768)):
+        small = sampler.settled(bf16_native=native, parameters=parameters)
+        assert (small.dtype, small.correction) == ("same", "none")
+    assert "sampler_dtype" in grpo.PRESETS["tiny"]  # pinned: what the preset learns does not depend on the CPU
 
 
 def test_the_section_sits_just_before_notebook_5s_self_check():

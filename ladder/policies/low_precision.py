@@ -42,6 +42,14 @@ def fast_on_this_cpu(dtype: torch.dtype) -> bool:
     return bool(check())
 
 
+def bf16_native(device: torch.device) -> bool:
+    """Whether ``device`` computes bfloat16 matrix products in hardware: a CUDA GPU that supports it, a CPU with
+    AVX512-BF16 or AMX (``fast_on_this_cpu``)."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported(including_emulation=False)
+    return device.type == "cpu" and fast_on_this_cpu(torch.bfloat16)
+
+
 def check_sampler_dtype(name: str, device: torch.device) -> torch.dtype | None:
     """The dtype of ``--sampler-dtype NAME``; one line if this device cannot compute a matrix product in it."""
     dtype = SAMPLER_DTYPES[name]

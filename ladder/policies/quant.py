@@ -68,6 +68,16 @@ def load_config(model_id: str, flag: str = "--model"):
         raise offline_hint(model_id, e, flag) from None
 
 
+def parameter_count(config) -> int:
+    """The weights a model of this config has (tied ones once), counted on the meta device: nothing is
+    allocated, nothing loaded."""
+    from transformers import AutoModelForCausalLM
+
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config)
+    return sum(p.numel() for p in model.parameters())
+
+
 def lora_config(r: int, alpha: int, dropout: float = 0.0, fan_in_fan_out: bool = False):
     """LoRA on every linear layer; ``fan_in_fan_out`` for GPT-2's Conv1D layers (weights stored transposed)."""
     from peft import LoraConfig

@@ -5,13 +5,14 @@ environments, and the rules that relate several options — what ``ladder.rungs.
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ladder import rewards
 from ladder.cli import Text, at_least, interval, option
 from ladder.rungs.grpo import options as grpo_options
 from ladder.rungs.grpo import rules as grpo_rules
 from ladder.rungs.grpo import scoring
+from ladder.rungs.grpo.sampler import AUTO, Sampler, settled_if_known
 from ladder.rungs.grpo.scoring import Rewards
 from ladder.runtime.errors import UsageError
 from ladder.specs import accepts_flags
@@ -54,18 +55,36 @@ class Config(grpo_options.Config):
                                       "stop the run in one line", interval(0, 86400, open_low=True))
 
 
+# A preset pins --sampler-dtype: what it learns does not depend on the CPU it runs on.
 PRESETS = {
     "tiny": dict(model=TINY_MODEL, env="calculator", lora=True, lora_r=16, lora_alpha=32, steps=40, prompts_per_step=8,
                  group_size=8, lr=1e-3, warmup_steps=5, max_new_tokens=64, max_tool_calls=2, kl_coef=0.04,
-                 eval_every=10, eval_size=100, print_samples=10, threads=1),
+                 eval_every=10, eval_size=100, print_samples=10, threads=1, sampler_dtype="same"),
     # The game scores itself (get_reward: the secret found); the correctness of the last turn is logged, weight 0.
     # A warm-up of 15 updates: reaching lr 3e-3 in 5 broke the calls' JSON for a few updates before it recovered.
     "tiny-guess": dict(model=TINY_GUESS_MODEL, env="guess", lora=True, lora_r=16, lora_alpha=32, steps=60,
                        prompts_per_step=8, group_size=8, lr=3e-3, credit="turn", reward_weights="0", warmup_steps=15,
                        max_new_tokens=256, max_tool_calls=5, kl_coef=0.04, eval_every=10, eval_size=100,
-                       print_samples=10, threads=1),
+                       print_samples=10, threads=1, sampler_dtype="same"),
 }
-RESOLVED = {**grpo_options.RESOLVED, "system_prompt": lambda cfg: system_prompt(cfg)}
+def sampler(cfg: Config) -> Sampler:
+    """grpo's sampler rule on --model's config; under --train-env-tokens auto is the trainer's own weights,
+    uncorrected (the environment's tokens in the loss have no π_sampler log-prob: ``pinned_sampler``)."""
+    return settled_if_known(pinned_sampler(cfg), model_path(cfg)).sampler
+
+
+RESOLVED = {**grpo_options.RESOLVED, "system_prompt": lambda cfg: system_prompt(cfg),
+            "sampler_dtype": lambda cfg: sampler(cfg).dtype, "sampler_correction": lambda cfg: sampler(cfg).correction}
+
+
+def pinned_sampler(cfg: Config) -> Config:
+    """``cfg``, with --sampler-dtype and --sampler-correction auto set to same and none under --train-env-tokens:
+    the mistake it shows is the masks', not a sampler's."""
+    if not cfg.train_env_tokens:
+        return cfg
+    dtype = "same" if cfg.sampler.dtype == AUTO else cfg.sampler.dtype
+    correction = "none" if cfg.sampler.correction == AUTO else cfg.sampler.correction
+    return replace(cfg, sampler=replace(cfg.sampler, dtype=dtype, correction=correction))
 
 
 def validate(cfg: Config) -> None:
@@ -76,7 +95,7 @@ def validate(cfg: Config) -> None:
     if cfg.sampler_loop != "ladder":
         raise UsageError(f"--sampler-loop {cfg.sampler_loop}: an agent's trajectories are sampled by its own "
                          f"multi-turn loop (agent.rollout), which feeds the environment's replies; drop it")
-    if cfg.train_env_tokens and (cfg.sampler.correction != "none" or cfg.max_staleness):
+    if cfg.train_env_tokens and (cfg.sampler.correction not in ("none", AUTO) or cfg.max_staleness):
         raise UsageError("--train-env-tokens puts tokens the sampler never drew in the loss: they have no "
                          "π_sampler log-prob to correct with; drop --sampler-correction and --max-staleness")
     if cfg.credit == "turn" and cfg.multi_objective_aggregation == "normalize_then_sum":

@@ -23,6 +23,7 @@ run's first checkpoint, and with exit 1 and the run kept (to ``--resume``) after
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from functools import partial
 
 import torch
@@ -72,7 +73,7 @@ def export(cfg: Config) -> dict | None:
     validate(cfg)
     from ladder.trl import export as export_trl
 
-    return export_trl.write_agent(cfg, cfg.export_trl)
+    return export_trl.write_agent(replace(cfg, sampler=agent_options.sampler(cfg)), cfg.export_trl)
 
 
 def agent_task(cfg: Config) -> grpo.Task:
@@ -96,7 +97,7 @@ def agent_task(cfg: Config) -> grpo.Task:
 def train(cfg: Config) -> dict:
     """Train an agent with GRPO (``grpo.train_task`` with ``agent_task``)."""
     validate(cfg)
-    return grpo.train_task(cfg, NAME, agent_task)
+    return grpo.train_task(agent_options.pinned_sampler(cfg), NAME, agent_task)
 
 
 def chat_prompt(tokenizer, problem: dict, system: str, tools: list[dict], observation: str | None) -> str:

@@ -186,10 +186,11 @@ class Config(LMOptions):
 
 # The tiny preset's model imitates a tutor who forgets to carry (see arithmetic.build_tiny_math_model):
 # greedy accuracy starts near the share of sums without a carry and GRPO lifts it by teaching the carry.
+# A preset pins --sampler-dtype: what it learns does not depend on the CPU it runs on.
 PRESETS = {
     "tiny": dict(model="@tiny-math", task="arithmetic", lora=True, lora_r=16, lora_alpha=32, steps=60,
                  prompts_per_step=8, group_size=8, lr=1e-3, warmup_steps=10, temperature=1.0, max_new_tokens=28,
-                 kl_coef=0.04, eval_every=10, eval_size=200, print_samples=10, threads=1),
+                 kl_coef=0.04, eval_every=10, eval_size=200, print_samples=10, threads=1, sampler_dtype="same"),
 }
 
 
@@ -215,6 +216,12 @@ def optimizer_name(cfg: Config, device_type: str) -> str:
     return "paged_adamw_8bit" if cfg.qlora and device_type == "cuda" else "adamw"
 
 
+def sampler(cfg: Config) -> Sampler:
+    """--sampler-dtype and --sampler-correction as the run will decide ``auto`` (``sampler.settled_if_known``: on
+    --device, from the model's config; auto is left where that config cannot be read here)."""
+    return sampler_settings.settled_if_known(cfg, math_problems.resolve_model(cfg.model)).sampler
+
+
 def _device_type(cfg: Config) -> str:
     return torch.device(cfg.device).type
 
@@ -227,6 +234,8 @@ RESOLVED = {
     "optim": lambda cfg: optimizer_name(cfg, _device_type(cfg)),
     "clip_eps_high": core_settings.eps_high,
     "kl_correction": lambda cfg: cfg.kl.corrected(),
+    "sampler_dtype": lambda cfg: sampler(cfg).dtype,
+    "sampler_correction": lambda cfg: sampler(cfg).correction,
     "system_prompt": lambda cfg: math_problems.system_prompt(cfg.task, cfg.system_prompt),
     "reward_weights": lambda cfg: ",".join(f"{w:g}" for w in reward_weights(cfg).values()),
 }

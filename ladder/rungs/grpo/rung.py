@@ -43,7 +43,8 @@ from ladder.rungs.grpo.options import (
 from ladder.rungs.grpo.record import CutOffWatch, Laps, batch_statistics, completion_rows, step_record, summarize
 from ladder.rungs.grpo.rollout import DYNAMIC_SAMPLING, Rollout, dynamic_sample, reward_column_weights, sample
 from ladder.rungs.grpo.rules import validate
-from ladder.rungs.grpo.setup import load_task, placement, save_trained
+from ladder.rungs.grpo.sampler import settle_sampler
+from ladder.rungs.grpo.setup import check_sampler, load_task, placement, save_trained
 from ladder.rungs.grpo.staleness import LaggingRollout
 from ladder.rungs.lm_options import gradient_checkpointing, uses_lora
 from ladder.rungs.protocol import TRAINING_WRITES
@@ -168,6 +169,7 @@ def build(cfg: Config, *, policy: CausalLMPolicy, optimizer: torch.optim.Optimiz
     is left out is the rung's own: the trainer ``procs.wrap(policy)`` (the policy itself in one process),
     ``update_config(cfg)``, the ``--reward-funcs`` loaded and weighed by ``reward_weights(cfg)``, and
     ``entropy_settings.controller(cfg, procs)`` (``ladder.rungs.grpo.entropy_control``)."""
+    cfg = settle_sampler(cfg, procs.device, policy.model.config)  # as train_task does (a lab's, a grader's cfg)
     return Step(cfg=cfg, policy=policy, trainer=procs.wrap(policy) if trainer is None else trainer,
                 tokenizer=tokenizer, optimizer=optimizer,
                 update_cfg=update_config(cfg) if update_cfg is None else update_cfg, stream=stream,
@@ -262,9 +264,10 @@ def load_policy(cfg: Config, model_path: str, device: torch.device) -> tuple[Cau
     if cfg.kl.coef > 0 and not uses_lora(cfg):
         ref_model = quant.load_causal_lm(model_path, device)  # full fine-tuning needs a frozen copy
     dequantize_once = grpo_options.dequantize_once(cfg, device.type)
+    sampler = settle_sampler(cfg, device, model.config).sampler
     policy = CausalLMPolicy(model, temperature=cfg.temperature, chunk_size=cfg.chunk_size, ref_model=ref_model,
                             dequantize_once=dequantize_once, entropy_grad=cfg.entropy_coef > 0 or cfg.adaptive_entropy,
-                            sampler_dtype=check_sampler_dtype(cfg.sampler.dtype, device),
+                            sampler_dtype=check_sampler_dtype(sampler.dtype, device),
                             sampler_loop=cfg.sampler_loop)
     if cfg.ref_sync_every:
         policy.make_reference_refreshable()  # a second, frozen adapter (LoRA) or the frozen copy (full)
@@ -298,7 +301,7 @@ def export(cfg: Config) -> dict | None:
         return None
     from ladder.trl import export as export_trl
 
-    return export_trl.write(cfg, cfg.export_trl)
+    return export_trl.write(replace(cfg, sampler=grpo_options.sampler(cfg)), cfg.export_trl)
 
 
 @dataclass
@@ -344,6 +347,8 @@ def train_task(cfg: Config, name: str, load: Callable[[Config], Task]) -> dict:
     device = placement(cfg)
     seed_everything(cfg.seed)
     task = load(cfg)  # checked to fit the model's context before any weight loads
+    given, cfg = cfg, settle_sampler(cfg, device, quant.load_config(task.model_path))  # config.json records it
+    check_sampler(cfg, device, given)
     reward_funcs = rewards.load_all(cfg.rewards.funcs)  # a user's module runs before the run directory exists
     procs = Processes(device)  # after the tiny model is built and cached (see ladder.runtime.distributed)
     # The output directory is claimed (finished run? --overwrite? another run in it?) before the model loads.

@@ -1,11 +1,19 @@
 """π_sampler: the weights grpo samples from and how the update corrects for them — one spec, its flags.
 
     Sampler(dtype, correction, clip_max, clip_min, off_policy_mask)
-        dtype        sample from the weights rounded to it (``policies.low_precision``): same | bfloat16 | float16
+        dtype        sample from the weights rounded to it (``policies.low_precision``): auto | same | bfloat16 |
+                     float16
+        settled(bf16_native, parameters)   auto decided: bfloat16 where this device computes it natively and
+                     the model has ≥ BF16_FROM_PARAMETERS weights (measured faster there, slower below), else
+                     same; a correction left auto is TRL's default, sequence_mask, under a sampler of its own dtype
         options()    ``core.SamplerOptions``: w = π_old/π_sampler truncated or masked in [C_min, C_max], and the
                      off-policy mask δ (``core.off_policy``)
         records_logp(lag)   whether sampling keeps π_sampler's own log-probs: a sampler of its own dtype, a
                      correction asked for, or a lagging π_rollout (``lag`` = --max-staleness)
+
+    settle_sampler(cfg, device, model_config)   cfg with auto decided (``train_task`` before config.json, and
+                     ``build`` for a lab's or a grader's cfg); settled_if_known(cfg, model) where the model's
+                     config can be read without loading it (--print-config, --export-trl)
 
 ``Config.sampler`` holds it, built from ``--sampler-dtype``, ``--sampler-correction``, ``--sampler-clip-max``,
 ``--sampler-clip-min`` and ``--off-policy-mask``. The lag itself (``--max-staleness``) is ``staleness``'s.
@@ -13,29 +21,64 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TypeVar
 
-from ladder import core
+import torch
+
+from ladder import core, hub
 from ladder.cli import OneOf, non_negative, positive
 from ladder.core.off_policy import CORRECTIONS
+from ladder.policies import quant
+from ladder.policies.low_precision import bf16_native
+from ladder.runtime.errors import UsageError
 from ladder.specs import FixedSpec, Param
 from ladder.trl.row import Mapping, same
+
+AUTO = "auto"
+C = TypeVar("C")  # a rung's Config, with a ``sampler`` field
+# The smallest model auto samples in bfloat16: at ladder's tiny size (≤ 10M weights) a bf16 sampler was measured
+# slower than float32 on a CPU with AMX, at Qwen2.5-0.5B's (494M) faster (benchmarks/RESULTS.md).
+BF16_FROM_PARAMETERS = 100_000_000
 
 
 @dataclass(frozen=True)
 class Sampler:
-    dtype: str = "same"
-    correction: str = "none"
+    dtype: str = AUTO
+    correction: str = AUTO
     clip_max: float | None = 3.0        # C_max of w
     clip_min: float | None = None       # C_min of w
     off_policy_mask: float | None = None  # δ
 
+    def settled(self, bf16_native: bool, parameters: int, per_token: bool = False) -> Sampler:
+        """``auto`` decided: dtype bfloat16 where the device computes it natively and the model has at least
+        ``BF16_FROM_PARAMETERS`` weights, else same; correction sequence_mask (TRL's default, C_max = clip_max)
+        when the sampler has a dtype of its own — token_mask for a loss that takes per-token weights only
+        (``per_token``: vespo) —, else none. What is not auto stays as given."""
+        dtype = self.dtype
+        if dtype == AUTO:
+            dtype = "bfloat16" if bf16_native and parameters >= BF16_FROM_PARAMETERS else "same"
+        correction = self.correction
+        if correction == AUTO:
+            correction = "none" if dtype == "same" else "token_mask" if per_token else "sequence_mask"
+        return replace(self, dtype=dtype, correction=correction)
+
+    def is_settled(self) -> bool:
+        return AUTO not in (self.dtype, self.correction)
+
+    def unless_settled(self) -> Sampler:
+        """This sampler, or — auto not yet decided for a model (``settle_sampler``, which ``build`` and
+        ``train_task`` run first) — the trainer's own weights: no device or model is known to decide otherwise."""
+        return self if self.is_settled() else self.settled(bf16_native=False, parameters=0)
+
     def options(self) -> core.SamplerOptions:
-        return core.SamplerOptions(self.correction, self.clip_min, self.clip_max, self.off_policy_mask)
+        sampler = self.unless_settled()
+        return core.SamplerOptions(sampler.correction, self.clip_min, self.clip_max, self.off_policy_mask)
 
     def records_logp(self, lag: int) -> bool:
         """With --sampler-dtype same and no lag, a correction weighs the sampling kernels' small mismatch."""
-        return self.dtype != "same" or self.correction != "none" or lag > 0
+        sampler = self.unless_settled()
+        return sampler.dtype != "same" or sampler.correction != "none" or lag > 0
 
     def conflict(self) -> str | None:
         if self.clip_min is not None and self.clip_max is not None and self.clip_min >= self.clip_max:
@@ -43,18 +86,42 @@ class Sampler:
         return None
 
 
+def settle_sampler(cfg: C, device: torch.device, model_config) -> C:
+    """``cfg`` with --sampler-dtype and --sampler-correction ``auto`` decided for this device and this model
+    (``Sampler.settled``: bfloat16 where it is native and the model large enough); as given when neither is auto."""
+    if cfg.sampler.is_settled():
+        return cfg
+    per_token = cfg.loss_type == "vespo"  # it folds per-token weights into its own sequence weight (rules.py)
+    return replace(cfg, sampler=cfg.sampler.settled(bf16_native(device), quant.parameter_count(model_config),
+                                                    per_token))
+
+
+def settled_if_known(cfg: C, model: str) -> C:
+    """``settle_sampler`` on ``--device`` and the config of ``model`` (a path or hub id), read without loading a
+    weight; ``cfg`` as it is when that config cannot be read here (a hub id, offline) or the device is absent.
+    ``--print-config`` and ``--export-trl`` read the sampler through it."""
+    try:
+        device = quant.check_device(cfg.device)
+        model_config = quant.load_config(hub.resolve(model, "--model"))
+    except UsageError:
+        return cfg
+    return settle_sampler(cfg, device, model_config)
+
+
 PARAMS = (
     Param("sampler_dtype", Sampler, "dtype", "sample from the weights rounded to this dtype, a cheaper sampler than "
-          "the trainer (π_sampler ≠ π_old, as vLLM beside TRL): same | bfloat16 | float16. The sampler's log-probs are "
-          "recorded as it samples. On a CPU, bfloat16 is fast only with AVX512-BF16 or AMX and float16 only with "
-          "AVX512-FP16 or AMX-FP16; elsewhere torch emulates them, slower than float32",
-          OneOf(("same", "bfloat16", "float16"))),
+          "the trainer (π_sampler ≠ π_old, as vLLM beside TRL): auto | same | bfloat16 | float16. auto: bfloat16 "
+          "where this device computes it natively and the model has ≥ 100M weights (the run's first lines say so), "
+          "else same. The sampler's log-probs are recorded as it samples. On a CPU, bfloat16 is fast only with "
+          "AVX512-BF16 or AMX and float16 only with AVX512-FP16 or AMX-FP16; elsewhere torch emulates them, slower "
+          "than float32", OneOf((AUTO, "same", "bfloat16", "float16"))),
     Param("sampler_correction", Sampler, "correction", "weigh the policy term by w = π_old/π_sampler "
-          "(core.off_policy): none | token_truncate | token_mask | sequence_truncate | sequence_mask (TRL's "
-          "vllm_importance_sampling_mode). π_sampler is the distribution the tokens were drawn from, --top-p's cut "
+          "(core.off_policy): auto | none | token_truncate | token_mask | sequence_truncate | sequence_mask (TRL's "
+          "vllm_importance_sampling_mode). auto: sequence_mask (TRL's default) under a sampler of its own dtype, "
+          "else none. π_sampler is the distribution the tokens were drawn from, --top-p's cut "
           "renormalised: under --top-p < 1 a token's w is the mass its step kept. With --sampler-dtype same, "
           "--top-p 1 and no --max-staleness it corrects the small mismatch of the cached sampling kernels, at the "
-          "cost of a log-softmax over the vocabulary per sampled token", OneOf(CORRECTIONS)),
+          "cost of a log-softmax over the vocabulary per sampled token", OneOf((AUTO, *CORRECTIONS))),
     Param("sampler_clip_max", Sampler, "clip_max", "C_max of w: truncated to it, or masked above it (TRL's "
           "vllm_importance_sampling_clip_max; from Python, None: no bound)", positive()),
     Param("sampler_clip_min", Sampler, "clip_min", "C_min of w: truncated to it, or masked below it (None: no bound)",
@@ -67,18 +134,24 @@ PARAMS = (
 
 OPTION = FixedSpec("sampler", Sampler, PARAMS)
 
+def trl_mode(cfg) -> str:
+    """TRL's vllm_importance_sampling_mode: ladder's --sampler-correction; auto (not decided where the model's
+    config cannot be read) as TRL's default, which it decides for a sampler of its own dtype."""
+    return "sequence_mask" if cfg.sampler.correction == AUTO else cfg.sampler.correction
+
+
 G = "GRPOConfig"
 # The flags' rows of ladder.trl.map (GRPOConfig's vllm_importance_sampling_*: TRL's sampler is vLLM, ladder's the
 # weights rounded), in the order the map places them.
 TRL_ROWS = (
     Mapping(G, "use_vllm", "grpo", "sampler_dtype", None, "TRL samples with vLLM (its own engine and kernels); "
             "ladder with the trainer's weights rounded to --sampler-dtype. Not set by the export: add use_vllm=True "
-            "where vLLM runs", applies=lambda cfg: cfg.sampler.dtype != "same"),
+            "where vLLM runs", applies=lambda cfg: cfg.sampler.dtype not in ("same", AUTO)),
     Mapping(G, "vllm_importance_sampling_correction", "grpo", "sampler_correction", "sampler_correction",
-            "TRL's default is on (with use_vllm); ladder's --sampler-correction none is off",
-            lambda cfg: cfg.sampler.correction != "none"),
+            "TRL's default is on (with use_vllm); ladder's --sampler-correction none is off, auto on under a "
+            "sampler of its own dtype", lambda cfg: cfg.sampler.correction != "none"),
     Mapping(G, "vllm_importance_sampling_mode", "grpo", "sampler_correction", "sampler_weights",
-            "the same four modes (TRL's default sequence_mask)", same("sampler_correction"),
+            "the same four modes (TRL's default sequence_mask, which auto picks)", trl_mode,
             lambda cfg: cfg.sampler.correction != "none"),
     Mapping(G, "vllm_importance_sampling_clip_max", "grpo", "sampler_clip_max", "sampler_weights", "C_max",
             same("sampler_clip_max")),

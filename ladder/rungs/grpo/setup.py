@@ -11,6 +11,7 @@ import torch
 from ladder import hub
 from ladder.policies import quant
 from ladder.policies.low_precision import check_sampler_dtype, fast_on_this_cpu
+from ladder.rungs.grpo import sampler as sampler_settings
 from ladder.rungs.grpo.options import Config
 from ladder.runtime.distributed import is_main_process, launched_processes, process_device
 from ladder.runtime.runlog import UsageError
@@ -27,11 +28,25 @@ def placement(cfg: Config) -> torch.device:
                          f"{launched_processes()} processes; use a multiple of {launched_processes()}")
     if cfg.optim == "paged_adamw_8bit" and device.type != "cuda":
         raise UsageError("--optim paged_adamw_8bit needs a CUDA GPU; use --optim adamw on the CPU")
+    return device
+
+
+def check_sampler(cfg: Config, device: torch.device, given: Config) -> None:
+    """The settled sampler can run here (one line if not); the run's first lines say what ``auto`` chose, and
+    when a dtype the CPU emulates is asked for."""
     dtype = check_sampler_dtype(cfg.sampler.dtype, device)
-    if dtype is not None and device.type == "cpu" and not fast_on_this_cpu(dtype) and is_main_process():
+    if not is_main_process():
+        return
+    if given.sampler.dtype == "auto" and dtype is not None:
+        correction, clip_max = cfg.sampler.correction, cfg.sampler.clip_max
+        weighed = "uncorrected" if correction == "none" else f"--sampler-correction {correction}, C_max {clip_max}"
+        least = f"{sampler_settings.BF16_FROM_PARAMETERS // 10**6}M"
+        print(f"sampler: {cfg.sampler.dtype} weights, {weighed} (--sampler-dtype auto: {device.type} computes "
+              f"{cfg.sampler.dtype} natively and the model has ≥ {least} weights); "
+              f"--sampler-dtype same samples with the trainer's own", file=sys.stderr)
+    if dtype is not None and device.type == "cpu" and not fast_on_this_cpu(dtype):
         print(f"note: this CPU has no {cfg.sampler.dtype} matrix instructions, so torch emulates them: sampling is "
               f"slower than in float32 (the mismatch it shows is the real one)", file=sys.stderr)
-    return device
 
 
 def load_task(cfg: Config) -> tuple[str, list[dict], list[dict], str, object]:
