@@ -212,12 +212,14 @@ down: the sequence modes then take most or all of the completions (the last line
 <details><summary>Aside — in TRL, and in the grpo rung</summary>
 
 TRL corrects by default whenever vLLM samples (`vllm_importance_sampling_correction=True`, mode `sequence_mask`,
-$C_{\max} = 3$, no $C_{\min}$). The grpo rung's default, `--sampler-dtype auto`, does the same where a bfloat16
-sampler pays: where the hardware computes bfloat16 natively (a recent GPU, a CPU with AMX) and the model has at
-least 100M weights (Qwen2.5-0.5B has 494M), it samples in bfloat16 with TRL's correction, and the run's first lines
-say so; elsewhere, and at the tiny size (under 1M weights, where bfloat16 was measured slower), it samples with the
-trainer's own weights and corrects nothing unless asked. The tiny preset pins `--sampler-dtype same`, so what it
-learns does not depend on the processor. The table the next cell prints maps each TRL option to its flag.
+$C_{\max} = 3$, no $C_{\min}$). The default of the grpo and agent rungs, `--sampler-dtype auto`, does the same
+where a bfloat16 sampler pays: where the hardware computes bfloat16 natively (a recent GPU, a CPU with AMX or
+AVX512-BF16) and the model has at least 100M weights (Qwen2.5-0.5B has 494M), it samples in bfloat16 with TRL's
+correction (`sequence_mask`; `token_mask` under `--loss-type vespo`, which takes per-token weights only), and the
+run's first line says so. Elsewhere it samples with the trainer's own weights and corrects nothing unless asked; so
+does the tiny model (under 1M weights), so that what the course's runs learn never depends on the processor, and
+the tiny preset pins `--sampler-dtype same` (so: no correction) besides. The table the next cell prints maps each
+TRL option to its flag.
 
 With `--off-policy-mask δ` (TRL's `off_policy_mask_threshold`, DeepSeek-V3.2) the rung also drops a completion
 whose advantage is negative *and* whose mean $\log\pi_{\text{sampler}} - \log\pi_\theta$ over its tokens exceeds δ
@@ -225,8 +227,9 @@ whose advantage is negative *and* whose mean $\log\pi_{\text{sampler}} - \log\pi
 write teaches little and can destabilise. On the tiny preset:
 
 ```bash
-python -m ladder.run grpo --preset tiny --sampler-dtype bfloat16 --sampler-correction sequence_mask
+python -m ladder.run grpo --preset tiny --sampler-dtype bfloat16 --off-policy-mask 0.5
 ```
+(with `--sampler-dtype bfloat16`, `--sampler-correction auto` is `sequence_mask`).
 </details>""",
     """display(Markdown(viz.sampler_lab.trl_markdown()))""",
     r"""md:**Exercise:** `ex21_sampler_weights.py` asks for `sampler_weights`: the four modes, $C_{\min}$ and $C_{\max}$.""",

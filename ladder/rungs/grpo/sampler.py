@@ -111,14 +111,15 @@ def settled_if_known(cfg: C, model: str) -> C:
 PARAMS = (
     Param("sampler_dtype", Sampler, "dtype", "sample from the weights rounded to this dtype, a cheaper sampler than "
           "the trainer (π_sampler ≠ π_old, as vLLM beside TRL): auto | same | bfloat16 | float16. auto: bfloat16 "
-          "where this device computes it natively and the model has ≥ 100M weights (the run's first lines say so), "
+          "where this device computes it natively and the model has ≥ 100M weights (the run's first line says so), "
           "else same. The sampler's log-probs are recorded as it samples. On a CPU, bfloat16 is fast only with "
           "AVX512-BF16 or AMX and float16 only with AVX512-FP16 or AMX-FP16; elsewhere torch emulates them, slower "
           "than float32", OneOf((AUTO, "same", "bfloat16", "float16"))),
     Param("sampler_correction", Sampler, "correction", "weigh the policy term by w = π_old/π_sampler "
           "(core.off_policy): auto | none | token_truncate | token_mask | sequence_truncate | sequence_mask (TRL's "
-          "vllm_importance_sampling_mode). auto: sequence_mask (TRL's default) under a sampler of its own dtype, "
-          "else none. π_sampler is the distribution the tokens were drawn from, --top-p's cut "
+          "vllm_importance_sampling_mode). auto: sequence_mask (TRL's default; token_mask under --loss-type "
+          "vespo) when --sampler-dtype is not same, else none (a stale rollout, --max-staleness, is corrected only "
+          "when asked). π_sampler is the distribution the tokens were drawn from, --top-p's cut "
           "renormalised: under --top-p < 1 a token's w is the mass its step kept. With --sampler-dtype same, "
           "--top-p 1 and no --max-staleness it corrects the small mismatch of the cached sampling kernels, at the "
           "cost of a log-softmax over the vocabulary per sampled token", OneOf((AUTO, *CORRECTIONS))),
