@@ -16,7 +16,8 @@ preset's tiny tool-calling model (``@tiny-agent``, ``@tiny-guess``; float32, no 
 Each side prints the seconds per rollout (median of ``--repeats`` after ``--warmup``) and the positions it pushes
 through the model per rollout (a forward pre-hook sums ``input_ids.numel()``: rows × length of every forward,
 padding included, which is what the model computes), beside the tokens the trajectories hold (the model's, the
-environment's) and their tool calls, so a difference in what was sampled can be told from a difference in cost.
+environment's) and their tool calls, so a difference in what was sampled can be told from a difference in cost;
+and the seconds spent inside the model's forwards (a forward hook), the part no loop around the model can save.
 
     python benchmarks/agent_rollout_vs_trl.py [--envs calculator guess] [--repeats 5] [--warmup 1]
 """
@@ -52,16 +53,23 @@ def setting(env: str):
 
 
 class Fed:
-    """A forward pre-hook that sums the positions (rows × length) of every forward while ``on``."""
+    """Hooks that sum, while ``on``, the positions (rows × length) of every forward of the model and the seconds
+    spent inside them (the model's own forward: no loop, no drawing, no environment)."""
 
     def __init__(self, model):
-        self.on, self.positions = False, 0
+        self.on, self.positions, self.forward_s, self.started = False, 0, 0.0, None
         model.register_forward_pre_hook(self.count, with_kwargs=True)
+        model.register_forward_hook(self.stop)
 
     def count(self, module, args, kwargs):
         ids = kwargs.get("input_ids", args[0] if args else None)
         if self.on and ids is not None:
             self.positions += ids.numel()
+        self.started = time.perf_counter()
+
+    def stop(self, module, args, output):
+        if self.on and self.started is not None:
+            self.forward_s += time.perf_counter() - self.started
 
 
 def run_ladder(env: str, model_dir: str, warmup: int, repeats: int) -> list[dict]:
@@ -78,12 +86,13 @@ def run_ladder(env: str, model_dir: str, warmup: int, repeats: int) -> list[dict
     fed, records = Fed(policy.model), []
     for i in range(warmup + repeats):
         torch.manual_seed(i)
-        fed.on, fed.positions = True, 0
+        fed.on, fed.positions, fed.forward_s = True, 0, 0.0
         start = time.perf_counter()
         trajectories, _, _ = agent.play(policy, tokenizer, env_class, batch, system, cfg, do_sample=True)
         seconds = time.perf_counter() - start
         fed.on = False
-        records.append({"seconds": seconds, "fed": fed.positions, "model": int(trajectories.mask.sum()),
+        records.append({"seconds": seconds, "fed": fed.positions, "forward_s": fed.forward_s,
+                        "model": int(trajectories.mask.sum()),
                         "env": int(trajectories.env_tokens.sum()), "calls": int(trajectories.tool_calls.sum())})
     return records[warmup:]
 
@@ -120,14 +129,14 @@ def run_trl(env: str, model_dir: str, warmup: int, repeats: int) -> list[dict]:
         fed, records, generate = Fed(trainer.model), [], trainer._generate
 
         def timed(prompts):
-            fed.on, fed.positions = True, 0
+            fed.on, fed.positions, fed.forward_s = True, 0, 0.0
             start = time.perf_counter()
             result = generate(prompts)
             seconds = time.perf_counter() - start
             fed.on = False
             completion_ids, tool_mask, completions = result[1], result[2], result[3]
             model = sum(sum(m) for m in tool_mask)
-            records.append({"seconds": seconds, "fed": fed.positions, "model": model,
+            records.append({"seconds": seconds, "fed": fed.positions, "forward_s": fed.forward_s, "model": model,
                             "env": sum(len(c) for c in completion_ids) - model,
                             "calls": sum(m.get("role") == "tool" for c in completions for m in c)})
             return result
@@ -141,12 +150,14 @@ def run_trl(env: str, model_dir: str, warmup: int, repeats: int) -> list[dict]:
 def summary(records: list[dict]) -> dict:
     n = PROMPTS * G
     return {"seconds": statistics.median(r["seconds"] for r in records),
+            "forward_s": statistics.median(r["forward_s"] for r in records),
             "all": [round(r["seconds"], 2) for r in records],
             **{k: statistics.mean(r[k] for r in records) / n for k in ("fed", "model", "env", "calls")}}
 
 
 def line(name: str, s: dict) -> str:
-    return (f"{name:>7}: {s['seconds']:.2f} s/rollout (median of {s['all']}), {s['fed']:.0f} positions fed "
+    return (f"{name:>7}: {s['seconds']:.2f} s/rollout (median of {s['all']}; {s['forward_s']:.2f} s inside the "
+            f"model's forwards), {s['fed']:.0f} positions fed "
             f"per trajectory; trajectories: {s['model']:.1f} model + {s['env']:.1f} environment tokens, "
             f"{s['calls']:.2f} tool calls")
 
@@ -181,7 +192,8 @@ def main() -> None:
         per_token = [s["fed"] / (s["model"] + s["env"]) for s in (ours, theirs)]
         print(f"ladder / TRL: seconds per rollout {ours['seconds'] / theirs['seconds']:.2f}x, positions fed per "
               f"trajectory {ours['fed'] / theirs['fed']:.2f}x (per trajectory token: {per_token[0]:.1f} vs "
-              f"{per_token[1]:.1f})")
+              f"{per_token[1]:.1f}); ladder's forwards alone / TRL's rollout "
+              f"{ours['forward_s'] / theirs['seconds']:.2f}x")
 
 
 if __name__ == "__main__":
