@@ -11,12 +11,12 @@ trains on the same first list. ``resolve_model`` turns the ``@tiny-math`` alias 
 from __future__ import annotations
 
 import hashlib
-import json
 import random
 from pathlib import Path
 
 from ladder.runtime.errors import UsageError
 from ladder.tasks import arithmetic
+from ladder.tasks.json_rows import json_kind, rows_from_file
 
 TASKS = ("gsm8k", "arithmetic")
 TINY_MODEL = "@tiny-math"
@@ -38,59 +38,18 @@ def system_prompt(task: str, given: str | None = None) -> str:
 
 # --- GSM8K ------------------------------------------------------------------------------------
 
-def _read_text(path: Path) -> str:
-    """The file as text; a UTF-8 byte-order mark (as some Windows editors save) is not part of the JSON."""
-    try:
-        return path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise UsageError(f"--dataset {path}: not UTF-8 text (byte {e.start}); save it as UTF-8") from None
-    except OSError as e:
-        raise UsageError(f"--dataset {path}: cannot read it ({e.strerror or type(e).__name__})") from None
-
-
-def _rows_from_file(path: Path) -> list[tuple[str, object]]:
-    """(where, row) pairs: a JSONL file's rows by line number, a JSON file's by their place in its list."""
-    text = _read_text(path)
-    if path.suffix == ".jsonl":
-        rows = []
-        for n, line in enumerate(text.splitlines(), 1):
-            if line.strip():
-                rows.append((f"line {n}", _json(path, line, f" at line {n}")))
-        return rows
-    data = _json(path, text)
-    if isinstance(data, dict):
-        data = data.get("train", data.get("rows", []))
-    if not isinstance(data, list):
-        raise UsageError(f"--dataset {path}: holds {_json_kind(data)}, not a list of rows (nor an object with a "
-                         f"'train' or 'rows' list)")
-    return [(f"row {n}", row) for n, row in enumerate(data, 1)]
-
-
-def _json(path: Path, text: str, where: str = ""):
-    try:
-        return json.loads(text)
-    except ValueError as e:
-        raise UsageError(f"--dataset {path}: not valid JSON/JSONL ({e.__class__.__name__}{where})") from None
-
-
 def _problem(dataset: str, where: str, row) -> dict:
     """A row as a problem {question, answer: the number after '####'}; a row without a 'question' string or
     an 'answer' string (or number) is one line naming the file, the row and the field."""
     need = "every row needs a 'question' string and an 'answer' (a string ending in '#### N', or a number)"
     if not isinstance(row, dict):
-        raise UsageError(f"--dataset {dataset}: {where} is {_json_kind(row)}, not an object; {need}")
+        raise UsageError(f"--dataset {dataset}: {where} is {json_kind(row)}, not an object; {need}")
     for field, kinds in (("question", (str,)), ("answer", (str, int, float))):
         if field not in row:
             raise UsageError(f"--dataset {dataset}: {where}: no '{field}' field; {need}")
         if not isinstance(row[field], kinds) or isinstance(row[field], bool):
-            raise UsageError(f"--dataset {dataset}: {where}: '{field}' is {_json_kind(row[field])}; {need}")
+            raise UsageError(f"--dataset {dataset}: {where}: '{field}' is {json_kind(row[field])}; {need}")
     return {"question": row["question"], "answer": arithmetic.gold_answer(str(row["answer"]))}
-
-
-def _json_kind(value) -> str:
-    names = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
-             list: "a list", dict: "an object"}
-    return names.get(type(value), type(value).__name__)
 
 
 def load_gsm8k(dataset: str = "openai/gsm8k", split: str = "train", limit: int | None = None) -> list[dict]:
@@ -99,7 +58,7 @@ def load_gsm8k(dataset: str = "openai/gsm8k", split: str = "train", limit: int |
     ``split`` is ignored for it (``split()`` below holds out its tail)."""
     path = Path(dataset)
     if path.is_file():
-        rows = _rows_from_file(path)
+        rows = rows_from_file(path)
     else:
         from ladder.hub import resolve
 
