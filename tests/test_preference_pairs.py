@@ -31,6 +31,17 @@ def test_explicit_pairs_plain_and_conversational(tmp_path):
     assert preference_pairs.load_pairs(str(tmp_path / "p.json"), limit=1) == rows[:1]
 
 
+def test_a_dataset_directory_goes_through_datasets_load_dataset_as_a_hub_id_does(tmp_path):
+    """The users' default path (``datasets.load_dataset(name, split=…)``), on a local dataset directory."""
+    rows = [{"prompt": "The film was", "chosen": " great.", "rejected": " dull."},
+            {"prompt": USER, "chosen": YES, "rejected": NO}]
+    (tmp_path / "pairs").mkdir()
+    write_jsonl(tmp_path / "pairs" / "train.jsonl", rows[:1])
+    assert preference_pairs.load_pairs(str(tmp_path / "pairs")) == rows[:1]
+    with pytest.raises(UsageError, match=r"cannot load split 'test' \(.*\); pass a local \.jsonl file"):
+        preference_pairs.load_pairs(str(tmp_path / "pairs"), split="test")
+
+
 @pytest.mark.parametrize("chosen, rejected", [
     ("The film was great.", "The film was dull."),        # a space before the split stays with the completions
     ("Q: 2+2? A: 4", "Q: 2+2? A: 5"),

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ladder.runtime.errors import UsageError
 from ladder.tasks import arithmetic
-from ladder.tasks.json_rows import json_kind, rows_from_file
+from ladder.tasks.dataset_rows import hub_rows, json_kind, rows_from_file
 
 TASKS = ("gsm8k", "arithmetic")
 TINY_MODEL = "@tiny-math"
@@ -60,16 +60,8 @@ def load_gsm8k(dataset: str = "openai/gsm8k", split: str = "train", limit: int |
     if path.is_file():
         rows = rows_from_file(path)
     else:
-        from ladder.hub import resolve
-
-        source = resolve(dataset, "--dataset", kind="dataset")
-        try:
-            from datasets import load_dataset
-
-            rows = [(f"row {n}", row) for n, row in enumerate(load_dataset(source, "main", split=split), 1)]
-        except Exception as e:  # noqa: BLE001 - unknown id, no such split, bad files: one message
-            raise UsageError(f"--dataset {dataset!r}: cannot load split {split!r} ({e.__class__.__name__}); "
-                             f"pass a local .jsonl file with question/answer rows, or use --preset tiny") from None
+        rows = hub_rows(dataset, split, "pass a local .jsonl file with question/answer rows, or use --preset tiny",
+                        name="main")
     if not rows:
         raise UsageError(f"--dataset {dataset}: no rows")
     problems = [_problem(dataset, where, row) for where, row in rows]

@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ladder.runtime.errors import UsageError
-from ladder.tasks.json_rows import json_kind, rows_from_file
+from ladder.tasks.dataset_rows import hub_rows, json_kind, rows_from_file
 
 DEFAULT_DATASET = "trl-lib/ultrafeedback_binarized"  # the set TRL's RewardTrainer and DPOTrainer examples train on
 NEED = ("every row needs 'chosen' and 'rejected' (and, if the prompt is not their shared beginning, 'prompt'): "
@@ -30,24 +30,11 @@ def load_pairs(dataset: str = DEFAULT_DATASET, split: str = "train", limit: int 
     if path.is_file():
         rows = rows_from_file(path)
     else:
-        rows = _hub_rows(dataset, split)
+        rows = hub_rows(dataset, split, "pass a local .jsonl file of prompt/chosen/rejected rows")
     if not rows:
         raise UsageError(f"--dataset {dataset}: no rows")
     pairs = [pair(dataset, where, row) for where, row in rows]
     return pairs[:limit] if limit else pairs
-
-
-def _hub_rows(dataset: str, split: str) -> list[tuple[str, object]]:
-    from ladder.hub import resolve
-
-    source = resolve(dataset, "--dataset", kind="dataset")
-    try:
-        from datasets import load_dataset
-
-        return [(f"row {n}", row) for n, row in enumerate(load_dataset(source, split=split), 1)]
-    except Exception as e:  # noqa: BLE001 - unknown id, no such split, bad files: one message
-        raise UsageError(f"--dataset {dataset!r}: cannot load split {split!r} ({e.__class__.__name__}); pass a "
-                         f"local .jsonl file of prompt/chosen/rejected rows") from None
 
 
 def pair(dataset: str, where: str, row) -> dict:

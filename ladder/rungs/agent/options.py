@@ -67,6 +67,8 @@ PRESETS = {
                        max_new_tokens=256, max_tool_calls=5, kl_coef=0.04, eval_every=10, eval_size=100,
                        print_samples=10, threads=1, sampler_dtype="same"),
 }
+
+
 def sampler(cfg: Config) -> Sampler:
     """grpo's sampler rule on --model's config; under --train-env-tokens auto is the trainer's own weights,
     uncorrected (the environment's tokens in the loss have no π_sampler log-prob: ``pinned_sampler``)."""

@@ -37,8 +37,9 @@ from ladder.trl.row import Mapping, same
 
 AUTO = "auto"
 C = TypeVar("C")  # a rung's Config, with a ``sampler`` field
-# The smallest model auto samples in bfloat16: at ladder's tiny size (≤ 10M weights) a bf16 sampler was measured
-# slower than float32 on a CPU with AMX, at Qwen2.5-0.5B's (494M) faster (benchmarks/RESULTS.md).
+# The smallest model auto samples in bfloat16. At Qwen2.5-0.5B's size (494M) a bf16 sampler cut sampling to
+# 0.38–0.45× TRL's, against 0.56–0.90× in float32 (benchmarks/RESULTS.md); ladder's tiny models (< 1M) stay on the
+# trainer's weights, so that what the course's runs learn never depends on the processor.
 BF16_FROM_PARAMETERS = 100_000_000
 
 
@@ -134,6 +135,7 @@ PARAMS = (
 
 
 OPTION = FixedSpec("sampler", Sampler, PARAMS)
+
 
 def trl_mode(cfg) -> str:
     """TRL's vllm_importance_sampling_mode: ladder's --sampler-correction; auto (not decided where the model's

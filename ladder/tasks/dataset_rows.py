@@ -1,6 +1,11 @@
-"""Rows of a local dataset file, as users write them: a .jsonl file's objects by line, or a .json file's list (or
-the list under its 'train' or 'rows' key), each with where it was found — for one-line errors that name the file,
-the row and the field (``math_problems``' GSM8K rows, ``preference_pairs``' pairs)."""
+"""A dataset's rows, each with where it was found — for one-line errors that name the file, the row and the field
+(``math_problems``' GSM8K rows, ``preference_pairs``' pairs):
+
+    rows_from_file(path)                 a local .jsonl file's objects by line, or a .json file's list (or the list
+                                         under its 'train' or 'rows' key), as users write them
+    hub_rows(dataset, split, instead)    a hub dataset's split through ``datasets.load_dataset``; what it cannot
+                                         load is one line that says what to pass ``instead``
+"""
 
 from __future__ import annotations
 
@@ -49,3 +54,17 @@ def json_kind(value) -> str:
     names = {type(None): "null", bool: "a boolean", int: "a number", float: "a number", str: "a string",
              list: "a list", dict: "an object"}
     return names.get(type(value), type(value).__name__)
+
+
+def hub_rows(dataset: str, split: str, instead: str, name: str | None = None) -> list[tuple[str, object]]:
+    """(where, row) pairs of the hub dataset's ``split`` (its configuration ``name``, if it has several)."""
+    from ladder.hub import resolve
+
+    source = resolve(dataset, "--dataset", kind="dataset")
+    try:
+        from datasets import load_dataset
+
+        return [(f"row {n}", row) for n, row in enumerate(load_dataset(source, name, split=split), 1)]
+    except Exception as e:  # noqa: BLE001 - unknown id, no such split, bad files: one message
+        raise UsageError(f"--dataset {dataset!r}: cannot load split {split!r} ({e.__class__.__name__}); "
+                         f"{instead}") from None
