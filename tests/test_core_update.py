@@ -106,8 +106,10 @@ def test_update_leaves_the_callers_batch_as_it_was(monkeypatch, mu, num_minibatc
         mine, theirs = getattr(batch, f.name), getattr(before, f.name)
         if f.name == "inputs":
             assert mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)
-        else:
+        elif isinstance(theirs, torch.Tensor) or theirs is None:
             assert (mine is None) == (theirs is None) and (mine is None or torch.equal(mine, theirs)), f.name
+        else:
+            assert mine == theirs, f.name
 
 
 # --------------------------------------------------------------------------- update: statistics

@@ -40,6 +40,8 @@ class Batch:
     inputs     dict    policy inputs, each a tensor whose first dimension is B
     attention_mask [B, T]  1 where the policy reads the token: its actions and the context it did not
                        choose (a tool's or an environment's reply); 0 for padding (None: ``mask``)
+    rows_per_group     rows come in consecutive groups that minibatching keeps together: 2 for preference
+                       pairs (row 2i the chosen completion, row 2i + 1 the rejected one); 1: every row alone
     """
 
     actions: Tensor
@@ -53,6 +55,7 @@ class Batch:
     returns: Tensor | None = None
     inputs: dict = field(default_factory=dict)
     attention_mask: Tensor | None = None
+    rows_per_group: int = 1
 
     def __post_init__(self):
         if self.attention_mask is not None and self.attention_mask.shape != self.mask.shape:
@@ -74,19 +77,24 @@ class Batch:
             value = getattr(self, f.name)
             if f.name == "inputs":
                 picked[f.name] = {k: v[rows] for k, v in value.items()}
-            elif value is not None:
+            elif isinstance(value, Tensor):
                 picked[f.name] = value[rows]
         return replace(self, **picked)
 
     def minibatches(self, num_minibatches: int, generator: torch.Generator | None = None
                     ) -> Iterator[Batch]:
-        """Shuffle the rows and yield ``num_minibatches`` equal sub-batches."""
-        B = len(self)
-        if num_minibatches < 1 or B % num_minibatches:
-            raise ValueError(f"batch of {B} rows cannot be split into {num_minibatches} equal minibatches")
-        order = torch.randperm(B, generator=generator)
-        for rows in order.view(num_minibatches, B // num_minibatches):
-            yield self.select(rows)
+        """Shuffle the groups of ``rows_per_group`` rows and yield ``num_minibatches`` equal sub-batches, each
+        group whole and in its order."""
+        B, G = len(self), self.rows_per_group
+        if B % G:
+            raise ValueError(f"batch of {B} rows is not made of whole groups of {G}")
+        if num_minibatches < 1 or (B // G) % num_minibatches:
+            what = f"{B} rows" if G == 1 else f"{B // G} groups of {G} rows"
+            raise ValueError(f"batch of {what} cannot be split into {num_minibatches} equal minibatches")
+        order = torch.randperm(B // G, generator=generator)
+        rows = (order[:, None] * G + torch.arange(G)).reshape(-1)
+        for part in rows.view(num_minibatches, B // num_minibatches):
+            yield self.select(part)
 
     def as_transitions(self) -> Batch:
         """Flatten ``[B, T]`` into ``[B·T, 1]``: every action becomes its own row.
@@ -95,12 +103,14 @@ class Batch:
         single transitions (as CleanRL and SB3 do) decorrelates the minibatches.
         """
         B, T = self.actions.shape
+        if self.rows_per_group != 1:
+            raise ValueError("a batch of row groups (preference pairs) has no transitions to flatten")
 
         def flat(x: Tensor) -> Tensor:
             return x.reshape(B * T, 1, *x.shape[2:])
 
         out = {f.name: flat(getattr(self, f.name)) for f in fields(self)
-               if f.name != "inputs" and getattr(self, f.name) is not None}
+               if isinstance(getattr(self, f.name), Tensor)}
         out["inputs"] = {k: flat(v) for k, v in self.inputs.items()}
         return replace(self, **out)
 

@@ -11,6 +11,11 @@ Each term maps the minibatch's ratios and advantages to a per-token loss ``[B, T
     GammaWeighted  "gamma_weighted"  −φ(w_i)·Â·log π_θ,  w_i the sequence ratio     VESPO
     Reinforce      "reinforce"       −Â·log π_θ                                      REINFORCE
 
+and, for a minibatch of preference pairs instead of sampled experience (``preference_objectives.py``):
+
+    BradleyTerry   "bradley_terry"   −log σ(r(x, y_w) − r(x, y_l))                    a reward model
+    DPO            "dpo"             −log σ(β·[log π_θ/π_ref (y_w) − log π_θ/π_ref (y_l)])   DPO
+
 A new objective is a frozen dataclass with ``name`` and ``term(x, cfg)``, registered with ``@objective``;
 ``compute_loss`` does not change.
 """
@@ -37,6 +42,7 @@ class PolicyInputs:
     advantages: Tensor             # Â (0 on padding)
     mask: Tensor                   # 1 on the real tokens
     sampler_weight: Tensor | None  # w = π_old/π_sampler, corrected (None: π_sampler = π_old, or no correction)
+    ref_logp: Tensor | None = None  # log π_ref (None: no anchor in the batch); DPO reads it
 
 
 class Objective(Protocol):

@@ -109,15 +109,19 @@ def policy_term(x: PolicyInputs, old_logp: Tensor, sampling_logp: Tensor | None,
         ℓ_t = objective.term(x, cfg)_t · keep_i · w · keep_t
 
     keep_i · w from the sampler (``sampler_correction``: 1 without a sampler or a correction), keep_t the
-    top-q entropy tokens (``high_entropy_mask``; every real token with q = 1 or no entropy)."""
+    top-q entropy tokens (``high_entropy_mask``; every real token with q = 1 or no entropy); the statistics
+    include the objective's own where it states some (a preference objective's accuracy and margin)."""
     objective = objective_spec(cfg.objective)
     pg = objective.term(x, cfg)
+    own_statistics = getattr(objective, "statistics", None)
     pg, out = sampler_correction(pg, x.logp, old_logp, sampling_logp, x.advantages, x.mask, cfg.sampler,
                                  x.sampler_weight, weigh=not objective.folds_sampler_weight)
     kept = x.mask
     if entropy is not None and cfg.entropy_quantile < 1.0:
         kept = high_entropy_mask(entropy, x.mask, cfg.entropy_quantile)
         out["entropy/kept_frac"] = kept.sum() / x.mask.sum().clamp(min=1.0)
+    if own_statistics is not None:
+        out.update(own_statistics(x, cfg))
     return pg * kept, kept, out
 
 
@@ -148,7 +152,8 @@ def compute_loss(policy: Policy, mb: Batch, cfg: UpdateConfig, num_tokens: float
     log_ratio = _log_ratio(logp, old_logp, mask, cfg.ratio_level)
     ratio = torch.exp(log_ratio)
     weights = corrected_weights(old_logp, mb.sampling_logp, mask, cfg.sampler)   # π_old/π_sampler, or None
-    x = PolicyInputs(logp, log_ratio, ratio, _log_ratio(logp, old_logp, mask, "token"), adv, mask, weights)
+    x = PolicyInputs(logp, log_ratio, ratio, _log_ratio(logp, old_logp, mask, "token"), adv, mask, weights,
+                     mb.ref_logp)
     pg, kept, pg_stats = policy_term(x, old_logp, mb.sampling_logp, entropy, cfg)
     loss_pg = agg(pg)
     loss = loss_pg

@@ -143,7 +143,8 @@ def _batch_unchanged(after: Batch, before: Batch, what: str) -> None:
     for f in fields(before):
         a, b = getattr(after, f.name), getattr(before, f.name)
         same = (a is None and b is None) or (isinstance(a, Tensor) and isinstance(b, Tensor) and _equal(a, b)) \
-            or (isinstance(a, dict) and all(_equal(a[k], b[k]) for k in b))
+            or (isinstance(a, dict) and all(_equal(a[k], b[k]) for k in b)) \
+            or (isinstance(b, int) and a == b)
         if not same:
             raise Mismatch(f"changed the {what}'s {f.name}; leave the batch as it was (π_old, when you record "
                            "it, goes into a copy: dataclasses.replace)")
