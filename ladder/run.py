@@ -43,6 +43,7 @@ RUNGS = {
     "eval": "ladder.rungs.lm_eval",
     "ppo-sentiment": "ladder.rungs.ppo_sentiment",
     "agent": "ladder.rungs.agent",
+    "reward-model": "ladder.rungs.reward_model",
 }
 
 

@@ -78,12 +78,13 @@ def parameter_count(config) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def lora_config(r: int, alpha: int, dropout: float = 0.0, fan_in_fan_out: bool = False):
-    """LoRA on every linear layer; ``fan_in_fan_out`` for GPT-2's Conv1D layers (weights stored transposed)."""
+def lora_config(r: int, alpha: int, dropout: float = 0.0, fan_in_fan_out: bool = False, task_type: str = "CAUSAL_LM"):
+    """LoRA on every linear layer; ``fan_in_fan_out`` for GPT-2's Conv1D layers (weights stored transposed);
+    ``task_type`` "SEQ_CLS" for a reward model (its scalar head then trains whole, beside the adapters)."""
     from peft import LoraConfig
 
     return LoraConfig(r=r, lora_alpha=alpha, lora_dropout=dropout, target_modules="all-linear",
-                      task_type="CAUSAL_LM", bias="none", fan_in_fan_out=fan_in_fan_out)
+                      task_type=task_type, bias="none", fan_in_fan_out=fan_in_fan_out)
 
 
 def load_causal_lm(model_id: str, device: torch.device, *, qlora: bool = False, lora: bool = False,

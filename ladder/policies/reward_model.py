@@ -6,8 +6,13 @@ real token — transformers' ``AutoModelForSequenceClassification`` with ``num_l
                                      EOS appended (once) to each completion; messages through the chat template
     pair_batch(tokenizer, pairs)     [chosen rows; rejected rows], right-padded ``[2B, L]``, and the attention mask
     rewards(model, ids, mask)        ``[2B]`` r_φ of each row: the head on the last token that is not padding
+    preference_batch(tokenizer, pairs)   the ``core.Batch`` of the pairs for ``core.update``: ``[2B, 1]``, row 2i
+                                     pair i's chosen and 2i + 1 its rejected (``rows_per_group`` 2), one decision per
+                                     row — the whole sequence's score
+    ScoringPolicy(model)             the reward model as ``core.update`` calls a policy: ``evaluate`` returns
+                                     r_φ in the log-prob's place, which the Bradley–Terry objective reads
 
-``core.bradley_terry_loss`` trains it on (r_φ(x, y_w), r_φ(x, y_l)).
+``core.update`` with the objective ``"bradley_terry"`` trains it on (r_φ(x, y_w), r_φ(x, y_l)).
 """
 
 from __future__ import annotations
@@ -15,21 +20,34 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from ladder.core import Batch
 from ladder.hub import quiet_progress
-from ladder.policies.quant import offline_hint
+from ladder.policies.quant import lora_config, offline_hint
 
 
-def load_reward_model(model_id: str, tokenizer, device: torch.device, flag: str = "--model") -> nn.Module:
+def load_reward_model(model_id: str, tokenizer, device: torch.device, flag: str = "--model", lora: bool = False,
+                      lora_r: int = 16, lora_alpha: int = 32) -> nn.Module:
     """``from_pretrained`` with a fresh scalar head (``num_labels=1``) on the model's backbone, its pad token the
-    tokenizer's (the head reads the last token that is not one)."""
+    tokenizer's (the head reads the last token that is not one); with ``lora``, LoRA adapters on the backbone and
+    the head trained whole."""
     from transformers import AutoModelForSequenceClassification
+    from transformers.utils import logging as hf_logging
 
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # not the load report's "score.weight MISSING": a new head is the point
     try:
         with quiet_progress():
             model = AutoModelForSequenceClassification.from_pretrained(model_id, num_labels=1)
     except Exception as e:  # noqa: BLE001
         raise offline_hint(model_id, e, flag) from None
+    finally:
+        hf_logging.set_verbosity(verbosity)
     model.config.pad_token_id = tokenizer.pad_token_id
+    if lora:
+        from peft import get_peft_model
+
+        conv1d = any(type(m).__name__ == "Conv1D" for m in model.modules())  # GPT-2's transposed linear layers
+        model = get_peft_model(model, lora_config(lora_r, lora_alpha, fan_in_fan_out=conv1d, task_type="SEQ_CLS"))
     return model.to(device)
 
 
@@ -58,3 +76,57 @@ def rewards(model: nn.Module, input_ids: Tensor, attention_mask: Tensor) -> Tens
     """``[2B]`` r_φ(x, y) of each row (the head on its last token that is not the pad token: under a tokenizer that
     pads with EOS, as GPT-2's, the token before the EOS — as in TRL, whose model this is)."""
     return model(input_ids=input_ids, attention_mask=attention_mask, use_cache=False).logits.squeeze(-1).float()
+
+
+def preference_batch(tokenizer, pairs: list[dict], device: torch.device | str = "cpu") -> Batch:
+    """The pairs as ``core.update`` takes them: ``[2B, 1]`` (one score per row), row 2i the chosen sequence of pair
+    i and row 2i + 1 its rejected one, each pair kept whole by minibatching (``rows_per_group`` 2); the sequences
+    themselves in ``inputs`` (right-padded ids and attention mask, ``pair_batch``'s rows interleaved)."""
+    input_ids, attention_mask = pair_batch(tokenizer, pairs)
+    B = len(pairs)
+    order = torch.stack([torch.arange(B), torch.arange(B) + B], dim=1).reshape(-1)  # w_1, l_1, w_2, l_2, …
+    rows = 2 * B
+    return Batch(actions=torch.zeros(rows, 1, dtype=torch.long, device=device), mask=torch.ones(rows, 1, device=device),
+                 advantages=torch.zeros(rows, 1, device=device), rows_per_group=2,
+                 inputs={"input_ids": input_ids[order].to(device), "attention_mask": attention_mask[order].to(device)})
+
+
+class ScoringPolicy(nn.Module):
+    """A reward model as ``core.update`` calls a policy: ``evaluate(batch)`` → (r_φ ``[B, 1]``, None, None), the
+    score in the log-prob's place (the Bradley–Terry objective reads it as the row's score)."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def evaluate(self, batch: Batch) -> tuple[Tensor, None, None]:
+        return rewards(self.model, batch.inputs["input_ids"], batch.inputs["attention_mask"])[:, None], None, None
+
+    def forward(self, batch: Batch) -> tuple[Tensor, None, None]:
+        return self.evaluate(batch)
+
+
+class LearnedReward:
+    """A reward model this rung's ``reward-model`` trained (one label), as a reward function: texts → ``[N]`` r_φ,
+    each text scored as it was trained — plain text with EOS appended once — without gradients."""
+
+    def __init__(self, model: nn.Module, tokenizer, batch_size: int = 16, device: str = "cpu"):
+        self.model = model.to(device).eval().requires_grad_(False)
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.device = device
+        self.name = "r_φ"
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        tokenizer.padding_side = "right"
+        model.config.pad_token_id = tokenizer.pad_token_id
+
+    @torch.no_grad()
+    def __call__(self, texts) -> Tensor:
+        eos = self.tokenizer.eos_token
+        scores = []
+        for start in range(0, len(texts), self.batch_size):
+            chunk = [t if t.endswith(eos) else t + eos for t in texts[start:start + self.batch_size]]
+            enc = self.tokenizer(chunk, padding=True, return_tensors="pt").to(self.device)
+            scores.append(rewards(self.model, enc["input_ids"], enc["attention_mask"]).cpu())
+        return torch.cat(scores) if scores else torch.zeros(0)

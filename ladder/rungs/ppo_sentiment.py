@@ -47,7 +47,8 @@ from ladder.tasks import sentiment
 
 NAME = "ppo-sentiment"
 CURVES = [Panel("reward", "per completion (mean)",
-                {"score_mean": "reward-model score", "reward_mean": "score − β·Σ_t KL_t (what PPO maximises)"}),
+                {"score_mean": "reward-model score", "reward_mean": "score − β·Σ_t KL_t (what PPO maximises)",
+                 "true_reward_mean": "the true reward (--true-reward)"}),
           Panel("KL(π_θ‖π_ref)", "nats, summed over the completion", {"kl_ref": ""}),
           Panel("β, the KL coefficient", "β", {"kl_coef": ""}),
           Panel("clip fraction", "share of tokens clipped", {"clip_frac": ""}),
@@ -63,7 +64,12 @@ class Config(LMOptions):
     model: str = option(sentiment.DEFAULT_MODEL, "policy: causal LM hub id or directory ('tiny': the project's tiny "
                                                  "review model, shipped with the package)", Text())
     reward_model: str = option(sentiment.DEFAULT_REWARD_MODEL, "reward: sequence-classifier id or directory (its "
-                                                               "POSITIVE logit), or 'vader'", Text())
+                                                               "POSITIVE logit), a reward model with one label "
+                                                               "(r_φ: OUT/reward_model of the reward-model rung), "
+                                                               "or 'vader'", Text())
+    true_reward: str = option("none", "also log a reward the task knows to be true beside the reward model's score, "
+                                      "as true_reward_mean: 'tiny-preferences' (the tiny preference task's r*, "
+                                      "which its labeller only approximates)", choices=("none", "tiny-preferences"))
     dataset: str = option(sentiment.DEFAULT_DATASET, "prompts: dataset id, a local .jsonl/.json/.csv/.txt file of "
                                                      "reviews, or 'bundled' (review openings shipped with ladder)",
                                                      Text())
@@ -243,6 +249,15 @@ def load_parts(cfg: Config):
     return model, tokenizer, reward_fn, prompts
 
 
+def true_reward(cfg: Config):
+    """The task's true reward r*(prompts, completions), or None."""
+    if cfg.true_reward == "tiny-preferences":
+        from ladder.tasks.tiny_preferences import TrueReward
+
+        return TrueReward()
+    return None
+
+
 def _mean_std(x: torch.Tensor) -> tuple[float, float]:
     return x.mean().item(), (x.std().item() if x.numel() > 1 else 0.0)
 
@@ -260,6 +275,7 @@ class Parts:
     generator: torch.Generator
     update_cfg: core.UpdateConfig
     procs: Processes
+    true_reward: object = None  # (prompts, completions) → r*, or None: the task knows no truth
 
 
 def ppo_step(parts: Parts, prompts: list[str], cfg: Config, skipped_steps) -> tuple[dict, list]:
@@ -287,6 +303,8 @@ def ppo_step(parts: Parts, prompts: list[str], cfg: Config, skipped_steps) -> tu
     record["kl_ref"] = kl_per_seq.mean().item()
     record["kl_coef"] = kl_coef
     record["response_length"] = procs.gather(batch.mask.sum(dim=1)).mean().item()
+    if parts.true_reward is not None:
+        record["true_reward_mean"] = procs.gather(parts.true_reward(prompts, completions)).mean().item()
     return record, list(zip(prompts, completions, my_scores.tolist()))
 
 
@@ -307,7 +325,7 @@ def train(cfg: Config) -> dict:
     policy = build_policy(cfg, model).to(cfg.device)
     optimizer = torch.optim.Adam([p for p in policy.parameters() if p.requires_grad], lr=cfg.lr)
     parts = Parts(policy, procs.wrap(policy), tokenizer, reward_fn, optimizer, kl_controller(cfg),
-                  torch.Generator().manual_seed(cfg.seed), update_config(cfg), procs)
+                  torch.Generator().manual_seed(cfg.seed), update_config(cfg), procs, true_reward(cfg))
     load_s = time.perf_counter() - t_load
     summary = loop.train(cfg, NAME, lambda cfg, run: build(cfg, run, parts, prompt_pool, load_s), total=cfg.steps,
                          procs=procs)

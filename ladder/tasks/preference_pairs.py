@@ -7,9 +7,11 @@
     plain              each field a string
     conversational     each field a list of {"role", "content"} messages (the prompt's ending with the user's turn)
 
-A local .jsonl file (one object per line) or .json file (a list) is read as it is; any other name is a hub dataset
-loaded with ``datasets.load_dataset(name, split=split)`` — ``DEFAULT_DATASET``, TRL's own preference set, is the
-users' default. A row that is not a pair is one line naming the file, the row and the field.
+A local .jsonl file (one object per line) or .json file (a list) is read as it is; "tiny" is the tiny preference
+task the package ships (``tiny_preferences``); any other name is a hub dataset loaded with
+``datasets.load_dataset(name, split=split)`` — ``DEFAULT_DATASET``, TRL's own preference set, is the users'
+default. A row that is not a pair is one line naming the file, the row and the field. ``train_and_held_out`` gives
+a run its two sets: the "train" and "test" splits, or a local file's last rows held out.
 """
 
 from __future__ import annotations
@@ -27,7 +29,11 @@ NEED = ("every row needs 'chosen' and 'rejected' (and, if the prompt is not thei
 def load_pairs(dataset: str = DEFAULT_DATASET, split: str = "train", limit: int | None = None) -> list[dict]:
     """The pairs as {"prompt", "chosen", "rejected"}, each a string or a list of messages (the prompt explicit)."""
     path = Path(dataset)
-    if path.is_file():
+    if dataset == "tiny":
+        from ladder.tasks import tiny_preferences
+
+        rows = [(f"pair {i + 1}", row) for i, row in enumerate(tiny_preferences.pairs(split))]
+    elif path.is_file():
         rows = rows_from_file(path)
     else:
         rows = hub_rows(dataset, split, "pass a local .jsonl file of prompt/chosen/rejected rows")
@@ -35,6 +41,20 @@ def load_pairs(dataset: str = DEFAULT_DATASET, split: str = "train", limit: int 
         raise UsageError(f"--dataset {dataset}: no rows")
     pairs = [pair(dataset, where, row) for where, row in rows]
     return pairs[:limit] if limit else pairs
+
+
+def train_and_held_out(dataset: str, held_out: int, limit: int | None = None) -> tuple[list[dict], list[dict]]:
+    """(pairs to train on, ``held_out`` pairs to evaluate on): a hub dataset's or the tiny task's "train" and "test"
+    splits; a local file's first rows and its last ``held_out`` rows."""
+    if Path(dataset).is_file():
+        pairs = load_pairs(dataset)
+        if len(pairs) <= held_out:
+            raise UsageError(f"--dataset {dataset}: {len(pairs)} pairs leave none to train on after the "
+                             f"{held_out} held out (--eval-pairs)")
+        train = pairs[:-held_out] if held_out else pairs
+        return (train[:limit] if limit else train), (pairs[-held_out:] if held_out else [])
+    test = load_pairs(dataset, split="test", limit=held_out) if held_out else []
+    return load_pairs(dataset, split="train", limit=limit), test
 
 
 def pair(dataset: str, where: str, row) -> dict:
@@ -53,7 +73,9 @@ def pair(dataset: str, where: str, row) -> dict:
         raise UsageError(f"--dataset {dataset}: {where}: mixes strings and message lists ("
                          + ", ".join(f"'{f}' {k}" for f, k in kinds.items()) + f"); {NEED}")
     explicit = row if "prompt" in row else extract_prompt(row["chosen"], row["rejected"])
-    return {"prompt": explicit["prompt"], "chosen": explicit["chosen"], "rejected": explicit["rejected"]}
+    kept = {"prompt": explicit["prompt"], "chosen": explicit["chosen"], "rejected": explicit["rejected"]}
+    scores = {k: row[k] for k in ("score_chosen", "score_rejected") if isinstance(row.get(k), (int, float))}
+    return {**kept, **scores}
 
 
 def _kind(value) -> str | None:

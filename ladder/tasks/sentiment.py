@@ -250,12 +250,18 @@ class ClassifierReward:
         self.accepts = set(inspect.signature(model.forward).parameters)
 
     @classmethod
-    def load(cls, name: str, device: str = "cpu", batch_size: int = 16) -> ClassifierReward:
+    def load(cls, name: str, device: str = "cpu", batch_size: int = 16):
+        """The classifier's POSITIVE logit; a model with one label (a reward model r_φ) is scored as it is
+        (``policies.reward_model.LearnedReward``)."""
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         flag = "--reward-model"
         tokenizer = hub_or_local(name, "reward model's tokenizer", flag, AutoTokenizer.from_pretrained)
         model = hub_or_local(name, "reward model", flag, AutoModelForSequenceClassification.from_pretrained)
+        if model.config.num_labels == 1:  # a scalar head: ladder's reward-model rung (or TRL's RewardTrainer)
+            from ladder.policies.reward_model import LearnedReward
+
+            return LearnedReward(model, tokenizer, batch_size, device)
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         limit = getattr(model.config, "max_position_embeddings", 512) or 512

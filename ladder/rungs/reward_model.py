@@ -1,0 +1,169 @@
+"""Rung 6a: a reward model r_φ(x, y) from preference pairs — the first step of every RLHF pipeline.
+
+Each update, on the same ``ladder.core`` as every other rung:
+
+    B pairs (x, y_w, y_l) drawn from the training pairs                       tasks.preference_pairs
+    batch  = [x + y_w; x + y_l] as 2B rows, each pair kept whole (rows_per_group 2)   policies.reward_model
+    L_BT   = −mean log σ(r_φ(x, y_w) − r_φ(x, y_l))                           core.update, objective "bradley_terry"
+
+r_φ is the model's backbone with a scalar head on its last real token (``AutoModelForSequenceClassification``,
+one label: the model TRL's ``RewardTrainer`` trains), full or with ``--lora`` adapters. Every ``--eval-every``
+updates the held-out pairs are scored: their accuracy, mean margin and calibration (``rungs.preference_eval``), and
+on the tiny task — whose true preference is known — the accuracy against the truth and how much r_φ pays for
+length, the labeller's spurious pull. ``--preset tiny`` learns the tiny task offline on a CPU in a minute or two.
+
+metrics.jsonl, one line per update: loss, accuracy and margin of the batch; eval_accuracy, eval_margin,
+eval_calibration_error, eval_score_accuracy, eval_length_corr when evaluated. summary.json adds the final
+calibration table; OUT/reward_model holds the model and tokenizer, which ``ppo-sentiment --reward-model`` loads.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass
+
+import torch
+
+from ladder import core, hub
+from ladder.cli import RunOptions, Text, at_least, int_range, option, positive
+from ladder.plots import Panel
+from ladder.policies import quant
+from ladder.policies.causal_lm import disable_dropout
+from ladder.policies.reward_model import ScoringPolicy, load_reward_model, preference_batch, rewards
+from ladder.rungs.preference_eval import calibration, pair_report
+from ladder.rungs.protocol import TRAINING_WRITES, check_minibatches, no_export
+from ladder.runtime import loop
+from ladder.runtime.loop import Recipe
+from ladder.runtime.runlog import seed_everything
+from ladder.runtime.session import RunSession
+from ladder.tasks import preference_pairs, sentiment
+
+NAME = "reward-model"
+DEFAULT_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"  # TRL's RewardTrainer example model
+CURVES = [Panel("Bradley–Terry loss", "−log σ(r_w − r_l), batch mean", {"loss": ""}),
+          Panel("pairs ranked right", "share of pairs",
+                {"accuracy": "training batch", "eval_accuracy": "held-out pairs (the labeller's order)",
+                 "eval_score_accuracy": "held-out pairs (the true order, where known)"}),
+          Panel("reward margin", "r_w − r_l (mean)", {"margin": "training batch", "eval_margin": "held-out"}),
+          Panel("calibration error", "ECE of σ(r_w − r_l) on held-out pairs", {"eval_calibration_error": ""}),
+          Panel("what r_φ pays for length", "correlation of r_φ with words (held out)", {"eval_length_corr": ""})]
+
+
+@dataclass
+class Config(RunOptions):
+    model: str = option(DEFAULT_MODEL, "the reward model's backbone: hub id or directory ('tiny': the project's "
+                                       "tiny review GPT-2); a scalar head is added on it", Text())
+    dataset: str = option(preference_pairs.DEFAULT_DATASET, "preference pairs: hub dataset id, a local .jsonl/.json "
+                                                            "file of prompt/chosen/rejected rows, or 'tiny' (the "
+                                                            "tiny preference task shipped with ladder)", Text())
+    max_pairs: int = option(0, "train on at most this many pairs of --dataset (0: all)", at_least(0))
+    eval_pairs: int = option(200, "held-out pairs scored at each evaluation (a local file's last rows; else its "
+                                  "test split)", at_least(0))
+    lora: bool = option(False, "LoRA adapters on the backbone (the scalar head trains whole)")
+    lora_r: int = option(16, "LoRA rank r", int_range(1, 4096))
+    lora_alpha: int = option(32, "LoRA α", at_least(1))
+    steps: int = option(500, "updates (each one batch of pairs)", at_least(1))
+    batch_size: int = option(32, "pairs per update B (at most 65536)", int_range(1, 65536))
+    num_minibatches: int = option(1, "shuffled minibatches of whole pairs per update (each one optimiser step)",
+                                  at_least(1))
+    lr: float = option(1e-5, "AdamW learning rate", positive())
+    max_grad_norm: float | None = option(1.0, "gradient-norm clip", positive())
+    eval_every: int = option(50, "evaluate on the held-out pairs every N updates", at_least(1))
+    forward_batch_size: int = option(64, "pairs per gradient-free forward of the evaluation", at_least(1))
+    threads: int = option(0, "torch CPU threads (0: torch's default; at most 1024)", int_range(0, 1024))
+
+
+PRESETS = {"tiny": {"model": "tiny", "dataset": "tiny", "steps": 120, "batch_size": 32, "lr": 3e-4,
+                    "eval_every": 20, "eval_pairs": 500, "threads": 1}}
+ALGOS: dict = {}
+WRITES = TRAINING_WRITES + ", reward_model/"
+RESOLVED: dict = {}
+export = no_export
+
+
+def validate(cfg: Config) -> None:
+    check_minibatches(cfg.batch_size, cfg.num_minibatches, f"a batch of {cfg.batch_size} pairs")
+
+
+def train(cfg: Config) -> dict:
+    """Fit r_φ to the pairs; write metrics.jsonl, summary.json, curves.png and OUT/reward_model."""
+    validate(cfg)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    return loop.train(cfg, NAME, build, total=cfg.steps)
+
+
+def load(cfg: Config):
+    """(tokenizer, reward model, training pairs, held-out pairs); a loading problem is one line."""
+    path = hub.resolve(sentiment.resolve_model(cfg.model), "--model")
+    tokenizer = quant.load_tokenizer(path)
+    model = load_reward_model(path, tokenizer, torch.device(cfg.device), lora=cfg.lora, lora_r=cfg.lora_r,
+                              lora_alpha=cfg.lora_alpha)
+    disable_dropout(model)
+    train_pairs, held_out = preference_pairs.train_and_held_out(cfg.dataset, cfg.eval_pairs, cfg.max_pairs or None)
+    return tokenizer, model, train_pairs, held_out
+
+
+@torch.no_grad()
+def score_pairs(model, tokenizer, pairs: list[dict], rows: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``[P]`` r_φ(x, y_w) and ``[P]`` r_φ(x, y_l) of ``pairs``, ``rows`` pairs per forward."""
+    chosen, rejected = [], []
+    for start in range(0, len(pairs), rows):
+        batch = preference_batch(tokenizer, pairs[start:start + rows], device)
+        r = rewards(model, batch.inputs["input_ids"], batch.inputs["attention_mask"]).cpu()
+        chosen.append(r[0::2])
+        rejected.append(r[1::2])
+    return torch.cat(chosen), torch.cat(rejected)
+
+
+def build(cfg: Config, run: RunSession) -> Recipe:
+    """Bradley–Terry as the loop runs it: B random training pairs → ``core.update``; the held-out report."""
+    seed_everything(cfg.seed)
+    t_load = time.perf_counter()
+    tokenizer, model, train_pairs, held_out = load(cfg)
+    policy = ScoringPolicy(model)
+    optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=cfg.lr)
+    update_cfg = core.UpdateConfig(objective="bradley_terry", num_minibatches=cfg.num_minibatches,
+                                   max_grad_norm=cfg.max_grad_norm)
+    pair_rng, generator = random.Random(cfg.seed), torch.Generator().manual_seed(cfg.seed)
+    progress = {"before": {}, "after": {}, "load_s": time.perf_counter() - t_load}
+
+    def update() -> dict:
+        pairs = pair_rng.sample(train_pairs, min(cfg.batch_size, len(train_pairs)))
+        batch = preference_batch(tokenizer, pairs, cfg.device)
+        passes = core.update(policy, batch, optimizer, update_cfg, generator)
+        last = passes[-1]
+        return {"pairs": (run.step + 1) * len(pairs), "loss": last["loss"], "accuracy": last["accuracy"],
+                "margin": last["margin"], "grad_norm": last["grad_norm"],
+                "skipped_steps": run.skipped_steps(passes, cfg.num_minibatches)}
+
+    def evaluate() -> dict:
+        """The held-out report (``preference_eval.pair_report``); the latest kept as the run's "after"."""
+        if not held_out:
+            return {}
+        progress["after"] = pair_report(*score_pairs(model, tokenizer, held_out, cfg.forward_batch_size,
+                                                     cfg.device), held_out)
+        return progress["after"]
+
+    def start() -> None:
+        progress["before"] = evaluate()
+
+    def summary() -> dict:
+        chosen, rejected = score_pairs(model, tokenizer, held_out, cfg.forward_batch_size, cfg.device) if held_out \
+            else (torch.zeros(0), torch.zeros(0))
+        target = run.dir / "reward_model"
+        with sentiment.quiet_progress():
+            model.save_pretrained(target)
+        tokenizer.save_pretrained(target)
+        return {"rung": NAME, "seed": cfg.seed, "model": cfg.model, "dataset": cfg.dataset, "lora": cfg.lora,
+                "train_pairs": len(train_pairs), "held_out_pairs": len(held_out), "updates": run.step,
+                "eval_before": progress["before"], "eval_after": progress["after"], "calibration": calibration(chosen - rejected),
+                "wall_s": run.wall_s, "load_s": progress["load_s"], "saved": str(target)}
+
+    return Recipe(parts={"model": model, "optimizer": optimizer, "pair_rng": pair_rng, "generator": generator},
+                  progress=progress, update=update, finished=lambda updates: updates >= cfg.steps, summary=summary,
+                  curves=lambda: [p.starting_at(**progress["before"]) for p in CURVES], evaluate=evaluate,
+                  eval_every=cfg.eval_every, start=start,
+                  postfix=lambda r: {"acc": f"{r['accuracy']:.2f}",
+                                     **({"eval": f"{r['eval_accuracy']:.2f}"} if "eval_accuracy" in r else {})})
