@@ -44,6 +44,7 @@ RUNGS = {
     "ppo-sentiment": "ladder.rungs.ppo_sentiment",
     "agent": "ladder.rungs.agent",
     "reward-model": "ladder.rungs.reward_model",
+    "dpo": "ladder.rungs.dpo",
 }
 
 

@@ -1,0 +1,194 @@
+"""Rung 6b: DPO — fit the policy to preference pairs directly, with no reward model and no sampling.
+
+The KL-regularised objective max E[r] − β·KL(π_θ‖π_ref) has the optimum π*(y|x) ∝ π_ref(y|x)·exp(r(x, y)/β), so the
+reward it implies is r(x, y) = β·log π*(y|x)/π_ref(y|x) + β·log Z(x); in the Bradley–Terry likelihood of a pair
+Z(x) cancels, and DPO fits π_θ in the place of π*. Each update, on the same ``ladder.core`` as every other rung:
+
+    B pairs (x, y_w, y_l) drawn from the training pairs                    tasks.preference_pairs
+    batch  = [x + y_w; x + y_l] as 2B rows, each pair kept whole            policies.dpo_batch
+    log π_ref of every completion token, once                               π_ref: a frozen copy, or the adapter off
+    L_DPO  = −mean log σ(β·[log π_θ/π_ref (y_w) − log π_θ/π_ref (y_l)])     core.update, objective DPO(β)
+
+Every ``--eval-every`` updates: the held-out pairs ranked by the implicit reward r̂ = β·log π_θ/π_ref (accuracy,
+margin, calibration: ``rungs.preference_eval``), and completions sampled from π_θ on held-out prompts — their
+KL(π_θ‖π_ref) summed over the completion (the same quantity as ppo-sentiment's kl_ref) and, where the task knows
+it (``--true-reward``), the true reward they reach. ``--preset tiny`` runs the tiny preference task offline on a CPU
+in a minute or two; the RM + PPO route on the same pairs is ``reward-model`` then ``ppo-sentiment --reward-model``.
+
+metrics.jsonl, one line per update: loss, rewards/chosen, rewards/rejected, rewards/accuracy, rewards/margin (TRL's
+names), kl_ref_token_k3; when evaluated eval_accuracy, eval_margin, eval_calibration_error, eval_score_accuracy,
+eval_length_corr, sample_kl, true_reward_mean, response_length. OUT/policy holds the trained model (or adapter).
+"""
+
+from __future__ import annotations
+
+import copy
+import random
+import time
+from dataclasses import dataclass, replace
+
+import torch
+
+from ladder import core, hub
+from ladder.cli import RunOptions, Text, at_least, int_range, option, positive
+from ladder.plots import Panel
+from ladder.policies import quant
+from ladder.policies.causal_lm import CausalLMPolicy, is_peft
+from ladder.policies.dpo_batch import dpo_batch
+from ladder.rungs import preference_sampling
+from ladder.rungs.preference_eval import pair_report
+from ladder.rungs.protocol import TRAINING_WRITES, check_minibatches, no_export
+from ladder.runtime import loop
+from ladder.runtime.loop import Recipe
+from ladder.runtime.runlog import UsageError, seed_everything
+from ladder.runtime.session import RunSession
+from ladder.tasks import preference_pairs, sentiment
+
+NAME = "dpo"
+DEFAULT_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"  # TRL's DPOTrainer example model
+CURVES = [Panel("DPO loss", "−log σ(r̂_w − r̂_l), batch mean", {"loss": ""}),
+          Panel("implicit reward r̂ = β·log π_θ/π_ref", "batch mean",
+                {"rewards/chosen": "chosen", "rewards/rejected": "rejected"}),
+          Panel("pairs ranked right by r̂", "share of pairs",
+                {"rewards/accuracy": "training batch", "eval_accuracy": "held-out pairs (the labeller's order)",
+                 "eval_score_accuracy": "held-out pairs (the true order, where known)"}),
+          Panel("KL(π_θ‖π_ref) of sampled completions", "nats, summed over the completion", {"sample_kl": ""}),
+          Panel("true reward of sampled completions", "r* (mean)", {"true_reward_mean": ""}),
+          Panel("completion length", "tokens (mean)", {"response_length": ""})]
+
+
+@dataclass
+class Config(RunOptions):
+    model: str = option(DEFAULT_MODEL, "policy: causal LM hub id or directory ('tiny': the project's tiny review "
+                                       "GPT-2); π_ref is its starting point", Text())
+    dataset: str = option(preference_pairs.DEFAULT_DATASET, "preference pairs: hub dataset id, a local .jsonl/.json "
+                                                            "file of prompt/chosen/rejected rows, or 'tiny' (the "
+                                                            "tiny preference task shipped with ladder)", Text())
+    max_pairs: int = option(0, "train on at most this many pairs of --dataset (0: all)", at_least(0))
+    eval_pairs: int = option(200, "held-out pairs ranked at each evaluation (a local file's last rows; else its "
+                                  "test split)", at_least(0))
+    beta: float = option(0.1, "β: the KL-regularised objective's coefficient, the implicit reward's scale",
+                         positive())
+    lora: bool = option(False, "LoRA adapters on a full-precision base; π_ref = the base with the adapter off")
+    lora_r: int = option(16, "LoRA rank r", int_range(1, 4096))
+    lora_alpha: int = option(32, "LoRA α", at_least(1))
+    steps: int = option(500, "updates (each one batch of pairs)", at_least(1))
+    batch_size: int = option(8, "pairs per update B (at most 65536)", int_range(1, 65536))
+    num_minibatches: int = option(1, "shuffled minibatches of whole pairs per update (each one optimiser step)",
+                                  at_least(1))
+    lr: float = option(1e-6, "AdamW learning rate (TRL's DPO default)", positive())
+    max_grad_norm: float | None = option(1.0, "gradient-norm clip", positive())
+    eval_every: int = option(50, "evaluate every N updates", at_least(1))
+    num_eval_prompts: int = option(32, "held-out prompts whose sampled completions measure KL and the true reward "
+                                       "(0: no sampling)", at_least(0))
+    max_new_tokens: int = option(128, "length limit of the sampled completions (tokens)", at_least(1))
+    true_reward: str = option("none", "the true reward of the sampled completions, where the task knows it: "
+                                      "'tiny-preferences' (the tiny task's r*)", choices=("none", "tiny-preferences"))
+    chunk_size: int = option(64, "positions per chunk of the lm_head / log-softmax", at_least(1))
+    forward_batch_size: int = option(32, "pairs per gradient-free forward (π_ref, the evaluation)", at_least(1))
+    threads: int = option(0, "torch CPU threads (0: torch's default; at most 1024)", int_range(0, 1024))
+
+
+PRESETS = {"tiny": {"model": "tiny", "dataset": "tiny", "steps": 120, "batch_size": 32, "lr": 1e-4,
+                    "eval_every": 20, "eval_pairs": 500, "num_eval_prompts": 64, "max_new_tokens": 32,
+                    "true_reward": "tiny-preferences", "threads": 1}}
+ALGOS: dict = {}
+WRITES = TRAINING_WRITES + ", policy/"
+RESOLVED: dict = {}
+export = no_export
+
+
+def validate(cfg: Config) -> None:
+    check_minibatches(cfg.batch_size, cfg.num_minibatches, f"a batch of {cfg.batch_size} pairs")
+
+
+def train(cfg: Config) -> dict:
+    """Fit π_θ to the pairs by DPO; write metrics.jsonl, summary.json, curves.png and OUT/policy."""
+    validate(cfg)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    return loop.train(cfg, NAME, build, total=cfg.steps)
+
+
+def load(cfg: Config):
+    """(tokenizer, π_θ's policy with π_ref, training pairs, held-out pairs); a loading problem is one line."""
+    path = hub.resolve(sentiment.resolve_model(cfg.model), "--model")
+    tokenizer = quant.load_tokenizer(path)
+    model = quant.load_causal_lm(path, torch.device(cfg.device), lora=cfg.lora, lora_r=cfg.lora_r,
+                                 lora_alpha=cfg.lora_alpha, dtype=torch.float32)
+    ref_model = None if is_peft(model) else copy.deepcopy(model)
+    policy = CausalLMPolicy(model, chunk_size=cfg.chunk_size, ref_model=ref_model)
+    train_pairs, held_out = preference_pairs.train_and_held_out(cfg.dataset, cfg.eval_pairs, cfg.max_pairs or None)
+    if any(not pair["prompt"] for pair in train_pairs + held_out):
+        raise UsageError(f"--dataset {cfg.dataset}: a pair with an empty prompt; DPO scores each completion "
+                         f"after its prompt")
+    return tokenizer, policy, train_pairs, held_out
+
+
+@torch.no_grad()
+def with_reference(policy: CausalLMPolicy, batch: core.Batch, rows: int) -> core.Batch:
+    """The batch with log π_ref of every completion token, ``rows`` rows per forward."""
+    ref = [policy.ref_logp(batch.select(torch.arange(start, min(start + rows, len(batch))))).float()
+           for start in range(0, len(batch), rows)]
+    return replace(batch, ref_logp=torch.cat(ref))
+
+
+@torch.no_grad()
+def implicit_rewards(policy: CausalLMPolicy, tokenizer, pairs: list[dict], cfg: Config):
+    """``[P]`` r̂(x, y_w) and ``[P]`` r̂(x, y_l) = β·Σ_t (log π_θ − log π_ref) of ``pairs``."""
+    chosen, rejected = [], []
+    for start in range(0, len(pairs), cfg.forward_batch_size):
+        batch = with_reference(policy, dpo_batch(tokenizer, pairs[start:start + cfg.forward_batch_size], cfg.device),
+                               2 * cfg.forward_batch_size)
+        logp = core.sequence_logp(policy.evaluate(batch)[0].float(), batch.mask)
+        r = core.implicit_reward(logp, core.sequence_logp(batch.ref_logp, batch.mask), cfg.beta).cpu()
+        chosen.append(r[0::2])
+        rejected.append(r[1::2])
+    return torch.cat(chosen), torch.cat(rejected)
+
+
+def build(cfg: Config, run: RunSession) -> Recipe:
+    """DPO as the loop runs it: B random training pairs → log π_ref → ``core.update``; the held-out report."""
+    seed_everything(cfg.seed)
+    t_load = time.perf_counter()
+    tokenizer, policy, train_pairs, held_out = load(cfg)
+    optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=cfg.lr)
+    update_cfg = core.UpdateConfig(objective=core.DPO(beta=cfg.beta), num_minibatches=cfg.num_minibatches,
+                                   max_grad_norm=cfg.max_grad_norm)
+    pair_rng, generator = random.Random(cfg.seed), torch.Generator().manual_seed(cfg.seed)
+    eval_prompts = preference_sampling.held_out_prompts(held_out, cfg.num_eval_prompts)
+    true_reward = preference_sampling.true_reward(cfg.true_reward)
+    progress = {"before": {}, "after": {}, "load_s": time.perf_counter() - t_load}
+
+    def update() -> dict:
+        pairs = pair_rng.sample(train_pairs, min(cfg.batch_size, len(train_pairs)))
+        batch = with_reference(policy, dpo_batch(tokenizer, pairs, cfg.device), 2 * cfg.forward_batch_size)
+        passes = core.update(policy, batch, optimizer, update_cfg, generator)
+        last = passes[-1]
+        names = ("loss", "rewards/chosen", "rewards/rejected", "rewards/accuracy", "rewards/margin", "grad_norm")
+        return {"pairs": (run.step + 1) * len(pairs), **{k: last[k] for k in names},
+                "kl_ref_token_k3": last["kl_ref"], "skipped_steps": run.skipped_steps(passes, cfg.num_minibatches)}
+
+    def evaluate() -> dict:
+        """The held-out pairs ranked by r̂, and completions sampled on held-out prompts (``preference_sampling``)."""
+        report = pair_report(*implicit_rewards(policy, tokenizer, held_out, cfg), held_out) if held_out else {}
+        report.update(preference_sampling.sampled_report(policy, tokenizer, eval_prompts, true_reward, cfg))
+        progress["after"] = report
+        return report
+
+    def start() -> None:
+        progress["before"] = evaluate()
+
+    def summary() -> dict:
+        preference_sampling.save_policy(policy, tokenizer, run.dir / "policy")
+        return {"rung": NAME, "seed": cfg.seed, "model": cfg.model, "dataset": cfg.dataset, "beta": cfg.beta,
+                "lora": cfg.lora, "train_pairs": len(train_pairs), "held_out_pairs": len(held_out),
+                "updates": run.step, "eval_before": progress["before"], "eval_after": progress["after"],
+                "wall_s": run.wall_s, "load_s": progress["load_s"]}
+
+    return Recipe(parts={"policy": policy, "optimizer": optimizer, "pair_rng": pair_rng, "generator": generator},
+                  progress=progress, update=update, finished=lambda updates: updates >= cfg.steps, summary=summary,
+                  curves=lambda: [p.starting_at(**progress["before"]) for p in CURVES], evaluate=evaluate,
+                  eval_every=cfg.eval_every, start=start,
+                  postfix=lambda r: {"acc": f"{r['rewards/accuracy']:.2f}",
+                                     **({"kl": f"{r['sample_kl']:.2f}"} if "sample_kl" in r else {})})
