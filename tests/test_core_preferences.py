@@ -20,37 +20,39 @@ def test_sequence_logp_sums_the_completions_tokens_only():
 def test_bradley_terry_at_a_tie_and_on_a_hand_computed_pair():
     chosen = torch.tensor([0.0, math.log(3.0)], requires_grad=True)
     rejected = torch.tensor([0.0, 0.0])
-    loss, stats = core.bradley_terry_loss(chosen, rejected)
+    loss = core.bradley_terry_loss(chosen, rejected)
+    stats = core.pair_statistics(chosen, rejected)
     # −log σ(0) = log 2; σ(log 3) = 3/4, −log(3/4) = log(4/3)
     assert loss.item() == pytest.approx((math.log(2.0) + math.log(4.0 / 3.0)) / 2)
     loss.backward()
     # ∂/∂r_w of −log σ(r_w − r_l), over B = 2 pairs: −(1 − σ(Δ)) / 2
     assert chosen.grad.tolist() == pytest.approx([-0.25, -0.125])
-    assert stats == pytest.approx({"accuracy": 0.5, "margin": math.log(3.0) / 2})
+    assert stats["accuracy"].item() == 0.5 and stats["margin"].item() == pytest.approx(math.log(3.0) / 2)
+    assert not stats["margin"].requires_grad
 
 
 def test_a_margin_asks_for_a_wider_gap():
     chosen, rejected = torch.tensor([1.0]), torch.tensor([0.0])
-    without, _ = core.bradley_terry_loss(chosen, rejected)
-    with_margin, _ = core.bradley_terry_loss(chosen, rejected, margin=torch.tensor([1.0]))
+    without = core.bradley_terry_loss(chosen, rejected)
+    with_margin = core.bradley_terry_loss(chosen, rejected, margin=torch.tensor([1.0]))
     assert with_margin.item() == pytest.approx(math.log(2.0)) and without.item() < with_margin.item()
 
 
 def test_dpo_starts_at_log_2_with_zero_implicit_rewards():
     logp = torch.tensor([-5.0, -7.0])
-    loss, stats = core.dpo_loss(logp, logp - 1, logp, logp - 1, beta=0.1)
+    loss = core.dpo_loss(logp, logp - 1, logp, logp - 1, beta=0.1)
     assert loss.item() == pytest.approx(math.log(2.0))
-    assert stats["rewards/chosen"] == stats["rewards/rejected"] == stats["rewards/margin"] == 0.0
+    assert core.implicit_reward(logp, logp, beta=0.1).tolist() == [0.0, 0.0]
 
 
 def test_dpo_is_bradley_terry_on_the_implicit_reward_and_z_cancels():
     generator = torch.Generator().manual_seed(0)
     chosen, rejected, ref_chosen, ref_rejected = (-10 * torch.rand(4, generator=generator) for _ in range(4))
     beta = 0.3
-    loss, _ = core.dpo_loss(chosen, rejected, ref_chosen, ref_rejected, beta)
-    bt, _ = core.bradley_terry_loss(core.implicit_reward(chosen, ref_chosen, beta),
+    loss = core.dpo_loss(chosen, rejected, ref_chosen, ref_rejected, beta)
+    bt = core.bradley_terry_loss(core.implicit_reward(chosen, ref_chosen, beta),
                                     core.implicit_reward(rejected, ref_rejected, beta))
     assert loss.item() == pytest.approx(bt.item())
     log_z = torch.randn(4, generator=generator)  # a per-prompt constant: r̂ shifts by β·log Z for both completions
-    shifted, _ = core.dpo_loss(chosen + log_z, rejected + log_z, ref_chosen, ref_rejected, beta)
+    shifted = core.dpo_loss(chosen + log_z, rejected + log_z, ref_chosen, ref_rejected, beta)
     assert shifted.item() == pytest.approx(loss.item())

@@ -54,12 +54,13 @@ def test_the_bradley_terry_loss_is_the_reward_trainers(with_margin):
     (their_grad,) = torch.autograd.grad(theirs, scores)
 
     chosen, rejected = scores.squeeze(-1).chunk(2)
-    ours, stats = core.bradley_terry_loss(chosen, rejected, margin)
+    ours = core.bradley_terry_loss(chosen, rejected, margin)
+    stats = core.pair_statistics(chosen, rejected)
     (our_grad,) = torch.autograd.grad(ours, scores)
     close(ours, theirs, "loss")
     close(our_grad, their_grad, "gradient")
-    assert stats["accuracy"] == pytest.approx(trainer._metrics["train"]["accuracy"][0])
-    assert stats["margin"] == pytest.approx(trainer._metrics["train"]["margin"][0], abs=1e-6)
+    assert stats["accuracy"].item() == pytest.approx(trainer._metrics["train"]["accuracy"][0])
+    assert stats["margin"].item() == pytest.approx(trainer._metrics["train"]["margin"][0], abs=1e-6)
 
 
 def dpo_tensors(generator):
@@ -91,12 +92,16 @@ def test_the_dpo_loss_is_the_dpo_trainers_sigmoid_loss(beta):
 
     logp = core.sequence_logp(token_logp, completion_mask[:, 1:])
     chosen, rejected = logp.chunk(2)
-    ours, stats = core.dpo_loss(chosen, rejected, ref_chosen, ref_rejected, beta)
+    ours = core.dpo_loss(chosen, rejected, ref_chosen, ref_rejected, beta)
+    stats = core.DPO(beta=beta).statistics(core.PolicyInputs(
+        logp=torch.stack([chosen, rejected], 1).reshape(-1, 1), log_ratio=None, ratio=None, token_log_ratio=None,
+        advantages=None, mask=torch.ones(2 * len(chosen), 1), sampler_weight=None,
+        ref_logp=torch.stack([ref_chosen, ref_rejected], 1).reshape(-1, 1)), None)
     (our_grad,) = torch.autograd.grad(ours, token_logp)
     close(ours, theirs, "loss")
     close(our_grad, their_grad, "gradient")
     logged = trainer._metrics["train"]
     for ours_name, theirs_name in (("rewards/chosen", "rewards/chosen"), ("rewards/rejected", "rewards/rejected"),
                                    ("rewards/accuracy", "rewards/accuracies"), ("rewards/margin", "rewards/margins")):
-        assert stats[ours_name] == pytest.approx(logged[theirs_name][0], abs=1e-6), ours_name
+        assert stats[ours_name].item() == pytest.approx(logged[theirs_name][0], abs=1e-6), ours_name
     close(core.implicit_reward(chosen, ref_chosen, beta), beta * (chosen - ref_chosen), "implicit reward")

@@ -55,7 +55,7 @@ from .off_policy import (
     sampler_weights,
 )
 from .preference_objectives import DPO, BradleyTerry
-from .preferences import bradley_terry_loss, dpo_loss, implicit_reward, sequence_logp
+from .preferences import bradley_terry_loss, dpo_loss, implicit_reward, pair_statistics, sequence_logp
 from .reference import soft_update
 from .stats import REDUCTIONS, approx_kl_old, clip_fractions, explained_variance, masked_mean, ratio_stats, reduce_stats
 from .update import Policy, UpdateConfig, compute_loss, update
@@ -71,7 +71,7 @@ __all__ = [
     "Reinforce", "PolicyInputs",
     "high_entropy_mask", "AdaptiveEntropyCoef",
     "soft_update",
-    "sequence_logp", "bradley_terry_loss", "implicit_reward", "dpo_loss", "BradleyTerry", "DPO",
+    "sequence_logp", "bradley_terry_loss", "implicit_reward", "dpo_loss", "pair_statistics", "BradleyTerry", "DPO",
     "CORRECTIONS", "SamplerOptions", "corrected_weights", "sampler_log_ratio", "sampler_weights", "off_policy_keep",
     "sampler_correction",
     "clip_fractions", "approx_kl_old", "ratio_stats", "explained_variance", "masked_mean", "REDUCTIONS", "reduce_stats",

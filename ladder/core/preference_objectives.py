@@ -11,7 +11,7 @@ loss on every real token and the averaging aggregations return it unchanged:
 A reward model is a "policy" with one decision per row (a ``[2P, 1]`` batch): its ``evaluate`` returns the score
 r_φ(x, y) in the place of the log-prob. DPO reads log π_θ and log π_ref of every completion token and sums them
 per row (``sequence_logp``). Both compute their loss with ``core.preferences`` (``bradley_terry_loss``,
-``dpo_loss``), whose statistics come back through ``statistics``.
+``dpo_loss``: exercises 26 and 27) and their statistics with ``pair_statistics``.
 
 The gradient of DPO shows what it is: with m = r̂_w − r̂_l the implicit rewards' margin,
 
@@ -30,7 +30,7 @@ import torch
 from torch import Tensor
 
 from .objectives import PolicyInputs, objective
-from .preferences import bradley_terry_loss, dpo_loss, sequence_logp
+from .preferences import bradley_terry_loss, dpo_loss, implicit_reward, pair_statistics, sequence_logp
 
 PAIR_AGGREGATIONS = ("token_mean", "seq_mean_token_mean")  # the averages, under which L on every token gives L
 
@@ -50,10 +50,6 @@ def on_every_token(loss: Tensor, mask: Tensor, aggregation: str) -> Tensor:
     return loss.expand(mask.shape)
 
 
-def as_tensors(stats: dict[str, float]) -> dict[str, Tensor]:
-    return {name: torch.tensor(value) for name, value in stats.items()}
-
-
 @objective
 @dataclass(frozen=True)
 class BradleyTerry:
@@ -67,13 +63,11 @@ class BradleyTerry:
         return pairs_of(sequence_logp(x.logp, x.mask))
 
     def term(self, x: PolicyInputs, cfg) -> Tensor:
-        loss, _ = bradley_terry_loss(*self.scores(x))
-        return on_every_token(loss, x.mask, cfg.aggregation)
+        return on_every_token(bradley_terry_loss(*self.scores(x)), x.mask, cfg.aggregation)
 
     def statistics(self, x: PolicyInputs, cfg) -> dict[str, Tensor]:
         """accuracy (pairs with r_w > r_l) and margin (mean r_w − r_l) of the minibatch."""
-        with torch.no_grad():
-            return as_tensors(bradley_terry_loss(*self.scores(x))[1])
+        return pair_statistics(*self.scores(x))
 
 
 @objective
@@ -94,10 +88,14 @@ class DPO:
         return chosen, rejected, ref_chosen, ref_rejected
 
     def term(self, x: PolicyInputs, cfg) -> Tensor:
-        loss, _ = dpo_loss(*self.sequence_logps(x), self.beta)
-        return on_every_token(loss, x.mask, cfg.aggregation)
+        return on_every_token(dpo_loss(*self.sequence_logps(x), self.beta), x.mask, cfg.aggregation)
 
     def statistics(self, x: PolicyInputs, cfg) -> dict[str, Tensor]:
         """TRL's: rewards/chosen, rewards/rejected (the implicit rewards' means), rewards/accuracy, rewards/margin."""
         with torch.no_grad():
-            return as_tensors(dpo_loss(*self.sequence_logps(x), self.beta)[1])
+            chosen, rejected, ref_chosen, ref_rejected = self.sequence_logps(x)
+            chosen_reward = implicit_reward(chosen, ref_chosen, self.beta)
+            rejected_reward = implicit_reward(rejected, ref_rejected, self.beta)
+        paired = pair_statistics(chosen_reward, rejected_reward)
+        return {"rewards/chosen": chosen_reward.mean(), "rewards/rejected": rejected_reward.mean(),
+                "rewards/accuracy": paired["accuracy"], "rewards/margin": paired["margin"]}

@@ -8,7 +8,8 @@
                     r̂(x, y) = β·(log π_θ(y|x) − log π_ref(y|x))                (the implicit reward)
                     L_DPO = −mean log σ(r̂(x, y_w) − r̂(x, y_l))
 
-log π(y|x) of a completion is the sum of its tokens' log-probs (``sequence_logp``). These are TRL 1.16's
+log π(y|x) of a completion is the sum of its tokens' log-probs (``sequence_logp``); ``pair_statistics`` says how
+many pairs a score ranks right, and by what margin. These are TRL 1.16's
 ``RewardTrainer`` loss and ``DPOTrainer``'s ``loss_type="sigmoid"`` (tests/test_trl_parity_preferences.py).
 """
 
@@ -18,21 +19,19 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .swappable import swappable
+
 
 def sequence_logp(token_logp: Tensor, mask: Tensor) -> Tensor:
     """``[B]`` log π(y|x) = Σ_t mask_t · log π(y_t | x, y_<t) of ``[B, T]`` token log-probs."""
     return (token_logp * mask).sum(dim=1)
 
 
-def bradley_terry_loss(chosen_rewards: Tensor, rejected_rewards: Tensor, margin: Tensor | None = None
-                       ) -> tuple[Tensor, dict[str, float]]:
-    """L_BT = −mean log σ(r_w − r_l − m) over the ``[B]`` pairs, and its statistics: the pairs ranked right
-    (``accuracy``: r_w > r_l) and the mean margin r_w − r_l."""
+@swappable
+def bradley_terry_loss(chosen_rewards: Tensor, rejected_rewards: Tensor, margin: Tensor | None = None) -> Tensor:
+    """L_BT = −mean log σ(r_w − r_l − m) over the ``[B]`` pairs (m: a margin per pair, None: 0)."""
     difference = chosen_rewards - rejected_rewards
-    loss = -F.logsigmoid(difference if margin is None else difference - margin).mean()
-    with torch.no_grad():
-        stats = {"accuracy": (difference > 0).float().mean().item(), "margin": difference.mean().item()}
-    return loss, stats
+    return -F.logsigmoid(difference if margin is None else difference - margin).mean()
 
 
 def implicit_reward(logp: Tensor, ref_logp: Tensor, beta: float) -> Tensor:
@@ -40,15 +39,19 @@ def implicit_reward(logp: Tensor, ref_logp: Tensor, beta: float) -> Tensor:
     return beta * (logp - ref_logp)
 
 
+@swappable
 def dpo_loss(chosen_logp: Tensor, rejected_logp: Tensor, ref_chosen_logp: Tensor, ref_rejected_logp: Tensor,
-             beta: float) -> tuple[Tensor, dict[str, float]]:
-    """L_DPO = −mean log σ(r̂_w − r̂_l) over the ``[B]`` pairs, from sequence log-probs (``sequence_logp``) under
-    π_θ and π_ref; its statistics: the implicit rewards' means, the pairs ranked right and the mean margin."""
+             beta: float) -> Tensor:
+    """L_DPO = −mean log σ(r̂_w − r̂_l) over the ``[B]`` pairs, from sequence log-probs (``sequence_logp``) under π_θ
+    and π_ref: r̂ = β·(log π_θ − log π_ref), ``implicit_reward``."""
     chosen_reward = implicit_reward(chosen_logp, ref_chosen_logp, beta)
     rejected_reward = implicit_reward(rejected_logp, ref_rejected_logp, beta)
-    loss = -F.logsigmoid(chosen_reward - rejected_reward).mean()
-    with torch.no_grad():
-        margin = chosen_reward - rejected_reward
-        stats = {"rewards/chosen": chosen_reward.mean().item(), "rewards/rejected": rejected_reward.mean().item(),
-                 "rewards/accuracy": (margin > 0).float().mean().item(), "rewards/margin": margin.mean().item()}
-    return loss, stats
+    return -F.logsigmoid(chosen_reward - rejected_reward).mean()
+
+
+@torch.no_grad()
+def pair_statistics(chosen_scores: Tensor, rejected_scores: Tensor) -> dict[str, Tensor]:
+    """What a batch of ``[B]`` pair scores says, detached: the pairs ranked right (``accuracy``: r_w > r_l) and the
+    mean margin r_w − r_l."""
+    difference = chosen_scores - rejected_scores
+    return {"accuracy": (difference > 0).float().mean(), "margin": difference.mean()}
