@@ -18,20 +18,23 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
                  writes its weights): π_old/π_sampler, truncated or masked, or None (no sampler's log-probs)
     objective  = objective_spec(cfg.objective)     (ladder.core) the objective's spec: cfg.objective itself
                  (Clipped(delta=1.5), CISPO(max_weight=5.0), …), or for a registered name ("clipped", "cispo",
-                 "soft_gate", "gamma_weighted", "reinforce") that spec with its defaults; an unknown name
-                 raises ValueError. grpo's --loss-type picks one: grpo, bnpo, dr_grpo, dapo and luspo the
-                 Clipped spec, cispo CISPO, sapo SoftGate, vespo GammaWeighted
-    L_t        = objective.term(PolicyInputs(logp, log ρ, ρ, log ρ_token, Â, mask, w), cfg)
+                 "soft_gate", "gamma_weighted", "reinforce", "bradley_terry", "dpo") that spec with its
+                 defaults; an unknown name raises ValueError. grpo's --loss-type picks one: grpo, bnpo, dr_grpo,
+                 dapo and luspo the Clipped spec, cispo CISPO, sapo SoftGate, vespo GammaWeighted; the
+                 reward-model rung BradleyTerry, the dpo rung DPO(beta)
+    L_t        = objective.term(PolicyInputs(logp, log ρ, ρ, log ρ_token, Â, mask, w, mb.ref_logp), cfg)
                  (ladder.core's PolicyInputs dataclass, fields in this order; the spec's term calls
-                 clipped_surrogate (ex05), cispo_loss, soft_gated_surrogate (ex24), gamma_weight or pg_loss
-                 (ex02) with its own parameters); log ρ_token is the token level's log ρ whatever
-                 cfg.ratio_level
+                 clipped_surrogate (ex05), cispo_loss, soft_gated_surrogate (ex24), gamma_weight, pg_loss
+                 (ex02), bradley_terry_loss (ex26) or dpo_loss (ex27) with its own parameters); log ρ_token is
+                 the token level's log ρ whatever cfg.ratio_level; DPO reads log π_ref (mb.ref_logp)
     L_t, s     = sampler_correction(L_t, logp, old_logp, mb.sampling_logp, Â, mask, cfg.sampler, w,
                                     weigh=not objective.folds_sampler_weight)
                  (ladder.core): when a sampler π_sampler ≠ π_old drew the tokens, L_t × w × the off-policy
                  mask, per token, before the aggregation and on the policy term alone — GammaWeighted folds w
                  into its own weight (folds_sampler_weight), so it is not multiplied again; s, its statistics
-                 ({} and L_t unchanged when mb.sampling_logp and cfg.sampler.off_policy_mask are both None)
+                 ({} and L_t unchanged when mb.sampling_logp and cfg.sampler.off_policy_mask are both None);
+                 a spec with statistics of its own (the preference objectives' accuracy and margin) adds
+                 objective.statistics(PolicyInputs(…), cfg) to s
     kept       = mask, or high_entropy_mask(H, mask, q) if H is not None and q = cfg.entropy_quantile < 1
                  (ladder.core: the top-q share of the real tokens by entropy); then L_t ← L_t · kept and
                  s["entropy/kept_frac"] = Σ kept / max(Σ mask, 1)

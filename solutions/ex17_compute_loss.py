@@ -39,12 +39,14 @@ def compute_loss(policy, mb: Batch, cfg: UpdateConfig, num_tokens: float | None 
     ratio = torch.exp(log_ratio)
     objective = objective_spec(cfg.objective)                              # a name: its spec's defaults
     weights = corrected_weights(old_logp, mb.sampling_logp, mask, cfg.sampler)   # π_old/π_sampler (ex21), or None
-    inputs = PolicyInputs(logp, log_ratio, ratio, token_log_ratio, adv, mask, weights)
+    inputs = PolicyInputs(logp, log_ratio, ratio, token_log_ratio, adv, mask, weights, mb.ref_logp)
     pg = objective.term(inputs, cfg)                                       # ℓ_t: Clipped, CISPO, SoftGate, …
     # π_sampler drew the tokens: ℓ_t × w (unless the term folds w in itself) × the off-policy mask, per token, on the
     # policy term alone, before the aggregation (no mb.sampling_logp and no cfg.sampler.off_policy_mask: as it was)
     pg, sampler_stats = sampler_correction(pg, logp, old_logp, mb.sampling_logp, adv, mask, cfg.sampler, weights,
                                            weigh=not objective.folds_sampler_weight)
+    if hasattr(objective, "statistics"):                                   # a preference objective's accuracy, margin
+        sampler_stats.update(objective.statistics(inputs, cfg))
     kept = mask                                                            # the tokens the policy term keeps
     if entropy is not None and cfg.entropy_quantile < 1.0:                 # only the top-ρ entropy tokens
         kept = high_entropy_mask(entropy, mask, cfg.entropy_quantile)

@@ -328,3 +328,7 @@ PLANTED.update(PLANTED_AGENT)
 from planted_bugs_design import PLANTED_DESIGN  # noqa: E402 - the design-space exercises' bugs (24, 25)
 
 PLANTED.update(PLANTED_DESIGN)
+
+from planted_bugs_preferences import PLANTED_PREFERENCES  # noqa: E402 - the preference exercises' bugs (26, 27)
+
+PLANTED.update(PLANTED_PREFERENCES)

@@ -66,6 +66,10 @@ PLANTED_LOOP = {
         "the token-level inputs given the sequence's ratio": (
             "PolicyInputs(logp, log_ratio, ratio, token_log_ratio,",
             "PolicyInputs(logp, token_log_ratio, torch.exp(token_log_ratio), token_log_ratio,"),
+        "log π_ref not given to the objective (DPO cannot read it)": (
+            "adv, mask, weights, mb.ref_logp)", "adv, mask, weights)"),
+        "the objective's own statistics left out": (
+            "        sampler_stats.update(objective.statistics(inputs, cfg))", "        pass"),
         "the sampler's correction left out of the loss (its statistics kept)": (
             "pg, sampler_stats = sampler_correction(pg,", "_, sampler_stats = sampler_correction(pg,"),
         "the sampler's correction applied to the KL to π_ref too": (

@@ -84,7 +84,7 @@ class Exercise:
         return ORIGINALS[self.function]
 
 
-ALL = ("reinforce", "cartpole", "ppo-sentiment", "grpo", "agent")
+ALL = ("reinforce", "cartpole", "ppo-sentiment", "grpo", "agent", "reward-model", "dpo")
 LM = ("ppo-sentiment", "grpo", "agent")
 GRPO = ("grpo", "agent")   # the agent rung is GRPO on multi-turn trajectories: its step, update and options
 
@@ -120,6 +120,9 @@ EXERCISES = (
     # TRL 1.16's design space: SAPO's soft gate (core.SoftGate's term), GDPO's per-reward normalisation.
     Exercise("ex24_soft_gate", "soft_gated_surrogate", "losses", rungs=GRPO),
     Exercise("ex25_decoupled_advantages", "decoupled_group_relative", "advantages", rungs=GRPO),
+    # Where the reward comes from: a reward model's Bradley–Terry loss, and DPO's (the objectives BradleyTerry, DPO).
+    Exercise("ex26_bradley_terry", "bradley_terry_loss", "preferences", rungs=("reward-model",)),
+    Exercise("ex27_dpo_loss", "dpo_loss", "preferences", rungs=("dpo",)),
 )
 
 

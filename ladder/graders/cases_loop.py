@@ -16,7 +16,7 @@ from dataclasses import fields
 import torch
 from torch import Tensor
 
-from ladder.core import CISPO, Batch, Clipped, SamplerOptions, SoftGate, UpdateConfig
+from ladder.core import CISPO, DPO, Batch, Clipped, SamplerOptions, SoftGate, UpdateConfig
 
 from .cases import JUNK, Case, Mismatch, fmt, lengths_mask, padded, pick, randn, shapes, t
 
@@ -266,6 +266,9 @@ def compute_loss() -> list[Case]:
                    "φ(w_i), not multiplied again", 19,
                    C(objective="gamma_weighted", aggregation="sum_over_constant",
                      sampler=S("token_truncate", clip_max=1.5)), 20.0, sampling=True),
+        # preference pairs: rows 2i and 2i + 1 a pair (chosen, rejected), the objective's own statistics
+        _loss_case("DPO (β = 0.5): rows 2i, 2i + 1 a pair; log π_ref from the batch; the implicit rewards' statistics",
+                   20, C(objective=DPO(beta=0.5)), ref=True),
         Case("an unknown objective: a ValueError", dict(policy=small_policy_and_batch(13)[0],
                                                        mb=small_policy_and_batch(13)[1], cfg=C(objective="a2c")),
              raises=ValueError),
