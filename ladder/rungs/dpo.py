@@ -37,7 +37,7 @@ from ladder.policies.causal_lm import CausalLMPolicy, is_peft
 from ladder.policies.dpo_batch import dpo_batch
 from ladder.rungs import preference_sampling
 from ladder.rungs.preference_eval import pair_report
-from ladder.rungs.protocol import TRAINING_WRITES, check_minibatches, no_export
+from ladder.rungs.protocol import TRAINING_WRITES, check_minibatches
 from ladder.runtime import loop
 from ladder.runtime.loop import Recipe
 from ladder.runtime.runlog import UsageError, seed_everything
@@ -87,6 +87,8 @@ class Config(RunOptions):
     chunk_size: int = option(64, "positions per chunk of the lm_head / log-softmax", at_least(1))
     forward_batch_size: int = option(32, "pairs per gradient-free forward (π_ref, the evaluation)", at_least(1))
     threads: int = option(0, "torch CPU threads (0: torch's default; at most 1024)", int_range(0, 1024))
+    export_trl: str | None = option(None, "write this run as a runnable TRL script (trl.DPOTrainer) to this file and exit: "
+                                          "nothing is trained, no run directory is created", Text())
 
 
 PRESETS = {"tiny": {"model": "tiny", "dataset": "tiny", "steps": 120, "batch_size": 32, "lr": 1e-4,
@@ -95,11 +97,21 @@ PRESETS = {"tiny": {"model": "tiny", "dataset": "tiny", "steps": 120, "batch_siz
 ALGOS: dict = {}
 WRITES = TRAINING_WRITES + ", policy/"
 RESOLVED: dict = {}
-export = no_export
 
 
 def validate(cfg: Config) -> None:
     check_minibatches(cfg.batch_size, cfg.num_minibatches, f"a batch of {cfg.batch_size} pairs")
+
+
+def export(cfg: Config) -> dict | None:
+    """``--export-trl FILE``: the run written as a TRL script (``ladder.trl.export_preferences``), nothing trained;
+    its summary. None without the flag: the run trains."""
+    if cfg.export_trl is None:
+        return None
+    from ladder.trl import export_preferences
+
+    validate(cfg)
+    return export_preferences.write(cfg, NAME, cfg.export_trl)
 
 
 def train(cfg: Config) -> dict:
@@ -152,7 +164,7 @@ def build(cfg: Config, run: RunSession) -> Recipe:
     seed_everything(cfg.seed)
     t_load = time.perf_counter()
     tokenizer, policy, train_pairs, held_out = load(cfg)
-    optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=cfg.lr)
+    optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=cfg.lr, weight_decay=0.0)
     update_cfg = core.UpdateConfig(objective=core.DPO(beta=cfg.beta), num_minibatches=cfg.num_minibatches,
                                    max_grad_norm=cfg.max_grad_norm)
     pair_rng, generator = random.Random(cfg.seed), torch.Generator().manual_seed(cfg.seed)
