@@ -44,6 +44,8 @@ class Thresholds:
     corrected_share: float = 0.1  # the correction truncating or masking > 10%: it reshapes the gradient
     sampler_gap: float = 0.1  # |log π_old − log π_sampler| of 0.1 nats per token: w = e^{±0.1} per token
     explained_variance: float = 0.0  # EV ≤ 0: the value head predicts no better than the returns' mean
+    true_fall: float = 0.25  # the true reward back down a quarter of its rise (peak third vs first → last): a fall,
+    # not a plateau's noise (each third's median is over a third of the run's updates)
     clip_high: float = 0.25  # PPO's healthy clip fraction is 0.05–0.2 (tiny presets: under 0.1); from a quarter of
     # the actions clipped, the steps leave the trust region
 
@@ -240,6 +242,25 @@ def format_hacking(run: Run) -> Finding | None:
     return None
 
 
+PROXIES = ("score_mean", "rewards/margin")  # a learned reward: r_φ's score (RM + PPO), DPO's implicit reward margin
+
+
+def reward_overoptimised(run: Run) -> Finding | None:
+    """The true reward (``true_reward_mean``, where the task knows it) peaks in the middle third and falls back by at
+    least ``true_fall`` of its rise, while the learned reward in the last third is at least where it was there."""
+    true = run.get("true_reward_mean")
+    proxy_name = next((name for name in PROXIES if enough(run.get(name), T.min_points_trend)), None)
+    if proxy_name is None or not enough(true, T.min_points_trend):
+        return None
+    first, peak, last = (med(w) for w in thirds(true))
+    proxy_first, proxy_peak, proxy_last = (med(w) for w in thirds(run.get(proxy_name)))
+    if peak <= first or peak - last < T.true_fall * (peak - first) or proxy_last < proxy_peak:
+        return None
+    return finding("reward_overoptimised", "true_reward_mean", (true.steps, true.values),
+                   f"true_reward_mean {first:+.3f} → {peak:+.3f} → {last:+.3f} while {proxy_name} {proxy_first:+.3f} "
+                   f"→ {proxy_peak:+.3f} → {proxy_last:+.3f} (medians of the thirds)", proxy=proxy_name)
+
+
 def nothing_moving(run: Run) -> Finding | None:
     reward, spread, kl = run.get("reward"), run.get("reward_std"), run.get("kl_ref")
     lr = run.facts.lr
@@ -306,7 +327,8 @@ def clip_too_high(run: Run) -> Finding | None:
 
 
 SIGNATURES = (nonfinite, kl_blowup, entropy_collapse, clip_too_high, sampler_mismatch, nothing_moving,
-              critic_not_learning, truncation, no_signal, length_drift, format_hacking, loss_zero, clip_zero)
+              critic_not_learning, truncation, no_signal, length_drift, reward_overoptimised, format_hacking, loss_zero,
+              clip_zero)
 
 
 def diagnose(run: Run) -> list[Finding]:

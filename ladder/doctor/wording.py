@@ -19,6 +19,7 @@ class Wording:
 NB3 = "notebooks/3_three_policies_and_kl.ipynb"
 NB5 = "notebooks/5_grpo_qlora.ipynb"
 NB6 = "notebooks/6_design_space_and_trl.ipynb"
+NB9 = "notebooks/9_where_the_reward_comes_from.ipynb"
 WORDING = {
     "loss_zero": Wording(
         "loss ≈ 0 at μ·M = 1", "harmless",
@@ -63,6 +64,14 @@ WORDING = {
         "the per-sequence mean gives each token of a long completion less weight, so long wrong answers are "
         "punished less than short ones: length grows while the reward does not",
         "--loss-type dr_grpo (or dapo)", "loss_type='dr_grpo' (or 'dapo')", (NB6, "### What the constant counts")),
+    "reward_overoptimised": Wording(
+        "the learned reward over-optimised", "problem",
+        "the learned reward ({proxy}) keeps rising while the true reward it was fitted to stand for has peaked and is "
+        "falling: the policy has found what the learned reward overrates (Gao et al. 2022); past this KL to π_ref, "
+        "more optimisation is worse",
+        "raise --kl-coef (ppo-sentiment, with --no-adaptive-kl) or --beta (dpo), or stop near the peak (fewer "
+        "--steps); a reward model from pairs without the bias", "raise kl_coef (PPO) or beta (DPO), or fewer max_steps",
+        (NB9, "## 3 · Over-optimisation: the proxy rises, the truth falls")),
     "format_hacking": Wording(
         "reward rising while correctness does not", "problem",
         "the policy is learning an easier reward (format, say) and not the task; the total reward hides it",
