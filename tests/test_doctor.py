@@ -84,6 +84,9 @@ CASES = {
     "critic_not_learning": ({"explained_variance": [-0.3 + 0.01 * (-1) ** i for i in range(N)]},
                             {"rung": "ppo-sentiment", "mu": 4, "num_minibatches": 2}),
     "clip_too_high": ({"clip_frac": [0.45] * N}, {"mu": 4}),
+    "reward_overoptimised": ({"score_mean": ramp(0.5, 3.0),
+                              "true_reward_mean": [0.1, 0.15, 0.2, 0.3, 0.5, 0.55, 0.5, 0.45, 0.35, 0.3, 0.25, 0.2]},
+                             {}),
 }
 
 
@@ -335,6 +338,18 @@ SECOND_LOOKS = {
         "critic_not_learning", {"explained_variance": [0.05] * N},
         {"rung": "ppo-sentiment", "mu": 4, "num_minibatches": 2, "value_coef": 0.1}, False),
     "deterministic from the first update: entropy collapse": ("entropy_collapse", {"entropy": [0.0] * N}, {}, True),
+    "the true reward plateaus: not over-optimised": (
+        "reward_overoptimised", {"score_mean": ramp(0.5, 3.0), "true_reward_mean": [0.1, 0.2, 0.3, 0.4, 0.5, 0.5,
+                                                                                    0.52, 0.49, 0.5, 0.51, 0.48, 0.5]},
+        {"rung": "ppo-sentiment"}, False),
+    "both fall together: the policy got worse, not over-optimised": (
+        "reward_overoptimised", {"score_mean": [0.5, 1, 1.5, 2, 2.5, 3, 3, 2.5, 2, 1.5, 1, 0.5],
+                                 "true_reward_mean": [0.1, 0.15, 0.2, 0.3, 0.5, 0.55, 0.5, 0.45, 0.35, 0.3, 0.25, 0.2]},
+        {}, False),
+    "DPO's implicit margin up, the true reward down: over-optimised": (
+        "reward_overoptimised", {"rewards/margin": ramp(0.0, 2.0),
+                                 "true_reward_mean": [0.0, 0.1, 0.2, 0.3, 0.6, 0.7, 0.6, 0.5, 0.4, 0.35, 0.3, 0.3]},
+        {"rung": "dpo"}, True),
 }
 
 
