@@ -44,8 +44,8 @@ class Thresholds:
     corrected_share: float = 0.1  # the correction truncating or masking > 10%: it reshapes the gradient
     sampler_gap: float = 0.1  # |log π_old − log π_sampler| of 0.1 nats per token: w = e^{±0.1} per token
     explained_variance: float = 0.0  # EV ≤ 0: the value head predicts no better than the returns' mean
-    true_fall: float = 0.25  # the true reward back down a quarter of its rise (peak third vs first → last): a fall,
-    # not a plateau's noise (each third's median is over a third of the run's updates)
+    true_fall: float = 0.25  # the true reward back down a quarter of its rise (start → peak third → last third): a
+    # fall, not a plateau's noise (each third's median is over a third of the run's updates)
     clip_high: float = 0.25  # PPO's healthy clip fraction is 0.05–0.2 (tiny presets: under 0.1); from a quarter of
     # the actions clipped, the steps leave the trust region
 
@@ -246,19 +246,23 @@ PROXIES = ("score_mean", "rewards/margin")  # a learned reward: r_φ's score (RM
 
 
 def reward_overoptimised(run: Run) -> Finding | None:
-    """The true reward (``true_reward_mean``, where the task knows it) peaks in the middle third and falls back by at
-    least ``true_fall`` of its rise, while the learned reward in the last third is at least where it was there."""
+    """The true reward (``true_reward_mean``, where the task knows it) rose from where it started (the median of the
+    first ``min_points`` records) to a peak (the better of the first two thirds' medians) and fell back from it by at least
+    ``true_fall`` of that rise in the last third, while the learned reward there is at least where it was at the peak."""
     true = run.get("true_reward_mean")
     proxy_name = next((name for name in PROXIES if enough(run.get(name), T.min_points_trend)), None)
     if proxy_name is None or not enough(true, T.min_points_trend):
         return None
-    first, peak, last = (med(w) for w in thirds(true))
-    proxy_first, proxy_peak, proxy_last = (med(w) for w in thirds(run.get(proxy_name)))
-    if peak <= first or peak - last < T.true_fall * (peak - first) or proxy_last < proxy_peak:
+    start = statistics.median(true.values[:T.min_points])
+    medians = [med(w) for w in thirds(true)]
+    proxies = [med(w) for w in thirds(run.get(proxy_name))]
+    at = 0 if medians[0] >= medians[1] else 1
+    peak, last = medians[at], medians[2]
+    if peak <= start or peak - last < T.true_fall * (peak - start) or proxies[2] < proxies[at]:
         return None
     return finding("reward_overoptimised", "true_reward_mean", (true.steps, true.values),
-                   f"true_reward_mean {first:+.3f} → {peak:+.3f} → {last:+.3f} while {proxy_name} {proxy_first:+.3f} "
-                   f"→ {proxy_peak:+.3f} → {proxy_last:+.3f} (medians of the thirds)", proxy=proxy_name)
+                   f"true_reward_mean {start:+.3f} → {peak:+.3f} → {last:+.3f} (start, peak third, last third) while "
+                   f"{proxy_name} {proxies[at]:+.3f} → {proxies[2]:+.3f}", proxy=proxy_name)
 
 
 def nothing_moving(run: Run) -> Finding | None:

@@ -3,17 +3,19 @@ what a reward model learns from them, and what a policy then makes of it, can be
 
     prompts      the bundled review openings (``sentiment.BUNDLED_PROMPTS``)
     completions  two continuations of an opening, sampled from the tiny review GPT-2 (at most 16 tokens)
-    true reward  r*(x, y) = s(x + y) − c·max(0, n(y) − n_free)      what we want: a positive review, to the point
-                 s: VADER's compound sentiment in [−1, 1]; n(y): the completion's words; c = BREVITY per word
-                 beyond n_free = WORDS_FREE
+    true reward  r*(x, y) = s(x + y) − c·(k(y) + h(y))       what we want: a plainly positive review, no padding
+                 s: VADER's compound sentiment in [−1, 1]; k(y): the completion's words that repeat an earlier word
+                 of it; h(y): 1 if it hedges with a "but", else 0; c = PADDING per repeat or hedge
     labeller     ranks y_1 over y_2 with probability σ((u(y_1) − u(y_2)) / τ), u(y) = s(x + y) + b·n(y):
                  the sentiment, but swayed by length (b = LENGTH_BIAS per word; τ = TEMPERATURE the noise)
 
 The labeller's length bias is the spurious feature: in the pairs the longer completion is chosen more often than the
-truth warrants, a reward model fitted to them learns to pay for words, and a policy optimised against that model far
-enough writes long reviews that the truth marks down (Gao et al. 2022's over-optimisation; human labellers' own
-pull towards length, Singhal et al. 2023). The pairs ship with the package (``tiny_data/``), each with its two
-true rewards (``score_chosen``, ``score_rejected``, TRL's names for a pair's scores); ``build`` makes them again.
+truth warrants, a reward model fitted to them learns to pay for words and for a "but" (which opens a second clause),
+and a policy optimised against that model far enough buys them the cheap way, with repeated words ("smart and smart
+and smart") or a dangling "but the", which the truth marks down (Gao et al. 2022's over-optimisation; human
+labellers' own pull towards length, Singhal et al. 2023). The pairs ship with the package (``tiny_data/``), each
+with its two true rewards (``score_chosen``, ``score_rejected``, TRL's names for a pair's scores); ``build`` makes
+them again.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -31,8 +34,7 @@ from ladder.tasks import sentiment
 VERSION = "tiny-preferences-v1"
 SHIPPED = Path(__file__).resolve().parent / "tiny_data" / f"{VERSION}.jsonl"
 SPLITS = {"train": 2000, "test": 500}  # pairs per split, the test split sampled after the train one
-BREVITY = 0.1        # c: the truth's cost of a word beyond WORDS_FREE
-WORDS_FREE = 8       # n_free: words a completion may use before the truth marks it down
+PADDING = 0.3        # c: the truth's cost of each repeated word and of a hedging "but"
 LENGTH_BIAS = 0.15   # b: the labeller's pull towards length, per word
 TEMPERATURE = 0.25   # τ: the labeller's noise (σ of the utility difference over τ)
 MAX_NEW_TOKENS = 16
@@ -42,8 +44,19 @@ def words(completion: str) -> int:
     return len(completion.split())
 
 
+def repeats(completion: str) -> int:
+    """k(y): the words of the completion that repeat an earlier word of it (case and punctuation ignored)."""
+    ws = [w for w in (w.strip(".,!?;:").lower() for w in completion.split()) if w]
+    return len(ws) - len(set(ws))
+
+
+def hedges(completion: str) -> int:
+    """h(y): 1 if the completion hedges with a "but", else 0."""
+    return int(re.search(r"\bbut\b", completion.lower()) is not None)
+
+
 class TrueReward:
-    """r*(x, y) = s(x + y) − c·max(0, n(y) − n_free), for prompts and completions (a tensor, one per pair)."""
+    """r*(x, y) = s(x + y) − c·(k(y) + h(y)), for prompts and completions (a tensor, one per pair)."""
 
     name = "true reward (tiny preferences)"
 
@@ -52,8 +65,8 @@ class TrueReward:
 
     def __call__(self, prompts: Sequence[str], completions: Sequence[str]) -> torch.Tensor:
         s = self.sentiment([p + c for p, c in zip(prompts, completions)])
-        excess = torch.tensor([max(0, words(c) - WORDS_FREE) for c in completions], dtype=torch.float32)
-        return s - BREVITY * excess
+        padding = torch.tensor([repeats(c) + hedges(c) for c in completions], dtype=torch.float32)
+        return s - PADDING * padding
 
 
 def labeller_utility(sentiment_score: float, completion: str) -> float:
