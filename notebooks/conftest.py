@@ -14,7 +14,8 @@ from nbmake.nb_run import NotebookRun
 from ladder.patches import library_deprecations
 
 TRAINED = ("2_ppo_cartpole", "3_three_policies_and_kl", "4_ppo_rlhf_sentiment", "5_grpo_qlora",
-           "6_design_space_and_trl", "6b_objectives_entropy_staleness", "7_agents", "8_run_doctor")
+           "6_design_space_and_trl", "6b_objectives_entropy_staleness", "7_agents", "8_run_doctor",
+           "9_where_the_reward_comes_from")
 
 _execute = NotebookRun.execute
 

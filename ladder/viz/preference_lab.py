@@ -1,0 +1,117 @@
+"""Notebook 9's runs and numbers: a reward model on the tiny preference pairs, PPO against it at two β, DPO on the same
+pairs, and the KL-regularised optimum over samples of π_ref — every number computed here, on the tiny task.
+
+    pairs_sample(n)                  the first n training pairs with their lengths and true rewards
+    pair_counts()                    how often the labeller's choice is the longer completion, and the truth's order
+    reward_model_run(out)            ``reward-model --preset tiny``: its summary and records
+    ppo_runs(reward_model, out)      ``ppo-sentiment --preset tiny`` against r_φ at each β: records per β
+    dpo_run(out)                     ``dpo --preset tiny``: its summary and records
+    scored_samples(reward_model)     the held-out completions (samples of π_ref) with r_φ, r* and their prompt
+    optimum(samples, β)              π*(y|x) ∝ π_ref(y|x)·exp(r_φ(x, y)/β) over those samples: E[r_φ], E[r*], the KL,
+                                     and the implicit reward β·log π*/π_ref = r_φ − β·log Z(x)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from pathlib import Path
+
+import torch
+
+from ladder import run as ladder_run
+from ladder.tasks import sentiment, tiny_preferences
+from ladder.viz.lm_lab import quiet_run
+
+PPO_FLAGS = ("--no-adaptive-kl", "--max-new-tokens", "32", "--steps", "60", "--lr", "2e-4", "--print-samples", "0",
+             "--num-eval-prompts", "6")  # the preset's 64 completions per update, in 2 minibatches
+
+
+def _run(rung: str, out: Path, *flags: str) -> tuple[dict, list[dict]]:
+    """``python -m ladder.run RUNG --preset tiny … --out OUT``, quietly; (summary.json, metrics.jsonl records)."""
+    with quiet_run():
+        code = ladder_run.main([rung, "--preset", "tiny", "--out", str(out), "--no-progress", *flags])
+    if code != 0:
+        raise RuntimeError(f"{rung} exited with {code}")
+    records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    return json.loads((out / "summary.json").read_text()), records
+
+
+def pairs_sample(n: int = 4) -> list[dict]:
+    return [{**p, "words_chosen": tiny_preferences.words(p["chosen"]),
+             "words_rejected": tiny_preferences.words(p["rejected"])} for p in tiny_preferences.pairs("train")[:n]]
+
+
+def pair_counts() -> dict:
+    """Over the training pairs: the share whose chosen completion is the longer (of those with a longer one), and the
+    share the truth orders as the labeller did (of those the truth does not tie)."""
+    pairs = tiny_preferences.pairs("train")
+    longer = [tiny_preferences.words(p["chosen"]) > tiny_preferences.words(p["rejected"]) for p in pairs
+              if tiny_preferences.words(p["chosen"]) != tiny_preferences.words(p["rejected"])]
+    truth = [p["score_chosen"] > p["score_rejected"] for p in pairs if p["score_chosen"] != p["score_rejected"]]
+    return {"pairs": len(pairs), "chosen_longer": sum(longer) / len(longer), "truth_agrees": sum(truth) / len(truth)}
+
+
+def reward_model_run(out: Path, steps: int = 120, seed: int = 0) -> tuple[dict, list[dict]]:
+    return _run("reward-model", out, "--steps", str(steps), "--eval-every", "20", "--seed", str(seed))
+
+
+def ppo_runs(reward_model: Path, out: Path, betas=(0.005, 0.05), seed: int = 0) -> dict[float, list[dict]]:
+    """PPO against r_φ (fixed β, the truth logged beside it), one run per β; each run's directory is OUT/ppo-β."""
+    return {beta: _run("ppo-sentiment", out / f"ppo-{beta}", "--reward-model", str(reward_model), "--true-reward",
+                       "tiny-preferences", "--kl-coef", str(beta), "--seed", str(seed), *PPO_FLAGS)[1]
+            for beta in betas}
+
+
+def dpo_run(out: Path, beta: float = 0.1, steps: int = 60, seed: int = 0) -> tuple[dict, list[dict]]:
+    return _run("dpo", out, "--beta", str(beta), "--steps", str(steps), "--eval-every", "20", "--seed", str(seed))
+
+
+def scored_samples(reward_model: Path) -> dict:
+    """The 1,000 completions of the held-out pairs — samples of π_ref, the tiny review GPT-2 — with r_φ, r* and the
+    index of their prompt."""
+    pairs = tiny_preferences.pairs("test")
+    prompts = [p["prompt"] for p in pairs for _ in (0, 1)]
+    completions = [c for p in pairs for c in (p["chosen"], p["rejected"])]
+    with quiet_run():
+        proxy = sentiment.load_reward(str(reward_model))([p + c for p, c in zip(prompts, completions)])
+    truth = tiny_preferences.TrueReward()(prompts, completions)
+    index = {prompt: i for i, prompt in enumerate(dict.fromkeys(prompts))}
+    return {"proxy": proxy, "truth": truth, "prompt": torch.tensor([index[p] for p in prompts]),
+            "completions": completions}
+
+
+def optimum(samples: dict, beta: float) -> dict:
+    """π*_β over each prompt's samples: w_i = exp(r_φ,i/β) / Σ_j exp(r_φ,j/β) (π_ref uniform over its own samples);
+    per prompt KL(π*‖π_ref) = Σ w log(n·w); the means over prompts of E[r_φ], E[r*] and the KL; the implicit reward
+    β·log(π*/π_ref) = β·log(n·w) = r_φ − β·log Z(x), Z(x) = mean_j exp(r_φ,j/β)."""
+    groups = defaultdict(list)
+    for i, p in enumerate(samples["prompt"].tolist()):
+        groups[p].append(i)
+    implicit = torch.empty_like(samples["proxy"])
+    kl, proxy, truth = [], [], []
+    for rows in groups.values():
+        rows = torch.tensor(rows)
+        log_w = torch.log_softmax(samples["proxy"][rows] / beta, 0)
+        w = log_w.exp()
+        implicit[rows] = beta * (log_w + math.log(len(rows)))
+        kl.append(torch.special.xlogy(w, len(rows) * w).sum().item())
+        proxy.append((w * samples["proxy"][rows]).sum().item())
+        truth.append((w * samples["truth"][rows]).sum().item())
+    mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
+    return {"beta": beta, "kl": mean(kl), "proxy": mean(proxy), "truth": mean(truth), "implicit": implicit}
+
+
+def smoothed(records: list[dict], key: str, width: int = 5) -> list[float]:
+    """The mean of each ``width`` consecutive records' ``key`` (a batch of 32 completions is a noisy reading)."""
+    values = [r[key] for r in records]
+    return [sum(values[i:i + width]) / width for i in range(len(values) - width + 1)]
+
+
+def peak_and_end(records: list[dict], width: int = 5) -> dict:
+    """The true reward's best ``width``-update mean, where it ended, and the KL to π_ref at each."""
+    true, kl = smoothed(records, "true_reward_mean", width), smoothed(records, "kl_ref", width)
+    peak = max(range(len(true)), key=true.__getitem__)
+    return {"peak": true[peak], "kl_at_peak": kl[peak], "end": true[-1], "kl_end": kl[-1],
+            "proxy_start": records[0]["score_mean"], "proxy_end": smoothed(records, "score_mean", width)[-1]}

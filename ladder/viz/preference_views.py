@@ -1,0 +1,85 @@
+"""Notebook 9's figures and its widget over β, drawn from ``preference_lab``'s runs and numbers.
+
+    reward_model_figure(records, summary)   held-out accuracy (labeller's order, true order), length correlation,
+                                            and the calibration diagram of σ(r_w − r_l)
+    overoptimisation_figure(ppo)            r_φ's score and the true reward against KL(π_θ‖π_ref), one line per β
+    beta_view(samples, ppo)                 β → the KL-regularised optimum over samples of π_ref: where it sits on the
+                                            curve of E[r*] and E[r_φ] against KL, and its implicit reward against r_φ
+"""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import torch
+from matplotlib.figure import Figure
+
+from ladder.viz._widget import View
+from ladder.viz.preference_lab import optimum, smoothed
+
+BETAS = [round(10 ** (e / 8), 4) for e in range(-20, 9)]  # 0.0032 … 10, eight to a decade
+
+
+def reward_model_figure(records: list[dict], summary: dict) -> Figure:
+    fig = Figure(figsize=(11, 3.2))
+    left, mid, right = (fig.add_subplot(1, 3, i) for i in (1, 2, 3))
+    evals = [{"step": 0, **summary["eval_before"]}] + [r for r in records if "eval_accuracy" in r]
+    steps = [r["step"] for r in evals]
+    left.plot(steps, [r["eval_accuracy"] for r in evals], "o-", label="the labeller's order")
+    left.plot(steps, [r["eval_score_accuracy"] for r in evals], "o-", label="the true order")
+    left.set(title="held-out pairs ranked right by r_φ", xlabel="update", ylim=(0, 1))
+    left.legend(fontsize=8)
+    mid.plot(steps, [r["eval_length_corr"] for r in evals], "o-", color="C2")
+    mid.set(title="correlation of r_φ with length (words)", xlabel="update")
+    table = summary["calibration"]
+    right.plot([0, 1], [0, 1], ":", color="grey")
+    right.plot([row["predicted"] for row in table], [row["observed"] for row in table], "o-", color="C3")
+    right.set(title="calibration, held out", xlabel="predicted σ(r_a − r_b)", ylabel="observed share a ≻ b")
+    fig.tight_layout()
+    return fig
+
+
+def overoptimisation_figure(ppo: dict[float, list[dict]]) -> Figure:
+    fig = Figure(figsize=(11, 3.4))
+    proxy_ax, true_ax = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+    for i, (beta, records) in enumerate(ppo.items()):
+        kl = smoothed(records, "kl_ref")
+        proxy_ax.plot(kl, smoothed(records, "score_mean"), color=f"C{i}", label=f"β = {beta:g}")
+        true_ax.plot(kl, smoothed(records, "true_reward_mean"), color=f"C{i}", label=f"β = {beta:g}")
+    proxy_ax.set(title="what PPO optimises: r_φ's score", xlabel="KL(π_θ‖π_ref), nats per completion")
+    true_ax.set(title="what we wanted: the true reward r*", xlabel="KL(π_θ‖π_ref), nats per completion")
+    for ax in (proxy_ax, true_ax):
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def beta_view(samples: dict, ppo: dict[float, list[dict]]) -> View:
+    """A slider over β: the optimum π*_β ∝ π_ref·exp(r_φ/β) over the held-out samples of π_ref."""
+    curve = [optimum(samples, beta) for beta in BETAS]
+    controls = {"beta": widgets.SelectionSlider(options=BETAS, value=0.1, description="β",
+                                                layout=widgets.Layout(width="480px"))}
+
+    def draw(v: dict):
+        point = optimum(samples, v["beta"])
+        fig = Figure(figsize=(11, 3.6))
+        left, right = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
+        left.plot([c["kl"] for c in curve], [c["truth"] for c in curve], "-", color="C0", label="π*_β: E[r*]")
+        for i, (beta, records) in enumerate(ppo.items()):
+            left.plot(smoothed(records, "kl_ref"), smoothed(records, "true_reward_mean"), color=f"C{i + 1}",
+                      alpha=0.7, label=f"PPO, β = {beta:g}: r*")
+        left.plot([point["kl"]], [point["truth"]], "o", color="C0", ms=9)
+        left.set(title="the true reward against KL(·‖π_ref)", xlabel="nats per completion")
+        left.legend(fontsize=8)
+        right.scatter(samples["proxy"], point["implicit"], s=4, alpha=0.4)
+        right.set(title=f"π*_β's implicit reward β·log π*/π_ref (β = {v['beta']:g})", xlabel="r_φ(x, y)",
+                  ylabel="β·log π*(y|x)/π_ref(y|x)")
+        fig.tight_layout()
+        gap = samples["proxy"] - point["implicit"]
+        return fig, {"point": {k: point[k] for k in ("beta", "kl", "proxy", "truth")}, "curve": curve,
+                     "summary": f"β = {v['beta']:g}: KL(π*‖π_ref) = {point['kl']:.2f} nats, E[r_φ] = "
+                                f"{point['proxy']:+.2f}, E[r*] = {point['truth']:+.2f}; r_φ − implicit reward = "
+                                f"β·log Z(x) ranges over {gap.min():+.2f} … {gap.max():+.2f}, one value per prompt "
+                                f"({torch.unique(samples['prompt']).numel()} prompts)"}
+
+    return View(controls, draw, "the KL-regularised optimum over 1,000 samples of π_ref, as β moves")
