@@ -19,6 +19,7 @@ Each view returns a ``View`` (an ``ipywidgets.VBox``): ``view.controls`` are its
     staleness_view           --max-staleness k: the weight π_old/π_rollout of a rollout k updates stale
     sampler_view             a sampler that is not π_old: its weights π_old/π_sampler, and what C_max keeps
     exact_sampler_gradients  the exact bias and variance of the gradient under π_sampler, uncorrected and truncated
+    preference_lab/_views    notebook 9: a reward model, PPO against it at two β, DPO; the optimum π*_β over samples
     Predict, Reason, tally   self-checks: a prediction or a reason, checked against what the code then computes
     check_computed           a piece the learner computes in a notebook, checked against the notebook's own
     SelfCheck                a notebook's closing questions, answered with numbers the notebook computed
