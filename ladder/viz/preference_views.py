@@ -64,11 +64,11 @@ def beta_view(samples: dict, ppo: dict[float, list[dict]]) -> View:
         point = optimum(samples, v["beta"])
         fig = Figure(figsize=(11, 3.6))
         left, right = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
-        left.plot([c["kl"] for c in curve], [c["truth"] for c in curve], "-", color="C0", label="π*_β: E[r*]")
-        for i, (beta, records) in enumerate(ppo.items()):
-            left.plot(smoothed(records, "kl_ref"), smoothed(records, "true_reward_mean"), color=f"C{i + 1}",
+        left.plot([c["kl"] for c in curve], [c["truth"] for c in curve], "-", color="black", label="π*_β: E[r*]")
+        for i, (beta, records) in enumerate(ppo.items()):   # the colours of overoptimisation_figure
+            left.plot(smoothed(records, "kl_ref"), smoothed(records, "true_reward_mean"), color=f"C{i}",
                       alpha=0.7, label=f"PPO, β = {beta:g}: r*")
-        left.plot([point["kl"]], [point["truth"]], "o", color="C0", ms=9)
+        left.plot([point["kl"]], [point["truth"]], "o", color="black", ms=9)
         left.set(title="the true reward against KL(·‖π_ref)", xlabel="nats per completion")
         left.legend(fontsize=8)
         right.scatter(samples["proxy"], point["implicit"], s=4, alpha=0.4)
