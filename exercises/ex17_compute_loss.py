@@ -33,8 +33,9 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
                  mask, per token, before the aggregation and on the policy term alone — GammaWeighted folds w
                  into its own weight (folds_sampler_weight), so it is not multiplied again; s, its statistics
                  ({} and L_t unchanged when mb.sampling_logp and cfg.sampler.off_policy_mask are both None);
-                 a spec with statistics of its own (the preference objectives' accuracy and margin) adds
-                 objective.statistics(PolicyInputs(…), cfg) to s
+                 a spec with statistics of its own — only BradleyTerry and DPO have a ``statistics`` method
+                 (check with hasattr) — adds objective.statistics(the same PolicyInputs, cfg) to s (their
+                 accuracy and margin); DPO's β is its spec's field (DPO(beta=0.1)), not cfg.kl_coef
     kept       = mask, or high_entropy_mask(H, mask, q) if H is not None and q = cfg.entropy_quantile < 1
                  (ladder.core: the top-q share of the real tokens by entropy); then L_t ← L_t · kept and
                  s["entropy/kept_frac"] = Σ kept / max(Σ mask, 1)
@@ -74,7 +75,7 @@ Every rung's loss is this one function (notebook 2 derives it; notebooks 3–6 v
 Import your earlier exercises from the same directory (``from ex04_whiten import whiten``; the grader
 and ``--use-exercises`` give you your own files), or ladder.core's until yours pass. The policy terms
 come from the specs: they call ladder.core's functions, which ``--use-exercises`` replaces with your
-exercises 2, 5 and 24. Worked example: before any optimiser step π_θ = π_old, so every ratio is 1 and
+exercises 2, 5, 24, 26 and 27. Worked example: before any optimiser step π_θ = π_old, so every ratio is 1 and
 nothing is clipped:
 
     >>> from ladder.core import UpdateConfig

@@ -4,19 +4,22 @@ Goes with notebook 9, section “1 · From preferences to a reward: Bradley–Te
 
 A labeller is shown two completions of one prompt x and says which is better: y_w (chosen) ≻ y_l (rejected). No
 one writes down a number. Bradley and Terry (1952) model the choice as a coin weighted by a hidden score r: the
-better the score's gap, the surer the choice,
+wider the gap, the surer the choice,
 
     P(y_w ≻ y_l | x) = σ(r(x, y_w) − r(x, y_l))            σ(z) = 1 / (1 + e^(−z))
 
-and a reward model r_φ (a language model with a scalar head) is fitted by maximum likelihood over B pairs:
+and a reward model r_φ (a language model with a scalar head) is fitted by maximum likelihood over N pairs:
 
-    L_BT = −(1/B) · Σ_i log σ(r_w,i − r_l,i − m_i)         m_i: an optional margin (None: 0), which asks for a
+    L_BT = −(1/N) · Σ_i log σ(r_w,i − r_l,i − m_i)         m_i: an optional margin (None: 0), which asks for a
                                                            gap of at least about m_i before the pair stops pulling
-    ∂L_BT/∂r_w,i = −σ(−(r_w,i − r_l,i − m_i)) / B           large while the pair is ranked wrong, small once right
+    ∂L_BT/∂r_w,i = −σ(−(r_w,i − r_l,i − m_i)) / N           large while the pair is ranked wrong, small once right
+
+(A margin per pair comes with the data — TRL's RewardTrainer reads a ``margin`` column, e.g. how strongly the labeller
+preferred y_w; ladder's reward-model rung passes none.)
 
 Only differences of scores enter: r_φ + c ranks every pair as r_φ does and has the same loss, so a reward model's
 scores have no zero of their own. Use ``torch.nn.functional.logsigmoid`` rather than ``torch.log(torch.sigmoid(·))``:
-σ(z) underflows to 0 for z ≲ −104 in float32 and its log is −inf; logsigmoid stays finite.
+in float32 σ(z) is 0 below z ≈ −88.7 (where e^(−z) overflows) and its log is −inf; logsigmoid stays finite.
 
     chosen_rewards    [N]  r_φ(x_i, y_w,i), with its graph
     rejected_rewards  [N]  r_φ(x_i, y_l,i), with its graph

@@ -8,11 +8,11 @@ place of π* and that reward into exercise 26's Bradley–Terry likelihood: Z(x)
 cancels. What is left needs no reward model and no sampling — only log-probs of the pairs' completions:
 
     r̂(x, y)  = β · (log π_θ(y|x) − log π_ref(y|x))         the implicit reward; log π(y|x) = Σ_t log π(y_t | x, y_<t)
-    L_DPO    = −(1/B) · Σ_i log σ(r̂(x_i, y_w,i) − r̂(x_i, y_l,i))
+    L_DPO    = −(1/N) · Σ_i log σ(r̂(x_i, y_w,i) − r̂(x_i, y_l,i))        over N pairs
 
 Its gradient is a policy gradient on the pairs' fixed completions, weighted by how wrong the pair still is:
 
-    ∂L_DPO/∂log π_θ(y_w,i) = −β·σ(r̂_l,i − r̂_w,i) / B,    ∂L_DPO/∂log π_θ(y_l,i) = +β·σ(r̂_l,i − r̂_w,i) / B
+    ∂L_DPO/∂log π_θ(y_w,i) = −β·σ(r̂_l,i − r̂_w,i) / N,    ∂L_DPO/∂log π_θ(y_l,i) = +β·σ(r̂_l,i − r̂_w,i) / N
 
 π_ref's log-probs are constants (no gradient). Use ``torch.nn.functional.logsigmoid`` (exercise 26).
 

@@ -17,7 +17,7 @@ After this notebook (about 45 minutes, on a CPU; its runs take about a minute an
 * say how a reward model is fitted to preference pairs (Bradley–Terry), and read its held-out accuracy and calibration;
 * watch a learned reward being **over-optimised**: the reward PPO climbs keeps rising while the true one falls;
 * derive DPO from the optimum of the KL-regularised objective, and say what its implicit reward is;
-* compare what RM + PPO and DPO reach per unit of KL to $\pi_{\text{ref}}$, on the same pairs.
+* compare what RM + PPO and DPO reach at the same KL to $\pi_{\text{ref}}$, on the same pairs.
 
 Rungs 3–5 were handed their reward: a sentiment classifier, a rule that checks an answer. RLHF starts a step earlier.
 People are shown two completions of a prompt and say which is better; nobody writes a number. Everything here runs on
@@ -27,6 +27,9 @@ from the tiny review GPT-2 of notebook 4, two per prompt, ranked by a simulated 
     """from ladder.tasks import tiny_preferences
 from ladder.viz import preference_lab as lab, preference_views as views
 
+t = tiny_preferences
+print(f"the labeller: b = LENGTH_BIAS = {t.LENGTH_BIAS} per word, τ = TEMPERATURE = {t.TEMPERATURE}; the truth: "
+      f"c = PADDING = {t.PADDING}; pairs: {t.SPLITS}")
 for pair in lab.pairs_sample(4):
     print(f"{pair['prompt']!r}\\n   chosen   {pair['chosen']!r}  ({pair['words_chosen']} words, r* {pair['score_chosen']:+.2f})"
           f"\\n   rejected {pair['rejected']!r}  ({pair['words_rejected']} words, r* {pair['score_rejected']:+.2f})")""",
@@ -43,7 +46,7 @@ likelihood over the pairs:
 
 $$L_{\text{BT}}(\phi) = -\frac{1}{B}\sum_i \log\sigma\big(r_\phi(x_i, y_{w,i}) - r_\phi(x_i, y_{l,i})\big).$$
 
-Only differences enter, so $r_\phi + c$ ranks every pair as $r_\phi$ does: a reward model's scores have no zero of their
+Only differences enter, so $r_\phi + a$ ranks every pair as $r_\phi$ does: a reward model's scores have no zero of their
 own. This is exercise 26 (`ex26_bradley_terry`).
 
 The tiny task's labeller prefers the more positive review, but it is swayed by length: it ranks $y_1$ over $y_2$ with
@@ -52,8 +55,8 @@ $[-1, 1]$, $n$ the words, $b$ = `LENGTH_BIAS` and $\tau$ = `TEMPERATURE`. What w
 reward** $r^*(x, y) = s(x + y) - c\cdot(k(y) + h(y))$: a plainly positive review, charged $c$ = `PADDING` for each word
 that repeats an earlier one ($k$) and for a hedging "but" ($h$). The labeller never sees $r^*$, and neither will any
 model we train; every pair carries it (`score_chosen`, `score_rejected`) so that we can check.""",
-    """p_longer = viz.Predict("In the 2,000 training pairs whose two completions differ in length, what share of the "
-                       "labeller's choices is the longer completion?",
+    """p_longer = viz.Predict(f"In the {t.SPLITS['train']:,} training pairs, of those whose two completions differ in "
+                       "length, what share of the labeller's choices is the longer completion?",
                        choices=("about a third", "about a half", "about two thirds"))
 p_longer.answer = None      # your prediction, before you run on""",
     """counts = lab.pair_counts()
@@ -67,21 +70,24 @@ print(f"L_BT of three pairs with gaps 2, 0, −2: by hand {by_hand:.4f}, core.br
       f"{core.bradley_terry_loss(chosen, rejected):.4f}")""",
     r"""md:## 2 · A reward model on the tiny pairs
 
-`python -m ladder.run reward-model --preset tiny` fits $r_\phi$ — the tiny review GPT-2 with a fresh scalar head — to the
-2,000 training pairs, 32 pairs per update for 120 updates, through the same `core.update` as every rung: a batch of $B$ pairs is
+`python -m ladder.run reward-model --preset tiny --out runs/rm` fits $r_\phi$ — the tiny review GPT-2 with a fresh scalar
+head — to the training pairs (the sizes are printed below), through the same `core.update` as every rung: a batch of $B$ pairs is
 $2B$ rows, row $2i$ the chosen sequence and row $2i + 1$ the rejected one, a `[2B, 1]` batch whose one "log-prob" per
 row is the score, and the objective `"bradley_terry"` (`Batch.rows_per_group = 2` keeps each pair whole when the
-batch is split into minibatches). Every 20 updates it scores the 500 held-out pairs.""",
+batch is split into minibatches). Every few updates it scores the held-out pairs.""",
     """rm_summary, rm_records = lab.reward_model_run(RUNS / "rm")
-display(views.reward_model_figure(rm_records, rm_summary))
+display(Image(data=views.reward_model_figure(rm_records, rm_summary)))
 before, after = rm_summary["eval_before"], rm_summary["eval_after"]
+print(f"{rm_summary['train_pairs']} training pairs, {rm_records[0]['pairs']} per update, {rm_summary['updates']} "
+      f"updates; {rm_summary['held_out_pairs']} held-out pairs")
 print(f"held-out pairs ranked as the labeller did: {before['eval_accuracy']:.0%} → {after['eval_accuracy']:.0%}; "
       f"as the truth does: {before['eval_score_accuracy']:.0%} → {after['eval_score_accuracy']:.0%}")
-print(f"correlation of r_φ with length: {after['eval_length_corr']:+.2f}; calibration error "
-      f"{after['eval_calibration_error']:.3f}")""",
+print(f"correlation of r_φ with length: {before['eval_length_corr']:+.2f} (the fresh head) → "
+      f"{after['eval_length_corr']:+.2f}; calibration error {after['eval_calibration_error']:.3f}")""",
     r"""md:The reward model learns the labeller, not the truth: it ranks more held-out pairs in the labeller's order than in the
-truth's, and it pays for length. On the pairs it was trained on that is harmless — there, longer completions are
-what the labeller liked. The calibration diagram reads each pair both ways round: of the pairs to which $r_\phi$ gives
+truth's, and it pays for length. Among the completions the pairs hold — samples of the tiny review GPT-2 — that
+costs little: the truth does not charge for length itself, only for padding and hedges, and few samples have them.
+The calibration diagram reads each pair both ways round: of the pairs to which $r_\phi$ gives
 $\sigma(r_a - r_b) \approx 0.8$, a calibrated model sees about 80% go its way. A model can be calibrated about the
 labeller and still be wrong about what we want.""",
     r"""md:## 3 · Over-optimisation: the proxy rises, the truth falls
@@ -90,26 +96,33 @@ PPO now maximises the learned reward, held near $\pi_{\text{ref}}$ by the KL pen
 
 $$\max_\theta\; \mathbb{E}_{y \sim \pi_\theta}\big[r_\phi(x, y)\big] - \beta\,\mathrm{KL}\big(\pi_\theta \,\|\, \pi_{\text{ref}}\big).$$
 
-`ppo-sentiment --reward-model runs/rm/reward_model` scores each completion with $r_\phi$; `--true-reward tiny-preferences`
-logs $r^*$ beside it, which PPO never sees. Two runs of 60 updates, fixed $\beta$ = 0.005 and 0.05
-(`--no-adaptive-kl`), 64 completions per update (about half a minute each):""",
-    """p_fall = viz.Predict("With β = 0.005, after 60 updates, where will the true reward r* of the batches be?",
-                     choices=("still rising", "past its peak and falling"))
+`python -m ladder.run ppo-sentiment --preset tiny --reward-model runs/rm/reward_model --true-reward tiny-preferences
+--no-adaptive-kl --kl-coef 0.005` scores each completion with $r_\phi$ and logs $r^*$ beside it, which PPO never sees.
+Two runs, a fixed $\beta$ (`--kl-coef`) of 0.005 and of 0.05, each a short schedule with a larger learning rate
+(`lab.PPO_FLAGS`, printed below; about half a minute each). "Peak" and "end" below are means over 5 updates, as the
+curves are.""",
+    """p_fall = viz.Predict("The larger penalty, β = 0.05: by the end of its run, will the true reward r* have fallen "
+                     "clearly (by more than 0.1) from its peak?", choices=("yes", "no"))
 p_fall.answer = None      # your prediction, before you run on""",
-    """ppo = lab.ppo_runs(RUNS / "rm" / "reward_model", RUNS)
-display(views.overoptimisation_figure(ppo))
+    """print("ppo-sentiment --preset tiny", " ".join(lab.PPO_FLAGS))
+ppo = lab.ppo_runs(RUNS / "rm" / "reward_model", RUNS)
+display(Image(data=views.overoptimisation_figure(ppo)))
 seen = {beta: lab.peak_and_end(records) for beta, records in ppo.items()}
 for beta, s in seen.items():
-    print(f"β = {beta:g}: r_φ {s['proxy_start']:+.2f} → {s['proxy_end']:+.2f}; r* peaked at {s['peak']:+.2f} (KL "
-          f"{s['kl_at_peak']:.1f}) and ended at {s['end']:+.2f} (KL {s['kl_end']:.1f})")
-small = seen[min(seen)]
-p_fall.check("past its peak and falling" if small["end"] < small["peak"] - 0.1 else "still rising",
-             why=f"r* fell {small['peak'] - small['end']:.2f} from its peak while r_φ kept rising")""",
-    r"""md:This is Gao, Schulman and Hilton's over-optimisation (2022): as the KL to $\pi_{\text{ref}}$ grows, the proxy reward keeps
-climbing while the true reward peaks and falls. The learned reward is right where the pairs were — near
-$\pi_{\text{ref}}$ — and wrong far from it: it learned that long reviews win, and PPO with a small $\beta$ finds the
-cheapest ways to look long, ways no pair ever showed it (read the completions below). A larger $\beta$ holds the
-policy nearer $\pi_{\text{ref}}$, where $r_\phi$ was fitted. The doctor reads the same thing from the runs' logs:""",
+    print(f"β = {beta:g}: r_φ {s['proxy_start']:+.2f} → {s['proxy_at_peak']:+.2f} (at r*'s peak) → {s['proxy_end']:+.2f}; "
+          f"r* peaked at {s['peak']:+.2f} (KL {s['kl_at_peak']:.1f}) and ended at {s['end']:+.2f} (KL {s['kl_end']:.1f})")
+small, large = seen[min(seen)], seen[max(seen)]
+p_fall.check("yes" if large["end"] < large["peak"] - 0.1 else "no",
+             why=f"β = {max(seen):g}: r* {large['peak']:+.2f} → {large['end']:+.2f}; β = {min(seen):g}: "
+                 f"{small['peak']:+.2f} → {small['end']:+.2f} while r_φ went {small['proxy_at_peak']:+.2f} → "
+                 f"{small['proxy_end']:+.2f}")""",
+    r"""md:Read the small-$\beta$ run against the printed numbers: this is Gao, Schulman and Hilton's over-optimisation (2022).
+As its KL to $\pi_{\text{ref}}$ grows, the proxy keeps climbing while the true reward peaks and falls. The learned reward
+is right where the pairs were — near $\pi_{\text{ref}}$ — and wrong far from it: it learned that long reviews win, and
+PPO with a small $\beta$ finds the cheapest ways to look long, ways no pair ever showed it (read the completions below).
+A larger $\beta$ holds the policy nearer $\pi_{\text{ref}}$, where $r_\phi$ was fitted. Compare the two runs' $r_\phi$ at the
+end: the weaker penalty did not buy a higher proxy with its extra KL — $r_\phi$ stops paying beyond what its pairs
+showed, so the extra distance bought only the exploits. The doctor reads the same thing from the runs' logs:""",
     """from ladder.doctor import diagnose, read_run
 
 for beta in ppo:
@@ -121,11 +134,13 @@ for row in last[:4]:
     print(f"   {row['prompt']!r} → {row['after']!r}")""",
     r"""md:## 4 · DPO: the reward was in the policy all along
 
-The objective above has a closed-form optimum. For each prompt, maximising $\mathbb{E}_\pi[r] - \beta\,\mathrm{KL}(\pi\,\|\,\pi_{\text{ref}})$
-over distributions $\pi$ gives
+The objective above has a closed-form optimum. For each prompt, with
 
 $$\pi^*(y \mid x) = \frac{1}{Z(x)}\,\pi_{\text{ref}}(y \mid x)\, \exp\!\big(r(x, y)/\beta\big), \qquad
 Z(x) = \sum_y \pi_{\text{ref}}(y \mid x)\, \exp\!\big(r(x, y)/\beta\big),$$
+
+one line of algebra gives $\mathbb{E}_\pi[r] - \beta\,\mathrm{KL}(\pi\,\|\,\pi_{\text{ref}}) = \beta\log Z(x) - \beta\,\mathrm{KL}(\pi\,\|\,\pi^*)$
+for any distribution $\pi$: the left side is largest at $\pi = \pi^*$,
 
 so the reward can be read off the optimal policy: $r(x, y) = \beta \log \frac{\pi^*(y \mid x)}{\pi_{\text{ref}}(y \mid x)} + \beta \log Z(x)$.
 Put that into the Bradley–Terry likelihood of section 1: $\beta\log Z(x)$ is the same for $y_w$ and $y_l$ and cancels.
@@ -135,52 +150,63 @@ $$\hat r_\theta(x, y) = \beta \log \frac{\pi_\theta(y \mid x)}{\pi_{\text{ref}}(
 L_{\text{DPO}}(\theta) = -\frac{1}{B}\sum_i \log\sigma\big(\hat r_\theta(x_i, y_{w,i}) - \hat r_\theta(x_i, y_{l,i})\big).$$
 
 No reward model, no sampling: only the log-probs of the pairs' completions under $\pi_\theta$ and $\pi_{\text{ref}}$,
-each summed over the completion's tokens. Its gradient is a policy gradient on those fixed completions,
-$\nabla L_{\text{DPO}} = -\frac{\beta}{B}\sum_i \sigma(\hat r_l - \hat r_w)\,\big[\nabla\log\pi_\theta(y_w) - \nabla\log\pi_\theta(y_l)\big]$:
-an advantage of $+\beta\sigma(\hat r_l - \hat r_w)$ on the chosen and its negative on the rejected, large while the pair
-is still ranked wrong. This is exercise 27 (`ex27_dpo_loss`).
+each summed over the completion's tokens. Its gradient has the form $-\hat A\,\nabla\log\pi_\theta$ on fixed, off-policy
+completions,
+$\nabla L_{\text{DPO}} = -\frac{\beta}{B}\sum_i \sigma(\hat r_{l,i} - \hat r_{w,i})\,\big[\nabla\log\pi_\theta(y_{w,i}) - \nabla\log\pi_\theta(y_{l,i})\big]$:
+an advantage of $+\beta\sigma(\hat r_{l,i} - \hat r_{w,i})$ on the chosen and its negative on the rejected, large while the
+pair is still ranked wrong. This is exercise 27 (`ex27_dpo_loss`).
 
-The widget computes $\pi^*_\beta$ exactly — not over all reviews, but over the 1,000 held-out completions, samples of
-$\pi_{\text{ref}}$, with $r = r_\phi$: each prompt's samples reweighted by $\exp(r_\phi/\beta)$. Move $\beta$: the dot
+The widget computes $\pi^*_\beta$ for $r = r_\phi$ — not over all reviews, but over the held-out completions, samples of
+$\pi_{\text{ref}}$: with $\pi_{\text{ref}}$ replaced by the uniform distribution over each prompt's $n$ samples, the optimum
+is exact and simple, each sample weighted by $\exp(r_\phi/\beta)$ (relative to the real $\pi^*$ it is a reweighting
+estimate). Move $\beta$: the dot
 walks along the curve of $\mathbb{E}_{\pi^*}[r^*]$ against $\mathrm{KL}(\pi^* \,\|\, \pi_{\text{ref}})$, beside the PPO runs. On the
 right, $\pi^*_\beta$'s implicit reward $\beta\log\pi^*/\pi_{\text{ref}}$ against $r_\phi$: the reward, shifted by
 $\beta\log Z(x)$ — one shift per prompt, which is why the points fall on parallel lines.""",
     """samples = lab.scored_samples(RUNS / "rm" / "reward_model")
 view = views.beta_view(samples, ppo)
 display(view)""",
-    r"""md:Over samples of $\pi_{\text{ref}}$ the optimum cannot leave them: its KL is at most $\log n$ per prompt, and the padded
-reviews PPO wrote are not among them, so it does not over-optimise the way PPO did. DPO has the same leash in another
-form: it only ever raises or lowers the log-probs of the pairs' own completions. `python -m ladder.run dpo --preset tiny`
-trains $\pi_\theta$ on the same 2,000 pairs (60 updates here), through the same `core.update`: a `[2B, T]` batch of the
-completions' tokens, $\log\pi_{\text{ref}}$ computed once per batch, and the objective `core.DPO(beta)`. Every 20
-updates it ranks the held-out pairs by $\hat r_\theta$ and samples completions on held-out prompts, logging their KL to
-$\pi_{\text{ref}}$ and their true reward.""",
+    r"""md:Over samples of $\pi_{\text{ref}}$ the optimum cannot leave them: $\mathrm{KL}(\pi^*\,\|\,\hat\pi_{\text{ref}}) = \log n - H(\pi^*) \le \log n$
+per prompt (the widget prints the bound), and the padded reviews PPO wrote are not among the samples, so it does not
+over-optimise the way PPO did. DPO has no such bound: its gradient pushes only on the pairs' own completions, but the
+weights are shared, so where the rest of the probability goes is generalisation, and nothing bounds its KL but the
+number of steps. `python -m ladder.run dpo --preset tiny` trains $\pi_\theta$ on the same training pairs, through the
+same `core.update`: a `[2B, T]` batch of the completions' tokens, $\log\pi_{\text{ref}}$ computed once per batch, and the
+objective `core.DPO(beta)`. Every few updates it ranks the held-out pairs by $\hat r_\theta$ and samples completions on
+held-out prompts, logging their KL to $\pi_{\text{ref}}$ and their true reward.""",
     """p_dpo = viz.Predict("DPO's loss at its first update, before any step (π_θ = π_ref), to 3 decimals?", decimals=3)
 p_dpo.answer = None      # your prediction, before you run on""",
     """dpo_summary, dpo_records = lab.dpo_run(RUNS / "dpo")
 p_dpo.check(dpo_records[0]["loss"], why="every implicit reward is 0, so each pair's loss is −log σ(0) = log 2")
-end = dpo_summary["eval_after"]
-print(f"DPO, β = 0.1: held-out pairs ranked right by r̂ {end['eval_accuracy']:.0%} (the truth's order "
+end, dpo_beta = dpo_summary["eval_after"], dpo_summary["beta"]
+print(f"{dpo_summary['updates']} updates of {dpo_records[0]['pairs']} pairs")
+print(f"DPO, β = {dpo_beta:g}: held-out pairs ranked right by r̂ {end['eval_accuracy']:.0%} (the truth's order "
       f"{end['eval_score_accuracy']:.0%}); sampled completions: KL {end['sample_kl']:.1f} nats, r* "
       f"{dpo_summary['eval_before']['true_reward_mean']:+.2f} → {end['true_reward_mean']:+.2f}")""",
     r"""md:## 5 · RM + PPO or DPO: the true reward per unit of KL
 
 The question that matters is not which loss is lower but how much of what we wanted each method buys with its distance
-from $\pi_{\text{ref}}$. The runs above, side by side (the KL of PPO's batches and of DPO's sampled completions are the
-same quantity, $\mathbb{E}_{y\sim\pi_\theta}\sum_t \log\pi_\theta(y_t)/\pi_{\text{ref}}(y_t)$, in nats per completion):""",
-    """rows = [(f"RM + PPO, β = {beta:g}", ppo[beta][0]["true_reward_mean"], s["end"], s["kl_end"]) for beta, s in seen.items()]
-rows.append(("DPO, β = 0.1", dpo_summary["eval_before"]["true_reward_mean"], end["true_reward_mean"], end["sample_kl"]))
-print(f"{'method':<22}{'r* of π_ref':>12}{'r* at the end':>15}{'KL':>7}{'gain per nat of KL':>20}")
-for name, start, true, kl in rows:      # π_ref: the first batch (PPO), the evaluation before training (DPO)
-    print(f"{name:<22}{start:>+12.2f}{true:>+15.2f}{kl:>7.1f}{(true - start) / max(kl, 1e-9):>+20.3f}")
+from $\pi_{\text{ref}}$. The true reward against KL is concave, so dividing one by the other favours whoever stopped
+early; compare at the same KL instead: each PPO run's $r^*$ where its KL first reached DPO's, beside DPO's (the KL of
+PPO's batches and of DPO's sampled completions are the same quantity,
+$\mathbb{E}_{y\sim\pi_\theta}\sum_t \log\pi_\theta(y_t)/\pi_{\text{ref}}(y_t)$, in nats per completion; PPO's prompts are drawn
+from the same review openings as DPO's held-out ones):""",
+    """kl = end["sample_kl"]
+print(f"π_ref's completions (DPO's evaluation before training): r* {dpo_summary['eval_before']['true_reward_mean']:+.2f}")
+print(f"{'method':<22}{'r* at KL ' + format(kl, '.1f'):>14}{'r* at the end':>15}{'KL at the end':>15}")
+print(f"{'DPO, β = ' + format(dpo_beta, 'g'):<22}{end['true_reward_mean']:>+14.2f}{end['true_reward_mean']:>+15.2f}"
+      f"{kl:>15.1f}")
+for beta, s in seen.items():
+    print(f"{'RM + PPO, β = ' + format(beta, 'g'):<22}{lab.true_at_kl(ppo[beta], kl):>+14.2f}{s['end']:>+15.2f}"
+          f"{s['kl_end']:>15.1f}")
 print("\\nbenchmarks/RESULTS.md has the same comparison over three seeds (benchmarks/overoptimisation.py).")""",
     r"""md:One seed and one budget, so read the ordering, not the digits. Which method buys more at the same KL depends on the
 data and the budget; what this notebook shows is that a learned reward is a map that holds only near where it was
-drawn — and that the KL to $\pi_{\text{ref}}$, whether a penalty ($\beta$ in PPO's reward) or a leash (DPO's pairs), is what
-keeps the policy on the map.""",
+drawn, and that the distance from $\pi_{\text{ref}}$ — held by PPO's $\beta$, or by how far DPO is trained — is what keeps
+the policy on the map.""",
     SELF_CHECK,
     """why_z = viz.Reason("Why does Z(x) disappear from DPO's loss?",
-                   "it is 1 for every x, because π* is a probability distribution",
+                   "Z(x) of the true reward r is 1 for every x, because π* is a probability distribution",
                    "it depends only on x, so β·log Z(x) is the same for y_w and y_l and cancels in their difference",
                    "DPO sets β so that log Z(x) = 0",
                    "it is estimated from the sampled completions, as PPO's baseline is")

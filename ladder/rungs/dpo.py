@@ -1,4 +1,4 @@
-"""Rung 6b: DPO — fit the policy to preference pairs directly, with no reward model and no sampling.
+"""Rung 6, DPO: fit the policy to preference pairs directly, with no reward model and no sampling.
 
 The KL-regularised objective max E[r] − β·KL(π_θ‖π_ref) has the optimum π*(y|x) ∝ π_ref(y|x)·exp(r(x, y)/β), so the
 reward it implies is r(x, y) = β·log π*(y|x)/π_ref(y|x) + β·log Z(x); in the Bradley–Terry likelihood of a pair

@@ -7,8 +7,10 @@ pairs, and the KL-regularised optimum over samples of π_ref — every number co
     ppo_runs(reward_model, out)      ``ppo-sentiment --preset tiny`` against r_φ at each β: records per β
     dpo_run(out)                     ``dpo --preset tiny``: its summary and records
     scored_samples(reward_model)     the held-out completions (samples of π_ref) with r_φ, r* and their prompt
-    optimum(samples, β)              π*(y|x) ∝ π_ref(y|x)·exp(r_φ(x, y)/β) over those samples: E[r_φ], E[r*], the KL,
-                                     and the implicit reward β·log π*/π_ref = r_φ − β·log Z(x)
+    optimum(samples, β)              π*(y|x) ∝ π̂_ref(y|x)·exp(r_φ(x, y)/β), π̂_ref uniform over each prompt's n
+                                     samples: E[r_φ], E[r*], the KL (≤ log n) and the implicit reward
+                                     β·log π*/π̂_ref = r_φ − β·log Z(x)
+    true_at_kl(records, kl)          PPO's true reward (5-update means) where its KL (likewise) first reaches kl
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ def optimum(samples: dict, beta: float) -> dict:
     for i, p in enumerate(samples["prompt"].tolist()):
         groups[p].append(i)
     implicit = torch.empty_like(samples["proxy"])
-    kl, proxy, truth = [], [], []
+    kl, proxy, truth, log_n = [], [], [], []
     for rows in groups.values():
         rows = torch.tensor(rows)
         log_w = torch.log_softmax(samples["proxy"][rows] / beta, 0)
@@ -99,8 +101,10 @@ def optimum(samples: dict, beta: float) -> dict:
         kl.append(torch.special.xlogy(w, len(rows) * w).sum().item())
         proxy.append((w * samples["proxy"][rows]).sum().item())
         truth.append((w * samples["truth"][rows]).sum().item())
+        log_n.append(math.log(len(rows)))
     mean = lambda xs: sum(xs) / len(xs)  # noqa: E731
-    return {"beta": beta, "kl": mean(kl), "proxy": mean(proxy), "truth": mean(truth), "implicit": implicit}
+    return {"beta": beta, "kl": mean(kl), "proxy": mean(proxy), "truth": mean(truth), "implicit": implicit,
+            "log_n": mean(log_n)}
 
 
 def smoothed(records: list[dict], key: str, width: int = 5) -> list[float]:
@@ -109,9 +113,17 @@ def smoothed(records: list[dict], key: str, width: int = 5) -> list[float]:
     return [sum(values[i:i + width]) / width for i in range(len(values) - width + 1)]
 
 
+def true_at_kl(records: list[dict], kl: float, width: int = 5) -> float:
+    """r* (``width``-update means) at the first window whose mean KL to π_ref reaches ``kl`` (the last if none)."""
+    true, kls = smoothed(records, "true_reward_mean", width), smoothed(records, "kl_ref", width)
+    return next((t for t, k in zip(true, kls) if k >= kl), true[-1])
+
+
 def peak_and_end(records: list[dict], width: int = 5) -> dict:
-    """The true reward's best ``width``-update mean, where it ended, and the KL to π_ref at each."""
+    """The true reward's best ``width``-update mean (its peak), its last one (its end), the KL to π_ref at each, and
+    r_φ's score (likewise) at its start, at r*'s peak and at the end."""
     true, kl = smoothed(records, "true_reward_mean", width), smoothed(records, "kl_ref", width)
+    proxy = smoothed(records, "score_mean", width)
     peak = max(range(len(true)), key=true.__getitem__)
-    return {"peak": true[peak], "kl_at_peak": kl[peak], "end": true[-1], "kl_end": kl[-1],
-            "proxy_start": records[0]["score_mean"], "proxy_end": smoothed(records, "score_mean", width)[-1]}
+    return {"peak": true[peak], "kl_at_peak": kl[peak], "end": true[-1], "kl_end": kl[-1], "proxy_start": proxy[0],
+            "proxy_at_peak": proxy[peak], "proxy_end": proxy[-1]}

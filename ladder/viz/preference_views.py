@@ -1,8 +1,9 @@
 """Notebook 9's figures and its widget over β, drawn from ``preference_lab``'s runs and numbers.
 
     reward_model_figure(records, summary)   held-out accuracy (labeller's order, true order), length correlation,
-                                            and the calibration diagram of σ(r_w − r_l)
+                                            and the calibration diagram of σ(r_w − r_l) — as PNG bytes
     overoptimisation_figure(ppo)            r_φ's score and the true reward against KL(π_θ‖π_ref), one line per β
+                                            — as PNG bytes
     beta_view(samples, ppo)                 β → the KL-regularised optimum over samples of π_ref: where it sits on the
                                             curve of E[r*] and E[r_φ] against KL, and its implicit reward against r_φ
 """
@@ -13,13 +14,13 @@ import ipywidgets as widgets
 import torch
 from matplotlib.figure import Figure
 
-from ladder.viz._widget import View
+from ladder.viz._widget import View, render_png
 from ladder.viz.preference_lab import optimum, smoothed
 
 BETAS = [round(10 ** (e / 8), 4) for e in range(-20, 9)]  # 0.0032 … 10, eight to a decade
 
 
-def reward_model_figure(records: list[dict], summary: dict) -> Figure:
+def reward_model_figure(records: list[dict], summary: dict) -> bytes:
     fig = Figure(figsize=(11, 3.2))
     left, mid, right = (fig.add_subplot(1, 3, i) for i in (1, 2, 3))
     evals = [{"step": 0, **summary["eval_before"]}] + [r for r in records if "eval_accuracy" in r]
@@ -35,10 +36,10 @@ def reward_model_figure(records: list[dict], summary: dict) -> Figure:
     right.plot([row["predicted"] for row in table], [row["observed"] for row in table], "o-", color="C3")
     right.set(title="calibration, held out", xlabel="predicted σ(r_a − r_b)", ylabel="observed share a ≻ b")
     fig.tight_layout()
-    return fig
+    return render_png(fig)
 
 
-def overoptimisation_figure(ppo: dict[float, list[dict]]) -> Figure:
+def overoptimisation_figure(ppo: dict[float, list[dict]]) -> bytes:
     fig = Figure(figsize=(11, 3.4))
     proxy_ax, true_ax = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
     for i, (beta, records) in enumerate(ppo.items()):
@@ -51,7 +52,7 @@ def overoptimisation_figure(ppo: dict[float, list[dict]]) -> Figure:
         ax.legend(fontsize=8)
         ax.grid(alpha=0.3)
     fig.tight_layout()
-    return fig
+    return render_png(fig)
 
 
 def beta_view(samples: dict, ppo: dict[float, list[dict]]) -> View:
@@ -77,7 +78,8 @@ def beta_view(samples: dict, ppo: dict[float, list[dict]]) -> View:
         fig.tight_layout()
         gap = samples["proxy"] - point["implicit"]
         return fig, {"point": {k: point[k] for k in ("beta", "kl", "proxy", "truth")}, "curve": curve,
-                     "summary": f"β = {v['beta']:g}: KL(π*‖π_ref) = {point['kl']:.2f} nats, E[r_φ] = "
+                     "summary": f"β = {v['beta']:g}: KL(π*‖π_ref) = {point['kl']:.2f} nats (at most log n = "
+                                f"{point['log_n']:.2f} on average), E[r_φ] = "
                                 f"{point['proxy']:+.2f}, E[r*] = {point['truth']:+.2f}; r_φ − implicit reward = "
                                 f"β·log Z(x) ranges over {gap.min():+.2f} … {gap.max():+.2f}, one value per prompt "
                                 f"({torch.unique(samples['prompt']).numel()} prompts)"}
