@@ -121,8 +121,8 @@ As its KL to $\pi_{\text{ref}}$ grows, the proxy keeps climbing while the true r
 is right where the pairs were — near $\pi_{\text{ref}}$ — and wrong far from it: it learned that long reviews win, and
 PPO with a small $\beta$ finds the cheapest ways to look long, ways no pair ever showed it (read the completions below).
 A larger $\beta$ holds the policy nearer $\pi_{\text{ref}}$, where $r_\phi$ was fitted. Compare the two runs' $r_\phi$ at the
-end: the weaker penalty did not buy a higher proxy with its extra KL — $r_\phi$ stops paying beyond what its pairs
-showed, so the extra distance bought only the exploits. The doctor reads the same thing from the runs' logs:""",
+end: the weaker penalty bought little or no more proxy with its extra KL — $r_\phi$'s score levels off beyond what its
+pairs showed — and the extra distance went into the exploits. The doctor reads the same thing from the runs' logs:""",
     """from ladder.doctor import diagnose, read_run
 
 for beta in ppo:
