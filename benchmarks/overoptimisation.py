@@ -10,7 +10,8 @@ per run, the true reward's peak (the best 5-update mean), where it ended (the la
     python benchmarks/overoptimisation.py [--seeds 0 1 2] [--ppo-betas 0.005 0.05] [--dpo-betas 0.1]
         [--steps 60] [--lr 2e-4] [--runs DIR] [--jobs 2]
 
-About 8 minutes on 2 cores (two runs at a time). The runs go to --runs (a temporary directory unless given); the
+About 8 minutes on 2 cores (two runs at a time). ``--variant avx2`` or ``no-simd`` runs everything under a CPU kernel
+variant that rounds as other CPUs do (``gallery_margins.VARIANTS``), to check that the fall is not one machine's. The runs go to --runs (a temporary directory unless given); the
 table and every run's series to benchmarks/overoptimisation_results.json, the figure to
 benchmarks/overoptimisation.png (``--results``, ``--figure``).
 """
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -113,7 +115,11 @@ def main() -> None:
     parser.add_argument("--runs", default=None, help="where the runs go (default: a temporary directory)")
     parser.add_argument("--results", default="benchmarks/overoptimisation_results.json")
     parser.add_argument("--figure", default="benchmarks/overoptimisation.png")
+    parser.add_argument("--variant", default="native", choices=("native", "avx2", "no-simd"))
     args = parser.parse_args()
+    from gallery_margins import VARIANTS
+
+    os.environ.update(VARIANTS[args.variant])  # every run is a subprocess: it inherits the kernel variant
     args.runs = args.runs or tempfile.mkdtemp(prefix="ladder-overoptimisation-")
     with ThreadPoolExecutor(args.jobs) as pool:
         runs = [run for seed in args.seeds for run in one_seed(seed, args, pool)]

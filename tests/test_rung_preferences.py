@@ -85,3 +85,12 @@ def test_ppo_sentiment_trains_against_the_learned_reward_model(reward_model_run,
     records = [json.loads(line) for line in (tmp_path / "ppo" / "metrics.jsonl").read_text().splitlines()]
     assert summary["reward_model"] == str(out / "reward_model")
     assert all("true_reward_mean" in r and "score_mean" in r for r in records)
+
+
+def test_a_lora_reward_model_is_saved_whole_for_ppo_to_load(tmp_path):
+    """With --lora the adapters are merged into the backbone: OUT/reward_model is one model ppo-sentiment can load."""
+    _run("reward-model", tmp_path / "rm", "--lora", "--steps", "2", "--batch-size", "4", "--eval-pairs", "4")
+    saved = tmp_path / "rm" / "reward_model"
+    assert not (saved / "adapter_config.json").exists()
+    scores = sentiment.load_reward(str(saved))(["This movie was great.", "This movie was awful."])
+    assert scores.shape == (2,) and torch.isfinite(scores).all()

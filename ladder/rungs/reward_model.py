@@ -14,7 +14,8 @@ length, the labeller's spurious pull. ``--preset tiny`` learns the tiny task off
 
 metrics.jsonl, one line per update: loss, accuracy and margin of the batch; eval_accuracy, eval_margin,
 eval_calibration_error, eval_score_accuracy, eval_length_corr when evaluated. summary.json adds the final
-calibration table; OUT/reward_model holds the model and tokenizer, which ``ppo-sentiment --reward-model`` loads.
+calibration table; OUT/reward_model holds the model (with ``--lora``, the adapters merged into the backbone) and its
+tokenizer, which ``ppo-sentiment --reward-model`` loads.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from ladder import core, hub
 from ladder.cli import RunOptions, Text, at_least, int_range, option, positive
 from ladder.plots import Panel
 from ladder.policies import quant
-from ladder.policies.causal_lm import disable_dropout
+from ladder.policies.causal_lm import disable_dropout, is_peft
 from ladder.policies.reward_model import ScoringPolicy, load_reward_model, preference_batch, rewards
 from ladder.rungs.preference_eval import calibration, pair_report
 from ladder.rungs.protocol import TRAINING_WRITES, check_minibatches
@@ -165,8 +166,9 @@ def build(cfg: Config, run: RunSession) -> Recipe:
         chosen, rejected = score_pairs(model, tokenizer, held_out, cfg.forward_batch_size, cfg.device) if held_out \
             else (torch.zeros(0), torch.zeros(0))
         target = run.dir / "reward_model"
+        whole = model.merge_and_unload() if is_peft(model) else model  # --lora: the adapter merged into the backbone
         with sentiment.quiet_progress():
-            model.save_pretrained(target)
+            whole.save_pretrained(target)
         tokenizer.save_pretrained(target)
         return {"rung": NAME, "seed": cfg.seed, "model": cfg.model, "dataset": cfg.dataset, "lora": cfg.lora,
                 "train_pairs": len(train_pairs), "held_out_pairs": len(held_out), "updates": run.step,
