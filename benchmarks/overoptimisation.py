@@ -5,7 +5,8 @@ For each seed: a reward model r_φ (``reward-model --preset tiny``), PPO against
 --preset tiny --reward-model … --true-reward tiny-preferences --no-adaptive-kl --kl-coef β``), and DPO at each of its
 β (``dpo --preset tiny``). Every run logs the task's true reward r* beside what it optimises; the figure plots r*
 against the KL to π_ref (PPO: kl_ref of each batch, smoothed; DPO: sample_kl at each evaluation), and the table gives,
-per run, the true reward's peak (the best 5-update mean), where it ended (the last 5-update mean) and the fall between.
+per run, the true reward's peak (the best 5-update mean), its lowest after the peak (the trough), where it ended (the
+last 5-update mean) and the fall from the peak to the end.
 
     python benchmarks/overoptimisation.py [--seeds 0 1 2] [--ppo-betas 0.005 0.05] [--dpo-betas 0.1]
         [--steps 60] [--lr 2e-4] [--runs DIR] [--jobs 2]
@@ -50,6 +51,7 @@ def verdict(records: list[dict], kl_key: str) -> dict:
     smooth = windows(true)
     peak = max(range(len(smooth)), key=smooth.__getitem__)
     return {"true_peak": smooth[peak], "true_end": smooth[-1], "fall": smooth[peak] - smooth[-1],
+            "true_trough": min(smooth[peak:]),
             "kl_at_peak": statistics.fmean(kl[peak:peak + SMOOTH]), "kl_end": statistics.fmean(kl[-SMOOTH:]),
             "proxy_end": statistics.fmean(r.get("score_mean", r.get("rewards/margin", 0.0)) for r in rows[-SMOOTH:])}
 

@@ -99,8 +99,8 @@ $$\max_\theta\; \mathbb{E}_{y \sim \pi_\theta}\big[r_\phi(x, y)\big] - \beta\,\m
 `python -m ladder.run ppo-sentiment --preset tiny --reward-model runs/rm/reward_model --true-reward tiny-preferences
 --no-adaptive-kl --kl-coef 0.005` scores each completion with $r_\phi$ and logs $r^*$ beside it, which PPO never sees.
 Two runs, a fixed $\beta$ (`--kl-coef`) of 0.005 and of 0.05, each a short schedule with a larger learning rate
-(`lab.PPO_FLAGS`, printed below; about half a minute each). "Peak" and "end" below are means over 5 updates, as the
-curves are.""",
+(`lab.PPO_FLAGS`, printed below; about half a minute each). "Peak", "trough" (the lowest after the peak) and "end"
+below are means over 5 updates, as the curves are.""",
     """p_fall = viz.Predict("The larger penalty, β = 0.05: by the end of its run, will the true reward r* have fallen "
                      "clearly (by more than 0.1) from its peak?", choices=("yes", "no"))
 p_fall.answer = None      # your prediction, before you run on""",
@@ -109,15 +109,17 @@ ppo = lab.ppo_runs(RUNS / "rm" / "reward_model", RUNS)
 display(Image(data=views.overoptimisation_figure(ppo)))
 seen = {beta: lab.peak_and_end(records) for beta, records in ppo.items()}
 for beta, s in seen.items():
-    print(f"β = {beta:g}: r_φ {s['proxy_start']:+.2f} → {s['proxy_at_peak']:+.2f} (at r*'s peak) → {s['proxy_end']:+.2f}; "
-          f"r* peaked at {s['peak']:+.2f} (KL {s['kl_at_peak']:.1f}) and ended at {s['end']:+.2f} (KL {s['kl_end']:.1f})")
+    print(f"β = {beta:g}: r* peak {s['peak']:+.2f} (KL {s['kl_at_peak']:.1f}), trough {s['trough']:+.2f} (KL "
+          f"{s['kl_at_trough']:.1f}), end {s['end']:+.2f} (KL {s['kl_end']:.1f}); r_φ at those "
+          f"{s['proxy_at_peak']:+.2f}, {s['proxy_at_trough']:+.2f}, {s['proxy_end']:+.2f}")
 small, large = seen[min(seen)], seen[max(seen)]
 p_fall.check("yes" if large["end"] < large["peak"] - 0.1 else "no",
              why=f"β = {max(seen):g}: r* {large['peak']:+.2f} → {large['end']:+.2f}; β = {min(seen):g}: "
-                 f"{small['peak']:+.2f} → {small['end']:+.2f} while r_φ went {small['proxy_at_peak']:+.2f} → "
-                 f"{small['proxy_end']:+.2f}")""",
+                 f"{small['peak']:+.2f} → {small['trough']:+.2f} at its trough while r_φ went "
+                 f"{small['proxy_at_peak']:+.2f} → {small['proxy_at_trough']:+.2f}")""",
     r"""md:Read the small-$\beta$ run against the printed numbers: this is Gao, Schulman and Hilton's over-optimisation (2022).
-As its KL to $\pi_{\text{ref}}$ grows, the proxy keeps climbing while the true reward peaks and falls. The learned reward
+As its KL to $\pi_{\text{ref}}$ grows, the proxy keeps climbing while the true reward peaks and falls to its trough
+(a run long enough may wander into another mode and recover some of it; the proxy never knew the difference). The learned reward
 is right where the pairs were — near $\pi_{\text{ref}}$ — and wrong far from it: it learned that long reviews win, and
 PPO with a small $\beta$ finds the cheapest ways to look long, ways no pair ever showed it (read the completions below).
 A larger $\beta$ holds the policy nearer $\pi_{\text{ref}}$, where $r_\phi$ was fitted. Compare the two runs' $r_\phi$ at the
@@ -222,7 +224,7 @@ for question in (why_z, why_kl):
     question.ask()
     print()""",
     """why_z.check("b", why="L_DPO reads only r̂(x, y_w) − r̂(x, y_l)")
-why_kl.check("b", why=f"r* {small['peak']:+.2f} → {small['end']:+.2f} while r_φ {small['proxy_start']:+.2f} → "
-                      f"{small['proxy_end']:+.2f}")
+why_kl.check("b", why=f"r* {small['peak']:+.2f} → {small['trough']:+.2f} while r_φ {small['proxy_at_peak']:+.2f} → "
+                      f"{small['proxy_at_trough']:+.2f}")
 viz.tally(p_longer, p_fall, p_dpo, why_z, why_kl)""",
 ]
