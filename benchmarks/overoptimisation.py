@@ -12,7 +12,8 @@ last 5-update mean) and the fall from the peak to the end.
         [--steps 60] [--lr 2e-4] [--runs DIR] [--jobs 2]
 
 About 8 minutes on 2 cores (two runs at a time). ``--variant avx2`` or ``no-simd`` runs everything under a CPU kernel
-variant that rounds as other CPUs do (``gallery_margins.VARIANTS``), to check that the fall is not one machine's. The runs go to --runs (a temporary directory unless given); the
+variant that rounds as other CPUs do (``gallery_margins.VARIANTS``), to check that the fall is not one machine's.
+The runs go to --runs (a temporary directory unless given); the
 table and every run's series to benchmarks/overoptimisation_results.json, the figure to
 benchmarks/overoptimisation.png (``--results``, ``--figure``).
 """

@@ -145,7 +145,8 @@ CONCEPTS = (
     Concept("reward over-optimisation: the learned reward up, the true one down as the KL grows", "9",
             "3 · Over-optimisation: the proxy rises, the truth falls", None, "ladder.core.kl_penalized_rewards",
             "ppo-sentiment --reward-model", None),
-    Concept("DPO: $-\\log\\sigma(\\beta[\\log\\frac{\\pi_\\theta}{\\pi_{ref}}(y_w) - \\log\\frac{\\pi_\\theta}{\\pi_{ref}}(y_l)])$, "
+    Concept("DPO: $-\\log\\sigma(\\beta[\\log\\frac{\\pi_\\theta}{\\pi_{ref}}(y_w) "
+            "- \\log\\frac{\\pi_\\theta}{\\pi_{ref}}(y_l)])$, "
             "the reward read off the policy", "9", "4 · DPO: the reward was in the policy all along", "ex27_dpo_loss",
             "ladder.core.dpo_loss", "dpo --beta", None),
 )

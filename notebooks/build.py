@@ -30,7 +30,8 @@ import text_toy  # noqa: E402
 
 NOTEBOOKS = dict(sorted({**text_toy.NOTEBOOKS, **text_foundations.NOTEBOOKS, **text_policies.NOTEBOOKS,
                          **text_llm.NOTEBOOKS, **text_design.NOTEBOOKS, **text_objectives.NOTEBOOKS,
-                         **text_agents.NOTEBOOKS, **text_doctor.NOTEBOOKS, **text_preferences.NOTEBOOKS}.items()))   # by name: 0, 1, 1b, 2, …
+                         **text_agents.NOTEBOOKS, **text_doctor.NOTEBOOKS,
+                         **text_preferences.NOTEBOOKS}.items()))   # by name: 0, 1, 1b, 2, …
 
 
 def build(out_dir: Path = HERE) -> list[Path]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 from datasets import Dataset
+from test_trl_parity_reward_model import MODELS
 from trl import DPOConfig, DPOTrainer
 from trl_helpers import close, one_thread  # noqa: F401 (autouse fixture)
 
@@ -16,7 +17,6 @@ from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy
 from ladder.policies.dpo_batch import completion_ids, dpo_batch
 from ladder.rungs.dpo import with_reference
-from test_trl_parity_reward_model import MODELS
 
 
 @pytest.mark.parametrize("beta", [0.1, 0.5])
@@ -26,8 +26,8 @@ def test_dpo_tokenizes_and_scores_pairs_as_trls(kind, beta, tmp_path):
     tokenizer = quant.load_tokenizer(path)
     torch.manual_seed(0)
     trainer = DPOTrainer(model=path, processing_class=tokenizer, train_dataset=Dataset.from_list(pairs),
-                         args=DPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", max_length=None, bf16=False,
-                                        beta=beta))
+                         args=DPOConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none", max_length=None,
+                                        bf16=False, beta=beta))
     for row, pair in zip(trainer.train_dataset, pairs):
         assert completion_ids(tokenizer, pair) == (row["prompt_ids"], row["chosen_ids"], row["rejected_ids"])
     with torch.no_grad():  # π_θ moved away from π_ref, so that the loss is not log 2 at every β

@@ -247,8 +247,9 @@ PROXIES = ("score_mean", "rewards/margin")  # a learned reward: r_φ's score (RM
 
 def reward_overoptimised(run: Run) -> Finding | None:
     """The true reward (``true_reward_mean``, where the task knows it) rose from where it started (the median of the
-    first ``min_points`` records) to a peak (the better of the first two thirds' medians) and fell back from it by at least
-    ``true_fall`` of that rise in the last third, while the learned reward there is at least where it was at the peak."""
+    first ``min_points`` records) to a peak (the better of the first two thirds' medians) and fell back from it by at
+    least ``true_fall`` of that rise in the last third, while the learned reward there is at least where it was at the
+    peak."""
     true = run.get("true_reward_mean")
     proxy_name = next((name for name in PROXIES if enough(run.get(name), T.min_points_trend)), None)
     if proxy_name is None or not enough(true, T.min_points_trend):

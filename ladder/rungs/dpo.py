@@ -87,8 +87,8 @@ class Config(RunOptions):
     chunk_size: int = option(64, "positions per chunk of the lm_head / log-softmax", at_least(1))
     forward_batch_size: int = option(32, "pairs per gradient-free forward (π_ref, the evaluation)", at_least(1))
     threads: int = option(0, "torch CPU threads (0: torch's default; at most 1024)", int_range(0, 1024))
-    export_trl: str | None = option(None, "write this run as a runnable TRL script (trl.DPOTrainer) to this file and exit: "
-                                          "nothing is trained, no run directory is created", Text())
+    export_trl: str | None = option(None, "write this run as a runnable TRL script (trl.DPOTrainer) to this file and "
+                                          "exit: nothing is trained, no run directory is created", Text())
 
 
 PRESETS = {"tiny": {"model": "tiny", "dataset": "tiny", "steps": 120, "batch_size": 32, "lr": 1e-4,

@@ -73,8 +73,8 @@ class Config(RunOptions):
     eval_every: int = option(50, "evaluate on the held-out pairs every N updates", at_least(1))
     forward_batch_size: int = option(64, "pairs per gradient-free forward of the evaluation", at_least(1))
     threads: int = option(0, "torch CPU threads (0: torch's default; at most 1024)", int_range(0, 1024))
-    export_trl: str | None = option(None, "write this run as a runnable TRL script (trl.RewardTrainer) to this file and exit: "
-                                          "nothing is trained, no run directory is created", Text())
+    export_trl: str | None = option(None, "write this run as a runnable TRL script (trl.RewardTrainer) to this file "
+                                          "and exit: nothing is trained, no run directory is created", Text())
 
 
 PRESETS = {"tiny": {"model": "tiny", "dataset": "tiny", "steps": 120, "batch_size": 32, "lr": 3e-4,
@@ -172,7 +172,8 @@ def build(cfg: Config, run: RunSession) -> Recipe:
         tokenizer.save_pretrained(target)
         return {"rung": NAME, "seed": cfg.seed, "model": cfg.model, "dataset": cfg.dataset, "lora": cfg.lora,
                 "train_pairs": len(train_pairs), "held_out_pairs": len(held_out), "updates": run.step,
-                "eval_before": progress["before"], "eval_after": progress["after"], "calibration": calibration(chosen - rejected),
+                "eval_before": progress["before"], "eval_after": progress["after"],
+                "calibration": calibration(chosen - rejected),
                 "wall_s": run.wall_s, "load_s": progress["load_s"], "saved": str(target)}
 
     return Recipe(parts={"model": model, "optimizer": optimizer, "pair_rng": pair_rng, "generator": generator},

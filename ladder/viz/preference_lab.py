@@ -121,7 +121,8 @@ def true_at_kl(records: list[dict], kl: float, width: int = 5) -> float:
 
 def peak_and_end(records: list[dict], width: int = 5) -> dict:
     """The true reward's best ``width``-update mean (its peak), its lowest after the peak (its trough), its last one
-    (its end), the KL to π_ref at each, and r_φ's score (likewise) at its start, at r*'s peak and trough and at the end."""
+    (its end), the KL to π_ref at each, and r_φ's score (likewise) at its start, at r*'s peak and trough and at the
+    end."""
     true, kl = smoothed(records, "true_reward_mean", width), smoothed(records, "kl_ref", width)
     proxy = smoothed(records, "score_mean", width)
     peak = max(range(len(true)), key=true.__getitem__)
