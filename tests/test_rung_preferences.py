@@ -94,3 +94,33 @@ def test_a_lora_reward_model_is_saved_whole_for_ppo_to_load(tmp_path):
     assert not (saved / "adapter_config.json").exists()
     scores = sentiment.load_reward(str(saved))(["This movie was great.", "This movie was awful."])
     assert scores.shape == (2,) and torch.isfinite(scores).all()
+
+
+def _records_without_time(out) -> list[dict]:
+    return [{k: v for k, v in json.loads(line).items() if k != "wall_s"}
+            for line in (out / "metrics.jsonl").read_text().splitlines()]
+
+
+def test_dpo_resumes_where_it_was_interrupted(tmp_path, monkeypatch):
+    """Interrupted in its 5th update (checkpoints every 2), resumed: the records of the run straight through."""
+    flags = ["--steps", "6", "--checkpoint-every", "2", "--batch-size", "4", "--eval-every", "3", "--eval-pairs", "8",
+             "--num-eval-prompts", "2", "--max-new-tokens", "6"]
+    _run("dpo", tmp_path / "straight", *flags)
+    real, calls = ladder.core.update, []
+
+    def interrupted_at_the_5th(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 5:
+            raise KeyboardInterrupt
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ladder.core, "update", interrupted_at_the_5th)
+    cut = tmp_path / "cut"
+    assert run.main(["dpo", "--preset", "tiny", "--out", str(cut), "--no-progress", *flags]) == 130
+    monkeypatch.setattr(ladder.core, "update", real)
+    assert [r["step"] for r in _records_without_time(cut)] == [1, 2, 3, 4]
+    assert run.main(["dpo", "--resume", str(cut), "--no-progress"]) == 0
+    straight, resumed = _records_without_time(tmp_path / "straight"), _records_without_time(cut)
+    assert [r["step"] for r in resumed] == list(range(1, 7))
+    for a, b in zip(resumed, straight):
+        assert a.keys() == b.keys() and all(a[k] == pytest.approx(b[k], rel=1e-5, abs=1e-6) for k in a)
