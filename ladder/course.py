@@ -141,14 +141,14 @@ CONCEPTS = (
             "grpo --max-new-tokens", "GRPOConfig.max_completion_length"),
     Concept("Bradley–Terry: a reward model from pairs, $-\\log\\sigma(r_\\phi(x, y_w) - r_\\phi(x, y_l))$", "9",
             "1 · From preferences to a reward: Bradley–Terry", "ex26_bradley_terry", "ladder.core.bradley_terry_loss",
-            "reward-model --dataset", None),
+            "reward-model --dataset", "RewardConfig"),
     Concept("reward over-optimisation: the learned reward up, the true one down as the KL grows", "9",
             "3 · Over-optimisation: the proxy rises, the truth falls", None, "ladder.core.kl_penalized_rewards",
             "ppo-sentiment --reward-model", None),
     Concept("DPO: $-\\log\\sigma(\\beta[\\log\\frac{\\pi_\\theta}{\\pi_{ref}}(y_w) "
             "- \\log\\frac{\\pi_\\theta}{\\pi_{ref}}(y_l)])$, "
             "the reward read off the policy", "9", "4 · DPO: the reward was in the policy all along", "ex27_dpo_loss",
-            "ladder.core.dpo_loss", "dpo --beta", None),
+            "ladder.core.dpo_loss", "dpo --beta", "DPOConfig.beta"),
 )
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 import ladder.core
-from ladder.rungs import agent, grpo, ppo_sentiment
+from ladder.rungs import agent, dpo, grpo, ppo_sentiment, reward_model
 from ladder.rungs.grpo.loss_types import objective
 from ladder.runtime.runlog import UsageError
 from ladder.specs import option_names
@@ -29,7 +29,8 @@ from ladder.tasks import arithmetic, math_problems
 from ladder.trl import export as export_trl
 from ladder.trl import map as trl_map
 
-CONFIGS = {"grpo": grpo.Config, "ppo-sentiment": ppo_sentiment.Config, "agent": agent.Config}
+CONFIGS = {"grpo": grpo.Config, "ppo-sentiment": ppo_sentiment.Config, "agent": agent.Config,
+           "reward-model": reward_model.Config, "dpo": dpo.Config}
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -54,7 +55,8 @@ def test_every_row_names_a_real_ladder_option_and_core_function(row):
     if row.core_function is not None:
         assert row.core_function in ladder.core.__all__ and callable(getattr(ladder.core, row.core_function))
     assert row.trl_field is not None or row.note, "an option with no TRL equivalent says what to do instead"
-    assert (row.value is None) or row.trl_class == "GRPOConfig", "only GRPOConfig rows are exported"
+    assert (row.value is None) or row.trl_class in ("GRPOConfig", "RewardConfig", "DPOConfig"), \
+        "only the exported configs' rows carry a value"
 
 
 def test_every_grpo_option_is_in_the_map():
@@ -80,7 +82,7 @@ def test_classic_ppo_rows_use_the_classic_names():
 
 
 def _trl_names(trl, trl_class: str) -> set[str]:
-    if trl_class in ("GRPOConfig", "RLOOConfig"):
+    if trl_class in ("GRPOConfig", "RLOOConfig", "RewardConfig", "DPOConfig"):
         return {f.name for f in dataclasses.fields(getattr(trl, trl_class))}
     if trl_class == "GRPOTrainer":
         return set(inspect.signature(trl.GRPOTrainer.__init__).parameters)

@@ -5,8 +5,8 @@
     python rm_trl.py --max-steps 2 --output-dir /tmp/rm-trl --device cpu
     python -m ladder.run dpo --preset tiny --export-trl dpo_trl.py
 
-What maps, option by option (``FIELDS``): a ladder update of B pairs in M minibatches is M optimiser steps of B / M
-pairs, so ``per_device_train_batch_size`` = B / M and ``max_steps`` = steps × M; the learning rate stays fixed
+What maps, option by option, is ``ladder.trl.map_preferences`` (the map's rows for the two configs, each with its
+value): a ladder update of B pairs in M minibatches is M optimiser steps of B / M pairs, so ``per_device_train_batch_size`` = B / M and ``max_steps`` = steps × M; the learning rate stays fixed
 (``lr_scheduler_type="constant"``), AdamW without weight decay, the gradient norm clipped alike, no truncation
 (``max_length=None``), float32 (``bf16=False``: TRL would otherwise run π_ref under bfloat16 autocast), dropout off
 (TRL's default, as ladder). The script imports ladder for the pairs (the same ``train_and_held_out`` split) and for
@@ -65,21 +65,18 @@ if __name__ == "__main__":
 '''
 
 
+def _source(row) -> str:
+    """The comment of a field: the ladder option it comes from, and the row's note."""
+    option = f"--{row.ladder_option.replace('_', '-')}" if row.ladder_option else ""
+    return ": ".join(part for part in (option, row.note) if part)
+
+
 def fields(cfg, rung: str) -> dict[str, tuple[object, str]]:
-    """The trainer config's fields: name → (value, the ladder option it comes from)."""
-    per_step = cfg.batch_size // cfg.num_minibatches
-    values = {"learning_rate": (cfg.lr, "--lr"), "per_device_train_batch_size": (per_step, "--batch-size ÷ M"),
-              "max_steps": (cfg.steps * cfg.num_minibatches, "--steps × --num-minibatches"),
-              "max_grad_norm": (cfg.max_grad_norm if cfg.max_grad_norm is not None else 0.0, "--max-grad-norm"),
-              "seed": (cfg.seed, "--seed"), "lr_scheduler_type": ("constant", "ladder's fixed learning rate"),
-              "warmup_steps": (0, "none in ladder"), "weight_decay": (0.0, "ladder's AdamW"),
-              "max_length": (None, "ladder does not truncate"), "bf16": (False, "float32, as ladder"),
-              "disable_dropout": (True, "as ladder"), "logging_steps": (max(1, cfg.eval_every), "--eval-every"),
-              "report_to": ("none", "no tracker")}
-    if rung == "dpo":
-        values["beta"] = (cfg.beta, "--beta")
-        values["loss_type"] = (["sigmoid"], "core.DPO: the sigmoid loss")
-    return values
+    """The trainer config's fields, from ``ladder.trl.map``'s rows of this rung: name → (value, its comment)."""
+    from ladder.trl import map as trl_map
+
+    rows = trl_map.rows(TRAINERS[rung][1])
+    return {row.trl_field: (row.value(cfg), _source(row)) for row in rows if row.value is not None}
 
 
 def script(cfg, rung: str, path: str) -> str:

@@ -32,6 +32,7 @@ from ladder import core
 from ladder.rungs.grpo import advantages, kl_to_ref, loss_types, reference_refresh, sampler, scoring
 from ladder.trl.map_design import DESIGN_ROWS
 from ladder.trl.map_ppo import PPO_ROWS, RLOO_ROWS
+from ladder.trl.map_preferences import PREFERENCE_ROWS
 from ladder.trl.row import (
     CLASSIC,
     CLASSIC_PPO_CONFIG_FIELDS,
@@ -269,7 +270,7 @@ def all_rows() -> tuple[Mapping, ...]:
         extra += (Mapping(G, NONE, "grpo", "loss_type", None, "a loss type GRPOTrainer does not have: the script "
                           "leaves GRPOConfig.loss_type at TRL's default",
                           applies=lambda cfg: not loss_types.in_trl(cfg)),)
-    return GRPO_ROWS + DESIGN_ROWS + extra + AGENT_ROWS + RLOO_ROWS + PPO_ROWS
+    return GRPO_ROWS + DESIGN_ROWS + extra + AGENT_ROWS + RLOO_ROWS + PPO_ROWS + PREFERENCE_ROWS
 
 
 def __getattr__(name: str):
