@@ -5,6 +5,8 @@
     ppo-sentiment  RLHF-PPO: a causal LM continues movie reviews positively (KL-shaped rewards, value head)
     grpo           GRPO on math problems (group-relative advantages, rule rewards; --qlora)
     agent          GRPO on multi-turn tool use: the environment's replies are context, not actions
+    reward-model   a reward model r_φ from preference pairs (Bradley–Terry); ppo-sentiment --reward-model trains on it
+    dpo            DPO: the policy fitted to preference pairs directly (the reward read off π_θ/π_ref)
     eval           greedy accuracy of a model (and adapter) on the fixed held-out problems
     doctor         read a run's logs (ladder's or TRL's) and name the known failures: python -m ladder.doctor
 

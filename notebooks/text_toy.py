@@ -80,14 +80,15 @@ sets them. Every run writes `metrics.jsonl`, `summary.json` and `curves.png`; `-
     """import importlib, math, re
 from ladder.run import RUNGS
 
-NOTEBOOK = {"reinforce": "1", "cartpole": "2, 3", "ppo-sentiment": "4", "grpo": "5, 6", "eval": "5", "agent": "7"}
+NOTEBOOK = {"reinforce": "1", "cartpole": "2, 3", "ppo-sentiment": "4, 9", "grpo": "5, 6", "eval": "5", "agent": "7",
+            "reward-model": "9", "dpo": "9"}
 titles = {name: (importlib.import_module(module).__doc__ or "").strip().splitlines()[0] for name, module in RUNGS.items()}
 number = lambda name: int(m[1]) if (m := re.match(r"Rung (\\d+)", titles[name])) else math.inf   # eval, no rung: last
 rows = []
 for name in sorted(RUNGS, key=number):
     rung, title = importlib.import_module(RUNGS[name]), titles[name]
     algos = f" (`--algo`: {', '.join(rung.ALGOS)})" if rung.ALGOS else ""
-    tiny = " (`--preset tiny` on a CPU)" if name in ("ppo-sentiment", "grpo", "agent", "eval") else ""
+    tiny = " (`--preset tiny` on a CPU)" if name in ("ppo-sentiment", "grpo", "agent", "eval", "reward-model", "dpo") else ""
     rows.append(f"| {title} | {NOTEBOOK[name]} | `python -m ladder.run {name}`{tiny}{algos} |")
 display(Markdown("\\n".join(["| rung | notebook | command |", "|---|---|---|", *rows])))
 print("μ of the grpo rung by default:", importlib.import_module(RUNGS["grpo"]).Config().mu)""",

@@ -1,4 +1,4 @@
-"""Rung 6, the reward model: a reward model r_φ(x, y) from preference pairs — the first step of every RLHF pipeline.
+"""Rung 6, the reward model: r_φ(x, y) from preference pairs — the first step of every RLHF pipeline.
 
 Each update, on the same ``ladder.core`` as every other rung:
 
