@@ -91,6 +91,7 @@ def test_dpo_gradient_is_a_policy_gradient_weighted_by_sigma_of_the_wrong_margin
     assert torch.allclose(policy.logits.grad, expected, atol=1e-6)
 
 
+@pytest.mark.trained
 def test_bradley_terry_through_compute_loss_on_a_scores_batch():
     scores = torch.tensor([[1.0], [0.0], [-0.5], [0.5], [2.0], [2.0]])
     batch = core.Batch(actions=torch.zeros(6, 1, dtype=torch.long), mask=torch.ones(6, 1),

@@ -39,6 +39,7 @@ def reward_model_run(tmp_path_factory):
     return out, _run("reward-model", out, "--steps", "60", "--eval-every", "30")
 
 
+@pytest.mark.trained
 def test_the_reward_model_learns_the_labellers_order_and_its_length_pull(reward_model_run):
     out, summary = reward_model_run
     before, after = summary["eval_before"], summary["eval_after"]
@@ -64,6 +65,7 @@ def test_both_rungs_call_the_one_update_with_pairs_kept_whole(spy_update, tmp_pa
     assert torch.equal(same_prompt, dpo_batch.inputs["input_ids"][1::2, :-dpo_batch.actions.shape[1]])
 
 
+@pytest.mark.trained
 def test_dpo_ranks_held_out_pairs_and_moves_away_from_the_reference(tmp_path):
     summary = _run("dpo", tmp_path / "dpo", "--steps", "60", "--eval-every", "60")
     before, after = summary["eval_before"], summary["eval_after"]
@@ -74,6 +76,7 @@ def test_dpo_ranks_held_out_pairs_and_moves_away_from_the_reference(tmp_path):
     assert (tmp_path / "dpo" / "policy" / "config.json").exists()
 
 
+@pytest.mark.trained
 def test_ppo_sentiment_trains_against_the_learned_reward_model(reward_model_run, tmp_path):
     out, _ = reward_model_run
     learned = sentiment.load_reward(str(out / "reward_model"))
