@@ -22,6 +22,7 @@ from torch import Tensor, nn
 
 from ladder.core import Batch
 from ladder.hub import quiet_progress
+from ladder.policies.dpo_batch import padded
 from ladder.policies.quant import lora_config, offline_hint
 
 
@@ -65,11 +66,7 @@ def pair_ids(tokenizer, pair: dict) -> tuple[list[int], list[int]]:
 def pair_batch(tokenizer, pairs: list[dict]) -> tuple[Tensor, Tensor]:
     """``[2B, L]`` ids (the B chosen sequences, then the B rejected ones, right-padded) and their attention mask."""
     ids = [pair_ids(tokenizer, pair) for pair in pairs]
-    rows = [chosen for chosen, _ in ids] + [rejected for _, rejected in ids]
-    width = max(len(row) for row in rows)
-    input_ids = torch.tensor([row + [tokenizer.pad_token_id] * (width - len(row)) for row in rows])
-    attention_mask = torch.tensor([[1] * len(row) + [0] * (width - len(row)) for row in rows])
-    return input_ids, attention_mask
+    return padded([chosen for chosen, _ in ids] + [rejected for _, rejected in ids], tokenizer.pad_token_id, left=False)
 
 
 def rewards(model: nn.Module, input_ids: Tensor, attention_mask: Tensor) -> Tensor:

@@ -30,22 +30,21 @@ from dataclasses import dataclass, replace
 import torch
 
 from ladder import core, hub
-from ladder.cli import RunOptions, Text, at_least, int_range, option, positive
+from ladder.cli import Text, at_least, int_range, option, positive
 from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, is_peft
 from ladder.policies.dpo_batch import dpo_batch
-from ladder.rungs import preference_sampling
+from ladder.rungs import preference_options, preference_sampling
 from ladder.rungs.preference_eval import pair_report
-from ladder.rungs.protocol import TRAINING_WRITES, check_minibatches
-from ladder.runtime import loop
+from ladder.rungs.preference_options import DEFAULT_MODEL, PreferenceOptions
+from ladder.rungs.protocol import TRAINING_WRITES
 from ladder.runtime.loop import Recipe
 from ladder.runtime.runlog import UsageError, seed_everything
 from ladder.runtime.session import RunSession
-from ladder.tasks import preference_pairs, sentiment
+from ladder.tasks import preference_pairs, sentiment, tiny_preferences
 
 NAME = "dpo"
-DEFAULT_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"  # TRL's DPOTrainer example model
 CURVES = [Panel("DPO loss", "−log σ(r̂_w − r̂_l), batch mean", {"loss": ""}),
           Panel("implicit reward r̂ = β·log π_θ/π_ref", "batch mean",
                 {"rewards/chosen": "chosen", "rewards/rejected": "rejected"}),
@@ -58,37 +57,19 @@ CURVES = [Panel("DPO loss", "−log σ(r̂_w − r̂_l), batch mean", {"loss": "
 
 
 @dataclass
-class Config(RunOptions):
+class Config(PreferenceOptions):
     model: str = option(DEFAULT_MODEL, "policy: causal LM hub id or directory ('tiny': the project's tiny review "
                                        "GPT-2); π_ref is its starting point", Text())
-    dataset: str = option(preference_pairs.DEFAULT_DATASET, "preference pairs: hub dataset id, a local .jsonl/.json "
-                                                            "file of prompt/chosen/rejected rows, or 'tiny' (the "
-                                                            "tiny preference task shipped with ladder)", Text())
-    max_pairs: int = option(0, "train on at most this many pairs of --dataset (0: all)", at_least(0))
-    eval_pairs: int = option(200, "held-out pairs ranked at each evaluation (a local file's last rows; else its "
-                                  "test split)", at_least(0))
+    batch_size: int = option(8, "pairs per update B (at most 65536)", int_range(1, 65536))
+    lr: float = option(1e-6, "AdamW learning rate (TRL's DPO default)", positive())
     beta: float = option(0.1, "β: the KL-regularised objective's coefficient, the implicit reward's scale",
                          positive())
-    lora: bool = option(False, "LoRA adapters on a full-precision base; π_ref = the base with the adapter off")
-    lora_r: int = option(16, "LoRA rank r", int_range(1, 4096))
-    lora_alpha: int = option(32, "LoRA α", at_least(1))
-    steps: int = option(500, "updates (each one batch of pairs)", at_least(1))
-    batch_size: int = option(8, "pairs per update B (at most 65536)", int_range(1, 65536))
-    num_minibatches: int = option(1, "shuffled minibatches of whole pairs per update (each one optimiser step)",
-                                  at_least(1))
-    lr: float = option(1e-6, "AdamW learning rate (TRL's DPO default)", positive())
-    max_grad_norm: float | None = option(1.0, "gradient-norm clip", positive())
-    eval_every: int = option(50, "evaluate every N updates", at_least(1))
     num_eval_prompts: int = option(32, "held-out prompts whose sampled completions measure KL and the true reward "
                                        "(0: no sampling)", at_least(0))
     max_new_tokens: int = option(128, "length limit of the sampled completions (tokens)", at_least(1))
     true_reward: str = option("none", "the true reward of the sampled completions, where the task knows it: "
-                                      "'tiny-preferences' (the tiny task's r*)", choices=("none", "tiny-preferences"))
+                                      "'tiny-preferences' (the tiny task's r*)", choices=tiny_preferences.TRUE_REWARDS)
     chunk_size: int = option(64, "positions per chunk of the lm_head / log-softmax", at_least(1))
-    forward_batch_size: int = option(32, "pairs per gradient-free forward (π_ref, the evaluation)", at_least(1))
-    threads: int = option(0, "torch CPU threads (0: torch's default; at most 1024)", int_range(0, 1024))
-    export_trl: str | None = option(None, "write this run as a runnable TRL script (trl.DPOTrainer) to this file and "
-                                          "exit: nothing is trained, no run directory is created", Text())
 
 
 PRESETS = {"tiny": {"model": "tiny", "dataset": "tiny", "steps": 120, "batch_size": 32, "lr": 1e-4,
@@ -99,27 +80,16 @@ WRITES = TRAINING_WRITES + ", policy/"
 RESOLVED: dict = {}
 
 
-def validate(cfg: Config) -> None:
-    check_minibatches(cfg.batch_size, cfg.num_minibatches, f"a batch of {cfg.batch_size} pairs")
+validate = preference_options.validate
 
 
 def export(cfg: Config) -> dict | None:
-    """``--export-trl FILE``: the run written as a TRL script (``ladder.trl.export_preferences``), nothing trained;
-    its summary. None without the flag: the run trains."""
-    if cfg.export_trl is None:
-        return None
-    from ladder.trl import export_preferences
-
-    validate(cfg)
-    return export_preferences.write(cfg, NAME, cfg.export_trl)
+    return preference_options.export(cfg, NAME)
 
 
 def train(cfg: Config) -> dict:
     """Fit π_θ to the pairs by DPO; write metrics.jsonl, summary.json, curves.png and OUT/policy."""
-    validate(cfg)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    return loop.train(cfg, NAME, build, total=cfg.steps)
+    return preference_options.train(cfg, NAME, build)
 
 
 def load(cfg: Config):
@@ -169,7 +139,7 @@ def build(cfg: Config, run: RunSession) -> Recipe:
                                    max_grad_norm=cfg.max_grad_norm)
     pair_rng, generator = random.Random(cfg.seed), torch.Generator().manual_seed(cfg.seed)
     eval_prompts = preference_sampling.held_out_prompts(held_out, cfg.num_eval_prompts)
-    true_reward = preference_sampling.true_reward(cfg.true_reward)
+    true_reward = tiny_preferences.true_reward(cfg.true_reward)
     progress = {"before": {}, "after": {}, "load_s": time.perf_counter() - t_load}
 
     def update() -> dict:

@@ -43,7 +43,7 @@ from ladder.runtime.distributed import Processes, launched_processes, process_de
 from ladder.runtime.loop import Recipe
 from ladder.runtime.runlog import UsageError, seed_everything
 from ladder.runtime.session import RunSession
-from ladder.tasks import sentiment
+from ladder.tasks import sentiment, tiny_preferences
 
 NAME = "ppo-sentiment"
 CURVES = [Panel("reward", "per completion (mean)",
@@ -69,7 +69,7 @@ class Config(LMOptions):
                                                                "or 'vader'", Text())
     true_reward: str = option("none", "also log a reward the task knows to be true beside the reward model's score, "
                                       "as true_reward_mean: 'tiny-preferences' (the tiny preference task's r*, "
-                                      "which its labeller only approximates)", choices=("none", "tiny-preferences"))
+                                      "which its labeller only approximates)", choices=tiny_preferences.TRUE_REWARDS)
     dataset: str = option(sentiment.DEFAULT_DATASET, "prompts: dataset id, a local .jsonl/.json/.csv/.txt file of "
                                                      "reviews, or 'bundled' (review openings shipped with ladder)",
                                                      Text())
@@ -249,15 +249,6 @@ def load_parts(cfg: Config):
     return model, tokenizer, reward_fn, prompts
 
 
-def true_reward(cfg: Config):
-    """The task's true reward r*(prompts, completions), or None."""
-    if cfg.true_reward == "tiny-preferences":
-        from ladder.tasks.tiny_preferences import TrueReward
-
-        return TrueReward()
-    return None
-
-
 def _mean_std(x: torch.Tensor) -> tuple[float, float]:
     return x.mean().item(), (x.std().item() if x.numel() > 1 else 0.0)
 
@@ -324,8 +315,9 @@ def train(cfg: Config) -> dict:
     seed_everything(cfg.seed)  # building a tiny model on first use must not change the run
     policy = build_policy(cfg, model).to(cfg.device)
     optimizer = torch.optim.Adam([p for p in policy.parameters() if p.requires_grad], lr=cfg.lr)
+    truth = tiny_preferences.true_reward(cfg.true_reward)   # --true-reward: None unless the task knows its truth
     parts = Parts(policy, procs.wrap(policy), tokenizer, reward_fn, optimizer, kl_controller(cfg),
-                  torch.Generator().manual_seed(cfg.seed), update_config(cfg), procs, true_reward(cfg))
+                  torch.Generator().manual_seed(cfg.seed), update_config(cfg), procs, truth)
     load_s = time.perf_counter() - t_load
     summary = loop.train(cfg, NAME, lambda cfg, run: build(cfg, run, parts, prompt_pool, load_s), total=cfg.steps,
                          procs=procs)

@@ -2,7 +2,8 @@
 DPO as ppo-sentiment measures RM + PPO, so that the two can be set side by side.
 
     sample_kl          KL(π_θ‖π_ref) of the completions, summed over each: mean_i Σ_t (log π_θ − log π_ref)(y_i,t),
-                       an unbiased estimate since the y_i are drawn from π_θ (ppo-sentiment's kl_ref, with k1)
+                       an unbiased estimate since the y_i are drawn from π_θ (ppo-sentiment's kl_ref, with k1); log π_θ
+                       is what the sampler recorded as it drew them (no second forward), log π_ref one forward
     true_reward_mean   the task's true reward r* of the completions, where it knows one (the tiny task's)
     response_length    completion tokens (mean)
 
@@ -35,15 +36,6 @@ def held_out_prompts(pairs: list[dict], n: int) -> list:
     return prompts[:n]
 
 
-def true_reward(name: str):
-    """The true reward r*(prompts, completions) a task knows ("tiny-preferences"), or None ("none")."""
-    if name == "tiny-preferences":
-        from ladder.tasks.tiny_preferences import TrueReward
-
-        return TrueReward()
-    return None
-
-
 @torch.no_grad()
 def sampled_report(policy: CausalLMPolicy, tokenizer, prompts: list, reward, cfg) -> dict:
     """sample_kl, response_length and (with a true reward) true_reward_mean of one completion per prompt."""
@@ -53,11 +45,10 @@ def sampled_report(policy: CausalLMPolicy, tokenizer, prompts: list, reward, cfg
     ids, mask = ids.to(cfg.device), mask.to(cfg.device)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(cfg.seed + SAMPLING_SEED)
-        completion, completion_mask = policy.generate(ids, mask, cfg.max_new_tokens, tokenizer.pad_token_id,
-                                                      tokenizer.eos_token_id)
+        completion, completion_mask, logp = policy.generate(ids, mask, cfg.max_new_tokens, tokenizer.pad_token_id,
+                                                            tokenizer.eos_token_id, record_logp=True)
     batch = lm_batch(ids, mask, completion, completion_mask, tokenizer.pad_token_id)
-    logp, ref_logp = policy.evaluate(batch)[0].float(), policy.ref_logp(batch).float()
-    kl = core.sequence_logp(logp - ref_logp, batch.mask)
+    kl = core.sequence_logp(logp.float() - policy.ref_logp(batch).float(), batch.mask)
     report = {"sample_kl": kl.mean().item(), "response_length": batch.mask.sum(dim=1).mean().item()}
     if reward is not None:
         texts = [tokenizer.decode(c[m.bool()], skip_special_tokens=True) for c, m in zip(completion, completion_mask)]

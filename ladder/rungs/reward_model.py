@@ -27,21 +27,21 @@ from dataclasses import dataclass
 import torch
 
 from ladder import core, hub
-from ladder.cli import RunOptions, Text, at_least, int_range, option, positive
+from ladder.cli import Text, at_least, option
 from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.policies.causal_lm import disable_dropout, is_peft
 from ladder.policies.reward_model import ScoringPolicy, load_reward_model, preference_batch, rewards
+from ladder.rungs import preference_options
 from ladder.rungs.preference_eval import calibration, pair_report
-from ladder.rungs.protocol import TRAINING_WRITES, check_minibatches
-from ladder.runtime import loop
+from ladder.rungs.preference_options import DEFAULT_MODEL, PreferenceOptions
+from ladder.rungs.protocol import TRAINING_WRITES
 from ladder.runtime.loop import Recipe
 from ladder.runtime.runlog import seed_everything
 from ladder.runtime.session import RunSession
 from ladder.tasks import preference_pairs, sentiment
 
 NAME = "reward-model"
-DEFAULT_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"  # TRL's RewardTrainer example model
 CURVES = [Panel("Bradley–Terry loss", "−log σ(r_w − r_l), batch mean", {"loss": ""}),
           Panel("pairs ranked right", "share of pairs",
                 {"accuracy": "training batch", "eval_accuracy": "held-out pairs (the labeller's order)",
@@ -52,29 +52,10 @@ CURVES = [Panel("Bradley–Terry loss", "−log σ(r_w − r_l), batch mean", {"
 
 
 @dataclass
-class Config(RunOptions):
+class Config(PreferenceOptions):
     model: str = option(DEFAULT_MODEL, "the reward model's backbone: hub id or directory ('tiny': the project's "
                                        "tiny review GPT-2); a scalar head is added on it", Text())
-    dataset: str = option(preference_pairs.DEFAULT_DATASET, "preference pairs: hub dataset id, a local .jsonl/.json "
-                                                            "file of prompt/chosen/rejected rows, or 'tiny' (the "
-                                                            "tiny preference task shipped with ladder)", Text())
-    max_pairs: int = option(0, "train on at most this many pairs of --dataset (0: all)", at_least(0))
-    eval_pairs: int = option(200, "held-out pairs scored at each evaluation (a local file's last rows; else its "
-                                  "test split)", at_least(0))
-    lora: bool = option(False, "LoRA adapters on the backbone (the scalar head trains whole)")
-    lora_r: int = option(16, "LoRA rank r", int_range(1, 4096))
-    lora_alpha: int = option(32, "LoRA α", at_least(1))
-    steps: int = option(500, "updates (each one batch of pairs)", at_least(1))
-    batch_size: int = option(32, "pairs per update B (at most 65536)", int_range(1, 65536))
-    num_minibatches: int = option(1, "shuffled minibatches of whole pairs per update (each one optimiser step)",
-                                  at_least(1))
-    lr: float = option(1e-5, "AdamW learning rate", positive())
-    max_grad_norm: float | None = option(1.0, "gradient-norm clip", positive())
-    eval_every: int = option(50, "evaluate on the held-out pairs every N updates", at_least(1))
     forward_batch_size: int = option(64, "pairs per gradient-free forward of the evaluation", at_least(1))
-    threads: int = option(0, "torch CPU threads (0: torch's default; at most 1024)", int_range(0, 1024))
-    export_trl: str | None = option(None, "write this run as a runnable TRL script (trl.RewardTrainer) to this file "
-                                          "and exit: nothing is trained, no run directory is created", Text())
 
 
 PRESETS = {"tiny": {"model": "tiny", "dataset": "tiny", "steps": 120, "batch_size": 32, "lr": 3e-4,
@@ -84,27 +65,16 @@ WRITES = TRAINING_WRITES + ", reward_model/"
 RESOLVED: dict = {}
 
 
-def validate(cfg: Config) -> None:
-    check_minibatches(cfg.batch_size, cfg.num_minibatches, f"a batch of {cfg.batch_size} pairs")
+validate = preference_options.validate
 
 
 def export(cfg: Config) -> dict | None:
-    """``--export-trl FILE``: the run written as a TRL script (``ladder.trl.export_preferences``), nothing trained;
-    its summary. None without the flag: the run trains."""
-    if cfg.export_trl is None:
-        return None
-    from ladder.trl import export_preferences
-
-    validate(cfg)
-    return export_preferences.write(cfg, NAME, cfg.export_trl)
+    return preference_options.export(cfg, NAME)
 
 
 def train(cfg: Config) -> dict:
     """Fit r_φ to the pairs; write metrics.jsonl, summary.json, curves.png and OUT/reward_model."""
-    validate(cfg)
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
-    return loop.train(cfg, NAME, build, total=cfg.steps)
+    return preference_options.train(cfg, NAME, build)
 
 
 def load(cfg: Config):
@@ -140,7 +110,7 @@ def build(cfg: Config, run: RunSession) -> Recipe:
     update_cfg = core.UpdateConfig(objective="bradley_terry", num_minibatches=cfg.num_minibatches,
                                    max_grad_norm=cfg.max_grad_norm)
     pair_rng, generator = random.Random(cfg.seed), torch.Generator().manual_seed(cfg.seed)
-    progress = {"before": {}, "after": {}, "load_s": time.perf_counter() - t_load}
+    progress = {"before": {}, "after": {}, "calibration": [], "load_s": time.perf_counter() - t_load}
 
     def update() -> dict:
         pairs = pair_rng.sample(train_pairs, min(cfg.batch_size, len(train_pairs)))
@@ -155,16 +125,15 @@ def build(cfg: Config, run: RunSession) -> Recipe:
         """The held-out report (``preference_eval.pair_report``); the latest kept as the run's "after"."""
         if not held_out:
             return {}
-        progress["after"] = pair_report(*score_pairs(model, tokenizer, held_out, cfg.forward_batch_size,
-                                                     cfg.device), held_out)
+        chosen, rejected = score_pairs(model, tokenizer, held_out, cfg.forward_batch_size, cfg.device)
+        progress["after"] = pair_report(chosen, rejected, held_out)
+        progress["calibration"] = calibration(chosen - rejected)   # the reliability table summary.json keeps
         return progress["after"]
 
     def start() -> None:
         progress["before"] = evaluate()
 
     def summary() -> dict:
-        chosen, rejected = score_pairs(model, tokenizer, held_out, cfg.forward_batch_size, cfg.device) if held_out \
-            else (torch.zeros(0), torch.zeros(0))
         target = run.dir / "reward_model"
         whole = model.merge_and_unload() if is_peft(model) else model  # --lora: the adapter merged into the backbone
         with sentiment.quiet_progress():
@@ -173,7 +142,7 @@ def build(cfg: Config, run: RunSession) -> Recipe:
         return {"rung": NAME, "seed": cfg.seed, "model": cfg.model, "dataset": cfg.dataset, "lora": cfg.lora,
                 "train_pairs": len(train_pairs), "held_out_pairs": len(held_out), "updates": run.step,
                 "eval_before": progress["before"], "eval_after": progress["after"],
-                "calibration": calibration(chosen - rejected),
+                "calibration": progress["calibration"],
                 "wall_s": run.wall_s, "load_s": progress["load_s"], "saved": str(target)}
 
     return Recipe(parts={"model": model, "optimizer": optimizer, "pair_rng": pair_rng, "generator": generator},

@@ -69,6 +69,14 @@ class TrueReward:
         return s - PADDING * padding
 
 
+TRUE_REWARDS = ("none", "tiny-preferences")  # --true-reward: the tasks that know their truth ("none": no truth)
+
+
+def true_reward(name: str) -> TrueReward | None:
+    """``--true-reward NAME``: the true reward r*(prompts, completions) a task knows, or None ("none")."""
+    return TrueReward() if name == "tiny-preferences" else None
+
+
 def labeller_utility(sentiment_score: float, completion: str) -> float:
     """u(y) = s(x + y) + b·n(y): what the labeller ranks by (before the noise)."""
     return sentiment_score + LENGTH_BIAS * words(completion)

@@ -1,0 +1,70 @@
+"""The options both preference rungs share (``reward-model``, ``dpo``), declared once, and what their runs share around
+the recipe: the minibatch rule, ``--export-trl`` and ``train``.
+
+A rung's ``Config`` inherits the options and re-declares a field only to give it its own default or help (the model,
+the batch, the learning rate).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from ladder.cli import RunOptions, Text, at_least, int_range, option, positive
+from ladder.rungs.protocol import check_minibatches
+from ladder.runtime import loop
+from ladder.tasks import preference_pairs
+
+DEFAULT_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"  # the model of TRL's RewardTrainer and DPOTrainer examples
+
+
+@dataclass
+class PreferenceOptions(RunOptions):
+    model: str = option(DEFAULT_MODEL, "hub id or directory ('tiny': the project's tiny review GPT-2)", Text())
+    dataset: str = option(preference_pairs.DEFAULT_DATASET, "preference pairs: hub dataset id, a local .jsonl/.json "
+                                                            "file of prompt/chosen/rejected rows, or 'tiny' (the "
+                                                            "tiny preference task shipped with ladder)", Text())
+    max_pairs: int = option(0, "train on at most this many pairs of --dataset (0: all)", at_least(0))
+    eval_pairs: int = option(200, "held-out pairs scored at each evaluation (a local file's last rows; else its "
+                                  "test split)", at_least(0))
+    lora: bool = option(False, "LoRA adapters on the backbone (reward-model: the scalar head trains whole and the "
+                               "adapters are merged on save; dpo: π_ref is the base with the adapter off)")
+    lora_r: int = option(16, "LoRA rank r", int_range(1, 4096))
+    lora_alpha: int = option(32, "LoRA α", at_least(1))
+    steps: int = option(500, "updates (each one batch of pairs)", at_least(1))
+    batch_size: int = option(32, "pairs per update B (at most 65536)", int_range(1, 65536))
+    num_minibatches: int = option(1, "shuffled minibatches of whole pairs per update (each one optimiser step)",
+                                  at_least(1))
+    lr: float = option(1e-5, "AdamW learning rate", positive())
+    max_grad_norm: float | None = option(1.0, "gradient-norm clip", positive())
+    eval_every: int = option(50, "evaluate on the held-out pairs every N updates", at_least(1))
+    forward_batch_size: int = option(32, "pairs per gradient-free forward (π_ref, the evaluation)", at_least(1))
+    threads: int = option(0, "torch CPU threads (0: torch's default; at most 1024)", int_range(0, 1024))
+    export_trl: str | None = option(None, "write this run as a runnable TRL script (reward-model: trl.RewardTrainer; "
+                                          "dpo: trl.DPOTrainer) to this file and exit: nothing is trained, no run "
+                                          "directory is created", Text())
+
+
+def validate(cfg: PreferenceOptions) -> None:
+    check_minibatches(cfg.batch_size, cfg.num_minibatches, f"a batch of {cfg.batch_size} pairs")
+
+
+def export(cfg: PreferenceOptions, rung: str) -> dict | None:
+    """``--export-trl FILE``: the run written as a TRL script (``ladder.trl.export_preferences``), nothing trained;
+    its summary. None without the flag: the run trains."""
+    if cfg.export_trl is None:
+        return None
+    from ladder.trl import export_preferences
+
+    validate(cfg)
+    return export_preferences.write(cfg, rung, cfg.export_trl)
+
+
+def train(cfg: PreferenceOptions, rung: str, build: Callable) -> dict:
+    """The rung's recipe (``build``) run by the one loop, ``cfg.steps`` updates."""
+    validate(cfg)
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    return loop.train(cfg, rung, build, total=cfg.steps)
