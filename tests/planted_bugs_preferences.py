@@ -3,12 +3,7 @@ way a learner might get it wrong. ``PLANTED_PREFERENCES[stem][label]``; every on
 
 from __future__ import annotations
 
-from planted_bugs_loop import mutant
-
-
-def _planted(stem: str, function: str, bugs: dict[str, tuple[str, str]]) -> dict:
-    return {label: mutant(stem, function, old, new) for label, (old, new) in bugs.items()}
-
+from planted_bugs_loop import _planted
 
 PLANTED_PREFERENCES = {
     "ex26_bradley_terry": _planted("ex26_bradley_terry", "bradley_terry_loss", {
