@@ -26,7 +26,12 @@ from ladder.runtime.trackers import REPORT_TO
 
 @dataclass(frozen=True)
 class Number:
-    """An int or a float in [low, high] (either end open or absent); finite unless ``finite=False``."""
+    """An int or a float in [low, high] (either end open or absent); finite unless ``finite=False``.
+
+    ``limit``: ``high`` only keeps absurd values out (2**63, 1e300: they overflow, hang or allocate what no machine
+    has) and is no part of what the option means, so a value outside is told the one bound it crossed
+    (``--lr must be positive``, ``--lr must be ≤ 1``), as an integer in a closed range always is.
+    """
 
     kind: type = float
     low: float | None = None
@@ -34,6 +39,7 @@ class Number:
     open_low: bool = False
     open_high: bool = False
     finite: bool = True
+    limit: bool = False
 
     def _shown(self, x: float) -> str:
         return str(int(x)) if self.kind is int else f"{x:g}"
@@ -57,15 +63,26 @@ class Number:
         kinds = (int,) if self.kind is int else (int, float)
         if isinstance(value, bool) or not isinstance(value, kinds):
             return "an integer" if self.kind is int else "a number"
+        one_sided = self.limit or (self.kind is int and not (self.open_low or self.open_high))
         if self.kind is float and math.isnan(value):
-            return self.words() if self.low is not None or self.high is not None else "a number"
+            if self.low is None and self.high is None:
+                return "a number"
+            return self._side(below=self.low is not None) if one_sided else self.words()
         if self.finite and not math.isfinite(value):
             return "a finite number"
         below = self.low is not None and (value <= self.low if self.open_low else value < self.low)
         above = self.high is not None and (value >= self.high if self.open_high else value > self.high)
-        if (below or above) and self.kind is int and not (self.open_low or self.open_high):
-            return f"at least {self._shown(self.low)}" if below else f"at most {self._shown(self.high)}"
+        if (below or above) and one_sided:
+            return self._side(below)
         return self.words() if below or above else None
+
+    def _side(self, below: bool) -> str:
+        """The words of the one bound a value crossed: ``at least 1``, ``positive``, ``≥ 0.01``; ``at most 1000``."""
+        if below:
+            return dataclasses.replace(self, high=None).words()
+        if self.kind is int and not self.open_high:
+            return f"at most {self._shown(self.high)}"
+        return f"{'<' if self.open_high else '≤'} {self._shown(self.high)}"
 
 
 @dataclass(frozen=True)
@@ -157,8 +174,25 @@ def available_devices() -> list[str]:
     return devices
 
 
+# The upper limits of the rungs' numbers: generous for any real run, small enough that a value past them (2**63 or
+# 1e300: a slip of the keyboard or a script's arithmetic) is refused in one line when the options are read, not met
+# later as an overflow, a loop that never ends or an allocation no machine has.
+MAX_STEPS = 10**9            # updates or environment steps, and every interval counted in them (every N, warm-up;
+                             # 10**9 also serves as "never", as the benchmarks' --checkpoint-every does)
+MAX_EPISODES = 10**6         # episodes of one evaluation
+MAX_TOKENS = 10**6           # tokens of a prompt or a completion, positions per chunk, top-k (beyond any vocabulary)
+MAX_ROWS = 65536             # rows of one batch or forward: completions, pairs, prompts, minibatches
+MAX_EXAMPLES = 10**8         # examples, problems or pairs taken from a dataset, completions sampled in a run
+MAX_PASSES = 1000            # passes, rounds and tool calls that repeat within one update
+MAX_LORA_ALPHA = 65536       # LoRA α: 16 × the largest rank (α / r scales the adapter's update)
+MAX_LR = 1.0                 # a learning rate (Adam's step is about lr per weight: 1 already erases a model)
+MAX_COEF = 1000.0            # a loss or reward coefficient (β, c_v, c_H, a penalty)
+MAX_SCALE = 1e9              # a threshold or scale (a clip that never binds, a cap, a target KL, a gate's τ)
+
+
 # Shorthands for the common domains.
 def at_least(k: int) -> Number:
+    """An integer of at least k, with no upper limit: a rung's option says its limit (``count``)."""
     return Number(int, low=k)
 
 
@@ -167,12 +201,29 @@ def int_range(low: int, high: int) -> Number:
     return Number(int, low=low, high=high)
 
 
-def positive() -> Number:
-    return Number(float, low=0.0, open_low=True)
+def count(low: int, high: int) -> Number:
+    """How many of something: an integer in [low, high], ``high`` one of the MAX_* limits above."""
+    return int_range(low, high)
 
 
-def non_negative() -> Number:
-    return Number(float, low=0.0)
+def positive(high: float | None = None) -> Number:
+    """A float > 0; ``high``: its limit (a larger value is refused as ``≤ high``)."""
+    return Number(float, low=0.0, open_low=True, high=high, limit=high is not None)
+
+
+def non_negative(high: float | None = None) -> Number:
+    """A float ≥ 0; ``high``: its limit (a larger value is refused as ``≤ high``)."""
+    return Number(float, low=0.0, high=high, limit=high is not None)
+
+
+def learning_rate() -> Number:
+    """A learning rate in (0, MAX_LR]."""
+    return positive(MAX_LR)
+
+
+def coefficient() -> Number:
+    """A coefficient in [0, MAX_COEF] (0: the term is off)."""
+    return non_negative(MAX_COEF)
 
 
 def interval(low: float, high: float, open_low: bool = False, open_high: bool = False) -> Number:
@@ -261,10 +312,10 @@ class RunOptions(Checked):
     resume: str | None = option(None, "continue the run saved in this directory", PathKind("run"))
     overwrite: bool = option(False, "replace the run of this rung in --out (only the files a run writes; a "
                                      "directory that is not a run's is refused)")
-    checkpoint_every: int = option(10, "save a resumable checkpoint every N updates", at_least(1))
+    checkpoint_every: int = option(10, "save a resumable checkpoint every N updates", count(1, MAX_STEPS))
     progress: bool = option(True, "show a progress bar")
     max_nonfinite_updates: int = option(10, "stop after this many updates in a row whose every step had a "
-                                            "non-finite loss or gradient (0: never)", at_least(0))
+                                            "non-finite loss or gradient (0: never)", count(0, MAX_STEPS))
     use_exercises: bool = option(False, "train with your implemented functions from exercises/ "
                                         "(or $LADDER_EXERCISES) in place of the core's")
 

@@ -1,15 +1,20 @@
 """Where ladder meets a library's moving or private API: one module, each place with why.
 
 A new release of transformers, peft, bitsandbytes or torch changes exactly these lines. The
-package's requirements cap each library at its next major version; ``tests/test_no_deprecations.py``
-fails as soon as a release deprecates something ladder calls.
+package's requirements cap each library at its next major version. What a release says about its
+own future (a FutureWarning, a DeprecationWarning) is kept from a learner's runs and notebooks
+(``quiet_the_stack``); ``LADDER_SHOW_WARNINGS=1`` shows it again, and the release check in the
+README (``tests/test_no_deprecations.py`` with it set) lists what a new release deprecates.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import logging
+import os
 import re
+import sys
 import warnings
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +22,7 @@ from pathlib import Path
 import torch
 from torch import Tensor, nn
 
-TRANSFORMERS_TESTED = "5.24"  # the newest transformers these patches were checked against
+TRANSFORMERS_TESTED = "5.25"  # the newest transformers these patches were checked against
 
 
 @functools.cache
@@ -124,6 +129,32 @@ def open_progress_bars() -> list:
     from tqdm import tqdm
 
     return list(getattr(tqdm, "_instances", ()))
+
+STACK = ("transformers", "peft", "accelerate", "bitsandbytes", "kernels", "trl", "torch", "datasets",
+         "huggingface_hub", "tokenizers", "gymnasium", "matplotlib", "ipywidgets")
+ANNOUNCEMENTS = (FutureWarning, DeprecationWarning, PendingDeprecationWarning)
+
+
+def quiet_the_stack() -> None:
+    """Warnings from the libraries ladder stands on never reach a learner's run or notebook: a learner cannot tell a
+    library's note about its next release (or about its own internals) from a problem with their run, and a one-line
+    error stays one line. Ignored: every FutureWarning, DeprecationWarning and PendingDeprecationWarning (whoever
+    the stack level names: the library, or ladder's call into it), every other warning raised in one of ``STACK``,
+    and what their loggers say below ERROR (transformers' load reports, bitsandbytes' kernel notes). ladder's own
+    words to the learner are printed lines, not warnings. With ``LADDER_SHOW_WARNINGS=1``
+    nothing is hidden (what a maintainer runs against a new release)."""
+    if os.environ.get("LADDER_SHOW_WARNINGS", "") not in ("", "0"):
+        return
+    for category in ANNOUNCEMENTS:
+        warnings.filterwarnings("ignore", category=category)
+    for library in STACK:
+        warnings.filterwarnings("ignore", module=rf"{library}(\.|$)")
+        logging.getLogger(library).setLevel(logging.ERROR)  # their logged warnings too (bitsandbytes' kernel notes)
+    for variable in ("TRANSFORMERS_VERBOSITY", "DATASETS_VERBOSITY", "HF_HUB_VERBOSITY"):
+        os.environ.setdefault(variable, "error")  # these set their logger's level again when imported
+    if "transformers" in sys.modules:  # imported already: its level was set from the variable then
+        sys.modules["transformers"].logging.set_verbosity_error()
+
 
 DEPRECATION = re.compile(r"(FutureWarning|DeprecationWarning|PendingDeprecationWarning)\b|\bdeprecated\b", re.I)
 WATCHED = ("transformers", "peft", "accelerate", "bitsandbytes")

@@ -19,6 +19,11 @@ continued (exit code 128 + the signal's number: 130, 143, 129). ``RUNG --help`` 
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first, before the heavy imports below: a signal during them ends the command in one line
+    from ladder.runtime.early_signals import end_quietly_until_handled
+
+    end_quietly_until_handled()
+
 import argparse
 import contextlib
 import errno
@@ -33,7 +38,9 @@ import time
 from pathlib import Path
 
 from ladder.cli import HelpFormatter, OneLineParser, add_config_args, config_from_args, die
+from ladder.patches import quiet_the_stack
 from ladder.rungs.protocol import Rung
+from ladder.runtime import early_signals
 from ladder.runtime.distributed import is_main_process
 from ladder.runtime.runlog import RunLog, RunStopped, UsageError
 from ladder.specs import option_names, options_dict
@@ -207,13 +214,7 @@ def _as_bytes(text: str, encoding: str) -> bytes:
 INTERRUPTS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
-class Interrupted(KeyboardInterrupt):
-    """SIGTERM or SIGHUP (``kill``, a scheduler's stop, a closed terminal), raised where Ctrl-C raises its
-    ``KeyboardInterrupt``, so that the run stops the same way: its files whole, resumable, one line."""
-
-    def __init__(self, signum: int):
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
+Interrupted = early_signals.Stopped  # SIGTERM or SIGHUP raised where Ctrl-C raises its KeyboardInterrupt
 
 
 class Interrupts:
@@ -278,10 +279,11 @@ def main(argv: list[str] | None = None) -> int:
         print(__doc__.strip())
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
+    quiet_the_stack()  # a library's notes about its next release are not the learner's problem (patches)
     if name == "doctor":  # not a rung: reads a run's logs (ladder.doctor)
         from ladder.doctor.__main__ import main as doctor
 
-        return doctor(rest, prog="python -m ladder.run doctor")
+        return early_signals.interruptible(lambda: doctor(rest, prog="python -m ladder.run doctor"))
     rung = load_rung(name)
     with terminal_guards(whole_process) as interrupts:
         return run_command(name, rung, rest, interrupts)
@@ -292,7 +294,7 @@ def _report_interruption(name: str, cfg, signum: int) -> int:
     unfinished run to continue), and its exit code: 128 + the signal's number."""
     out = getattr(cfg, "out", None) if hasattr(cfg, "resume") else None
     resumable = out is not None and (Path(out) / "config.json").exists() and not (Path(out) / "summary.json").exists()
-    line = "\ninterrupted" if signum == signal.SIGINT else f"interrupted by {signal.Signals(signum).name}"
+    line = early_signals.line(signum)
     if resumable:
         line += f"; continue with: python -m ladder.run {name} --resume {shlex.quote(out)}"
     print(line, file=sys.stderr)

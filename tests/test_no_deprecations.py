@@ -1,6 +1,8 @@
-"""No library deprecation reaches a run's output: the next transformers/peft/accelerate/bitsandbytes
-release that deprecates a call ladder makes fails here (and in the notebooks, ``notebooks/conftest.py``),
-not in front of a learner."""
+"""No library's warning reaches a run's output (``ladder.patches.quiet_the_stack``), whatever a new release of
+transformers/peft/accelerate/bitsandbytes deprecates; the notebooks are read the same way (``notebooks/conftest.py``).
+
+Against a new release, a maintainer runs these with ``LADDER_SHOW_WARNINGS=1`` (the README's release check): nothing
+is hidden then, and a release that deprecates a call ladder makes fails here, not in front of a learner."""
 
 from __future__ import annotations
 
@@ -23,6 +25,23 @@ def test_deprecations_of_the_watched_libraries_are_found_and_torchs_own_are_not(
         "update 3: reward 0.41",
     ])
     assert library_deprecations(output) == [output.splitlines()[i] for i in (0, 1, 2)]
+
+
+def test_the_stack_is_quieted_and_ladder_show_warnings_shows_it_again():
+    """A FutureWarning raised in transformers' code, and a DeprecationWarning its stack level puts in ladder's call,
+    reach a run's stderr only with LADDER_SHOW_WARNINGS=1."""
+    code = ("import warnings, types, sys\n"
+            "from ladder.patches import quiet_the_stack\n"
+            "quiet_the_stack()\n"
+            "g = {'__name__': 'transformers.modeling_utils'}\n"
+            "exec(\"import warnings\\nwarnings.warn('`x` is deprecated', FutureWarning)\", g)\n"
+            "warnings.warn('`y` is deprecated', DeprecationWarning)\n"
+            "warnings.warn('a warning of ladder itself', UserWarning)\n")
+    for shown in ("", "1"):
+        env = {**os.environ, "PYTHONWARNINGS": "default", "LADDER_SHOW_WARNINGS": shown}
+        err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env).stderr
+        assert ("`x` is deprecated" in err, "`y` is deprecated" in err) == (bool(shown), bool(shown)), err
+        assert "a warning of ladder itself" in err
 
 
 def test_the_cache_travels_under_the_name_this_transformers_expects():

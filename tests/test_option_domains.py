@@ -78,6 +78,35 @@ def test_every_option_declares_its_domain(name):
     assert not missing, f"{name}: options without a declared domain: {missing}"
 
 
+def numbers(name: str):
+    """(flag, domain) of every number a rung reads: its fields' and its specs' params'."""
+    for case in cases():
+        rung, f, domain = case.values
+        if rung == name and isinstance(domain, cli.Number):
+            yield _flag(f), domain
+
+
+@pytest.mark.parametrize("name", list(RUNGS))
+def test_every_number_has_a_finite_upper_bound(name):
+    """2**63 or 1e300 stops at parsing, not in an overflow, a loop that never ends or an allocation."""
+    unbounded = [flag for flag, d in numbers(name) if d.high is None or not math.isfinite(d.high)]
+    assert not unbounded, f"{name}: numbers without a finite upper bound: {unbounded}"
+
+
+@pytest.mark.parametrize("name", list(RUNGS))
+def test_absurd_numbers_are_one_line_exit_2(name, tmp_path, monkeypatch, capsys):
+    """±2**63 for every integer, ±1e300 for every float: refused by the domain, in one line naming the flag."""
+    monkeypatch.chdir(tmp_path)
+    for flag, d in numbers(name):
+        for value in ([2**63, -(2**63)] if d.kind is int else [1e300, -1e300]):
+            with pytest.raises(SystemExit) as stop:
+                run.main([name, flag, str(value), "--print-config"])
+            err = capsys.readouterr().err
+            assert stop.value.code == 2, (flag, value, err)
+            assert len(err.strip().splitlines()) == 1 and err.startswith(f"ladder: error: {flag} must be "), err
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize("name, f, domain", list(cases()))
 def test_bad_values_are_one_line_exit_2_and_create_nothing(name, f, domain, tmp_path, monkeypatch, capsys):
     workdir = tmp_path / "cwd"
@@ -144,6 +173,14 @@ BIG = "9223372036854775807"  # the largest int64
     (["ppo-sentiment", "--batch-size", BIG], f"--batch-size must be at most 65536, got {BIG}"),
     (["grpo", "--reward-timeout", "0"], "--reward-timeout must be in (0, 86400], got 0.0"),
     (["agent", "--reward-timeout", "86401"], "--reward-timeout must be in (0, 86400], got 86401.0"),
+    (["reinforce", "--eval-episodes", str(2**63)], f"--eval-episodes must be at most 1000000, got {2**63}"),
+    (["grpo", "--max-new-tokens", str(2**63)], f"--max-new-tokens must be at most 1000000, got {2**63}"),
+    (["grpo", "--lora-alpha", str(2**63)], f"--lora-alpha must be at most 65536, got {2**63}"),
+    (["ppo-sentiment", "--lr", "1e300"], "--lr must be ≤ 1, got 1e+300"),
+    (["grpo", "--temperature", "1e300"], "--temperature must be ≤ 100, got 1e+300"),
+    (["dpo", "--beta", "1e300"], "--beta must be ≤ 1000, got 1e+300"),
+    (["grpo", "--loss-type", "vespo", "--vespo-lambda-pos", "1e300"], "--vespo-lambda-pos must be ≤ 1000, got 1e+300"),
+    (["cartpole", "--solve-return", "1e300"], "--solve-return must be in [-1e+09, 1e+09], got 1e+300"),
 ])
 def test_values_that_would_overflow_are_refused_by_their_domain(argv, needle, tmp_path, monkeypatch, capsys):
     """Values that overflowed (a deque's length, a tensor's size, numpy's seed, logits/τ in float32) or could
@@ -161,6 +198,8 @@ def test_python_api_raises_value_error_naming_the_field():
     grpo = RUNGS["grpo"]
     with pytest.raises(ValueError, match=r"--lr must be positive, got nan"):
         grpo.Config(lr=float("nan"))
+    with pytest.raises(ValueError, match=r"--lr must be ≤ 1, got 2"):    # a limit names the bound crossed
+        grpo.Config(lr=2)
     with pytest.raises(ValueError, match=r"--group-size must be at least 2"):
         grpo.Config(group_size=1)
     with pytest.raises(ValueError, match=r"--mu must be an integer, got 2.5"):

@@ -4,13 +4,12 @@ must still produce a loadable model that has learnt something (here with a few t
 from __future__ import annotations
 
 import functools
-import json
 import math
 import random
 
 import pytest
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer
+from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from ladder.tasks import agent_envs, arithmetic, rebuild_tiny, sentiment, tiny_agent, tiny_lm, tool_calls
 
@@ -65,6 +64,36 @@ def test_the_shipped_math_model_does_its_sums():
     assert arithmetic.extract_answer(completion) == 64 and arithmetic.format_reward([completion], ["64"]) == [1.0]
 
 
+def _assert_same_model_and_tokenizer(model, tokenizer, shipped) -> None:
+    """What the files mean, not how a release writes them (a version stamp, a serialised default): the same
+    configuration once both are read by this transformers, the same parameters (names and shapes), the same
+    vocabulary and special tokens, and the same ids for the same text."""
+    def meaning(config) -> dict:
+        return {k: v for k, v in config.to_dict().items() if k not in ("transformers_version", "_name_or_path")}
+
+    ours, theirs = model.config, AutoConfig.from_pretrained(shipped)
+    assert meaning(ours) == meaning(theirs)
+    shipped_model, shipped_tokenizer = _load(shipped)
+    shapes = {k: tuple(v.shape) for k, v in model.state_dict().items()}
+    assert shapes == {k: tuple(v.shape) for k, v in shipped_model.state_dict().items()}
+    assert tokenizer.get_vocab() == shipped_tokenizer.get_vocab()
+    assert tokenizer.all_special_tokens == shipped_tokenizer.all_special_tokens
+    text = "What is 23 + 41? The film was great, but the ending was slow."
+    assert tokenizer.encode(text) == shipped_tokenizer.encode(text)
+
+
+def test_a_release_that_restamps_a_config_is_still_the_same_model(tmp_path):
+    """The comparison above ignores what a transformers release changes on its own (the version stamp) and
+    catches what changes the model (a layer more)."""
+    shipped = tiny_lm.SHIPPED / sentiment.TINY_MODEL_VERSION
+    model, tokenizer = _load(shipped)
+    model.config.transformers_version = "99.0.0"
+    _assert_same_model_and_tokenizer(model, tokenizer, shipped)
+    bigger = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(shipped, n_layer=3))
+    with pytest.raises(AssertionError):
+        _assert_same_model_and_tokenizer(bigger, tokenizer, shipped)
+
+
 @pytest.mark.trained
 @pytest.mark.parametrize("name", sorted(FAST))
 def test_the_build_code_still_makes_a_working_model(name, monkeypatch, tmp_path):
@@ -74,10 +103,8 @@ def test_the_build_code_still_makes_a_working_model(name, monkeypatch, tmp_path)
     monkeypatch.setenv("LADDER_BUILD_TINY", "1")
     path = tiny_lm.cached(name, FAST[name])
     assert path == tmp_path / name and tiny_lm.cached(name, None) == path  # built once, then reused
-    shipped = tiny_lm.SHIPPED / name
-    for file in ("config.json", "tokenizer.json"):
-        assert json.loads((path / file).read_text()) == json.loads((shipped / file).read_text()), file
     model, tokenizer = _load(path)
+    _assert_same_model_and_tokenizer(model, tokenizer, tiny_lm.SHIPPED / name)
     if name == sentiment.TINY_MODEL_VERSION:
         pairs = [("", text) for text in sentiment.review_corpus(20, seed=1)]
     elif name == tiny_agent.TINY_MODEL_VERSION:

@@ -8,6 +8,11 @@ run's vital signs, or several runs' overlaid. Exit code 0: healthy; 1: problems 
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # first, before the heavy imports below: a signal during them ends the command in one line
+    from ladder.runtime.early_signals import end_quietly_until_handled
+
+    end_quietly_until_handled()
+
 import json
 import os
 import sys
@@ -18,6 +23,8 @@ from ladder.doctor.chart_parts import write_figure
 from ladder.doctor.report import is_healthy, json_report, plot_findings, printable, text_report
 from ladder.doctor.runs import read_run
 from ladder.doctor.signatures import diagnose
+from ladder.patches import quiet_the_stack
+from ladder.runtime.early_signals import interruptible
 from ladder.runtime.errors import UsageError
 
 
@@ -71,6 +78,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m ladder.doctor") -
     """Exit code 0 every run healthy, 1 problems found in any, 2 bad input (one line on stderr, nothing written): a
     run that is not there or cannot be read, a --trl-config that does not hold GRPOConfig fields, a figure that
     cannot be written (the plot comes before the report, so nothing is said of runs whose plot failed)."""
+    quiet_the_stack()
     args = build_parser(prog).parse_args(sys.argv[1:] if argv is None else argv)
     plotting = args.plot or args.plot_to is not None
     path = figure_path(args)
@@ -93,4 +101,4 @@ def main(argv: list[str] | None = None, prog: str = "python -m ladder.doctor") -
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(interruptible(main))

@@ -11,6 +11,8 @@ real token — transformers' ``AutoModelForSequenceClassification`` with ``num_l
                                      row — the whole sequence's score
     ScoringPolicy(model)             the reward model as ``core.update`` calls a policy: ``evaluate`` returns
                                      r_φ in the log-prob's place, which the Bradley–Terry objective reads
+    load_classifier(path, name)      a trained scorer (r_φ, or a sentiment classifier) to score with: a model of
+                                     another kind is one line before its weights load
 
 ``core.update`` with the objective ``"bradley_terry"`` trains it on (r_φ(x, y_w), r_φ(x, y_l)).
 """
@@ -24,6 +26,7 @@ from ladder.core import Batch
 from ladder.hub import quiet_progress
 from ladder.policies.dpo_batch import padded
 from ladder.policies.quant import lora_config, offline_hint
+from ladder.runtime.errors import UsageError
 
 
 def load_reward_model(model_id: str, tokenizer, device: torch.device, flag: str = "--model", lora: bool = False,
@@ -50,6 +53,27 @@ def load_reward_model(model_id: str, tokenizer, device: torch.device, flag: str 
         conv1d = any(type(m).__name__ == "Conv1D" for m in model.modules())  # GPT-2's transposed linear layers
         model = get_peft_model(model, lora_config(lora_r, lora_alpha, fan_in_fan_out=conv1d, task_type="SEQ_CLS"))
     return model.to(device)
+
+
+def load_classifier(path: str, name: str, flag: str = "--reward-model") -> nn.Module:
+    """A sequence classifier to score with (a reward model this package's ``reward-model`` rung saved, TRL's, or a
+    sentiment classifier): its config read first, so that a model of another kind (a causal LM's directory, say) is
+    one line before any weight loads; transformers' load report kept quiet (it would precede a one-line error)."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+    from transformers.utils import logging as hf_logging
+
+    config = AutoConfig.from_pretrained(path)
+    architectures = list(getattr(config, "architectures", None) or [])
+    if architectures and not any(a.endswith("ForSequenceClassification") for a in architectures):
+        raise UsageError(f"{flag} {name} is a {architectures[0]}, not a sequence classifier: pass a reward model "
+                         f"(OUT/reward_model of the reward-model rung) or a sentiment classifier")
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        with quiet_progress():
+            return AutoModelForSequenceClassification.from_pretrained(path, config=config)
+    finally:
+        hf_logging.set_verbosity(verbosity)
 
 
 def pair_ids(tokenizer, pair: dict) -> tuple[list[int], list[int]]:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 import torch
 
 from ladder import core, hub
-from ladder.cli import Text, at_least, int_range, option, positive
+from ladder.cli import MAX_COEF, MAX_ROWS, MAX_TOKENS, Text, count, int_range, learning_rate, option, positive
 from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, is_peft
@@ -40,7 +40,7 @@ from ladder.rungs.preference_eval import pair_report
 from ladder.rungs.preference_options import DEFAULT_MODEL, PreferenceOptions
 from ladder.rungs.protocol import TRAINING_WRITES
 from ladder.runtime.loop import Recipe
-from ladder.runtime.runlog import UsageError, seed_everything
+from ladder.runtime.runlog import seed_everything
 from ladder.runtime.session import RunSession
 from ladder.tasks import preference_pairs, sentiment, tiny_preferences
 
@@ -61,15 +61,16 @@ class Config(PreferenceOptions):
     model: str = option(DEFAULT_MODEL, "policy: causal LM hub id or directory ('tiny': the project's tiny review "
                                        "GPT-2); π_ref is its starting point", Text())
     batch_size: int = option(8, "pairs per update B (at most 65536)", int_range(1, 65536))
-    lr: float = option(1e-6, "AdamW learning rate (TRL's DPO default)", positive())
+    lr: float = option(1e-6, "AdamW learning rate (TRL's DPO default)", learning_rate())
     beta: float = option(0.1, "β: the KL-regularised objective's coefficient, the implicit reward's scale",
-                         positive())
+                         positive(MAX_COEF))
     num_eval_prompts: int = option(32, "held-out prompts whose sampled completions measure KL and the true reward "
-                                       "(0: no sampling)", at_least(0))
-    max_new_tokens: int = option(128, "length limit of the sampled completions (tokens)", at_least(1))
+                                       "(with --eval-pairs 0, the training pairs' prompts; 0: no sampling)",
+                                   count(0, MAX_ROWS))
+    max_new_tokens: int = option(128, "length limit of the sampled completions (tokens)", count(1, MAX_TOKENS))
     true_reward: str = option("none", "the true reward of the sampled completions, where the task knows it: "
                                       "'tiny-preferences' (the tiny task's r*)", choices=tiny_preferences.TRUE_REWARDS)
-    chunk_size: int = option(64, "positions per chunk of the lm_head / log-softmax", at_least(1))
+    chunk_size: int = option(64, "positions per chunk of the lm_head / log-softmax", count(1, MAX_TOKENS))
 
 
 PRESETS = {"tiny": {"model": "tiny", "dataset": "tiny", "steps": 120, "batch_size": 32, "lr": 1e-4,
@@ -93,17 +94,17 @@ def train(cfg: Config) -> dict:
 
 
 def load(cfg: Config):
-    """(tokenizer, π_θ's policy with π_ref, training pairs, held-out pairs); a loading problem is one line."""
+    """(tokenizer, π_θ's policy with π_ref, training pairs, held-out pairs); a loading problem is one line, and so is
+    a pair the model cannot take (``preference_sampling.check_dpo``: checked before any weights load)."""
     path = hub.resolve(sentiment.resolve_model(cfg.model), "--model")
-    tokenizer = quant.load_tokenizer(path)
+    tokenizer, config = quant.load_tokenizer(path), quant.load_config(path)
+    train_pairs, held_out = preference_pairs.train_and_held_out(
+        cfg.dataset, cfg.eval_pairs, cfg.max_pairs or None,
+        check=lambda train, test: preference_sampling.check_dpo(tokenizer, config, train, test, cfg))
     model = quant.load_causal_lm(path, torch.device(cfg.device), lora=cfg.lora, lora_r=cfg.lora_r,
                                  lora_alpha=cfg.lora_alpha, dtype=torch.float32)
     ref_model = None if is_peft(model) else copy.deepcopy(model)
     policy = CausalLMPolicy(model, chunk_size=cfg.chunk_size, ref_model=ref_model)
-    train_pairs, held_out = preference_pairs.train_and_held_out(cfg.dataset, cfg.eval_pairs, cfg.max_pairs or None)
-    if any(not pair["prompt"] for pair in train_pairs + held_out):
-        raise UsageError(f"--dataset {cfg.dataset}: a pair with an empty prompt; DPO scores each completion "
-                         f"after its prompt")
     return tokenizer, policy, train_pairs, held_out
 
 
@@ -138,7 +139,7 @@ def build(cfg: Config, run: RunSession) -> Recipe:
     update_cfg = core.UpdateConfig(objective=core.DPO(beta=cfg.beta), num_minibatches=cfg.num_minibatches,
                                    max_grad_norm=cfg.max_grad_norm)
     pair_rng, generator = random.Random(cfg.seed), torch.Generator().manual_seed(cfg.seed)
-    eval_prompts = preference_sampling.held_out_prompts(held_out, cfg.num_eval_prompts)
+    eval_prompts = preference_sampling.eval_prompts(train_pairs, held_out, cfg.num_eval_prompts)
     true_reward = tiny_preferences.true_reward(cfg.true_reward)
     progress = {"before": {}, "after": {}, "load_s": time.perf_counter() - t_load}
 
@@ -148,7 +149,8 @@ def build(cfg: Config, run: RunSession) -> Recipe:
         passes = core.update(policy, batch, optimizer, update_cfg, generator)
         last = passes[-1]
         names = ("loss", "rewards/chosen", "rewards/rejected", "rewards/accuracy", "rewards/margin", "grad_norm")
-        return {"pairs": (run.step + 1) * len(pairs), **{k: last[k] for k in names},
+        # A step the guard skipped (a non-finite loss or gradient) has no grad_norm: the record leaves it out.
+        return {"pairs": (run.step + 1) * len(pairs), **{k: last[k] for k in names if k in last},
                 "kl_ref_token_k3": last["kl_ref"], "skipped_steps": run.skipped_steps(passes, cfg.num_minibatches)}
 
     def evaluate() -> dict:

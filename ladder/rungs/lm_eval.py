@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ladder import hub
-from ladder.cli import Checked, Device, PathKind, Text, at_least, int_range, option
+from ladder.cli import MAX_EXAMPLES, MAX_TOKENS, Checked, Device, PathKind, Text, count, int_range, option
 from ladder.patches import peft_wraps_quietly
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy
@@ -36,9 +36,9 @@ class Config(Checked):
     task: str = option("gsm8k", "gsm8k or arithmetic", choices=math_problems.TASKS)
     dataset: str = option("openai/gsm8k", "GSM8K hub id or a local .json/.jsonl", Text())
     eval_size: int = option(200, "held-out problems (as grpo holds them out; a one-split file: its last rows, "
-                                 "at most a fifth of them)", at_least(1))
+                                 "at most a fifth of them)", count(1, MAX_EXAMPLES))
     max_new_tokens: int = option(512, "completion length limit (grpo's default, so that accuracy before and "
-                                      "after training is measured alike)", at_least(1))
+                                      "after training is measured alike)", count(1, MAX_TOKENS))
     system_prompt: str | None = option(None, "system prompt (default: the task's)", Text())
     qlora: bool = option(False, "load the base in 4-bit nf4")
     out: str | None = option(None, "write config.json, summary.json and completions.jsonl here (a new or empty "

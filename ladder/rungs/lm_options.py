@@ -8,7 +8,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ladder.cli import Number, OneOf, RunOptions, Text, at_least, int_range, interval, option
+from ladder.cli import (
+    MAX_LORA_ALPHA,
+    MAX_STEPS,
+    MAX_TOKENS,
+    Number,
+    OneOf,
+    RunOptions,
+    Text,
+    count,
+    int_range,
+    interval,
+    option,
+)
 from ladder.policies import SAMPLER_LOOPS
 
 
@@ -21,14 +33,16 @@ class LMOptions(RunOptions):
                                "disabled (no copy)")
     lora_r: int = option(16, "LoRA rank r, at most 4096 (a 7B model's width, where the adapter is no longer "
                              "low-rank)", int_range(1, 4096))
-    lora_alpha: int = option(32, "LoRA α (the adapter's update is scaled by α / r)", at_least(1))
+    lora_alpha: int = option(32, "LoRA α (the adapter's update is scaled by α / r; at most 65536, 16 × the "
+                                 "largest --lora-r)", count(1, MAX_LORA_ALPHA))
     gradient_checkpointing: bool | None = option(None, "recompute activations in backward (default: on with "
                                                        "--qlora)")
-    max_new_tokens: int = option(512, "completion length limit (tokens)", at_least(1))
+    max_new_tokens: int = option(512, "completion length limit (tokens)", count(1, MAX_TOKENS))
     temperature: float = option(1.0, "sampling temperature τ, at least 0.01 (log-probs use the same τ and scale as "
                                      "logits/τ: below 0.01 a logit change of 0.9 overflows the float32 ratio "
-                                     "π_θ/π_old; below ~1e-36 logits/τ itself overflows float32 and bfloat16)",
-                                Number(float, low=0.01))
+                                     "π_θ/π_old; below ~1e-36 logits/τ itself overflows float32 and bfloat16) and "
+                                     "at most 100 (sampling is uniform long before)",
+                                Number(float, low=0.01, high=100.0, limit=True))
     top_p: float = option(1.0, "nucleus sampling p (1: off): tokens are drawn from the smallest set of most likely "
                                 "tokens holding p of the mass, renormalised; π_old, π_θ and π_ref score the whole "
                                 "distribution (grpo: --sampler-correction weighs the difference)",
@@ -38,9 +52,9 @@ class LMOptions(RunOptions):
                                          "generate (transformers' generate, as TRL samples without vLLM)",
                                OneOf(SAMPLER_LOOPS))
     chunk_size: int = option(16, "positions per chunk of the lm_head / log-softmax (rows·chunk·vocab floats at "
-                                 "once)", at_least(1))
+                                 "once)", count(1, MAX_TOKENS))
     print_samples: int = option(10, "print sample prompt → completion → reward lines every N updates (0: never)",
-                                at_least(0), aliases=("--sample-every",))
+                                count(0, MAX_STEPS), aliases=("--sample-every",))
     threads: int = option(0, "torch CPU threads (0: torch's default; at most 1024, more than a CPU has "
                                  "cores)", int_range(0, 1024))
 

@@ -31,7 +31,23 @@ from pathlib import Path
 import torch
 
 from ladder import core, hub
-from ladder.cli import Text, at_least, int_range, interval, non_negative, option, positive, probability
+from ladder.cli import (
+    MAX_EXAMPLES,
+    MAX_PASSES,
+    MAX_ROWS,
+    MAX_SCALE,
+    MAX_STEPS,
+    MAX_TOKENS,
+    Text,
+    coefficient,
+    count,
+    int_range,
+    interval,
+    learning_rate,
+    option,
+    positive,
+    probability,
+)
 from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, is_peft, lm_batch
@@ -73,41 +89,41 @@ class Config(LMOptions):
     dataset: str = option(sentiment.DEFAULT_DATASET, "prompts: dataset id, a local .jsonl/.json/.csv/.txt file of "
                                                      "reviews, or 'bundled' (review openings shipped with ladder)",
                                                      Text())
-    max_prompts: int = option(25_000, "use at most this many reviews of --dataset", at_least(1))
-    min_prompt_tokens: int = option(2, "shortest review prefix used as a prompt (tokens)", at_least(1))
-    max_prompt_tokens: int = option(8, "longest review prefix used as a prompt (tokens)", at_least(1))
-    steps: int = option(200, "PPO updates (each one batch of fresh completions)", at_least(1),
+    max_prompts: int = option(25_000, "use at most this many reviews of --dataset", count(1, MAX_EXAMPLES))
+    min_prompt_tokens: int = option(2, "shortest review prefix used as a prompt (tokens)", count(1, MAX_TOKENS))
+    max_prompt_tokens: int = option(8, "longest review prefix used as a prompt (tokens)", count(1, MAX_TOKENS))
+    steps: int = option(200, "PPO updates (each one batch of fresh completions)", count(1, MAX_STEPS),
                         aliases=("--num-updates",))
     batch_size: int = option(128, "completions per update B (at most 65536)", int_range(1, 65536))
-    num_minibatches: int = option(4, "shuffled minibatches per pass", at_least(1))
-    mu: int = option(4, "μ: optimisation passes over each batch", at_least(1))
+    num_minibatches: int = option(4, "shuffled minibatches per pass", count(1, MAX_ROWS))
+    mu: int = option(4, "μ: optimisation passes over each batch", count(1, MAX_PASSES))
     forward_batch_size: int = option(32, "rows per gradient-free forward (π_old, π_ref, V_old, reward model)",
-                                     at_least(1))
-    max_new_tokens: int = option(16, "completion length limit (tokens)", at_least(1))
-    top_k: int = option(0, "top-k sampling (0: off)", at_least(0))
-    lr: float = option(1.41e-5, "Adam learning rate", positive())
+                                     count(1, MAX_ROWS))
+    max_new_tokens: int = option(16, "completion length limit (tokens)", count(1, MAX_TOKENS))
+    top_k: int = option(0, "top-k sampling (0: off)", count(0, MAX_TOKENS))
+    lr: float = option(1.41e-5, "Adam learning rate", learning_rate())
     clip_eps: float = option(0.2, "PPO clip ε of the ratio π_θ/π_old", interval(0, 1, open_low=True, open_high=True))
-    value_clip: float = option(0.2, "clip of V around V_old in the value loss", positive())
-    value_coef: float = option(0.1, "value-loss coefficient c_v", non_negative())
-    max_grad_norm: float | None = option(1.0, "gradient-norm clip", positive())
+    value_clip: float = option(0.2, "clip of V around V_old in the value loss", positive(MAX_SCALE))
+    value_coef: float = option(0.1, "value-loss coefficient c_v", coefficient())
+    max_grad_norm: float | None = option(1.0, "gradient-norm clip", positive(MAX_SCALE))
     gamma: float = option(1.0, "discount γ over completion tokens", probability())
     gae_lambda: float = option(0.95, "GAE λ", probability())
     kl_coef: float = option(0.2, "β: initial (adaptive) or fixed coefficient of the KL penalty in the reward",
-                            non_negative())
+                            coefficient())
     adaptive_kl: bool = option(True, "steer β towards --kl-target (Ziegler et al. 2019); off: fixed β")
-    kl_target: float = option(6.0, "target of the mean per-sequence KL(π‖π_ref)", positive())
-    kl_horizon: float = option(10_000.0, "horizon of the adaptive controller (in completions)", positive())
+    kl_target: float = option(6.0, "target of the mean per-sequence KL(π‖π_ref)", positive(MAX_SCALE))
+    kl_horizon: float = option(10_000.0, "horizon of the adaptive controller (in completions)", positive(MAX_EXAMPLES))
     kl_estimator: str = option("k1", "per-token KL estimator in the reward", choices=("k1", "k2", "k3"))
     ref_sync_every: int = option(0, "refresh π_ref every N updates: π_ref ← α·π_θ + (1 − α)·π_ref (0: never)",
-                                 at_least(0))
+                                 count(0, MAX_STEPS))
     ref_mixup: float = option(0.6, "α of the π_ref refresh, in [0, 1]", probability())
     chunk_size: int = option(64, "positions per chunk of the lm_head / log-softmax (rows·chunk·vocab floats at "
-                                 "once)", at_least(1))
+                                 "once)", count(1, MAX_TOKENS))
     print_samples: int = option(10, "print a few prompt → completion → score lines every N updates (0: never)",
-                                at_least(0), aliases=("--sample-every",))
-    num_samples: int = option(3, "lines printed each --print-samples", at_least(0))
+                                count(0, MAX_STEPS), aliases=("--sample-every",))
+    num_samples: int = option(3, "lines printed each --print-samples", count(0, MAX_ROWS))
     num_eval_prompts: int = option(16, "prompts in the before/after table (same prompts and sampling seed)",
-                                   at_least(0))
+                                   count(0, MAX_ROWS))
 
 
 PRESETS = {

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from ladder import core, hub
-from ladder.cli import Text, at_least, option
+from ladder.cli import MAX_ROWS, Text, count, option
 from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.policies.causal_lm import disable_dropout, is_peft
@@ -55,7 +55,7 @@ CURVES = [Panel("Bradley–Terry loss", "−log σ(r_w − r_l), batch mean", {"
 class Config(PreferenceOptions):
     model: str = option(DEFAULT_MODEL, "the reward model's backbone: hub id or directory ('tiny': the project's "
                                        "tiny review GPT-2); a scalar head is added on it", Text())
-    forward_batch_size: int = option(64, "pairs per gradient-free forward of the evaluation", at_least(1))
+    forward_batch_size: int = option(64, "pairs per gradient-free forward of the evaluation", count(1, MAX_ROWS))
 
 
 PRESETS = {"tiny": {"model": "tiny", "dataset": "tiny", "steps": 120, "batch_size": 32, "lr": 3e-4,
@@ -78,13 +78,18 @@ def train(cfg: Config) -> dict:
 
 
 def load(cfg: Config):
-    """(tokenizer, reward model, training pairs, held-out pairs); a loading problem is one line."""
+    """(tokenizer, reward model, training pairs, held-out pairs); a loading problem is one line, and so is a pair the
+    model cannot take (``policies.dpo_batch.check_pairs``: checked before any weights load)."""
+    from ladder.policies.dpo_batch import check_pairs
+
     path = hub.resolve(sentiment.resolve_model(cfg.model), "--model")
-    tokenizer = quant.load_tokenizer(path)
+    tokenizer, config = quant.load_tokenizer(path), quant.load_config(path)
+    train_pairs, held_out = preference_pairs.train_and_held_out(
+        cfg.dataset, cfg.eval_pairs, cfg.max_pairs or None,
+        check=lambda train, test: check_pairs(tokenizer, config, train + test, cfg.dataset, cfg.model))
     model = load_reward_model(path, tokenizer, torch.device(cfg.device), lora=cfg.lora, lora_r=cfg.lora_r,
                               lora_alpha=cfg.lora_alpha)
     disable_dropout(model)
-    train_pairs, held_out = preference_pairs.train_and_held_out(cfg.dataset, cfg.eval_pairs, cfg.max_pairs or None)
     return tokenizer, model, train_pairs, held_out
 
 
@@ -117,8 +122,8 @@ def build(cfg: Config, run: RunSession) -> Recipe:
         batch = preference_batch(tokenizer, pairs, cfg.device)
         passes = core.update(policy, batch, optimizer, update_cfg, generator)
         last = passes[-1]
-        return {"pairs": (run.step + 1) * len(pairs), "loss": last["loss"], "accuracy": last["accuracy"],
-                "margin": last["margin"], "grad_norm": last["grad_norm"],
+        names = ("loss", "accuracy", "margin", "grad_norm")  # a skipped step (not finite) has no grad_norm
+        return {"pairs": (run.step + 1) * len(pairs), **{k: last[k] for k in names if k in last},
                 "skipped_steps": run.skipped_steps(passes, cfg.num_minibatches)}
 
     def evaluate() -> dict:

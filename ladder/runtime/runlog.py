@@ -64,7 +64,8 @@ def _clean(value):
 
 _KEEP_THE_RUN = "put back an intact copy to resume it, or start a new run with another --out"  # a bad checkpoint
 RUN_FILES = ("config.json", "metrics.jsonl", "summary.json", "curves.png", "checkpoint.pt", TEMPORARY,
-             CHECKSUMS, "completions.jsonl", "policy.pt", "model", "adapter", "policy", "samples.md", "tb", "wandb")
+             CHECKSUMS, "completions.jsonl", "policy.pt", "model", "adapter", "policy", "reward_model", "samples.md",
+             "tb", "wandb")
 # What a killed process may leave half-written: removed by the next process that takes the directory.
 LEFTOVERS = (*(temporary(name) for name in RUN_FILES), TEMPORARY, ".curves.tmp.png")
 

@@ -236,6 +236,15 @@ def positive_label_index(id2label: dict) -> int:
                      f"pass a sentiment classifier with --reward-model")
 
 
+def refuse_an_unfinished_runs_model(name: str, flag: str) -> None:
+    """A model saved inside a run directory (``OUT/reward_model``) belongs to that run: it is read only once the run
+    has finished (its summary.json written), never beside an unfinished run that an ``--overwrite`` started."""
+    run_dir = Path(name).parent
+    if Path(name).is_dir() and (run_dir / "config.json").is_file() and not (run_dir / "summary.json").is_file():
+        raise UsageError(f"{flag} {name}: the run in {run_dir} has not finished (no summary.json), so this is not "
+                         f"its model; finish it with --resume {run_dir}, or give a finished run's model")
+
+
 class ClassifierReward:
     """The POSITIVE logit of a Hugging Face sequence classifier, scored in batches without gradients."""
 
@@ -253,11 +262,14 @@ class ClassifierReward:
     def load(cls, name: str, device: str = "cpu", batch_size: int = 16):
         """The classifier's POSITIVE logit; a model with one label (a reward model r_φ) is scored as it is
         (``policies.reward_model.LearnedReward``)."""
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoTokenizer
+
+        from ladder.policies.reward_model import load_classifier
 
         flag = "--reward-model"
+        refuse_an_unfinished_runs_model(name, flag)
         tokenizer = hub_or_local(name, "reward model's tokenizer", flag, AutoTokenizer.from_pretrained)
-        model = hub_or_local(name, "reward model", flag, AutoModelForSequenceClassification.from_pretrained)
+        model = hub_or_local(name, "reward model", flag, lambda path: load_classifier(path, name, flag))
         if model.config.num_labels == 1:  # a scalar head: ladder's reward-model rung (or TRL's RewardTrainer)
             from ladder.policies.reward_model import LearnedReward
 

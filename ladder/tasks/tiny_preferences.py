@@ -29,6 +29,7 @@ from pathlib import Path
 
 import torch
 
+from ladder.runtime.errors import UsageError
 from ladder.tasks import sentiment
 
 VERSION = "tiny-preferences-v1"
@@ -75,6 +76,14 @@ TRUE_REWARDS = ("none", "tiny-preferences")  # --true-reward: the tasks that kno
 def true_reward(name: str) -> TrueReward | None:
     """``--true-reward NAME``: the true reward r*(prompts, completions) a task knows, or None ("none")."""
     return TrueReward() if name == "tiny-preferences" else None
+
+
+def check_plain_text(name: str, dataset: str, conversational: bool) -> None:
+    """A true reward scores plain-text prompts and completions (review openings and their continuations): pairs of
+    conversations have none to be scored by; one line."""
+    if name != "none" and conversational:
+        raise UsageError(f"--true-reward {name} scores plain-text completions (the tiny task's reviews), and the "
+                         f"pairs of --dataset {dataset} are conversations; pass --true-reward none")
 
 
 def labeller_utility(sentiment_score: float, completion: str) -> float:

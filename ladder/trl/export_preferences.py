@@ -20,7 +20,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ladder.runtime.whole_files import write_whole
 from ladder.tasks import preference_pairs, sentiment
 
 TRAINERS = {"reward-model": ("RewardTrainer", "RewardConfig", "SEQ_CLS"),
@@ -99,11 +98,14 @@ def script(cfg, rung: str, path: str) -> str:
 
 def write(cfg, rung: str, path: str | os.PathLike) -> dict:
     """Write the script for ``cfg`` to ``path``; a summary like a run's (nothing is trained). The pairs are read
-    first where they are local ('tiny', a file), so that a bad file is one line now."""
-    if cfg.dataset == "tiny" or Path(cfg.dataset).is_file():
+    first where they are local ('tiny', a file, a directory), so that a bad file is one line now; so is a ``path``
+    that cannot take the script (a directory, a place that cannot be written: grpo's ``write_whole``)."""
+    from ladder.trl.export import write_whole
+
+    if cfg.dataset == "tiny" or Path(cfg.dataset).exists():
         preference_pairs.train_and_held_out(cfg.dataset, cfg.eval_pairs, cfg.max_pairs or None)
     sentiment.resolve_model(cfg.model)
-    write_whole(Path(path), script(cfg, rung, str(path)).encode())
+    write_whole(path, script(cfg, rung, str(path)))
     trainer = TRAINERS[rung][0]
     return {"rung": rung, "export_trl": str(path), "model": cfg.model, "trainer": f"trl.{trainer}",
             "max_steps": cfg.steps * cfg.num_minibatches}

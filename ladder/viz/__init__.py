@@ -25,7 +25,10 @@ Each view returns a ``View`` (an ``ipywidgets.VBox``): ``view.controls`` are its
     SelfCheck                a notebook's closing questions, answered with numbers the notebook computed
 """
 
+from ladder.patches import quiet_the_stack
 from ladder.viz._widget import View
+
+quiet_the_stack()  # a notebook imports ladder.viz first: no library's warning reaches its outputs (ladder.patches)
 from ladder.viz.algo_league import league, league_view
 from ladder.viz.cartpole_lab import fixed_batch, mu_passes
 from ladder.viz.exact_kl_gradients import kl_gradient_view, kl_gradients

@@ -8,7 +8,7 @@ import inspect
 from dataclasses import dataclass, replace
 
 from ladder import rewards
-from ladder.cli import Text, at_least, interval, option
+from ladder.cli import MAX_PASSES, MAX_TOKENS, Text, count, interval, option
 from ladder.rungs.grpo import options as grpo_options
 from ladder.rungs.grpo import rules as grpo_rules
 from ladder.rungs.grpo import scoring
@@ -36,9 +36,9 @@ class Config(grpo_options.Config):
                                "get_reward; its problems are --task's)", Text())
     max_tool_calls: int = option(5, "turns that call tools, per trajectory (TRL's max_tool_calling_iterations); a "
                                     "call in a later turn is answered with an error, where TRL ends the "
-                                    "trajectory", at_least(0))
+                                    "trajectory", count(0, MAX_PASSES))
     max_new_tokens: int = option(1024, "token budget of a whole trajectory: the model's tokens and the "
-                                       "environment's (TRL's max_completion_length)", at_least(1))
+                                       "environment's (TRL's max_completion_length)", count(1, MAX_TOKENS))
     credit: str = option("trajectory", "trajectory: every model token gets its trajectory's Â | turn: a turn's "
                                        "tokens get the normalised per-turn rewards from it on (the environment's "
                                        "turn_rewards, the trajectory's reward on its last turn)",

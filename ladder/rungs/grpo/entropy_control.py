@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ladder import core
-from ladder.cli import non_negative
+from ladder.cli import MAX_SCALE, coefficient, non_negative
 from ladder.runtime.distributed import Processes
 from ladder.specs import ChosenSpec, Param
 from ladder.trl.row import TRLRow, param_rows
@@ -36,12 +36,12 @@ class AdaptiveEntropy:
 
 PARAMS = (
     Param("entropy_target", AdaptiveEntropy, "target", "the entropy (nats per token, over the tokens the policy term "
-          "keeps) --adaptive-entropy holds the policy above", non_negative()),
+          "keeps) --adaptive-entropy holds the policy above", non_negative(MAX_SCALE)),
     Param("entropy_coef_min", AdaptiveEntropy, "coef_min", "the lowest c_H --adaptive-entropy moves to",
-          non_negative()),
+          coefficient()),
     Param("entropy_coef_max", AdaptiveEntropy, "coef_max", "the highest c_H --adaptive-entropy moves to",
-          non_negative()),
-    Param("entropy_coef_delta", AdaptiveEntropy, "delta", "Δ: --adaptive-entropy's step of c_H", non_negative()),
+          coefficient()),
+    Param("entropy_coef_delta", AdaptiveEntropy, "delta", "Δ: --adaptive-entropy's step of c_H", coefficient()),
 )
 TRL = {"entropy_target": TRLRow("entropy_target", "AdaptiveEntropyCoef", "H_target"),
        "entropy_coef_min": TRLRow("entropy_coef_min", "AdaptiveEntropyCoef", "c_min"),

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ladder.cli import OneOf, non_negative
+from ladder.cli import OneOf, coefficient
 from ladder.core.kl import ESTIMATORS
 from ladder.specs import FixedSpec, Param
 from ladder.trl.row import Mapping, same
@@ -44,7 +44,7 @@ class KLToReference:
 
 
 PARAMS = (
-    Param("kl_coef", KLToReference, "coef", "β of the KL to π_ref (0: no reference computed at all)", non_negative()),
+    Param("kl_coef", KLToReference, "coef", "β of the KL to π_ref (0: no reference computed at all)", coefficient()),
     Param("kl_in", KLToReference, "where", "where the KL to π_ref goes: loss (β·KL per token in the loss) or reward "
           "(r_i − β·Σ_t KL_t on π_old's log-probs, before the advantages; RLOO's choice)", OneOf(("loss", "reward"))),
     Param("kl_estimator", KLToReference, "estimator", "KL estimator: k1 | k2 | k3 (k3 in the loss is GRPO's, "

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ladder import core
-from ladder.cli import Number, non_negative, positive
+from ladder.cli import MAX_COEF, MAX_SCALE, Number, non_negative, positive
 from ladder.specs import ChosenSpec, Param
 from ladder.trl.row import TRLRow, param_rows
 
@@ -133,31 +133,31 @@ def _chosen(spec: type):
 
 register_objective(core.Clipped, (
     Param("delta", core.Clipped, "delta", "δ > 1 + ε_high: two-sided clipping also caps the ratio at δ where Â < 0 "
-          "(INTELLECT-2; None: off)", Number(float, low=1.0, open_low=True)),),
+          "(INTELLECT-2; None: off)", Number(float, low=1.0, open_low=True, high=MAX_SCALE, limit=True)),),
     trl={"delta": TRLRow("delta", "clipped_surrogate", "two-sided clipping: ratio capped at c where Â < 0",
                          always=True)},
     refusal="{flags} caps the clipped surrogate's ratio; --loss-type {value} has no clip")
 register_objective(core.CISPO, (
     Param("cispo_max_weight", core.CISPO, "max_weight", "ε_max: CISPO's cap on the detached importance weight "
-          "(ScaleRL: 5)", positive()),),
+          "(ScaleRL: 5)", positive(MAX_SCALE)),),
     trl={"cispo_max_weight": TRLRow("epsilon_high", "cispo_loss", "with loss_type cispo TRL's epsilon_high is "
                                     "CISPO's cap ε_max on the detached weight")})
 register_objective(core.SoftGate, (
     Param("sapo_temperature_pos", core.SoftGate, "temp_pos", "τ_pos of sapo's gate −(4/τ)·σ(τ(ρ − 1))·Â where "
-          "Â > 0: larger fades the gradient sooner as ρ leaves 1 (TRL's name)", positive()),
+          "Â > 0: larger fades the gradient sooner as ρ leaves 1 (TRL's name)", positive(MAX_SCALE)),
     Param("sapo_temperature_neg", core.SoftGate, "temp_neg", "τ_neg of sapo's gate where Â ≤ 0 (TRL's name)",
-          positive())),
+          positive(MAX_SCALE))),
     trl={"sapo_temperature_pos": TRLRow("sapo_temperature_pos", "soft_gated_surrogate",
                                         "τ_pos of the soft gate −(4/τ)·σ(τ(ρ − 1))·Â where Â > 0"),
          "sapo_temperature_neg": TRLRow("sapo_temperature_neg", "soft_gated_surrogate",
                                         "τ_neg of the soft gate where Â ≤ 0")})
 register_objective(core.GammaWeighted, (
     Param("vespo_k_pos", core.GammaWeighted, "k_pos", "k of vespo's weight φ(ρ_seq) = e^λ·ρ_seq^k·e^(−λ·ρ_seq) "
-          "where Â ≥ 0: larger damps ρ_seq < 1 more (TRL's name)", non_negative()),
+          "where Â ≥ 0: larger damps ρ_seq < 1 more (TRL's name)", non_negative(MAX_COEF)),
     Param("vespo_lambda_pos", core.GammaWeighted, "lambda_pos", "λ of φ where Â ≥ 0: larger damps ρ_seq > 1 more "
-          "(TRL's name)", positive()),
-    Param("vespo_k_neg", core.GammaWeighted, "k_neg", "k of φ where Â < 0 (TRL's name)", non_negative()),
-    Param("vespo_lambda_neg", core.GammaWeighted, "lambda_neg", "λ of φ where Â < 0 (TRL's name)", positive())),
+          "(TRL's name)", positive(MAX_COEF)),
+    Param("vespo_k_neg", core.GammaWeighted, "k_neg", "k of φ where Â < 0 (TRL's name)", non_negative(MAX_COEF)),
+    Param("vespo_lambda_neg", core.GammaWeighted, "lambda_neg", "λ of φ where Â < 0 (TRL's name)", positive(MAX_COEF))),
     trl={"vespo_k_pos": TRLRow("vespo_k_pos", "gamma_weight", "k of φ(ρ_seq) = e^λ·ρ_seq^k·e^(−λ·ρ_seq) where Â ≥ 0"),
          "vespo_lambda_pos": TRLRow("vespo_lambda_pos", "gamma_weight", "λ of φ where Â ≥ 0"),
          "vespo_k_neg": TRLRow("vespo_k_neg", "gamma_weight", "k of φ where Â < 0"),

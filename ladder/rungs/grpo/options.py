@@ -30,12 +30,19 @@ import torch
 
 from ladder import core
 from ladder.cli import (
+    MAX_EXAMPLES,
+    MAX_PASSES,
+    MAX_ROWS,
+    MAX_SCALE,
+    MAX_STEPS,
+    MAX_TOKENS,
     OneOf,
     Text,
-    at_least,
+    coefficient,
+    count,
     int_range,
     interval,
-    non_negative,
+    learning_rate,
     option,
     positive,
     probability,
@@ -89,7 +96,7 @@ class Config(LMOptions):
     system_prompt: str | None = option(None, "system prompt (default: the task's)", Text())
     max_new_tokens: int = option(512, "completion length limit (tokens); a completion cut off here has no final "
                                       "answer and scores 0 (512: TRL's max_completion_length; at 256 over half "
-                                      "of Qwen2.5-0.5B-Instruct's GSM8K answers are cut off)", at_least(1))
+                                      "of Qwen2.5-0.5B-Instruct's GSM8K answers are cut off)", count(1, MAX_TOKENS))
     dequantize_once: bool | None = option(None, "sample with the 4-bit base dequantized once per batch, not once "
                                                 "per token: the same samples, faster, the dequantized base held "
                                                 "while sampling (default: on with --qlora on the CPU)")
@@ -98,18 +105,19 @@ class Config(LMOptions):
                                                "on the CPU)")
     optim: str = option("auto", "auto (8-bit paged AdamW on CUDA with --qlora, else AdamW), adamw, paged_adamw_8bit",
                         OneOf(("auto", "adamw", "paged_adamw_8bit")))
-    steps: int = option(200, "updates (each: P prompts × G completions)", at_least(1))
+    steps: int = option(200, "updates (each: P prompts × G completions)", count(1, MAX_STEPS))
     max_completions: int = option(0, "also stop once this many completions have been sampled (0: no limit); "
                                      "a budget that compares methods fairly when dynamic sampling samples more",
-                                     at_least(0))
+                                     count(0, MAX_EXAMPLES))
     prompts_per_step: int = option(4, "P: prompts per update (at most 65536)", int_range(1, 65536))
     group_size: int = option(8, "G: completions sampled per prompt (at least 2: advantages compare them; at most "
                                 "1024)", int_range(2, 1024))
-    mu: int = option(1, "μ: optimisation passes over each batch", at_least(1))
-    num_minibatches: int = option(1, "shuffled minibatches per pass (each one optimiser step)", at_least(1))
-    lr: float = option(1e-5, "learning rate", positive())
-    warmup_steps: int = option(0, "linear learning-rate warmup over the first N updates (0: none)", at_least(0))
-    max_grad_norm: float = option(1.0, "gradient-norm clip", positive())
+    mu: int = option(1, "μ: optimisation passes over each batch", count(1, MAX_PASSES))
+    num_minibatches: int = option(1, "shuffled minibatches per pass (each one optimiser step)", count(1, MAX_ROWS))
+    lr: float = option(1e-5, "learning rate", learning_rate())
+    warmup_steps: int = option(0, "linear learning-rate warmup over the first N updates (0: none)",
+                               count(0, MAX_STEPS))
+    max_grad_norm: float = option(1.0, "gradient-norm clip", positive(MAX_SCALE))
     advantages: SumThenNormalize | NormalizeThenSum | None = option(
         None, "--multi-objective-aggregation's spec: the advantage estimator and its scale (None: their defaults); "
               "its flags are the spec's fields (advantages)", spec=advantage_settings.OPTION)
@@ -131,7 +139,7 @@ class Config(LMOptions):
                                               "highest-entropy token and its ties)",
                                          probability())
     entropy_coef: float = option(0.0, "c_H of the entropy bonus −c_H·mean H over the tokens the policy term keeps "
-                                      "(with --adaptive-entropy: its starting value)", non_negative())
+                                      "(with --adaptive-entropy: its starting value)", coefficient())
     adaptive_entropy: bool = option(False, "move c_H after every optimiser step: +Δ while the entropy is at or below "
                                            "--entropy-target, −Δ above it, applied only at or below it, none on the "
                                            "first step (nothing measured yet); the entropy of the tokens the policy "
@@ -143,7 +151,7 @@ class Config(LMOptions):
     kl: KLToReference = option(KLToReference(), "β·KL(π_θ‖π_ref): its coefficient, place, estimator and correction; "
                                                 "its flags are the spec's fields (kl_to_ref)", spec=kl_settings.OPTION)
     ref_sync_every: int = option(0, "refresh π_ref every N updates: π_ref ← α·π_θ + (1 − α)·π_ref (0: π_ref stays "
-                                    "the starting model; TRL's ref_model_sync_steps)", at_least(0))
+                                    "the starting model; TRL's ref_model_sync_steps)", count(0, MAX_STEPS))
     reference_refresh: ReferenceRefresh | None = option(None, "--ref-sync-every's spec (None: its defaults); its flags "
                                                               "are the spec's fields (reference_refresh)",
                                                         spec=reference_refresh_settings.OPTION)
@@ -174,12 +182,13 @@ class Config(LMOptions):
                                    "of the trained weights)", int_range(0, 1000))
     print_samples: int = option(25, "every N updates, print one question → completion → reward and append all "
                                     "the update's completions (rewards, advantage, cut off or not) to "
-                                    "OUT/completions.jsonl (0: never)", at_least(0))
+                                    "OUT/completions.jsonl (0: never)", count(0, MAX_STEPS))
     min_new_tokens: int = option(0, "force at least this many tokens (EOS suppressed until then; for benchmarks)",
-                                 at_least(0))
-    eval_every: int = option(25, "greedy held-out accuracy every N updates (0: only before and after)", at_least(0))
-    eval_size: int = option(200, "held-out problems in the evaluation", at_least(1))
-    train_size: int = option(0, "limit the training problems (0: all)", at_least(0))
+                                 count(0, MAX_TOKENS))
+    eval_every: int = option(25, "greedy held-out accuracy every N updates (0: only before and after)",
+                             count(0, MAX_STEPS))
+    eval_size: int = option(200, "held-out problems in the evaluation", count(1, MAX_EXAMPLES))
+    train_size: int = option(0, "limit the training problems (0: all)", count(0, MAX_EXAMPLES))
     export_trl: str | None = option(None, "write this run as a runnable TRL script (trl.GRPOTrainer) to this file "
                                           "and exit: nothing is trained, no run directory is created", Text())
 

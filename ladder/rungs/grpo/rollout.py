@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields, replace
 import torch
 from torch import Tensor
 
-from ladder.cli import at_least
+from ladder.cli import MAX_PASSES, count
 from ladder.rewards import overlong_penalty, score
 from ladder.rungs.grpo.scoring import OVERLONG
 from ladder.specs import Param, switched
@@ -28,7 +28,7 @@ class DynamicSampling:
 
 DYNAMIC_SAMPLING = switched("dynamic_sampling_rounds", "dynamic_sampling", DynamicSampling, (
     Param("max_sampling_rounds", DynamicSampling, "max_rounds", "dynamic sampling: at most this many rounds of P "
-          "prompts per update; then the update is filled with uninformative groups", at_least(1)),))
+          "prompts per update; then the update is filled with uninformative groups", count(1, MAX_PASSES)),))
 
 
 @dataclass

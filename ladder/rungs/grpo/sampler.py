@@ -27,7 +27,7 @@ from typing import TypeVar
 import torch
 
 from ladder import core, hub
-from ladder.cli import OneOf, non_negative, positive
+from ladder.cli import MAX_SCALE, OneOf, non_negative, positive
 from ladder.core.off_policy import CORRECTIONS
 from ladder.policies import quant
 from ladder.policies.low_precision import bf16_native
@@ -125,12 +125,12 @@ PARAMS = (
           "--top-p 1 and no --max-staleness it corrects the small mismatch of the cached sampling kernels, at the "
           "cost of a log-softmax over the vocabulary per sampled token", OneOf((AUTO, *CORRECTIONS))),
     Param("sampler_clip_max", Sampler, "clip_max", "C_max of w: truncated to it, or masked above it (TRL's "
-          "vllm_importance_sampling_clip_max; from Python, None: no bound)", positive()),
+          "vllm_importance_sampling_clip_max; from Python, None: no bound)", positive(MAX_SCALE)),
     Param("sampler_clip_min", Sampler, "clip_min", "C_min of w: truncated to it, or masked below it (None: no bound)",
-          non_negative()),
+          non_negative(MAX_SCALE)),
     Param("off_policy_mask", Sampler, "off_policy_mask", "δ: drop a completion with Â < 0 whose mean log π_sampler − "
           "log π_θ exceeds δ (DeepSeek-V3.2's off-policy sequence mask; TRL's off_policy_mask_threshold; None: off). "
-          "Under --top-p < 1 the mean includes −log Z_t, Z_t the mass each step's cut kept", non_negative()),
+          "Under --top-p < 1 the mean includes −log Z_t, Z_t the mass each step's cut kept", non_negative(MAX_SCALE)),
 )
 
 

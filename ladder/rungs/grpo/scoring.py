@@ -16,7 +16,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ladder import rewards
-from ladder.cli import Text, interval, non_negative
+from ladder.cli import Text, coefficient, interval
 from ladder.specs import FixedSpec, Param
 from ladder.trl.row import Mapping, reward_weights
 
@@ -54,7 +54,7 @@ PARAMS = (
           "--max-new-tokens in which the reward falls linearly to −penalty (0: off; DAPO 0.2)",
           interval(0, 1, open_high=True)),
     Param("overlong_penalty", Rewards, "overlong_penalty", "p: the penalty at --max-new-tokens with --overlong-buffer, "
-          "the weight of the overlong reward column (TRL: its entry in reward_weights)", non_negative()),
+          "the weight of the overlong reward column (TRL: its entry in reward_weights)", coefficient()),
     Param("reward_funcs", Rewards, "funcs", "reward functions, comma-separated: built-in names (correctness, format) "
           "or FILE.py:FUNCTION or MODULE:FUNCTION, each called as fn(completions, answers) -> list of floats", Text()),
     Param("reward_weights", Rewards, "weights", "one weight per reward function, comma-separated (default: all 1)",
