@@ -13,11 +13,14 @@ from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
 from ladder.tasks import agent_envs, arithmetic, rebuild_tiny, sentiment, tiny_agent, tiny_lm, tool_calls
 
-# A few steps of each build (the Qwen2 models' long chats cost a second a step): enough to be well below guessing.
-FAST = {sentiment.TINY_MODEL_VERSION: functools.partial(sentiment.build_tiny_sentiment_model, steps=40),
-        arithmetic.TINY_MODEL_VERSION: functools.partial(arithmetic.build_tiny_math_model, sft_steps=20),
-        tiny_agent.TINY_MODEL_VERSION: functools.partial(tiny_agent.build_tiny_agent_model, sft_steps=20),
-        tiny_agent.TINY_GUESS_VERSION: functools.partial(tiny_agent.build_tiny_guess_model, sft_steps=20)}
+# 40 steps of 8 examples (the shipped builds take 32 a step: the Qwen2 models' long chats then cost a second a step):
+# enough to be well below guessing.
+FAST = {sentiment.TINY_MODEL_VERSION: functools.partial(sentiment.build_tiny_sentiment_model, steps=40, batch_size=8),
+        arithmetic.TINY_MODEL_VERSION: functools.partial(arithmetic.build_tiny_math_model, sft_steps=40, batch_size=8),
+        tiny_agent.TINY_MODEL_VERSION: functools.partial(tiny_agent.build_tiny_agent_model, sft_steps=40,
+                                                         batch_size=8),
+        tiny_agent.TINY_GUESS_VERSION: functools.partial(tiny_agent.build_tiny_guess_model, sft_steps=40,
+                                                         batch_size=8)}
 
 
 def _load(path):
@@ -115,7 +118,7 @@ def test_the_build_code_still_makes_a_working_model(name, monkeypatch, tmp_path)
     else:
         pairs = [(arithmetic.chat_prompt(tokenizer, p["question"], arithmetic.TINY_SYSTEM_PROMPT),
                   arithmetic.solution_text(p)) for p in arithmetic.train_eval_split()[1][:20]]
-    assert _mean_loss(model, tokenizer, pairs) < 0.7 * math.log(len(tokenizer))  # 0.50–0.55 of it here
+    assert _mean_loss(model, tokenizer, pairs) < 0.7 * math.log(len(tokenizer))  # 0.15–0.6 of it here
     assert model.generation_config.eos_token_id == tokenizer.eos_token_id
 
 

@@ -125,7 +125,8 @@ def chat_prompt(tokenizer, question: str, system_prompt: str) -> str:
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
-def build_tiny_math_model(path: Path, sft_steps: int = 450, seed: int = 0, forget_carry: float = 0.6) -> None:
+def build_tiny_math_model(path: Path, sft_steps: int = 450, seed: int = 0, forget_carry: float = 0.6,
+                          batch_size: int = 32) -> None:
     """A Qwen2-architecture instruct model that knows the format and its sums, but forgets to carry.
 
     Tokenizer: byte-level BPE with single-digit numbers and Qwen's chat markers. Model: 3 layers,
@@ -135,7 +136,7 @@ def build_tiny_math_model(path: Path, sft_steps: int = 450, seed: int = 0, forge
     The model imitates its demonstrations, slip included: greedy decoding forgets the carry (wrong
     on the ~45% of problems whose units overflow) while sampling still carries now and then. The
     correctness reward tells those samples apart, and GRPO learns to carry — RL with a verifier
-    going beyond its demonstrations.
+    going beyond its demonstrations. ``batch_size``: worked solutions per step.
     """
 
     from ladder.tasks import tiny_lm
@@ -154,7 +155,7 @@ def build_tiny_math_model(path: Path, sft_steps: int = 450, seed: int = 0, forge
     with tiny_lm.isolated_build(seed):  # the same model whatever the caller's RNG, which it leaves alone
         model = tiny_lm.build_model("qwen2", tokenizer, hidden=128, layers=3, heads=4, max_positions=512)
         tiny_lm.quantization_aware(model, True)  # so that `--qlora` (4-bit nf4) keeps what it learned
-        tiny_lm.pretrain(model, tokenizer, examples, steps=sft_steps, batch_size=32, lr=3e-3, seed=seed)
+        tiny_lm.pretrain(model, tokenizer, examples, steps=sft_steps, batch_size=batch_size, lr=3e-3, seed=seed)
         tiny_lm.quantization_aware(model, False)
     tiny_lm.save(model, tokenizer, path)
 

@@ -112,18 +112,18 @@ def review_corpus(n: int, seed: int = 0) -> list[str]:
 
 # --- the tiny offline model --------------------------------------------------------------------
 
-def build_tiny_sentiment_model(path: Path, steps: int = 400, seed: int = 0) -> None:
+def build_tiny_sentiment_model(path: Path, steps: int = 400, seed: int = 0, batch_size: int = 32) -> None:
     """A GPT-2-architecture review writer: byte-level BPE + 2 layers × 96 hidden, pre-trained on
     generated reviews of both polarities (about half a minute on a 2-core CPU), saved with
-    ``save_pretrained`` so the rung loads it like any hub model."""
+    ``save_pretrained`` so the rung loads it like any hub model. ``batch_size``: reviews per step."""
     from ladder.tasks import tiny_lm
 
     corpus = review_corpus(6000, seed=seed)
     tokenizer = tiny_lm.train_tokenizer(corpus, vocab_size=600)
     with tiny_lm.isolated_build(seed):
         model = tiny_lm.build_model("gpt2", tokenizer, hidden=96, layers=2, heads=4, max_positions=64)
-        tiny_lm.pretrain(model, tokenizer, [("", text) for text in corpus], steps=steps, batch_size=32,
-                         lr=3e-3, seed=seed)
+        tiny_lm.pretrain(model, tokenizer, [("", text) for text in corpus], steps=steps,
+                         batch_size=batch_size, lr=3e-3, seed=seed)
     tiny_lm.save(model, tokenizer, path)
 
 

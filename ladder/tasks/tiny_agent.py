@@ -143,22 +143,24 @@ def tokenizer_corpus(seed: int, n_calculator: int = 300, n_guess: int = 300, bar
     return texts
 
 
-def build_tiny_agent_model(path: Path, sft_steps: int = 1500, seed: int = 0) -> None:
+def build_tiny_agent_model(path: Path, sft_steps: int = 1500, seed: int = 0, batch_size: int = 32) -> None:
     """``tiny-qwen2-agent-v1``: both environments, the game's replies bare (see ``build_model``)."""
-    build_model(path, tokenizer_corpus(seed), lambda tokenizer: tutor_corpus(tokenizer, seed), sft_steps, seed)
+    build_model(path, tokenizer_corpus(seed), lambda tokenizer: tutor_corpus(tokenizer, seed), sft_steps, seed,
+                batch_size)
 
 
-def build_tiny_guess_model(path: Path, sft_steps: int = 1000, seed: int = 0) -> None:
+def build_tiny_guess_model(path: Path, sft_steps: int = 1000, seed: int = 0, batch_size: int = 32) -> None:
     """``tiny-qwen2-guess-v1``: the guessing game alone, its replies as the environment gives them."""
     build_model(path, tokenizer_corpus(seed, n_calculator=0, bare_replies=False),
                 lambda tokenizer: tutor_corpus(tokenizer, seed, n_calculator=0, n_guess=3000, bare_replies=False),
-                sft_steps, seed)
+                sft_steps, seed, batch_size)
 
 
-def build_model(path: Path, texts: list[str], corpus, sft_steps: int, seed: int) -> None:
+def build_model(path: Path, texts: list[str], corpus, sft_steps: int, seed: int, batch_size: int = 32) -> None:
     """Tokenizer (byte-level BPE on ``texts``, single digits, Qwen's chat and tool markers as special tokens), a
     3-layer Qwen2 model of width 128, ``sft_steps`` of supervised warm start on the tutor's turns
-    (``corpus(tokenizer)``), quantisation-aware so that ``--qlora``'s 4-bit base keeps it."""
+    (``corpus(tokenizer)``, ``batch_size`` turns a step), quantisation-aware so that ``--qlora``'s 4-bit base keeps
+    it."""
     from ladder.tasks import tiny_lm
 
     tokenizer = tiny_lm.train_tokenizer(texts, vocab_size=500, chat_template=CHAT_TEMPLATE,
@@ -167,7 +169,7 @@ def build_model(path: Path, texts: list[str], corpus, sft_steps: int, seed: int)
     with tiny_lm.isolated_build(seed):
         model = tiny_lm.build_model("qwen2", tokenizer, hidden=128, layers=3, heads=4, max_positions=512)
         tiny_lm.quantization_aware(model, True)
-        tiny_lm.pretrain(model, tokenizer, examples, steps=sft_steps, batch_size=32, lr=3e-3, seed=seed)
+        tiny_lm.pretrain(model, tokenizer, examples, steps=sft_steps, batch_size=batch_size, lr=3e-3, seed=seed)
         tiny_lm.quantization_aware(model, False)
     tiny_lm.save(model, tokenizer, path)
 
