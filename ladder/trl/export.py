@@ -355,7 +355,7 @@ def write_agent(cfg, path: str | os.PathLike) -> dict:
     if (cfg.env == "gsm8k" or cfg.env not in agent_options.ENVIRONMENTS) and Path(cfg.dataset).is_file():
         task = "gsm8k" if cfg.env == "gsm8k" else cfg.task
         math_problems.split(task, cfg.dataset, cfg.eval_size, cfg.train_size, cfg.prompts_per_step)
-    write_whole(path, agent_script(cfg))
+    write_whole(path, agent_script(cfg), example="agent_trl.py")
     shared, _ = config_values(cfg)
     unsupported = [r.ladder_option for rung in ("grpo", "agent") for r in trl_map.not_in_trl(rung)
                    if r.applies is not None and r.applies_to(cfg)]
@@ -364,12 +364,13 @@ def write_agent(cfg, path: str | os.PathLike) -> dict:
             "not_in_trl": ", ".join(unsupported) or "none"}
 
 
-def write_whole(path: str | os.PathLike, text: str) -> None:
+def write_whole(path: str | os.PathLike, text: str, example: str = "grpo_trl.py") -> None:
     """``text`` into ``path`` through a temporary file beside it, making missing parent directories. A directory,
-    or a place that cannot be written, is one line, and nothing is left behind (no partial file, no new folder)."""
+    or a place that cannot be written, is one line (``example``: a file name it suggests), and nothing is left
+    behind (no partial file, no new folder)."""
     target = Path(path)
     if target.is_dir() or str(path).endswith(("/", os.sep)):
-        raise UsageError(f"--export-trl {path} is a directory; give a file name for the script, such as grpo_trl.py")
+        raise UsageError(f"--export-trl {path} is a directory; give a file name for the script, such as {example}")
     if any(parent.exists() and not parent.is_dir() for parent in target.parents):
         raise UsageError(f"--export-trl {path}: a parent of it is a file, not a directory")
     made, tmp = [p for p in target.parents if not p.exists()], target.with_name(f".{target.name}.tmp")

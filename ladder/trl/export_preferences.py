@@ -105,7 +105,7 @@ def write(cfg, rung: str, path: str | os.PathLike) -> dict:
     if cfg.dataset == "tiny" or Path(cfg.dataset).exists():
         preference_pairs.train_and_held_out(cfg.dataset, cfg.eval_pairs, cfg.max_pairs or None)
     sentiment.resolve_model(cfg.model)
-    write_whole(path, script(cfg, rung, str(path)))
+    write_whole(path, script(cfg, rung, str(path)), example=f"{rung.replace('-', '_')}_trl.py")
     trainer = TRAINERS[rung][0]
     return {"rung": rung, "export_trl": str(path), "model": cfg.model, "trainer": f"trl.{trainer}",
             "max_steps": cfg.steps * cfg.num_minibatches}
