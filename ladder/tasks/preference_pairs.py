@@ -79,7 +79,7 @@ def train_and_held_out(dataset: str, held_out: int, limit: int | None = None,
         pairs = located_pairs(dataset)
         if len(pairs) <= held_out:
             raise UsageError(f"--dataset {dataset}: {len(pairs)} pairs leave none to train on after the "
-                             f"{held_out} held out (--eval-pairs)")
+                             f"{held_out} held out (--eval-pairs); lower --eval-pairs below {len(pairs)}")
         train = pairs[:-held_out] if held_out else pairs
         train, test = (train[:limit] if limit else train), (pairs[-held_out:] if held_out else [])
     else:

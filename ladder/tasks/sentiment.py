@@ -20,6 +20,7 @@ import csv
 import inspect
 import json
 import random
+import shlex
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from pathlib import Path
@@ -241,8 +242,13 @@ def refuse_an_unfinished_runs_model(name: str, flag: str) -> None:
     has finished (its summary.json written), never beside an unfinished run that an ``--overwrite`` started."""
     run_dir = Path(name).parent
     if Path(name).is_dir() and (run_dir / "config.json").is_file() and not (run_dir / "summary.json").is_file():
+        try:
+            rung = json.loads((run_dir / "config.json").read_text()).get("rung", "reward-model")
+        except (OSError, ValueError, AttributeError):
+            rung = "reward-model"
         raise UsageError(f"{flag} {name}: the run in {run_dir} has not finished (no summary.json), so this is not "
-                         f"its model; finish it with --resume {run_dir}, or give a finished run's model")
+                         f"its model; finish it with python -m ladder.run {rung} --resume {shlex.quote(str(run_dir))}, "
+                         f"or give a finished run's model")
 
 
 class ClassifierReward:
