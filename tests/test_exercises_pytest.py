@@ -33,6 +33,26 @@ def test_pytest_exercises_reports_stubs_as_not_implemented_without_tracebacks(tm
     assert "Traceback" not in proc.stdout and "NotImplementedError" not in proc.stdout
 
 
+def test_one_sheet_named_on_the_command_line_is_graded_alone(tmp_path):
+    """``cd exercises && pytest ex26*``: the named sheet is graded (not "no tests ran"), with its line in the table."""
+    stub = subprocess.run([sys.executable, "-m", "pytest", "ex26_bradley_terry.py"], cwd=ROOT / "exercises",
+                          capture_output=True, text=True, timeout=300)
+    assert stub.returncode == 0, stub.stdout + stub.stderr
+    assert "ex26_bradley_terry" in stub.stdout and "not implemented yet" in stub.stdout
+    assert "0 of 1 passed" in stub.stdout and "no tests ran" not in stub.stdout
+    for name in ("conftest.py", "pytest.ini"):
+        (tmp_path / name).write_text((ROOT / "exercises" / name).read_text())
+    sheet = tmp_path / "ex27_dpo_loss.py"
+    sheet.write_text((ROOT / "solutions" / "ex27_dpo_loss.py").read_text())
+    solved = subprocess.run([sys.executable, "-m", "pytest", sheet.name], cwd=tmp_path, capture_output=True,
+                            text=True, timeout=300)
+    assert solved.returncode == 0 and "1 of 1 passed" in solved.stdout, solved.stdout + solved.stderr
+    sheet.write_text(sheet.read_text().replace("return -F.logsigmoid", "return F.logsigmoid"))
+    wrong = subprocess.run([sys.executable, "-m", "pytest", sheet.name], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=300)
+    assert wrong.returncode == 1 and "FAILED" in wrong.stdout and "Traceback" not in wrong.stdout
+
+
 # Graded here as stubs: each trains the tiny LM for a few steps (twenty seconds apiece); that the grader passes their
 # solutions is tested once, in test_exercises_grading.
 LONG = ("ex20_grpo_step", "ex23_multi_turn")
