@@ -211,7 +211,7 @@ def _as_bytes(text: str, encoding: str) -> bytes:
         return text.encode(encoding, "backslashreplace")
 
 
-INTERRUPTS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
+INTERRUPTS = tuple(getattr(signal, name) for name in early_signals.NAMES if hasattr(signal, name))
 
 
 Interrupted = early_signals.Stopped  # SIGTERM or SIGHUP raised where Ctrl-C raises its KeyboardInterrupt
