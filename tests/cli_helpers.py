@@ -1,9 +1,13 @@
-"""Running ``python -m ladder.run`` as a user would, in a subprocess, or its main in this process."""
+"""Running ``python -m ladder.run`` as a user would, in a process of its own, or its main in this process.
+
+``run_cli`` forks the process from ``ladder.runtime.warm_start``'s fork server, which has imported torch,
+transformers and peft once: a process of its own (exit code, output, files, signals), seconds sooner. A test whose
+subject is the start itself (signals during the imports, what the imports print, an environment variable the
+libraries read when imported) starts ``python`` with ``subprocess`` instead."""
 
 from __future__ import annotations
 
 import subprocess
-import sys
 
 # The shared tiny GRPO run (conftest's tiny_grpo_run): 8 updates of 2 prompts × 8 completions, a checkpoint
 # and a held-out evaluation every 3 updates.
@@ -11,10 +15,12 @@ TINY_GRPO_ARGS = ["grpo", "--preset", "tiny", "--steps", "8", "--checkpoint-ever
                   "--eval-size", "16", "--prompts-per-step", "2", "--print-samples", "0", "--no-progress"]
 
 
-def run_cli(*args, cwd) -> subprocess.CompletedProcess:
-    """``python -m ladder.run ARGS`` in ``cwd``: its exit code, stdout and stderr (2 minutes at most)."""
-    return subprocess.run([sys.executable, "-m", "ladder.run", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=120)
+def run_cli(*args, cwd, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python -m ladder.run ARGS`` in ``cwd`` (with ``env``, default this process's): its exit code, stdout and
+    stderr; killed after ``timeout`` seconds (``subprocess.TimeoutExpired``)."""
+    from ladder.runtime import warm_start
+
+    return warm_start.run_command(list(args), cwd=cwd, env=env, timeout=timeout)
 
 
 def run_main(*args, capsys) -> tuple[int, str]:

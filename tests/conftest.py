@@ -6,10 +6,13 @@ when a fixture is first used: collecting the tests loads nothing more."""
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 import pytest
 
@@ -19,6 +22,15 @@ import pytest
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 if "torch" in sys.modules:  # imported before this file (by a plugin): set it there too
     sys.modules["torch"].set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+
+# Offline, with a Hugging Face cache of this session's own (empty): no test reads the hub or what a developer has
+# cached, here and in every process a test starts (the fork server of ``cli_helpers.run_cli`` included, whose
+# libraries read these variables once, when imported).
+os.environ["HF_HUB_OFFLINE"] = "1"
+if "LADDER_TESTS_HF_HOME" not in os.environ:  # one per session: pytest-xdist's workers inherit it
+    os.environ["LADDER_TESTS_HF_HOME"] = tempfile.mkdtemp(prefix="ladder-tests-hf-")
+    atexit.register(shutil.rmtree, os.environ["LADDER_TESTS_HF_HOME"], ignore_errors=True)
+os.environ["HF_HOME"] = os.environ["LADDER_TESTS_HF_HOME"]
 
 # Rewards with a spread on a random model (the built-in ones are all 0 there, so nothing would move).
 REWARDS = '''
@@ -147,13 +159,10 @@ def core_grpo_steps_once():
 def tiny_grpo_run(tmp_path_factory):
     """``cli_helpers.TINY_GRPO_ARGS`` run once, as a user would, for every test that only reads what it printed
     and wrote: (the finished process, its run directory). A test must not change the directory."""
-    import subprocess
-
-    from cli_helpers import TINY_GRPO_ARGS
+    from cli_helpers import TINY_GRPO_ARGS, run_cli
 
     where = tmp_path_factory.mktemp("tiny-grpo-run")
-    result = subprocess.run([sys.executable, "-m", "ladder.run", *TINY_GRPO_ARGS, "--out", str(where / "run")],
-                            capture_output=True, text=True, cwd=where, timeout=300)
+    result = run_cli(*TINY_GRPO_ARGS, "--out", str(where / "run"), cwd=where)
     assert result.returncode == 0, result.stderr[-3000:]
     return result, where / "run"
 

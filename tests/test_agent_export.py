@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_cli
 
 from ladder.rungs import agent, grpo
 from ladder.runtime.runlog import UsageError
@@ -81,8 +82,7 @@ def test_values_make_an_agent_config_trl_accepts(preset, tmp_path):
 def test_export_cli_writes_a_script_that_trains_one_step_with_the_calculator(tmp_path):
     pytest.importorskip("trl", minversion="1.16")
     script = tmp_path / "export" / "agent_trl.py"
-    done = subprocess.run([sys.executable, "-m", "ladder.run", "agent", "--preset", "tiny", "--export-trl",
-                           str(script)], cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=120)
+    done = run_cli("agent", "--preset", "tiny", "--export-trl", str(script), cwd=tmp_path, env=_env(), timeout=120)
     assert done.returncode == 0, done.stderr
     assert script.is_file() and not (tmp_path / "runs").exists()
     text = script.read_text()

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 import torch
@@ -26,6 +24,7 @@ from agent_helpers import (
     trl_suffix_ids,
     turn,
 )
+from cli_helpers import run_cli
 from lm_helpers import GSM8K_ROWS, read_metrics
 
 from ladder import run as ladder_run
@@ -115,8 +114,7 @@ def test_the_real_preset_runs_offline_with_qlora(qwen_files, tmp_path):
             "--prompts-per-step", "2", "--group-size", "2", "--max-new-tokens", "48", "--eval-size", "2",
             "--print-samples", "0", "--no-progress", "--out", str(out)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    result = subprocess.run([sys.executable, "-m", "ladder.run", *args], capture_output=True, text=True, cwd=tmp_path,
-                            env=env, timeout=300)
+    result = run_cli(*args, cwd=tmp_path, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     config = json.loads((out / "config.json").read_text())
     assert config["qlora"] and config["env"] == "gsm8k" and config["model"] == qwen_files["model"]

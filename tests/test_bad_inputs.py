@@ -7,16 +7,15 @@ run and an interrupted one. README.md ("When something goes wrong") shows the sa
 """
 
 import json
-import os
 import re
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import torch
+from cli_helpers import run_cli
 
 from ladder.rungs import reinforce
 from ladder.tasks import arithmetic, tiny_lm
@@ -183,9 +182,7 @@ def files(tmp_path_factory):
 
 def _cli(command: str, cwd: Path) -> subprocess.CompletedProcess:
     """The command line, offline and with an empty Hugging Face cache."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(cwd / "hf"), "HF_HUB_CACHE": str(cwd / "hf" / "hub")}
-    return subprocess.run([sys.executable, "-m", "ladder.run", *shlex.split(command)], capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=300)
+    return run_cli(*shlex.split(command), cwd=cwd)  # conftest: offline, this session's own empty cache
 
 
 def _snapshot(directory: str) -> dict[str, bytes]:

@@ -16,6 +16,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_cli
 
 from ladder.doctor import diagnose, read_run
 from ladder.doctor.runs import TRL_FACTS, TRL_NAMES
@@ -187,8 +188,7 @@ def test_exit_codes_and_plot(tmp_path):
     verdict = json.loads(problem.stdout)
     assert not verdict["healthy"] and [f["name"] for f in verdict["findings"]] == ["kl_blowup"]
     assert (sick / "doctor.png").stat().st_size > 0
-    via_run = subprocess.run([sys.executable, "-m", "ladder.run", "doctor", str(sick)], cwd=ROOT,
-                             capture_output=True, text=True, timeout=120)
+    via_run = run_cli("doctor", str(sick), cwd=ROOT, timeout=120)
     assert via_run.returncode == 1 and "[problem] kl_blowup" in via_run.stdout
 
 

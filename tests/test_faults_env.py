@@ -19,12 +19,10 @@ exit); the other faults run ``ladder.run.main`` in this process, the function ``
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 
 import pytest
+from cli_helpers import run_cli
 
 from ladder import run as ladder_run
 
@@ -206,8 +204,7 @@ def _in_process(args: list[str], capsys) -> tuple[int, str]:
 
 def _subprocess(args: list[str], cwd) -> tuple[int, str, float]:
     start = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "ladder.run", *args], capture_output=True, text=True, cwd=cwd,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"}, timeout=240)
+    result = run_cli(*args, cwd=cwd, timeout=240)
     return result.returncode, result.stderr, time.monotonic() - start
 
 

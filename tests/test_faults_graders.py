@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_cli
 
 from ladder.graders import EXERCISES, LIMIT_VARIABLE, TRAINING_LIMITS, capstone_ppo, limit_s, load
 from ladder.graders.capstone_grpo import check
@@ -148,9 +149,8 @@ def test_the_backstop_of_pytest_exercises_is_above_every_limit(monkeypatch):
 ])
 def test_use_exercises_stops_before_training_with_one_line_and_exit_2(fault, files, line, tmp_path):
     directory = sheets(tmp_path / "mine", **files)
-    proc = subprocess.run([sys.executable, "-m", "ladder.run", "cartpole", "--use-exercises", "--no-progress",
-                           "--total-steps", "1024", "--out", str(tmp_path / "run")], cwd=tmp_path,
-                          env=child_env(directory, 1), capture_output=True, text=True, timeout=120)
+    proc = run_cli("cartpole", "--use-exercises", "--no-progress", "--total-steps", "1024", "--out",
+                   str(tmp_path / "run"), cwd=tmp_path, env=child_env(directory, 1), timeout=120)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert proc.stderr.startswith(f"ladder: error: --use-exercises: {line}") and proc.stderr.count("\n") == 1, \
         proc.stderr

@@ -15,6 +15,7 @@ from pathlib import Path
 import held_run
 import pytest
 import torch
+from cli_helpers import run_cli
 from lm_helpers import GSM8K_ROWS, save_tiny_qwen
 
 from ladder import rewards
@@ -37,9 +38,7 @@ def files(tmp_path_factory):
 
 
 def _cli(command: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "ladder.run", *shlex.split(command)], capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=300)
+    return run_cli(*shlex.split(command), cwd=cwd)
 
 
 def _refused(result: subprocess.CompletedProcess, needle: str) -> str:

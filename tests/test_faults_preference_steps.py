@@ -5,13 +5,11 @@ the guard skips each step and counts it, like any other rung's, and stops the ru
 from __future__ import annotations
 
 import json
-import os
 import signal
-import subprocess
-import sys
 
 import pytest
 import torch
+from cli_helpers import run_cli
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from ladder.tasks import sentiment
@@ -34,11 +32,9 @@ def nan_model(tmp_path_factory):
 def test_a_run_of_non_finite_steps_is_counted_and_stopped_in_one_line(rung, nan_model, tmp_path):
     out = tmp_path / "run"
     extra = ["--num-eval-prompts", "0"] if rung == "dpo" else []
-    result = subprocess.run([sys.executable, "-m", "ladder.run", rung, "--model", str(nan_model), "--dataset", "tiny",
-                             "--steps", "6", "--batch-size", "4", "--eval-pairs", "0", "--eval-every", "100",
-                             "--max-nonfinite-updates", "3", "--threads", "1", "--no-progress", "--out", str(out),
-                             *extra], capture_output=True, text=True, timeout=300,
-                            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    result = run_cli(rung, "--model", str(nan_model), "--dataset", "tiny", "--steps", "6", "--batch-size", "4",
+                     "--eval-pairs", "0", "--eval-every", "100", "--max-nonfinite-updates", "3", "--threads", "1",
+                     "--no-progress", "--out", str(out), *extra, cwd=tmp_path)
     assert result.returncode == 1, result.stderr[-3000:]
     assert "Traceback" not in result.stderr
     lines = [line for line in result.stderr.strip().splitlines() if not line.startswith("warning:")]
@@ -69,17 +65,15 @@ def test_overwrite_interrupted_leaves_no_old_reward_model_that_ppo_reads(tmp_pat
     rm = tmp_path / "rm"
     args = ["reward-model", "--preset", "tiny", "--steps", "2", "--eval-pairs", "8", "--eval-every", "100",
             "--no-progress", "--out", str(rm)]
-    first = subprocess.run([sys.executable, "-m", "ladder.run", *args], capture_output=True, text=True, timeout=300,
-                           cwd=tmp_path)
+    first = run_cli(*args, cwd=tmp_path)
     assert first.returncode == 0 and (rm / "reward_model").is_dir(), first.stderr[-2000:]
     with held_run.held([*args, "--steps", "50", "--seed", "1", "--overwrite"], "log", tmp_path) as proc:
         assert held_run.wait_until_held(proc)
         assert held_run.stop(proc, signal.SIGINT).returncode == 130
     assert not (rm / "summary.json").exists() and not (rm / "reward_model").exists()
     (rm / "reward_model").mkdir()  # even a reward_model/ put there by hand is not this unfinished run's
-    ppo = subprocess.run([sys.executable, "-m", "ladder.run", "ppo-sentiment", "--preset", "tiny", "--reward-model",
-                          str(rm / "reward_model"), "--out", str(tmp_path / "ppo")], capture_output=True, text=True,
-                         timeout=300, cwd=tmp_path, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    ppo = run_cli("ppo-sentiment", "--preset", "tiny", "--reward-model", str(rm / "reward_model"), "--out",
+                  str(tmp_path / "ppo"), cwd=tmp_path)
     assert ppo.returncode == 2 and "Traceback" not in ppo.stderr, ppo.stderr[-2000:]
     assert len(ppo.stderr.strip().splitlines()) == 1 and "has not finished" in ppo.stderr
     assert not (tmp_path / "ppo").exists()

@@ -10,10 +10,10 @@ import json
 import os
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_cli
 
 from ladder.policies.reward_model import load_classifier
 from ladder.runtime.errors import UsageError
@@ -46,9 +46,7 @@ def with_row(rows: list[dict], index: int, row: dict) -> list[dict]:
 
 
 def _cli(command: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-    return subprocess.run([sys.executable, "-m", "ladder.run", *shlex.split(command)], capture_output=True,
-                          text=True, cwd=cwd, env=env, timeout=300)
+    return run_cli(*shlex.split(command), cwd=cwd)
 
 
 def _refused(result: subprocess.CompletedProcess, *needles: str) -> str:

@@ -1,12 +1,10 @@
 """ladder.tasks.math_problems: one held-out split for the grpo rung, the eval command and --export-trl."""
 
 import json
-import os
 import random
-import subprocess
-import sys
 
 import pytest
+from cli_helpers import run_cli
 
 from ladder.rungs import grpo
 from ladder.runtime.runlog import UsageError
@@ -91,10 +89,8 @@ def test_grpo_and_the_eval_command_hold_out_the_same_rows_of_a_local_file(tmp_pa
     """The eval command scores the file's tail, the rows grpo evaluates on and never trains on."""
     dataset = _rows_file(tmp_path)
     expected = _questions(ROWS[-4:])
-    done = subprocess.run([sys.executable, "-m", "ladder.run", "eval", "--model", tiny_qwen, "--dataset", dataset,
-                           "--eval-size", "4", "--max-new-tokens", "2", "--out", str(tmp_path / "eval")],
-                          capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                          env={**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"})
+    done = run_cli("eval", "--model", tiny_qwen, "--dataset", dataset, "--eval-size", "4", "--max-new-tokens", "2",
+                   "--out", str(tmp_path / "eval"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     scored = [json.loads(line)["question"] for line in open(tmp_path / "eval" / "completions.jsonl")]
     assert scored == expected

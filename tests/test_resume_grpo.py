@@ -4,12 +4,11 @@ same metrics (deterministic on the CPU)."""
 
 import json
 import signal
-import subprocess
-import sys
 
 import held_run
 import pytest
 from cli_helpers import TINY_GRPO_ARGS as ARGS  # those of tiny_grpo_run, the uninterrupted run here
+from cli_helpers import run_cli
 from safetensors.torch import load_file
 
 from ladder.runtime.runlog import without_timings
@@ -20,11 +19,6 @@ from ladder.tasks import arithmetic
 def tiny_math():
     """The shipped tiny model (built into the cache once with LADDER_BUILD_TINY=1), so no run below builds it."""
     return arithmetic.tiny_math_model()
-
-
-def _cli(*args, cwd):
-    return subprocess.run([sys.executable, "-m", "ladder.run", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300)
 
 
 def _metrics(lines):
@@ -47,7 +41,7 @@ def test_sigkill_then_resume_equals_uninterrupted(tmp_path, tiny_math, tiny_grpo
     before_kill = (cut / "metrics.jsonl").read_text().splitlines()[:3]
     assert len(before_kill) == 3 and _metrics(before_kill) == _metrics((full / "metrics.jsonl").open())[:3]
 
-    resumed = _cli("grpo", "--resume", str(cut), "--no-progress", cwd=tmp_path)
+    resumed = run_cli("grpo", "--resume", str(cut), "--no-progress", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert _metrics((cut / "metrics.jsonl").open()) == _metrics((full / "metrics.jsonl").open())
     lines = (cut / "metrics.jsonl").read_text().splitlines()
@@ -69,14 +63,14 @@ def test_a_lagging_rollout_and_the_adaptive_coefficient_resume_where_they_were(t
     args = [*ARGS, "--steps", "5", "--eval-every", "0", "--max-staleness", "2", "--sampler-correction",
             "token_truncate", "--adaptive-entropy", "--entropy-coef", "0.01", "--entropy-target", "5"]
     full, cut = tmp_path / "full", tmp_path / "cut"
-    done = _cli(*args, "--out", str(full), cwd=tmp_path)
+    done = run_cli(*args, "--out", str(full), cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
     proc = held_run.start([*args, "--out", str(cut)], "checkpoint", tmp_path)
     held = held_run.wait_until_held(proc)
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
     assert held and not (cut / "summary.json").exists()
-    resumed = _cli("grpo", "--resume", str(cut), "--no-progress", cwd=tmp_path)
+    resumed = run_cli("grpo", "--resume", str(cut), "--no-progress", cwd=tmp_path)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     got, want = _metrics((cut / "metrics.jsonl").open()), _metrics((full / "metrics.jsonl").open())
     assert got == want and len(want) == 5

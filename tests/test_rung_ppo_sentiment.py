@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import math
 import os
-import subprocess
 import sys
 from dataclasses import replace
 
 import pytest
 import torch
+from cli_helpers import run_cli
 
 import ladder.core
 from ladder.policies import quant
@@ -228,8 +228,7 @@ def test_saved_gpt2_distilbert_and_local_dataset_load_like_hub_ids(tmp_path):
 
 
 def _cli(*args, cwd, env=None):
-    return subprocess.run([sys.executable, "-m", "ladder.run", "ppo-sentiment", *args], capture_output=True,
-                          text=True, cwd=cwd, timeout=120, env=env)
+    return run_cli("ppo-sentiment", *args, cwd=cwd, env=env, timeout=120)
 
 
 def test_offline_hub_id_is_one_line_naming_the_tiny_preset(tmp_path):

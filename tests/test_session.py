@@ -7,13 +7,13 @@ import errno
 import json
 import os
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import held_run
 import pytest
 import torch
+from cli_helpers import run_cli
 
 from ladder import run as ladder_run
 from ladder.rungs import cartpole
@@ -28,8 +28,7 @@ def _cfg(tmp_path, **overrides) -> cartpole.Config:
 
 
 def _cli(*args, cwd, env=None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ladder.run", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300, env=env)
+    return run_cli(*args, cwd=cwd, env=env)
 
 
 # --- one run per directory -------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_cli
 
 from ladder.runtime import trackers
 
@@ -21,8 +22,7 @@ def _run(tmp_path: Path, *args, out="run") -> subprocess.CompletedProcess:
     env = {**os.environ, "TRACKIO_DIR": str(tmp_path / "trackio"), "WANDB_MODE": "offline", "WANDB_SILENT": "true",
            "WANDB_CONFIG_DIR": str(tmp_path / "wandb-config"), "WANDB_CACHE_DIR": str(tmp_path / "wandb-cache"),
            "WANDB_DATA_DIR": str(tmp_path / "wandb-data")}
-    return subprocess.run([sys.executable, "-m", "ladder.run", *RUN, "--out", str(tmp_path / out), *args],
-                          capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300)
+    return run_cli(*RUN, "--out", str(tmp_path / out), *args, cwd=tmp_path, env=env)
 
 
 def _metrics(run_dir: Path) -> dict[int, dict]:
@@ -114,10 +114,9 @@ def test_wandb_offline_holds_every_update_and_the_config_and_a_resume_continues_
 
     run_id = (tmp_path / "tracked" / "wandb" / "run_id").read_text()
     (tmp_path / "tracked" / "summary.json").unlink()  # as if it had been interrupted after its last checkpoint
-    again = subprocess.run([sys.executable, "-m", "ladder.run", "reinforce", "--resume", str(tmp_path / "tracked"),
-                            "--no-progress"], capture_output=True, text=True, cwd=tmp_path, timeout=300,
-                           env={**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true",
-                                "WANDB_CONFIG_DIR": str(tmp_path / "wc")})
+    again = run_cli("reinforce", "--resume", str(tmp_path / "tracked"), "--no-progress", cwd=tmp_path,
+                    env={**os.environ, "WANDB_MODE": "offline", "WANDB_SILENT": "true",
+                         "WANDB_CONFIG_DIR": str(tmp_path / "wc")})
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "tracked" / "wandb" / "run_id").read_text() == run_id
     assert len(list((tmp_path / "tracked" / "wandb").glob(f"offline-run-*-{run_id}"))) == 2

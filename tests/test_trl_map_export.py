@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_helpers import run_cli
 
 import ladder.core
 from ladder.rungs import agent, dpo, grpo, ppo_sentiment, reward_model
@@ -161,9 +162,8 @@ def test_export_cli_writes_a_script_that_trains_two_steps_offline(tmp_path):
 
     arithmetic.tiny_math_model()  # cached (built once, ~1.5 min, if this machine has never built it)
     script = tmp_path / "export" / "grpo_trl.py"
-    done = subprocess.run([sys.executable, "-m", "ladder.run", "grpo", "--preset", "tiny", "--qlora",
-                           "--export-trl", str(script)], cwd=tmp_path, env=_env(), capture_output=True, text=True,
-                          timeout=120)
+    done = run_cli("grpo", "--preset", "tiny", "--qlora", "--export-trl", str(script), cwd=tmp_path, env=_env(),
+                   timeout=120)
     assert done.returncode == 0, done.stderr
     assert script.is_file() and not (tmp_path / "runs").exists()
     text = script.read_text()

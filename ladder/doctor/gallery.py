@@ -6,7 +6,8 @@ no_signal only in its too-hard case, not its too-easy one (notebook 8 checks thi
     broken run = python -m ladder.run RUNG  *preset  *breaks
     fixed run  = python -m ladder.run RUNG  *preset  *breaks  *fix      (a later flag wins)
 
-``run_gallery_entry(name, cache_dir)`` runs one of them (about 10 s on one core) and returns its run directory,
+``run_gallery_entry(name, cache_dir)`` runs one of them (about 5 s on one core: each run is forked from
+``ladder.runtime.warm_start``'s server, which has imported torch and transformers once) and returns its run directory,
 kept under ``cache_dir`` (``default_cache()``: ``$LADDER_CACHE/gallery``, so the notebook and the tests share the
 runs) and keyed by the run's full configuration and by a hash of the ladder package's source, so a run made by
 other code is never reused. A run is written into a temporary directory and renamed into place when complete: a
@@ -22,12 +23,12 @@ import json
 import os
 import random
 import shutil
-import subprocess
-import sys
 import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+
+from ladder.runtime import warm_start
 
 SHORT = ("--no-progress", "--threads", "1")
 # The healthy presets, shortened where the full preset takes minutes: 8 updates give thirds of 2, 4 and 2
@@ -199,8 +200,7 @@ def _make_run(rung: str, flags: list[str], final: Path) -> None:
     scratch = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
     out = scratch / "run"
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = subprocess.run([sys.executable, "-m", "ladder.run", rung, *flags, "--out", str(out)], env=env,
-                          capture_output=True, text=True)
+    done = warm_start.run_command([rung, *flags, "--out", str(out)], env=env)  # python -m ladder.run, imports shared
     if done.returncode != 0:
         shutil.rmtree(scratch, ignore_errors=True)
         raise RuntimeError(f"ladder.run {rung} {' '.join(flags)} failed (exit {done.returncode}): "
