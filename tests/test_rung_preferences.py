@@ -13,6 +13,7 @@ import torch
 import ladder.core
 from ladder import run
 from ladder.tasks import sentiment
+from ladder.viz import preference_lab
 
 
 @pytest.fixture
@@ -35,8 +36,9 @@ def _run(rung: str, out, *flags) -> dict:
 
 @pytest.fixture(scope="module")
 def reward_model_run(tmp_path_factory):
+    """Notebook 9's reward model (120 updates, evaluated every 20): made once, by the notebook or here."""
     out = tmp_path_factory.mktemp("rm") / "run"
-    return out, _run("reward-model", out, "--steps", "60", "--eval-every", "30")
+    return out, preference_lab.reward_model_run(out)[0]
 
 
 @pytest.mark.trained
@@ -48,7 +50,7 @@ def test_the_reward_model_learns_the_labellers_order_and_its_length_pull(reward_
     assert after["eval_length_corr"] > 0.25           # the labeller's pull towards length, learned
     assert after["eval_calibration_error"] < 0.1 and summary["calibration"]
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
-    assert [r["step"] for r in records] == list(range(1, 61)) and "eval_accuracy" in records[29]
+    assert [r["step"] for r in records] == list(range(1, 121)) and "eval_accuracy" in records[19]
 
 
 def test_both_rungs_call_the_one_update_with_pairs_kept_whole(spy_update, tmp_path):
@@ -67,7 +69,7 @@ def test_both_rungs_call_the_one_update_with_pairs_kept_whole(spy_update, tmp_pa
 
 @pytest.mark.trained
 def test_dpo_ranks_held_out_pairs_and_moves_away_from_the_reference(tmp_path):
-    summary = _run("dpo", tmp_path / "dpo", "--steps", "60", "--eval-every", "60")
+    summary = preference_lab.dpo_run(tmp_path / "dpo")[0]  # notebook 9's: β = 0.1, 60 updates, evaluated every 20
     before, after = summary["eval_before"], summary["eval_after"]
     assert before["sample_kl"] == pytest.approx(0.0, abs=1e-4) and before["eval_margin"] == pytest.approx(0, abs=1e-4)
     assert after["eval_accuracy"] > 0.65 and after["eval_margin"] > 0.1

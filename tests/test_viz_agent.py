@@ -1,7 +1,7 @@
 """Notebook 7's lab and widgets: drive every control and check what each one claims.
 
-One update of the tiny calculator preset, two short runs (8 updates each, the default and --train-env-tokens) and
-one sampled group of the guessing game, each computed once (cached).
+One update of the tiny calculator preset, notebook 7's two runs (24 updates each, the default and --train-env-tokens:
+made once, by the notebook or here, and kept on disk) and one sampled group of the guessing game.
 """
 
 import matplotlib
@@ -15,7 +15,7 @@ from ladder import core  # noqa: E402
 from ladder.viz import agent_lab, agent_views  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
-SHORT = dict(steps=8, eval_size=16, eval_every=8, probes=8)
+NOTEBOOK = dict(steps=24)  # notebook 7's call: agent_lab.env_token_runs(steps=24)
 
 
 def test_one_update_trains_the_models_tokens_only():
@@ -74,7 +74,7 @@ def test_the_probe_holds_the_tools_reply():
 
 @pytest.mark.trained
 def test_training_on_the_environments_tokens_teaches_the_reply():
-    runs = agent_lab.env_token_runs(**SHORT)
+    runs = agent_lab.env_token_runs(**NOTEBOOK)
     default, mistaken = runs["default"]["rows"], runs["--train-env-tokens"]["rows"]
     assert default[0]["logp_digits"] == mistaken[0]["logp_digits"]    # the same seed, the same start
     gain = {name: run["rows"][-1]["logp_digits"] - run["rows"][0]["logp_digits"] for name, run in runs.items()}
@@ -84,7 +84,7 @@ def test_training_on_the_environments_tokens_teaches_the_reply():
     for metric in agent_views.METRICS:
         view.controls["metric"].value = metric
         assert bytes(view.image.value).startswith(PNG)
-    view.controls["update"].value = SHORT["steps"]
+    view.controls["update"].value = NOTEBOOK["steps"]
     assert view.data["at"]["default"] is default[-1]
 
 

@@ -1,7 +1,7 @@
 """The language-model widgets: drive the controls and check the plotted numbers move as the math says.
 
-All views train for real on the tiny offline models (cached per process): a few seconds per β run
-of the sentiment rung, a few tens of seconds for π_old and the fixed GRPO batch.
+All views train for real on the tiny offline models: the β runs are notebook 4's (kept on disk, made once),
+a few tens of seconds for π_old and the fixed GRPO batch (once per process).
 """
 
 import matplotlib
@@ -17,7 +17,7 @@ from ladder import viz  # noqa: E402
 from ladder.rungs import ppo_sentiment  # noqa: E402
 from ladder.viz import lm_lab, lm_tokens, lm_views  # noqa: E402
 
-BETAS, STEPS, BATCH = (0.0, 1.0), 10, 32
+BETAS, STEPS, BATCH = (0.0, 0.2, 1.0), 30, 32  # notebook 4's runs (kl_tradeoff_view): made once, kept on disk
 
 
 @pytest.fixture(scope="module")

@@ -6,29 +6,22 @@ no_signal only in its too-hard case, not its too-easy one (notebook 8 checks thi
     broken run = python -m ladder.run RUNG  *preset  *breaks
     fixed run  = python -m ladder.run RUNG  *preset  *breaks  *fix      (a later flag wins)
 
-``run_gallery_entry(name, cache_dir)`` runs one of them (about 5 s on one core: each run is forked from
-``ladder.runtime.warm_start``'s server, which has imported torch and transformers once) and returns its run directory,
-kept under ``cache_dir`` (``default_cache()``: ``$LADDER_CACHE/gallery``, so the notebook and the tests share the
-runs) and keyed by the run's full configuration and by a hash of the ladder package's source, so a run made by
-other code is never reused. A run is written into a temporary directory and renamed into place when complete: a
-cache entry is whole or absent; a lock file makes a second process that wants the same run wait for the first.
+``run_gallery_entry(name, cache_dir)`` runs one of them (about 5 s on one core) and returns its run directory, kept
+under ``cache_dir`` (``default_cache()``: ``$LADDER_CACHE/gallery``, so the notebook and the tests share the runs)
+by ``ladder.runtime.run_cache``: keyed by the run's full configuration and the ladder package's source, whole or
+absent, made by one process at a time.
 """
 
 from __future__ import annotations
 
-import fcntl
-import functools
-import hashlib
 import json
 import os
 import random
-import shutil
-import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ladder.runtime import warm_start
+from ladder.runtime import run_cache
 
 SHORT = ("--no-progress", "--threads", "1")
 # The healthy presets, shortened where the full preset takes minutes: 8 updates give thirds of 2, 4 and 2
@@ -155,61 +148,12 @@ def default_cache() -> Path:
     return cache_dir() / "gallery"
 
 
-@functools.cache
-def source_hash() -> str:
-    """sha256 over every ``ladder/**/*.py`` (its path in the package, then its bytes), sorted by path: the code
-    that makes a run, so a change to any of it makes every run anew."""
-    package = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for path in sorted(package.rglob("*.py")):
-        digest.update(path.relative_to(package).as_posix().encode() + b"\0")
-        digest.update(path.read_bytes() + b"\0")
-    return digest.hexdigest()
-
-
-def config_key(rung: str, flags: list[str]) -> str:
-    """A hash of the run's whole configuration as ``ladder.run`` resolves it (preset, flags, defaults) and of the
-    package's source: two flag lists that give the same run with the same code share one cache entry."""
-    from ladder import run
-    from ladder.specs import options_dict
-
-    cfg = options_dict(run.make_config(rung, run.load_rung(rung), [*flags, "--out", "-"]))
-    for transient in ("out", "progress", "overwrite"):
-        cfg.pop(transient, None)
-    text = json.dumps({"rung": rung, "source": source_hash(), **cfg}, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 def cached_run(rung: str, flags: list[str], cache_dir: str | os.PathLike) -> Path:
-    """The run of ``python -m ladder.run RUNG FLAGS`` under ``cache_dir``: run once (one thread), then reused."""
-    cache = Path(cache_dir)
-    data = cache / "data"
+    """The run of ``python -m ladder.run RUNG FLAGS`` under ``cache_dir`` (``run_cache.cached_run``), the data
+    directory written out in its flags."""
+    data = Path(cache_dir) / "data"
     write_data(data)  # makes the cache directory too
-    flags = [flag.replace(DATA, str(data)) for flag in flags]
-    key = config_key(rung, flags)
-    final = cache / f"{rung}-{key}"
-    with open(cache / f".{rung}-{key}.lock", "w") as lock:  # another process making this run: wait for it
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (final / "summary.json").exists():
-            _make_run(rung, flags, final)
-    return final
-
-
-def _make_run(rung: str, flags: list[str], final: Path) -> None:
-    """Run into a scratch directory beside ``final``, then rename it into place."""
-    scratch = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=final.parent))
-    out = scratch / "run"
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    done = warm_start.run_command([rung, *flags, "--out", str(out)], env=env)  # python -m ladder.run, imports shared
-    if done.returncode != 0:
-        shutil.rmtree(scratch, ignore_errors=True)
-        raise RuntimeError(f"ladder.run {rung} {' '.join(flags)} failed (exit {done.returncode}): "
-                           f"{done.stderr.strip().splitlines()[-1:]}")
-    (out / "gallery_flags.json").write_text(json.dumps({"rung": rung, "flags": flags}))
-    if final.exists():  # a run left incomplete by an interrupted rename
-        shutil.rmtree(final)
-    out.rename(final)
-    shutil.rmtree(scratch, ignore_errors=True)
+    return run_cache.cached_run(rung, [flag.replace(DATA, str(data)) for flag in flags], cache_dir)
 
 
 def run_gallery_entry(name: str, cache_dir: str | os.PathLike | None = None, fixed: bool = False,

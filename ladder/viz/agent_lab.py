@@ -41,6 +41,7 @@ from ladder.runtime.distributed import Processes
 from ladder.runtime.loop import Recipe
 from ladder.runtime.session import RunSession
 from ladder.tasks import agent_envs, tiny_agent, tool_calls
+from ladder.viz import lab_cache
 from ladder.viz.lm_lab import quiet_run
 
 CPU = torch.device("cpu")
@@ -230,11 +231,12 @@ def probe_record(policy, probe: Probe) -> dict:
 
 
 @functools.lru_cache(maxsize=4)
+@lab_cache.on_disk  # notebook 7 and tests/test_viz_agent.py share these runs
 def env_token_run(train_env_tokens: bool, steps: int = 24, seed: int = 0, eval_size: int = 50, eval_every: int = 8,
                   probes: int = 32) -> dict:
     """``steps`` updates of the tiny calculator preset (``--train-env-tokens`` or not) through the training loop
     (``agent_run``), with the probe measured before the first update and after each, greedy held-out accuracy
-    before training and every ``eval_every`` updates (the run's ``--eval-every``). Cached."""
+    before training and every ``eval_every`` updates (the run's ``--eval-every``). Cached, on disk too."""
     with quiet_run():
         session, recipe, step, task = agent_run("tiny", seed, train_env_tokens=train_env_tokens, eval_size=eval_size,
                                                 steps=steps, eval_every=eval_every)

@@ -54,6 +54,7 @@ from ladder.runtime import loop
 from ladder.runtime.distributed import Processes
 from ladder.runtime.runlog import rng_state, set_rng_state
 from ladder.tasks import arithmetic
+from ladder.viz import lab_cache
 from ladder.viz.cartpole_lab import one_thread
 
 
@@ -84,13 +85,14 @@ def quiet_run():
 
 # ------------------------------------------------------------------------ per-token rewards and GAE
 @functools.lru_cache(maxsize=16)
+@lab_cache.on_disk  # notebook 4 and tests/test_viz_lm.py share these runs
 def ppo_run(beta: float, steps: int = 30, batch_size: int = 32, seed: int = 0, num_eval_prompts: int = 6) -> dict:
     """Train the tiny ``ppo-sentiment`` preset for ``steps`` updates with a fixed β; read what it wrote.
 
     Returns per-update lists ``step``, ``score`` (reward-model score), ``kl`` (mean per-sequence
     Σ_t KL_t to π_ref), ``reward`` (score − β·Σ_t KL_t, what PPO maximises), and ``samples``: the
     completions of the same ``num_eval_prompts`` prompts before and after training (summary.json).
-    Cached: each β trains once per process.
+    Cached: each β trains once per machine and code version (``lab_cache``).
     """
     out = Path(tempfile.mkdtemp(prefix="ladder-beta-"))
     overrides = {"steps": steps, "batch_size": batch_size, "kl_coef": float(beta), "adaptive_kl": False,

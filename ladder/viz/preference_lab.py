@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from collections import defaultdict
 from pathlib import Path
 
 import torch
 
-from ladder import run as ladder_run
+from ladder.runtime import run_cache
 from ladder.tasks import sentiment, tiny_preferences
+from ladder.tasks.tiny_lm import cache_dir
 from ladder.viz.lm_lab import quiet_run
 
 PPO_FLAGS = ("--no-adaptive-kl", "--max-new-tokens", "32", "--steps", "60", "--lr", "2e-4", "--print-samples", "0",
@@ -31,11 +33,11 @@ PPO_FLAGS = ("--no-adaptive-kl", "--max-new-tokens", "32", "--steps", "60", "--l
 
 
 def _run(rung: str, out: Path, *flags: str) -> tuple[dict, list[dict]]:
-    """``python -m ladder.run RUNG --preset tiny … --out OUT``, quietly; (summary.json, metrics.jsonl records)."""
-    with quiet_run():
-        code = ladder_run.main([rung, "--preset", "tiny", "--out", str(out), "--no-progress", *flags])
-    if code != 0:
-        raise RuntimeError(f"{rung} exited with {code}")
+    """``python -m ladder.run RUNG --preset tiny … --out OUT``: (summary.json, metrics.jsonl records). The run is made
+    once per machine and code version (``run_cache``, under ``$LADDER_CACHE/runs``: the tests read the same runs)
+    and copied to OUT."""
+    made = run_cache.cached_run(rung, ["--preset", "tiny", "--no-progress", *flags], cache_dir() / "runs")
+    shutil.copytree(made, out)
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     return json.loads((out / "summary.json").read_text()), records
 

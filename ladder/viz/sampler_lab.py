@@ -49,6 +49,7 @@ from ladder.runtime.distributed import Processes
 from ladder.runtime.runlog import seed_everything
 from ladder.specs import option_defaults
 from ladder.tasks import math_problems
+from ladder.viz import lab_cache
 from ladder.viz.lm_lab import quiet_run, warm_up
 
 SAMPLERS = ("same", "float16", "bfloat16")       # --sampler-dtype
@@ -93,6 +94,7 @@ def four_policies(seed: int = 0, prompts: int = 4, group_size: int = 8, warmup_u
 
 
 @functools.lru_cache(maxsize=2)
+@lab_cache.on_disk  # notebook 5 and tests/test_viz_sampler.py share it
 def _cached(seed, prompts, group_size, warmup_updates, steps, temperatures) -> FourPolicies:
     with quiet_run():
         return _four_policies(seed, prompts, group_size, warmup_updates, steps, temperatures)
