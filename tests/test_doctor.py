@@ -250,6 +250,7 @@ def test_trl_names_become_ladders_and_the_newest_checkpoint_is_read(tmp_path):
 # --- real runs ------------------------------------------------------------------------------------------------
 
 @pytest.mark.trained
+@pytest.mark.notebook_runs  # notebook 8 makes the gallery's healthy run
 def test_a_real_tiny_grpo_run_is_healthy():
     """The gallery's healthy grpo run (8 updates of the tiny preset, made once for the gallery's tests and notebook 8
     in ``$LADDER_CACHE/gallery``), read by the doctor's command line."""

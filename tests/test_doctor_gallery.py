@@ -18,7 +18,7 @@ from ladder.doctor.gallery import GALLERY, PRESETS, default_cache, healthy_flags
 from ladder.doctor.signatures import WORDING
 from ladder.runtime.run_cache import config_key
 
-pytestmark = pytest.mark.timeout(600)
+pytestmark = [pytest.mark.timeout(600), pytest.mark.notebook_runs]  # notebook 8 makes the runs
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,8 @@ from ladder import run
 from ladder.tasks import sentiment
 from ladder.viz import preference_lab
 
+pytestmark = pytest.mark.notebook_runs  # reads runs a notebook makes (the root conftest orders them)
+
 
 @pytest.fixture
 def spy_update(monkeypatch):
