@@ -15,7 +15,7 @@ from ladder import run
 from ladder.tasks import sentiment
 from ladder.viz import preference_lab
 
-pytestmark = pytest.mark.notebook_runs  # reads runs a notebook makes (the root conftest orders them)
+pytestmark = pytest.mark.notebook_runs  # reads runs a notebook makes (run right after the notebooks)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import torch  # noqa: E402
 from ladder import core  # noqa: E402
 from ladder.viz import agent_lab, agent_views  # noqa: E402
 
-pytestmark = pytest.mark.notebook_runs  # reads runs a notebook makes (the root conftest orders them)
+pytestmark = pytest.mark.notebook_runs  # reads runs a notebook makes (run right after the notebooks)
 
 PNG = b"\x89PNG\r\n\x1a\n"
 NOTEBOOK = dict(steps=24)  # notebook 7's call: agent_lab.env_token_runs(steps=24)

@@ -17,7 +17,7 @@ from ladder import viz  # noqa: E402
 from ladder.rungs import ppo_sentiment  # noqa: E402
 from ladder.viz import lm_lab, lm_tokens, lm_views  # noqa: E402
 
-pytestmark = pytest.mark.notebook_runs  # reads runs a notebook makes (the root conftest orders them)
+pytestmark = pytest.mark.notebook_runs  # reads runs a notebook makes (run right after the notebooks)
 
 BETAS, STEPS, BATCH = (0.0, 0.2, 1.0), 30, 32  # notebook 4's runs (kl_tradeoff_view): made once, kept on disk
 

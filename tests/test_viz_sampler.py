@@ -23,7 +23,7 @@ from ladder import viz  # noqa: E402
 from ladder.rungs import grpo  # noqa: E402
 from ladder.viz import sampler_lab, sampler_notes, sampler_views  # noqa: E402
 
-pytestmark = pytest.mark.notebook_runs  # reads runs a notebook makes (the root conftest orders them)
+pytestmark = pytest.mark.notebook_runs  # reads runs a notebook makes (run right after the notebooks)
 
 TITLE = "## The fourth policy: when the sampler is not π_old"
 
