@@ -160,7 +160,9 @@ class _Server:
     def _read_replies(self) -> None:
         for line in self.process.stdout:
             message = json.loads(line)
-            self.waiting[message["id"]].put(message)
+            with self.lock:
+                replies = self.waiting.pop(message["id"]) if "exit" in message else self.waiting[message["id"]]
+            replies.put(message)
         with self.lock:
             self.ended = True
             for replies in self.waiting.values():
@@ -184,7 +186,7 @@ class _Server:
 
 _servers: list[_Server] = []
 _servers_lock = threading.Lock()
-_unavailable = []  # set once a server has ended before its first run: runs are plain subprocesses from then on
+_fallback = threading.Event()  # set once a server has ended before its first run: plain subprocesses from then on
 
 
 def _server() -> _Server:
@@ -220,7 +222,7 @@ def run_command(args: list, cwd: str | os.PathLike | None = None, env: dict[str,
     it is ``subprocess.run``."""
     args = [str(a) for a in args]
     env = dict(os.environ if env is None else env)
-    if not hasattr(os, "fork") or _unavailable:
+    if not hasattr(os, "fork") or _fallback.is_set():
         return subprocess.run([sys.executable, "-m", "ladder.run", *args], cwd=cwd, env=env, capture_output=True,
                               text=True, timeout=timeout)
     with tempfile.TemporaryDirectory(prefix="ladder-run-") as scratch:
@@ -231,7 +233,7 @@ def run_command(args: list, cwd: str | os.PathLike | None = None, env: dict[str,
             code = _wait(server, server.ask(request), args, timeout)
         except ServerEnded:  # one that ran before was stopped: start another; one that never ran: not again
             if not server.started_runs:
-                _unavailable.append(True)
+                _fallback.set()
             return run_command(args, cwd, env, timeout)
         with open(out, errors="replace") as o, open(err, errors="replace") as e:
             return subprocess.CompletedProcess(["python", "-m", "ladder.run", *args], code, o.read(), e.read())
