@@ -54,7 +54,7 @@ def verdict(records: list[dict], kl_key: str) -> dict:
     return {"true_peak": smooth[peak], "true_end": smooth[-1], "fall": smooth[peak] - smooth[-1],
             "true_trough": min(smooth[peak:]),
             "kl_at_peak": statistics.fmean(kl[peak:peak + SMOOTH]), "kl_end": statistics.fmean(kl[-SMOOTH:]),
-            "proxy_end": statistics.fmean(r.get("score_mean", r.get("rewards/margin", 0.0)) for r in rows[-SMOOTH:])}
+            "proxy_end": statistics.fmean(r.get("score_mean", r.get("rewards/margins", 0.0)) for r in rows[-SMOOTH:])}
 
 
 def one_seed(seed: int, args, pool: ThreadPoolExecutor) -> list[dict]:

@@ -272,6 +272,18 @@ def terminal_guards(whole_process: bool):
                 signal.signal(signum, handler)
 
 
+def printable(summary: dict) -> dict:
+    """What a finished run prints: the summary's numbers and strings, and those of a dict one level down under the
+    dict's name (``eval_after.eval_accuracy``: the preference rungs' held-out results); lists stay in summary.json."""
+    shown = {}
+    for key, value in summary.items():
+        if isinstance(value, dict):
+            shown.update({f"{key}.{k}": v for k, v in value.items() if not isinstance(v, (list, dict))})
+        elif not isinstance(value, list):
+            shown[key] = value
+    return shown
+
+
 def main(argv: list[str] | None = None) -> int:
     whole_process = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -337,7 +349,7 @@ def run_command(name: str, rung: Rung, rest: list[str], interrupts: Interrupts |
         _close_progress_bars()
         return _report_interruption(name, cfg, getattr(e, "signum", signal.SIGINT))
     if is_main_process():  # under accelerate launch, one report
-        print(json.dumps({k: v for k, v in summary.items() if not isinstance(v, (list, dict))}, indent=2))
+        print(json.dumps(printable(summary), indent=2))
         if "export_trl" in summary:
             print(f"wrote {summary['export_trl']}")
         elif cfg.out is not None:

@@ -347,7 +347,7 @@ SECOND_LOOKS = {
                                  "true_reward_mean": [0.1, 0.15, 0.2, 0.3, 0.5, 0.55, 0.5, 0.45, 0.35, 0.3, 0.25, 0.2]},
         {}, False),
     "DPO's implicit margin up, the true reward down: over-optimised": (
-        "reward_overoptimised", {"rewards/margin": ramp(0.0, 2.0),
+        "reward_overoptimised", {"rewards/margins": ramp(0.0, 2.0),
                                  "true_reward_mean": [0.0, 0.1, 0.2, 0.3, 0.6, 0.7, 0.6, 0.5, 0.4, 0.35, 0.3, 0.3]},
         {"rung": "dpo"}, True),
 }

@@ -41,4 +41,4 @@ def test_dpo_tokenizes_and_scores_pairs_as_trls(kind, beta, tmp_path):
     ours, stats, _ = core.compute_loss(policy, batch, core.UpdateConfig(objective=core.DPO(beta=beta)))
     close(ours, theirs, "loss")
     logged = trainer._metrics["eval"]  # the model is in eval mode: TRL files its statistics there
-    assert stats["rewards/margin"] == pytest.approx(logged["rewards/margins"][-1], abs=1e-4)
+    assert stats["rewards/margins"] == pytest.approx(logged["rewards/margins"][-1], abs=1e-4)

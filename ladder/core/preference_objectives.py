@@ -91,11 +91,12 @@ class DPO:
         return on_every_token(dpo_loss(*self.sequence_logps(x), self.beta), x.mask, cfg.aggregation)
 
     def statistics(self, x: PolicyInputs, cfg) -> dict[str, Tensor]:
-        """TRL's: rewards/chosen, rewards/rejected (the implicit rewards' means), rewards/accuracy, rewards/margin."""
+        """TRL's DPOTrainer names: rewards/chosen, rewards/rejected (the implicit rewards' means),
+        rewards/accuracies, rewards/margins."""
         with torch.no_grad():
             chosen, rejected, ref_chosen, ref_rejected = self.sequence_logps(x)
             chosen_reward = implicit_reward(chosen, ref_chosen, self.beta)
             rejected_reward = implicit_reward(rejected, ref_rejected, self.beta)
         paired = pair_statistics(chosen_reward, rejected_reward)
         return {"rewards/chosen": chosen_reward.mean(), "rewards/rejected": rejected_reward.mean(),
-                "rewards/accuracy": paired["accuracy"], "rewards/margin": paired["margin"]}
+                "rewards/accuracies": paired["accuracy"], "rewards/margins": paired["margin"]}

@@ -242,7 +242,7 @@ def format_hacking(run: Run) -> Finding | None:
     return None
 
 
-PROXIES = ("score_mean", "rewards/margin")  # a learned reward: r_φ's score (RM + PPO), DPO's implicit reward margin
+PROXIES = ("score_mean", "rewards/margins")  # a learned reward: r_φ's score (RM + PPO), DPO's implicit reward margin
 
 
 def reward_overoptimised(run: Run) -> Finding | None:

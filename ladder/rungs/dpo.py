@@ -15,7 +15,7 @@ KL(π_θ‖π_ref) summed over the completion (the same quantity as ppo-sentimen
 it (``--true-reward``), the true reward they reach. ``--preset tiny`` runs the tiny preference task offline on a CPU
 in a minute or two; the RM + PPO route on the same pairs is ``reward-model`` then ``ppo-sentiment --reward-model``.
 
-metrics.jsonl, one line per update: loss, rewards/chosen, rewards/rejected, rewards/accuracy, rewards/margin (TRL's
+metrics.jsonl, one line per update: loss, rewards/chosen, rewards/rejected, rewards/accuracies, rewards/margins (TRL's
 names), kl_ref_token_k3; when evaluated eval_accuracy, eval_margin, eval_calibration_error, eval_score_accuracy,
 eval_length_corr, sample_kl, true_reward_mean, response_length. OUT/policy holds the trained model (or adapter).
 """
@@ -48,8 +48,9 @@ NAME = "dpo"
 CURVES = [Panel("DPO loss", "−log σ(r̂_w − r̂_l), batch mean", {"loss": ""}),
           Panel("implicit reward r̂ = β·log π_θ/π_ref", "batch mean",
                 {"rewards/chosen": "chosen", "rewards/rejected": "rejected"}),
-          Panel("pairs ranked right by r̂", "share of pairs",
-                {"rewards/accuracy": "training batch", "eval_accuracy": "held-out pairs (the labeller's order)",
+          Panel("pairs ranked right by r̂ (a tie counts as wrong, as in TRL)",
+                "share of pairs (0 before training: every r̂ = 0)",
+                {"rewards/accuracies": "training batch", "eval_accuracy": "held-out pairs (the labeller's order)",
                  "eval_score_accuracy": "held-out pairs (the true order, where known)"}),
           Panel("KL(π_θ‖π_ref) of sampled completions", "nats, summed over the completion", {"sample_kl": ""}),
           Panel("true reward of sampled completions", "r* (mean)", {"true_reward_mean": ""}),
@@ -148,7 +149,7 @@ def build(cfg: Config, run: RunSession) -> Recipe:
         batch = with_reference(policy, dpo_batch(tokenizer, pairs, cfg.device), 2 * cfg.forward_batch_size)
         passes = core.update(policy, batch, optimizer, update_cfg, generator)
         last = passes[-1]
-        names = ("loss", "rewards/chosen", "rewards/rejected", "rewards/accuracy", "rewards/margin", "grad_norm")
+        names = ("loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins", "grad_norm")
         # A step the guard skipped (a non-finite loss or gradient) has no grad_norm: the record leaves it out.
         return {"pairs": (run.step + 1) * len(pairs), **{k: last[k] for k in names if k in last},
                 "kl_ref_token_k3": last["kl_ref"], "skipped_steps": run.skipped_steps(passes, cfg.num_minibatches)}
@@ -174,5 +175,5 @@ def build(cfg: Config, run: RunSession) -> Recipe:
                   progress=progress, update=update, finished=lambda updates: updates >= cfg.steps, summary=summary,
                   curves=lambda: [p.starting_at(**progress["before"]) for p in CURVES], evaluate=evaluate,
                   eval_every=cfg.eval_every, start=start,
-                  postfix=lambda r: {"acc": f"{r['rewards/accuracy']:.2f}",
+                  postfix=lambda r: {"acc": f"{r['rewards/accuracies']:.2f}",
                                      **({"kl": f"{r['sample_kl']:.2f}"} if "sample_kl" in r else {})})
