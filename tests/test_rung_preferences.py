@@ -131,3 +131,15 @@ def test_dpo_resumes_where_it_was_interrupted(tmp_path, monkeypatch):
     assert [r["step"] for r in resumed] == list(range(1, 7))
     for a, b in zip(resumed, straight):
         assert a.keys() == b.keys() and all(a[k] == pytest.approx(b[k], rel=1e-5, abs=1e-6) for k in a)
+
+
+def test_a_finished_preference_run_prints_its_held_out_results(tmp_path, capsys):
+    capsys.readouterr()
+    _run("reward-model", tmp_path / "rm", "--steps", "1", "--batch-size", "4", "--eval-pairs", "4")
+    out = capsys.readouterr().out
+    printed = json.loads(out[out.index("{"):out.rindex("}") + 1])
+    summary = json.loads((tmp_path / "rm" / "summary.json").read_text())
+    for name in ("eval_accuracy", "eval_margin", "eval_calibration_error"):
+        assert printed[f"eval_after.{name}"] == summary["eval_after"][name]
+        assert printed[f"eval_before.{name}"] == summary["eval_before"][name]
+    assert "calibration" not in printed  # a table: it stays in summary.json
