@@ -16,7 +16,7 @@ import pytest
 from ladder.doctor import diagnose, read_run
 from ladder.doctor.gallery import GALLERY, PRESETS, default_cache, healthy_flags, run_gallery_entry, run_healthy
 from ladder.doctor.signatures import WORDING
-from ladder.runtime.run_cache import config_key
+from ladder.run_cache import config_key
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.notebook_runs]  # notebook 8 makes the runs
 
@@ -72,7 +72,7 @@ def test_runs_are_cached_by_configuration(cache):
 
 def test_the_cache_key_holds_the_source(monkeypatch):
     """The same configuration made by other code is another run."""
-    from ladder.runtime import run_cache
+    from ladder import run_cache
 
     flags = healthy_flags("grpo")
     key = config_key("grpo", flags)

@@ -8,8 +8,8 @@ no_signal only in its too-hard case, not its too-easy one (notebook 8 checks thi
 
 ``run_gallery_entry(name, cache_dir)`` runs one of them (about 5 s on one core) and returns its run directory, kept
 under ``cache_dir`` (``default_cache()``: ``$LADDER_CACHE/gallery``, so the notebook and the tests share the runs)
-by ``ladder.runtime.run_cache``: keyed by the run's full configuration and the ladder package's source, whole or
-absent, made by one process at a time.
+by ``ladder.run_cache``: keyed by the run's full configuration, ladder's source, the libraries' versions and the
+CPU-kernel variables, whole or absent, made by one process at a time.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from ladder.runtime import run_cache
+from ladder import run_cache
 
 SHORT = ("--no-progress", "--threads", "1")
 # The healthy presets, shortened where the full preset takes minutes: 8 updates give thirds of 2, 4 and 2

@@ -25,7 +25,7 @@ import torch
 
 
 def _path(function, args, kwargs):
-    from ladder.runtime.run_cache import made_by
+    from ladder.run_cache import made_by
     from ladder.tasks.tiny_lm import cache_dir
 
     bound = inspect.signature(function).bind(*args, **kwargs)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import torch
 
-from ladder.runtime import run_cache
+from ladder import run_cache
 from ladder.tasks import sentiment, tiny_preferences
 from ladder.tasks.tiny_lm import cache_dir
 from ladder.viz.lm_lab import quiet_run
