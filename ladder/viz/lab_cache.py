@@ -9,7 +9,7 @@ the function's module and name, its arguments as called (defaults filled in) and
 (``run_cache.made_by``: ladder's source, the libraries' versions, the CPU kernel variables): a change to any code
 makes every result anew, and a result is never read under another kernel variant. A result is written whole (a
 temporary file renamed into place) and made by one process at a time (a lock file; a second one waits and reads it).
-Only ladder's own results are kept there, and only they are read back.
+Only ladder's own results are kept there, and only they are read back; one that cannot be read is made again.
 """
 
 from __future__ import annotations
@@ -46,7 +46,10 @@ def on_disk(function):
         with open(path.with_suffix(".lock"), "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
             if path.exists():
-                return torch.load(path, weights_only=False)
+                try:
+                    return torch.load(path, weights_only=False)
+                except Exception:  # noqa: BLE001 -- damaged by hand or by another tool: made again
+                    path.unlink()
             result = function(*args, **kwargs)
             partial = path.with_suffix(f".{os.getpid()}.tmp")
             torch.save(result, partial)
