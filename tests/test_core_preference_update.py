@@ -68,7 +68,8 @@ def test_dpo_through_compute_loss_is_dpo_loss():
     reward = core.implicit_reward(logp.detach(), ref, beta)
     expected_stats = {"rewards/chosen": reward[0::2].mean().item(), "rewards/rejected": reward[1::2].mean().item(),
                       "rewards/accuracies": (reward[0::2] > reward[1::2]).float().mean().item(),
-                      "rewards/margins": (reward[0::2] - reward[1::2]).mean().item()}
+                      "rewards/margins": (reward[0::2] - reward[1::2]).mean().item(),
+                      "logps/chosen": logp[0::2].mean().item(), "logps/rejected": logp[1::2].mean().item()}
     assert loss.item() == pytest.approx(expected.item(), rel=1e-6)
     assert torch.allclose(through_update, direct.logits.grad, atol=1e-6)
     for name, value in expected_stats.items():

@@ -92,11 +92,13 @@ class DPO:
 
     def statistics(self, x: PolicyInputs, cfg) -> dict[str, Tensor]:
         """TRL's DPOTrainer names: rewards/chosen, rewards/rejected (the implicit rewards' means),
-        rewards/accuracies, rewards/margins."""
+        rewards/accuracies, rewards/margins, and logps/chosen, logps/rejected (the means of log π_θ(y_w), log π_θ(y_l)
+        summed over each completion: both falling while the margin grows is likelihood displacement)."""
         with torch.no_grad():
             chosen, rejected, ref_chosen, ref_rejected = self.sequence_logps(x)
             chosen_reward = implicit_reward(chosen, ref_chosen, self.beta)
             rejected_reward = implicit_reward(rejected, ref_rejected, self.beta)
         paired = pair_statistics(chosen_reward, rejected_reward)
         return {"rewards/chosen": chosen_reward.mean(), "rewards/rejected": rejected_reward.mean(),
-                "rewards/accuracies": paired["accuracy"], "rewards/margins": paired["margin"]}
+                "rewards/accuracies": paired["accuracy"], "rewards/margins": paired["margin"],
+                "logps/chosen": chosen.mean(), "logps/rejected": rejected.mean()}

@@ -15,9 +15,10 @@ KL(π_θ‖π_ref) summed over the completion (the same quantity as ppo-sentimen
 it (``--true-reward``), the true reward they reach. ``--preset tiny`` runs the tiny preference task offline on a CPU
 in a minute or two; the RM + PPO route on the same pairs is ``reward-model`` then ``ppo-sentiment --reward-model``.
 
-metrics.jsonl, one line per update: loss, rewards/chosen, rewards/rejected, rewards/accuracies, rewards/margins (TRL's
-names), kl_ref_token_k3; when evaluated eval_accuracy, eval_margin, eval_calibration_error, eval_score_accuracy,
-eval_length_corr, sample_kl, true_reward_mean, response_length. OUT/policy holds the trained model (or adapter).
+metrics.jsonl, one line per update: loss, rewards/chosen, rewards/rejected, rewards/accuracies, rewards/margins,
+logps/chosen, logps/rejected (TRL's names), kl_ref_token_k3; when evaluated eval_accuracy, eval_margin,
+eval_calibration_error, eval_score_accuracy, eval_length_corr, sample_kl, response_length, and with a true reward
+true_reward_mean, words_mean, hedged_share, padded_share. OUT/policy holds the trained model (or adapter).
 """
 
 from __future__ import annotations
@@ -149,7 +150,8 @@ def build(cfg: Config, run: RunSession) -> Recipe:
         batch = with_reference(policy, dpo_batch(tokenizer, pairs, cfg.device), 2 * cfg.forward_batch_size)
         passes = core.update(policy, batch, optimizer, update_cfg, generator)
         last = passes[-1]
-        names = ("loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins", "grad_norm")
+        names = ("loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins", "logps/chosen",
+                 "logps/rejected", "grad_norm")
         # A step the guard skipped (a non-finite loss or gradient) has no grad_norm: the record leaves it out.
         return {"pairs": (run.step + 1) * len(pairs), **{k: last[k] for k in names if k in last},
                 "kl_ref_token_k3": last["kl_ref"], "skipped_steps": run.skipped_steps(passes, cfg.num_minibatches)}

@@ -312,6 +312,8 @@ def ppo_step(parts: Parts, prompts: list[str], cfg: Config, skipped_steps) -> tu
     record["response_length"] = procs.gather(batch.mask.sum(dim=1)).mean().item()
     if parts.true_reward is not None:
         record["true_reward_mean"] = procs.gather(parts.true_reward(prompts, completions)).mean().item()
+        for name, values in tiny_preferences.anatomy(completions).items():   # where the completions' length went
+            record[tiny_preferences.ANATOMY_KEYS[name]] = procs.gather(values).mean().item()
     return record, list(zip(prompts, completions, my_scores.tolist()))
 
 

@@ -87,6 +87,7 @@ def sampled_report(policy: CausalLMPolicy, tokenizer, prompts: list, reward, cfg
     if reward is not None:
         texts = [tokenizer.decode(c[m.bool()], skip_special_tokens=True) for c, m in zip(completion, completion_mask)]
         report["true_reward_mean"] = reward(prompts, texts).mean().item()
+        report.update(tiny_preferences.anatomy_means(texts))
     return report
 
 

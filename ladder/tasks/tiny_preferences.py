@@ -70,6 +70,23 @@ class TrueReward:
         return s - PADDING * padding
 
 
+def anatomy(completions: Sequence[str]) -> dict[str, torch.Tensor]:
+    """What r* charges for, one value per completion: ``words`` n(y), ``hedged`` h(y) (0 or 1) and ``padded``
+    (1 if k(y) > 0: a word repeats an earlier one). Their means are what a run logs as words_mean, hedged_share and
+    padded_share: where a policy's length went."""
+    return {"words": torch.tensor([float(words(c)) for c in completions]),
+            "hedged": torch.tensor([float(hedges(c)) for c in completions]),
+            "padded": torch.tensor([float(repeats(c) > 0) for c in completions])}
+
+
+ANATOMY_KEYS = {"words": "words_mean", "hedged": "hedged_share", "padded": "padded_share"}
+
+
+def anatomy_means(completions: Sequence[str]) -> dict[str, float]:
+    """{words_mean, hedged_share, padded_share} of ``completions``."""
+    return {ANATOMY_KEYS[k]: v.mean().item() for k, v in anatomy(completions).items()}
+
+
 TRUE_REWARDS = ("none", "tiny-preferences")  # --true-reward: the tasks that know their truth ("none": no truth)
 
 

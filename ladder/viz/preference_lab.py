@@ -10,7 +10,10 @@ pairs, and the KL-regularised optimum over samples of π_ref — every number co
     optimum(samples, β)              π*(y|x) ∝ π̂_ref(y|x)·exp(r_φ(x, y)/β), π̂_ref uniform over each prompt's n
                                      samples: E[r_φ], E[r*], the KL (≤ log n) and the implicit reward
                                      β·log π*/π̂_ref = r_φ − β·log Z(x)
-    true_at_kl(records, kl)          PPO's true reward (5-update means) where its KL (likewise) first reaches kl
+    pair_anatomy()                   the pairs' chosen and rejected completions: tokens, words, hedges, repeats
+    anatomy_at(records)              a PPO run's completions (the same) at r*'s start, peak, trough and end
+    best_of_n(samples)               the highest-r_φ sample of each prompt: π*_β's β → 0 end
+    displacement(records)            DPO's implicit rewards, margin and log-probs: first and last 5 updates
 """
 
 from __future__ import annotations
@@ -42,6 +45,26 @@ def _run(rung: str, out: Path, *flags: str) -> tuple[dict, list[dict]]:
     return json.loads((out / "summary.json").read_text()), records
 
 
+ANATOMY = ("response_length", "words_mean", "hedged_share", "padded_share")
+
+
+def pair_anatomy(split: str = "train") -> dict[str, dict[str, float]]:
+    """The chosen and the rejected completions of the pairs: their mean tokens (the tiny review GPT-2's) and words,
+    the longest of each, and the shares that hedge with a "but" or repeat a word — what the labeller's choices
+    carry besides sentiment."""
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(sentiment.tiny_model_path())
+    pairs, out = tiny_preferences.pairs(split), {}
+    for side in ("chosen", "rejected"):
+        completions = [p[side] for p in pairs]
+        tokens = [len(tokenizer(c)["input_ids"]) for c in completions]
+        out[side] = {"response_length": sum(tokens) / len(tokens), "max_tokens": max(tokens),
+                     "max_words": max(map(tiny_preferences.words, completions)),
+                     **tiny_preferences.anatomy_means(completions)}
+    return out
+
+
 def pairs_sample(n: int = 4) -> list[dict]:
     return [{**p, "words_chosen": tiny_preferences.words(p["chosen"]),
              "words_rejected": tiny_preferences.words(p["rejected"])} for p in tiny_preferences.pairs("train")[:n]]
@@ -68,7 +91,7 @@ def ppo_runs(reward_model: Path, out: Path, betas=(0.005, 0.05), seed: int = 0) 
             for beta in betas}
 
 
-def dpo_run(out: Path, beta: float = 0.1, steps: int = 60, seed: int = 0) -> tuple[dict, list[dict]]:
+def dpo_run(out: Path, beta: float = 0.1, steps: int = 120, seed: int = 0) -> tuple[dict, list[dict]]:
     return _run("dpo", out, "--beta", str(beta), "--steps", str(steps), "--eval-every", "20", "--seed", str(seed))
 
 
@@ -115,10 +138,19 @@ def smoothed(records: list[dict], key: str, width: int = 5) -> list[float]:
     return [sum(values[i:i + width]) / width for i in range(len(values) - width + 1)]
 
 
-def true_at_kl(records: list[dict], kl: float, width: int = 5) -> float:
-    """r* (``width``-update means) at the first window whose mean KL to π_ref reaches ``kl`` (the last if none)."""
-    true, kls = smoothed(records, "true_reward_mean", width), smoothed(records, "kl_ref", width)
-    return next((t for t, k in zip(true, kls) if k >= kl), true[-1])
+def anatomy_at(records: list[dict], width: int = 5) -> dict[str, dict[str, float]]:
+    """Where the completions' length went, at r*'s start, peak, trough and end windows (``peak_and_end``'s): their
+    tokens (``response_length``), words, and the shares that hedge with a "but" or repeat a word."""
+    at = _windows(records, width)
+    return {name: {key: smoothed(records, key, width)[i] for key in ANATOMY} for name, i in at.items()}
+
+
+def _windows(records: list[dict], width: int) -> dict[str, int]:
+    """The indices of the first window, r*'s peak, its lowest window after the peak, and the last."""
+    true = smoothed(records, "true_reward_mean", width)
+    peak = max(range(len(true)), key=true.__getitem__)
+    trough = min(range(peak, len(true)), key=true.__getitem__)
+    return {"start": 0, "peak": peak, "trough": trough, "end": len(true) - 1}
 
 
 def peak_and_end(records: list[dict], width: int = 5) -> dict:
@@ -127,8 +159,34 @@ def peak_and_end(records: list[dict], width: int = 5) -> dict:
     end."""
     true, kl = smoothed(records, "true_reward_mean", width), smoothed(records, "kl_ref", width)
     proxy = smoothed(records, "score_mean", width)
-    peak = max(range(len(true)), key=true.__getitem__)
-    trough = min(range(peak, len(true)), key=true.__getitem__)
+    at = _windows(records, width)
+    peak, trough = at["peak"], at["trough"]
     return {"peak": true[peak], "kl_at_peak": kl[peak], "trough": true[trough], "kl_at_trough": kl[trough],
             "end": true[-1], "kl_end": kl[-1], "proxy_start": proxy[0], "proxy_at_peak": proxy[peak],
             "proxy_at_trough": proxy[trough], "proxy_end": proxy[-1]}
+
+
+def best_of_n(samples: dict) -> dict:
+    """Best-of-n over each prompt's samples: the one r_φ scores highest; the means over prompts of its r_φ and r*,
+    and of log n, its KL to π̂_ref (uniform over the n samples); n as 'fewest–most' samples per prompt."""
+    groups = defaultdict(list)
+    for i, p in enumerate(samples["prompt"].tolist()):
+        groups[p].append(i)
+    best = [max(rows, key=lambda i: samples["proxy"][i].item()) for rows in groups.values()]
+    sizes = [len(rows) for rows in groups.values()]
+    return {"proxy": samples["proxy"][best].mean().item(), "truth": samples["truth"][best].mean().item(),
+            "kl": sum(map(math.log, sizes)) / len(sizes), "n": f"{min(sizes)}–{max(sizes)}"}
+
+
+DISPLACED = ("rewards/chosen", "rewards/rejected", "rewards/margins", "logps/chosen", "logps/rejected")
+
+
+def displacement(records: list[dict], width: int = 5) -> dict[str, tuple[float, float]]:
+    """DPO's implicit rewards, margin and log-probs of the training batches: (mean of the first ``width`` updates,
+    mean of the last ``width``)."""
+    out = {}
+    for key in DISPLACED:
+        values = [r[key] for r in records if key in r]
+        if values:
+            out[key] = (sum(values[:width]) / len(values[:width]), sum(values[-width:]) / len(values[-width:]))
+    return out

@@ -6,6 +6,9 @@
                                             — as PNG bytes
     beta_view(samples, ppo)                 β → the KL-regularised optimum over samples of π_ref: where it sits on the
                                             curve of E[r*] and E[r_φ] against KL, and its implicit reward against r_φ
+    dpo_figure(records, summary, pairs)     DPO's implicit rewards of the chosen and rejected (both can fall while the
+                                            margin grows), and its sampled completions' length, hedges and repeats
+    study_figure(study)                     the true reward against KL, every method on seeds 0–2 (native kernels)
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from matplotlib.figure import Figure
 
 from ladder.viz._widget import View, render_png
 from ladder.viz.preference_lab import optimum, smoothed
+from ladder.viz.preference_study import kl_and_true
 
 BETAS = [round(10 ** (e / 8), 4) for e in range(-20, 9)]  # 0.0032 … 10, eight to a decade
 
@@ -85,3 +89,50 @@ def beta_view(samples: dict, ppo: dict[float, list[dict]]) -> View:
                                 f"({torch.unique(samples['prompt']).numel()} prompts)"}
 
     return View(controls, draw, "the KL-regularised optimum over 1,000 samples of π_ref, as β moves")
+
+
+def dpo_figure(records: list[dict], summary: dict, pairs: dict) -> bytes:
+    """Left: r̂(y_w), r̂(y_l) and their gap on the training batches (5-update means). Middle and right: the sampled
+    completions on held-out prompts at each evaluation — tokens and words; hedged and padded shares, beside the
+    pairs' chosen completions (dashed)."""
+    fig = Figure(figsize=(12, 3.4))
+    left, mid, right = (fig.add_subplot(1, 3, i) for i in (1, 2, 3))
+    steps = [r["step"] for r in records][4:]
+    for key, label in (("rewards/chosen", "r̂(y_w), chosen"), ("rewards/rejected", "r̂(y_l), rejected"),
+                       ("rewards/margins", "r̂(y_w) − r̂(y_l)")):
+        left.plot(steps, smoothed(records, key), label=label)
+    left.axhline(0, color="grey", lw=0.8)
+    left.set(title="implicit reward β·log π_θ/π_ref, training pairs", xlabel="update")
+    left.legend(fontsize=8)
+    evals = [{"step": 0, **summary["eval_before"]}] + [r for r in records if "words_mean" in r]
+    at = [r["step"] for r in evals]
+    mid.plot(at, [r["response_length"] for r in evals], "o-", label="tokens")
+    mid.plot(at, [r["words_mean"] for r in evals], "o-", label="words")
+    mid.axhline(pairs["chosen"]["words_mean"], ls="--", color="C1", lw=0.8, label="the chosen pairs' words")
+    mid.set(title="sampled completions: length (mean)", xlabel="update")
+    mid.legend(fontsize=8)
+    for i, (key, label) in enumerate((("hedged_share", "hedge with a 'but'"), ("padded_share", "repeat a word"))):
+        right.plot(at, [r[key] for r in evals], "o-", color=f"C{i + 3}", label=label)
+        right.axhline(pairs["chosen"][key], ls="--", color=f"C{i + 3}", lw=0.8)
+    right.set(title="sampled completions (dashed: the chosen pairs)", xlabel="update", ylabel="share", ylim=(0, 1))
+    right.legend(fontsize=8)
+    fig.tight_layout()
+    return render_png(fig)
+
+
+def study_figure(study: list[dict]) -> bytes:
+    """r* against KL(π_θ‖π_ref) in nats per completion, one line per run of the native kernels, a colour per method."""
+    fig = Figure(figsize=(9, 4.2))
+    ax = fig.add_subplot(1, 1, 1)
+    colours: dict[str, str] = {}
+    for run in (r for r in study if r["variant"] == "native"):
+        colour = colours.setdefault(run["method"], f"C{len(colours)}")
+        kl, true = kl_and_true(run)
+        ax.plot(kl, true, color=colour, alpha=0.8, marker="o" if run["kl_key"] == "sample_kl" else None, ms=3,
+                label=run["method"] if run["seed"] == min(r["seed"] for r in study) else None)
+    ax.set(title="the true reward against KL, seeds 0–2 (one line each)", ylabel="r* (mean)",
+           xlabel="KL(π_θ‖π_ref), nats per completion (PPO: 5-update means of its batches; DPO: its evaluations)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return render_png(fig)
