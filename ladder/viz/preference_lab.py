@@ -190,3 +190,9 @@ def displacement(records: list[dict], width: int = 5) -> dict[str, tuple[float, 
         if values:
             out[key] = (sum(values[:width]) / len(values[:width]), sum(values[-width:]) / len(values[-width:]))
     return out
+
+
+def true_at_kl(records: list[dict], kl: float, width: int = 5) -> float:
+    """r* (``width``-update means) at the first window whose mean KL to π_ref reaches ``kl`` (the last if none)."""
+    true, kls = smoothed(records, "true_reward_mean", width), smoothed(records, "kl_ref", width)
+    return next((t for t, k in zip(true, kls) if k >= kl), true[-1])
