@@ -37,7 +37,7 @@ is one row of token ids $x_{1..T}$ after the prompt, with two masks:
 $$m_t = \begin{cases}1 & x_t \text{ written by the model (an action)}\\ 0 & x_t \text{ the environment's, or pad}\end{cases}
 \qquad \alpha_t = \begin{cases}1 & x_t \text{ read by the model (the model's or the environment's)}\\ 0 & \text{pad}\end{cases}$$
 
-The attention mask $\alpha$ (`attention_mask`) goes into the forward pass: every later token is conditioned on the tool's reply. The loss
+The attention mask $\alpha$ (`attention_mask`) goes into the forward pass. The loss
 mask $m$ goes into the loss — the same as notebook 5's, with $m$ in place of "every completion token":
 
 $$L = \operatorname{agg}_{t:\,m_t = 1}\Big(-\min\big(\rho_t(\theta)\hat A_t,\ \operatorname{clip}(\rho_t(\theta), 1-\varepsilon, 1+\varepsilon)\,\hat A_t\big) + \beta\, \rho_t(\theta)\,k_3\Big), \qquad \hat A_t = \hat A_i\, m_t ,$$

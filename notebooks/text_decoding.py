@@ -23,30 +23,11 @@ they are computed: nothing written after it reaches them. A decode loop keeps th
   appends that column's keys and values (the cache then holds $P + t$ columns) and returns the next logits.
 
 **Left padding.** Prompts differ in length. Padded on the left, every prompt ends in column $P-1$, so every row's next
-token is in the same, last column, and `logits[:, -1]` reads all rows at once. The **attention mask** is 0 on the pads,
-so no real token attends to them; each forward gets the mask of all the columns so far, and each decode step
-appends a column of ones: $[B, P + t]$ at step $t$.
-
-**Position ids.** Each row is numbered from its first real token,
-
-$$\text{position\_ids} = \max\big(\operatorname{cumsum}(\text{mask}) - 1,\ 0\big)$$
-
-(`policies.causal_lm.position_ids_for`; the pads get 0, and the mask hides them), and a row's new token at each step
-is at the row's previous position $+ 1$.
-
-By hand, with transformers ≥ 5.24, one prefill and one decode step read:
-
-```python
-out = model(input_ids=prompt_ids, attention_mask=mask, position_ids=positions, use_cache=True)   # prefill
-token = torch.multinomial(torch.softmax(out.logits[:, -1] / tau, -1), 1, generator=generator)  # [B, 1]
-mask = torch.cat([mask, torch.ones_like(token)], 1)                    # one more column of ones
-out = model(input_ids=token, attention_mask=mask, position_ids=positions[:, -1:] + 1,
-            cache=out.cache, use_cache=True)                           # one token, the cache from before
-```
-
-Before 5.24 the argument and the output were both called `past_key_values`; `ladder.patches.with_cache` and
-`cache_of` pass and read the cache under the name the installed version uses. The loops of this section are
-`viz.kv_cache.cached_decode` and `uncached_decode`. Three prompts, left-padded:""",
+token is in the same, last column, and `logits[:, -1]` reads all rows at once. Two inputs of every forward then make
+a padded row's numbers those of its prompt run alone, with no pads: the **attention mask**, one entry per column
+of the sequence so far (1: a real token may attend to it, 0: not), and the **position ids**, the position the model
+gives each column's token. The loops of this section are `viz.kv_cache.cached_decode` and `uncached_decode`. Three
+prompts, left-padded, with the prefill's mask and position ids:""",
     """from ladder.policies.causal_lm import position_ids_for
 from ladder.viz import kv_cache, kv_cache_views
 
@@ -55,11 +36,14 @@ prompt_ids, prompt_mask = kv_cache.left_padded(qwen, kv_cache.PROMPTS["rotary"])
 print(f"{qwen.name}: prompts {kv_cache.PROMPTS['rotary']}, ids [B, P] = {list(prompt_ids.shape)}")
 print("attention mask of the prefill:\\n", prompt_mask)
 print("position ids of the prefill:\\n", position_ids_for(prompt_mask))""",
-    r"""md:**Your turn.** The forward of decode step $t = 2$ (the prefill was step 0) gets the attention mask of
-$P + 2$ columns and their position ids. Compute both from `prompt_mask`. The pads' position ids are never read
-(the mask hides them), so the check compares the position ids only where the mask is 1.""",
+    r"""md:**Your turn.** Decode step $t = 2$ (the prefill was step 0) feeds each row the one token drawn at step 1,
+with the cache; its forward takes the attention mask of all $P + 2$ columns so far and their position ids. Build both
+from `prompt_mask` so that each row's next-token log-probs are those of its prompt decoded alone, without pads: which
+of the $P + 2$ columns may a real token attend to, and at which position does each row's token of step 2 sit? The
+prefill's mask and position ids are printed above. The pads' position ids are never read (the mask hides them), so
+the check compares the position ids only where the mask is 1.""",
     """mask_2 = ...              # [B, P + 2]: the attention mask of step 2's forward
-positions_2 = ...         # [B, P + 2]: its position ids, each row numbered from its first real token""",
+positions_2 = ...         # [B, P + 2]: its position ids""",
     """truth_mask = kv_cache.grown_mask(prompt_mask, 2)
 real = truth_mask.bool()
 answers = (("mask_2", mask_2, truth_mask,
@@ -77,6 +61,27 @@ for name, yours, truth, how in answers:          # the answer and its code are p
     if name.startswith("positions"):
         print("each row's real prompt tokens:", prompt_mask.sum(1).tolist(),
               "→ the token fed at step 2 sits at position", position_ids_for(truth_mask)[:, -1].tolist())""",
+    r"""md:The rule the check applied. The attention mask is 0 on the pads, so no real token attends to them; each forward
+gets the mask of all the columns so far, and each decode step appends a column of ones: $[B, P + t]$ at step $t$.
+The position ids number each row from its first real token,
+
+$$\text{position\_ids} = \max\big(\operatorname{cumsum}(\text{mask}) - 1,\ 0\big)$$
+
+(`policies.causal_lm.position_ids_for`; the pads get 0, and the mask hides them), and a row's new token at each step
+is at the row's previous position $+ 1$.
+
+By hand, with transformers ≥ 5.24, one prefill and one decode step read:
+
+```python
+out = model(input_ids=prompt_ids, attention_mask=mask, position_ids=positions, use_cache=True)   # prefill
+token = torch.multinomial(torch.softmax(out.logits[:, -1] / tau, -1), 1, generator=generator)  # [B, 1]
+mask = torch.cat([mask, torch.ones_like(token)], 1)                    # one more column of ones
+out = model(input_ids=token, attention_mask=mask, position_ids=positions[:, -1:] + 1,
+            cache=out.cache, use_cache=True)                           # one token, the cache from before
+```
+
+Before 5.24 the argument and the output were both called `past_key_values`; `ladder.patches.with_cache` and
+`cache_of` pass and read the cache under the name the installed version uses.""",
     """why_positions = viz.Reason(
     "Drop position_ids from the forward: the model then numbers the columns 0, 1, 2, … pads included. Whose "
     "next-token log-probs for a left-padded row change: the tiny Qwen2's (rotary embeddings: each column's query and "
@@ -112,16 +117,17 @@ $m$; shift the positions and every token's input is another vector. Position ids
 models — and the forward that later scores the completions (`core.token_logp`, notebook 4) must number the
 positions exactly as the sampler did.
 
-### The cache changes nothing but the time
+### Cached against uncached
 
 `cached_decode` and `uncached_decode` draw from $\operatorname{softmax}(z/\tau)$ with the same seed. The uncached loop
 has no cache: its step $t$ reruns the whole sequence, $P + t$ columns, keeps the last column's logits and throws the
 rest away. The widget follows the three prompts above through 10 steps: the mask of step $t$'s forward with each
 column's position id, a frame round the columns the cached forward feeds, and the cache's length after it; on the
 right, the tokens each loop has fed the model in steps $0,\dots,t$.""",
-    r"""md:**Predict first.** Slide $t$ from 0 to 9. How many tokens does each loop feed the model at step $t$, and so how
-does each loop's total work grow with the number of new tokens $T$? With the same seed, will the two loops draw the
-same tokens — and why?""",
+    r"""md:**Predict first.** Slide $t$ from 0 to 9. Over $T$ new tokens, how does the number of tokens each loop feeds the
+model grow with $T$? On this tiny model, will the uncached loop's wall time exceed the cached loop's by as large a
+factor as its token count does, and why? With the same seed, will the two loops' log-probs be equal bit for bit, or
+only to float rounding — and will they draw the same tokens?""",
     """view = kv_cache_views.decode_view(steps=10)
 view""",
     """loops = kv_cache.both_loops(rows=8, steps=48)
@@ -135,7 +141,7 @@ print(f"wall time on this machine: cached {loops['cached_seconds']:.3f} s, uncac
 display(Image(data=kv_cache_views.step_times_figure(loops)))""",
     r"""md:<details><summary>Answer</summary>
 
-The cached loop feeds $B\cdot P$ tokens at the prefill and $B$ at every step after it: its work grows with $T$. The
+The cache changes nothing but the time. The cached loop feeds $B\cdot P$ tokens at the prefill and $B$ at every step after it: its work grows with $T$. The
 uncached loop feeds $B\,(P + t)$ at step $t$, in all $B\,\big(TP + T(T-1)/2\big)$: its work grows with the square of
 $T$. (A cached step still attends to $P + t$ keys, a cost that grows with $t$ too, but it is one column's attention,
 not a whole forward.) The two draw the same tokens: the cache holds exactly the keys and values the uncached

@@ -190,11 +190,8 @@ for kind in ("broken", "fixed"):
     r"""md:## 3 · The token budget: where the signal starves
 
 A completion cut off at `--max-new-tokens` has no answer line, so the correctness reward gives it 0 and the format
-reward 0. When every completion of a group is cut off, the group's rewards are all alike and
-
-$$\hat A_i = \frac{R_i - \bar R}{\operatorname{std}(R) + \epsilon} = 0 \quad\text{for every } i:$$
-
-the group adds no gradient at all. The doctor's `truncation` signature compares two late medians (over the run's
+reward 0. When every completion of a group is cut off, the group adds no gradient at all (the self-check at the end
+asks why). The doctor's `truncation` signature compares two late medians (over the run's
 last half) with two thresholds: the share of completions cut off (`completions/clipped_ratio`) against
 `Thresholds.truncated_share`, and the share of zero-spread groups (`frac_reward_zero_std`) against
 `Thresholds.zero_std_share`. Both must be crossed. The healthy preset, run again at several budgets (each run cached):""",
@@ -215,7 +212,7 @@ print(f"zero-spread groups back at the preset's level ({healthy_alike:.2f}, with
       f"where the cut-off share is {sweep[regained]['cut']:.2f}")""",
     r"""md:Move the slider. Left: the two shares update by update at one budget; right: their late medians at every budget,
 with the doctor's thresholds dashed. Below the shortest completion's length (printed above) every completion is cut
-off, every group is alike and nothing is learnt. Between the shortest and the longest some are cut off, and a group
+off and nothing is learnt. Between the shortest and the longest some are cut off, and a group
 that mixes cut-off completions (reward 0) with finished ones that score above 0 has spread: the zero-spread share can be back at the
 preset's level while part of the completions is still cut off (the last line printed above says at which budget, and
 how large that part is). The doctor asks for both shares to be high for that reason.""",

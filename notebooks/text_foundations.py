@@ -14,7 +14,7 @@ After this notebook (about 45 minutes; it runs in seconds, no model) you will be
 
 * compute $V$, $Q$ and $A$ of a policy exactly from the Bellman equations, and say why $\mathbb{E}_{a\sim\pi}[A(s, a)] = 0$;
 * estimate values from sampled episodes by Monte-Carlo, TD(0) and GAE($\lambda$), and say which $\lambda$ to pick when;
-* bootstrap a time-limit truncation with $V(s_T)$, and not a termination;
+* bootstrap a time-limit truncation or a rollout's edge with $V(s_T)$, and not a termination;
 * show that PPO's surrogate has the policy gradient as its gradient at $\theta_{\text{old}}$, and why it is trusted only near $\theta_{\text{old}}$.
 
 Notebook 1 weighted each $\log\pi_\theta$ by a return; notebook 2 weights it by an advantage from a critic,
@@ -227,6 +227,82 @@ Treating the cut as a termination sets the future after $s_T$ to 0, and on this 
 limit. Bootstrapping adds back $\gamma^T V(s_T)$, whose expectation is exactly what was cut off, so with the exact
 $V$ it is unbiased at every $T$ (up to sampling noise). With a learned $V$ it is as right as the critic.
 </details>""",
+    r"""md:## Where episodes and completions end
+
+The capstones (`exercises/capstone1_ppo_cartpole.py`, `capstone2_grpo.py`) ask you to write these edges yourself.
+
+**The rollout's edge.** A rollout of $T$ steps per env cuts episodes too: its last step is where *we* stopped
+collecting, and the episode goes on into the next rollout unless the env said it ended. So each row's last step is one
+of three:
+
+* **terminated**: $d_{T-1} = 1$; nothing to bootstrap, the target is $r_{T-1}$;
+* **truncated** by the time limit: bootstrap with $V$ of the state the episode reached, $r_{T-1} + \gamma V(s_T)$;
+* **neither** — the rollout's edge cut an episode still running: the same bootstrap, with $V$ of the observation the
+  env returned after the last step (where the next rollout starts), given to `core.gae` as `last_values`.
+
+One row of three steps, $r_t = 1$, with a critic's $\hat V$ made up for the example:""",
+    """V_row, V_after = torch.tensor([[2.0, 1.5, 1.0]]), torch.tensor([0.8])     # V̂(s_0..s_2); V̂ of the state after s_2
+ones = torch.ones(1, 3)
+for name, dones, last in (("terminated at the last step", torch.tensor([[0.0, 0.0, 1.0]]), None),
+                          ("cut by the rollout's edge", torch.zeros(1, 3), V_after)):
+    R = core.gae(ones, V_row, dones, chain.gamma, 0.0, last_values=last)[1]     # λ = 0: R_t = r_t + γ V̂(s_t+1)(1 − d_t)
+    print(f"{name:28s} R = {[round(x, 3) for x in R[0].tolist()]}")
+print(f"the last target: 1 against 1 + γ·{V_after.item():.1f} = {1 + chain.gamma * V_after.item():.3f}")""",
+    r"""md:**Vector envs.** gymnasium's `SyncVectorEnv` steps $N$ envs together and resets an env whose episode ended by
+itself. Ask for `autoreset_mode=gym.vector.AutoresetMode.SAME_STEP` (gymnasium ≥ 1.1; the Capstone I contract and the
+CartPole rungs do): then the `step` at which env $i$ ends already returns the **new** episode's first observation in
+`obs[i]`, and the ended episode's last one — the $s_T$ a truncation bootstraps from — in `info["final_obs"][i]`, set
+where `info["_final_obs"][i]` is True. (gymnasium's default mode handles the end otherwise; notebook 2 puts the two
+side by side.) Two CartPoles with a time limit of 5 steps, pushed right at every step:""",
+    """import gymnasium as gym
+import numpy as np
+
+envs = gym.vector.SyncVectorEnv([lambda: gym.make("CartPole-v1", max_episode_steps=5)] * 2,
+                                autoreset_mode=gym.vector.AutoresetMode.SAME_STEP)
+obs, info = envs.reset(seed=0)
+for t in range(5):
+    obs, reward, terminated, truncated, info = envs.step(np.ones(2, dtype=np.int64))
+print(f"step {t}: terminated {terminated}, truncated {truncated}, info['_final_obs'] {info['_final_obs']}")
+print("env 0's last state, info['final_obs'][0]:", info["final_obs"][0].round(3))
+print("env 0's new first state, obs[0]:         ", obs[0].round(3))
+envs.close()""",
+    r"""md:**Completions.** A language model's rollout is a batch of completions, and the same questions come back as tokens:
+
+* **Padding.** Prompts of different lengths are padded on the **left** for generation, `tokenizer.padding_side =
+  "left"`, so that every row's next token is drawn from the same, last column. GPT-2 and many others ship without a
+  pad token: `tokenizer.pad_token = tokenizer.eos_token`. The attention mask (0 on the pads) keeps them out of every
+  forward.
+* **After the EOS.** A row that drew its end-of-sequence token is done, while the batch steps on: feed it pad tokens
+  and give them mask 0, so they stay out of the loss, the log-probs, the KL and the reward's text. The EOS itself is
+  an action (mask 1): it is how the model learns to stop. With pad = EOS the mask cannot be `ids != pad_token_id`,
+  which drops the EOS too: it is 1 up to and including each row's first EOS.
+* **Temperature.** A sampler at temperature $\tau$ draws from $\operatorname{softmax}(z/\tau)$, so the log-prob to record is
+  $\log\operatorname{softmax}(z/\tau)[a]$, and every later scoring of that token ($\pi_{\text{old}}$, $\pi_\theta$, $\pi_{\text{ref}}$)
+  divides by the same $\tau$ (`core.token_logp(..., temperature=τ)`): scored at another $\tau$, the ratio is not 1
+  even before the first step.
+
+The tiny GPT-2 of notebook 4 (its tokenizer loaded without a pad token, as GPT-2's comes):""",
+    """from transformers import AutoTokenizer
+from ladder.tasks import sentiment
+
+tokenizer = AutoTokenizer.from_pretrained(sentiment.tiny_model_path(), pad_token=None, padding_side="right")
+if tokenizer.pad_token is None:
+    tokenizer.pad_token = tokenizer.eos_token          # pad = EOS; the attention mask hides the pads
+tokenizer.padding_side = "left"                        # every prompt ends in the last column
+enc = tokenizer(["a good film", "bad"], padding=True, return_tensors="pt")
+print("input_ids", enc["input_ids"].tolist(), "\\nattention_mask", enc["attention_mask"].tolist())
+eos = tokenizer.eos_token_id
+ids = torch.tensor([[17, 23, eos, eos, eos],           # row 0 drew its EOS at step 2, then was fed pads (= EOS)
+                    [31, 12, 40, 8, eos]])
+is_eos = (ids == eos).long()
+mask = (is_eos.cumsum(1) - is_eos == 0).float()        # 1 up to and including the first EOS
+print("mask", mask.long().tolist(), "  ids != pad_token_id:", (ids != tokenizer.pad_token_id).long().tolist())
+z = torch.randn(2, 5, 50, generator=torch.Generator().manual_seed(0))   # stand-in logits at each position, [B, T, V]
+tau = 0.7
+recorded = torch.log_softmax(z / tau, -1).gather(-1, ids[..., None]).squeeze(-1) * mask   # as the sampler records it
+for t in (tau, 1.0):
+    rescored = torch.log_softmax(z / t, -1).gather(-1, ids[..., None]).squeeze(-1) * mask
+    print(f"rescored at τ = {t}: largest |ρ − 1| before any step {((rescored - recorded).exp() - 1).abs().max():.3f}")""",
     r"""md:## The surrogate and its trust region
 
 Notebook 2's PPO does not differentiate $J(\theta) = V_\theta(s_{\text{start}})$; it maximises a **surrogate** built

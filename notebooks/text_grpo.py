@@ -17,7 +17,7 @@ After this notebook (about 70 minutes, on a CPU) you will be able to:
 * compute GRPO's group-relative advantages under each reward scale, and say when a group carries no signal;
 * say how each `--loss-type` averages the per-token loss, and when two of them are the same number;
 * read what $\mu$ passes do to the ratios, the clip fraction and the KL estimates on a real (tiny) language model;
-* decode with a key/value cache — prefill, one token per forward, left padding, the growing mask and position ids — and show that the cache changes only the time.
+* decode with a key/value cache — prefill, one token per forward, left padding, each step's attention mask and position ids — and measure what the cache changes.
 
 **Notation.** As in notebooks 2–4, the ratio is $\rho_t(\theta) = \pi_\theta(a_t\mid s_t)/\pi_{\text{old}}(a_t\mid s_t)$; $r_t$ is only
 ever a reward. A completion's reward is one number, written $R_i$ (it is the completion's whole return).
@@ -175,14 +175,16 @@ Notebook 3's experiment, on the language model. The three policies of the tiny Q
 
 The tiny model's vocabulary has a few hundred tokens, so every KL is also computed **exactly** at each visited
 position $s_t$: $\sum_v \pi_\theta(v\mid s_t)\log\frac{\pi_\theta(v\mid s_t)}{\pi_x(v\mid s_t)}$. The GRPO loss instead sees one
-sampled token $c_t \sim \pi_{\text{old}}$ per position: the plain estimate averages $k_3(c_t)$, the corrected one
+sampled token $c_t \sim \pi_{\text{old}}$ per position: the plain estimate averages $k_3(c_t)$, the importance-weighted one
 $\frac{\pi_\theta(c_t)}{\pi_{\text{old}}(c_t)}\,k_3(c_t)$, and the shaded bands show mean ± std of each estimate over fresh
 samples $c_t \sim \pi_{\text{old}}$ at the same positions. Building $\pi_{\text{old}}$ and the batch
 is done once; a new setting of the sliders runs its passes, and a run of μ passes also answers every smaller μ. The preset
 has one minibatch ($M = 1$), so $\pi_\theta = \pi_{\text{old}}$ until the first optimiser step, at the end of pass 1: every pass-1
 ratio is 1, to float32 rounding.""",
-    r"""md:**Predict first.** Slide $\mu$ from 1 to 8. Will the plain $k_3$ average and the importance-weighted one
-move away from the exact KL$(\pi_\theta\,\|\,\pi_{\text{ref}})$ together, or will one of them stay with it?""",
+    r"""md:**Predict first.** Slide $\mu$ from 1 to 8. Which of the two estimates, the plain $k_3$ average or the
+importance-weighted one, stays with the exact KL$(\pi_\theta\,\|\,\pi_{\text{ref}})$ *in expectation* (the centre of its
+shaded band), and why? Does that one also stay with it on this one batch (its line), at every $\mu$ — and what would
+pull it off?""",
     """view = viz.lm_mu_view(mu=4, lr=3e-4, clip_eps=0.2)
 view""",
     """runs = {mu: viz.lm_mu_passes(mu, lr=3e-4) for mu in (1, 2, 4, 8)}
@@ -201,7 +203,7 @@ for mu, run in runs.items():
           f"{(abs(r - 1) > 0.01).sum()} of {r.size} ratios off 1 by more than 1 %")""",
     r"""md:<details><summary>Answer</summary>
 
-The corrected one stays with the exact KL, in expectation: at each position
+The importance-weighted one — the *corrected* estimate, as the printout calls it — stays with the exact KL, in expectation: at each position
 
 $$\mathbb{E}_{c\sim\pi_{\text{old}}}\Big[\frac{\pi_\theta(c)}{\pi_{\text{old}}(c)}k_3(c)\Big] = \sum_v \pi_\theta(v)\,k_3(v) = \mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}}),
 \qquad \mathbb{E}_{c\sim\pi_{\text{old}}}[k_3(c)] = \sum_v \pi_{\text{old}}(v)\,k_3(v) \neq \mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$$
@@ -236,8 +238,9 @@ p_group.answer = None
 p_scale = viz.Predict("Multiply every reward by 10. Under which --scale-rewards does Â stay the same?",
                       choices=("group", "none"))
 p_scale.answer = None
-p_weight = viz.Predict("In the two-completion aggregation example, which --loss-type gives the short completion's single "
-                       "token the larger weight in the loss?", choices=("grpo", "bnpo"))
+p_weight = viz.Predict("In the two-completion aggregation example, the short completion's single token has a weight "
+                       "∂L/∂L_t in the loss under each --loss-type. What is its weight under grpo divided by its weight "
+                       "under bnpo?")
 p_weight.answer = None
 why_kl = viz.Reason("Move the KL into the reward (--kl-in reward, β = 0.1, --scale-rewards group). A group of two "
                     "WRONG answers (R = 0 each), one at Σ_t KL_t = 5 from π_ref, the other at 1: with the KL in the "
@@ -264,8 +267,9 @@ for loss_type, mode in (("grpo", "seq_mean_token_mean"), ("bnpo", "token_mean"))
     x = per_token.clone().requires_grad_(True)
     core.aggregate(x, mask, mode).backward()
     weight[loss_type] = x.grad[1, 0].item()
-p_weight.check(max(weight, key=weight.get), why=f"∂L/∂L_t of the short token's loss L_t: grpo {weight['grpo']:.2f} = 1/(B·|y_i|), "
-               f"bnpo {weight['bnpo']:.2f} = 1/(the minibatch's real tokens)")
+p_weight.check(weight["grpo"] / weight["bnpo"], why=f"∂L/∂L_t of the short token's loss L_t: grpo {weight['grpo']:.2f} = "
+               f"1/(B·|y_i|), bnpo {weight['bnpo']:.2f} = 1/(the minibatch's real tokens): grpo weighs a short "
+               "completion's tokens more")
 in_reward = core.group_relative(torch.tensor([0 - 0.1 * 5, 0 - 0.1 * 1]), 2, "group")
 key = "c" if abs(in_reward[1] - 2 ** -0.5) < 1e-3 and abs(in_reward[0] + 2 ** -0.5) < 1e-3 else "d"
 why_kl.check(key, why=f"Â = {in_reward[0]:+.3f}, {in_reward[1]:+.3f} (R = −0.5, −0.1; the sample std of two values is "

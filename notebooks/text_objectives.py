@@ -15,7 +15,7 @@ NOTEBOOKS["6b_objectives_entropy_staleness"] = [
 After this notebook (about 1 hour, on a CPU) you will be able to:
 
 * say, for the clipped surrogate, CISPO, SAPO's soft gate and VESPO's gamma weight, where each one still pushes a token and where it lets go, from the derivative $\partial L/\partial \rho$;
-* say why summing two rewards of different scales lets the larger one decide the advantage, and what GDPO's per-reward normalisation changes;
+* say which of two rewards of different scales decides the advantage when they are summed, and what GDPO's per-reward normalisation changes;
 * read which tokens the top-entropy mask keeps on real completions, and what the share $q$ does;
 * tell apart $\pi_{\text{rollout}}$, $\pi_{\text{sampler}}$ and $\pi_{\text{old}}$, and say what `--max-staleness k` and `--sampler-correction token_truncate` do to the weight between them.
 
@@ -149,8 +149,7 @@ $$H_t = -\sum_v \pi_\theta(v\mid s_t)\log\pi_\theta(v\mid s_t), \qquad h^* = \op
 Below, the tiny preset's model (`@tiny-math`, loaded offline by the rung's `load_task` and `load_policy`, its LoRA
 adapter fresh) samples one completion for each of six of the task's sums; `CausalLMPolicy.evaluate` — the trainer's
 own forward — gives each token's $H_t$. The tokens the mask keeps at the slider's $q$ are boxed in red; the
-histogram shows where the threshold $h^*$ falls. The model imitates a tutor who forgets to carry, so watch where
-its few uncertain tokens are.
+histogram shows where the threshold $h^*$ falls.
 
 The other lever is an entropy *bonus*, $-c_H \cdot \operatorname{mean}(H_t)$ over the tokens the policy term keeps —
 all of them, or the top $q$ with `--top-entropy-quantile` (`--entropy-coef` sets $c_H$). With `--adaptive-entropy`

@@ -15,7 +15,7 @@ After this notebook (about 45 minutes) you will be able to:
 
 * estimate a KL from samples with $k_1$, $k_2$, $k_3$ and say which is biased, and which is noisy;
 * say why $\pi_{\text{old}} = \pi_\theta$ at sampling time and what $\mu$ passes do to the ratio and to the clip;
-* correct a KL estimate with the importance weight $\pi_\theta/\pi_{\text{old}}$ once $\pi_\theta$ has moved.
+* say which KL estimate from $\pi_{\text{old}}$'s samples still measures $\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$ once $\pi_\theta$ has moved, and why.
 
 ## Estimating a KL from samples
 

@@ -8,12 +8,12 @@ from text_common import SELF_CHECK, SETUP
 
 WHY_MIN = """why_min = viz.Reason("A sample with Â = −1 whose ratio has grown to ρ = 1.5 (ε = 0.2): does the clip take its "
                      "gradient, and why?",
-                     "yes: ρ = 1.5 lies above 1 + ε = 1.2, so the objective uses clip(ρ)·Â = −1.2, a constant "
-                     "in θ, and the sample's gradient is 0",
-                     "yes: with Â < 0 the clipped branch −1.2 is the lower of the two, so the min keeps it, and a "
-                     "constant branch has no gradient",
-                     "no: the min compares ρ·Â = −1.5 with clip(ρ)·Â = −1.2 and keeps −1.5, the unclipped branch, "
-                     "which still depends on θ",
+                     "yes: ρ = 1.5 lies outside [1 − ε, 1 + ε], so the objective uses the clipped branch "
+                     "clip(ρ)·Â, a constant in θ, and the sample's gradient is 0",
+                     "yes: with Â < 0 the clipped branch is the one the min keeps here, and a constant branch has "
+                     "no gradient",
+                     "no: with Â < 0 the unclipped branch ρ·Â is the one the min keeps here, and it still depends "
+                     "on θ",
                      "no: for Â < 0 PPO uses ρ·Â unclipped at every ρ, since the clip guards only against "
                      "over-rewarding good actions")
 why_min.answer = None     # "a", "b", "c" or "d"
@@ -82,33 +82,37 @@ next state.
 
 ### $V(s_{t+1})$ across an autoreset
 
-GAE's $\delta_t = r_t + \gamma V(s_{t+1})(1-d_t) - V(s_t)$ needs $s_{t+1}$, the state **this** episode reached. Under
-`SAME_STEP`, where env $i$ ended at step $t$, the returned `obs[i]` is the next episode's first state: its value
-belongs to another episode, and bootstrapping from it would add a fresh start's value to a finished one. So, per env:
-
-* **terminated**: the episode is over; there is no $V(s_{t+1})$ ($d_t = 1$; written 0 below). Terminated wins when
-  both flags are set (gymnasium can set both at the time limit's last step): the episode ended, whatever the clock;
-* **truncated**: the time limit cut a state that has a future (notebook 1b), and that state is
-  `info["final_obs"][i]`: bootstrap with $V(s_{\text{final}})$;
-* **neither**: $V(\text{obs}[i])$, the returned observation is the episode's next state.
-
-The rung does exactly this: `cartpole.collect` reads $V$ of `info["final_obs"]` where an env was truncated, adds
-$\gamma V(s_{\text{final}})$ to that step's reward and marks the step done, so its target is
-$r_t + \gamma V(s_{\text{final}})$. Below, one recorded `SAME_STEP` step where the three cases meet, and a stand-in
-critic `ve.critic` ($V(s) = 10\,(1 - |\varphi| / 0.2095)$, with $\varphi$ the pole angle: 10 upright, 0 at the angle where
-CartPole terminates).""",
+GAE's $\delta_t = r_t + \gamma V(s_{t+1})(1-d_t) - V(s_t)$ needs $s_{t+1}$, the state **this** episode reached, and
+whether that episode still has a future. Below, one recorded `SAME_STEP` step at which one env terminated, one was
+truncated and one went on, and a stand-in critic `ve.critic` ($V(s) = 10\,(1 - |\varphi| / 0.2095)$, with $\varphi$ the
+pole angle: 10 upright, 0 at the angle where CartPole terminates).""",
     """same = runs["SAME_STEP"]
 t_mix = ve.mixed_step(same)
 obs, terminated, truncated = same["obs"][t_mix], same["terminated"][t_mix], same["truncated"][t_mix]
 final_obs, has_final = same["final_obs"][t_mix], same["has_final"][t_mix]   # final_obs is NaN where not set
 print(f"step {t_mix}: terminated {terminated}, truncated {truncated}, _final_obs {has_final}")
 print("obs returned:\\n", obs.round(3), "\\nfinal_obs:\\n", final_obs.round(3))""",
-    r"""md:Your turn: the three values $V(s_{t+1})$ of this step, one per env, with `ve.critic(states)` (it takes `[N, 4]`
-or `[4]`): 0 where terminated, $V$ of `final_obs` where truncated, $V$ of the returned obs otherwise.""",
-    """V_next_yours = ...        # [3]: 0 | ve.critic(final_obs[i]) | ve.critic(obs[i])""",
+    r"""md:Your turn: the value that $\gamma$ multiplies in each env's $\delta_t$ at this step (its bootstrap), one number per
+env, with `ve.critic(states)` (it takes `[N, 4]` or `[4]`), from what the step returned above: the flags, `obs` and
+`final_obs`. For each env, decide which state is the $s_{t+1}$ its episode reached, and whether there is anything to
+bootstrap at all. The check wants all three to $10^{-6}$.""",
+    """V_next_yours = ...        # [3]: one value per env, from ve.critic and the step's flags, obs and final_obs""",
     """V_next = ve.bootstrap_values(obs, terminated, truncated, final_obs, ve.critic)
 viz.check_computed(V_next_yours, V_next, how="np.where(terminated, 0, np.where(truncated, critic(final_obs), critic(obs)))")
 print("had the returned obs been read everywhere:", ve.critic(obs).round(3))""",
+    r"""md:The rule the check applied, per env. Under `SAME_STEP`, where env $i$ ended at step $t$, the returned `obs[i]` is
+the next episode's first state: its value belongs to another episode, and bootstrapping from it would add a fresh
+start's value to a finished one. So:
+
+* **terminated**: the episode is over; there is no $V(s_{t+1})$ ($d_t = 1$: 0). Terminated wins when both flags are
+  set (gymnasium can set both at the time limit's last step): the episode ended, whatever the clock;
+* **truncated**: the time limit cut a state that has a future (notebook 1b), and that state is
+  `info["final_obs"][i]`: bootstrap with $V(s_{\text{final}})$;
+* **neither**: $V(\text{obs}[i])$, the returned observation is the episode's next state.
+
+The rung does exactly this: `cartpole.collect` reads $V$ of `info["final_obs"]` where an env was truncated, adds
+$\gamma V(s_{\text{final}})$ to that step's reward and marks the step done, so its target is
+$r_t + \gamma V(s_{\text{final}})$.""",
 ]
 
 CELLS: list[str] = [
@@ -229,7 +233,7 @@ and the critic regresses on $R_t = \hat A_t + V(s_t)$.""",
     """rewards = torch.ones(1, 5)
 values = torch.tensor([[3.0, 2.5, 2.0, 1.5, 1.0]])
 dones = torch.tensor([[0., 0., 0., 0., 1.]])
-for lam in (0.0, 0.8, 1.0):   # λ = 0: one-step TD error; λ = 1: Monte-Carlo return minus V
+for lam in (0.0, 0.8, 1.0):   # λ = 0: the one-step TD error δ_t
     adv, ret = core.gae(rewards, values, dones, gamma=0.98, lam=lam)
     print(f"λ={lam}: Â = {adv.numpy().round(3)}")""",
     *VECTOR_ENV_CELLS,
@@ -295,8 +299,7 @@ Below: the surrogate $\min(\rho\hat A, \operatorname{clip}(\rho)\hat A)$ per uni
 $\hat A<0$ (right). The dots are the **actual** ratios after step 4 of the table above (the same batch, the same
 four steps), each on the side of its advantage's sign; red dots are clipped — their gradient is zero. Move
 $\varepsilon_{\text{low}}$ and $\varepsilon_{\text{high}}$ and watch the clip fraction change (the widget computes the
-surrogate with `core.clipped_surrogate` and the fractions with `core.clip_fractions`, on `viz.mu_passes(4)`). DAPO's *clip-higher* sets $\varepsilon_{\text{high}} > \varepsilon_{\text{low}}$
-so that unlikely-but-good actions can grow further.""",
+surrogate with `core.clipped_surrogate` and the fractions with `core.clip_fractions`, on `viz.mu_passes(4)`). DAPO's *clip-higher* sets $\varepsilon_{\text{high}} > \varepsilon_{\text{low}}$.""",
     r"""md:**Predict first.** At $\varepsilon_{\text{low}} = \varepsilon_{\text{high}} = 0.2$ the clip fraction is the *clip removed*
 share of step 4 above. When $\varepsilon_{\text{high}}$ goes from 0.2 to 0.28 (DAPO's clip-higher), what happens to the
 clip fraction on the $\hat A > 0$ side (`high`), and what happens on the $\hat A < 0$ side (`low`)?""",
@@ -313,8 +316,9 @@ for k in ("clip_frac_low", "clip_frac_high"):
 
 The `high` fraction can only fall: a positive-advantage sample is clipped only above $1 + \varepsilon_{\text{high}}$, and
 no more ratios lie above 1.28 than above 1.2 (it stays put if none lies in between; the printout says which). The `low` fraction does not move: the $\hat A < 0$ side is clipped below
-$1 - \varepsilon_{\text{low}}$, which $\varepsilon_{\text{high}}$ does not touch. Drag $\varepsilon_{\text{high}}$ in the widget
-to see the red dots of the left panel turn blue.
+$1 - \varepsilon_{\text{low}}$, which $\varepsilon_{\text{high}}$ does not touch. That is DAPO's aim: the samples set free are
+actions with $\hat A > 0$ whose probability has already grown, such as unlikely-but-good ones, which may now grow
+further. Drag $\varepsilon_{\text{high}}$ in the widget to see the red dots of the left panel turn blue.
 </details>
 
 **Exercises:** `ex03_gae.py`, `ex04_whiten.py`, `ex05_clipped_surrogate.py`, `ex06_value_loss.py`. Once they
@@ -354,11 +358,13 @@ p_eps.check("as many on each" if side["Â > 0"] == side["Â < 0"] else max(side,
 print("why_min, asked at the start:")
 log_rho = torch.tensor(1.5).log().requires_grad_()                # the sample's log-ratio, ρ = 1.5
 core.clipped_surrogate(log_rho.exp(), torch.tensor(-1.0), 0.2).backward()
-why_min.check("c", why=f"autograd gives ∂L^CLIP/∂log ρ = {log_rho.grad.item():.2f} = −ρ·Â, the unclipped branch's "
-                       "gradient: a step that made a bad action likelier is never hidden")
+why_min.check("c", why=f"ρ·Â = −1.5 is below clip(ρ)·Â = −1.2, so the min keeps ρ·Â; autograd gives ∂L^CLIP/∂log ρ "
+                       f"= {log_rho.grad.item():.2f} = −ρ·Â, the unclipped branch's gradient: a step that made a bad "
+                       "action likelier is never hidden")
 R_0 = core.gae(rewards, values, dones, gamma=0.98, lam=1.0)[1][0, 0]
 G_0 = core.discounted_returns(rewards, torch.ones_like(rewards), gamma=0.98)[0, 0]
-why_target.check("b" if abs(R_0 - G_0) < 1e-5 else "c", why=f"R_0 = {R_0:.4f}, G_0 = {G_0:.4f}: at λ = 1 the critic "
-                                                         "regresses on the Monte-Carlo return")
+why_target.check("b" if abs(R_0 - G_0) < 1e-5 else "c", why=f"R_0 = {R_0:.4f}, G_0 = {G_0:.4f}: at λ = 1 GAE's Â is the "
+                                                         "Monte-Carlo return minus V, and the critic regresses on the "
+                                                         "return itself")
 viz.tally(p_value, p_eps, why_target)""",
 ]

@@ -100,8 +100,7 @@ long before the token modes.
 
 This batch's completions are short, so whether it shows that is for the run to say. The first two lines below
 compare the largest sequence weight with the largest token weight (where a single uncertain token makes both, they
-are about equal): on this batch, then on a hotter sampler's (τ = 1.1), whose token weights nearly all lean the same
-way, so that their product grows sooner. The table then shows what each mode changes on this batch, at
+are about equal): on this batch, then on a hotter sampler's (τ = 1.1). The table then shows what each mode changes on this batch, at
 $C_{\max} = 3$ (TRL's default) and at a tight $C_{\max} = 1.001$; the two lines under it say the same in words:""",
     """print(sampler_notes.tail_note(four))
 display(Markdown(viz.sampler_lab.modes_markdown(four.main, c_maxes=(3.0, 1.001))))
@@ -195,7 +194,9 @@ float16 11 (10 + 1): bfloat16's roundings are each 8 times coarser ($2^{11-8}$),
 sample in bfloat16 and live with the larger mismatch. (2) The second line compares them: a ten percent temperature
 mismatch moves every token's probability, where rounding moves only the uncertain ones a little. A hotter sampler
 flattens the distribution, so the likely tokens — most of a completion — get $w_t$ a little above 1, and the unlikely
-tokens it now draws more often get $w_t$ well below 1 (the line `bfloat16 at τ = 1.1: …` prints the share above 1). (3) The line `largest w_t: …` says which. A large $w_t = \pi_{\text{old}}/\pi_{\text{sampler}}$
+tokens it now draws more often get $w_t$ well below 1 (the line `bfloat16 at τ = 1.1: …` prints the share above 1).
+So its token weights nearly all lean the same way, and a completion's product of them grows sooner than at τ = 1 (the
+two lines above the modes table compared its largest sequence and token weights). (3) The line `largest w_t: …` says which. A large $w_t = \pi_{\text{old}}/\pi_{\text{sampler}}$
 is a token the sampler under-drew. Rounding at τ = 1 moves only the uncertain tokens, and a little; a hotter sampler
 (τ = 1.1) over-draws the unlikely tokens, whose $w_t$ falls below 1, and under-draws the likely ones only slightly; a
 colder sampler (τ = 0.8) over-draws the likely tokens and under-draws every other one, so when it does draw an unlikely
