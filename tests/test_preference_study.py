@@ -7,7 +7,8 @@ import pytest
 import torch
 
 from ladder.tasks import tiny_preferences
-from ladder.viz import preference_lab as lab, preference_study as seeds
+from ladder.viz import preference_lab as lab
+from ladder.viz import preference_study as seeds
 
 
 def test_the_anatomy_counts_words_hedges_and_repeats():

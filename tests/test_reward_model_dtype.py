@@ -19,3 +19,22 @@ def test_a_bfloat16_checkpoint_trains_in_float32(tmp_path):
     assert {p.dtype for p in stored.parameters()} == {torch.bfloat16}  # what the library's default gives
     model = load_reward_model(str(tmp_path / "bf16"), tokenizer, torch.device("cpu"))
     assert {p.dtype for p in model.parameters()} == {torch.float32}
+
+
+def test_the_run_records_its_dtype_and_dtype_asks_for_another(tmp_path):
+    import json
+
+    from cli_helpers import run_cli
+
+    small = ("--preset", "tiny", "--steps", "1", "--batch-size", "4", "--eval-pairs", "4", "--no-progress")
+    for flags, expected in (((), "float32"), (("--dtype", "bfloat16"), "bfloat16")):
+        out = tmp_path / expected
+        done = run_cli("reward-model", *small, *flags, "--out", str(out), cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert json.loads((out / "summary.json").read_text())["dtype"] == expected
+    done = run_cli("reward-model", *small, "--dtype", "float16", "--out", str(tmp_path / "f16"), cwd=tmp_path)
+    assert done.returncode == 2 and "--dtype" in done.stderr and not (tmp_path / "f16").exists()
+    script = tmp_path / "rm_trl.py"
+    done = run_cli("reward-model", *small, "--dtype", "bfloat16", "--export-trl", str(script), cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "'dtype': 'bfloat16'" in script.read_text() or '"dtype": "bfloat16"' in script.read_text()

@@ -71,13 +71,19 @@ def test_both_rungs_call_the_one_update_with_pairs_kept_whole(spy_update, tmp_pa
 
 @pytest.mark.trained
 def test_dpo_ranks_held_out_pairs_and_moves_away_from_the_reference(tmp_path):
-    summary = preference_lab.dpo_run(tmp_path / "dpo")[0]  # notebook 9's: β = 0.1, 60 updates, evaluated every 20
+    summary, records = preference_lab.dpo_run(tmp_path / "dpo")  # notebook 9's: β = 0.1, 120 updates, every 20
     before, after = summary["eval_before"], summary["eval_after"]
     assert before["sample_kl"] == pytest.approx(0.0, abs=1e-4) and before["eval_margin"] == pytest.approx(0, abs=1e-4)
     assert after["eval_accuracy"] > 0.65 and after["eval_margin"] > 0.1
     assert after["sample_kl"] > 0.5
     assert after["true_reward_mean"] > before["true_reward_mean"] + 0.2
     assert (tmp_path / "dpo" / "policy" / "config.json").exists()
+    # What notebook 9's section 5 shows on this run: likelihood displacement and longer completions.
+    moved = preference_lab.displacement(records)
+    assert moved["rewards/chosen"][1] < -0.1 and moved["rewards/margins"][1] > moved["rewards/margins"][0] + 0.2
+    assert moved["logps/chosen"][1] < moved["logps/chosen"][0]
+    assert after["response_length"] > before["response_length"] + 2
+    assert {"words_mean", "hedged_share", "padded_share"} <= after.keys()
 
 
 @pytest.mark.trained

@@ -30,11 +30,11 @@ from ladder.runtime.errors import UsageError
 
 
 def load_reward_model(model_id: str, tokenizer, device: torch.device, flag: str = "--model", lora: bool = False,
-                      lora_r: int = 16, lora_alpha: int = 32) -> nn.Module:
+                      lora_r: int = 16, lora_alpha: int = 32, dtype: torch.dtype = torch.float32) -> nn.Module:
     """``from_pretrained`` with a fresh scalar head (``num_labels=1``) on the model's backbone, its pad token the
     tokenizer's (the head reads the last token that is not one); with ``lora``, LoRA adapters on the backbone and
-    the head trained whole. In float32, as TRL's RewardTrainer trains it, whatever dtype the checkpoint is stored in
-    (Qwen2.5-0.5B-Instruct's is bfloat16)."""
+    the head trained whole. In ``dtype`` whatever dtype the checkpoint is stored in (Qwen2.5-0.5B-Instruct's is
+    bfloat16): float32 by default, as TRL's RewardTrainer trains it."""
     from transformers import AutoModelForSequenceClassification
     from transformers.utils import logging as hf_logging
 
@@ -42,7 +42,7 @@ def load_reward_model(model_id: str, tokenizer, device: torch.device, flag: str 
     hf_logging.set_verbosity_error()  # not the load report's "score.weight MISSING": a new head is the point
     try:
         with quiet_progress():
-            model = AutoModelForSequenceClassification.from_pretrained(model_id, num_labels=1, dtype=torch.float32)
+            model = AutoModelForSequenceClassification.from_pretrained(model_id, num_labels=1, dtype=dtype)
     except Exception as e:  # noqa: BLE001
         raise offline_hint(model_id, e, flag) from None
     finally:

@@ -56,6 +56,8 @@ class Config(PreferenceOptions):
     model: str = option(DEFAULT_MODEL, "the reward model's backbone: hub id or directory ('tiny': the project's "
                                        "tiny review GPT-2); a scalar head is added on it", Text())
     forward_batch_size: int = option(64, "pairs per gradient-free forward of the evaluation", count(1, MAX_ROWS))
+    dtype: str = option("float32", "the dtype r_φ loads and trains in, whatever its checkpoint is stored in "
+                                   "(float32: TRL's RewardTrainer's)", choices=("float32", "bfloat16"))
 
 
 PRESETS = {"tiny": {"model": "tiny", "dataset": "tiny", "steps": 120, "batch_size": 32, "lr": 3e-4,
@@ -88,7 +90,7 @@ def load(cfg: Config):
         cfg.dataset, cfg.eval_pairs, cfg.max_pairs or None,
         check=lambda train, test: check_pairs(tokenizer, config, train + test, cfg.dataset, cfg.model))
     model = load_reward_model(path, tokenizer, torch.device(cfg.device), lora=cfg.lora, lora_r=cfg.lora_r,
-                              lora_alpha=cfg.lora_alpha)
+                              lora_alpha=cfg.lora_alpha, dtype=getattr(torch, cfg.dtype))
     disable_dropout(model)
     return tokenizer, model, train_pairs, held_out
 
@@ -145,6 +147,7 @@ def build(cfg: Config, run: RunSession) -> Recipe:
             whole.save_pretrained(target)
         tokenizer.save_pretrained(target)
         return {"rung": NAME, "seed": cfg.seed, "model": cfg.model, "dataset": cfg.dataset, "lora": cfg.lora,
+                "dtype": str(next(model.parameters()).dtype).removeprefix("torch."),
                 "train_pairs": len(train_pairs), "held_out_pairs": len(held_out), "updates": run.step,
                 "eval_before": progress["before"], "eval_after": progress["after"],
                 "calibration": progress["calibration"],

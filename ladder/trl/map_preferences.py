@@ -47,7 +47,10 @@ def _shared(trl_class: str, rung: str, loss: str) -> tuple[Mapping, ...]:
     )
 
 
-REWARD_ROWS = _shared("RewardConfig", "reward-model", "bradley_terry_loss")
+REWARD_ROWS = _shared("RewardConfig", "reward-model", "bradley_terry_loss") + (
+    Mapping("RewardConfig", "model_init_kwargs", "reward-model", "dtype", None, "the dtype r_φ loads in",
+            value=lambda cfg: {"dtype": cfg.dtype}),
+)
 PREFERENCE_ROWS = REWARD_ROWS + _shared("DPOConfig", "dpo", "dpo_loss") + (
     Mapping("DPOConfig", "beta", "dpo", "beta", "dpo_loss", "β of the implicit reward β·log π_θ/π_ref",
             value=same("beta")),
