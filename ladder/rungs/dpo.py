@@ -48,14 +48,18 @@ from ladder.tasks import preference_pairs, sentiment, tiny_preferences
 NAME = "dpo"
 CURVES = [Panel("DPO loss", "−log σ(r̂_w − r̂_l), batch mean", {"loss": ""}),
           Panel("implicit reward r̂ = β·log π_θ/π_ref", "batch mean",
-                {"rewards/chosen": "chosen", "rewards/rejected": "rejected"}),
-          Panel("pairs ranked right by r̂ (a tie counts as wrong, as in TRL)",
-                "share of pairs (0 before training: every r̂ = 0)",
+                {"rewards/chosen": "chosen", "rewards/rejected": "rejected", "rewards/margins": "margin"}),
+          Panel("log π_θ of the pairs' completions", "nats per completion (batch mean)",
+                {"logps/chosen": "chosen", "logps/rejected": "rejected"}),
+          Panel("pairs ranked right by r̂ (a tie: wrong, as TRL)",
+                "share of pairs (update 0: all ties)",
                 {"rewards/accuracies": "training batch", "eval_accuracy": "held-out pairs (the labeller's order)",
                  "eval_score_accuracy": "held-out pairs (the true order, where known)"}),
           Panel("KL(π_θ‖π_ref) of sampled completions", "nats, summed over the completion", {"sample_kl": ""}),
           Panel("true reward of sampled completions", "r* (mean)", {"true_reward_mean": ""}),
-          Panel("completion length", "tokens (mean)", {"response_length": ""})]
+          Panel("completion length", "tokens (mean)", {"response_length": ""}),
+          Panel("what the true reward charges for", "share of sampled completions",
+                {"hedged_share": "hedge with a 'but'", "padded_share": "repeat a word"})]
 
 
 @dataclass

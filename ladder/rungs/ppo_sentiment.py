@@ -72,7 +72,9 @@ CURVES = [Panel("reward", "per completion (mean)",
           Panel("value loss", "value loss", {"value_loss": ""}),
           Panel("explained variance of V", "1 − Var(R − V) / Var(R)", {"explained_variance": ""}),
           Panel("entropy of π_θ", "nats per token", {"entropy": ""}),
-          Panel("completion length", "tokens (mean)", {"response_length": ""})]
+          Panel("completion length", "tokens (mean)", {"response_length": ""}),
+          Panel("what the true reward charges for (--true-reward)", "share of completions",
+                {"hedged_share": "hedge with a 'but'", "padded_share": "repeat a word"})]
 
 
 @dataclass

@@ -6,6 +6,7 @@ said in words — so that the notebook claims only what survives the spread.
     kl_and_true(run)                 (KL, r*) along a run: PPO's 5-update means, DPO's evaluations
     matched_kl(runs)                 each DPO run against each PPO run of its seed and variant, at the KL both reached
     by_pairing, ordering, spread     the rows per pairing; whether one side was higher on every run; 'low … high'
+    anatomy_line(study, method, at)  a PPO method's completions over the runs (words, hedges, repeats) beside π_ref's
     comparison_sentence(rows)        which orderings held on every run, and which did not
     dpo_sweep(study), sweep_sentence(sweep)   DPO per β: KL, r*, length, the chosen completions' implicit reward
     as_study_run(method, records, kl_key)     one of the notebook's own runs in the study's form
@@ -143,8 +144,23 @@ def comparison_sentence(matched: list[dict]) -> str:
         if verdict == "mixed":
             mixed.append(f"{ppo} against {dpo}")
         else:
-            held.append(f"* {ppo} against {dpo}: **{verdict.split(' on')[0]}**")
+            gaps = spread([r["ppo_true"] - r["dpo_true"] for r in rows])
+            held.append(f"* {ppo} against {dpo}: **{verdict.split(' on')[0]}** (PPO − DPO: {gaps})")
     runs = len({(r["seed"], r["variant"]) for r in matched})
     return (f"Over the {runs} runs of each method, the sign held on every run for:\n\n" + "\n".join(held or ["* none"])
             + "\n\nand not for " + ("; ".join(mixed) if mixed else "any other pairing")
             + " — there, no ordering is claimed.")
+
+
+def anatomy_line(study: list[dict], method: str, at: str) -> str:
+    """One line: a PPO method's completions at ``at`` over the study's runs, beside π_ref's (their first batch)."""
+    runs = [r for r in study if r["method"] == method]
+    here, ref = [anatomy_of(r, at) for r in runs], [anatomy_of(r, "π_ref") for r in runs]
+
+    def both(key: str, fmt: str) -> str:
+        return f"{spread([a[key] for a in here], fmt)} (π_ref {spread([a[key] for a in ref], fmt)})"
+
+    commoner = [max(a["hedged_share"], a["padded_share"]) for a in here]
+    return (f"{method}, {at} ({len(runs)} runs): words {both('words_mean', '.1f')}; hedge "
+            f"{both('hedged_share', '.0%')}; repeat a word {both('padded_share', '.0%')}; the commoner of the two "
+            f"{spread(commoner, '.0%')}")
