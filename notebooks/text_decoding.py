@@ -27,40 +27,28 @@ token is in the same, last column, and `logits[:, -1]` reads all rows at once. T
 a padded row's numbers those of its prompt run alone, with no pads: the **attention mask**, one entry per column
 of the sequence so far (1: a real token may attend to it, 0: not), and the **position ids**, the position the model
 gives each column's token. The loops of this section are `viz.kv_cache.cached_decode` and `uncached_decode`. Three
-prompts, left-padded, with the prefill's mask and position ids:""",
-    """from ladder.policies.causal_lm import position_ids_for
-from ladder.viz import kv_cache, kv_cache_views
+prompts, left-padded, with the prefill's attention mask:""",
+    """from ladder.viz import answers, kv_cache, kv_cache_views
 
 qwen = kv_cache.tiny_lm("rotary")
 prompt_ids, prompt_mask = kv_cache.left_padded(qwen, kv_cache.PROMPTS["rotary"])
 print(f"{qwen.name}: prompts {kv_cache.PROMPTS['rotary']}, ids [B, P] = {list(prompt_ids.shape)}")
-print("attention mask of the prefill:\\n", prompt_mask)
-print("position ids of the prefill:\\n", position_ids_for(prompt_mask))""",
+print("attention mask of the prefill:\\n", prompt_mask)""",
     r"""md:**Your turn.** Decode step $t = 2$ (the prefill was step 0) feeds each row the one token drawn at step 1,
 with the cache; its forward takes the attention mask of all $P + 2$ columns so far and their position ids. Build both
-from `prompt_mask` so that each row's next-token log-probs are those of its prompt decoded alone, without pads: which
-of the $P + 2$ columns may a real token attend to, and at which position does each row's token of step 2 sit? The
-prefill's mask and position ids are printed above. The pads' position ids are never read (the mask hides them), so
-the check compares the position ids only where the mask is 1.""",
-    """mask_2 = ...              # [B, P + 2]: the attention mask of step 2's forward
-positions_2 = ...         # [B, P + 2]: its position ids""",
-    """truth_mask = kv_cache.grown_mask(prompt_mask, 2)
-real = truth_mask.bool()
-answers = (("mask_2", mask_2, truth_mask,
-            "torch.cat([prompt_mask, torch.ones(len(prompt_mask), 2, dtype=prompt_mask.dtype)], 1)"),
-           ("positions_2 where the mask is 1", positions_2, position_ids_for(truth_mask)[real],
-            "(mask_2.cumsum(1) - 1)[mask_2.bool()]"))
-for name, yours, truth, how in answers:          # the answer and its code are printed once you have answered
-    if yours is ...:
-        print(f"{name}: not answered yet: replace the ... in the cell before and run both again")
-        continue
-    if name.startswith("positions"):
-        yours = torch.as_tensor(yours)
-        yours = yours[real] if yours.shape == real.shape else yours
-    viz.check_computed(yours, truth, how=how)
-    if name.startswith("positions"):
-        print("each row's real prompt tokens:", prompt_mask.sum(1).tolist(),
-              "→ the token fed at step 2 sits at position", position_ids_for(truth_mask)[:, -1].tolist())""",
+so that each row's next-token log-probs are those of its prompt decoded alone, without pads: `mask_2` from
+`prompt_mask` (which of the $P + 2$ columns may a real token attend to?), and the position ids with a function
+`positions_from(mask)` of your own, written with torch operations on any left-padded mask (which position does a
+row's first real token get, and each token after it?). The prefill's mask is printed above. The pads' position ids
+are never read (the mask hides them), so the check compares the position ids only where the mask is 1, on step 2's
+mask and on a second mask with other pads.""",
+    """mask_2 = ...              # [B, P + 2]: the attention mask of step 2's forward, from prompt_mask
+
+
+def positions_from(mask):  # [B, S] left-padded attention mask → [B, S] position ids, from mask's 0s and 1s
+    return ...             # torch operations on mask (not policies.causal_lm.position_ids_for)""",
+    """# the reference is in ladder/viz/answers.py: the answer and its code are printed once you have answered
+answers.check_decode_step(mask_2, positions_from, prompt_mask)""",
     r"""md:The rule the check applied. The attention mask is 0 on the pads, so no real token attends to them; each forward
 gets the mask of all the columns so far, and each decode step appends a column of ones: $[B, P + t]$ at step $t$.
 The position ids number each row from its first real token,

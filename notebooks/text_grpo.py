@@ -244,7 +244,7 @@ p_weight = viz.Predict("In the two-completion aggregation example, the short com
 p_weight.answer = None
 why_kl = viz.Reason("Move the KL into the reward (--kl-in reward, β = 0.1, --scale-rewards group). A group of two "
                     "WRONG answers (R = 0 each), one at Σ_t KL_t = 5 from π_ref, the other at 1: with the KL in the "
-                    "loss this group taught nothing. What are their advantages now, and why?",
+                    "loss their advantages were 0 (equal rewards). What are their advantages now, and why?",
                     "−0.4 and +0.4, the one nearer π_ref above: the penalties −0.5 and −0.1 are centred on their "
                     "mean −0.3, and --scale-rewards group divides by a std only when the rewards differ by more than ε",
                     "both stay 0: the group's std is computed from the task's rewards, both 0 here, so the KL "
@@ -257,8 +257,9 @@ why_kl.answer = None
 for question in (p_group, p_scale, p_weight, why_kl):
     question.ask()
     print()""",
-    """p_group.check(core.group_relative(torch.tensor([1., 0, 0]), 3, "group")[0],
-              why="mean 1/3, sample std √(1/3): (2/3) / √(1/3) = 2/√3, ε aside")
+    """A_right = core.group_relative(torch.tensor([1., 0, 0]), 3, "group")[0].item()
+p_group.check(round(A_right, 2), why=f"to 2 decimals: mean 1/3, sample std √(1/3): (2/3) / √(1/3) = 2/√3 = {2 / 3 ** 0.5:.4f}, "
+                                     f"{A_right:.4f} with the ε of the denominator")
 kept = {s: torch.allclose(core.group_relative(10 * R, 4, s), core.group_relative(R, 4, s), atol=1e-3) for s in ("group", "none")}
 p_scale.check("group" if kept["group"] and not kept["none"] else "none",
               why="dividing by the group's std undoes any common scale; without it Â scales with the rewards")

@@ -6,8 +6,8 @@ Cells starting with ``md:`` are Markdown; everything else is code. ``notebooks/b
 
 from text_common import SELF_CHECK, SETUP
 
-WHY_MIN = """why_min = viz.Reason("A sample with Â = −1 whose ratio has grown to ρ = 1.5 (ε = 0.2): does the clip take its "
-                     "gradient, and why?",
+WHY_MIN = """why_min = viz.Reason("A sample with Â = −1 whose ratio has grown to ρ = 1.5 (ε = 0.2): does the clip remove its "
+                     "gradient (set it to 0), and why?",
                      "yes: ρ = 1.5 lies outside [1 − ε, 1 + ε], so the objective uses the clipped branch "
                      "clip(ρ)·Â, a constant in θ, and the sample's gradient is 0",
                      "yes: with Â < 0 the clipped branch is the one the min keeps here, and a constant branch has "
@@ -28,11 +28,13 @@ $[x, \dot x, \varphi, \dot\varphi]$ per env, $\varphi$ the pole angle), and one 
 rewards, `terminated` and `truncated` flags. `collect` calls it `num_steps` times per rollout: that is the
 `[N, T]` batch.
 
-An env whose episode ends does not wait for the others: the vector env resets it by itself (*autoreset*). gymnasium
+An env whose episode ends does not wait for the others: the vector env resets it by itself (*autoreset*). Recall what
+a reset is for a single env: once its episode has ended it must be `reset()` before it can `step` again, and `reset()`
+takes no action and returns a first observation only (with `info`): no reward, no flags. gymnasium
 (≥ 1.1) has modes for it; two matter here.
 
 * `NEXT_STEP`, gymnasium's default: the step at which env $i$ ends returns that episode's last observation with its
-  flag set, as a single env would. Env $i$ is not reset by that call.
+  flag set, as a single env would. Env $i$ is not reset by that call but by its next `step` call.
 * `SAME_STEP`, the mode the CartPole rungs ask for (`gym_common.make_vec_env`; Capstone I uses it too): the step at
   which env $i$ ends resets it at once. `obs[i]` is then the **new** episode's first observation, and the finished
   episode's last one is in `info["final_obs"][i]` — an object array, set only where `info["_final_obs"][i]` is True.
@@ -41,7 +43,7 @@ Below, a real run: three CartPoles with a short time limit (printed), each drive
 observation — env 0 always pushes right, env 1 balances, env 2 always pushes left — so that episodes end both ways
 inside a few steps. The same seed and rules run once under each mode.""",
     """import numpy as np
-from ladder.viz import vector_envs as ve
+from ladder.viz import answers, vector_envs as ve
 from ladder.viz import vector_envs_view
 
 runs = {mode: ve.record(mode) for mode in ve.MODES}
@@ -51,13 +53,11 @@ reset_q = viz.Reason("Under NEXT_STEP, env i ended at step t. What does step t +
                      "of the action you pass it?",
                      "the next state of the finished episode, reached by that action, with reward 1: NEXT_STEP "
                      "delays the reset, so the old episode runs one step past its end before env i restarts",
-                     "the new episode's first observation, with the action applied to it: the reset and the new "
-                     "episode's first step happen in one call, so this step is the new episode's first transition",
                      "the finished episode's last observation again, with its flag still set: the call clears the "
                      "flag and ignores the action, and the reset comes at step t + 2",
                      "the new episode's first observation, with reward 0 and both flags False; the action is "
                      "ignored: the call only resets env i, so this step is no transition of any episode")
-reset_q.answer = None     # "a", "b", "c" or "d": answer before you run on
+reset_q.answer = None     # "a", "b" or "c": answer before you run on
 reset_q.ask()""",
     r"""md:The widget: a timeline per mode (one row per env) and, below it, step $t$ of each env as `step()` returned it —
 the action, the flags, the observation returned, `final_obs` where it is set, and $s_{t+1}$, the state the
@@ -68,10 +68,11 @@ ended = nxt["terminated"] | nxt["truncated"]
 after = ve.real_transitions(nxt, "NEXT_STEP") == 0          # the steps right after an env ended
 print(f"NEXT_STEP, the {int(after.sum())} steps after an end: rewards {np.unique(nxt['rewards'][after]).tolist()}, "
       f"any flag set: {bool(ended[after].any())}")
-print("env 0 on the step after its first end, pushed left:", ve.reset_step_obs(0).round(3),
-      "pushed right:", ve.reset_step_obs(1).round(3))
+pushed = {action: ve.reset_step_obs(action) for action in (0, 1)}
+print("env 0 on the step after its first end, pushed left:", pushed[0].round(3), "pushed right:", pushed[1].round(3))
 first_end = tuple(int(k) for k in np.argwhere(ended)[0])
-reset_q.check("d", why=f"the new first observation, the same whatever the action; reward 0 and no flag at every "
+key = answers.autoreset_key(nxt["rewards"][after], ended[after], pushed[0], pushed[1])
+reset_q.check(key, why=f"the new first observation, the same whatever the action; reward 0 and no flag at every "
                        f"such step. SAME_STEP returns that observation one step earlier: at step {first_end[0]}, where env "
                        f"{first_end[1]} ended, it returned {runs['SAME_STEP']['obs'][first_end].round(3)}")""",
     r"""md:Under `NEXT_STEP` the step after an end is not a transition: its observation is not the result of its action,
@@ -97,9 +98,9 @@ env, with `ve.critic(states)` (it takes `[N, 4]` or `[4]`), from what the step r
 `final_obs`. For each env, decide which state is the $s_{t+1}$ its episode reached, and whether there is anything to
 bootstrap at all. The check wants all three to $10^{-6}$.""",
     """V_next_yours = ...        # [3]: one value per env, from ve.critic and the step's flags, obs and final_obs""",
-    """V_next = ve.bootstrap_values(obs, terminated, truncated, final_obs, ve.critic)
-viz.check_computed(V_next_yours, V_next, how="np.where(terminated, 0, np.where(truncated, critic(final_obs), critic(obs)))")
-print("had the returned obs been read everywhere:", ve.critic(obs).round(3))""",
+    """# the reference is computed in ladder/viz/answers.py; it and its rule are printed once you have answered
+if answers.check_bootstrap(V_next_yours, obs, terminated, truncated, final_obs, ve.critic) is not None:
+    print("had the returned obs been read everywhere:", ve.critic(obs).round(3))""",
     r"""md:The rule the check applied, per env. Under `SAME_STEP`, where env $i$ ended at step $t$, the returned `obs[i]` is
 the next episode's first state: its value belongs to another episode, and bootstrapping from it would add a fresh
 start's value to a finished one. So:
@@ -121,7 +122,7 @@ CELLS: list[str] = [
 After this notebook (about 45 minutes) you will be able to:
 
 * derive PPO's clipped surrogate from REINFORCE: the ratio $\rho_t$, its gradient, and why both agree at $\rho_t = 1$;
-* say which samples the clip takes the gradient from, and check it on a real CartPole batch;
+* say from which samples the clip removes the gradient (zeroes it), and check it on a real CartPole batch;
 * compute GAE advantages and train PPO on CartPole with `core.update`;
 * step $N$ environments together with gymnasium's vector envs, and read $V(s_{t+1})$ right where an episode ends.
 
@@ -160,11 +161,11 @@ sample's REINFORCE term by how much more (or less) likely $\pi_\theta$ now makes
 **The clip.** Per sample, PPO maximises $\min\big(\rho_t\hat A_t,\ \operatorname{clip}(\rho_t, 1-\varepsilon_{\text{low}}, 1+\varepsilon_{\text{high}})\,\hat A_t\big)$.
 
 **Predict first** (`why_min`, in the next cell; the self-check at the end marks it): from this definition alone,
-before the table below, decide whether the clip takes the gradient of a sample whose advantage is negative and
+before the table below, decide whether the clip removes the gradient of a sample whose advantage is negative and
 whose ratio has grown past $1+\varepsilon_{\text{high}}$.""",
     SETUP,
     WHY_MIN,
-    r"""md:Where the clip takes a sample's gradient, case by case:
+    r"""md:Where the clip removes a sample's gradient (sets it to 0), case by case:
 
 | | $\rho_t < 1-\varepsilon_{\text{low}}$ | $1-\varepsilon_{\text{low}} \le \rho_t \le 1+\varepsilon_{\text{high}}$ | $\rho_t > 1+\varepsilon_{\text{high}}$ |
 |---|---|---|---|
@@ -327,8 +328,11 @@ pass, `python -m ladder.run cartpole --use-exercises` trains with your own `gae`
     SELF_CHECK,
     """p_value = viz.Predict("In the GAE example, raise V(s_0) from 3 to 4. At λ = 0.8, what will Â_0(new) − Â_0(old) be?")
 p_value.answer = None
-p_eps = viz.Predict("Take step 4's ratios and clip at ε_low = ε_high = 0.1: on which side will most of the samples whose "
-                    "gradient the clip removes be, Â > 0 (ratios above 1.1) or Â < 0 (ratios below 0.9)?",
+p_eps = viz.Predict(f"At ε = 0.2 the clip removed the gradient of {before['clip_frac_high']:.1%} of step 4's samples on the "
+                    f"Â > 0 side and {before['clip_frac_low']:.1%} on the Â < 0 side (printed above). Clip at ε_low = "
+                    "ε_high = 0.1 instead: on which side will most of the samples whose gradient the clip removes be, "
+                    "Â > 0 (ratios above 1.1) or Â < 0 (ratios below 0.9)? The new ones are the ratios between 1.1 and "
+                    "1.2 and between 0.8 and 0.9 that the smaller clip adds: recall where the widget's dots lay.",
                     choices=("Â > 0", "Â < 0", "as many on each"))
 p_eps.answer = None
 why_target = viz.Reason("In the GAE example (γ = 0.98, the episode ends at its 5th step), what is the critic's target "
@@ -350,11 +354,8 @@ higher[0, 0] = 4.0
 A_0 = {name: core.gae(rewards, v, dones, gamma=0.98, lam=0.8)[0][0, 0] for name, v in (("V=3", values), ("V=4", higher))}
 p_value.check(A_0["V=4"] - A_0["V=3"], why="V(s_0) enters only δ_0, with weight −1, whatever λ is")
 adv, ratio_4 = bridge["advantages"], bridge["ratios"][4]
-side = {"Â > 0": int(((adv > 0) & (ratio_4 > 1.1)).sum()), "Â < 0": int(((adv < 0) & (ratio_4 < 0.9)).sum())}
-p_eps.check("as many on each" if side["Â > 0"] == side["Â < 0"] else max(side, key=side.get),
-            why=f"of {adv.size} samples, {side['Â > 0']} with Â > 0 above 1.1 and {side['Â < 0']} with Â < 0 below 0.9 "
-                f"({(side['Â > 0'] + side['Â < 0']) / adv.size:.1%} in all; {bridge['removed_share'][4]:.1%} at ε = 0.2). "
-                "Set both ε to 0.1 in the widget above: its red dots are these samples")
+key, why = answers.clip_sides(adv, ratio_4, eps=0.1, eps_was=0.2)
+p_eps.check(key, why=f"{why} Both ε at 0.1 in the widget above turn exactly these samples red")
 print("why_min, asked at the start:")
 log_rho = torch.tensor(1.5).log().requires_grad_()                # the sample's log-ratio, ρ = 1.5
 core.clipped_surrogate(log_rho.exp(), torch.tensor(-1.0), 0.2).backward()
@@ -366,5 +367,5 @@ G_0 = core.discounted_returns(rewards, torch.ones_like(rewards), gamma=0.98)[0, 
 why_target.check("b" if abs(R_0 - G_0) < 1e-5 else "c", why=f"R_0 = {R_0:.4f}, G_0 = {G_0:.4f}: at λ = 1 GAE's Â is the "
                                                          "Monte-Carlo return minus V, and the critic regresses on the "
                                                          "return itself")
-viz.tally(p_value, p_eps, why_target)""",
+viz.tally(why_min, reset_q, p_value, p_eps, why_target)""",
 ]
