@@ -32,19 +32,20 @@ def test_true_at_interpolates_where_the_kl_first_reaches_the_mark():
     assert seeds.true_at([1.0, 2.0], [0.5, 1.0], 0.5) == 0.5                                       # from the start
 
 
-def test_matched_kl_compares_at_the_kl_both_reached_and_orders_only_what_holds_on_every_run():
+def test_matched_kl_compares_gains_at_the_kl_both_reached_and_orders_only_what_holds_on_every_run():
     dpo = [_run("DPO, β = 0.1", s, [None, 1.0, None, 2.0], [None, 0.1, None, 0.3], "sample_kl") for s in (0, 1)]
     for run in dpo:
-        run["series"]["true_reward_mean"] = [None, 0.1, None, 0.3]
-    # PPO's 5-update windows: a KL rising 0 → 9 over 14 updates, r* rising with it; seed 1's r* lower.
-    ppo = [_run("RM + PPO", s, [float(i) * 9 / 13 for i in range(14)], [i / 13 + 0.5 - s for i in range(14)])
-           for s in (0, 1)]
+        run["before"] = {"true_reward_mean": -0.1}                     # DPO's gain: 0.3 − (−0.1) = 0.4
+    # PPO's 5-update windows: a KL rising 0 → 9 over 14 updates; r* from 0.2, steeply on seed 0, slowly on seed 1.
+    kl = [float(i) * 9 / 13 for i in range(14)]
+    ppo = [_run("RM + PPO", s, kl, [0.2 + (3 - 2.9 * s) * i / 13 for i in range(14)]) for s in (0, 1)]
     rows = seeds.matched_kl(dpo + ppo)
     assert len(rows) == 2 and all(r["kl"] == 2.0 for r in rows)      # DPO stopped at 2 nats, PPO went past
-    assert all(r["dpo_true"] == pytest.approx(0.3) for r in rows)
+    assert all(r["dpo_true"] == pytest.approx(0.3) and r["dpo_gain"] == pytest.approx(0.4) for r in rows)
     kl_ppo, true_ppo = seeds.kl_and_true(ppo[0])
     assert rows[0]["ppo_true"] == pytest.approx(seeds.true_at(kl_ppo, true_ppo, 2.0))
-    assert seeds.ordering(rows) == "mixed"                             # seed 0 above DPO, seed 1 below
+    assert rows[0]["ppo_gain"] == pytest.approx(rows[0]["ppo_true"] - 0.2)   # from its own first batch
+    assert seeds.ordering(rows) == "mixed"                             # seed 0 gains more than DPO, seed 1 less
     assert seeds.ordering(rows[:1]) == "PPO higher on every run"
     sentence = seeds.comparison_sentence(rows)
     assert "no ordering is claimed" in sentence and "RM + PPO against DPO, β = 0.1" in sentence

@@ -4,6 +4,7 @@ would keep the checkpoint's dtype."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
 
@@ -38,3 +39,21 @@ def test_the_run_records_its_dtype_and_dtype_asks_for_another(tmp_path):
     done = run_cli("reward-model", *small, "--dtype", "bfloat16", "--export-trl", str(script), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "'dtype': 'bfloat16'" in script.read_text() or '"dtype": "bfloat16"' in script.read_text()
+
+
+def test_a_text_longer_than_the_models_positions_is_scored_on_its_last_ones(tmp_path):
+    """A policy gone wild writes what re-tokenises past the reward model's positions: scored, not an IndexError."""
+    from ladder.policies.reward_model import LearnedReward
+
+    source = sentiment.tiny_model_path()
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    model = load_reward_model(source, tokenizer, torch.device("cpu"))
+    reward = LearnedReward(model, tokenizer)
+    limit = model.config.max_position_embeddings
+    long = "great " * (2 * limit)
+    tail = tokenizer.decode(tokenizer(long + tokenizer.eos_token)["input_ids"][-limit:-1])
+    short = "a great film"
+    scores = reward([long, short])
+    assert torch.isfinite(scores).all()
+    assert scores[0] == pytest.approx(reward([tail])[0].item(), abs=1e-4)
+    assert scores[1] == pytest.approx(reward([short])[0].item(), abs=1e-5)   # short texts unchanged

@@ -94,14 +94,19 @@ def mark_evidence(ax, finding: Finding, on_line: bool, colour: str, label: str |
 
 
 def finish_axes(ax, vital: Vital, beyond: bool, steps: tuple[int, int]) -> None:
-    """Axis labels with units, the y-scale, the run's span of updates (``steps``: first, last) with whole-update
-    ticks, a grid, and the legend if anything is labelled."""
+    """Axis labels with units, the y-scale, the y range at least ``vital.at_least`` (data beyond it widen it), the
+    run's span of updates (``steps``: first, last) with whole-update ticks, a grid, and the legend if anything is
+    labelled."""
     import matplotlib.ticker
 
     if vital.log_scale:
         top = ax.get_ylim()[1]
         ax.set_yscale("symlog", linthresh=SYMLOG_FLOOR)
         ax.set_ylim(0, top * 3)  # a decade's third of room above the highest curve or threshold
+    if vital.at_least is not None:
+        low, high = ax.get_ylim()
+        ax.set_ylim(low if vital.at_least[0] is None else min(low, vital.at_least[0]),
+                    high if vital.at_least[1] is None else max(high, vital.at_least[1]))
     if steps[1] > steps[0]:
         margin = 0.03 * (steps[1] - steps[0])
         ax.set_xlim(steps[0] - margin, steps[1] + margin)
@@ -138,7 +143,8 @@ def finding_title(vital_title: str, found: list[tuple[Finding, str]]) -> tuple[s
     lines = [vital_title]
     for f, whose in found:
         mark = "⚠" if f.severity == "problem" else "note:"
-        words = f"{mark} {WORDING[f.name].title}{whose}".replace(" = ", "\u00a0=\u00a0")   # "μ·M = 1" stays whole
+        title = f.title or WORDING[f.name].title
+        words = f"{mark} {title}{whose}".replace(" = ", "\u00a0=\u00a0")   # "μ·M = 1" stays whole
         lines.append(textwrap.fill(words, TITLE_WIDTH).replace("\u00a0", " "))
     if any(f.severity == "problem" for f, _ in found):
         return "\n".join(lines), PROBLEM

@@ -96,13 +96,21 @@ def shared_vitals(runs: list[Run]) -> list[Vital]:
     return list(kept.values())
 
 
+def drawn_for(vital: Vital, run: Run) -> dict[str, str]:
+    """The series of ``run`` a shared vital draws: none where the run's own rung has no vital of that title (a PPO
+    run's loss is not a DPO loss, a reward model's margin not DPO's implicit one)."""
+    if vital.title not in {v.title for v in VITALS.get(run.rung, VITALS["grpo"])}:
+        return {}
+    return series_names(vital, list(run.series))
+
+
 def compared_panels(runs: list[Run], findings: list[list[Finding]]) -> list[tuple[Vital, list[tuple[int, Finding]]]]:
     """Each shared vital with the (run index, finding) pairs marked on it; a finding no vital shows, on a panel of
     its own series (a problem's first)."""
     panels = []
     for vital in shared_vitals(runs):
         found = [(i, f) for i, run in enumerate(runs) for f in findings[i]
-                 if lands_on(vital, f, series_names(vital, list(run.series)))]
+                 if lands_on(vital, f, drawn_for(vital, run))]
         panels.append((vital, found))
     placed = {id(f) for _, found in panels for _, f in found}
     own: dict[str, tuple[Vital, list[tuple[int, Finding]]]] = {}
@@ -129,7 +137,7 @@ def draw_compared(ax, runs: list[Run], vital: Vital, found: list[tuple[int, Find
     thresholds, each finding's evidence and, in the title, the finding in words with its run."""
     beyond = False
     for i, run in enumerate(runs):
-        drawn = series_names(vital, list(run.series))
+        drawn = drawn_for(vital, run)
         for k, name in enumerate(drawn):
             draw_series(ax, run.series[name], None, color=f"C{i}", linestyle=STYLES[k % len(STYLES)], linewidth=1.5)
             beyond = beyond or is_beyond(run.series[name])
@@ -137,7 +145,7 @@ def draw_compared(ax, runs: list[Run], vital: Vital, found: list[tuple[int, Find
             label = f"evidence: {f.name} ({key(i)})" if f.severity == "problem" else None
             mark_evidence(ax, f, f.metric in drawn, f"C{i}" if f.severity == "problem" else "0.6", label)
     styles = {label: STYLES[k % len(STYLES)] for run in runs
-              for k, label in enumerate(series_names(vital, list(run.series)).values()) if label}
+              for k, label in enumerate(drawn_for(vital, run).values()) if label}
     for label, style in styles.items():  # which line is which, in grey: the colours are the runs
         ax.plot([], [], color="0.4", linestyle=style, label=label)
     draw_guides(ax, list(vital.guides))

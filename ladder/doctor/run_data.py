@@ -39,7 +39,7 @@ class Facts:
     lr: float | None = None
     lora: bool | None = None
     max_new_tokens: int | None = None
-    kl_coef: float | None = None
+    kl_coef: float | None = None  # β: ppo-sentiment's and grpo's --kl-coef, dpo's --beta, TRL's beta
     sampler_correction: str | None = None
     value_coef: float | None = None
     unweighted: frozenset[str] = frozenset()  # reward functions logged with weight 0: not in the objective

@@ -24,6 +24,7 @@ from ladder.runtime.errors import UsageError
 LADDER_RENAMES = {
     "ppo-sentiment": {"reward_mean": "reward", "response_length": "completions/mean_length",
                       "kl_ref": "kl_ref_seq", "kl_ref_token_k3": "kl_ref"},
+    "dpo": {"response_length": "completions/mean_length"},  # of the completions sampled at each evaluation
     "cartpole": {"episode_return": "return"},
     "reinforce": {"episode_return": "return"},
 }
@@ -113,7 +114,8 @@ def _read_ladder(directory: Path) -> Run:
     facts = Facts(algorithm=rung, mu=given("mu", "count", 1), minibatches=given("num_minibatches", "count", 1),
                   loss_type=given("loss_type", "name"), lr=given("lr", "rate"),
                   lora=bool(config.get("lora") or config.get("qlora")) if "lora" in config else None,
-                  max_new_tokens=given("max_new_tokens", "count"), kl_coef=given("kl_coef", "number"),
+                  max_new_tokens=given("max_new_tokens", "count"),
+                  kl_coef=given("beta" if rung == "dpo" else "kl_coef", "number"),  # β, as each rung names it
                   sampler_correction=given("sampler_correction", "name"), value_coef=given("value_coef", "number"),
                   unweighted=_unweighted(config, where))
     if rung == "reinforce":

@@ -6,15 +6,21 @@ half — never one point; a trend needs ``min_points_trend`` logged steps, a lev
 
     first, middle, last = thirds(x)      k = max(1, n // 3): x[:k], x[k:n−k], x[n−k:]
     late = x[n // 2:]                    the last half: where the run has settled
+
+A few signatures read a rung its own way: on ppo-sentiment (RLHF PPO) kl_blowup reads the KL per completion that the
+reward's penalty holds and critic_not_learning the value loss too; on dpo, likelihood_displacement reads the chosen's
+log-probabilities and length_drift the sampled completions against the true reward. ``wording.wording(name, rung)``
+gives such a finding its rung's words.
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from dataclasses import dataclass
 
 from ladder.doctor.runs import Run, Series
-from ladder.doctor.wording import WORDING
+from ladder.doctor.wording import WORDING, wording  # noqa: F401 - WORDING also read from here
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,13 @@ class Thresholds:
     kl_high: float = 0.3  # nats per token to π_ref: far past the 0.001–0.05 of a healthy run
     kl_growing_min: float = 0.05  # a growth from tiny values means nothing; from here on it does
     kl_growth: float = 5.0  # last third ≥ 5× the middle third: the KL is running away, not settling
+    kl_climbing: float = 1.3  # RLHF, KL per completion: last third ≥ 1.3× the middle third, not settling (healthy
+    # tiny runs at β = 0.05, 0.005 or adaptive: 0.82–1.26×; at β = 0: 1.43×)
+    penalised_fall: float = 0.25  # r_φ − β·KL back down a quarter of its gain (as true_fall): the KL costs more than
+    # r_φ pays for it (healthy tiny runs: at most 0.01 of the gain; at 25× the preset's lr: 0.79)
+    value_kept: float = 0.8  # RLHF critic: its loss not down a fifth from its first third's: not learning (healthy runs
+    # of 60–100 updates: 0.06–0.19×, one of 36 updates: 0.58×; a critic never trained: 0.96×)
+    displaced: float = math.log(2)  # DPO: the chosen's log-prob down ln 2 nats: the chosen half as likely as before
     length_growth: float = 1.3  # 30% longer, every third longer than the one before: a trend, not noise
     rise_min: float = 0.1  # a reward function up by 0.1 (rewards in [0, 1]) is a real rise
     correctness_share: float = 0.25  # correctness rising < a quarter as much: the rise is not correctness
@@ -66,16 +79,19 @@ class Finding:
     means: str
     change: str
     section: str
+    title: str = ""  # the signature's title on this run's rung (``wording.wording``)
 
 
-def finding(name: str, metric: str, window: tuple[list[int], list[float]], saw: str, **fill) -> Finding:
-    w = WORDING[name]
+def finding(name: str, metric: str, window: tuple[list[int], list[float]], saw: str, rung: str | None = None,
+            **fill) -> Finding:
+    """A finding of signature ``name`` in the words of ``rung`` (where the rung has its own: ``RUNG_WORDING``)."""
+    w = wording(name, rung)
     file, heading = w.section
     return Finding(name, w.severity, metric, list(window[0]), list(window[1]), saw, w.means.format(**fill),
-                   f"ladder: {w.ladder}; TRL: {w.trl}", f"{file}, “{plain(heading)}”")
+                   f"ladder: {w.ladder}; TRL: {w.trl}", f"{file}, “{plain(heading)}”", w.title)
 
 
-LATEX = {"$": "", r"\text{old}": "old", r"\pi": "π", r"\theta": "θ", r"\mu": "μ", "_{old}": "_old"}
+LATEX = {"$": "", r"\text{old}": "old", r"\pi": "π", r"\theta": "θ", r"\mu": "μ", r"\beta": "β", "_{old}": "_old"}
 
 
 def plain(heading: str) -> str:
@@ -190,6 +206,10 @@ def entropy_collapse(run: Run) -> Finding | None:
 
 
 def kl_blowup(run: Run) -> Finding | None:
+    """GRPO, agent, TRL: the KL per token to π_ref high (last third ≥ ``kl_high``) or growing ``kl_growth``× from
+    the middle third. RLHF PPO (ppo-sentiment) has its own reading: ``kl_runaway``."""
+    if run.rung == "ppo-sentiment":
+        return kl_runaway(run)
     kl = run.get("kl_ref")
     if not enough(kl, T.min_points_trend):
         return None
@@ -198,27 +218,77 @@ def kl_blowup(run: Run) -> Finding | None:
     growing = med(last) >= T.kl_growing_min and med(last) >= T.kl_growth * med(middle)
     if not (high or growing):
         return None
-    return finding("kl_blowup", "kl_ref", last, f"KL(π_θ‖π_ref) median {med(first):.3g} over {span(first)}, "
-                   f"{med(middle):.3g} over {span(middle)}, {med(last):.3g} over {span(last)}")
+    return finding("kl_blowup", "kl_ref", last, f"KL(π_θ‖π_ref) per token median {med(first):.3g} over "
+                   f"{span(first)}, {med(middle):.3g} over {span(middle)}, {med(last):.3g} over {span(last)}")
+
+
+def kl_runaway(run: Run) -> Finding | None:
+    """RLHF PPO: the KL that matters is the one in the reward, per completion (``kl_ref_seq``: log π_θ/π_ref summed
+    over the completion's tokens, the quantity the adaptive controller steers). With β > 0 the penalty holds it: the
+    KL climbs only while r_φ pays β per nat, then settles. It has run away where its last third is not below its
+    middle third and nothing holds it (``unheld``)."""
+    kl = run.get("kl_ref_seq")
+    if not enough(kl, T.min_points_trend):
+        return None
+    first, middle, last = thirds(kl)
+    if med(last) <= 0 or med(last) < med(middle):
+        return None
+    why = unheld(run, climbing=med(last) >= T.kl_climbing * med(middle))
+    if why is None:
+        return None
+    return finding("kl_blowup", "kl_ref_seq", last, f"KL(π_θ‖π_ref) per completion (summed over its tokens) median "
+                   f"{med(first):.3g} over {span(first)}, {med(middle):.3g} over {span(middle)}, {med(last):.3g} "
+                   f"over {span(last)}; {why}", rung=run.rung)
+
+
+def unheld(run: Run, climbing: bool) -> str | None:
+    """What says the KL penalty does not hold the KL, or None. The penalised reward r_φ − β·KL (``reward``: what PPO
+    climbs) fell back from its peak (the better of the first two thirds' medians) by ``penalised_fall`` of its gain
+    over its start (the median of the first ``min_points`` records, π_θ ≈ π_ref): the KL spent costs more than r_φ
+    pays for it. Or, the KL still ``climbing``, no penalty at all (β = 0 in the last half, as logged, else as
+    configured). A collapsed entropy is no clue here: entropy_collapse names it, and at β = 0.05 a healthy policy's
+    entropy halves while its KL climbs up to 1.35× (thirds of 20 updates), as fast as an unpenalised one's (1.4×)."""
+    coef = run.get("kl_coef")
+    beta = med(late(coef)) if coef is not None else run.facts.kl_coef
+    reward = run.get("reward")
+    if enough(reward, T.min_points_trend):
+        start = statistics.median(reward.values[:T.min_points])
+        medians = [med(w) for w in thirds(reward)]
+        peak = max(medians[:2])
+        if peak > start and peak - medians[2] >= T.penalised_fall * (peak - start):
+            return (f"the penalised reward r_φ − β·KL fell back {start:.3f} → {peak:.3f} → {medians[2]:.3f} (start, "
+                    f"peak third, last third) at β = {'unknown' if beta is None else f'{beta:.3g}'}")
+    if climbing and beta == 0:
+        return "β = 0: no penalty holds it"
+    return None
 
 
 def length_drift(run: Run) -> Finding | None:
+    """The completions' mean length longer in every third than in the one before, the last ``length_growth``× the
+    first, while the reward gains less than ``rise_min`` (and no more tool calls explain it). GRPO under the
+    per-sequence mean (loss type grpo) on the training reward; DPO on its sampled completions, judged by the true
+    reward r* — only where the task knows it: without it longer cannot be told from better."""
     length = run.get("completions/mean_length")
-    if run.facts.loss_type != "grpo" or not enough(length, T.min_points_trend):
+    dpo = run.rung == "dpo"
+    if not (dpo or run.facts.loss_type == "grpo") or not enough(length, T.min_points_trend):
         return None
     first, middle, last = (med(w) for w in thirds(length))
     if not (first < middle < last and last >= T.length_growth * first):
         return None
-    reward = run.get("reward")
+    reward = run.get("true_reward_mean" if dpo else "reward")
+    if dpo and not enough(reward, T.min_points_trend):
+        return None
     gain = rise(reward) if enough(reward, T.min_points_trend) else 0.0
     calls = run.get("agent/tool_calls")
     more_calls = rise(calls) if enough(calls, T.min_points_trend) else 0.0
     if gain >= T.rise_min or more_calls >= T.rise_min:
         return None  # longer and better, or longer by its tool calls (an agent learning its tool): no drift
     window = thirds(length)[2]
+    judged = "r* (true_reward_mean) of the samples" if dpo else "reward"
+    how = "DPO's summed log-ratios" if dpo else f"loss type {run.facts.shown('loss_type')}"
     return finding("length_drift", "completions/mean_length", (length.steps, length.values),
                    f"mean length {first:.1f} → {middle:.1f} → {last:.1f} tokens over the thirds of the run "
-                   f"(to {span(window)}), reward {gain:+.2f}, loss type {run.facts.shown('loss_type')}")
+                   f"(to {span(window)}), {judged} {gain:+.2f}, {how}", rung=run.rung)
 
 
 def rise(s: Series) -> float:
@@ -266,6 +336,37 @@ def reward_overoptimised(run: Run) -> Finding | None:
                    f"{proxy_name} {proxies[at]:+.3f} → {proxies[2]:+.3f}", proxy=proxy_name)
 
 
+def likelihood_displacement(run: Run) -> Finding | None:
+    """DPO: the margin ``rewards/margins`` up (last third's median above the first's) while the chosen completions
+    are made less likely: their log-ratio to π_ref, ``rewards/chosen`` / β, below −``displaced`` (the chosen at most
+    half as likely as under π_ref; without β, below 0) and falling over the thirds — and, where the run logs
+    ``logps/chosen`` (log π_θ(y_w) summed over tokens, a batch's mean), that down by ``displaced`` nats too, the
+    evidence then. The log-ratio is per pair, the log-prob carries which pairs a batch drew: both must show it."""
+    margins, chosen = run.get("rewards/margins"), run.get("rewards/chosen")
+    if run.rung != "dpo" or not (enough(margins, T.min_points_trend) and enough(chosen, T.min_points_trend)):
+        return None
+    beta = run.facts.kl_coef if run.facts.kl_coef and run.facts.kl_coef > 0 else None
+    first, _, last = thirds(chosen)
+    floor = -T.displaced * beta if beta else 0.0
+    if rise(margins) <= 0 or not med(last) < min(med(first), floor):
+        return None
+    ratio = f" (log π_θ/π_ref = {med(last) / beta:+.2f} at β = {beta:g})" if beta else ""
+    true = run.get("true_reward_mean")
+    truth = f"; r* of the sampled completions {rise(true):+.3f}" if enough(true, T.min_points_trend) else ""
+    said = (f"rewards/chosen {med(first):+.3f} → {med(last):+.3f}{ratio} while rewards/margins "
+            f"{med(thirds(margins)[0]):+.3f} → {med(thirds(margins)[2]):+.3f} (first → last third){truth}")
+    logps = run.get("logps/chosen")
+    if not enough(logps, T.min_points_trend):
+        return finding("likelihood_displacement", "rewards/chosen", last, said)
+    start, _, end = thirds(logps)
+    if med(start) - med(end) < T.displaced:
+        return None
+    return finding("likelihood_displacement", "logps/chosen", end,
+                   f"logps/chosen median {med(start):.2f} over {span(start)}, {med(end):.2f} over {span(end)} "
+                   f"(nats per completion, summed over its tokens: the chosen ×{math.exp(med(end) - med(start)):.2g} "
+                   f"as likely); {said}")
+
+
 def nothing_moving(run: Run) -> Finding | None:
     reward, spread, kl = run.get("reward"), run.get("reward_std"), run.get("kl_ref")
     lr = run.facts.lr
@@ -276,7 +377,7 @@ def nothing_moving(run: Run) -> Finding | None:
     if kl is not None and med(late(kl)) >= T.kl_still:
         return None
     lora = " for LoRA, whose low-rank update needs ~10× the full-fine-tuning rate" if run.facts.lora else ""
-    still = f", KL to π_ref {med(late(kl)):.2g}" if kl is not None else ""
+    still = f", KL to π_ref {med(late(kl)):.2g} per token" if kl is not None else ""
     return finding("nothing_moving", "reward", (reward.steps, reward.values),
                    f"reward {rise(reward):+.3f} first → last third (the groups' reward std "
                    f"{statistics.median(spread.values):.2f})"
@@ -312,14 +413,29 @@ def sampler_mismatch(run: Run) -> Finding | None:
 
 
 def critic_not_learning(run: Run) -> Finding | None:
+    """The value coefficient 0 (no critic is trained), or the explained variance ≤ ``explained_variance`` over the
+    last half — and in RLHF PPO (ppo-sentiment) the value loss's last third not below ``value_kept`` × its first's.
+    There the return is one score at the last token less the KL penalties, and as the policy settles a batch's scores
+    grow alike: what is left of their spread the prompt cannot predict, and healthy value heads explain none of it
+    (late EV −5.5 to +0.2 on β = 0.05, 0.005 and adaptive runs) while their loss falls to a tenth: they learn the
+    level of the returns, the baseline GAE needs."""
     ev = run.get("explained_variance")
     untrained = run.facts.value_coef == 0
     if not enough(ev, T.min_points) or (med(late(ev)) > T.explained_variance and not untrained):
         return None
+    value_loss = run.get("value_loss")
+    rlhf = run.rung == "ppo-sentiment" and enough(value_loss, T.min_points_trend)
+    first, _, last = thirds(value_loss) if rlhf else (None, None, None)
+    if rlhf and not untrained and med(last) <= T.value_kept * med(first):
+        return None
     cause = " (the value coefficient is 0: the critic is never trained)" if untrained else ""
+    how = "explains none of the returns' variance"
+    if rlhf and not untrained:
+        how += f", and has not learnt even their level: its loss is not below {T.value_kept:g}× its start"
+    loss = f", value loss median {med(first):.3g} over {span(first)}, {med(last):.3g} over {span(last)}" if rlhf else ""
     return finding("critic_not_learning", "explained_variance", late(ev),
-                   f"explained variance median {med(late(ev)):.2f} over {span(late(ev))}, value coefficient "
-                   f"{run.facts.shown('value_coef')}", cause=cause)
+                   f"explained variance median {med(late(ev)):.2f} over {span(late(ev))}{loss}, value coefficient "
+                   f"{run.facts.shown('value_coef')}", rung=run.rung, cause=cause, how=how)
 
 
 def clip_too_high(run: Run) -> Finding | None:
@@ -332,8 +448,8 @@ def clip_too_high(run: Run) -> Finding | None:
 
 
 SIGNATURES = (nonfinite, kl_blowup, entropy_collapse, clip_too_high, sampler_mismatch, nothing_moving,
-              critic_not_learning, truncation, no_signal, length_drift, reward_overoptimised, format_hacking, loss_zero,
-              clip_zero)
+              critic_not_learning, truncation, no_signal, length_drift, reward_overoptimised, likelihood_displacement,
+              format_hacking, loss_zero, clip_zero)
 
 
 def diagnose(run: Run) -> list[Finding]:

@@ -36,11 +36,16 @@ def logged_steps(run: Run) -> int:
     return max((len(s) for s in run.series.values()), default=0)
 
 
+def title(finding: Finding) -> str:
+    """The finding's title, in its rung's words (a finding made without them: the signature's common title)."""
+    return finding.title or WORDING[finding.name].title
+
+
 def verdict_line(run: Run, findings: list[Finding], brief: bool = False) -> str:
     """``healthy``, ``too short to judge`` or the problems, by their titles (``2 problems: entropy collapse;
     …``); a healthy run's harmless notes after it. ``brief``: ``healthy`` without the words after it."""
-    problems = [WORDING[f.name].title for f in findings if f.severity == "problem"]
-    notes = [WORDING[f.name].title for f in findings if f.severity == "harmless"]
+    problems = [title(f) for f in findings if f.severity == "problem"]
+    notes = [title(f) for f in findings if f.severity == "harmless"]
     if logged_steps(run) < T.min_points:
         return f"too short to judge: fewer than {T.min_points} logged steps"
     if problems:

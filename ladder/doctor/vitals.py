@@ -5,18 +5,26 @@ doctor.png) with the thresholds its signatures use (``Thresholds``) as ``Guide``
                        the ratio's range, completion length, the cut-off share, zero-spread groups, grad norm,
                        tool calls (agent), the sampler's gap to π_old (when logged)
     cartpole           return, explained variance, value loss, KL to π_old, clip fraction, entropy, grad norm
-    ppo-sentiment      reward, KL to π_ref, explained variance, value loss, KL to π_old, clip fraction, entropy,
-                       completion length
+    ppo-sentiment      r_φ and r_φ − β·KL, the true reward r*, KL to π_ref per completion, β, explained variance,
+                       value loss, KL to π_old, clip fraction, entropy, completion length, grad norm
+    reward-model       loss, pairs ranked right (batch, held-out, in r*'s order), margin, what the score pays for
+                       length, calibration, grad norm
+    dpo                loss, pairs ranked right, the implicit reward's margin, the chosen's and rejected's implicit
+                       rewards and log-probs, KL to π_ref and r* of sampled completions, their length, grad norm
+                       (not kl_ref_token_k3: k3 on the pairs' tokens, which π_θ did not sample, up to 10⁵ per token)
     reinforce          return, entropy, grad norm
 
 ``vitals_of(run)`` keeps the vitals the run logged (a series it did not log: no panel). A guide is a dashed line
 (``low`` alone) or a shaded healthy band (``low`` to ``high``); a run's own guides (a tenth of its starting entropy,
-its token budget) come from ``own_guides``.
+its token budget, the KL controller's target, the RLHF critic's loss at ``value_kept`` of its start) come from
+``own_guides``. Every KL is labelled with its unit: per token, or per completion (summed over its tokens). A share is
+drawn on 0 to 1 at the least (``Vital.at_least``): a flat line stays flat, not zoomed into a drama.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import math
 import statistics
 from dataclasses import dataclass, replace
 
@@ -45,6 +53,7 @@ class Vital:
     guides: tuple[Guide, ...] = ()
     marks: tuple[str, ...] = ()
     log_scale: bool = False
+    at_least: tuple[float | None, float | None] | None = None  # the y range shown at the least (None: the data's)
 
 
 def _share(value: float) -> str:
@@ -55,7 +64,7 @@ RETURN = Vital("episode return", "return (steps balanced)",
                {"return": "training episodes", "eval_return_mean": "greedy evaluation"})
 REWARD = Vital("reward", "mean per completion", {"reward": ""})
 REWARD_FUNCTIONS = Vital("reward functions", "mean per completion", {"rewards/*/mean": "{name}"})
-ACCURACY = Vital("held-out accuracy", "share correct (greedy)", {"eval_accuracy": ""})
+ACCURACY = Vital("held-out accuracy", "share correct (greedy)", {"eval_accuracy": ""}, at_least=(0.0, 1.0))
 KL_REF = Vital("KL(π_θ‖π_ref)", "nats per token (log scale)", {"kl_ref": ""},
                (Guide(f"blow-up ≥ {_share(T.kl_high)}", T.kl_high),
                 Guide(f"hardly moved < {_share(T.kl_still)}", T.kl_still)), log_scale=True)
@@ -81,6 +90,40 @@ EXPLAINED = Vital("explained variance of V", "1 − Var(R − V) / Var(R)", {"ex
                   (Guide(f"healthy > {_share(T.explained_variance)}", T.explained_variance, 1.0),))
 VALUE_LOSS = Vital("value loss", "value loss", {"value_loss": ""})
 
+# RLHF PPO (ppo-sentiment): a learned reward r_φ, the KL to π_ref per completion in the reward, a trained critic
+PER_COMPLETION = "nats per completion\n(summed over its tokens)"
+PPO_REWARD = Vital("reward", "mean per completion", {"score_mean": "r_φ (learned)", "reward": "r_φ − β·KL (penalised)"})
+TRUE_REWARD = Vital("true reward r*", "mean per completion", {"true_reward_mean": ""})
+KL_PER_COMPLETION = Vital("KL(π_θ‖π_ref) per completion", PER_COMPLETION, {"kl_ref_seq": ""})
+BETA = Vital("β, the KL coefficient", "β (reward per nat of KL)", {"kl_coef": ""}, at_least=(0.0, None))
+RLHF_EXPLAINED = replace(EXPLAINED, guides=(Guide("0: no better than the returns' mean", 0.0),))
+
+# preference pairs: the reward model's Bradley–Terry fit, and DPO's
+CHANCE = Guide("chance: ln 2 (margin 0)", math.log(2))
+RM_LOSS = Vital("loss", "−log σ(r(y_w) − r(y_l)), batch mean", {"loss": ""}, (CHANCE,))
+RANKED = Vital("pairs ranked right", "share of pairs", {"accuracy": "training batch", "eval_accuracy": "held-out",
+                                                        "eval_score_accuracy": "held-out, in r*'s order"},
+               (Guide("chance 0.5", 0.5),), at_least=(0.0, 1.0))
+RM_MARGIN = Vital("margin r(y_w) − r(y_l)", "mean over pairs", {"margin": "training batch", "eval_margin": "held-out"},
+                  (Guide("0: no preference", 0.0),))
+LENGTH_PAID = Vital("what the score pays for length", "Pearson r(score, words), held-out",
+                    {"eval_length_corr": ""}, (Guide("0: blind to length", 0.0),), at_least=(-1.0, 1.0))
+CALIBRATION = Vital("calibration error", "ECE of σ(margin), held-out", {"eval_calibration_error": ""},
+                    at_least=(0.0, None))
+DPO_LOSS = replace(RM_LOSS, unit="−log σ(β·Δ log π_θ/π_ref), batch mean")
+DPO_RANKED = replace(RANKED, lines={"rewards/accuracies": "training batch", **{k: v for k, v in RANKED.lines.items()
+                                                                              if k != "accuracy"}})
+DPO_MARGIN = Vital("implicit reward margin", "β·Δ log π_θ/π_ref, mean over pairs",
+                   {"rewards/margins": "training batch", "eval_margin": "held-out"}, (Guide("0: no preference", 0.0),))
+IMPLICIT = Vital("implicit rewards β·log π_θ/π_ref", "batch mean", {"rewards/chosen": "chosen y_w",
+                                                                    "rewards/rejected": "rejected y_l"},
+                 (Guide("0: as likely as under π_ref", 0.0),))
+LOGPS = Vital("log π_θ of the pairs", f"log π_θ(y), {PER_COMPLETION}", {"logps/chosen": "chosen y_w",
+                                                                      "logps/rejected": "rejected y_l"})
+SAMPLE_KL = Vital("KL(π_θ‖π_ref) of sampled completions", PER_COMPLETION, {"sample_kl": ""})
+SAMPLE_TRUE = replace(TRUE_REWARD, unit="mean per sampled completion")
+SAMPLE_LENGTH = replace(LENGTH, unit="tokens (mean of sampled completions)")
+
 PER_ACTION = replace(ENTROPY, unit="nats per action")
 ACTION_CLIP = replace(CLIP, unit="share of actions clipped")
 GRPO_VITALS = (REWARD, REWARD_FUNCTIONS, ACCURACY, KL_REF, ENTROPY, CLIP, RATIO, LENGTH, CUT_OFF, ZERO_SPREAD,
@@ -89,7 +132,10 @@ VITALS = {
     "grpo": GRPO_VITALS,
     "agent": GRPO_VITALS,
     "cartpole": (RETURN, EXPLAINED, VALUE_LOSS, KL_OLD, ACTION_CLIP, PER_ACTION, GRAD_NORM),
-    "ppo-sentiment": (REWARD, KL_REF, EXPLAINED, VALUE_LOSS, KL_OLD, CLIP, ENTROPY, LENGTH, GRAD_NORM),
+    "ppo-sentiment": (PPO_REWARD, TRUE_REWARD, KL_PER_COMPLETION, BETA, RLHF_EXPLAINED, VALUE_LOSS, KL_OLD, CLIP,
+                      ENTROPY, LENGTH, GRAD_NORM),
+    "reward-model": (RM_LOSS, RANKED, RM_MARGIN, LENGTH_PAID, CALIBRATION, GRAD_NORM),
+    "dpo": (DPO_LOSS, DPO_RANKED, DPO_MARGIN, IMPLICIT, LOGPS, SAMPLE_KL, SAMPLE_TRUE, SAMPLE_LENGTH, GRAD_NORM),
     "reinforce": (RETURN, PER_ACTION, GRAD_NORM),
 }
 
@@ -119,13 +165,31 @@ def vitals_of(run: Run) -> list[Vital]:
 
 def own_guides(vital: Vital, run: Run) -> list[Guide]:
     """The guides that depend on the run: entropy collapse at a tenth of its first third's median (and its floor);
-    the token budget on the length panel."""
-    entropy = run.get("entropy")
-    if "entropy" in vital.lines and entropy is not None and len(entropy) >= T.min_points_trend:
-        start = statistics.median(thirds(entropy)[0][1])
-        return [Guide(f"collapse ≤ {T.entropy_kept:g} × start", T.entropy_kept * start),
-                Guide(f"floor {T.entropy_floor:g}", T.entropy_floor)]
+    the token budget on the length panel; the adaptive controller's KL target; in RLHF PPO, the critic's loss at
+    ``value_kept`` of its first third's (not below it by the end: not learning)."""
+    if "entropy" in vital.lines:
+        return _entropy_guides(run)
     budget = run.facts.max_new_tokens
     if "completions/mean_length" in vital.lines and budget is not None:
         return [Guide(f"token budget {budget}", float(budget))]
+    target = run.config.get("kl_target")
+    if "kl_ref_seq" in vital.lines and run.config.get("adaptive_kl") and isinstance(target, (int, float)):
+        return [Guide(f"the controller's target {target:g}", float(target))]
+    value_loss = run.get("value_loss")
+    if "value_loss" in vital.lines and run.rung == "ppo-sentiment" and _enough(value_loss):
+        start = statistics.median(thirds(value_loss)[0][1])
+        return [Guide(f"learnt: ≤ {T.value_kept:g} × start", T.value_kept * start)]
     return []
+
+
+def _enough(series) -> bool:
+    return series is not None and len(series) >= T.min_points_trend
+
+
+def _entropy_guides(run: Run) -> list[Guide]:
+    entropy = run.get("entropy")
+    if not _enough(entropy):
+        return []
+    start = statistics.median(thirds(entropy)[0][1])
+    return [Guide(f"collapse ≤ {T.entropy_kept:g} × start", T.entropy_kept * start),
+            Guide(f"floor {T.entropy_floor:g}", T.entropy_floor)]

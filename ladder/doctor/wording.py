@@ -1,5 +1,8 @@
 """What the doctor says about each signature: its title, whether it is a problem, what it means, what to change in
-ladder and in TRL, and the notebook section that explains it (``signatures.py`` decides when each applies)."""
+ladder and in TRL, and the notebook section that explains it (``signatures.py`` decides when each applies).
+
+``WORDING`` holds one ``Wording`` per signature; ``RUNG_WORDING`` the words of a signature that means something else on
+one rung (a KL blow-up in RLHF PPO has no groups to make alike); ``wording(name, rung)`` picks."""
 
 from __future__ import annotations
 
@@ -19,7 +22,9 @@ class Wording:
 NB3 = "notebooks/3_three_policies_and_kl.ipynb"
 NB5 = "notebooks/5_grpo_qlora.ipynb"
 NB6 = "notebooks/6_design_space_and_trl.ipynb"
+NB4 = "notebooks/4_ppo_rlhf_sentiment.ipynb"
 NB9 = "notebooks/9_where_the_reward_comes_from.ipynb"
+DPO_FAILURES = (NB9, "## 5 · DPO's own failure modes: the likelihood it loses, the length it gains")
 WORDING = {
     "loss_zero": Wording(
         "loss ≈ 0 at μ·M = 1", "harmless",
@@ -55,8 +60,8 @@ WORDING = {
         (NB6, "## 3 · Tokens: who loses the gradient")),
     "kl_blowup": Wording(
         "KL to π_ref blowing up", "problem",
-        "the policy is running away from π_ref: steps too large for the data; its completions collapse to the same "
-        "few (groups alike, no signal) and reward hacking follows",
+        "the policy is running away from π_ref (KL per token): steps too large for the data; its completions collapse "
+        "to the same few (groups alike, no signal) and reward hacking follows",
         "lower --lr, raise --kl-coef, lower --max-grad-norm", "lower learning_rate, raise beta, lower max_grad_norm",
         (NB5, "## KL in the loss, and how the loss is averaged")),
     "length_drift": Wording(
@@ -99,7 +104,7 @@ WORDING = {
         (NB5, "## The fourth policy: when the sampler is not π_old")),
     "critic_not_learning": Wording(
         "critic not learning", "problem",
-        "the value head explains none of the returns' variance: GAE's baseline is noise, the advantages too{cause}",
+        "the value head {how}: GAE's baseline is noise, the advantages too{cause}",
         "raise --value-coef (0 trains no critic); if the policy diverged too (entropy, KL), lower --lr first",
         "vf_coef (classic PPOConfig), learning_rate",
         ("notebooks/1b_foundations.ipynb", "### Explained variance")),
@@ -109,4 +114,39 @@ WORDING = {
         "update is leaving the trust region; the run may still learn, but it is fragile",
         "lower --mu or --lr (or fewer --num-minibatches)", "lower num_iterations or learning_rate",
         ("notebooks/2_ppo_cartpole.ipynb", "## The clipped objective, on real ratios")),
+    "likelihood_displacement": Wording(
+        "likelihood displacement: the chosen made less likely", "problem",
+        "DPO widens the margin β·[log π_θ/π_ref (y_w) − log π_θ/π_ref (y_l)] by pushing both completions down, the "
+        "rejected faster: the loss sees only the difference, so nothing in it holds log π_θ(y_w) up, and the "
+        "probability both lose goes to completions no pair shows, good or bad (Razin et al. 2024, likelihood "
+        "displacement; Pal et al. 2024, DPOP)",
+        "lower --lr or fewer --steps, a larger --beta (it holds π_θ nearer π_ref); ladder's dpo has no term on the "
+        "chosen: for RPO or DPOP use TRL",
+        "lower learning_rate, larger beta; RPO: loss_type=['sigmoid', 'sft'] with loss_weights (an NLL term on the "
+        "chosen; older TRL: rpo_alpha), or loss_type='apo_zero' (it pushes the chosen up)",
+        DPO_FAILURES),
 }
+
+RUNG_WORDING = {
+    ("kl_blowup", "ppo-sentiment"): Wording(
+        "KL to π_ref blowing up", "problem",
+        "the penalty in the reward does not hold the KL per completion: PPO climbs r_φ − β·KL, so a held policy "
+        "spends a nat of KL only where r_φ pays β for it and then settles; this one spends KL that costs more than "
+        "r_φ pays (or, at β = 0, has nothing to stop it), into text r_φ was never trained on, where its score means "
+        "little",
+        "lower --lr, raise --kl-coef (or --adaptive-kl with a --kl-target), lower --max-grad-norm",
+        "lower learning_rate, raise kl_coef (PPOConfig), lower max_grad_norm",
+        (NB4, r"## Reward vs KL: what $\beta$ buys")),
+    ("length_drift", "dpo"): Wording(
+        "length drift: DPO paying for length", "problem",
+        "DPO's implicit reward is a sum over tokens, so where the chosen completions are the longer ones the margin "
+        "grows with length alone (Park et al. 2024): the sampled completions grow longer while the true reward does "
+        "not",
+        "a larger --beta or fewer --steps; pairs matched in length", "larger beta, ld_alpha (LD-DPO), or "
+        "loss_type='sigmoid_norm' (the log-ratios per token)", DPO_FAILURES),
+}
+
+
+def wording(name: str, rung: str | None = None) -> Wording:
+    """The words of signature ``name`` on a run of ``rung``: its rung's own where it has them, else the common ones."""
+    return RUNG_WORDING.get((name, rung), WORDING[name])

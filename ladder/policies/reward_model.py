@@ -130,7 +130,8 @@ class ScoringPolicy(nn.Module):
 
 class LearnedReward:
     """A reward model this rung's ``reward-model`` trained (one label), as a reward function: texts → ``[N]`` r_φ,
-    each text scored as it was trained — plain text with EOS appended once — without gradients."""
+    each text scored as it was trained — plain text with EOS appended once — without gradients. A text longer than the
+    model's positions (``max_position_embeddings``) is scored on its last ones, the EOS the head reads kept."""
 
     def __init__(self, model: nn.Module, tokenizer, batch_size: int = 16, device: str = "cpu"):
         self.model = model.to(device).eval().requires_grad_(False)
@@ -141,7 +142,9 @@ class LearnedReward:
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         tokenizer.padding_side = "right"
+        tokenizer.truncation_side = "left"
         model.config.pad_token_id = tokenizer.pad_token_id
+        self.limit = getattr(model.config, "max_position_embeddings", None)
 
     @torch.no_grad()
     def __call__(self, texts) -> Tensor:
@@ -149,6 +152,7 @@ class LearnedReward:
         scores = []
         for start in range(0, len(texts), self.batch_size):
             chunk = [t if t.endswith(eos) else t + eos for t in texts[start:start + self.batch_size]]
-            enc = self.tokenizer(chunk, padding=True, return_tensors="pt").to(self.device)
+            enc = self.tokenizer(chunk, padding=True, return_tensors="pt", truncation=self.limit is not None,
+                                 max_length=self.limit).to(self.device)
             scores.append(rewards(self.model, enc["input_ids"], enc["attention_mask"]).cpu())
         return torch.cat(scores) if scores else torch.zeros(0)

@@ -11,7 +11,7 @@ pairs, and the KL-regularised optimum over samples of π_ref — every number co
                                      samples: E[r_φ], E[r*], the KL (≤ log n) and the implicit reward
                                      β·log π*/π̂_ref = r_φ − β·log Z(x)
     pair_anatomy()                   the pairs' chosen and rejected completions: tokens, words, hedges, repeats
-    anatomy_at(records)              a PPO run's completions (the same) at r*'s start, peak, trough and end
+    anatomy_at(records)              a PPO run's completions (the same): π_ref's, and at r*'s peak, trough and end
     best_of_n(samples)               the highest-r_φ sample of each prompt: π*_β's β → 0 end
     displacement(records)            DPO's implicit rewards, margin and log-probs: first and last 5 updates
 """
@@ -139,10 +139,12 @@ def smoothed(records: list[dict], key: str, width: int = 5) -> list[float]:
 
 
 def anatomy_at(records: list[dict], width: int = 5) -> dict[str, dict[str, float]]:
-    """Where the completions' length went, at r*'s start, peak, trough and end windows (``peak_and_end``'s): their
-    tokens (``response_length``), words, and the shares that hedge with a "but" or repeat a word."""
-    at = _windows(records, width)
-    return {name: {key: smoothed(records, key, width)[i] for key in ANATOMY} for name, i in at.items()}
+    """Where the completions' length went: π_ref's own (the first update's batch, sampled before any step), then at
+    r*'s peak, trough and end windows (``peak_and_end``'s) — their tokens (``response_length``), words, and the shares
+    that hedge with a "but" or repeat a word."""
+    at = {name: i for name, i in _windows(records, width).items() if name != "start"}
+    out = {"π_ref": {key: records[0][key] for key in ANATOMY}}
+    return out | {name: {key: smoothed(records, key, width)[i] for key in ANATOMY} for name, i in at.items()}
 
 
 def _windows(records: list[dict], width: int) -> dict[str, int]:
@@ -168,14 +170,16 @@ def peak_and_end(records: list[dict], width: int = 5) -> dict:
 
 def best_of_n(samples: dict) -> dict:
     """Best-of-n over each prompt's samples: the one r_φ scores highest; the means over prompts of its r_φ and r*,
-    and of log n, its KL to π̂_ref (uniform over the n samples); n as 'fewest–most' samples per prompt."""
+    of log n, its KL to π̂_ref (uniform over the n samples), and of log n − (n − 1)/n, the bound on its KL to the
+    real π_ref (Beirami et al. 2024); n as 'fewest–most' samples per prompt."""
     groups = defaultdict(list)
     for i, p in enumerate(samples["prompt"].tolist()):
         groups[p].append(i)
     best = [max(rows, key=lambda i: samples["proxy"][i].item()) for rows in groups.values()]
     sizes = [len(rows) for rows in groups.values()]
     return {"proxy": samples["proxy"][best].mean().item(), "truth": samples["truth"][best].mean().item(),
-            "kl": sum(map(math.log, sizes)) / len(sizes), "n": f"{min(sizes)}–{max(sizes)}"}
+            "kl": sum(map(math.log, sizes)) / len(sizes), "n": f"{min(sizes)}–{max(sizes)}",
+            "kl_bound": sum(math.log(n) - (n - 1) / n for n in sizes) / len(sizes)}
 
 
 DISPLACED = ("rewards/chosen", "rewards/rejected", "rewards/margins", "logps/chosen", "logps/rejected")
@@ -190,9 +194,3 @@ def displacement(records: list[dict], width: int = 5) -> dict[str, tuple[float, 
         if values:
             out[key] = (sum(values[:width]) / len(values[:width]), sum(values[-width:]) / len(values[-width:]))
     return out
-
-
-def true_at_kl(records: list[dict], kl: float, width: int = 5) -> float:
-    """r* (``width``-update means) at the first window whose mean KL to π_ref reaches ``kl`` (the last if none)."""
-    true, kls = smoothed(records, "true_reward_mean", width), smoothed(records, "kl_ref", width)
-    return next((t for t, k in zip(true, kls) if k >= kl), true[-1])

@@ -49,9 +49,19 @@ def true_at(kl: list[float], true: list[float], k: float) -> float:
     return true[i - 1] + share * (true[i] - true[i - 1])
 
 
+def start(run: dict) -> float:
+    """r* of π_ref's own completions on the run's prompts: PPO's first batch (sampled before any step), DPO's
+    evaluation before training. PPO samples training prompts and DPO held-out ones, so each method's gain is
+    measured from its own start."""
+    if run["kl_key"] == "sample_kl":
+        return run["before"]["true_reward_mean"]
+    return next(t for t in run["series"]["true_reward_mean"] if t is not None)
+
+
 def matched_kl(study: list[dict]) -> list[dict]:
     """For each DPO run of the study and each PPO run of the same seed and variant, at the KL both reached (the
-    smaller of their last KLs, ``kl_and_true``): the true reward of each where its KL first reached it."""
+    smaller of their last KLs, ``kl_and_true``): each one's true reward where its KL first reached it, and its gain
+    over its own start."""
     rows = []
     for dpo in (r for r in study if r["kl_key"] == "sample_kl"):
         kl_dpo, true_dpo = kl_and_true(dpo)
@@ -59,8 +69,10 @@ def matched_kl(study: list[dict]) -> list[dict]:
                     (dpo["seed"], dpo["variant"])):
             kl_ppo, true_ppo = kl_and_true(ppo)
             k = min(kl_dpo[-1], kl_ppo[-1])
+            dpo_true, ppo_true = true_at(kl_dpo, true_dpo, k), true_at(kl_ppo, true_ppo, k)
             rows.append({"seed": dpo["seed"], "variant": dpo["variant"], "dpo": dpo["method"], "ppo": ppo["method"],
-                         "kl": k, "dpo_true": true_at(kl_dpo, true_dpo, k), "ppo_true": true_at(kl_ppo, true_ppo, k)})
+                         "kl": k, "dpo_true": dpo_true, "ppo_true": ppo_true, "dpo_gain": dpo_true - start(dpo),
+                         "ppo_gain": ppo_true - start(ppo)})
     return rows
 
 
@@ -70,15 +82,17 @@ def spread(values: list[float], fmt: str = "+.2f") -> str:
 
 
 def ordering(rows: list[dict]) -> str:
-    """Whether PPO's r* at the matched KL is above DPO's on every seed and variant, below on every one, or mixed."""
-    gaps = [r["ppo_true"] - r["dpo_true"] for r in rows]
+    """Whether PPO's gain in r* at the matched KL is above DPO's on every seed and variant, below on every one, or
+    mixed."""
+    gaps = [r["ppo_gain"] - r["dpo_gain"] for r in rows]
     return "PPO higher on every run" if min(gaps) > 0 else "DPO higher on every run" if max(gaps) < 0 else "mixed"
 
 
-def as_study_run(method: str, records: list[dict], kl_key: str) -> dict:
-    """A run of this notebook in the study's form (``seed_study``), to compare with ``matched_kl``."""
+def as_study_run(method: str, records: list[dict], kl_key: str, before: dict | None = None) -> dict:
+    """A run of this notebook in the study's form (``seed_study``), to compare with ``matched_kl``; ``before``: a
+    DPO run's evaluation before training."""
     keys = {"true_reward_mean", kl_key}
-    return {"method": method, "seed": 0, "variant": "this machine", "kl_key": kl_key,
+    return {"method": method, "seed": 0, "variant": "this machine", "kl_key": kl_key, "before": before or {},
             "series": {k: [r.get(k) if "true_reward_mean" in r else None for r in records] for k in keys}}
 
 
@@ -144,23 +158,27 @@ def comparison_sentence(matched: list[dict]) -> str:
         if verdict == "mixed":
             mixed.append(f"{ppo} against {dpo}")
         else:
-            gaps = spread([r["ppo_true"] - r["dpo_true"] for r in rows])
-            held.append(f"* {ppo} against {dpo}: **{verdict.split(' on')[0]}** (PPO − DPO: {gaps})")
+            gaps = spread([r["ppo_gain"] - r["dpo_gain"] for r in rows])
+            held.append(f"* {ppo} against {dpo}: **{verdict.split(' on')[0]}** (PPO's gain − DPO's: {gaps})")
     runs = len({(r["seed"], r["variant"]) for r in matched})
-    return (f"Over the {runs} runs of each method, the sign held on every run for:\n\n" + "\n".join(held or ["* none"])
+    return (f"Over the {runs} runs of each method, the sign of the difference in gains held on every run for:\n\n"
+            + "\n".join(held or ["* none"])
             + "\n\nand not for " + ("; ".join(mixed) if mixed else "any other pairing")
             + " — there, no ordering is claimed.")
 
 
-def anatomy_line(study: list[dict], method: str, at: str) -> str:
-    """One line: a PPO method's completions at ``at`` over the study's runs, beside π_ref's (their first batch)."""
+def anatomy_line(study: list[dict], method: str, at: str, fell_by: float | None = None) -> str:
+    """One line: a PPO method's completions at ``at`` over the study's runs, beside π_ref's (their first batch); with
+    ``fell_by``, over the runs whose r* fell at least that much from its peak to its trough, their count said."""
     runs = [r for r in study if r["method"] == method]
-    here, ref = [anatomy_of(r, at) for r in runs], [anatomy_of(r, "π_ref") for r in runs]
+    kept = [r for r in runs if fell_by is None or r["true_peak"] - r["true_trough"] >= fell_by]
+    here, ref = [anatomy_of(r, at) for r in kept], [anatomy_of(r, "π_ref") for r in kept]
 
     def both(key: str, fmt: str) -> str:
         return f"{spread([a[key] for a in here], fmt)} (π_ref {spread([a[key] for a in ref], fmt)})"
 
     commoner = [max(a["hedged_share"], a["padded_share"]) for a in here]
-    return (f"{method}, {at} ({len(runs)} runs): words {both('words_mean', '.1f')}; hedge "
-            f"{both('hedged_share', '.0%')}; repeat a word {both('padded_share', '.0%')}; the commoner of the two "
-            f"{spread(commoner, '.0%')}")
+    which = (f"the {len(kept)} of {len(runs)} runs whose r* fell by {fell_by:g} or more after its peak"
+             if fell_by is not None else f"{len(runs)} runs")
+    return (f"{method}, {at}, {which}: words {both('words_mean', '.1f')}; hedge {both('hedged_share', '.0%')}; "
+            f"repeat a word {both('padded_share', '.0%')}; the commoner of the two {spread(commoner, '.0%')}")

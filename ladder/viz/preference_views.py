@@ -69,12 +69,14 @@ def beta_view(samples: dict, ppo: dict[float, list[dict]]) -> View:
         point = optimum(samples, v["beta"])
         fig = Figure(figsize=(11, 3.6))
         left, right = fig.add_subplot(1, 2, 1), fig.add_subplot(1, 2, 2)
-        left.plot([c["kl"] for c in curve], [c["truth"] for c in curve], "-", color="black", label="π*_β: E[r*]")
+        left.plot([c["kl"] for c in curve], [c["truth"] for c in curve], "-", color="black",
+                  label="π*_β over the samples: E[r*]")
         for i, (beta, records) in enumerate(ppo.items()):   # the colours of overoptimisation_figure
             left.plot(smoothed(records, "kl_ref"), smoothed(records, "true_reward_mean"), color=f"C{i}",
                       alpha=0.7, label=f"PPO, β = {beta:g}: r*")
         left.plot([point["kl"]], [point["truth"]], "o", color="black", ms=9)
-        left.set(title="the true reward against KL(·‖π_ref)", xlabel="nats per completion")
+        left.set(title="the true reward against KL", xlabel="nats per completion: π*'s KL to π̂_ref (the samples), "
+                 "PPO's to π_ref")
         left.legend(fontsize=8)
         right.scatter(samples["proxy"], point["implicit"], s=4, alpha=0.4)
         right.set(title=f"π*_β's implicit reward β·log π*/π_ref (β = {v['beta']:g})", xlabel="r_φ(x, y)",
@@ -114,7 +116,8 @@ def dpo_figure(records: list[dict], summary: dict, pairs: dict) -> bytes:
     for i, (key, label) in enumerate((("hedged_share", "hedge with a 'but'"), ("padded_share", "repeat a word"))):
         right.plot(at, [r[key] for r in evals], "o-", color=f"C{i + 3}", label=label)
         right.axhline(pairs["chosen"][key], ls="--", color=f"C{i + 3}", lw=0.8)
-    right.set(title="sampled completions (dashed: the chosen pairs)", xlabel="update", ylabel="share", ylim=(0, 1))
+    right.set(title="hedges, repeats (dashed: chosen pairs)", xlabel="update", ylabel="share of samples",
+              ylim=(0, 1))
     right.legend(fontsize=8)
     fig.tight_layout()
     return render_png(fig)
