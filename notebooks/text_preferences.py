@@ -126,7 +126,7 @@ log-ratios summed over the completion, what PPO's penalty charges. "Peak", "trou
                      "clearly (by more than 0.1) from its peak?", choices=("yes", "no"))
 p_fall.answer = None      # your prediction, before you run on""",
     """print("ppo-sentiment --preset tiny", " ".join(lab.PPO_FLAGS))
-ppo = lab.ppo_runs(RUNS / "rm" / "reward_model", RUNS)
+ppo = lab.ppo_runs(RUNS)   # against the reward model above
 display(Image(data=views.overoptimisation_figure(ppo)))
 seen = {beta: lab.peak_and_end(records) for beta, records in ppo.items()}
 print("KL(π_θ‖π_ref) in nats per completion")

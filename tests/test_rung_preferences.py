@@ -51,6 +51,7 @@ def test_the_reward_model_learns_the_labellers_order_and_its_length_pull(reward_
     assert after["eval_score_accuracy"] > 0.62        # the true order too, less well: the labeller is not the truth
     assert after["eval_length_corr"] > 0.25           # the labeller's pull towards length, learned
     assert after["eval_calibration_error"] < 0.1 and summary["calibration"]
+    assert summary["dtype"] == "float32"              # TRL's RewardTrainer's, whatever the checkpoint's dtype
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records] == list(range(1, 121)) and "eval_accuracy" in records[19]
 

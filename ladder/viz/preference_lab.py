@@ -4,7 +4,7 @@ pairs, and the KL-regularised optimum over samples of π_ref — every number co
     pairs_sample(n)                  the first n training pairs with their lengths and true rewards
     pair_counts()                    how often the labeller's choice is the longer completion, and the truth's order
     reward_model_run(out)            ``reward-model --preset tiny``: its summary and records
-    ppo_runs(reward_model, out)      ``ppo-sentiment --preset tiny`` against r_φ at each β: records per β
+    ppo_runs(out)                    ``ppo-sentiment --preset tiny`` against that r_φ at each β: records per β
     dpo_run(out)                     ``dpo --preset tiny``: its summary and records
     scored_samples(reward_model)     the held-out completions (samples of π_ref) with r_φ, r* and their prompt
     optimum(samples, β)              π*(y|x) ∝ π̂_ref(y|x)·exp(r_φ(x, y)/β), π̂_ref uniform over each prompt's n
@@ -35,12 +35,15 @@ PPO_FLAGS = ("--no-adaptive-kl", "--max-new-tokens", "32", "--steps", "60", "--l
              "--num-eval-prompts", "6")  # the preset's 64 completions per update, in 2 minibatches
 
 
+def _made(rung: str, *flags: str) -> Path:
+    """The directory of ``python -m ladder.run RUNG --preset tiny …``, made once per machine and code version
+    (``run_cache``, under ``$LADDER_CACHE/runs``: the tests and a second run of the notebook read the same runs)."""
+    return run_cache.cached_run(rung, ["--preset", "tiny", "--no-progress", *flags], cache_dir() / "runs")
+
+
 def _run(rung: str, out: Path, *flags: str) -> tuple[dict, list[dict]]:
-    """``python -m ladder.run RUNG --preset tiny … --out OUT``: (summary.json, metrics.jsonl records). The run is made
-    once per machine and code version (``run_cache``, under ``$LADDER_CACHE/runs``: the tests read the same runs)
-    and copied to OUT."""
-    made = run_cache.cached_run(rung, ["--preset", "tiny", "--no-progress", *flags], cache_dir() / "runs")
-    shutil.copytree(made, out)
+    """``_made``'s run copied to OUT: (summary.json, metrics.jsonl records)."""
+    shutil.copytree(_made(rung, *flags), out)
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     return json.loads((out / "summary.json").read_text()), records
 
@@ -80,12 +83,18 @@ def pair_counts() -> dict:
     return {"pairs": len(pairs), "chosen_longer": sum(longer) / len(longer), "truth_agrees": sum(truth) / len(truth)}
 
 
+def _reward_model_flags(steps: int, seed: int) -> tuple[str, ...]:
+    return "--steps", str(steps), "--eval-every", "20", "--seed", str(seed)
+
+
 def reward_model_run(out: Path, steps: int = 120, seed: int = 0) -> tuple[dict, list[dict]]:
-    return _run("reward-model", out, "--steps", str(steps), "--eval-every", "20", "--seed", str(seed))
+    return _run("reward-model", out, *_reward_model_flags(steps, seed))
 
 
-def ppo_runs(reward_model: Path, out: Path, betas=(0.005, 0.05), seed: int = 0) -> dict[float, list[dict]]:
-    """PPO against r_φ (fixed β, the truth logged beside it), one run per β; each run's directory is OUT/ppo-β."""
+def ppo_runs(out: Path, betas=(0.005, 0.05), seed: int = 0) -> dict[float, list[dict]]:
+    """PPO against ``reward_model_run``'s r_φ (fixed β, the truth logged beside it), one run per β; each run's
+    directory is OUT/ppo-β. The reward model is named by its kept run's path, so that the PPO runs are kept too."""
+    reward_model = _made("reward-model", *_reward_model_flags(120, seed)) / "reward_model"
     return {beta: _run("ppo-sentiment", out / f"ppo-{beta}", "--reward-model", str(reward_model), "--true-reward",
                        "tiny-preferences", "--kl-coef", str(beta), "--seed", str(seed), *PPO_FLAGS)[1]
             for beta in betas}
