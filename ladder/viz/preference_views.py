@@ -84,7 +84,7 @@ def beta_view(samples: dict, ppo: dict[float, list[dict]]) -> View:
         fig.tight_layout()
         gap = samples["proxy"] - point["implicit"]
         return fig, {"point": {k: point[k] for k in ("beta", "kl", "proxy", "truth")}, "curve": curve,
-                     "summary": f"β = {v['beta']:g}: KL(π*‖π_ref) = {point['kl']:.2f} nats (at most log n = "
+                     "summary": f"β = {v['beta']:g}: KL(π*‖π̂_ref) = {point['kl']:.2f} nats (at most log n = "
                                 f"{point['log_n']:.2f} on average), E[r_φ] = "
                                 f"{point['proxy']:+.2f}, E[r*] = {point['truth']:+.2f}; r_φ − implicit reward = "
                                 f"β·log Z(x) ranges over {gap.min():+.2f} … {gap.max():+.2f}, one value per prompt "
