@@ -19,7 +19,7 @@ After this notebook (about 60 minutes, on a CPU; its runs take about two minutes
   read from the completions where the policy went;
 * derive DPO from the optimum of the KL-regularised objective, say what its implicit reward is, and tie that optimum to
   best-of-n sampling;
-* watch what DPO does to the likelihood of the very completions it prefers, and to the length of what it writes, and
+* watch what DPO does to the log-probabilities of the pairs' own completions and to the length of what it writes, and
   explain both from its loss;
 * compare what RM + PPO and DPO reach at the same KL to $\pi_{\text{ref}}$ over three seeds, claiming only what the
   spread allows.
@@ -105,8 +105,8 @@ print(f"correlation of r_φ with length: {before['eval_length_corr']:+.2f} (the 
       f"{after['eval_length_corr']:+.2f}; calibration error {after['eval_calibration_error']:.3f}")""",
     r"""md:The reward model learns the labeller, not the truth: it ranks more held-out pairs in the labeller's order than in the
 truth's, and its score rises with length. Where the two orders agree — most pairs, as printed in section 1 — that
-costs nothing; where they disagree, $r_\phi$ sides with the labeller, and those are the pairs where a longer, hedged or
-repeating completion was chosen. The calibration diagram reads each pair both ways round: of the pairs to which
+costs nothing; where they disagree, $r_\phi$ sides with the labeller — with its noise, and with its pull towards length
+and what comes with it. The calibration diagram reads each pair both ways round: of the pairs to which
 $r_\phi$ gives $\sigma(r_a - r_b) \approx 0.8$, a calibrated model sees about 80% go its way. A model can be calibrated
 about the labeller and still be wrong about what we want.""",
     r"""md:## 3 · Over-optimisation: the proxy rises, the truth falls
@@ -120,7 +120,8 @@ $$\max_\theta\; \mathbb{E}_{y \sim \pi_\theta}\big[r_\phi(x, y)\big] - \beta\,\m
 Two runs, a fixed $\beta$ (`--kl-coef`) of 0.005 and of 0.05, each a short, aggressive schedule — a larger learning rate
 and completions of up to 32 tokens, twice the pairs' (`lab.PPO_FLAGS`, printed below; about half a minute each). Every
 KL in this notebook is $\mathrm{KL}(\pi_\theta\,\|\,\pi_{\text{ref}})$ in **nats per completion** — the per-token
-log-ratios summed over the completion, what PPO's penalty charges. "Peak", "trough" (the lowest after the peak) and
+log-ratios summed over the completion, what PPO's penalty charges (section 4's optimum over samples is measured
+against the samples' $\hat\pi_{\text{ref}}$ instead, and says so). "Peak", "trough" (the lowest after the peak) and
 "end" below are means over 5 updates, as the curves are.""",
     """p_fall = viz.Predict("The larger penalty, β = 0.05: by the end of its run, will the true reward r* have fallen "
                      "clearly (by more than 0.1) from its peak?", choices=("yes", "no"))
@@ -168,23 +169,28 @@ study = seeds.seed_study()
 print("\\nthe same two runs on seeds 0–2 under three CPU-kernel variants (benchmarks/overoptimisation.py; each range the "
       "lowest … the highest over the runs):")
 print(seeds.anatomy_line(study, "RM + PPO, β = 0.005", "trough", fell_by=0.2))
-print(seeds.anatomy_line(study, "RM + PPO, β = 0.05", "end"))""",
+print(seeds.anatomy_line(study, "RM + PPO, β = 0.05", "end"))
+large_runs = [r for r in study if r["method"] == "RM + PPO, β = 0.05"]
+print(f"RM + PPO, β = 0.05, r* from its peak to its lowest window after it, {len(large_runs)} runs: "
+      f"{seeds.spread([r['true_trough'] - r['true_peak'] for r in large_runs])}; to its end: "
+      f"{seeds.spread([r['true_end'] - r['true_peak'] for r in large_runs])}")""",
     r"""md:This is Gao, Schulman and Hilton's over-optimisation (2022), and the tables say how it happened here. The small-$\beta$
-run did not find a trick foreign to the pairs: it took the traits the labeller's chosen completions had a little more
-of — length, a "but", a repeated word — and made them the rule. Which trait wins differs from run to run (the ranges
+run took the traits the labeller's chosen completions had a little more of — length, a "but", a repeated word — and
+made them the rule. (Its last completions, printed below, also break words apart, text no pair held; the truth charges
+only for what it counts, the hedges and repeats.) Which trait wins differs from run to run (the ranges
 above: on some runs the hedges, on others the repeats), but on every run whose $r^*$ fell the commoner of the two is in
 most completions at the trough, where $\pi_{\text{ref}}$ had it in at most a quarter, and the completions are longer
-than $\pi_{\text{ref}}$'s. (Not every run falls within its 60 updates in the same way: on the others, printed as the
-remainder of the count, $r^*$ dipped less, or fell early and then climbed into another mode — Gao et al.'s curves are
-averages.)
-The labeller's bias, learned by $r_\phi$ from chosen completions that had these traits up to twice as often as the
+than $\pi_{\text{ref}}$'s. (Not every run falls within its 60 updates in the same way: on the others, the remainder of
+the count, $r^*$ dipped less, or fell early and then climbed into another mode — `benchmarks/RESULTS.md` describes each;
+Gao et al.'s curves are averages.) The labeller's bias, learned by $r_\phi$ from chosen completions that had these traits up to twice as often as the
 rejected ones (the first table), is amplified until it is the policy; the truth charges for each hedge and repeat, so as the proxy climbs the true reward peaks and
 falls to its trough (a run long enough may wander into another mode and recover some of it; the proxy never knew the
 difference).
 
 The larger $\beta$ reached about the same $r_\phi$ (compare the two runs' $r_\phi$ at the end) another way: its
-completions nearly stopped hedging (the ranges above, on every run), repeated a word far less often than the small-$\beta$
-runs at their troughs, and grew a little longer. The weaker penalty bought little or no more proxy with its extra KL; the extra
+completions nearly stopped hedging (the ranges above, on every run) and repeated a word far less often than the
+small-$\beta$ runs at their troughs. Its $r^*$ is not immune to a dip (the last line above: one run's falls for a few
+updates) but ends near its peak. The weaker penalty bought little or no more proxy with its extra KL; the extra
 distance went into the traits. The doctor reads the same from the runs' logs:""",
     """from ladder.doctor import diagnose, read_run
 
@@ -252,7 +258,7 @@ print(f"best-of-n over each prompt's samples (n = {best['n']}): E[r_φ] {best['p
       f"KL to π̂_ref = mean log n = {best['kl']:.3f} nats per completion, to the real π_ref at most "
       f"mean(log n − (n − 1)/n) = {best['kl_bound']:.3f}")
 print(f"π*_β at β = {softest['beta']:g}: E[r_φ] {softest['proxy']:+.3f}, E[r*] {softest['truth']:+.3f}, KL to π̂_ref "
-      f"{softest['kl']:.3f}")""",
+      f"{softest['kl']:.3f} nats per completion")""",
     r"""md:Over samples of $\pi_{\text{ref}}$ the optimum cannot leave them: $\mathrm{KL}(\pi^*\,\|\,\hat\pi_{\text{ref}}) = \log n - H(\pi^*) \le \log n$
 per prompt (the widget prints the bound), so it can only reweight the completions $\pi_{\text{ref}}$ wrote. DPO has no
 such bound: its gradient pushes only on the pairs' own completions, but the weights are shared, so what happens to every
@@ -272,7 +278,7 @@ p_dpo.check(dpo_records[0]["loss"], why="every implicit reward is 0, so each pai
 end, dpo_beta = dpo_summary["eval_after"], dpo_summary["beta"]
 print(f"{dpo_summary['updates']} updates of {dpo_records[0]['pairs']} pairs")
 print(f"DPO, β = {dpo_beta:g}: held-out pairs ranked right by r̂ {end['eval_accuracy']:.0%} (the truth's order "
-      f"{end['eval_score_accuracy']:.0%}); sampled completions: KL {end['sample_kl']:.1f} nats per completion, r* "
+      f"{end['eval_score_accuracy']:.0%}); sampled completions: KL(π_θ‖π_ref) {end['sample_kl']:.1f} nats per completion, r* "
       f"{dpo_summary['eval_before']['true_reward_mean']:+.2f} → {end['true_reward_mean']:+.2f}")
 display(Image(data=views.dpo_figure(dpo_records, dpo_summary, pairs)))
 moved = lab.displacement(dpo_records)
@@ -322,11 +328,11 @@ for method, row in sweep.items():
     tokens = f"{seeds.spread(row['tokens_before'], '.1f')} → {seeds.spread(row['tokens'], '.1f')}"
     print(f"{method:<14}{seeds.spread(row['kl'], '.1f'):>15}{seeds.spread(row['true']):>16}"
           f"{seeds.spread(row['chosen_reward']):>17}{seeds.spread(log_ratio, '+.1f'):>20}   {tokens}")
-print(f"(each cell: the lowest … the highest over the {len(next(iter(sweep.values()))['kl'])} runs; KL in nats per "
+print(f"(each cell: the lowest … the highest over the {len(next(iter(sweep.values()))['kl'])} runs; KL(π_θ‖π_ref) in nats per "
       f"completion, the sampled completions'; r̂ and the log-ratio: the training batches' chosen, last 5 updates)")
 display(Markdown(seeds.sweep_sentence(sweep)))
 smallest, largest = (sweep[m] for m in sorted(sweep, key=seeds.beta_of)[::len(sweep) - 1])
-why_beta.check("b", why=f"KL at the end {seeds.spread(smallest['kl'], '.1f')} nats at the smallest β, "
+why_beta.check("b", why=f"KL(π_θ‖π_ref) at the end {seeds.spread(smallest['kl'], '.1f')} nats per completion at the smallest β, "
                         f"{seeds.spread(largest['kl'], '.1f')} at the largest")""",
     r"""md:So $\beta$ sets how far DPO drifts and how far the chosen completions' likelihood falls — and, on these runs, not how
 long the completions grow nor, beyond the spread, which $r^*$ it ends at.
@@ -345,7 +351,7 @@ mine += [seeds.as_study_run(f"RM + PPO, β = {beta:g}", records, "kl_ref") for b
 print(f"{'PPO run':<20}{'against':<15}{'at KL':>7}{'r* gain, DPO':>14}{'r* gain, PPO':>14}")
 for row in seeds.matched_kl(mine):
     print(f"{row['ppo']:<20}{row['dpo']:<15}{row['kl']:>7.1f}{row['dpo_gain']:>+14.2f}{row['ppo_gain']:>+14.2f}")
-print("(KL in nats per completion; a gain: r* there less the run's own start)")""",
+print("(KL(π_θ‖π_ref) in nats per completion; a gain: r* there less the run's own start)")""",
     r"""md:One seed and one budget is a reading, not a finding. The benchmark adds PPO at its preset — the adaptive $\beta$ that
 steers the KL towards a target, the run the README starts, 100 gentler updates of completions up to 16 tokens — to the
 two aggressive runs, DPO at three $\beta$, and seeds 0–2 under three CPU-kernel variants. The figure draws the native
@@ -358,13 +364,11 @@ for (dpo, ppo_method), rows in seeds.by_pairing(matched).items():
     print(f"{dpo:<14}{ppo_method:<31}{seeds.spread([r['kl'] for r in rows], '.1f'):>11}"
           f"{seeds.spread([r['dpo_gain'] for r in rows]):>15}{seeds.spread([r['ppo_gain'] for r in rows]):>15}"
           f"{seeds.spread([r['ppo_gain'] - r['dpo_gain'] for r in rows]):>15}")
-print("(KL in nats per completion)")
+print("(KL(π_θ‖π_ref) in nats per completion)")
 display(Markdown(seeds.comparison_sentence(matched)))""",
     r"""md:A difference whose sign held on every run may still be small: read its size in the last column before you read it as
-a ranking. What the notebook's runs show on every seed and variant is narrower and firmer: a learned reward inherits
-the labeller's bias; PPO held only loosely by its penalty turns that bias into the policy, and the true reward falls;
-a larger penalty reaches the same proxy without it; and DPO, with no reward model, still lowers the likelihood of the
-completions it prefers and writes longer ones.""",
+a ranking.""",
+    """display(Markdown(seeds.summary_sentence(study)))""",
     SELF_CHECK,
     """p_pair = viz.Predict("A pair whose chosen completion has log π_θ/π_ref = −2 and whose rejected one has −5, at "
                      "β = 0.1: its DPO loss, to 3 decimals? (Both completions are less likely than under π_ref.)",

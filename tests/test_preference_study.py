@@ -86,3 +86,27 @@ def test_displacement_reads_the_first_and_last_updates():
     assert moved["rewards/chosen"] == pytest.approx((-0.2, -0.7))
     assert moved["rewards/margins"] == pytest.approx((0.4, 1.4))
     assert "logps/chosen" not in moved
+
+
+def test_the_summary_counts_each_finding_over_the_runs():
+    def ppo(method, hedged, padded, peak, trough):
+        n = 12
+        series = {"true_reward_mean": [0.1] * n, "kl_ref": [float(i) for i in range(n)],
+                  "response_length": [10.0] * n, "words_mean": [6.0] * n,
+                  "hedged_share": [0.2] + [hedged] * (n - 1), "padded_share": [0.2] + [padded] * (n - 1)}
+        return {"method": method, "seed": 0, "variant": "native", "kl_key": "kl_ref", "series": series,
+                "true_peak": peak, "true_trough": trough}
+
+    def dpo(chosen_end, tokens_end):
+        return {"method": "DPO, β = 0.1", "seed": 0, "variant": "native", "kl_key": "sample_kl",
+                "before": {"response_length": 10.0},
+                "series": {"rewards/chosen": [0.0, chosen_end], "response_length": [None, tokens_end],
+                           "sample_kl": [None, 2.0], "true_reward_mean": [None, 0.3]}}
+
+    study = [ppo("RM + PPO, β = 0.005", 0.9, 0.3, 0.4, -0.2), ppo("RM + PPO, β = 0.005", 0.3, 0.3, 0.4, -0.1),
+             ppo("RM + PPO, β = 0.005", 0.9, 0.9, 0.4, 0.35), ppo("RM + PPO, β = 0.05", 0.05, 0.2, 0.7, 0.7),
+             ppo("RM + PPO, β = 0.05", 0.15, 0.2, 0.7, 0.7), dpo(-0.3, 15.0), dpo(0.1, 9.0)]
+    sentence = seeds.summary_sentence(study)
+    assert "fall by 0.2 or more on 2 of 3 runs, and on 1 of those 2" in sentence
+    assert "hedged less than half as often as π_ref's on 1 of 2" in sentence
+    assert "less likely than under π_ref on 1 of its 2 runs and with longer completions on 1." in sentence

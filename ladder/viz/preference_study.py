@@ -182,3 +182,22 @@ def anatomy_line(study: list[dict], method: str, at: str, fell_by: float | None 
              if fell_by is not None else f"{len(runs)} runs")
     return (f"{method}, {at}, {which}: words {both('words_mean', '.1f')}; hedge {both('hedged_share', '.0%')}; "
             f"repeat a word {both('padded_share', '.0%')}; the commoner of the two {spread(commoner, '.0%')}")
+
+
+def summary_sentence(study: list[dict], fell_by: float = 0.2) -> str:
+    """The study's firm findings in words, each with its count of runs."""
+    small = [r for r in study if r["method"] == "RM + PPO, β = 0.005"]
+    fell = [r for r in small if r["true_peak"] - r["true_trough"] >= fell_by]
+    ruled = [r for r in fell if max(anatomy_of(r, "trough")[k] for k in ("hedged_share", "padded_share")) > 0.5]
+    large = [r for r in study if r["method"] == "RM + PPO, β = 0.05"]
+    unhedged = [r for r in large if anatomy_of(r, "end")["hedged_share"] < anatomy_of(r, "π_ref")["hedged_share"] / 2]
+    dpo = [r for r in study if r["kl_key"] == "sample_kl"]
+    displaced = [r for r in dpo if displacement(records_of(r))["rewards/chosen"][1] < 0]
+    longer = [r for r in dpo if records_of(r)[-1]["response_length"] > r["before"]["response_length"]]
+    return (f"What the study shows is narrower and firmer, with its counts: PPO held only loosely by its penalty "
+            f"(β = 0.005) saw its true reward fall by {fell_by:g} or more on {len(fell)} of {len(small)} runs, and on "
+            f"{len(ruled)} of those {len(fell)} the commoner of a hedge and a repeated word was in most completions at "
+            f"the trough; the larger penalty's (β = 0.05) completions hedged less than half as often as π_ref's on "
+            f"{len(unhedged)} of {len(large)}; and DPO, with no reward model, ended with the chosen completions less "
+            f"likely than under π_ref on {len(displaced)} of its {len(dpo)} runs and with longer completions on "
+            f"{len(longer)}.")

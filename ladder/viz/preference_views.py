@@ -79,8 +79,8 @@ def beta_view(samples: dict, ppo: dict[float, list[dict]]) -> View:
                  "PPO's to π_ref")
         left.legend(fontsize=8)
         right.scatter(samples["proxy"], point["implicit"], s=4, alpha=0.4)
-        right.set(title=f"π*_β's implicit reward β·log π*/π_ref (β = {v['beta']:g})", xlabel="r_φ(x, y)",
-                  ylabel="β·log π*(y|x)/π_ref(y|x)")
+        right.set(title=f"π*_β's implicit reward β·log π*/π̂_ref (β = {v['beta']:g})", xlabel="r_φ(x, y)",
+                  ylabel="β·log π*(y|x)/π̂_ref(y|x)")
         fig.tight_layout()
         gap = samples["proxy"] - point["implicit"]
         return fig, {"point": {k: point[k] for k in ("beta", "kl", "proxy", "truth")}, "curve": curve,
