@@ -4,11 +4,11 @@ Each update: B pulls a_i ~ π_θ → Bernoulli rewards r_i → Â_i = r_i − me
 → ``core.update`` with the REINFORCE loss −Â·log π_θ(a). The run is the loop's: metrics.jsonl, a checkpoint every
 ``--checkpoint-every`` updates (``--resume`` continues it), summary.json and curves.png, a progress bar, Ctrl-C.
 
-To make it a command, one line in ``ladder/run.py``'s ``RUNGS`` (with this file importable):
+Saved as ``ladder/rungs/bandit.py`` it is a command, and nothing else lists it: its ``RUNG`` declares it
+(``ladder.rungs.registry`` finds it). ``tests/test_example_rung.py`` runs it so, and checks it against
+``ladder.rungs.protocol.RungCode``.
 
-    RUNGS = {..., "bandit": "example_rung"}        # python -m ladder.run bandit --steps 40
-
-``tests/test_example_rung.py`` runs it so, and checks it against ``ladder.rungs.protocol.Rung``.
+    python -m ladder.run bandit --steps 40
 """
 
 from __future__ import annotations
@@ -21,19 +21,19 @@ from torch import nn
 from ladder import core
 from ladder.cli import RunOptions, at_least, int_range, option, positive
 from ladder.plots import Panel
-from ladder.rungs.protocol import TRAINING_WRITES, no_cross_option_rules, no_export
+from ladder.rungs.protocol import Rung, no_cross_option_rules
 from ladder.runtime import loop
 from ladder.runtime.loop import Recipe
 from ladder.runtime.runlog import seed_everything
 from ladder.runtime.session import RunSession
 
 NAME = "bandit"
+RUNG = Rung(name=NAME, position=9, summary="a three-armed bandit learnt with the policy gradient",
+            exercises=("ex11_aggregate", "ex17_compute_loss", "ex18_update"))
 PRESETS: dict = {}
 ALGOS: dict = {}
 RESOLVED: dict = {}
-WRITES = TRAINING_WRITES
 validate = no_cross_option_rules
-export = no_export
 MEANS = (0.2, 0.5, 0.8)  # each arm's chance of a reward of 1: the last arm is the best
 CURVES = [Panel("reward", "mean over the update's pulls", {"reward": ""}),
           Panel("π_θ(best arm)", "probability", {"p_best": ""})]
@@ -62,33 +62,41 @@ class ArmPolicy(nn.Module):
 
 def train(cfg: Config) -> dict:
     """Train on the bandit; write metrics.jsonl, summary.json and curves.png into ``cfg.out``."""
-    return loop.train(cfg, NAME, build, total=cfg.steps)
+    return loop.train(cfg, NAME, build)
 
 
 def build(cfg: Config, run: RunSession) -> Recipe:
-    """The bandit as the loop runs it: pull, reward, Â_i = r_i − mean(r), one REINFORCE pass."""
-    seed_everything(cfg.seed)
-    policy = ArmPolicy(len(MEANS))
-    optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr)
-    generator = torch.Generator().manual_seed(cfg.seed)
-    update_cfg = core.UpdateConfig(mu=1, num_minibatches=1, objective="reinforce")
+    """The bandit as the loop runs it (``Bandit``)."""
+    return Bandit(cfg, run)
 
-    def update() -> dict:
+
+class Bandit(Recipe):
+    """Pull, reward, Â_i = r_i − mean(r), one REINFORCE pass; ``cfg.steps`` updates."""
+
+    def __init__(self, cfg: Config, run: RunSession):
+        seed_everything(cfg.seed)
+        self.cfg, self.run = cfg, run
+        self.policy = ArmPolicy(len(MEANS))
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.lr)
+        self.generator = torch.Generator().manual_seed(cfg.seed)
+        self.update_cfg = core.UpdateConfig(mu=1, num_minibatches=1, objective="reinforce")
+        self.plan = loop.Plan(updates=cfg.steps, curves=tuple(CURVES), bar=(("p_best", "p_best", ".2f"),))
+
+    def update(self) -> dict:
         with torch.no_grad():
-            probs = torch.softmax(policy.logits, dim=-1)
-        arms = torch.multinomial(probs, cfg.pulls, replacement=True, generator=generator)[:, None]   # [B, 1]
-        rewards = torch.bernoulli(torch.tensor(MEANS)[arms], generator=generator)                     # [B, 1]
+            probs = torch.softmax(self.policy.logits, dim=-1)
+        arms = torch.multinomial(probs, self.cfg.pulls, replacement=True, generator=self.generator)[:, None]  # [B, 1]
+        rewards = torch.bernoulli(torch.tensor(MEANS)[arms], generator=self.generator)                      # [B, 1]
         batch = core.Batch(actions=arms, mask=torch.ones_like(rewards), rewards=rewards,
                            advantages=rewards - rewards.mean())
-        passes = core.update(policy, batch, optimizer, update_cfg)
+        passes = core.update(self.policy, batch, self.optimizer, self.update_cfg)
         return {"reward": rewards.mean().item(), "p_best": probs[-1].item(), **passes[-1],
-                "skipped_steps": run.skipped_steps(passes, update_cfg.num_minibatches)}
+                **core.step_counts(passes, self.update_cfg.num_minibatches)}
 
-    def summary() -> dict:
-        records = run.records()
+    def summary(self) -> dict:
+        records = self.run.records()
         return {"rung": NAME, "p_best_first": records[0]["p_best"], "p_best_last": records[-1]["p_best"],
-                "reward_last": records[-1]["reward"], "wall_s": run.wall_s, "seed": cfg.seed}
+                "reward_last": records[-1]["reward"], "wall_s": self.run.wall_s, "seed": self.cfg.seed}
 
-    return Recipe(parts={"policy": policy, "optimizer": optimizer, "generator": generator}, progress={},
-                  update=update, finished=lambda updates: updates >= cfg.steps, summary=summary,
-                  curves=lambda: CURVES, postfix=lambda record: {"p_best": f"{record['p_best']:.2f}"})
+    def state(self) -> dict:
+        return {"policy": self.policy, "optimizer": self.optimizer, "generator": self.generator}

@@ -56,9 +56,9 @@ and, with a sampler of its own, 21):
     return record, rollout, Â_i                              the rung logs Â_i beside each completion
                                                              (OUT/completions.jsonl, grpo.completion_rows)
 
-    step    a ladder.rungs.grpo.Step (made by grpo.build): cfg, policy, trainer, tokenizer, optimizer,
+    step    a ladder.rungs.grpo.Step (made by grpo.make_step): cfg, policy, trainer, tokenizer, optimizer,
             update_cfg, stream, system_prompt, reward_funcs, reward_weights, procs, records_sampler_logp, prompt,
-            skipped_steps, rollout, advantages, credit, entropy_control
+            rollout, advantages, credit, entropy_control
     result  (record: dict, rollout, Â_i: [B] this process's advantages); the batch it builds has [B, T] tensors
 
 The helpers come from the rung: ``from ladder.rungs.grpo.record import Laps, step_record``, ``from

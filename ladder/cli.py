@@ -11,6 +11,7 @@ rules that relate several options.
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import math
 import re
@@ -319,6 +320,44 @@ class RunOptions(Checked):
     use_exercises: bool = option(False, "train with your implemented functions from exercises/ "
                                         "(or $LADDER_EXERCISES) in place of the core's")
 
+    def options(self) -> dict:
+        """The options as their flags name them, flag → value: config.json (``options_dict``)."""
+        return options_dict(self)
+
+
+def options_dict(config) -> dict:
+    """A config as flag → value: ``dataclasses.asdict`` with each field that holds a typed spec (``ladder.specs``)
+    flattened into its flags, in ``layout``'s order."""
+    values = {}
+    for f in dataclasses.fields(config):
+        spec = f.metadata.get("spec")
+        if spec:
+            values.update(spec.flat(config))
+        else:
+            values[f.name] = copy.deepcopy(getattr(config, f.name))
+    return {name: values[name] for name in map(option_name, layout(type(config))) if name in values}
+
+
+def layout(config_cls) -> list:
+    """Every option of a config in the order ``--help``, config.json and --print-config list them: each plain field (a
+    ``dataclasses.Field``) and each spec field's params (``ladder.specs.Param``) in the field's place — but a param its
+    spec places before another option (``placed()``: flag → that option's name; a union's choice) there."""
+    items, placed = [], {}
+    for f in dataclasses.fields(config_cls):
+        spec = f.metadata.get("spec")
+        items += list(spec.params()) if spec else [f]
+        placed.update(getattr(spec, "placed", dict)() if spec else {})
+    for flag, before in placed.items():
+        item = next(i for i in items if option_name(i) == flag)
+        items.remove(item)
+        items.insert(next(k for k, i in enumerate(items) if option_name(i) == before), item)
+    return items
+
+
+def option_name(item) -> str:
+    """The option's name of a ``layout`` item: a param's flag, a field's name."""
+    return getattr(item, "flag", None) or item.name
+
 
 _NEGATIVE_NUMBER = re.compile(r"-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?|-inf|-nan")
 
@@ -367,10 +406,10 @@ def _base_type(tp):
 
 
 def add_config_args(parser: argparse.ArgumentParser, config_cls, suppress_defaults: bool = False) -> None:
-    """One ``--flag`` per field. With ``suppress_defaults`` only the flags actually given are parsed."""
-    for f in dataclasses.fields(config_cls):
-        if f.metadata.get("spec"):
-            _add_param_args(parser, f.metadata["spec"].params(), suppress_defaults)
+    """One ``--flag`` per option (``layout``). With ``suppress_defaults`` only the flags actually given are parsed."""
+    for f in layout(config_cls):
+        if not isinstance(f, dataclasses.Field):  # a spec's param
+            _add_param_args(parser, [f], suppress_defaults)
             continue
         flags = ["--" + f.name.replace("_", "-"), *f.metadata.get("aliases", ())]
         kind = _base_type(f.type)
@@ -394,10 +433,16 @@ def add_config_args(parser: argparse.ArgumentParser, config_cls, suppress_defaul
 def _add_param_args(parser: argparse.ArgumentParser, params, suppress_defaults: bool) -> None:
     """A spec's flags: one per param, its default the spec field's."""
     for p in params:
+        default = argparse.SUPPRESS if suppress_defaults else p.default
+        help_text = p.help() if callable(p.help) else p.help  # a help built from a registry, as it is now
+        if isinstance(p.domain, Flag):  # an on/off flag (a choice: --adaptive-entropy)
+            parser.add_argument(p.dashed, dest=p.flag, action=argparse.BooleanOptionalAction, default=default,
+                                help=help_text)
+            continue
         kind = getattr(p.domain, "kind", None) or (str if p.default is None else type(p.default))
         choices = tuple(p.domain.choices) if isinstance(p.domain, OneOf) else None
-        parser.add_argument(p.dashed, dest=p.flag, type=kind, default=argparse.SUPPRESS if suppress_defaults
-                            else p.default, help=p.help, choices=choices, metavar=p.flag.upper())
+        parser.add_argument(p.dashed, dest=p.flag, type=kind, default=default, help=help_text, choices=choices,
+                            metavar=p.flag.upper())
 
 
 def config_from_args(config_cls, args: argparse.Namespace, overrides: dict | None = None,
@@ -417,11 +462,6 @@ def config_from_args(config_cls, args: argparse.Namespace, overrides: dict | Non
             spec = f.metadata["spec"]
             values[f.name] = spec.build(values, {p.flag: value_of(p.flag, p.default) for p in spec.params()})
     return config_cls(**values)
-
-
-def show_progress(wanted: bool) -> bool:
-    """Progress bars on a terminal or in a notebook; not in pipes and log files, where they are noise."""
-    return wanted and (sys.stderr.isatty() or "ipykernel" in sys.modules)
 
 
 def die(message: str) -> typing.NoReturn:

@@ -10,24 +10,23 @@ does not return within ``--reward-timeout`` seconds (``TIME_LIMIT_S`` unless giv
 returns something that is not a list, the wrong number of rewards, or an entry that is not a finite number
 (None, text, NaN, ±inf) stops the run with one line naming the function and the completion. A user's module
 or function that exits (``sys.exit``, or ``argparse`` parsing ladder's own command line) is one line too, at
-import as at call: what the user's code prints is held while it runs and passed on once it returns.
+import as at call: what the user's code prints is held while it runs and passed on once it returns
+(``ladder.runtime.user_code``).
 """
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
-import io
 import math
-import sys
 from collections.abc import Callable
-from contextlib import contextmanager, redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import torch
 
 from ladder.runtime.errors import UsageError
 from ladder.runtime.limits import TimedOut, time_limit
+from ladder.runtime.user_code import exited, held_output, one_line, said
 from ladder.tasks import arithmetic
 
 TIME_LIMIT_S = 600.0  # seconds one call of a reward function may take, on a whole batch
@@ -74,34 +73,6 @@ def _import(where: str):
     return module
 
 
-@contextmanager
-def held_output(printed: list[str] | None):
-    """What the user's code prints while inside is held: passed on if it returns (``printed`` None: dropped).
-    If it raises or exits, nothing is passed on, so that the error stays one line, and its last printed
-    line goes into ``printed`` (argparse prints its usage and the error, then exits)."""
-    out, err = io.StringIO(), io.StringIO()
-    try:
-        with redirect_stdout(out), redirect_stderr(err):
-            yield
-    except BaseException:
-        if printed is not None:
-            printed.extend([line for line in (out.getvalue() + err.getvalue()).splitlines() if line.strip()][-1:])
-        raise
-    if printed is not None:
-        sys.stdout.write(out.getvalue())
-        sys.stderr.write(err.getvalue())
-
-
-def exited(error: BaseException) -> str | None:
-    """``sys.exit(2)`` for an exit, None for an exception."""
-    return f"sys.exit({'' if error.code is None else repr(error.code)})" if isinstance(error, SystemExit) else None
-
-
-def said(printed: list[str]) -> str:
-    """``; it printed '…'``: the last line the user's code printed before it failed (``held_output``), or ""."""
-    return f"; it printed {one_line(printed[-1], 100)!r}" if printed else ""
-
-
 def _specs(funcs: str) -> list[str]:
     specs = [spec.strip() for spec in funcs.split(",") if spec.strip()]
     names = [spec.rpartition(":")[2] for spec in specs]
@@ -127,12 +98,6 @@ def weights(funcs: str, weights_text: str | None) -> dict[str, float]:
     if len(values) != len(names):
         raise UsageError(f"--reward-weights needs {len(names)} numbers ({','.join(names)}), got {weights_text!r}")
     return dict(zip(names, values))
-
-
-def one_line(error: BaseException | str, limit: int = 120) -> str:
-    """An error's message on one line, cut to ``limit`` characters."""
-    text = " ".join(str(error).split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def _sample(completions: list[str], i: int) -> str:

@@ -1,20 +1,14 @@
 """``python -m ladder.run RUNG [options]`` — train one rung of the ladder.
 
-    reinforce      REINFORCE on CartPole (returns-to-go, optional baseline)
-    cartpole       PPO on CartPole (actor-critic, vector envs, GAE)
-    ppo-sentiment  RLHF-PPO: a causal LM continues movie reviews positively (KL-shaped rewards, value head)
-    grpo           GRPO on math problems (group-relative advantages, rule rewards; --qlora)
-    agent          GRPO on multi-turn tool use: the environment's replies are context, not actions
-    reward-model   a reward model r_φ from preference pairs (Bradley–Terry); ppo-sentiment --reward-model trains on it
-    dpo            DPO: the policy fitted to preference pairs directly (the reward read off π_θ/π_ref)
-    eval           greedy accuracy of a model (and adapter) on the fixed held-out problems
+{rungs}
     doctor         read a run's logs (ladder's or TRL's) and name the known failures: python -m ladder.doctor
 
 Every training run writes OUT/config.json, OUT/metrics.jsonl, OUT/summary.json and OUT/curves.png
 (``eval``: OUT/config.json, OUT/summary.json and OUT/completions.jsonl); ``--resume OUT`` continues an
 interrupted run from its last checkpoint; Ctrl-C, SIGTERM and SIGHUP interrupt a run so that it can be
 continued (exit code 128 + the signal's number: 130, 143, 129). ``RUNG --help`` lists a rung's options;
-``RUNG --print-config`` prints the values a run would use, without training.
+``RUNG --print-config`` prints the values a run would use, without training. The rungs are the modules of
+``ladder.rungs`` that declare themselves (``ladder.rungs.registry``).
 """
 
 from __future__ import annotations
@@ -33,38 +27,33 @@ import os
 import shlex
 import signal
 import sys
-import threading
-import time
 from pathlib import Path
 
 from ladder.cli import HelpFormatter, OneLineParser, add_config_args, config_from_args, die
 from ladder.patches import quiet_the_stack
-from ladder.rungs.protocol import Rung
-from ladder.runtime import early_signals
+from ladder.rungs import registry
+from ladder.rungs.protocol import RungCode
+from ladder.runtime import early_signals, signals
 from ladder.runtime.distributed import is_main_process
 from ladder.runtime.runlog import RunLog, RunStopped, UsageError
 from ladder.specs import option_names, options_dict
 
-RUNGS = {
-    "reinforce": "ladder.rungs.reinforce",
-    "cartpole": "ladder.rungs.cartpole",
-    "grpo": "ladder.rungs.grpo",
-    "eval": "ladder.rungs.lm_eval",
-    "ppo-sentiment": "ladder.rungs.ppo_sentiment",
-    "agent": "ladder.rungs.agent",
-    "reward-model": "ladder.rungs.reward_model",
-    "dpo": "ladder.rungs.dpo",
-}
+
+def load_rung(name: str) -> RungCode:
+    """The rung's module (``ladder.rungs.protocol.RungCode``); an unknown name is one line (exit 2)."""
+    try:
+        return registry.find(name)
+    except UsageError as e:
+        die(str(e))
 
 
-def load_rung(name: str) -> Rung:
-    """The rung's module: it declares every member of ``ladder.rungs.protocol.Rung``."""
-    if name not in RUNGS:
-        die(f"unknown rung {name!r}; choose one of: {', '.join(RUNGS)}")
-    return importlib.import_module(RUNGS[name])
+def usage() -> str:
+    """This module's doc with the rungs' list, each rung's name and summary (``Rung.summary``)."""
+    rungs = "\n".join(f"    {name:14s} {module.RUNG.summary}" for name, module in registry.rungs().items())
+    return __doc__.strip().format(rungs=rungs)
 
 
-def build_parser(name: str, rung: Rung, suppress_defaults: bool = False) -> argparse.ArgumentParser:
+def build_parser(name: str, rung: RungCode, suppress_defaults: bool = False) -> argparse.ArgumentParser:
     parser = OneLineParser(prog=f"python -m ladder.run {name}", description=(rung.__doc__ or "").strip(),
                            formatter_class=HelpFormatter)
     presets = ", ".join(rung.PRESETS) or "none"
@@ -81,7 +70,7 @@ def build_parser(name: str, rung: Rung, suppress_defaults: bool = False) -> argp
     return parser
 
 
-def make_config(name: str, rung: Rung, argv: list[str]):
+def make_config(name: str, rung: RungCode, argv: list[str]):
     args = build_parser(name, rung).parse_args(argv)
     given = set(vars(build_parser(name, rung, suppress_defaults=True).parse_args(argv)))
     presets = rung.PRESETS
@@ -106,7 +95,7 @@ def make_config(name: str, rung: Rung, argv: list[str]):
 RESUME_KEEPS = {"resume", "progress", "device", "out", "export_trl"}  # out: the directory resumed, even if moved
 
 
-def resumed_options(name: str, rung: Rung, args: argparse.Namespace, given: set[str]) -> dict:
+def resumed_options(name: str, rung: RungCode, args: argparse.Namespace, given: set[str]) -> dict:
     """``--resume DIR``: the options the run started with (config.json); only the bookkeeping flags may
     change. Any other flag given with a value of its own is ignored, and one line on stderr says so."""
     saved = RunLog.read_config(args.resume)
@@ -125,7 +114,7 @@ def resumed_options(name: str, rung: Rung, args: argparse.Namespace, given: set[
     return {name: saved[name] for name in option_names(rung.Config) if name in saved and name not in RESUME_KEEPS}
 
 
-def applied(name: str, rung: Rung, argv: list[str]) -> dict:
+def applied(name: str, rung: RungCode, argv: list[str]) -> dict:
     """The ``--preset`` and ``--algo`` that ``make_config`` applied (none for a resumed run: it keeps the
     options it started with)."""
     args = build_parser(name, rung).parse_args(argv)
@@ -134,7 +123,7 @@ def applied(name: str, rung: Rung, argv: list[str]) -> dict:
     return {"preset": args.preset, **({"algo": args.algo} if rung.ALGOS else {})}
 
 
-def effective_config(name: str, rung: Rung, cfg, argv: list[str]) -> dict:
+def effective_config(name: str, rung: RungCode, cfg, argv: list[str]) -> dict:
     """What ``--print-config`` prints: the rung, the preset and ``--algo`` applied, and every option with
     the value the run will use (the rung's ``RESOLVED`` rules; a None left means "off" or "none")."""
     options = options_dict(cfg)
@@ -211,65 +200,19 @@ def _as_bytes(text: str, encoding: str) -> bytes:
         return text.encode(encoding, "backslashreplace")
 
 
-INTERRUPTS = tuple(getattr(signal, name) for name in early_signals.NAMES if hasattr(signal, name))
-
-
-Interrupted = early_signals.Stopped  # SIGTERM or SIGHUP raised where Ctrl-C raises its KeyboardInterrupt
-
-
-class Interrupts:
-    """The handler of SIGINT, SIGTERM and SIGHUP around a command. One stops the run (Ctrl-C's
-    ``KeyboardInterrupt``, or ``Interrupted``); another within ``burst_s`` of it, or any once the command reports
-    the interruption (``reporting``), is ignored, so the shutdown it started runs to its end. A later one stops the
-    run again: a library that swallowed the first (an exception raised in a ``__del__`` is only printed) cannot
-    leave a run that no signal stops."""
-
-    burst_s = 1.0
-
-    def __init__(self):
-        self.last, self.reporting = None, False
-
-    def __call__(self, signum, frame):
-        now = time.monotonic()
-        if self.reporting or (self.last is not None and now - self.last < self.burst_s):
-            return
-        self.last = now
-        if signum == signal.SIGINT:
-            raise KeyboardInterrupt
-        raise Interrupted(signum)
-
-
-def _handle(signums: tuple[int, ...], handler) -> dict:
-    """``handler`` for each of ``signums`` that is not ignored (``nohup`` ignores SIGHUP: it stays so) and whose
-    handler Python knows; returns the handlers it replaced. Only the main thread may set them."""
-    previous = {}
-    if threading.current_thread() is not threading.main_thread():
-        return previous
-    for signum in signums:
-        current = signal.getsignal(signum)
-        if current is not None and current is not signal.SIG_IGN:
-            previous[signum] = signal.signal(signum, handler)
-    return previous
-
-
 @contextlib.contextmanager
 def terminal_guards(whole_process: bool):
     """Around a command: a closed pipe on stdout or stderr costs the run nothing; SIGINT, SIGTERM and SIGHUP stop it
-    as Ctrl-C does, a second one no traceback (``Interrupts``). ``whole_process`` (the command line itself): after
-    an interruption, these signals stay ignored until the process ends."""
+    as Ctrl-C does, a second one no traceback (``ladder.runtime.signals.stopping``, ``whole_process``)."""
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _PipeSafe(sys.stdout), _PipeSafe(sys.stderr)
-    interrupts = Interrupts()
-    previous = _handle(INTERRUPTS, interrupts)
     try:
-        yield interrupts
+        with signals.stopping(whole_process) as interrupts:
+            yield interrupts
     finally:
         sys.stdout.flush()
         sys.stderr.flush()
         sys.stdout, sys.stderr = streams
-        if not (interrupts.reporting and whole_process):
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
 
 
 def printable(summary: dict) -> dict:
@@ -288,7 +231,8 @@ def main(argv: list[str] | None = None) -> int:
     whole_process = argv is None
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv or argv[0] in ("-h", "--help"):
-        print(__doc__.strip())
+        with terminal_guards(whole_process):
+            print(usage())
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
     quiet_the_stack()  # a library's notes about its next release are not the learner's problem (patches)
@@ -322,7 +266,18 @@ def learners_functions(cfg, name: str):
     return use_exercises(rung=name)
 
 
-def run_command(name: str, rung: Rung, rest: list[str], interrupts: Interrupts | None = None) -> int:
+def exported(rung: RungCode, cfg) -> dict | None:
+    """``--export-trl FILE`` (the rungs that declare an export): the run written as a TRL script by the rung's
+    exporter (``Rung.export``, "module:function") after its cross-option rules, nothing trained; its summary.
+    None: the run trains."""
+    if rung.RUNG.export is None or getattr(cfg, "export_trl", None) is None:
+        return None
+    rung.validate(cfg)
+    module, function = rung.RUNG.export.split(":")
+    return getattr(importlib.import_module(module), function)(cfg, cfg.export_trl)
+
+
+def run_command(name: str, rung: RungCode, rest: list[str], interrupts: signals.Interrupts | None = None) -> int:
     """One command line after its rung: bad input is exit 2, a fault during the run exit 1, an interruption
     128 + its signal (Ctrl-C 130, SIGTERM 143, SIGHUP 129)."""
     cfg = None
@@ -332,7 +287,7 @@ def run_command(name: str, rung: Rung, rest: list[str], interrupts: Interrupts |
             rung.validate(cfg)  # the rules that relate several options
             print(json.dumps(effective_config(name, rung, cfg, rest), indent=2))
             return 0
-        summary = rung.export(cfg)  # grpo --export-trl FILE: the run as a TRL script; no run directory
+        summary = exported(rung, cfg)  # --export-trl FILE: the run as a TRL script; no run directory
         if summary is None:
             with learners_functions(cfg, name):
                 summary = rung.train(cfg)  # a directory it created and must not keep, it removes itself
@@ -353,7 +308,7 @@ def run_command(name: str, rung: Rung, rest: list[str], interrupts: Interrupts |
         if "export_trl" in summary:
             print(f"wrote {summary['export_trl']}")
         elif cfg.out is not None:
-            print(f"wrote {cfg.out}/{rung.WRITES}")
+            print(f"wrote {cfg.out}/{rung.RUNG.writes}")
     return 0
 
 

@@ -2,6 +2,8 @@
 that a notebook, the doctor's gallery and the tests that read the same run share it.
 
     cached_run(rung, flags, cache_dir) -> the run's directory      (made at the first call, then reused)
+    run_gallery_entry(name)            -> a gallery entry's broken (or fixed) run  (``ladder.doctor.gallery``)
+    run_healthy(rung)                  -> a rung's healthy tiny run, the one the gallery's entries break
 
 A run's entry is keyed by its whole configuration as ``ladder.run`` resolves it (preset, flags, defaults; not where
 it is written), by a hash of the ladder package's source, the versions of the libraries that compute it and the
@@ -21,6 +23,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ladder.doctor import gallery
 from ladder.runtime import warm_start
 
 
@@ -98,3 +101,26 @@ def _make_run(rung: str, flags: list[str], final: Path) -> None:
         shutil.rmtree(final)
     out.rename(final)
     shutil.rmtree(scratch, ignore_errors=True)
+
+
+# --- the doctor's failure gallery: its runs, kept in gallery.default_cache() ---------------------------------------
+
+def run_gallery_entry(name: str, cache_dir: str | os.PathLike | None = None, fixed: bool = False,
+                      seed: int = 0) -> Path:
+    """The run directory of gallery entry ``name`` (its broken run, or with ``fixed`` its fixed one), under
+    ``cache_dir`` (default: ``gallery.default_cache()``)."""
+    rung, flags = gallery.entry_flags(name, fixed, seed)
+    return _gallery_run(rung, flags, cache_dir)
+
+
+def run_healthy(rung: str, cache_dir: str | os.PathLike | None = None, seed: int = 0, extra: tuple[str, ...] = ()
+                ) -> Path:
+    """The run directory of a rung's healthy (shortened) tiny preset, with ``extra`` flags after it (a later flag
+    wins: ``("--max-new-tokens", "16")``), under ``cache_dir`` (default: ``gallery.default_cache()``)."""
+    return _gallery_run(rung, [*gallery.healthy_flags(rung, seed), *extra], cache_dir)
+
+
+def _gallery_run(rung: str, flags: list[str], cache_dir: str | os.PathLike | None) -> Path:
+    """``cached_run`` of a gallery run, its data files written into the cache and their directory into its flags."""
+    cache = Path(cache_dir or gallery.default_cache())
+    return cached_run(rung, gallery.with_data(flags, cache), cache)

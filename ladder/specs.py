@@ -9,19 +9,23 @@ A spec field is declared with ``option(default, help, spec=SPEC_OPTION)``, where
                            not given); refuses, in one line, a flag the chosen spec does not read
     flat(config)           flag → value of the spec the config holds (config.json, --print-config, the TRL map)
     problem(config)        what is wrong with the spec the config holds, in one line (None: nothing)
+    placed()               (optional) flag → the option it is listed before, where not in the field's place
 
-``options_dict`` and ``option_value`` read a config as its flags: the spec fields flattened.
+A choice between specs is one field too (``UnionSpec``, a tagged union): the class it holds is the choice, and the
+choice's flag (``--loss-type``, ``--adaptive-entropy``) is read off it — no field of its own beside the spec's.
+
+``options_dict`` (``ladder.cli``'s) and ``option_value`` read a config as its flags: the spec fields flattened.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ladder.cli import outside_domain
+from ladder.cli import Flag, layout, option_name, outside_domain
+from ladder.cli import options_dict as options_dict  # (re-exported: its readers import it from here)
 from ladder.runtime.errors import OptionError, UsageError
 
 _FIELDS_OWN = object()  # a Param's default: its spec field's own
@@ -33,9 +37,9 @@ class Param:
     gives it its own (``own_default``: the agent's ``--reward-funcs``)."""
 
     flag: str
-    spec: type
+    spec: type | None     # None: a choice's flag (``choice_param``), which sets no field
     name: str
-    help: str
+    help: str | Callable[[], str]
     domain: Any = None
     own_default: Any = _FIELDS_OWN
 
@@ -70,24 +74,9 @@ def spec_fields(config_or_cls) -> list[tuple[dataclasses.Field, SpecOption]]:
 
 
 def option_names(config_cls) -> list[str]:
-    """Every option of a config as its flags name it: the plain fields, and each spec field's param flags."""
-    names = []
-    for f in dataclasses.fields(config_cls):
-        spec = f.metadata.get("spec")
-        names += [p.flag for p in spec.params()] if spec else [f.name]
-    return names
-
-
-def options_dict(config) -> dict:
-    """The config as flag → value (``dataclasses.asdict`` with each spec field flattened into its flags)."""
-    values = {}
-    for f in dataclasses.fields(config):
-        spec = f.metadata.get("spec")
-        if spec:
-            values.update(spec.flat(config))
-        else:
-            values[f.name] = copy.deepcopy(getattr(config, f.name))
-    return values
+    """Every option of a config as its flags name it: the plain fields, and each spec field's param flags (in
+    ``ladder.cli.layout``'s order)."""
+    return [option_name(item) for item in layout(config_cls)]
 
 
 def option_value(config, flag: str):
@@ -106,89 +95,101 @@ def option_value(config, flag: str):
 
 
 def option_defaults(config_cls) -> dict:
-    """flag → default of every option (a param's default is its spec field's)."""
-    defaults = {}
-    for f in dataclasses.fields(config_cls):
-        spec = f.metadata.get("spec")
-        if spec:
-            defaults.update({p.flag: p.default for p in spec.params()})
-        else:
-            defaults[f.name] = f.default
-    return defaults
+    """flag → default of every option (a param's default is its spec field's), in ``ladder.cli.layout``'s order."""
+    return {option_name(item): item.default for item in layout(config_cls)}
 
 
-class ChosenSpec:
-    """A spec field whose class another option's value picks (``--loss-type sapo``: ``core.SoftGate``;
-    ``--adaptive-entropy``: an ``AdaptiveEntropy``, none without it). Its flags are every pickable class's params;
-    the field holds None while they are all at their defaults (``resolve`` then gives the picked class's defaults).
+class UnionSpec:
+    """A spec field that holds one of several classes, a tagged union: the class held is the choice, and a flag of its
+    own says which (``--loss-type sapo``: a ``loss_types.Sapo``; ``--adaptive-entropy``: an ``AdaptiveEntropy``, None
+    without it; ``--ref-sync-every 5``: ``ReferenceRefresh(every=5, …)``, None at 0). No other field says it.
 
-    ``field``: the config field that holds the spec; ``choice``: the option that picks it; ``pick(value)``: the class
-    (None: none); ``params()``: class → its params; ``refusal(cls, flags, value)``: the line that refuses flags of a
-    class the run did not pick (``needs(cls)`` names what picks it, for the default line). A held spec's
-    ``conflict()``, if it has one, is its own rule between its fields."""
+    ``choice``: that flag (a ``Param``, ``choice_param``); ``pick(value)``: the class its value holds (None: none);
+    ``tag(spec)``: the choice's value of a held spec (or of None). ``groups()``: group → the params its classes read,
+    read when asked (a class registered later is a choice too); classes that read the same params share a group
+    (``group_of(cls)``: the clipped loss types' ``--delta``), and a group's params may include the choice itself.
+    ``refusals()``: group → the line that refuses its params when the run picked another (``{flags}``, ``{value}``, or
+    a function of them; default: "... has no effect without ``needs(group)``"). ``before``: the option the choice's
+    flag is listed before (``placed``; None: first of the spec's flags). A held spec's ``conflict()``, if it has one,
+    is its own rule between its fields."""
 
-    def __init__(self, field: str, choice: str, pick: Callable[[Any], type | None],
-                 params: Callable[[], dict[type, tuple[Param, ...]]], needs: Callable[[type], str],
-                 refusals: Callable[[], dict[type, str]] = dict):
-        self.field, self.choice, self.pick, self.by_class = field, choice, pick, params
-        self.needs, self.refusals = needs, refusals
+    def __init__(self, field: str, choice: Param, pick: Callable[[Any], type | None], tag: Callable[[Any], Any],
+                 groups: Callable[[], dict[Any, tuple[Param, ...]]], needs: Callable[[Any], str],
+                 group_of: Callable[[type], Any] = lambda cls: cls, refusals: Callable[[], dict] = dict,
+                 before: str | None = None):
+        self.field, self.choice, self.pick, self.tag, self.groups = field, choice, pick, tag, groups
+        self.needs, self.group_of, self.refusals, self.before = needs, group_of, refusals, before
+
+    def placed(self) -> dict[str, str]:
+        """Flag → the option it is listed before, where not among the spec's own (``ladder.cli.layout``)."""
+        return {} if self.before is None else {self.choice.flag: self.before}
 
     def params(self) -> list[Param]:
-        return [p for params in self.by_class().values() for p in params]
+        """The choice's flag, then every group's params (each once)."""
+        out = {self.choice.flag: self.choice}
+        for params in self.groups().values():
+            out.update({p.flag: p for p in params if p.flag not in out})
+        return list(out.values())
 
     def resolve(self, config):
-        """The spec this config holds, or the picked class at its defaults (None: no class picked)."""
-        held = getattr(config, self.field)
-        if held is not None:
-            return held
-        cls = self.pick(getattr(config, self.choice))
-        return None if cls is None else cls()
+        """The spec this config holds (None: none)."""
+        return getattr(config, self.field)
+
+    def _read(self, cls: type | None) -> tuple[Param, ...]:
+        return () if cls is None else self.groups().get(self.group_of(cls), ())
 
     def build(self, values: dict, flags: dict):
-        """The picked class's spec from its flags (None: all at their defaults); every flag's value checked against
-        its domain first, then a flag only another class reads, set to other than its default, refused."""
+        """The picked class's spec from its flags; every flag's value checked against its domain first, then a flag
+        that only another class reads, set to other than its default, refused."""
         for p in self.params():
             problem = p.problem(flags[p.flag])
             if problem is not None:
                 raise OptionError(problem)
-        chosen = self.pick(values.get(self.choice))
-        for cls, params in self.by_class().items():
-            given = [p.dashed for p in params if cls is not chosen and flags[p.flag] != p.default]
+        value = flags[self.choice.flag]
+        chosen = self.pick(value)
+        mine = None if chosen is None else self.group_of(chosen)
+        for group, params in self.groups().items():
+            given = [p.dashed for p in params
+                     if group != mine and p.flag != self.choice.flag and flags[p.flag] != p.default]
             if given:
-                raise UsageError(self.refusal(cls, given, values.get(self.choice)))
-        if chosen is None:
-            return None
-        built = chosen(**{p.name: flags[p.flag] for p in self.by_class().get(chosen, ())})
-        return None if built == chosen() else built
+                raise UsageError(self.refusal(group, given, value))
+        return None if chosen is None else chosen(**{p.name: flags[p.flag] for p in self._read(chosen)})
 
-    def refusal(self, cls: type, flags: list[str], value) -> str:
+    def refusal(self, group, flags: list[str], value) -> str:
         refusals = self.refusals()
-        if cls in refusals:  # a line with {flags} and {value}, or a function of them
-            line = refusals[cls]
+        if group in refusals:
+            line = refusals[group]
             return line(", ".join(flags), value) if callable(line) else line.format(flags=", ".join(flags), value=value)
-        return f"{', '.join(flags)} {'has' if len(flags) == 1 else 'have'} no effect without {self.needs(cls)}"
+        return f"{', '.join(flags)} {'has' if len(flags) == 1 else 'have'} no effect without {self.needs(group)}"
 
     def flat(self, config) -> dict:
-        spec = self.resolve(config)
-        return {} if spec is None else {p.flag: getattr(spec, p.name) for p in self.by_class().get(type(spec), ())}
+        """The choice's flag and the params of the class held."""
+        held = getattr(config, self.field)
+        read = () if held is None else self._read(type(held))
+        return {self.choice.flag: self.tag(held), **{p.flag: getattr(held, p.name) for p in read}}
 
     def problem(self, config) -> str | None:
         held = getattr(config, self.field)
-        if held is None:
-            return None
-        wanted = self.pick(getattr(config, self.choice))
-        if type(held) is not wanted:
-            dashed = "--" + self.choice.replace("_", "-")
-            return f"{self.field} {held!r} is not what {dashed} {getattr(config, self.choice)!r} picks: {wanted}"
-        found = next(filter(None, (p.problem(getattr(held, p.name)) for p in self.by_class()[wanted])), None)
+        if held is None and self.pick(self.tag(None)) is None:  # none held: a choice only where the flag says so
+            return self.choice.problem(self.tag(None))
+        if type(held) is not self.pick(self.tag(held)):
+            return f"{self.field} must hold what a {self.choice.dashed} picks, got {held!r}"
+        found = next(filter(None, (p.problem(getattr(held, p.name)) for p in self._read(type(held)))), None)
         return found if found is not None else _conflict(held)
 
 
-def switched(field: str, switch: str, spec: type, params: tuple[Param, ...]) -> ChosenSpec:
-    """A ``ChosenSpec`` that an option turns on: ``spec`` while ``switch`` is truthy (on, or a positive number),
-    none otherwise, when its params are refused ("no effect without --SWITCH")."""
-    dashed = "--" + switch.replace("_", "-")
-    return ChosenSpec(field, switch, lambda on: spec if on else None, lambda: {spec: params}, lambda cls: dashed)
+def choice_param(flag: str, help: str | Callable[[], str], domain, default) -> Param:
+    """The flag of a ``UnionSpec``'s choice: it sets no field, its value is the class held (``help``: a text, or a
+    function of none that makes it when ``--help`` is built, from a registry as it is then)."""
+    return Param(flag, None, flag, help, domain, own_default=default)
+
+
+def switched(field: str, flag: str, help: str, spec: type, params: tuple[Param, ...]) -> UnionSpec:
+    """A ``UnionSpec`` that an on/off flag picks: ``spec`` with ``--FLAG``, None without it (its params then
+    refused: "no effect without --FLAG")."""
+    choice = choice_param(flag, help, Flag(), False)
+    return UnionSpec(field, choice, lambda on: spec if on else None, lambda held: held is not None,
+                     lambda: {spec: params}, lambda group: choice.dashed)
 
 
 def _conflict(spec) -> str | None:
@@ -236,7 +237,7 @@ def accepts_flags(config_cls):
     init = config_cls.__init__
 
     def __init__(self, *args, **kwargs):
-        flags = {name: kwargs.pop(name) for name in list(kwargs) if name in _param_flags(config_cls)}
+        flags = {name: kwargs.pop(name) for name in list(kwargs) if _is_flag(config_cls, name, kwargs[name])}
         if flags:
             plain = {f.name: f.default for f in dataclasses.fields(config_cls) if not f.metadata.get("spec")}
             for f, spec in spec_fields(config_cls):
@@ -252,5 +253,10 @@ def accepts_flags(config_cls):
     return config_cls
 
 
-def _param_flags(config_cls) -> set[str]:
-    return {p.flag for _, spec in spec_fields(config_cls) for p in spec.params()}
+def _is_flag(config_cls, name: str, value) -> bool:
+    """Whether ``name=value`` sets a spec's param by its flag. A name that is a field's too (``dynamic_sampling``: the
+    field holds the spec, its choice's flag says on or off) is the flag for a value of the flag's domain."""
+    params = {p.flag: p for _, spec in spec_fields(config_cls) for p in spec.params()}
+    if name not in params:
+        return False
+    return name not in {f.name for f in dataclasses.fields(config_cls)} or params[name].problem(value) is None

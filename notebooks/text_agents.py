@@ -65,8 +65,8 @@ print("turn          ", agent_rollout.turn_index(mask).tolist(), "  (the model t
 p_env.check(int(((attention == 1) & (mask == 0)).sum()),
             why="read but not trained on: the environment's 2 tokens; the second row's pads have attention 0 too")""",
     r"""md:Now a real one. The cell below runs **one update of the agent rung** on the tiny calculator preset (here 4 problems ×
-$G = 8$ trajectories; the preset itself draws 8 problems per update — through the same `grpo.grpo_step` the rung runs) and records the
-batch that `core.update` receives. The widget shows one group: each token on blue (the model's) or sand (the
+$G = 8$ trajectories; the preset itself draws 8 problems per update) up to the batch that `core.update` receives:
+`grpo.grpo_batch`, the first half of the rung's own `grpo.grpo_step`. The widget shows one group: each token on blue (the model's) or sand (the
 environment's) with its $\hat A$ under it, and the group's `mask`, `attention_mask` and $\hat A\cdot m$ as $[G, T]$ maps.""",
     """view = agent_views.trajectory_view(row=0)
 view""",
@@ -74,8 +74,6 @@ view""",
 group, batch = first["group"], first["batch"]
 env_tokens = first["rollout_attention"] - first["rollout_mask"]   # attention 1, mask 0
 T = batch.mask.shape[1]
-print(f"core.update was called {first['update_calls']} time(s), on the rung's own policy: "
-      f"{first['update_policy_is_the_rung_policy']}")
 print(f"batch.inputs['input_ids'] {list(batch.inputs['input_ids'].shape)} = [B, prompt + T];  "
       f"batch.mask {list(batch.mask.shape)} = [B, T];  batch.advantages {list(batch.advantages.shape)}")
 print(f"the forward pass reads the environment's tokens: "

@@ -38,6 +38,7 @@ import shlex
 import statistics
 
 from ladder import run as ladder_run
+from ladder import run_cache
 from ladder.doctor import diagnose, gallery, read_run, runs
 from ladder.doctor.signatures import SIGNATURES, T, WORDING, late, thirds
 from ladder.tasks import math_problems
@@ -59,7 +60,7 @@ below is a flag or two away from. The doctor on it:""",
                      "term β·agg(ρ_t k3_t), Â group-centred. Which of the two has a zero gradient at that step?",
                      choices=("the policy term", "the KL term", "both", "neither"))
 p_grad.answer = None      # your prediction, before you run on""",
-    """healthy = gallery.run_healthy("grpo")          # from the cache
+    """healthy = run_cache.run_healthy("grpo")          # from the cache
 findings, report = doctor_views.verdict(healthy)
 print("python -m ladder.run grpo", " ".join(gallery.healthy_flags("grpo")))
 print()
@@ -262,7 +263,7 @@ for question in (p_budget, p_mu2, p_trl, why_alike):
     """one_finished = core.group_relative(torch.tensor([1.0] + [0.0] * 7), 8)
 p_budget.check(one_finished[0].item(), why=f"(1 − 1/8)/std: one finished completion gives the whole group spread; the "
                                           f"seven cut off get {one_finished[1].item():+.3f} each")
-mu2 = read_run(gallery.run_gallery_entry("loss_and_clip_zero", fixed=True)).get("clip_frac")
+mu2 = read_run(run_cache.run_gallery_entry("loss_and_clip_zero", fixed=True)).get("clip_frac")
 late_clip = statistics.median(mu2.values[len(mu2) // 2:])
 p_mu2.check("above" if late_clip > T.clip_zero else "0",
             why=f"median {late_clip:.3g} against T.clip_zero = {T.clip_zero}: the second pass starts from a moved π_θ, "

@@ -74,24 +74,22 @@ tokenizers; its docstring is the map, and these are its public names:""",
 print(sorted(core.__all__))""",
     r"""md:## How to run each rung
 
-Each rung is a command of `python -m ladder.run`; the table below is printed from `ladder.run.RUNGS` and each rung's
-module, so it lists every rung there is. The grpo and agent rungs take `--algo NAME`: a method's flags as its paper
-sets them. Every run writes `metrics.jsonl`, `summary.json` and `curves.png`; `--help` lists every knob.""",
-    """import importlib, math, re
-from ladder.run import RUNGS
+Each rung is a command of `python -m ladder.run`; the table below is printed from the rungs' own declarations
+(`ladder.rungs.registry`: every module of `ladder.rungs` that declares a `RUNG`), so it lists every rung there is. The
+grpo and agent rungs take `--algo NAME`: a method's flags as its paper sets them. Every run writes `metrics.jsonl`,
+`summary.json` and `curves.png`; `--help` lists every knob.""",
+    """from ladder.rungs import registry
 
 NOTEBOOK = {"reinforce": "1", "cartpole": "2, 3", "ppo-sentiment": "4, 9", "grpo": "5, 6", "eval": "5", "agent": "7",
             "reward-model": "9", "dpo": "9"}
-titles = {name: (importlib.import_module(module).__doc__ or "").strip().splitlines()[0] for name, module in RUNGS.items()}
-number = lambda name: int(m[1]) if (m := re.match(r"Rung (\\d+)", titles[name])) else math.inf   # eval, no rung: last
 rows = []
-for name in sorted(RUNGS, key=number):
-    rung, title = importlib.import_module(RUNGS[name]), titles[name]
+for name, rung in registry.rungs().items():   # in their order on the ladder
+    title = (rung.__doc__ or "").strip().splitlines()[0]
     algos = f" (`--algo`: {', '.join(rung.ALGOS)})" if rung.ALGOS else ""
     tiny = " (`--preset tiny` on a CPU)" if name in ("ppo-sentiment", "grpo", "agent", "eval", "reward-model", "dpo") else ""
     rows.append(f"| {title} | {NOTEBOOK[name]} | `python -m ladder.run {name}`{tiny}{algos} |")
 display(Markdown("\\n".join(["| rung | notebook | command |", "|---|---|---|", *rows])))
-print("μ of the grpo rung by default:", importlib.import_module(RUNGS["grpo"]).Config().mu)""",
+print("μ of the grpo rung by default:", registry.find("grpo").Config().mu)""",
     r"""md:**Aside — every knob** (skip it on a first reading): the options of `python -m ladder.run cartpole --help`.""",
     """import subprocess, sys
 help_text = subprocess.run([sys.executable, "-m", "ladder.run", "cartpole", "--help"], capture_output=True, text=True)

@@ -92,7 +92,7 @@ def spy_grpo_rollouts(monkeypatch):
         rollouts.append(real(*args, **kwargs))
         return rollouts[-1]
 
-    monkeypatch.setattr(grpo.rung, "sample", spy)
+    monkeypatch.setattr(grpo.step, "sample", spy)
     return rollouts
 
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from ladder import cli, course, run
+from ladder import cli, course
 from ladder.graders import EXERCISES
+from ladder.rungs import registry
 from ladder.specs import spec_fields
 from ladder.trl import map as trl_map
 
@@ -62,8 +63,8 @@ def test_the_core_function_imports(row):
 @pytest.mark.parametrize("row", [r for r in ROWS if r.values[0].flag is not None])
 def test_the_flag_is_an_option_of_the_rung(row):
     rung_name, flag, *value = row.flag.split(" ", 2)
-    assert rung_name in run.RUNGS
-    config = run.load_rung(rung_name).Config
+    assert rung_name in registry.rungs()
+    config = registry.find(rung_name).Config
     domains = {f"--{f.name.replace('_', '-')}": cli.domain_of(f) for f in dataclasses.fields(config)}
     domains |= {p.dashed: p.domain for _, spec in spec_fields(config) for p in spec.params()}  # a spec's flags
     assert flag in domains, f"{rung_name} has no {flag}"

@@ -257,7 +257,7 @@ def test_trl_names_become_ladders_and_the_newest_checkpoint_is_read(tmp_path):
 def test_a_real_tiny_grpo_run_is_healthy():
     """The gallery's healthy grpo run (8 updates of the tiny preset, made once for the gallery's tests and notebook 8
     in ``$LADDER_CACHE/gallery``), read by the doctor's command line."""
-    from ladder.doctor.gallery import run_healthy
+    from ladder.run_cache import run_healthy
 
     out = run_healthy("grpo")
     run = read_run(out)

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from ladder.doctor import diagnose, read_run
-from ladder.doctor.gallery import GALLERY, PRESETS, default_cache, healthy_flags, run_gallery_entry, run_healthy
+from ladder.doctor.gallery import GALLERY, PRESETS, default_cache, healthy_flags
 from ladder.doctor.signatures import WORDING
-from ladder.run_cache import config_key
+from ladder.run_cache import config_key, run_gallery_entry, run_healthy
 
 pytestmark = [pytest.mark.timeout(600), pytest.mark.notebook_runs]  # notebook 8 makes the runs
 

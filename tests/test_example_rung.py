@@ -1,5 +1,6 @@
-"""A new rung is one file: ``docs/example_rung.py`` (a bandit) and one line of ``ladder.run.RUNGS`` make a command
-with the whole run around it — metrics, checkpoints, --resume, summary, curves — through the one training loop."""
+"""A new rung is one module of ``ladder.rungs``: ``docs/example_rung.py`` (a bandit), as ``ladder.rungs.bandit``, is a
+command with the whole run around it — metrics, checkpoints, --resume, summary, curves — through the one training loop;
+nothing else lists it (``ladder.rungs.registry``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 import torch
 
 from ladder import run as ladder_run
-from ladder.rungs.protocol import Rung
+from ladder.rungs.protocol import RungCode
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 
@@ -20,9 +21,10 @@ DOCS = Path(__file__).resolve().parents[1] / "docs"
 @pytest.fixture
 def bandit(monkeypatch):
     monkeypatch.syspath_prepend(str(DOCS))
-    monkeypatch.setitem(ladder_run.RUNGS, "bandit", "example_rung")  # the one line a new rung adds
     sys.modules.pop("example_rung", None)
-    return importlib.import_module("example_rung")
+    module = importlib.import_module("example_rung")
+    monkeypatch.setitem(sys.modules, "ladder.rungs.bandit", module)  # as if saved as ladder/rungs/bandit.py
+    return module
 
 
 def _records(out: Path) -> list[dict]:
@@ -31,7 +33,7 @@ def _records(out: Path) -> list[dict]:
 
 
 def test_a_rung_in_one_file_is_a_command_that_learns(bandit, tmp_path):
-    assert isinstance(bandit, Rung)
+    assert isinstance(bandit, RungCode) and bandit.RUNG.name == "bandit"
     out = tmp_path / "run"
     assert ladder_run.main(["bandit", "--steps", "30", "--out", str(out), "--no-progress"]) == 0
     assert [r["step"] for r in _records(out)] == list(range(1, 31))

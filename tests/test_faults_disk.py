@@ -144,11 +144,11 @@ def test_a_full_disk_when_eval_writes_its_summary(cli, disk, monkeypatch):
 
 def test_a_full_disk_when_grpo_writes_its_completions(cli, disk, monkeypatch):
     out = disk / "run"
-    fill_after(monkeypatch, session.RunSession, "log", 1, disk)
+    fill_after(monkeypatch, session.RunSession, "resume", 1, disk)  # full as the first update begins
     line = _stopped(cli("grpo", "--preset", "tiny", "--steps", "2", "--eval-size", "2", "--prompts-per-step", "2",
                         "--group-size", "2", "--max-new-tokens", "4", "--print-samples", "1", "--no-progress",
                         "--out", out))
-    assert line.startswith(f"ladder: stopped: cannot write {out}/completions.jsonl (No space left on device)")
+    assert line.startswith(f"ladder: stopped: cannot write {out}/completions.jsonl (No space left on device)"), line
     assert not (out / "completions.jsonl").exists() or (out / "completions.jsonl").read_text() == ""
     _resume_once_there_is_room(cli, disk, out, rung="grpo")
     assert [r["step"] for r in _whole_lines(out / "completions.jsonl")] == [1, 1, 1, 1, 2, 2, 2, 2]

@@ -47,11 +47,11 @@ def test_a_run_of_non_finite_steps_is_counted_and_stopped_in_one_line(rung, nan_
 def test_every_artefact_a_rung_writes_is_set_aside_by_overwrite():
     """``--overwrite`` sets aside the run files it knows (``RUN_FILES``): every file and folder a rung says it writes
     is one of them, so no old artefact stays beside the new run."""
-    from ladder import run
+    from ladder.rungs import registry
     from ladder.runtime.runlog import RUN_FILES
 
-    for name in run.RUNGS:
-        written = [part.strip().rstrip("/") for part in run.load_rung(name).WRITES.split(",")]
+    for name, rung in registry.rungs().items():
+        written = [part.strip().rstrip("/") for part in rung.RUNG.writes.split(",")]
         assert set(written) <= set(RUN_FILES), (name, sorted(set(written) - set(RUN_FILES)))
 
 

@@ -151,10 +151,10 @@ def test_a_start_that_never_trains_puts_the_run_it_would_replace_back(tmp_path, 
     cfg = cartpole.Config(out=str(out), overwrite=True, progress=False)
     for fault in (UsageError("bad input found while loading"), KeyboardInterrupt()):
         with pytest.raises(type(fault)):
-            with RunSession(cfg, "cartpole", {}, total=1):
+            with RunSession(cfg, "cartpole"):
                 raise fault
         assert _snapshot(out) == before
-    with RunSession(cfg, "cartpole", {}, total=1) as run:
+    with RunSession(cfg, "cartpole") as run:
         run.resume()
         assert sorted(p.name for p in out.iterdir()) == [".lock", "config.json", "metrics.jsonl"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import held_run
 
-from ladder.run import Interrupts
+from ladder.runtime.signals import Interrupts
 
 MARKED_AT_THE_FIRST_LOG = """
 import runpy, sys

@@ -40,11 +40,12 @@ def test_guard_counts_only_updates_whose_every_step_was_skipped():
 
     warnings = []
     guard = NonFiniteGuard(patience=2, out="x", warn=warnings.append)
-    assert guard([{"skipped_steps": 0.0}], steps_per_pass=2) == 0
-    assert guard([{"skipped_steps": 1.0}, {"skipped_steps": 2.0}], steps_per_pass=2) == 3  # one step got through
-    assert guard([{"skipped_steps": 2.0}], steps_per_pass=2) == 2
+    guard(0.0, 2)
+    guard(3.0, 4)  # one step of the four got through
+    guard(2.0, 2)
+    guard(5.0, None)  # an update without optimiser steps is not counted
     with pytest.raises(RunStopped, match="2 updates in a row"):
-        guard([{"skipped_steps": 2.0}], steps_per_pass=2)
+        guard(2.0, 2)
     assert len(warnings) == 1
 
 

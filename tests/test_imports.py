@@ -87,8 +87,8 @@ def test_the_graph_sees_function_level_and_relative_imports():
     assert "ladder.rungs.grpo" in graph and "ladder.core.update" in graph
     assert "ladder.tasks.tiny_lm" in graph["ladder.tasks.arithmetic"]  # imported inside functions only
     assert "ladder.core.advantages" in graph["ladder.core"]  # from .advantages import ...
-    assert "ladder.rungs.grpo.rung" in graph["ladder.rungs.grpo"]  # a package: from .rung import ...
-    assert "ladder.runtime.runlog" in graph["ladder.rungs.grpo.rung"]
+    assert "ladder.rungs.grpo.recipe" in graph["ladder.rungs.grpo"]  # a package: from .recipe import ...
+    assert "ladder.runtime.runlog" in graph["ladder.rungs.grpo.recipe"]
 
 
 def test_find_cycle_reports_the_circle():

@@ -16,9 +16,10 @@ import torch
 
 from ladder import cli, run
 from ladder.core import Batch, UpdateConfig, update
+from ladder.rungs import registry
 from ladder.specs import spec_fields
 
-RUNGS = {name: run.load_rung(name) for name in run.RUNGS}
+RUNGS = registry.rungs()
 
 
 def _flag(f) -> str:

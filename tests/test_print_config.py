@@ -14,11 +14,12 @@ from transformers import Qwen2Config
 
 from ladder import hub, run
 from ladder.policies.low_precision import bf16_native
+from ladder.rungs import registry
 from ladder.runtime.errors import UsageError
 from ladder.specs import options_dict
 from ladder.tasks import math_problems
 
-RUNGS = {name: run.load_rung(name) for name in run.RUNGS}
+RUNGS = registry.rungs()
 
 
 def printed(argv: list[str], capsys) -> dict:
@@ -149,7 +150,7 @@ def test_grpo_prints_what_load_policy_uses(argv, monkeypatch, capsys):
         def parameters(self):
             return []
 
-    monkeypatch.setattr(grpo.rung, "CausalLMPolicy", Policy)
+    monkeypatch.setattr(grpo.recipe, "CausalLMPolicy", Policy)
     monkeypatch.setattr(grpo.quant, "make_optimizer", lambda params, lr, name, device: seen.update(optim=name))
     cfg = run.make_config("grpo", grpo, argv)
     grpo.load_policy(cfg, "a-model", torch.device(cfg.device))
@@ -201,7 +202,7 @@ def _options(config_cls):
     for f in dataclasses.fields(config_cls):
         spec = f.metadata.get("spec")
         if spec:
-            yield from ((p.dashed, p.default, p.help) for p in spec.params())
+            yield from ((p.dashed, p.default, p.help() if callable(p.help) else p.help) for p in spec.params())
         else:
             said = f.metadata.get("help", "")
             yield "--" + f.name.replace("_", "-"), f.default, said() if callable(said) else said

@@ -115,11 +115,14 @@ def _records_without_time(out) -> list[dict]:
             for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
-def test_dpo_resumes_where_it_was_interrupted(tmp_path, monkeypatch):
-    """Interrupted in its 5th update (checkpoints every 2), resumed: the records of the run straight through."""
-    flags = ["--steps", "6", "--checkpoint-every", "2", "--batch-size", "4", "--eval-every", "3", "--eval-pairs", "8",
-             "--num-eval-prompts", "2", "--max-new-tokens", "6"]
-    _run("dpo", tmp_path / "straight", *flags)
+@pytest.mark.parametrize("rung", ["dpo", "reward-model"])
+def test_a_preference_run_resumes_where_it_was_interrupted(rung, tmp_path, monkeypatch):
+    """Interrupted in its 5th update (checkpoints every 2), resumed: the records of the run straight through, and its
+    summary's evaluation before the first update (kept in the checkpoint)."""
+    flags = ["--steps", "6", "--checkpoint-every", "2", "--batch-size", "4", "--eval-every", "3", "--eval-pairs", "8"]
+    if rung == "dpo":
+        flags += ["--num-eval-prompts", "2", "--max-new-tokens", "6"]
+    _run(rung, tmp_path / "straight", *flags)
     real, calls = ladder.core.update, []
 
     def interrupted_at_the_5th(*args, **kwargs):
@@ -130,14 +133,16 @@ def test_dpo_resumes_where_it_was_interrupted(tmp_path, monkeypatch):
 
     monkeypatch.setattr(ladder.core, "update", interrupted_at_the_5th)
     cut = tmp_path / "cut"
-    assert run.main(["dpo", "--preset", "tiny", "--out", str(cut), "--no-progress", *flags]) == 130
+    assert run.main([rung, "--preset", "tiny", "--out", str(cut), "--no-progress", *flags]) == 130
     monkeypatch.setattr(ladder.core, "update", real)
     assert [r["step"] for r in _records_without_time(cut)] == [1, 2, 3, 4]
-    assert run.main(["dpo", "--resume", str(cut), "--no-progress"]) == 0
+    assert run.main([rung, "--resume", str(cut), "--no-progress"]) == 0
     straight, resumed = _records_without_time(tmp_path / "straight"), _records_without_time(cut)
     assert [r["step"] for r in resumed] == list(range(1, 7))
     for a, b in zip(resumed, straight):
         assert a.keys() == b.keys() and all(a[k] == pytest.approx(b[k], rel=1e-5, abs=1e-6) for k in a)
+    before = [json.loads((d / "summary.json").read_text())["eval_before"] for d in (cut, tmp_path / "straight")]
+    assert before[0] and before[0] == pytest.approx(before[1], rel=1e-5, abs=1e-6)
 
 
 def test_a_finished_preference_run_prints_its_held_out_results(tmp_path, capsys):

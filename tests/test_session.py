@@ -31,18 +31,24 @@ def _cli(*args, cwd, env=None) -> subprocess.CompletedProcess:
     return run_cli(*args, cwd=cwd, env=env)
 
 
+def _logged(run: RunSession, record: dict) -> None:
+    """One update done and its record written, as the loop does."""
+    run.count_update()
+    run.log(record)
+
+
 # --- one run per directory -------------------------------------------------------------------------
 
 def test_a_second_start_on_a_directory_in_use_is_refused_and_touches_nothing(tmp_path):
     cfg = _cfg(tmp_path)
-    with RunSession(cfg, "cartpole", {}, total=1) as first:
+    with RunSession(cfg, "cartpole") as first:
         first.resume()
-        first.log({"x": 1.0})
+        _logged(first, {"x": 1.0})
         for second in (cfg, replace(cfg, overwrite=True), replace(cfg, resume=cfg.out)):
             with pytest.raises(UsageError, match=rf"in use by another run \(process {os.getpid()}\)"):
-                RunSession(second, "cartpole", {}, total=1)
+                RunSession(second, "cartpole")
         assert (tmp_path / "run" / "config.json").exists() and first.records()[0]["x"] == 1.0
-        first.log({"x": 2.0})  # the holder goes on writing
+        _logged(first, {"x": 2.0})  # the holder goes on writing
     assert [r["x"] for r in RunLog(cfg.out, "cartpole", {}, resume=True).records()] == [1.0, 2.0]
 
 
@@ -57,16 +63,16 @@ def test_the_lock_of_a_finished_or_killed_run_is_taken_over(tmp_path):
 def test_a_refused_start_does_not_remove_the_directory_another_run_created(tmp_path):
     """Two starts on the same new --out: the refused one must not remove what the other one created."""
     cfg = _cfg(tmp_path)
-    with RunSession(cfg, "cartpole", {}, total=1):
+    with RunSession(cfg, "cartpole"):
         with pytest.raises(UsageError):
-            with RunSession(cfg, "cartpole", {}, total=1):
+            with RunSession(cfg, "cartpole"):
                 pass
         assert (tmp_path / "run" / "config.json").exists()
 
 
 def test_bad_input_during_a_run_removes_the_directory_this_run_created(tmp_path):
     with pytest.raises(UsageError, match="bad reward"):
-        with RunSession(_cfg(tmp_path), "cartpole", {}, total=1) as run:
+        with RunSession(_cfg(tmp_path), "cartpole") as run:
             run.resume()
             raise UsageError("bad reward")
     assert not (tmp_path / "run").exists()
@@ -94,30 +100,30 @@ def test_two_processes_on_one_new_directory_one_runs_one_is_refused(tmp_path):
 
 def test_resume_before_the_first_checkpoint_starts_the_metrics_again(tmp_path):
     cfg = _cfg(tmp_path)
-    with RunSession(cfg, "cartpole", {}, total=5) as run:  # interrupted before its first checkpoint
+    with RunSession(cfg, "cartpole") as run:  # interrupted before its first checkpoint
         run.resume()
         for _ in range(5):
-            run.log({})
-    with RunSession(replace(cfg, resume=cfg.out), "cartpole", {}, total=5) as run:
+            _logged(run, {})
+    with RunSession(replace(cfg, resume=cfg.out), "cartpole") as run:
         assert run.resume() == {} and run.step == 0
         for _ in range(3):
-            run.log({})
+            _logged(run, {})
         assert [r["step"] for r in run.records()] == [1, 2, 3]
 
 
 def test_a_checkpoint_restores_its_named_parts_and_the_generators(tmp_path):
     cfg = _cfg(tmp_path, checkpoint_every=2)
     net, gen = torch.nn.Linear(2, 2), torch.Generator().manual_seed(5)
-    with RunSession(cfg, "cartpole", {}, total=4) as run:
-        run.resume(net=net, gen=gen, counters=None)
-        run.log({})
-        run.log({})
+    with RunSession(cfg, "cartpole") as run:
+        run.resume({"net": net, "gen": gen, "counters": None})
+        _logged(run, {})
+        _logged(run, {})
         run.checkpoint(net=net, gen=gen, counters={"seen": 7})
         want = (net.weight.detach().clone(), torch.rand(3, generator=gen), torch.rand(3))
-        run.log({})  # after the checkpoint: cut back on resume
+        _logged(run, {})  # after the checkpoint: cut back on resume
     torch.nn.init.zeros_(net.weight)
-    with RunSession(replace(cfg, resume=cfg.out), "cartpole", {}, total=4) as run:
-        saved = run.resume(net=net, gen=gen, counters=None)
+    with RunSession(replace(cfg, resume=cfg.out), "cartpole") as run:
+        saved = run.resume({"net": net, "gen": gen, "counters": None})
         assert saved["counters"] == {"seen": 7} and run.step == 2 and len(run.records()) == 2
         assert torch.equal(net.weight, want[0])
         assert torch.equal(torch.rand(3, generator=gen), want[1]) and torch.equal(torch.rand(3), want[2])
@@ -191,8 +197,8 @@ def test_a_run_in_memory_takes_the_updates_of_the_run_on_disk_and_writes_nothing
                           progress=False, out=str(tmp_path / "disk"))
     cartpole.train(cfg)
     written = [json.loads(line) for line in (tmp_path / "disk" / "metrics.jsonl").read_text().splitlines()]
-    session, recipe = loop.in_memory(replace(cfg, out=None), cartpole.NAME, cartpole.build, total=1024)
-    while not recipe.finished(session.step):
+    session, recipe = loop.in_memory(replace(cfg, out=None), cartpole.NAME, cartpole.build)
+    while not loop.finished(session, recipe):
         loop.one_update(session, recipe)
     kept = session.records()
     assert len(kept) == len(written) == 4

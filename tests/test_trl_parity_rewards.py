@@ -29,9 +29,9 @@ from trl_helpers import (
 )
 
 from ladder import core, rewards
+from ladder import trl_rows as trl_mapping
 from ladder.rungs import grpo
 from ladder.rungs.grpo.rollout import with_overlong_penalty
-from ladder.trl import row as trl_mapping
 
 # --- GDPO's advantages: TRL's own _generate_and_score_completions on fixed rewards -------------------
 

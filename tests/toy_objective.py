@@ -19,7 +19,7 @@ from ladder import core
 from ladder.cli import positive
 from ladder.rungs.grpo import loss_types
 from ladder.specs import Param
-from ladder.trl.row import TRLRow
+from ladder.trl_rows import TRLRow
 
 
 @core.objective

@@ -57,7 +57,16 @@ from .off_policy import (
 from .preference_objectives import DPO, BradleyTerry
 from .preferences import bradley_terry_loss, dpo_loss, implicit_reward, pair_statistics, sequence_logp
 from .reference import soft_update
-from .stats import REDUCTIONS, approx_kl_old, clip_fractions, explained_variance, masked_mean, ratio_stats, reduce_stats
+from .stats import (
+    REDUCTIONS,
+    approx_kl_old,
+    clip_fractions,
+    explained_variance,
+    masked_mean,
+    ratio_stats,
+    reduce_stats,
+    step_counts,
+)
 from .update import Policy, UpdateConfig, compute_loss, update
 
 __all__ = [
@@ -75,5 +84,6 @@ __all__ = [
     "CORRECTIONS", "SamplerOptions", "corrected_weights", "sampler_log_ratio", "sampler_weights", "off_policy_keep",
     "sampler_correction",
     "clip_fractions", "approx_kl_old", "ratio_stats", "explained_variance", "masked_mean", "REDUCTIONS", "reduce_stats",
+    "step_counts",
     "Policy", "UpdateConfig", "compute_loss", "update",
 ]

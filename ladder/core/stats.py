@@ -121,3 +121,10 @@ def pass_record(k: int, steps: list[dict[str, float]], critic: list[tuple[Tensor
         record["explained_variance"] = explained_variance(v, r, m)
     record["pass"] = k
     return record
+
+
+def step_counts(passes: list[dict], num_minibatches: int) -> dict:
+    """An update's optimiser steps from ``update``'s passes, for the record and the loop's non-finite guard:
+    ``skipped_steps`` (summed over the passes) of ``optimizer_steps`` = passes × M minibatches."""
+    return {"skipped_steps": sum(p["skipped_steps"] for p in passes),
+            "optimizer_steps": len(passes) * num_minibatches}

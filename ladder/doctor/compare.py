@@ -23,7 +23,7 @@ from ladder.doctor.chart_parts import (
 from ladder.doctor.run_data import Run
 from ladder.doctor.signatures import Finding
 from ladder.doctor.verdict import literal, verdict_line
-from ladder.doctor.vitals import VITALS, Vital, series_names, vitals_of
+from ladder.doctor.vitals import Vital, of_rung, series_names, vitals_of
 from ladder.plots import shown
 
 # config keys that say where or how a run was made, not what it learns
@@ -87,7 +87,7 @@ def run_labels(runs: list[Run], findings: list[list[Finding]]) -> list[str]:
 
 def shared_vitals(runs: list[Run]) -> list[Vital]:
     """Every vital any run logged, in the order of the first run's rung, one panel per title."""
-    order = [v for run in runs for v in VITALS.get(run.rung, VITALS["grpo"])]
+    order = [v for run in runs for v in of_rung(run.rung)]
     logged = {v.title for run in runs for v in vitals_of(run)}
     kept: dict[str, Vital] = {}
     for vital in order:
@@ -99,7 +99,7 @@ def shared_vitals(runs: list[Run]) -> list[Vital]:
 def drawn_for(vital: Vital, run: Run) -> dict[str, str]:
     """The series of ``run`` a shared vital draws: none where the run's own rung has no vital of that title (a PPO
     run's loss is not a DPO loss, a reward model's margin not DPO's implicit one)."""
-    if vital.title not in {v.title for v in VITALS.get(run.rung, VITALS["grpo"])}:
+    if vital.title not in {v.title for v in of_rung(run.rung)}:
         return {}
     return series_names(vital, list(run.series))
 

@@ -6,10 +6,10 @@ no_signal only in its too-hard case, not its too-easy one (notebook 8 checks thi
     broken run = python -m ladder.run RUNG  *preset  *breaks
     fixed run  = python -m ladder.run RUNG  *preset  *breaks  *fix      (a later flag wins)
 
-``run_gallery_entry(name, cache_dir)`` runs one of them (about 5 s on one core) and returns its run directory, kept
-under ``cache_dir`` (``default_cache()``: ``$LADDER_CACHE/gallery``, so the notebook and the tests share the runs)
-by ``ladder.run_cache``: keyed by the run's full configuration, ladder's source, the libraries' versions and the
-CPU-kernel variables, whole or absent, made by one process at a time.
+This module holds the entries and their flags, not the runs: ``ladder.run_cache.run_gallery_entry(name)`` runs one of
+them (about 5 s on one core) and returns its run directory, kept under ``default_cache()`` (``$LADDER_CACHE/gallery``,
+so the notebook and the tests share the runs): keyed by the run's full configuration, ladder's source, the libraries'
+versions and the CPU-kernel variables, whole or absent, made by one process at a time.
 """
 
 from __future__ import annotations
@@ -20,8 +20,6 @@ import random
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-
-from ladder import run_cache
 
 SHORT = ("--no-progress", "--threads", "1")
 # The healthy presets, shortened where the full preset takes minutes: 8 updates give thirds of 2, 4 and 2
@@ -137,7 +135,16 @@ def entry_flags(name: str, fixed: bool = False, seed: int = 0) -> tuple[str, lis
     return failure.rung, flags
 
 
+def with_data(flags: list[str], cache_dir: str | os.PathLike) -> list[str]:
+    """``flags`` with the data directory written out: ``cache_dir/data``, where the data files are written (and the
+    cache directory made) if they are not there yet."""
+    data = Path(cache_dir) / "data"
+    write_data(data)
+    return [flag.replace(DATA, str(data)) for flag in flags]
+
+
 def healthy_flags(rung: str, seed: int = 0) -> list[str]:
+    """The flags of a rung's healthy (shortened) tiny preset, with ``seed``."""
     return [*PRESETS[rung], "--seed", str(seed)]
 
 
@@ -147,25 +154,3 @@ def default_cache() -> Path:
 
     return cache_dir() / "gallery"
 
-
-def cached_run(rung: str, flags: list[str], cache_dir: str | os.PathLike) -> Path:
-    """The run of ``python -m ladder.run RUNG FLAGS`` under ``cache_dir`` (``run_cache.cached_run``), the data
-    directory written out in its flags."""
-    data = Path(cache_dir) / "data"
-    write_data(data)  # makes the cache directory too
-    return run_cache.cached_run(rung, [flag.replace(DATA, str(data)) for flag in flags], cache_dir)
-
-
-def run_gallery_entry(name: str, cache_dir: str | os.PathLike | None = None, fixed: bool = False,
-                      seed: int = 0) -> Path:
-    """The run directory of gallery entry ``name`` (its broken run, or with ``fixed`` its fixed one), under
-    ``cache_dir`` (default: ``default_cache()``)."""
-    rung, flags = entry_flags(name, fixed, seed)
-    return cached_run(rung, flags, cache_dir or default_cache())
-
-
-def run_healthy(rung: str, cache_dir: str | os.PathLike | None = None, seed: int = 0, extra: tuple[str, ...] = ()
-                ) -> Path:
-    """The run directory of a rung's healthy (shortened) tiny preset, with ``extra`` flags after it (a later flag
-    wins: ``("--max-new-tokens", "16")``)."""
-    return cached_run(rung, [*healthy_flags(rung, seed), *extra], cache_dir or default_cache())

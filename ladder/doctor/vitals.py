@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 
 from ladder.doctor.run_data import Run
 from ladder.doctor.signatures import T, thirds
+from ladder.rungs import registry
 
 
 @dataclass(frozen=True)
@@ -126,18 +127,24 @@ SAMPLE_LENGTH = replace(LENGTH, unit="tokens (mean of sampled completions)")
 
 PER_ACTION = replace(ENTROPY, unit="nats per action")
 ACTION_CLIP = replace(CLIP, unit="share of actions clipped")
-GRPO_VITALS = (REWARD, REWARD_FUNCTIONS, ACCURACY, KL_REF, ENTROPY, CLIP, RATIO, LENGTH, CUT_OFF, ZERO_SPREAD,
-               GRAD_NORM, TOOL_CALLS, SAMPLER_CUT, SAMPLER_GAP)
-VITALS = {
-    "grpo": GRPO_VITALS,
-    "agent": GRPO_VITALS,
-    "cartpole": (RETURN, EXPLAINED, VALUE_LOSS, KL_OLD, ACTION_CLIP, PER_ACTION, GRAD_NORM),
-    "ppo-sentiment": (PPO_REWARD, TRUE_REWARD, KL_PER_COMPLETION, BETA, RLHF_EXPLAINED, VALUE_LOSS, KL_OLD, CLIP,
-                      ENTROPY, LENGTH, GRAD_NORM),
-    "reward-model": (RM_LOSS, RANKED, RM_MARGIN, LENGTH_PAID, CALIBRATION, GRAD_NORM),
-    "dpo": (DPO_LOSS, DPO_RANKED, DPO_MARGIN, IMPLICIT, LOGPS, SAMPLE_KL, SAMPLE_TRUE, SAMPLE_LENGTH, GRAD_NORM),
-    "reinforce": (RETURN, PER_ACTION, GRAD_NORM),
-}
+# Every vital sign by the name a rung declares it with (``Rung.vitals``).
+VITALS = {"return": RETURN, "reward": REWARD, "reward_functions": REWARD_FUNCTIONS, "accuracy": ACCURACY,
+          "kl_ref": KL_REF, "kl_old": KL_OLD, "entropy": ENTROPY, "action_entropy": PER_ACTION, "clip": CLIP,
+          "action_clip": ACTION_CLIP, "ratio": RATIO, "length": LENGTH, "cut_off": CUT_OFF,
+          "zero_spread": ZERO_SPREAD, "grad_norm": GRAD_NORM, "tool_calls": TOOL_CALLS, "sampler_cut": SAMPLER_CUT,
+          "sampler_gap": SAMPLER_GAP, "explained": EXPLAINED, "value_loss": VALUE_LOSS, "ppo_reward": PPO_REWARD,
+          "true_reward": TRUE_REWARD, "kl_per_completion": KL_PER_COMPLETION, "beta": BETA,
+          "rlhf_explained": RLHF_EXPLAINED, "rm_loss": RM_LOSS, "ranked": RANKED, "rm_margin": RM_MARGIN,
+          "length_paid": LENGTH_PAID, "calibration": CALIBRATION, "dpo_loss": DPO_LOSS, "dpo_ranked": DPO_RANKED,
+          "dpo_margin": DPO_MARGIN, "implicit": IMPLICIT, "logps": LOGPS, "sample_kl": SAMPLE_KL,
+          "sample_true": SAMPLE_TRUE, "sample_length": SAMPLE_LENGTH}
+
+
+def of_rung(rung: str | None) -> tuple[Vital, ...]:
+    """The vital signs the rung declares (``Rung.vitals``); grpo's for a run of no rung ladder knows (TRL's logs)."""
+    known = registry.rungs()
+    declared = known[rung] if rung in known else known["grpo"]
+    return tuple(VITALS[name] for name in declared.RUNG.vitals)
 
 
 def series_names(vital: Vital, names) -> dict[str, str]:
@@ -160,7 +167,7 @@ def _matches(line: str, names) -> list[str]:
 def vitals_of(run: Run) -> list[Vital]:
     """The vitals of the run's rung (grpo's for a rung not listed) that the run logged."""
     logged = [name for name in run.series if run.get(name) is not None]
-    return [v for v in VITALS.get(run.rung, GRPO_VITALS) if series_names(v, logged)]
+    return [v for v in of_rung(run.rung) if series_names(v, logged)]
 
 
 def own_guides(vital: Vital, run: Run) -> list[Guide]:

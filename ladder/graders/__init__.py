@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from ladder.rungs import registry
 from ladder.runtime.errors import UsageError
 from ladder.runtime.limits import TimedOut, time_limit
 
@@ -76,7 +77,12 @@ class Exercise:
     function: str       # the function it mirrors, same name and signature
     module: str         # the module that defines it: ladder.core.<module>, or a dotted path ("ladder.rungs.grpo")
     swap: bool = True   # used by --use-exercises
-    rungs: tuple[str, ...] = ()   # the rungs whose path from batch to optimiser step can call it
+
+    @property
+    def rungs(self) -> tuple[str, ...]:
+        """The rungs whose path from batch to optimiser step can call it: each rung declares its exercises
+        (``Rung.exercises``)."""
+        return tuple(name for name, rung in registry.rungs().items() if self.stem in rung.RUNG.exercises)
 
     @property
     def core(self):
@@ -84,45 +90,41 @@ class Exercise:
         return ORIGINALS[self.function]
 
 
-ALL = ("reinforce", "cartpole", "ppo-sentiment", "grpo", "agent", "reward-model", "dpo")
-LM = ("ppo-sentiment", "grpo", "agent")
-GRPO = ("grpo", "agent")   # the agent rung is GRPO on multi-turn trajectories: its step, update and options
-
 EXERCISES = (
-    Exercise("ex01_discounted_returns", "discounted_returns", "advantages", rungs=("reinforce",)),
-    Exercise("ex02_reinforce_loss", "pg_loss", "losses", rungs=("reinforce",)),
-    Exercise("ex03_gae", "gae", "advantages", rungs=("cartpole",)),
-    Exercise("ex04_whiten", "whiten", "advantages", rungs=("reinforce", "cartpole", "ppo-sentiment")),
-    Exercise("ex05_clipped_surrogate", "clipped_surrogate", "losses", rungs=("cartpole", *LM)),
-    Exercise("ex06_value_loss", "value_loss", "losses", rungs=("cartpole", "ppo-sentiment")),
+    Exercise("ex01_discounted_returns", "discounted_returns", "advantages"),
+    Exercise("ex02_reinforce_loss", "pg_loss", "losses"),
+    Exercise("ex03_gae", "gae", "advantages"),
+    Exercise("ex04_whiten", "whiten", "advantages"),
+    Exercise("ex05_clipped_surrogate", "clipped_surrogate", "losses"),
+    Exercise("ex06_value_loss", "value_loss", "losses"),
     # Exercise 7 is kl_estimate without old_logp; exercise 8 completes it, and is the one swapped in.
     Exercise("ex07_kl_estimators", "kl_estimate", "kl", swap=False),
-    Exercise("ex08_kl_corrected", "kl_estimate", "kl", rungs=LM),
-    Exercise("ex09_kl_rewards", "kl_penalized_rewards", "kl", rungs=("ppo-sentiment",)),
-    Exercise("ex10_group_relative", "group_relative", "advantages", rungs=GRPO),
-    Exercise("ex11_aggregate", "aggregate", "losses", rungs=ALL),
+    Exercise("ex08_kl_corrected", "kl_estimate", "kl"),
+    Exercise("ex09_kl_rewards", "kl_penalized_rewards", "kl"),
+    Exercise("ex10_group_relative", "group_relative", "advantages"),
+    Exercise("ex11_aggregate", "aggregate", "losses"),
     # GRPO's design space: GSPO's ratio, RLOO's advantage, the KL in the reward, a moving π_ref.
-    Exercise("ex12_sequence_ratio", "sequence_log_ratio", "losses", rungs=GRPO),
-    Exercise("ex13_leave_one_out", "leave_one_out", "advantages", rungs=GRPO),
-    Exercise("ex14_kl_in_reward", "kl_in_reward", "kl", rungs=GRPO),
-    Exercise("ex15_soft_update", "soft_update", "reference", rungs=LM),   # in place: graded on what it changes
+    Exercise("ex12_sequence_ratio", "sequence_log_ratio", "losses"),
+    Exercise("ex13_leave_one_out", "leave_one_out", "advantages"),
+    Exercise("ex14_kl_in_reward", "kl_in_reward", "kl"),
+    Exercise("ex15_soft_update", "soft_update", "reference"),   # in place: graded on what it changes
     # The loop itself: every line from a batch to an optimiser step, then one whole GRPO step.
-    Exercise("ex16_token_logp", "token_logp", "logprobs", rungs=LM),
-    Exercise("ex17_compute_loss", "compute_loss", "update", rungs=ALL),  # graded on a small policy: loss, gradient
-    Exercise("ex18_update", "update", "update", rungs=ALL),              # graded by training: the parameters after
-    Exercise("ex19_masked_gae", "masked_gae", "advantages", rungs=("ppo-sentiment",)),
-    Exercise("ex20_grpo_step", "grpo_step", "ladder.rungs.grpo", rungs=GRPO),   # the rung's step, tiny LM
+    Exercise("ex16_token_logp", "token_logp", "logprobs"),
+    Exercise("ex17_compute_loss", "compute_loss", "update"),  # graded on a small policy: loss, gradient
+    Exercise("ex18_update", "update", "update"),              # graded by training: the parameters after
+    Exercise("ex19_masked_gae", "masked_gae", "advantages"),
+    Exercise("ex20_grpo_step", "grpo_step", "ladder.rungs.grpo"),   # the rung's step, tiny LM
     # The fourth policy: the sampler's weight π_old/π_sampler (core.sampler_correction calls it, inside ex17's loss).
-    Exercise("ex21_sampler_weights", "sampler_weights", "off_policy", rungs=GRPO),
+    Exercise("ex21_sampler_weights", "sampler_weights", "off_policy"),
     # The agent rung's rollout: a trajectory's two masks, then the multi-turn loop on one cache.
-    Exercise("ex22_trajectory_tensors", "trajectory_tensors", "ladder.rungs.agent.rollout", rungs=("agent",)),
-    Exercise("ex23_multi_turn", "multi_turn", "ladder.rungs.agent.rollout", rungs=("agent",)),
+    Exercise("ex22_trajectory_tensors", "trajectory_tensors", "ladder.rungs.agent.rollout"),
+    Exercise("ex23_multi_turn", "multi_turn", "ladder.rungs.agent.rollout"),
     # TRL 1.16's design space: SAPO's soft gate (core.SoftGate's term), GDPO's per-reward normalisation.
-    Exercise("ex24_soft_gate", "soft_gated_surrogate", "losses", rungs=GRPO),
-    Exercise("ex25_decoupled_advantages", "decoupled_group_relative", "advantages", rungs=GRPO),
+    Exercise("ex24_soft_gate", "soft_gated_surrogate", "losses"),
+    Exercise("ex25_decoupled_advantages", "decoupled_group_relative", "advantages"),
     # Where the reward comes from: a reward model's Bradley–Terry loss, and DPO's (the objectives BradleyTerry, DPO).
-    Exercise("ex26_bradley_terry", "bradley_terry_loss", "preferences", rungs=("reward-model",)),
-    Exercise("ex27_dpo_loss", "dpo_loss", "preferences", rungs=("dpo",)),
+    Exercise("ex26_bradley_terry", "bradley_terry_loss", "preferences"),
+    Exercise("ex27_dpo_loss", "dpo_loss", "preferences"),
 )
 
 

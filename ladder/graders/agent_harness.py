@@ -272,9 +272,9 @@ def run_agent_step(grpo_step, **overrides) -> tuple[dict, nn.Module, Tensor]:
     seed_everything(cfg.seed)
     task = agent.agent_task(cfg)
     policy, optimizer = grpo.load_policy(cfg, task.model_path, torch.device("cpu"))
-    step = grpo.build(cfg, policy=policy, optimizer=optimizer, tokenizer=task.tokenizer,
-                      stream=grpo.ProblemStream(task.problems, cfg.seed), system_prompt=task.system_prompt,
-                      procs=Processes(torch.device("cpu")), rollout=task.rollout, credit=task.credit)
+    step = grpo.make_step(cfg, policy=policy, optimizer=optimizer, tokenizer=task.tokenizer,
+                          stream=grpo.ProblemStream(task.problems, cfg.seed), system_prompt=task.system_prompt,
+                          procs=Processes(torch.device("cpu")), rollout=task.rollout, credit=task.credit)
     seed_everything(cfg.seed)
     out = grpo_step(step)
     if not (isinstance(out, tuple) and len(out) == 3):

@@ -352,8 +352,8 @@ def run_grpo_step(grpo_step, **overrides) -> tuple[dict, torch.nn.Module, torch.
     system_prompt, problems, _, model_path, tokenizer = grpo.load_task(cfg)
     policy, optimizer = grpo.load_policy(cfg, model_path, device)
     procs = Processes(device)
-    step = grpo.build(cfg, policy=policy, optimizer=optimizer, tokenizer=tokenizer,
-                      stream=grpo.ProblemStream(problems, cfg.seed), system_prompt=system_prompt, procs=procs)
+    step = grpo.make_step(cfg, policy=policy, optimizer=optimizer, tokenizer=tokenizer,
+                          stream=grpo.ProblemStream(problems, cfg.seed), system_prompt=system_prompt, procs=procs)
     seed_everything(cfg.seed)
     out = grpo_step(step)
     if not (isinstance(out, tuple) and len(out) == 3):

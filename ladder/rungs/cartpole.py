@@ -32,13 +32,18 @@ from ladder.cli import (
 from ladder.plots import Panel
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
-from ladder.rungs.protocol import TRAINING_WRITES, check_minibatches, no_export
+from ladder.rungs.protocol import Rung, check_minibatches
 from ladder.runtime import loop
 from ladder.runtime.loop import Recipe
 from ladder.runtime.runlog import seed_everything
 from ladder.runtime.session import RunSession
 
 NAME = "cartpole"
+RUNG = Rung(name=NAME, position=2,
+            summary="PPO on CartPole (actor-critic, vector envs, GAE)",
+            exercises=("ex03_gae", "ex04_whiten", "ex05_clipped_surrogate", "ex06_value_loss", "ex11_aggregate",
+                       "ex17_compute_loss", "ex18_update"),
+            vitals=("return", "explained", "value_loss", "kl_old", "action_clip", "action_entropy", "grad_norm"))
 CURVES = [Panel("episode return", "return (steps balanced)",
                 {"episode_return": "training episodes (sampled)",
                  "eval_return_mean": "greedy evaluation ({eval_episodes} episodes)"},
@@ -80,9 +85,7 @@ class Config(RunOptions):
 
 PRESETS = {"tiny": {"total_steps": 20_000, "eval_every": 2_500}}
 ALGOS: dict = {}
-WRITES = TRAINING_WRITES
 RESOLVED: dict = {}
-export = no_export
 
 
 def validate(cfg: Config) -> None:
@@ -134,63 +137,74 @@ def train(cfg: Config) -> dict:
     validate(cfg)
     if cfg.threads:  # 0: torch's default
         torch.set_num_threads(cfg.threads)
-    steps_per_update = cfg.num_envs * cfg.num_steps
-    return loop.train(cfg, NAME, build, total=-(-cfg.total_steps // steps_per_update) * steps_per_update, unit="step")
+    return loop.train(cfg, NAME, build)
 
 
 def build(cfg: Config, run: RunSession) -> Recipe:
-    """PPO on CartPole as the loop runs it: N envs × T steps → GAE → ``core.update``; lr annealed linearly to 0."""
-    seed_everything(cfg.seed)
-    envs = gym_common.make_vec_env(cfg.env_id, cfg.num_envs)
-    obs_dim, n_actions = gym_common.env_dims(cfg.env_id)
-    policy = MLPActorCritic(obs_dim, n_actions, cfg.hidden).to(cfg.device)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, eps=1e-5, fused=cfg.device == "cpu")
-    generator = torch.Generator().manual_seed(cfg.seed)
-    steps_per_update = cfg.num_envs * cfg.num_steps
-    num_updates = -(-cfg.total_steps // steps_per_update)
-    update_cfg = update_config(cfg)
-    obs, _ = envs.reset(seed=cfg.seed)
-    progress = {"obs": obs, "env_steps": 0, "evals": [],
-                "episode": {"return": np.zeros(cfg.num_envs), "length": np.zeros(cfg.num_envs), "finished": []}}
+    """PPO on CartPole as the loop runs it (``CartPolePPO``)."""
+    return CartPolePPO(cfg, run)
 
-    def update() -> dict:
+
+class CartPolePPO(Recipe):
+    """PPO on CartPole: N envs × T steps → GAE → ``core.update``; the lr annealed linearly to 0, the clock in
+    environment steps, a greedy evaluation every ``--eval-every`` of them, done once solved (``--stop-on-solve``)."""
+
+    def __init__(self, cfg: Config, run: RunSession):
+        seed_everything(cfg.seed)
+        self.cfg, self.run = cfg, run
+        self.envs = gym_common.make_vec_env(cfg.env_id, cfg.num_envs)
+        obs_dim, n_actions = gym_common.env_dims(cfg.env_id)
+        self.policy = MLPActorCritic(obs_dim, n_actions, cfg.hidden).to(cfg.device)
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.lr, eps=1e-5, fused=cfg.device == "cpu")
+        self.generator = torch.Generator().manual_seed(cfg.seed)
+        self.update_cfg = update_config(cfg)
+        steps_per_update = cfg.num_envs * cfg.num_steps
+        updates = -(-cfg.total_steps // steps_per_update)
+        self.plan = loop.Plan(updates=updates, clock="env_steps", total=updates * steps_per_update, unit="step",
+                              eval_every=cfg.eval_every, learning_rate=loop.LearningRate(cfg.lr, anneal=updates),
+                              curves=tuple(p.filled(**asdict(cfg)) for p in CURVES),
+                              bar=(("eval", "eval_return_mean", ".0f"),))
+        obs, _ = self.envs.reset(seed=cfg.seed)
+        self.progress = {"obs": obs, "env_steps": 0, "evals": [],
+                         "episode": {"return": np.zeros(cfg.num_envs), "length": np.zeros(cfg.num_envs),
+                                     "finished": []}}
+
+    def update(self) -> dict:
         """One rollout of N×T transitions → GAE advantages → ``core.update``: μ passes of the clipped surrogate."""
-        episode = progress["episode"]
+        cfg, progress, episode = self.cfg, self.progress, self.progress["episode"]
         progress["obs"], obs_nt, actions, logp, values, rewards, dones, last_values = collect(
-            policy, envs, progress["obs"], cfg, episode)
+            self.policy, self.envs, progress["obs"], cfg, episode)
         advantages, returns = core.gae(rewards, values, dones, cfg.gamma, cfg.gae_lambda, last_values)
         batch = core.Batch(actions=actions, mask=torch.ones_like(rewards), advantages=advantages,
                            old_logp=logp, values=values, rewards=rewards, returns=returns,
                            inputs={"obs": obs_nt}).as_transitions()
-        passes = core.update(policy, batch, optimizer, update_cfg, generator)
-        progress["env_steps"] += steps_per_update
+        passes = core.update(self.policy, batch, self.optimizer, self.update_cfg, self.generator)
+        progress["env_steps"] += cfg.num_envs * cfg.num_steps
         finished, episode["finished"] = episode["finished"], []
         return {"env_steps": progress["env_steps"], "num_passes": len(passes),
                 "episode_return": float(np.mean(finished)) if finished else None,
-                "episodes": len(finished), "lr": optimizer.param_groups[0]["lr"], **passes[-1],
-                "skipped_steps": run.skipped_steps(passes, update_cfg.num_minibatches)}
+                "episodes": len(finished), "lr": self.optimizer.param_groups[0]["lr"], **passes[-1],
+                **core.step_counts(passes, self.update_cfg.num_minibatches)}
 
-    def evaluate() -> dict:
-        return gym_common.recorded_evaluation(policy, cfg, progress)
+    def evaluate(self) -> dict:
+        """Greedy episodes; solved (and so done, with ``--stop-on-solve``) once their mean reaches --solve-return."""
+        evaluation = gym_common.recorded_evaluation(self.policy, self.cfg, self.progress)
+        self.done = self.cfg.stop_on_solve and evaluation["eval_return_mean"] >= self.cfg.solve_return
+        return evaluation
 
-    def finished(updates: int) -> bool:
-        evals = progress["evals"]
-        return updates >= num_updates or (cfg.stop_on_solve and bool(evals) and evals[-1][1] >= cfg.solve_return)
-
-    def summary() -> dict:
-        envs.close()
-        evals = progress["evals"]
+    def summary(self) -> dict:
+        cfg, evals = self.cfg, self.progress["evals"]
+        self.envs.close()
         first_solve = next((s for s, r in evals if r >= cfg.solve_return), None)
         summary = {"rung": NAME, "solved": first_solve is not None, "solved_at_env_steps": first_solve,
-                   "env_steps": progress["env_steps"], "wall_s": run.wall_s,
+                   "env_steps": self.progress["env_steps"], "wall_s": self.run.wall_s,
                    "eval_return_mean": evals[-1][1] if evals else None, "evals": evals, "seed": cfg.seed}
-        torch.save(policy.state_dict(), run.dir / "policy.pt")
+        torch.save(self.policy.state_dict(), self.run.dir / "policy.pt")
         return summary
 
-    return Recipe(parts={"policy": policy, "optimizer": optimizer, "generator": generator,
-                         "envs": gym_common.EnvState(envs)},
-                  progress=progress, update=update, finished=finished, summary=summary,
-                  curves=lambda: [p.filled(**asdict(cfg)) for p in CURVES], x="env_steps", evaluate=evaluate,
-                  eval_every=cfg.eval_every, clock=lambda updates: updates * steps_per_update,
-                  optimizer=optimizer, learning_rate=lambda k: cfg.lr * (1.0 - k / num_updates),
-                  postfix=lambda record: {"eval": f"{progress['evals'][-1][1]:.0f}"} if progress["evals"] else {})
+    def state(self) -> dict:
+        return {"policy": self.policy, "optimizer": self.optimizer, "generator": self.generator,
+                "envs": gym_common.EnvState(self.envs), "progress": self.progress}
+
+    def load_state(self, restored: dict) -> None:
+        self.progress = restored["progress"]

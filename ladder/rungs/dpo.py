@@ -24,7 +24,6 @@ true_reward_mean, words_mean, hedged_share, padded_share. OUT/policy holds the t
 from __future__ import annotations
 
 import copy
-import random
 import time
 from dataclasses import dataclass, replace
 
@@ -38,14 +37,21 @@ from ladder.policies.causal_lm import CausalLMPolicy, is_peft
 from ladder.policies.dpo_batch import dpo_batch
 from ladder.rungs import preference_options, preference_sampling
 from ladder.rungs.preference_eval import pair_report
-from ladder.rungs.preference_options import DEFAULT_MODEL, PreferenceOptions
-from ladder.rungs.protocol import TRAINING_WRITES
+from ladder.rungs.preference_options import DEFAULT_MODEL, PairRecipe, PreferenceOptions
+from ladder.rungs.protocol import TRAINING_WRITES, Rung
 from ladder.runtime.loop import Recipe
 from ladder.runtime.runlog import seed_everything
 from ladder.runtime.session import RunSession
 from ladder.tasks import preference_pairs, sentiment, tiny_preferences
 
 NAME = "dpo"
+RUNG = Rung(name=NAME, position=7,
+            summary="DPO: the policy fitted to preference pairs directly (the reward read off π_θ/π_ref)",
+            writes=TRAINING_WRITES + ", policy/",
+            export="ladder.trl.export_preferences:write_dpo",
+            exercises=("ex11_aggregate", "ex17_compute_loss", "ex18_update", "ex27_dpo_loss"),
+            vitals=("dpo_loss", "dpo_ranked", "dpo_margin", "implicit", "logps", "sample_kl", "sample_true",
+                    "sample_length", "grad_norm"))
 CURVES = [Panel("DPO loss", "−log σ(r̂_w − r̂_l), batch mean", {"loss": ""}),
           Panel("implicit reward r̂ = β·log π_θ/π_ref", "batch mean",
                 {"rewards/chosen": "chosen", "rewards/rejected": "rejected", "rewards/margins": "margin"}),
@@ -83,15 +89,10 @@ PRESETS = {"tiny": {"model": "tiny", "dataset": "tiny", "steps": 120, "batch_siz
                     "eval_every": 20, "eval_pairs": 500, "num_eval_prompts": 64, "max_new_tokens": 32,
                     "true_reward": "tiny-preferences", "threads": 1}}
 ALGOS: dict = {}
-WRITES = TRAINING_WRITES + ", policy/"
 RESOLVED: dict = {}
 
 
 validate = preference_options.validate
-
-
-def export(cfg: Config) -> dict | None:
-    return preference_options.export(cfg, NAME)
 
 
 def train(cfg: Config) -> dict:
@@ -137,49 +138,47 @@ def implicit_rewards(policy: CausalLMPolicy, tokenizer, pairs: list[dict], cfg: 
 
 
 def build(cfg: Config, run: RunSession) -> Recipe:
-    """DPO as the loop runs it: B random training pairs → log π_ref → ``core.update``; the held-out report."""
-    seed_everything(cfg.seed)
-    t_load = time.perf_counter()
-    tokenizer, policy, train_pairs, held_out = load(cfg)
-    optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=cfg.lr, weight_decay=0.0)
-    update_cfg = core.UpdateConfig(objective=core.DPO(beta=cfg.beta), num_minibatches=cfg.num_minibatches,
-                                   max_grad_norm=cfg.max_grad_norm)
-    pair_rng, generator = random.Random(cfg.seed), torch.Generator().manual_seed(cfg.seed)
-    eval_prompts = preference_sampling.eval_prompts(train_pairs, held_out, cfg.num_eval_prompts)
-    true_reward = tiny_preferences.true_reward(cfg.true_reward)
-    progress = {"before": {}, "after": {}, "load_s": time.perf_counter() - t_load}
+    """DPO as the loop runs it (``DirectPreference``)."""
+    return DirectPreference(cfg, run)
 
-    def update() -> dict:
-        pairs = pair_rng.sample(train_pairs, min(cfg.batch_size, len(train_pairs)))
-        batch = with_reference(policy, dpo_batch(tokenizer, pairs, cfg.device), 2 * cfg.forward_batch_size)
-        passes = core.update(policy, batch, optimizer, update_cfg, generator)
-        last = passes[-1]
+
+class DirectPreference(PairRecipe):
+    """π_θ fit by DPO: B random training pairs → log π_ref → ``core.update``; the held-out report and completions
+    sampled on held-out prompts before the first update and every ``--eval-every``; ``--steps`` updates
+    (``PairRecipe``)."""
+
+    def __init__(self, cfg: Config, run: RunSession):
+        seed_everything(cfg.seed)
+        t_load = time.perf_counter()
+        self.tokenizer, self.policy, train_pairs, self.held_out = load(cfg)
+        super().__init__(cfg, run, "policy", self.policy, core.DPO(beta=cfg.beta), CURVES,
+                         (("acc", "rewards/accuracies", ".2f"), ("kl", "sample_kl", ".2f")), train_pairs,
+                         load_s=time.perf_counter() - t_load)
+        self.eval_prompts = preference_sampling.eval_prompts(train_pairs, self.held_out, cfg.num_eval_prompts)
+        self.true_reward = tiny_preferences.true_reward(cfg.true_reward)
+
+    def update(self) -> dict:
+        """B pairs → [x + y_w; x + y_l] with log π_ref → ``core.update`` with the DPO loss; TRL's names."""
+        pairs = self.next_pairs()
+        batch = with_reference(self.policy, dpo_batch(self.tokenizer, pairs, self.cfg.device),
+                               2 * self.cfg.forward_batch_size)
+        passes = core.update(self.policy, batch, self.optimizer, self.update_cfg, self.generator)
         names = ("loss", "rewards/chosen", "rewards/rejected", "rewards/accuracies", "rewards/margins", "logps/chosen",
                  "logps/rejected", "grad_norm")
-        # A step the guard skipped (a non-finite loss or gradient) has no grad_norm: the record leaves it out.
-        return {"pairs": (run.step + 1) * len(pairs), **{k: last[k] for k in names if k in last},
-                "kl_ref_token_k3": last["kl_ref"], "skipped_steps": run.skipped_steps(passes, cfg.num_minibatches)}
+        return self.record(pairs, passes, names, {"kl_ref_token_k3": passes[-1]["kl_ref"]})
 
-    def evaluate() -> dict:
+    def report(self) -> dict:
         """The held-out pairs ranked by r̂, and completions sampled on held-out prompts (``preference_sampling``)."""
+        policy, tokenizer, held_out, cfg = self.policy, self.tokenizer, self.held_out, self.cfg
         report = pair_report(*implicit_rewards(policy, tokenizer, held_out, cfg), held_out) if held_out else {}
-        report.update(preference_sampling.sampled_report(policy, tokenizer, eval_prompts, true_reward, cfg))
-        progress["after"] = report
+        report.update(preference_sampling.sampled_report(policy, tokenizer, self.eval_prompts, self.true_reward, cfg))
         return report
 
-    def start() -> None:
-        progress["before"] = evaluate()
-
-    def summary() -> dict:
-        preference_sampling.save_policy(policy, tokenizer, run.dir / "policy")
+    def summary(self) -> dict:
+        """OUT/policy (the model, or its LoRA adapter) and its tokenizer; the summary."""
+        cfg, progress = self.cfg, self.progress
+        preference_sampling.save_policy(self.policy, self.tokenizer, self.run.dir / "policy")
         return {"rung": NAME, "seed": cfg.seed, "model": cfg.model, "dataset": cfg.dataset, "beta": cfg.beta,
-                "lora": cfg.lora, "train_pairs": len(train_pairs), "held_out_pairs": len(held_out),
-                "updates": run.step, "eval_before": progress["before"], "eval_after": progress["after"],
-                "wall_s": run.wall_s, "load_s": progress["load_s"]}
-
-    return Recipe(parts={"policy": policy, "optimizer": optimizer, "pair_rng": pair_rng, "generator": generator},
-                  progress=progress, update=update, finished=lambda updates: updates >= cfg.steps, summary=summary,
-                  curves=lambda: [p.starting_at(**progress["before"]) for p in CURVES], evaluate=evaluate,
-                  eval_every=cfg.eval_every, start=start,
-                  postfix=lambda r: {"acc": f"{r['rewards/accuracies']:.2f}",
-                                     **({"kl": f"{r['sample_kl']:.2f}"} if "sample_kl" in r else {})})
+                "lora": cfg.lora, "train_pairs": len(self.train_pairs), "held_out_pairs": len(self.held_out),
+                "updates": self.run.step, "eval_before": progress["before"], "eval_after": progress["after"],
+                "wall_s": self.run.wall_s, "load_s": progress["load_s"]}

@@ -21,11 +21,14 @@ from ladder.cli import MAX_EXAMPLES, MAX_TOKENS, Checked, Device, PathKind, Text
 from ladder.patches import peft_wraps_quietly
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy
-from ladder.rungs.protocol import no_cross_option_rules, no_export
+from ladder.rungs.protocol import Rung, no_cross_option_rules
 from ladder.runtime.runlog import RunLog, UsageError, seed_everything
 from ladder.tasks import math_eval, math_problems
 
 NAME = "eval"
+RUNG = Rung(name=NAME, position=8,
+            summary="greedy accuracy of a model (and adapter) on the fixed held-out problems",
+            writes="config.json, summary.json, completions.jsonl")
 
 
 @dataclass
@@ -48,12 +51,10 @@ class Config(Checked):
     seed: int = option(0, "random seed (at most 2**32 − 1, numpy's largest)", int_range(0, 2**32 - 1))
 
 
-WRITES = "config.json, summary.json, completions.jsonl"  # what ``python -m ladder.run`` reports it wrote
 PRESETS = {"tiny": {"model": "@tiny-math", "task": "arithmetic", "max_new_tokens": 28}}
 ALGOS: dict = {}
 RESOLVED = {"system_prompt": lambda cfg: math_problems.system_prompt(cfg.task, cfg.system_prompt)}
 validate = no_cross_option_rules
-export = no_export
 
 
 def train(cfg: Config) -> dict:

@@ -53,7 +53,7 @@ from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, is_peft, lm_batch
 from ladder.rungs import lm_options
 from ladder.rungs.lm_options import LMOptions, gradient_checkpointing
-from ladder.rungs.protocol import TRAINING_WRITES, check_minibatches, no_export
+from ladder.rungs.protocol import Rung, check_minibatches
 from ladder.runtime import loop
 from ladder.runtime.distributed import Processes, launched_processes, process_device, weights_digest
 from ladder.runtime.loop import Recipe
@@ -62,6 +62,13 @@ from ladder.runtime.session import RunSession
 from ladder.tasks import sentiment, tiny_preferences
 
 NAME = "ppo-sentiment"
+RUNG = Rung(name=NAME, position=3,
+            summary="RLHF-PPO: a causal LM continues movie reviews positively (KL-shaped rewards, value head)",
+            exercises=("ex04_whiten", "ex05_clipped_surrogate", "ex06_value_loss", "ex08_kl_corrected",
+                       "ex09_kl_rewards", "ex11_aggregate", "ex15_soft_update", "ex16_token_logp",
+                       "ex17_compute_loss", "ex18_update", "ex19_masked_gae"),
+            vitals=("ppo_reward", "true_reward", "kl_per_completion", "beta", "rlhf_explained", "value_loss",
+                    "kl_old", "clip", "entropy", "length", "grad_norm"))
 CURVES = [Panel("reward", "per completion (mean)",
                 {"score_mean": "reward-model score", "reward_mean": "score − β·Σ_t KL_t (what PPO maximises)",
                  "true_reward_mean": "the true reward (--true-reward)"}),
@@ -133,9 +140,7 @@ PRESETS = {
              "num_minibatches": 2, "lr": 5e-5, "threads": 1, "print_samples": 20},
 }
 ALGOS: dict = {}
-WRITES = TRAINING_WRITES
 RESOLVED = lm_options.RESOLVED
-export = no_export
 
 
 def validate(cfg: Config) -> None:
@@ -271,54 +276,6 @@ def _mean_std(x: torch.Tensor) -> tuple[float, float]:
     return x.mean().item(), (x.std().item() if x.numel() > 1 else 0.0)
 
 
-@dataclass
-class Parts:
-    """What one RLHF-PPO update works with (built once by ``train``)."""
-
-    policy: CausalLMPolicy
-    trainer: object            # the policy, or its data-parallel wrapper
-    tokenizer: object
-    reward_fn: object
-    optimizer: torch.optim.Optimizer
-    controller: core.FixedKLController
-    generator: torch.Generator
-    update_cfg: core.UpdateConfig
-    procs: Processes
-    true_reward: object = None  # (prompts, completions) → r*, or None: the task knows no truth
-
-
-def ppo_step(parts: Parts, prompts: list[str], cfg: Config, skipped_steps) -> tuple[dict, list]:
-    """Sample → score → KL-shaped rewards, GAE → ``core.update`` → β update; the record and
-    (prompt, completion, score) triples of this process."""
-    policy, procs = parts.policy, parts.procs
-    batch, completions, texts = rollout(policy, parts.tokenizer, prompts, cfg)
-    old_logp, values, ref_logp = old_and_ref(policy, batch, cfg.forward_batch_size)
-    my_scores = score(parts.reward_fn, texts, cfg.forward_batch_size).to(old_logp.device)
-    kl_coef = parts.controller.value
-    targets = ppo_targets(my_scores, old_logp, ref_logp, values, batch.mask, kl_coef, cfg)
-    batch = replace(batch, old_logp=old_logp, ref_logp=ref_logp, values=targets["values"],
-                    rewards=targets["rewards"], advantages=targets["advantages"], returns=targets["returns"])
-    passes = core.update(parts.trainer, batch, parts.optimizer, parts.update_cfg, parts.generator)
-    kl_per_seq = procs.gather(targets["kl"].sum(dim=1))  # statistics of the whole batch, from every process
-    parts.controller.update(kl_per_seq.mean().item(), cfg.batch_size)
-    shaped, scores = procs.gather(batch.rewards.sum(dim=1)), procs.gather(my_scores)
-    last = procs.mean(dict(passes[-1]))
-    last["kl_ref_token_k3"] = last.pop("kl_ref", None)
-    record = {"num_passes": len(passes), **last,
-              "skipped_steps": skipped_steps(passes, parts.update_cfg.num_minibatches)}
-    record["score_mean"], record["score_std"] = _mean_std(scores)
-    record["reward_mean"], record["reward_std"] = _mean_std(shaped)
-    record["non_score_reward_mean"] = (shaped - scores).mean().item()
-    record["kl_ref"] = kl_per_seq.mean().item()
-    record["kl_coef"] = kl_coef
-    record["response_length"] = procs.gather(batch.mask.sum(dim=1)).mean().item()
-    if parts.true_reward is not None:
-        record["true_reward_mean"] = procs.gather(parts.true_reward(prompts, completions)).mean().item()
-        for name, values in tiny_preferences.anatomy(completions).items():   # where the completions' length went
-            record[tiny_preferences.ANATOMY_KEYS[name]] = procs.gather(values).mean().item()
-    return record, list(zip(prompts, completions, my_scores.tolist()))
-
-
 def train(cfg: Config) -> dict:
     """Run RLHF-PPO; write metrics.jsonl, summary.json, samples.md and curves.png into ``cfg.out``."""
     validate(cfg)
@@ -328,70 +285,119 @@ def train(cfg: Config) -> dict:
     if cfg.batch_size % launched_processes():
         raise UsageError(f"--batch-size {cfg.batch_size} cannot be shared equally by {launched_processes()} "
                          f"processes")
-    seed_everything(cfg.seed)
-    t_load = time.perf_counter()
-    model, tokenizer, reward_fn, prompt_pool = load_parts(cfg)
-    procs = Processes(torch.device(cfg.device))  # after the tiny models are cached (see ladder.runtime.distributed)
-    seed_everything(cfg.seed)  # building a tiny model on first use must not change the run
-    policy = build_policy(cfg, model).to(cfg.device)
-    optimizer = torch.optim.Adam([p for p in policy.parameters() if p.requires_grad], lr=cfg.lr)
-    truth = tiny_preferences.true_reward(cfg.true_reward)   # --true-reward: None unless the task knows its truth
-    parts = Parts(policy, procs.wrap(policy), tokenizer, reward_fn, optimizer, kl_controller(cfg),
-                  torch.Generator().manual_seed(cfg.seed), update_config(cfg), procs, truth)
-    load_s = time.perf_counter() - t_load
-    summary = loop.train(cfg, NAME, lambda cfg, run: build(cfg, run, parts, prompt_pool, load_s), total=cfg.steps,
-                         procs=procs)
+    sentiment.resolve_model(cfg.model)  # the tiny model built and cached before the process group exists
+    procs = Processes(torch.device(cfg.device))  # (see ladder.runtime.distributed)
+    summary = loop.train(cfg, NAME, build, procs=procs)
     procs.close()
     return summary
 
 
-def build(cfg: Config, run: RunSession, parts: Parts, prompt_pool: list[str], load_s: float = 0.0) -> Recipe:
-    """RLHF-PPO as the loop runs it: ``ppo_step`` on ``--batch-size`` prompts drawn from ``prompt_pool`` each
-    update; a before/after table of fixed prompts around the training."""
-    policy, tokenizer, reward_fn, procs = parts.policy, parts.tokenizer, parts.reward_fn, parts.procs
-    prompt_rng = random.Random(cfg.seed)
-    eval_prompts = random.Random(cfg.seed + 1).sample(prompt_pool, min(cfg.num_eval_prompts, len(prompt_pool)))
-    progress, samples = {"before": []}, []
-    run.seed_each_process()  # the weights are the same everywhere; the samples from here on are not
+def build(cfg: Config, run: RunSession) -> Recipe:
+    """RLHF-PPO as the loop runs it (``SentimentPPO``): the model, the reward and the prompts loaded here."""
+    return SentimentPPO(cfg, run)
 
-    def start() -> None:
-        progress["before"] = sample_table(policy, tokenizer, reward_fn, eval_prompts, cfg)
 
-    def update() -> dict:
-        """``ppo_step`` on this update's prompts (this process's share); π_ref refreshed every --ref-sync-every."""
-        prompts = procs.shard(prompt_rng.choices(prompt_pool, k=cfg.batch_size))
-        record, samples[:] = ppo_step(parts, prompts, cfg, run.skipped_steps)
-        if cfg.ref_sync_every and (run.step + 1) % cfg.ref_sync_every == 0:
-            policy.refresh_reference(cfg.ref_mixup)
-        return {"completions": (run.step + 1) * cfg.batch_size, **record}
+class SentimentPPO(Recipe):
+    """RLHF-PPO: each update ``ppo_step`` on ``--batch-size`` prompts drawn from the prompt pool; ``--steps``
+    updates; a before/after table of fixed prompts around the training (samples.md)."""
 
-    def print_samples(record: dict) -> None:
-        if cfg.print_samples and run.step % cfg.print_samples == 0:
-            run.write(f"update {run.step}: score {record['score_mean']:+.3f}  KL {record['kl_ref']:.2f}  "
-                      f"β {record['kl_coef']:.3f}")
-            for p, c, s in samples[:cfg.num_samples]:
-                run.write(f"  {p!r} → {c!r} → {s:+.3f}")
+    def __init__(self, cfg: Config, run: RunSession):
+        """Load the model, the reward function and the prompts; build π_θ (π_ref beside it), the optimiser, the KL
+        controller and the plan."""
+        self.cfg, self.run, self.procs = cfg, run, run.procs
+        seed_everything(cfg.seed)
+        t_load = time.perf_counter()
+        model, self.tokenizer, self.reward_fn, self.prompt_pool = load_parts(cfg)
+        seed_everything(cfg.seed)  # building a tiny model on first use must not change the run
+        self.policy = build_policy(cfg, model).to(cfg.device)
+        self.trainer = self.procs.wrap(self.policy)  # the policy, or its data-parallel wrapper
+        self.optimizer = torch.optim.Adam([p for p in self.policy.parameters() if p.requires_grad], lr=cfg.lr)
+        self.controller, self.update_cfg = kl_controller(cfg), update_config(cfg)
+        self.generator = torch.Generator().manual_seed(cfg.seed)
+        self.true_reward = tiny_preferences.true_reward(cfg.true_reward)  # None unless the task knows its truth
+        self.load_s = time.perf_counter() - t_load
+        self.prompt_rng = random.Random(cfg.seed)
+        self.eval_prompts = random.Random(cfg.seed + 1).sample(self.prompt_pool,
+                                                               min(cfg.num_eval_prompts, len(self.prompt_pool)))
+        self.progress: dict = {"before": []}
+        self.samples: list = []  # this update's (prompt, completion, score) triples
+        run.seed_each_process()  # the weights are the same everywhere; the samples from here on are not
+        self.plan = loop.Plan(updates=cfg.steps, curves=tuple(CURVES), bar=(
+            ("score", "score_mean", "+.3f"), ("kl", "kl_ref", ".2f"), ("beta", "kl_coef", ".3f")))
 
-    def summary() -> dict:
+    def update(self) -> dict:
+        """``ppo_step`` on this update's prompts (this process's share); π_ref refreshed every --ref-sync-every;
+        a few samples printed every --print-samples. A fresh run's first update samples the "before" table first."""
+        cfg, done = self.cfg, self.run.step + 1  # done: the updates done after this one
+        if self.run.step == 0 and self.plan.evaluations:
+            self.progress["before"] = sample_table(self.policy, self.tokenizer, self.reward_fn, self.eval_prompts, cfg)
+        prompts = self.procs.shard(self.prompt_rng.choices(self.prompt_pool, k=cfg.batch_size))
+        record, self.samples = self.ppo_step(prompts)
+        if cfg.ref_sync_every and done % cfg.ref_sync_every == 0:
+            self.policy.refresh_reference(cfg.ref_mixup)
+        record = {"completions": done * cfg.batch_size, **record}
+        if cfg.print_samples and done % cfg.print_samples == 0:
+            self.run.write(f"update {done}: score {record['score_mean']:+.3f}  KL {record['kl_ref']:.2f}  "
+                           f"β {record['kl_coef']:.3f}")
+            for p, c, s in self.samples[:cfg.num_samples]:
+                self.run.write(f"  {p!r} → {c!r} → {s:+.3f}")
+        return record
+
+    def ppo_step(self, prompts: list[str]) -> tuple[dict, list]:
+        """Sample → score → KL-shaped rewards, GAE → ``core.update`` → β update; the record and
+        (prompt, completion, score) triples of this process."""
+        cfg, policy, procs = self.cfg, self.policy, self.procs
+        batch, completions, texts = rollout(policy, self.tokenizer, prompts, cfg)
+        old_logp, values, ref_logp = old_and_ref(policy, batch, cfg.forward_batch_size)
+        my_scores = score(self.reward_fn, texts, cfg.forward_batch_size).to(old_logp.device)
+        kl_coef = self.controller.value
+        targets = ppo_targets(my_scores, old_logp, ref_logp, values, batch.mask, kl_coef, cfg)
+        batch = replace(batch, old_logp=old_logp, ref_logp=ref_logp, values=targets["values"],
+                        rewards=targets["rewards"], advantages=targets["advantages"], returns=targets["returns"])
+        passes = core.update(self.trainer, batch, self.optimizer, self.update_cfg, self.generator)
+        kl_per_seq = procs.gather(targets["kl"].sum(dim=1))  # statistics of the whole batch, from every process
+        self.controller.update(kl_per_seq.mean().item(), cfg.batch_size)
+        shaped, scores = procs.gather(batch.rewards.sum(dim=1)), procs.gather(my_scores)
+        last = procs.mean(dict(passes[-1]))
+        last["kl_ref_token_k3"] = last.pop("kl_ref", None)
+        record = {"num_passes": len(passes), **last, **core.step_counts(passes, self.update_cfg.num_minibatches)}
+        record["score_mean"], record["score_std"] = _mean_std(scores)
+        record["reward_mean"], record["reward_std"] = _mean_std(shaped)
+        record["non_score_reward_mean"] = (shaped - scores).mean().item()
+        record["kl_ref"] = kl_per_seq.mean().item()
+        record["kl_coef"] = kl_coef
+        record["response_length"] = procs.gather(batch.mask.sum(dim=1)).mean().item()
+        if self.true_reward is not None:
+            record["true_reward_mean"] = procs.gather(self.true_reward(prompts, completions)).mean().item()
+            for name, values in tiny_preferences.anatomy(completions).items():   # where the completions' length went
+                record[tiny_preferences.ANATOMY_KEYS[name]] = procs.gather(values).mean().item()
+        return record, list(zip(prompts, completions, my_scores.tolist()))
+
+    def summary(self) -> dict:
         """The before/after table (samples.md), summary.json's dict, and the trained policy in OUT/policy."""
-        before, after = progress["before"], sample_table(policy, tokenizer, reward_fn, eval_prompts, cfg)
+        cfg, run, procs, policy = self.cfg, self.run, self.procs, self.policy
+        before = self.progress["before"]
+        after = sample_table(policy, self.tokenizer, self.reward_fn, self.eval_prompts, cfg)
         table = before_after_table(before, after)
-        summary = summarize(run.records(), before, after, cfg, parts.controller.value,
-                            {"wall_s": run.wall_s, "load_s": load_s, "processes": procs.world,
+        summary = summarize(run.records(), before, after, cfg, self.controller.value,
+                            {"wall_s": run.wall_s, "load_s": self.load_s, "processes": procs.world,
                              "weights_digest_per_process": procs.gather_object(weights_digest(policy))})
         if procs.is_main:
             print("\nSample completions before → after training (same prompts, same sampling seed):\n" + table)
             (run.dir / "samples.md").write_text(table + "\n")
-            save_policy(policy, tokenizer, run.dir)
+            save_policy(policy, self.tokenizer, run.dir)
         return summary
 
-    state = {"policy": policy, "optimizer": parts.optimizer, "controller": parts.controller,
-             "generator": parts.generator, "prompt_rng": prompt_rng,
-             **({"reference": ReferenceWeights(policy)} if cfg.ref_sync_every else {})}
-    return Recipe(parts=state, progress=progress, update=update, finished=lambda updates: updates >= cfg.steps,
-                  summary=summary, curves=lambda: CURVES, start=start, after_log=print_samples,
-                  postfix=lambda r: {"score": f"{r['score_mean']:+.3f}", "kl": f"{r['kl_ref']:.2f}",
-                                     "beta": f"{r['kl_coef']:.3f}"})
+    def state(self) -> dict:
+        """π_θ, the optimiser, the KL controller, the generators, π_ref when it is refreshed, and the progress."""
+        return {"policy": self.policy, "optimizer": self.optimizer, "controller": self.controller,
+                "generator": self.generator, "prompt_rng": self.prompt_rng,
+                **({"reference": ReferenceWeights(self.policy)} if self.cfg.ref_sync_every else {}),
+                "progress": self.progress}
+
+    def load_state(self, restored: dict) -> None:
+        """Keep the restored progress (the "before" table); the other parts came back restored in place."""
+        self.progress = restored["progress"]
 
 
 def summarize(records: list[dict], before: list[dict], after: list[dict], cfg: Config, kl_coef: float,

@@ -1,16 +1,19 @@
-"""What a rung is: the names ``python -m ladder.run`` reads from a rung's module, and nothing else.
+"""What a rung is: a module of ``ladder.rungs`` that declares itself in one ``RUNG = Rung(...)`` and holds the code
+the command line runs (``RungCode``). Nothing else names a rung: ``ladder.rungs.registry`` finds every declaration,
+and the command line (``python -m ladder.run``: the rungs' list, their flags, ``--export-trl``), the graders (which
+exercises a rung's update calls) and the doctor (a run's vital signs) read them there.
 
-A rung is a module (``ladder.rungs.reinforce``, ``cartpole``, ``ppo_sentiment``, ``grpo``, ``lm_eval``) that
-declares every member of ``Rung``. The optional parts have a stated default here, which a rung without one of
-its own names explicitly (``ALGOS = {}``, ``WRITES = TRAINING_WRITES``, ``validate = no_cross_option_rules``,
-``export = no_export``), so the command line never guesses what a rung lacks. Each rung keeps its own rules
-(which options relate, which values are decided when the run starts, what ``--export-trl`` means) inside
-itself; ``tests/test_rung_protocol.py`` checks every rung against this protocol.
+    RUNG = Rung(name="cartpole", position=2, summary="PPO on CartPole (actor-critic, vector envs, GAE)",
+                exercises=("ex03_gae", ...), vitals=("return", ...))
+
+Each rung keeps its own rules (which options relate: ``validate``; which values are decided when the run starts:
+``RESOLVED``) inside itself; ``tests/test_rung_protocol.py`` checks every rung against this protocol.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ladder.runtime.errors import UsageError
@@ -18,15 +21,28 @@ from ladder.runtime.errors import UsageError
 TRAINING_WRITES = "metrics.jsonl, summary.json, curves.png"  # what a training run writes in OUT
 
 
-@runtime_checkable
-class Rung(Protocol):
-    """A rung module. ``Config`` is a ``ladder.cli.Checked`` dataclass: one ``--flag`` per field."""
+@dataclass(frozen=True)
+class Rung:
+    """A rung as it declares itself (``RUNG`` in its module), read by the registries."""
 
-    NAME: str  # the rung's name on the command line (python -m ladder.run NAME)
+    name: str                          # python -m ladder.run NAME
+    position: int                      # its place on the ladder: the order of the rungs' list
+    summary: str                       # its line in ``python -m ladder.run --help``
+    writes: str = TRAINING_WRITES      # the files a run reports it wrote in OUT
+    export: str | None = None          # --export-trl FILE: "module:function(cfg, path) -> summary" writing the run
+    #                                    as a TRL script instead of training it (None: the rung has no export)
+    exercises: tuple[str, ...] = ()    # the exercises whose functions its update can call (--use-exercises)
+    vitals: tuple[str, ...] = ()       # the doctor's vital signs of its runs (``ladder.doctor.vitals.VITALS``' names)
+
+
+@runtime_checkable
+class RungCode(Protocol):
+    """A rung module's code. ``Config`` is a ``ladder.cli.Checked`` dataclass: one ``--flag`` per field."""
+
+    RUNG: Rung
     Config: type
     PRESETS: Mapping[str, Mapping[str, Any]]  # --preset NAME → option values ({}: no presets)
     ALGOS: Mapping[str, Mapping[str, Any]]  # --algo NAME → option values ({}: the rung has no --algo)
-    WRITES: str  # the files the run reports it wrote in OUT (TRAINING_WRITES for a training run)
     RESOLVED: Mapping[str, Callable[[Any], Any]]  # option → its value in the run, decided when it starts
 
     def validate(self, cfg: Any) -> None:
@@ -36,17 +52,10 @@ class Rung(Protocol):
     def train(self, cfg: Any) -> dict:
         """Run the rung; return its summary."""
 
-    def export(self, cfg: Any) -> dict | None:
-        """The run written out instead of trained (grpo ``--export-trl FILE``): its summary; None: train."""
-
 
 def no_cross_option_rules(cfg: Any) -> None:
     """``validate`` of a rung whose options are independent: each option's domain is checked when the Config
     is built."""
-
-
-def no_export(cfg: Any) -> None:
-    """``export`` of a rung that always trains."""
 
 
 def check_minibatches(rows: int, num_minibatches: int, batch: str) -> None:

@@ -32,13 +32,19 @@ from ladder.cli import (
 from ladder.plots import Panel
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
-from ladder.rungs.protocol import TRAINING_WRITES, no_export
+from ladder.rungs.protocol import Rung
 from ladder.runtime import loop
+from ladder.runtime.errors import UsageError
 from ladder.runtime.loop import Recipe
 from ladder.runtime.runlog import seed_everything
 from ladder.runtime.session import RunSession
 
 NAME = "reinforce"
+RUNG = Rung(name=NAME, position=1,
+            summary="REINFORCE on CartPole (returns-to-go, optional baseline)",
+            exercises=("ex01_discounted_returns", "ex02_reinforce_loss", "ex04_whiten", "ex11_aggregate",
+                       "ex17_compute_loss", "ex18_update"),
+            vitals=("return", "action_entropy", "grad_norm"))
 CURVES = [Panel("episode return", "return (steps balanced)",
                 {"episode_return": "training episodes (sampled)",
                  "eval_return_mean": "greedy evaluation ({eval_episodes} episodes)"},
@@ -72,13 +78,15 @@ class Config(RunOptions):
 
 PRESETS = {"tiny": {"total_steps": 40_000, "eval_every": 5_000}}
 ALGOS: dict = {}
-WRITES = TRAINING_WRITES
 RESOLVED: dict = {}
-export = no_export
 
 
 def validate(cfg: Config) -> None:
-    """Nothing relates several options here; each option's domain is checked when the Config is built."""
+    """--value-coef weighs the loss of the critic that only --baseline value has: refused, in one line, without it
+    (each option's own domain is checked when the Config is built)."""
+    if cfg.baseline != "value" and cfg.value_coef != Config.value_coef:
+        raise UsageError("--value-coef weighs the value loss of the critic V(s_t) that --baseline value learns; "
+                         f"--baseline {cfg.baseline} has none: drop --value-coef (or use --baseline value)")
 
 
 def collect_episodes(policy: MLPActorCritic, envs: list, seeds: list | None):
@@ -141,55 +149,69 @@ def train(cfg: Config) -> dict:
     validate(cfg)
     if cfg.threads:  # 0: torch's default
         torch.set_num_threads(cfg.threads)
-    return loop.train(cfg, NAME, build, total=cfg.total_steps, unit="step")
+    return loop.train(cfg, NAME, build)
 
 
 def build(cfg: Config, run: RunSession) -> Recipe:
-    """REINFORCE as the loop runs it: N complete episodes → returns-to-go → Â = G_t − b(s_t) → ``core.update``."""
-    seed_everything(cfg.seed)
-    envs = [gym_common.make_env(cfg.env_id) for _ in range(cfg.episodes_per_update)]
-    obs_dim, n_actions = gym_common.env_dims(cfg.env_id)
-    policy = MLPActorCritic(obs_dim, n_actions, cfg.hidden, critic=cfg.baseline == "value").to(cfg.device)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, fused=cfg.device == "cpu")
-    update_cfg = core.UpdateConfig(mu=1, num_minibatches=1, objective="reinforce", value_coef=cfg.value_coef,
-                                   entropy_coef=cfg.entropy_coef, max_grad_norm=cfg.max_grad_norm)
-    progress = {"env_steps": 0, "evals": []}
+    """REINFORCE as the loop runs it (``Reinforce``)."""
+    return Reinforce(cfg, run)
 
-    def update() -> dict:
+
+class Reinforce(Recipe):
+    """REINFORCE on CartPole: N complete episodes → returns-to-go → Â = G_t − b(s_t) → ``core.update``; the clock in
+    environment steps (done at --total-steps), a greedy evaluation every ``--eval-every``, done once solved
+    (``--stop-on-solve``)."""
+
+    def __init__(self, cfg: Config, run: RunSession):
+        seed_everything(cfg.seed)
+        self.cfg, self.run = cfg, run
+        self.envs = [gym_common.make_env(cfg.env_id) for _ in range(cfg.episodes_per_update)]
+        obs_dim, n_actions = gym_common.env_dims(cfg.env_id)
+        self.policy = MLPActorCritic(obs_dim, n_actions, cfg.hidden, critic=cfg.baseline == "value").to(cfg.device)
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=cfg.lr, fused=cfg.device == "cpu")
+        self.update_cfg = core.UpdateConfig(mu=1, num_minibatches=1, objective="reinforce", value_coef=cfg.value_coef,
+                                            entropy_coef=cfg.entropy_coef, max_grad_norm=cfg.max_grad_norm)
+        self.plan = loop.Plan(updates=cfg.total_steps, clock="env_steps", total=cfg.total_steps, unit="step",
+                              eval_every=cfg.eval_every, curves=tuple(p.filled(**asdict(cfg)) for p in CURVES),
+                              bar=(("eval", "eval_return_mean", ".0f"),))  # updates: at least a step each
+        self.progress = {"env_steps": 0, "evals": []}
+
+    def update(self) -> dict:
         """N episodes from π_θ → G_t → one pass of −Â·log π_θ. The envs are seeded at the first update only;
         later resets (and a resumed run) continue each env's own RNG."""
+        cfg, progress = self.cfg, self.progress
         seeds = [cfg.seed * 1000 + i for i in range(cfg.episodes_per_update)] if progress["env_steps"] == 0 else None
-        obs, actions, rewards, mask = collect_episodes(policy, envs, seeds)
+        obs, actions, rewards, mask = collect_episodes(self.policy, self.envs, seeds)
         returns = core.discounted_returns(rewards, mask, cfg.gamma)
         batch = core.Batch(actions=actions, mask=mask, rewards=rewards, returns=returns,
-                           advantages=advantages_for(cfg, policy, obs, returns, mask), inputs={"obs": obs})
-        passes = core.update(policy, batch, optimizer, update_cfg)
+                           advantages=advantages_for(cfg, self.policy, obs, returns, mask), inputs={"obs": obs})
+        passes = core.update(self.policy, batch, self.optimizer, self.update_cfg)
         progress["env_steps"] += batch.num_tokens
+        self.done = progress["env_steps"] >= cfg.total_steps
         return {"env_steps": progress["env_steps"], "episode_return": rewards.sum(1).mean().item(),
-                "episodes": len(batch), **passes[-1],
-                "skipped_steps": run.skipped_steps(passes, update_cfg.num_minibatches)}
+                "episodes": len(batch), **passes[-1], **core.step_counts(passes, self.update_cfg.num_minibatches)}
 
-    def evaluate() -> dict:
-        return gym_common.recorded_evaluation(policy, cfg, progress)
+    def evaluate(self) -> dict:
+        """Greedy episodes; solved (and so done, with ``--stop-on-solve``) once their mean reaches --solve-return."""
+        evaluation = gym_common.recorded_evaluation(self.policy, self.cfg, self.progress)
+        solved = evaluation["eval_return_mean"] >= self.cfg.solve_return
+        self.done = self.done or (solved and self.cfg.stop_on_solve)
+        return evaluation
 
-    def finished(updates: int) -> bool:
-        evals = progress["evals"]
-        solved = bool(evals) and evals[-1][1] >= cfg.solve_return
-        return progress["env_steps"] >= cfg.total_steps or (solved and cfg.stop_on_solve)
-
-    def summary() -> dict:
-        evals = progress["evals"]
+    def summary(self) -> dict:
+        cfg, evals = self.cfg, self.progress["evals"]
         first_solve = next((s for s, r in evals if r >= cfg.solve_return), None)
         summary = {"rung": NAME, "solved": first_solve is not None, "solved_at_env_steps": first_solve,
-                   "env_steps": progress["env_steps"], "wall_s": run.wall_s,
+                   "env_steps": self.progress["env_steps"], "wall_s": self.run.wall_s,
                    "eval_return_mean": evals[-1][1] if evals else None,
                    "best_eval_return_mean": max((r for _, r in evals), default=None), "evals": evals,
                    "seed": cfg.seed}
-        torch.save(policy.state_dict(), run.dir / "policy.pt")
+        torch.save(self.policy.state_dict(), self.run.dir / "policy.pt")
         return summary
 
-    return Recipe(parts={"policy": policy, "optimizer": optimizer, "envs": EpisodeEnvs(envs)}, progress=progress,
-                  update=update, finished=finished, summary=summary,
-                  curves=lambda: [p.filled(**asdict(cfg)) for p in CURVES], x="env_steps", evaluate=evaluate,
-                  eval_every=cfg.eval_every, clock=lambda updates: progress["env_steps"],
-                  postfix=lambda record: {"eval": f"{progress['evals'][-1][1]:.0f}"} if progress["evals"] else {})
+    def state(self) -> dict:
+        return {"policy": self.policy, "optimizer": self.optimizer, "envs": EpisodeEnvs(self.envs),
+                "progress": self.progress}
+
+    def load_state(self, restored: dict) -> None:
+        self.progress = restored["progress"]

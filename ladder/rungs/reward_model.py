@@ -20,7 +20,6 @@ tokenizer, which ``ppo-sentiment --reward-model`` loads.
 
 from __future__ import annotations
 
-import random
 import time
 from dataclasses import dataclass
 
@@ -34,14 +33,21 @@ from ladder.policies.causal_lm import disable_dropout, is_peft
 from ladder.policies.reward_model import ScoringPolicy, load_reward_model, preference_batch, rewards
 from ladder.rungs import preference_options
 from ladder.rungs.preference_eval import calibration, pair_report
-from ladder.rungs.preference_options import DEFAULT_MODEL, PreferenceOptions
-from ladder.rungs.protocol import TRAINING_WRITES
+from ladder.rungs.preference_options import DEFAULT_MODEL, PairRecipe, PreferenceOptions
+from ladder.rungs.protocol import TRAINING_WRITES, Rung
 from ladder.runtime.loop import Recipe
 from ladder.runtime.runlog import seed_everything
 from ladder.runtime.session import RunSession
 from ladder.tasks import preference_pairs, sentiment
 
 NAME = "reward-model"
+RUNG = Rung(name=NAME, position=6,
+            summary="a reward model r_φ from preference pairs (Bradley–Terry);"
+                    " ppo-sentiment --reward-model trains on it",
+            writes=TRAINING_WRITES + ", reward_model/",
+            export="ladder.trl.export_preferences:write_reward_model",
+            exercises=("ex11_aggregate", "ex17_compute_loss", "ex18_update", "ex26_bradley_terry"),
+            vitals=("rm_loss", "ranked", "rm_margin", "length_paid", "calibration", "grad_norm"))
 CURVES = [Panel("Bradley–Terry loss", "−log σ(r_w − r_l), batch mean", {"loss": ""}),
           Panel("pairs ranked right", "share of pairs",
                 {"accuracy": "training batch", "eval_accuracy": "held-out pairs (the labeller's order)",
@@ -63,15 +69,10 @@ class Config(PreferenceOptions):
 PRESETS = {"tiny": {"model": "tiny", "dataset": "tiny", "steps": 120, "batch_size": 32, "lr": 3e-4,
                     "eval_every": 20, "eval_pairs": 500, "threads": 1}}
 ALGOS: dict = {}
-WRITES = TRAINING_WRITES + ", reward_model/"
 RESOLVED: dict = {}
 
 
 validate = preference_options.validate
-
-
-def export(cfg: Config) -> dict | None:
-    return preference_options.export(cfg, NAME)
 
 
 def train(cfg: Config) -> dict:
@@ -108,54 +109,51 @@ def score_pairs(model, tokenizer, pairs: list[dict], rows: int, device: str) -> 
 
 
 def build(cfg: Config, run: RunSession) -> Recipe:
-    """Bradley–Terry as the loop runs it: B random training pairs → ``core.update``; the held-out report."""
-    seed_everything(cfg.seed)
-    t_load = time.perf_counter()
-    tokenizer, model, train_pairs, held_out = load(cfg)
-    policy = ScoringPolicy(model)
-    optimizer = torch.optim.AdamW([p for p in policy.parameters() if p.requires_grad], lr=cfg.lr, weight_decay=0.0)
-    update_cfg = core.UpdateConfig(objective="bradley_terry", num_minibatches=cfg.num_minibatches,
-                                   max_grad_norm=cfg.max_grad_norm)
-    pair_rng, generator = random.Random(cfg.seed), torch.Generator().manual_seed(cfg.seed)
-    progress = {"before": {}, "after": {}, "calibration": [], "load_s": time.perf_counter() - t_load}
+    """Bradley–Terry as the loop runs it (``BradleyTerry``)."""
+    return BradleyTerry(cfg, run)
 
-    def update() -> dict:
-        pairs = pair_rng.sample(train_pairs, min(cfg.batch_size, len(train_pairs)))
-        batch = preference_batch(tokenizer, pairs, cfg.device)
-        passes = core.update(policy, batch, optimizer, update_cfg, generator)
-        last = passes[-1]
-        names = ("loss", "accuracy", "margin", "grad_norm")  # a skipped step (not finite) has no grad_norm
-        return {"pairs": (run.step + 1) * len(pairs), **{k: last[k] for k in names if k in last},
-                "skipped_steps": run.skipped_steps(passes, cfg.num_minibatches)}
 
-    def evaluate() -> dict:
-        """The held-out report (``preference_eval.pair_report``); the latest kept as the run's "after"."""
-        if not held_out:
+class BradleyTerry(PairRecipe):
+    """r_φ fit by Bradley–Terry: B random training pairs → ``core.update``; the held-out report before the first
+    update and every ``--eval-every``; ``--steps`` updates (``PairRecipe``)."""
+
+    def __init__(self, cfg: Config, run: RunSession):
+        seed_everything(cfg.seed)
+        t_load = time.perf_counter()
+        self.tokenizer, self.model, train_pairs, self.held_out = load(cfg)
+        self.policy = ScoringPolicy(self.model)
+        super().__init__(cfg, run, "model", self.model, "bradley_terry", CURVES,
+                         (("acc", "accuracy", ".2f"), ("eval", "eval_accuracy", ".2f")), train_pairs,
+                         load_s=time.perf_counter() - t_load)
+        self.progress["calibration"] = []
+
+    def update(self) -> dict:
+        """B pairs → [x + y_w; x + y_l] → ``core.update`` with −log σ(r_w − r_l)."""
+        pairs = self.next_pairs()
+        batch = preference_batch(self.tokenizer, pairs, self.cfg.device)
+        passes = core.update(self.policy, batch, self.optimizer, self.update_cfg, self.generator)
+        return self.record(pairs, passes, ("loss", "accuracy", "margin", "grad_norm"))
+
+    def report(self) -> dict:
+        """The held-out report (``preference_eval.pair_report``); its reliability table kept for summary.json."""
+        if not self.held_out:
             return {}
-        chosen, rejected = score_pairs(model, tokenizer, held_out, cfg.forward_batch_size, cfg.device)
-        progress["after"] = pair_report(chosen, rejected, held_out)
-        progress["calibration"] = calibration(chosen - rejected)   # the reliability table summary.json keeps
-        return progress["after"]
+        cfg = self.cfg
+        chosen, rejected = score_pairs(self.model, self.tokenizer, self.held_out, cfg.forward_batch_size, cfg.device)
+        report = pair_report(chosen, rejected, self.held_out)
+        self.progress["calibration"] = calibration(chosen - rejected)
+        return report
 
-    def start() -> None:
-        progress["before"] = evaluate()
-
-    def summary() -> dict:
-        target = run.dir / "reward_model"
-        whole = model.merge_and_unload() if is_peft(model) else model  # --lora: the adapter merged into the backbone
+    def summary(self) -> dict:
+        """OUT/reward_model (with --lora, the adapter merged into the backbone) and its tokenizer; the summary."""
+        cfg, progress, target = self.cfg, self.progress, self.run.dir / "reward_model"
+        whole = self.model.merge_and_unload() if is_peft(self.model) else self.model
         with sentiment.quiet_progress():
             whole.save_pretrained(target)
-        tokenizer.save_pretrained(target)
+        self.tokenizer.save_pretrained(target)
         return {"rung": NAME, "seed": cfg.seed, "model": cfg.model, "dataset": cfg.dataset, "lora": cfg.lora,
-                "dtype": str(next(model.parameters()).dtype).removeprefix("torch."),
-                "train_pairs": len(train_pairs), "held_out_pairs": len(held_out), "updates": run.step,
+                "dtype": str(next(self.model.parameters()).dtype).removeprefix("torch."),
+                "train_pairs": len(self.train_pairs), "held_out_pairs": len(self.held_out), "updates": self.run.step,
                 "eval_before": progress["before"], "eval_after": progress["after"],
                 "calibration": progress["calibration"],
-                "wall_s": run.wall_s, "load_s": progress["load_s"], "saved": str(target)}
-
-    return Recipe(parts={"model": model, "optimizer": optimizer, "pair_rng": pair_rng, "generator": generator},
-                  progress=progress, update=update, finished=lambda updates: updates >= cfg.steps, summary=summary,
-                  curves=lambda: [p.starting_at(**progress["before"]) for p in CURVES], evaluate=evaluate,
-                  eval_every=cfg.eval_every, start=start,
-                  postfix=lambda r: {"acc": f"{r['accuracy']:.2f}",
-                                     **({"eval": f"{r['eval_accuracy']:.2f}"} if "eval_accuracy" in r else {})})
+                "wall_s": self.run.wall_s, "load_s": progress["load_s"], "saved": str(target)}

@@ -1,7 +1,7 @@
 """A command's signals before its own handlers are in place: Ctrl-C, SIGTERM or SIGHUP end it in one line.
 
 ``python -m ladder.run`` spends its first second or two importing torch and transformers, before the run's handlers
-(``ladder.run.terminal_guards``) exist. Nothing has been written then, so a signal there simply ends the process:
+(``ladder.runtime.signals``) exist. Nothing has been written then, so a signal there simply ends the process:
 one line on stderr and exit code 128 + the signal's number (Ctrl-C 130, SIGTERM 143, SIGHUP 129), the same as an
 interrupted run, never the traceback of whatever import it landed in. This module imports only the standard
 library, so that an entry point can install it before anything heavy.

@@ -1,12 +1,14 @@
 """One run of a rung, from its start to its summary: the scaffolding every rung shares, driven by
-``ladder.runtime.loop``.
+``ladder.runtime.loop`` (which says when each of these happens):
 
-    with RunSession(cfg, NAME, config, total=cfg.steps, procs=procs) as run:          # what ladder.runtime.loop does
-        saved = run.resume(policy=policy, optimizer=optimizer)      # {} on a fresh start
-        while run.step < cfg.steps:
-            ... collect → Batch → core.update → record ...
-            run.log(record)                                          # step, wall clock, bar, metrics
-            run.checkpoint(policy=policy, optimizer=optimizer, progress={...})
+    with RunSession(cfg, NAME, procs=procs) as run:                   # config.json: cfg.options()
+        restored = run.resume({"policy": policy, ...}, total=updates)  # {} on a fresh start
+        while run.step < updates:
+            stats = ... collect → Batch → core.update ...
+            run.guard(stats["skipped_steps"], stats["optimizer_steps"])
+            run.count_update()                                         # run.step: the updates done
+            run.log(stats)                                             # step, wall clock, bar, metrics
+            run.checkpoint(policy=policy, ...)
         run.finish(summary, CURVES)
 
 ``in_memory=True`` holds a run without a directory (a notebook's lab drives one): records kept in memory, no file
@@ -16,12 +18,13 @@ It holds the run directory (``RunLog``, as ``files``: config, metrics, the lock)
 progress bar, the process check of a resume, and checkpoints of named parts in one layout for every
 rung:
 
-    {"rung", "step", "wall_s", "bar", "processes",
+    {"rung", "step", "wall_s", "bar", "clock", "before", "processes",
      "rng":   [every process's generators: torch CPU and CUDA, NumPy, Python],
      "parts": {name: saved state of each part},
      "metrics_lines"}
 
-It is saved atomically, its sha256 beside it in checkpoint.pt.sha256 (``RunLog.save_checkpoint``). A part is a
+(``clock``: the run's clock after the last update; ``before``: the evaluation before the first update.) It is saved
+atomically, its sha256 beside it in checkpoint.pt.sha256 (``RunLog.save_checkpoint``). A part is a
 ``torch.nn.Module`` (its trainable parameters), anything with ``state_dict`` / ``load_state_dict`` (an optimiser,
 a KL controller), a ``torch.Generator``, a ``random.Random``, or plain data (counters, lists), restored as it
 was saved.
@@ -39,9 +42,9 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from ladder.cli import show_progress
 from ladder.runtime.distributed import Processes
 from ladder.runtime.runlog import RunLog, RunStopped, UsageError, rng_state, set_rng_state
+from ladder.runtime.terminal import show_progress
 from ladder.runtime.trackers import tracker
 
 
@@ -58,19 +61,20 @@ class NonFiniteGuard:
         self.patience, self.out, self.warn = patience, out, warn
         self.warned, self.in_a_row = False, 0
 
-    def __call__(self, passes: list[dict], steps_per_pass: int) -> float:
-        """The number of skipped steps in this update (for the metrics); raises ``RunStopped``."""
-        skipped = sum(p["skipped_steps"] for p in passes)
+    def __call__(self, skipped: float, steps: int | None) -> None:
+        """``skipped`` of the update's ``steps`` optimiser steps were skipped (None: an update without an optimiser
+        step); raises ``RunStopped``."""
+        if steps is None:
+            return
         if skipped and not self.warned:
             self.warned = True
             self.warn(f"warning: a non-finite loss or gradient; {skipped:g} optimiser step(s) skipped "
                       f"(counted in skipped_steps). Lower --lr if it keeps happening.")
-        self.in_a_row = self.in_a_row + 1 if skipped >= len(passes) * steps_per_pass else 0
+        self.in_a_row = self.in_a_row + 1 if skipped >= steps else 0
         if self.patience and self.in_a_row >= self.patience:
             raise RunStopped(f"{self.in_a_row} updates in a row had only non-finite losses or gradients, so the "
                              f"weights stopped changing; lower --lr or check the rewards (the run so far is in "
                              f"{self.out})")
-        return skipped
 
 
 def part_state(part) -> Any:
@@ -115,19 +119,21 @@ def load_part(part, state) -> Any:
 class RunSession:
     """The run directory, the guard, the progress bar and checkpoints of one run (see the module doc)."""
 
-    def __init__(self, cfg, rung: str, config: dict, total: int, unit: str = "update",
-                 procs: Processes | None = None, in_memory: bool = False):
+    def __init__(self, cfg, rung: str, procs: Processes | None = None, in_memory: bool = False):
+        """``cfg`` names its options and their values itself (``cfg.options()``: config.json)."""
         self.cfg, self.rung, self.in_memory = cfg, rung, in_memory
         self.procs = procs or Processes(torch.device("cpu"))
+        config = {} if in_memory else cfg.options()
         self.files = RunLog(cfg.out or os.curdir, rung, {"rung": rung, **config, "processes": self.procs.world},
                             resume=cfg.resume is not None, overwrite=cfg.overwrite,
                             tracker=None if in_memory else tracker(cfg.report_to),
                             writes=self.procs.is_main and not in_memory)
         self.dir = self.files.dir
         self.guard = NonFiniteGuard(cfg.max_nonfinite_updates, self.dir, warn=tqdm.write)
-        self.total, self.unit = total, unit
-        self.step, self.started = 0, time.perf_counter()
+        self.step, self.clock, self.started = 0, 0, time.perf_counter()  # step: the updates done; clock: the run's
+        self.before: dict = {}  # the evaluation before the first update (drawn at x = 0 of the curves)
         self.bar, self.training = None, False  # training: resume() has run, the updates are under way
+        self.shown: dict[str, str] = {}  # the bar's postfix
 
     def __enter__(self) -> RunSession:
         return self
@@ -157,10 +163,11 @@ class RunSession:
         except OSError:
             return False
 
-    def resume(self, **parts) -> dict:
+    def resume(self, parts: dict | None = None, total: int = 0, unit: str = "update") -> dict:
         """With ``--resume``: load the last checkpoint into ``parts`` (name → part), restore this process's
         random generators, and return ``{name: restored part or saved value}``; ``{}`` when starting fresh.
-        Starts the progress bar either way."""
+        Starts the progress bar (``total`` ``unit``s) either way."""
+        parts = parts or {}
         state = self.files.load_checkpoint() if self.cfg.resume else None
         restored = {}
         if state is not None:
@@ -170,9 +177,10 @@ class RunSession:
             restored = {name: self._restore(name, part, state["parts"]) for name, part in parts.items()}
             set_rng_state(state["rng"][self.procs.rank])
             self.step, self.started = state["step"], time.perf_counter() - state["wall_s"]
+            self.clock, self.before = state.get("clock", self.step), state.get("before", {})
         self.training = True
         self.files.started()  # from here on, the run --overwrite replaced is gone for good
-        self.bar = tqdm(total=self.total, initial=state["bar"] if state else 0, unit=self.unit, desc=self.rung,
+        self.bar = tqdm(total=total, initial=state["bar"] if state else 0, unit=unit, desc=self.rung,
                         disable=not show_progress(self.cfg.progress and self.procs.is_main))
         return restored
 
@@ -198,22 +206,27 @@ class RunSession:
     def wall_s(self) -> float:
         return time.perf_counter() - self.started
 
-    def skipped_steps(self, passes: list[dict], steps_per_pass: int) -> float:
-        """The update's skipped optimiser steps (stops the run after too many in a row: ``NonFiniteGuard``)."""
-        return self.guard(passes, steps_per_pass)
-
-    def log(self, record: dict, advance: int = 1, **postfix) -> None:
-        """Count the update, stamp ``step`` and ``wall_s`` on its record, write it, move the bar."""
+    def count_update(self) -> None:
+        """One more update done (``step``)."""
         self.step += 1
+
+    def log(self, record: dict, clock: int | None = None, bar: tuple = ()) -> None:
+        """Stamp ``step`` and ``wall_s`` on the update's record, write it, move the bar to ``clock`` (the run's
+        clock after it; None: the updates done) with ``bar``'s postfix: (label, field, format), each field's
+        last value kept."""
         record = {"step": self.step, **record, "wall_s": self.wall_s}
         self.files.log(record)
-        self.bar.update(advance)
-        if postfix:
-            self.bar.set_postfix(**postfix)
+        clock = self.step if clock is None else clock
+        self.bar.update(clock - self.clock)
+        self.clock = clock
+        self.shown.update({label: format(record[field], spec) for label, field, spec in bar
+                           if record.get(field) is not None})
+        if self.shown:
+            self.bar.set_postfix(**self.shown)
 
-    def log_completions(self, rows: list[dict]) -> None:
-        """This update's sampled completions, to OUT/completions.jsonl (``RunLog.log_completions``)."""
-        self.files.log_completions(self.step, rows)
+    def log_completions(self, step: int, rows: list[dict]) -> None:
+        """Update ``step``'s sampled completions, to OUT/completions.jsonl (``RunLog.log_completions``)."""
+        self.files.log_completions(step, rows)
 
     def write(self, text: str, stderr: bool = False) -> None:
         """Print above the progress bar (main process only; nothing in memory), on stdout or, for a warning, on
@@ -228,6 +241,7 @@ class RunSession:
             return
         rng = self.procs.gather_object(rng_state())  # every process's generators, for an exact resume
         self.files.save_checkpoint({"step": self.step, "wall_s": self.wall_s, "bar": self.bar.n,
+                                    "clock": self.clock, "before": self.before,
                                   "processes": self.procs.world, "rng": rng,
                                   "parts": {name: part_state(part) for name, part in parts.items()}})
 
@@ -235,8 +249,8 @@ class RunSession:
         return self.files.records()
 
     def finish(self, summary: dict, curves: list, x: str = "step") -> dict:
-        """Write curves.png (``curves``: its ``ladder.plots.Panel``s) and summary.json (last: it marks a finished
-        run); returns the summary."""
+        """Write curves.png (``curves``: its ``ladder.plots.Panel``s, the evaluation before the first update drawn at
+        x = 0) and summary.json (last: it marks a finished run); returns the summary."""
         self.bar.close()
-        self.files.finish(summary, curves, x=x)
+        self.files.finish(summary, [panel.starting_at(**self.before) for panel in curves], x=x)
         return summary

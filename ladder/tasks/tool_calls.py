@@ -42,9 +42,9 @@ import re
 from collections.abc import Callable
 from contextvars import ContextVar
 
-from ladder.rewards import exited, held_output, said
 from ladder.runtime.errors import UsageError
 from ladder.runtime.limits import TimedOut, time_limit
+from ladder.runtime.user_code import exited, held_output, said
 
 NOT_TOOLS = ("reset", "get_reward")
 _CALL = re.compile(r"<tool_call>(.*?)(?:</tool_call>|$)", re.DOTALL)

@@ -42,6 +42,7 @@ from ladder import rewards
 from ladder.rungs.agent import options as agent_options
 from ladder.rungs.grpo.options import Config
 from ladder.rungs.grpo.rules import validate
+from ladder.rungs.grpo.settle import settle_known
 from ladder.runtime.errors import UsageError
 from ladder.specs import option_defaults, option_value, options_dict
 from ladder.tasks import arithmetic, math_problems
@@ -113,8 +114,8 @@ def _differences(cfg: Config, rungs: tuple[str, ...] = ("grpo",)) -> list[str]:
                  "# This run uses no ladder option that GRPOTrainer lacks.")
     for row in active:
         lines += _comment(f"{_flag(row.ladder_option)} = {option_value(cfg, row.ladder_option)!r}: {row.note}", "#   ")
-    if cfg.ref_sync_every and (cfg.lora or cfg.qlora):
-        lines += _comment(f"--ref-sync-every = {cfg.ref_sync_every}: " + trl_map.for_field(
+    if cfg.reference_refresh is not None and (cfg.lora or cfg.qlora):
+        lines += _comment(f"--ref-sync-every = {cfg.reference_refresh.every}: " + trl_map.for_field(
             "GRPOConfig", "sync_ref_model")[0].note, "#   ")
     lines += ["#", "# ladder options with no TRL equivalent, not used by this run (or bookkeeping only):"]
     for row in inactive:
@@ -384,3 +385,14 @@ def write_whole(path: str | os.PathLike, text: str, example: str = "grpo_trl.py"
             for directory in made:
                 directory.rmdir()
         raise UsageError(f"--export-trl {path}: cannot write there ({e.strerror or type(e).__name__})") from None
+
+
+def write_grpo(cfg: Config, path: str | os.PathLike) -> dict:
+    """``grpo --export-trl FILE``: the run, its ``auto``s settled as the run would settle them (``settle_known``), as a
+    ``GRPOTrainer`` script; nothing trained, no run directory. Its summary."""
+    return write(settle_known(cfg).cfg, path)
+
+
+def write_agent_run(cfg, path: str | os.PathLike) -> dict:
+    """``agent --export-trl FILE``: the run, settled, as a ``GRPOTrainer(environment_factory=…)`` script."""
+    return write_agent(settle_known(cfg).cfg, path)

@@ -109,3 +109,13 @@ def write(cfg, rung: str, path: str | os.PathLike) -> dict:
     trainer = TRAINERS[rung][0]
     return {"rung": rung, "export_trl": str(path), "model": cfg.model, "trainer": f"trl.{trainer}",
             "max_steps": cfg.steps * cfg.num_minibatches}
+
+
+def write_reward_model(cfg, path: str | os.PathLike) -> dict:
+    """``reward-model --export-trl FILE``: the run as a ``RewardTrainer`` script (``write``)."""
+    return write(cfg, "reward-model", path)
+
+
+def write_dpo(cfg, path: str | os.PathLike) -> dict:
+    """``dpo --export-trl FILE``: the run as a ``DPOTrainer`` script (``write``)."""
+    return write(cfg, "dpo", path)

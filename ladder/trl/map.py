@@ -33,7 +33,7 @@ from ladder.rungs.grpo import advantages, kl_to_ref, loss_types, reference_refre
 from ladder.trl.map_design import DESIGN_ROWS
 from ladder.trl.map_ppo import PPO_ROWS, RLOO_ROWS
 from ladder.trl.map_preferences import PREFERENCE_ROWS
-from ladder.trl.row import (
+from ladder.trl_rows import (
     CLASSIC,
     CLASSIC_PPO_CONFIG_FIELDS,
     Mapping,
@@ -87,7 +87,7 @@ GRPO_ROWS = (
     Mapping(G, "epsilon", "grpo", "clip_eps", "clipped_surrogate", "ratio clipped below at 1 − ε",
             same("clip_eps")),
     Mapping(G, "epsilon_high", "grpo", "clip_eps_high", "clipped_surrogate", "ratio clipped above at 1 + ε_high",
-            same("clip_eps_high"), lambda cfg: cfg.loss_type != "cispo"),
+            same("clip_eps_high"), lambda cfg: not isinstance(cfg.objective, core.CISPO)),
     *loss_types.trl_rows(core.CISPO, core.Clipped),  # the objectives' own flags (loss_types)
     # the fourth policy: π_sampler ≠ π_old (TRL's sampler is vLLM; ladder's, the weights rounded)
     *sampler.TRL_ROWS,  # π_sampler's flags (sampler)
@@ -102,10 +102,11 @@ GRPO_ROWS = (
     Mapping(G, "sync_ref_model", "grpo", "ref_sync_every", "soft_update",
             "TRL 1.16 refuses sync_ref_model with a PEFT model (ladder refreshes a second, frozen adapter): "
             "with --lora/--qlora the export leaves π_ref fixed",
-            lambda cfg: bool(cfg.ref_sync_every) and not peft(cfg)),
+            lambda cfg: cfg.reference_refresh is not None and not peft(cfg)),
     Mapping(G, "ref_model_sync_steps", "grpo", "ref_sync_every", "soft_update",
             "TRL counts optimiser steps: --ref-sync-every × μ × M",
-            lambda cfg: optimizer_steps(cfg, cfg.ref_sync_every), lambda cfg: bool(cfg.ref_sync_every)),
+            lambda cfg: optimizer_steps(cfg, cfg.reference_refresh.every),
+            lambda cfg: cfg.reference_refresh is not None),
     *reference_refresh.TRL_ROWS,
     Mapping(G, "mask_truncated_completions", "grpo", "mask_truncated", None,
             "completions cut at the length limit take no part in the loss (ladder: grpo_rollout)",
@@ -195,9 +196,9 @@ GRPO_ROWS = (
     Mapping(G, NONE, "grpo", "dynamic_sampling", None,
             "DAPO's dynamic sampling (drop groups without a reward spread, sample more prompts): not in "
             "GRPOTrainer; its frac_reward_zero_std metric counts those groups",
-            applies=lambda cfg: cfg.dynamic_sampling),
+            applies=lambda cfg: cfg.dynamic_sampling is not None),
     Mapping(G, NONE, "grpo", "max_sampling_rounds", None, "dynamic sampling's budget",
-            applies=lambda cfg: cfg.dynamic_sampling),
+            applies=lambda cfg: cfg.dynamic_sampling is not None),
     Mapping(G, NONE, "grpo", "max_completions", None, "a budget of sampled completions: use max_steps",
             applies=lambda cfg: cfg.max_completions > 0),
     Mapping(G, NONE, "grpo", "chunk_size", None, "ladder's chunked lm_head/log-softmax: memory only"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ladder import core
 from ladder.rungs.grpo import entropy_control, loss_types
-from ladder.trl.row import Mapping, same
+from ladder.trl_rows import Mapping, same
 
 G = "GRPOConfig"
 NONE = None  # no TRL equivalent

@@ -3,7 +3,7 @@ PPOTrainer (TRL ≤ 0.11, the RLHF articles) against ppo-sentiment."""
 
 from __future__ import annotations
 
-from ladder.trl.row import Mapping
+from ladder.trl_rows import Mapping
 
 # --- RLOO: RLOOConfig ↔ the grpo rung with --algo rloo (advantage rloo, KL in the reward, k1) --------
 

@@ -9,7 +9,7 @@ off, as TRL does by default.
 
 from __future__ import annotations
 
-from ladder.trl.row import Mapping, const, same
+from ladder.trl_rows import Mapping, const, same
 
 
 def _pairs_per_step(cfg) -> int:

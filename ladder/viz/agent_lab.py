@@ -27,13 +27,11 @@ token under ``--credit trajectory`` (Â_i on every model token) and ``--credit t
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from dataclasses import dataclass
 
 import torch
 
-from ladder import core, rewards
 from ladder.policies.causal_lm import position_ids_for
 from ladder.rungs import agent, grpo
 from ladder.runtime import loop
@@ -48,36 +46,29 @@ CPU = torch.device("cpu")
 
 
 def agent_step(preset: str = "tiny", seed: int = 0, **overrides) -> tuple[grpo.Step, grpo.Task]:
-    """The agent rung's Step and Task for ``preset`` (with ``overrides``), built as ``grpo.train_task`` builds them,
+    """The agent rung's Step and Task for ``preset`` (with ``overrides``), built as ``grpo.task_recipe`` builds them,
     on the CPU, without a run directory."""
     cfg = agent.Config(**{**agent.PRESETS[preset], "seed": seed, **overrides}, progress=False)
     agent.validate(cfg)
     torch.manual_seed(seed)
     task = agent.agent_task(cfg)
     policy, optimizer = grpo.load_policy(cfg, task.model_path, CPU)
-    step = grpo.build(cfg, policy=policy, optimizer=optimizer, tokenizer=task.tokenizer,
-                      stream=grpo.ProblemStream(task.problems, cfg.seed, task.source),
-                      system_prompt=task.system_prompt, procs=Processes(CPU), rollout=task.rollout,
-                      credit=task.credit)
+    step = grpo.make_step(cfg, policy=policy, optimizer=optimizer, tokenizer=task.tokenizer,
+                          stream=grpo.ProblemStream(task.problems, cfg.seed, task.source),
+                          system_prompt=task.system_prompt, procs=Processes(CPU), rollout=task.rollout,
+                          credit=task.credit)
     return step, task
 
 
 def agent_run(preset: str = "tiny", seed: int = 0, **overrides) -> tuple[RunSession, Recipe, grpo.Step, grpo.Task]:
-    """A run of the agent rung held in memory and begun (``loop.in_memory``: the step-0 evaluation done), built as
-    ``grpo.train_task`` builds it, on the CPU: its session, its recipe (one update: ``loop.one_update``), its Step
+    """A run of the agent rung held in memory and begun (``loop.in_memory``: the step-0 evaluation done), built by
+    the rung's own ``agent.build``, on the CPU: its session, its recipe (one update: ``loop.one_update``), its Step
     and its Task."""
     cfg = agent.Config(**{**agent.PRESETS[preset], "seed": seed, **overrides}, progress=False)
     agent.validate(cfg)
     torch.manual_seed(seed)
-    task = agent.agent_task(cfg)
-    made = {}
-
-    def build(cfg: agent.Config, run: RunSession) -> Recipe:
-        made["step"] = grpo.task_step(cfg, run, task, rewards.load_all(cfg.rewards.funcs))
-        return grpo.recipe(cfg, run, task, made["step"])
-
-    session, recipe = loop.in_memory(cfg, agent.NAME, build, total=cfg.steps)
-    return session, recipe, made["step"], task
+    session, recipe = loop.in_memory(cfg, agent.NAME, agent.build)
+    return session, recipe, recipe.step, recipe.task
 
 
 def token_pieces(tokenizer, completion: torch.Tensor, attention_mask: torch.Tensor) -> list[list[str]]:
@@ -99,22 +90,6 @@ class Group:
     advantages: dict                  # credit ("trajectory", "turn") → Â per token [G, T], 0 off the mask
     turn_rewards: torch.Tensor | None  # [G, K] per-turn rewards (the guessing game), else None
     tool_calls: torch.Tensor          # [G]
-
-
-@contextlib.contextmanager
-def recording_update(seen: list):
-    """``core.update`` as it is, each call's (policy, batch) appended to ``seen``."""
-    original = core.update
-
-    def update(policy, batch, *args, **kwargs):
-        seen.append({"policy": policy, "batch": batch})
-        return original(policy, batch, *args, **kwargs)
-
-    core.update = update
-    try:
-        yield seen
-    finally:
-        core.update = original
 
 
 def _group_of(rollout, token_advantages: dict, G: int, g: int, tokenizer, tool_calls_: torch.Tensor) -> Group:
@@ -141,21 +116,18 @@ def _pick(rewards: torch.Tensor, tool_calls_: torch.Tensor, G: int) -> int:
 
 @functools.lru_cache(maxsize=2)
 def calculator_update(seed: int = 0, prompts: int = 4, group_size: int = 8) -> dict:
-    """One ``grpo_step`` of the tiny calculator preset (``prompts`` × G trajectories), ``core.update``'s batch
-    recorded. Returns ``group`` (a Group with Â), ``batch`` (the ``core.Batch`` core.update received), ``record``
-    (the step's metrics) and the shapes. Cached."""
+    """The batch of one update of the tiny calculator preset (``prompts`` × G trajectories): ``grpo.grpo_batch``, the
+    batch ``grpo_step`` hands ``core.update``. Returns ``group`` (a Group with Â), ``batch`` (the ``core.Batch``),
+    ``record`` (the batch's statistics, as the update's record has them) and the rollout's masks. Cached."""
     with quiet_run():
         step, _ = agent_step("tiny", seed, prompts_per_step=prompts, group_size=group_size)
-        grpo.set_learning_rate(step.optimizer, step.cfg, 0)
-        seen: list = []
-        with recording_update(seen):
-            record, rollout, advantages = grpo.grpo_step(step)
-    batch = seen[0]["batch"]
+        got = grpo.grpo_batch(step)
+    rollout, batch = got.rollout, got.batch
+    record = grpo.batch_statistics(rollout, got.rewards, step.procs, group_size)
     calls = torch.as_tensor(rollout.stats["agent/tool_calls"]).cpu()
     g = _pick(rollout.rewards.cpu(), calls, group_size)
     group = _group_of(rollout, {"trajectory": batch.advantages}, group_size, g, step.tokenizer, calls)
-    return {"group": group, "batch": batch, "record": record, "group_index": g, "update_calls": len(seen),
-            "update_policy_is_the_rung_policy": seen[0]["policy"] is step.trainer,
+    return {"group": group, "batch": batch, "record": record, "group_index": g,
             "rollout_mask": rollout.mask.cpu(), "rollout_attention": rollout.attention_mask.cpu()}
 
 

@@ -3,8 +3,8 @@
 The three policies are concrete here:
 
     π_ref  the freshly initialised MLP (a frozen snapshot; the KL anchor)
-    π_old  the same MLP after ``warmup_updates`` ordinary PPO updates of the CartPole rung; it
-           samples the fixed batch (``cartpole.collect``), so ``batch.old_logp`` = log π_old
+    π_old  the same MLP after ``warmup_updates`` updates of the CartPole rung's own recipe (through the loop,
+           in memory); it samples the fixed batch (``cartpole.collect``), so ``batch.old_logp`` = log π_old
     π_θ    a copy of π_old optimised for μ passes over that batch by ``core.update``
 
 CartPole has two actions, so every KL between the three policies at the batch's states is exact:
@@ -25,12 +25,12 @@ import copy
 import functools
 import math
 
-import numpy as np
 import torch
 
 from ladder import core
 from ladder.policies.mlp import MLPActorCritic
-from ladder.rungs import cartpole, gym_common
+from ladder.rungs import cartpole
+from ladder.runtime import loop
 
 
 class one_thread:
@@ -55,30 +55,25 @@ def fixed_batch(seed: int = 0, num_envs: int = 8, num_steps: int = 128, warmup_u
 
 
 def _fixed_batch(seed: int, num_envs: int, num_steps: int, warmup_updates: int):
+    """π_ref: the rung's freshly built policy; π_old: the same after ``warmup_updates`` of the rung's own updates
+    (its recipe through the loop, held in memory, no evaluation); the batch: one more rollout of π_old, as the
+    rung's next update would collect it."""
     cfg = cartpole.Config(num_envs=num_envs, num_steps=num_steps, seed=seed, progress=False)
-    torch.manual_seed(seed)
-    obs_dim, n_actions = gym_common.env_dims(cfg.env_id)
-    policy = MLPActorCritic(obs_dim, n_actions, cfg.hidden)
-    ref = copy.deepcopy(policy).requires_grad_(False)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.lr, eps=1e-5)
-    generator = torch.Generator().manual_seed(seed)
-    envs = gym_common.make_vec_env(cfg.env_id, cfg.num_envs)
-    obs, _ = envs.reset(seed=seed)
-    episode = {"return": np.zeros(num_envs), "length": np.zeros(num_envs), "finished": []}
-    update_cfg = cartpole.update_config(cfg)
-    for u in range(warmup_updates + 1):
-        obs, obs_nt, actions, logp, values, rewards, dones, last_values = cartpole.collect(
-            policy, envs, obs, cfg, episode)
-        advantages, returns = core.gae(rewards, values, dones, cfg.gamma, cfg.gae_lambda, last_values)
-        batch = core.Batch(actions=actions, mask=torch.ones_like(rewards), advantages=advantages,
-                           old_logp=logp, values=values, rewards=rewards, returns=returns,
-                           inputs={"obs": obs_nt}).as_transitions()
-        if u < warmup_updates:
-            core.update(policy, batch, optimizer, update_cfg, generator)
-    envs.close()
+    session, recipe = loop.in_memory(cfg, cartpole.NAME, cartpole.build, evaluations=False)
+    ref = copy.deepcopy(recipe.policy).requires_grad_(False)
+    for _ in range(warmup_updates):
+        loop.one_update(session, recipe)
+    progress = recipe.progress
+    _, obs_nt, actions, logp, values, rewards, dones, last_values = cartpole.collect(
+        recipe.policy, recipe.envs, progress["obs"], cfg, progress["episode"])
+    advantages, returns = core.gae(rewards, values, dones, cfg.gamma, cfg.gae_lambda, last_values)
+    batch = core.Batch(actions=actions, mask=torch.ones_like(rewards), advantages=advantages,
+                       old_logp=logp, values=values, rewards=rewards, returns=returns,
+                       inputs={"obs": obs_nt}).as_transitions()
+    recipe.envs.close()
     with torch.no_grad():
         batch.ref_logp = ref.evaluate(batch)[0]
-    return ref, policy.requires_grad_(False), batch
+    return ref, recipe.policy.requires_grad_(False), batch
 
 
 @torch.no_grad()

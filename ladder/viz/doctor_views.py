@@ -19,9 +19,10 @@ import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from ladder.doctor import diagnose, read_run
-from ladder.doctor.gallery import GALLERY, run_gallery_entry, run_healthy
+from ladder.doctor.gallery import GALLERY
 from ladder.doctor.report import text_report
 from ladder.doctor.signatures import Finding, T, late, med
+from ladder.run_cache import run_gallery_entry, run_healthy
 from ladder.viz._widget import View
 
 BUDGETS = (12, 20, 24, 26, 28)  # --max-new-tokens; 28 is the tiny preset's own, its sums take 24–27 tokens

@@ -65,9 +65,9 @@ def warm_up(step: grpo.Step, updates: int) -> None:
                      source=(None, None))
 
     def build(cfg: grpo.Config, run) -> loop.Recipe:
-        return grpo.recipe(cfg, run, task, step)
+        return grpo.GRPO(cfg, run, task, step)
 
-    session, recipe = loop.in_memory(step.cfg, grpo.NAME, build, total=updates, evaluations=False)
+    session, recipe = loop.in_memory(step.cfg, grpo.NAME, build, evaluations=False)
     for _ in range(updates):
         loop.one_update(session, recipe)
 
@@ -227,9 +227,9 @@ def _fixed_grpo_batch(seed: int, warmup_updates: int, prompts: int, group_size: 
     optimizer = quant.make_optimizer(policy.parameters(), cfg.lr, "adamw", device)
     system_prompt = arithmetic.TINY_SYSTEM_PROMPT
     problems, _ = arithmetic.train_eval_split(None, cfg.eval_size)
-    step = grpo.build(cfg, policy=policy, optimizer=optimizer, tokenizer=tokenizer, stream=_InOrder(problems),
-                      system_prompt=system_prompt, procs=Processes(device), trainer=policy,
-                      update_cfg=grpo_update_config(cfg))
+    step = grpo.make_step(cfg, policy=policy, optimizer=optimizer, tokenizer=tokenizer, stream=_InOrder(problems),
+                          system_prompt=system_prompt, procs=Processes(device), trainer=policy,
+                          update_cfg=grpo_update_config(cfg))
     warm_up(step, warmup_updates)  # the rung's own updates, with its learning-rate warm-up
 
     # The fixed batch, sampled by π_old with the rung's own sampler (grpo_step's).

@@ -17,7 +17,6 @@ samples one batch, exactly as an update of the rung does (``ppo_sentiment.rollou
 from __future__ import annotations
 
 import functools
-import random
 from dataclasses import dataclass
 
 import torch
@@ -26,13 +25,13 @@ import transformers
 from ladder import core
 from ladder.policies.causal_lm import position_ids_for
 from ladder.rungs import ppo_sentiment
-from ladder.runtime.distributed import Processes
+from ladder.runtime import loop
 from ladder.viz.lm_lab import quiet_run
 
 
 @dataclass
 class PPOBatch:
-    """One batch sampled by the tiny RLHF policy π_old: what ``ppo_sentiment.ppo_step`` computes before GAE."""
+    """One batch sampled by the tiny RLHF policy π_old: what ``SentimentPPO.ppo_step`` computes before GAE."""
 
     tokens: list[list[str]]          # each completion's tokens, decoded one by one (padding left out)
     texts: list[str]                 # prompt + completion, as the reward model read them
@@ -48,8 +47,9 @@ class PPOBatch:
 def ppo_batch(seed: int = 0, updates: int = 10, kl_coef: float = 0.2, batch_size: int = 16) -> PPOBatch:
     """The tiny ``ppo-sentiment`` preset after ``updates`` updates at a fixed β, and one batch it then samples.
 
-    The updates are the rung's own (``ppo_sentiment.ppo_step``), so the value head has learnt something and
-    π_old has moved away from π_ref (at update 0, KL_t = 0 and V = 0 exactly). Cached.
+    The updates are the rung's own (its recipe, ``ppo_sentiment.build``, driven by ``ladder.runtime.loop``), so
+    the value head has learnt something and π_old has moved away from π_ref (at update 0, KL_t = 0 and V = 0
+    exactly). Cached.
     """
     return _cached_ppo_batch(int(seed), int(updates), float(kl_coef), int(batch_size))
 
@@ -61,24 +61,19 @@ def _cached_ppo_batch(seed: int, updates: int, kl_coef: float, batch_size: int) 
 
 
 def _ppo_batch(seed: int, updates: int, kl_coef: float, batch_size: int) -> PPOBatch:
-
+    """``updates`` of the rung's own recipe held in memory (``loop.in_memory``, its before/after table left out),
+    then one batch sampled from the recipe's prompt stream as the next update would."""
     overrides = {"batch_size": batch_size, "kl_coef": kl_coef, "adaptive_kl": False, "seed": seed,
                  "print_samples": 0}
     cfg = ppo_sentiment.Config(**{**ppo_sentiment.PRESETS["tiny"], **overrides}, progress=False)
-    torch.manual_seed(seed)
-    model, tokenizer, reward_fn, pool = ppo_sentiment.load_parts(cfg)
-    torch.manual_seed(seed)
-    policy = ppo_sentiment.build_policy(cfg, model)
-    optimizer = torch.optim.Adam([p for p in policy.parameters() if p.requires_grad], lr=cfg.lr)
-    parts = ppo_sentiment.Parts(policy, policy, tokenizer, reward_fn, optimizer, ppo_sentiment.kl_controller(cfg),
-                                torch.Generator().manual_seed(seed), ppo_sentiment.update_config(cfg),
-                                Processes(torch.device("cpu")))
-    rng = random.Random(seed)
+    session, recipe = loop.in_memory(cfg, ppo_sentiment.NAME, ppo_sentiment.build, evaluations=False)
     for _ in range(updates):
-        ppo_sentiment.ppo_step(parts, rng.choices(pool, k=batch_size), cfg, lambda passes, steps: 0)
-    batch, _, texts = ppo_sentiment.rollout(policy, tokenizer, rng.choices(pool, k=batch_size), cfg)
+        loop.one_update(session, recipe)
+    policy, tokenizer = recipe.policy, recipe.tokenizer
+    prompts = recipe.prompt_rng.choices(recipe.prompt_pool, k=batch_size)
+    batch, _, texts = ppo_sentiment.rollout(policy, tokenizer, prompts, cfg)
     old_logp, values, ref_logp = ppo_sentiment.old_and_ref(policy, batch, cfg.forward_batch_size)
-    scores = ppo_sentiment.score(reward_fn, texts, cfg.forward_batch_size)
+    scores = ppo_sentiment.score(recipe.reward_fn, texts, cfg.forward_batch_size)
     tokens = [[tokenizer.decode([int(c)]) for c in row[m.bool()]] for row, m in zip(batch.actions, batch.mask)]
     return PPOBatch(tokens, texts, scores, old_logp, ref_logp, values * batch.mask, batch.mask, kl_coef, cfg)
 

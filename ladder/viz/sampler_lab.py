@@ -112,8 +112,8 @@ def _four_policies(seed, prompts, group_size, warmup_updates, steps, temperature
     funcs, weights = load_all(plain.rewards.funcs), grpo.reward_weights(plain)
 
     def step_of(c: grpo.Config) -> grpo.Step:
-        return grpo.build(c, policy=policy, optimizer=optimizer, tokenizer=tokenizer, stream=stream,
-                          system_prompt=system_prompt, procs=Processes(device), trainer=policy, reward_funcs=funcs)
+        return grpo.make_step(c, policy=policy, optimizer=optimizer, tokenizer=tokenizer, stream=stream,
+                              system_prompt=system_prompt, procs=Processes(device), trainer=policy, reward_funcs=funcs)
 
     warm_up(step_of(plain), warmup_updates)  # the rung's own updates, with its learning-rate warm-up
     old_state = {n: p.detach().clone() for n, p in policy.named_parameters() if p.requires_grad}

@@ -10,12 +10,12 @@ from ladder.rungs.agent.rung import (
     NAME,
     PRESETS,
     RESOLVED,
-    WRITES,
+    RUNG,
     Config,
     agent_task,
+    build,
     chat_prompt,
     environment,
-    export,
     multi_turn,
     per_turn_rewards,
     play,
@@ -29,7 +29,7 @@ from ladder.rungs.agent.rung import (
 )
 
 __all__ = [
-    "ALGOS", "NAME", "PRESETS", "RESOLVED", "WRITES", "Config", "agent_task", "chat_prompt", "environment",
-    "export", "multi_turn", "per_turn_rewards", "play", "problems", "sample_trajectories", "system_prompt", "train",
+    "ALGOS", "NAME", "PRESETS", "RESOLVED", "RUNG", "Config", "agent_task", "build", "chat_prompt", "environment",
+    "multi_turn", "per_turn_rewards", "play", "problems", "sample_trajectories", "system_prompt", "train",
     "turn_credit", "turn_reward_stats", "validate",
 ]

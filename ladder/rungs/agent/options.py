@@ -9,10 +9,10 @@ from dataclasses import dataclass, replace
 
 from ladder import rewards
 from ladder.cli import MAX_PASSES, MAX_TOKENS, Text, count, interval, option
+from ladder.rungs.grpo import advantages, scoring, settle
 from ladder.rungs.grpo import options as grpo_options
 from ladder.rungs.grpo import rules as grpo_rules
-from ladder.rungs.grpo import scoring
-from ladder.rungs.grpo.sampler import AUTO, Sampler, settled_if_known
+from ladder.rungs.grpo.sampler import AUTO, Sampler
 from ladder.rungs.grpo.scoring import Rewards
 from ladder.runtime.errors import UsageError
 from ladder.specs import accepts_flags
@@ -54,6 +54,17 @@ class Config(grpo_options.Config):
                                       "get_reward. A tool past it is a failed call the model reads; the others "
                                       "stop the run in one line", interval(0, 86400, open_low=True))
 
+    # grpo's rules of ``settle``, with the agent's own model, system prompt and sampler:
+    def model_source(self) -> str:
+        return model_path(self)
+
+    def chosen_system_prompt(self) -> str:
+        return system_prompt(self)
+
+    def sampler_before_settling(self) -> Sampler:
+        """Under --train-env-tokens, auto is the trainer's own weights, uncorrected (``pinned_sampler``)."""
+        return pinned_sampler(self).sampler
+
 
 # A preset pins --sampler-dtype: what it learns does not depend on the CPU it runs on.
 PRESETS = {
@@ -70,13 +81,13 @@ PRESETS = {
 
 
 def sampler(cfg: Config) -> Sampler:
-    """grpo's sampler rule on --model's config; under --train-env-tokens auto is the trainer's own weights,
-    uncorrected (the environment's tokens in the loss have no π_sampler log-prob: ``pinned_sampler``)."""
-    return settled_if_known(pinned_sampler(cfg), model_path(cfg)).sampler
+    """grpo's sampler rule on --model's config (``settle.settle_known``); under --train-env-tokens auto is the
+    trainer's own weights, uncorrected (the environment's tokens in the loss have no π_sampler log-prob:
+    ``pinned_sampler``)."""
+    return settle.settle_known(cfg).sampler
 
 
-RESOLVED = {**grpo_options.RESOLVED, "system_prompt": lambda cfg: system_prompt(cfg),
-            "sampler_dtype": lambda cfg: sampler(cfg).dtype, "sampler_correction": lambda cfg: sampler(cfg).correction}
+RESOLVED = grpo_options.RESOLVED  # settle's, read through the Config's own model, system prompt and sampler
 
 
 def pinned_sampler(cfg: Config) -> Config:
@@ -100,7 +111,7 @@ def validate(cfg: Config) -> None:
     if cfg.train_env_tokens and (cfg.sampler.correction not in ("none", AUTO) or cfg.max_staleness):
         raise UsageError("--train-env-tokens puts tokens the sampler never drew in the loss: they have no "
                          "π_sampler log-prob to correct with; drop --sampler-correction and --max-staleness")
-    if cfg.credit == "turn" and cfg.multi_objective_aggregation == "normalize_then_sum":
+    if cfg.credit == "turn" and advantages.decoupled(cfg):
         raise UsageError("--credit turn normalises the turns' rewards together (core.group_relative_turns); "
                          "--multi-objective-aggregation normalize_then_sum applies to --credit trajectory")
     environment(cfg)

@@ -23,7 +23,6 @@ run's first checkpoint, and with exit 1 and the run kept (to ``--resume``) after
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 from functools import partial
 
 import torch
@@ -47,15 +46,24 @@ from ladder.rungs.agent.options import (
 from ladder.rungs.agent.rollout import Trajectories, multi_turn
 from ladder.rungs.grpo import options as grpo_options
 from ladder.rungs.grpo.rollout import Rollout, with_overlong_penalty
-from ladder.rungs.protocol import TRAINING_WRITES
+from ladder.rungs.protocol import Rung
 from ladder.runtime.errors import UsageError
 from ladder.runtime.limits import TimedOut, time_limit
 from ladder.tasks import arithmetic, math_problems, tool_calls
 
-__all__ = ["ALGOS", "CURVES", "ENVIRONMENTS", "NAME", "PRESETS", "RESOLVED", "TINY_MODEL", "WRITES", "Config",
-           "agent_task", "environment", "export", "problems", "system_prompt", "train", "validate"]
+__all__ = ["ALGOS", "CURVES", "ENVIRONMENTS", "NAME", "PRESETS", "RESOLVED", "RUNG", "TINY_MODEL", "Config",
+           "agent_task", "environment", "problems", "system_prompt", "train", "validate"]
 NAME = "agent"
-WRITES = TRAINING_WRITES
+RUNG = Rung(name=NAME, position=5,
+            summary="GRPO on multi-turn tool use: the environment's replies are context, not actions",
+            export="ladder.trl.export:write_agent_run",
+            exercises=("ex05_clipped_surrogate", "ex08_kl_corrected", "ex10_group_relative", "ex11_aggregate",
+                       "ex12_sequence_ratio", "ex13_leave_one_out", "ex14_kl_in_reward", "ex15_soft_update",
+                       "ex16_token_logp", "ex17_compute_loss", "ex18_update", "ex20_grpo_step",
+                       "ex21_sampler_weights", "ex22_trajectory_tensors", "ex23_multi_turn", "ex24_soft_gate",
+                       "ex25_decoupled_advantages"),
+            vitals=("reward", "reward_functions", "accuracy", "kl_ref", "entropy", "clip", "ratio", "length",
+                    "cut_off", "zero_spread", "grad_norm", "tool_calls", "sampler_cut", "sampler_gap"))
 ALGOS = grpo_options.ALGOS
 CURVES = [Panel("reward", "mean over the update's trajectories", {"reward": ""}),
           Panel("greedy accuracy (held-out)", "share solved", {"eval_accuracy": ""}),
@@ -64,16 +72,6 @@ CURVES = [Panel("reward", "mean over the update's trajectories", {"reward": ""})
           Panel("environment tokens (masked)", "per trajectory (mean)", {"agent/env_tokens": ""}),
           Panel("the environment's turn rewards", "per trajectory (mean)", {"agent/turn_reward": ""}),
           Panel("KL(π_θ‖π_ref)", "nats per token", {"kl_ref": ""})]
-
-
-def export(cfg: Config) -> dict | None:
-    """``--export-trl FILE``: the run as a TRL script, ``GRPOTrainer(environment_factory=…)``."""
-    if cfg.export_trl is None:
-        return None
-    validate(cfg)
-    from ladder.trl import export as export_trl
-
-    return export_trl.write_agent(replace(cfg, sampler=agent_options.sampler(cfg)), cfg.export_trl)
 
 
 def agent_task(cfg: Config) -> grpo.Task:
@@ -95,9 +93,14 @@ def agent_task(cfg: Config) -> grpo.Task:
 
 
 def train(cfg: Config) -> dict:
-    """Train an agent with GRPO (``grpo.train_task`` with ``agent_task``)."""
+    """Train an agent with GRPO (``build``: the grpo recipe on ``agent_task``)."""
     validate(cfg)
-    return grpo.train_task(agent_options.pinned_sampler(cfg), NAME, agent_task)
+    return grpo.train_on(agent_options.pinned_sampler(cfg), NAME, build, load_task_model=agent_options.model_path)
+
+
+def build(cfg: Config, run) -> grpo.GRPO:
+    """GRPO on the environment's multi-turn trajectories (``agent_task``), as the loop runs it."""
+    return grpo.task_recipe(cfg, run, agent_task(cfg))
 
 
 def chat_prompt(tokenizer, problem: dict, system: str, tools: list[dict], observation: str | None) -> str:

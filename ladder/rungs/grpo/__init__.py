@@ -1,53 +1,55 @@
-"""Rung 4: GRPO, as a package — the rung (``rung``: the step, the recipe, the run), its options (``options``), the
-typed specs they hold (``loss_types``, ``kl_to_ref``, ``sampler``, ``reference_refresh``, ``entropy_control``,
-``advantages``, ``scoring``), what they mean to ``ladder.core`` (``core_settings``) and the rules between them
-(``rules``), the rollout (``rollout``), what a step records (``record``), the lagging π_rollout (``staleness``) and
-what a run loads and writes around its training (``setup``).
+"""Rung 4: GRPO, as a package — the one update (``step``: ``grpo_step`` on a ``Step``), the recipe the loop runs and
+what a run loads and writes (``recipe``), its options (``options``), the typed specs they hold (``loss_types``,
+``kl_to_ref``, ``sampler``, ``reference_refresh``, ``entropy_control``, ``advantages``, ``scoring``), what they mean
+to ``ladder.core`` (``core_settings``) and the rules between them (``rules``), the rollout (``rollout``), what a
+step records (``record``), the lagging π_rollout (``staleness``) and what a run loads around its training
+(``setup``).
 
 ``ladder.rungs.grpo`` reads as the rung module ``python -m ladder.run`` expects (see ``ladder.rungs.protocol``):
 the names below are the rung's.
 """
 
-from ladder.rungs.grpo.rung import (
-    ALGOS,
-    LOSS_TYPES,
+from ladder.policies import quant
+from ladder.rungs.grpo.core_settings import update_config
+from ladder.rungs.grpo.loss_types import LOSS_TYPES
+from ladder.rungs.grpo.options import ALGOS, PRESETS, RESOLVED, Config, reward_weights
+from ladder.rungs.grpo.recipe import (
+    CURVES,
+    GRPO,
     NAME,
-    PRESETS,
-    RESOLVED,
-    WRITES,
-    Config,
-    CutOffWatch,
-    ProblemStream,
-    Step,
+    RUNG,
     Task,
-    batch_advantages,
     build,
-    completion_rows,
-    export,
-    group_advantages,
-    grpo_step,
+    held_out_accuracy,
     load_policy,
-    load_task,
+    math_task,
+    task_recipe,
+    train,
+    train_on,
+)
+from ladder.rungs.grpo.record import CutOffWatch, batch_statistics, completion_rows
+from ladder.rungs.grpo.rollout import sample
+from ladder.rungs.grpo.rules import validate
+from ladder.rungs.grpo.setup import load_task
+from ladder.rungs.grpo.step import (
+    Collected,
+    Step,
+    batch_advantages,
+    group_advantages,
+    grpo_batch,
+    grpo_step,
     loss_normaliser,
-    quant,
-    recipe,
-    reward_weights,
+    make_step,
     same_for_every_token,
-    sample,
     sample_completions,
     sample_groups,
-    set_learning_rate,
-    task_step,
-    train,
-    train_task,
-    update_config,
-    validate,
 )
+from ladder.tasks.math_problems import ProblemStream
 
 __all__ = [
-    "ALGOS", "LOSS_TYPES", "NAME", "PRESETS", "RESOLVED", "WRITES", "Config", "CutOffWatch", "ProblemStream", "Step",
-    "Task", "batch_advantages", "build", "completion_rows", "export", "group_advantages", "grpo_step", "load_policy",
-    "load_task", "loss_normaliser", "quant", "recipe", "reward_weights", "same_for_every_token", "sample",
-    "sample_completions", "sample_groups", "set_learning_rate", "task_step", "train", "train_task", "update_config",
-    "validate",
+    "ALGOS", "CURVES", "Collected", "GRPO", "LOSS_TYPES", "NAME", "PRESETS", "RESOLVED", "RUNG", "Config",
+    "CutOffWatch", "ProblemStream", "Step", "Task", "batch_advantages", "batch_statistics", "build",
+    "completion_rows", "group_advantages", "grpo_batch", "grpo_step", "held_out_accuracy", "load_policy",
+    "load_task", "loss_normaliser", "make_step", "math_task", "quant", "reward_weights", "same_for_every_token",
+    "sample", "sample_completions", "sample_groups", "task_recipe", "train", "train_on", "update_config", "validate",
 ]

@@ -7,8 +7,8 @@
                                          the batch (``core.decoupled_group_relative``): it needs the group baseline
                                          and scales by itself, so --advantage rloo and --scale-rewards are refused
 
-``--multi-objective-aggregation`` picks one; ``Config.advantages`` holds it (None: its defaults). ``estimator(cfg)``
-and ``scale(cfg)`` are what a run uses (None with normalize_then_sum).
+``Config.advantages`` holds one, its class the choice that ``--multi-objective-aggregation`` names.
+``estimator(cfg)`` and ``scale(cfg)`` are what a run uses (None with normalize_then_sum).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ladder.cli import OneOf
-from ladder.specs import ChosenSpec, Param
-from ladder.trl.row import TRLRow, param_rows
+from ladder.specs import Param, UnionSpec, choice_param
+from ladder.trl_rows import TRLRow, param_rows
 
 
 @dataclass(frozen=True)
@@ -59,19 +59,32 @@ def _refusal(flags: str, value) -> str:
             "sum_then_normalize (normalize_then_sum whitens over the batch itself)")
 
 
-OPTION = ChosenSpec("advantages", "multi_objective_aggregation", AGGREGATIONS.get, lambda: PARAMS,
-                    lambda cls: "--multi-objective-aggregation sum_then_normalize",
-                    lambda: {SumThenNormalize: _refusal})
+def _name(spec) -> str | None:
+    return next((name for name, cls in AGGREGATIONS.items() if type(spec) is cls), None)
+
+
+CHOICE = choice_param(
+    "multi_objective_aggregation", "with several reward functions: sum_then_normalize (Â from Σ_f w_f·r_f) or "
+    "normalize_then_sum (GDPO: each r_f normalised within its group, then Σ_f w_f·ř_f whitened over the batch; "
+    "--scale-rewards does not apply)", OneOf(AGGREGATIONS), "sum_then_normalize")
+OPTION = UnionSpec("advantages", CHOICE, AGGREGATIONS.get, _name, lambda: PARAMS,
+                   lambda cls: "--multi-objective-aggregation sum_then_normalize",
+                   refusals=lambda: {SumThenNormalize: _refusal}, before="reward_timeout")  # after the rewards
 
 
 def estimator(cfg) -> str | None:
     """--advantage as this run uses it: group or rloo (None with normalize_then_sum, GDPO's own)."""
-    return getattr(OPTION.resolve(cfg), "estimator", None)
+    return getattr(cfg.advantages, "estimator", None)
 
 
 def scale(cfg) -> str | None:
     """--scale-rewards as this run uses it (None with normalize_then_sum, which whitens over the batch itself)."""
-    return getattr(OPTION.resolve(cfg), "scale", None)
+    return getattr(cfg.advantages, "scale", None)
+
+
+def decoupled(cfg) -> bool:
+    """GDPO's normalize_then_sum: each reward function normalised within its group first."""
+    return isinstance(cfg.advantages, NormalizeThenSum)
 
 
 def trl_rows() -> tuple:

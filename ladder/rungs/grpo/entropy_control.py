@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from ladder import core
 from ladder.cli import MAX_SCALE, coefficient, non_negative
 from ladder.runtime.distributed import Processes
-from ladder.specs import ChosenSpec, Param
-from ladder.trl.row import TRLRow, param_rows
+from ladder.specs import Param, switched
+from ladder.trl_rows import TRLRow, param_rows
 
 
 @dataclass(frozen=True)
@@ -49,17 +49,15 @@ TRL = {"entropy_target": TRLRow("entropy_target", "AdaptiveEntropyCoef", "H_targ
        "entropy_coef_delta": TRLRow("entropy_coef_delta", "AdaptiveEntropyCoef", "Δ")}
 
 
-def _pick(adaptive: bool):
-    return AdaptiveEntropy if adaptive else None
-
-
-OPTION = ChosenSpec("entropy_control", "adaptive_entropy", _pick, lambda: {AdaptiveEntropy: PARAMS},
-                    lambda cls: "--adaptive-entropy")
+OPTION = switched("entropy_control", "adaptive_entropy", "move c_H after every optimiser step: +Δ while the entropy is "
+                  "at or below --entropy-target, −Δ above it, applied only at or below it, none on the first step "
+                  "(nothing measured yet); the entropy of the tokens the policy term keeps, logged as "
+                  "entropy/controlled (Skywork-OR1; TRL's use_adaptive_entropy)", AdaptiveEntropy, PARAMS)
 
 
 def settings(cfg) -> AdaptiveEntropy | None:
     """This run's controller settings (None without --adaptive-entropy)."""
-    return OPTION.resolve(cfg)
+    return cfg.entropy_control
 
 
 def controller(cfg, procs: Processes) -> core.AdaptiveEntropyCoef | None:
@@ -69,4 +67,4 @@ def controller(cfg, procs: Processes) -> core.AdaptiveEntropyCoef | None:
 
 
 def trl_rows() -> tuple:
-    return param_rows(PARAMS, TRL, lambda cfg: cfg.adaptive_entropy)
+    return param_rows(PARAMS, TRL, lambda cfg: cfg.entropy_control is not None)

@@ -4,7 +4,8 @@
         in_loss()      β of β·KL per token in the loss (--kl-in loss; DeepSeekMath's GRPO), else 0
         in_reward()    β of r_i − β·Σ_t KL_t on π_old, before the advantages (--kl-in reward; RLOO), else 0
         corrected()    the loss's KL term weighted by π_θ/π_old (DeepSeek-V3.2; TRL's use_bias_correction_kl): "on"
-                       unless --kl-correction off; None with no KL term in the loss to weigh
+                       unless --kl-correction off; None with no KL term in the loss to weigh (what the run does
+                       with it is decided once: ``settle.kl_correction``)
 
 ``Config.kl`` holds it, built from ``--kl-coef``, ``--kl-in``, ``--kl-estimator``, ``--kl-correction``. How π_ref
 moves (``--ref-sync-every``, ``--ref-mixup``) is ``reference_refresh``'s.
@@ -16,8 +17,9 @@ from dataclasses import dataclass
 
 from ladder.cli import OneOf, coefficient
 from ladder.core.kl import ESTIMATORS
+from ladder.rungs.grpo.settle import kl_correction
 from ladder.specs import FixedSpec, Param
-from ladder.trl.row import Mapping, same
+from ladder.trl_rows import Mapping, same
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ TRL_ROWS = {
             "the KL term weighted by π_θ/π_old (on by default in both: ladder with --kl-in loss, TRL 1.16 True). "
             "At ratio level sequence TRL weights by the sequence ratio, ladder by each token's "
             "(tests/test_trl_parity_grpo)",
-            lambda cfg: cfg.kl.corrected() == "on"),
+            lambda cfg: kl_correction(cfg) and cfg.kl.where == "loss"),  # the settled correction, of the loss's term
 }
 NOT_IN_TRL = (
     Mapping(G, NONE, "grpo", "kl_in", "kl_in_reward",

@@ -2,11 +2,13 @@
 several options are in ``ladder.rungs.grpo.rules``).
 
 A group of options that one part of the rung reads is a typed spec that part owns, held by one field and set by
-flags of its own (``ladder.specs``): ``objective`` (``--loss-type``'s objective: ``loss_types``), ``kl``
-(``kl_to_ref``), ``sampler``, ``reference_refresh``, ``entropy_control``, ``advantages``,
-``rewards`` (``scoring``) and ``dynamic_sampling_rounds`` (``rollout``). The flags, their help and domains, the refusal
-of a flag that only an unchosen spec reads, config.json and the TRL rows come from the specs; ``Config(kl_coef=0.0)``
-takes a flag's name too.
+flags of its own (``ladder.specs``): ``objective`` (``loss_types``), ``kl`` (``kl_to_ref``), ``sampler``,
+``reference_refresh``, ``entropy_control``, ``advantages``, ``rewards`` (``scoring``) and ``dynamic_sampling``
+(``rollout``). A choice is the class its field holds (a tagged union: ``Dapo(delta=None)`` is ``--loss-type dapo``,
+``entropy_control=None`` no ``--adaptive-entropy``), its flag read off it. The flags, their help and domains, the
+refusal of a flag that only an unchosen spec reads, config.json and the TRL rows come from the specs;
+``Config(kl_coef=0.0, loss_type="sapo")`` takes a flag's name too. Every auto, and every default that depends on
+another option, is decided once, by ``settle``.
 
 The design space of GRPO-style training, each choice a flag (and a short function in ladder.core):
 
@@ -26,9 +28,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
-
-from ladder import core
 from ladder.cli import (
     MAX_EXAMPLES,
     MAX_PASSES,
@@ -49,11 +48,10 @@ from ladder.cli import (
 )
 from ladder.core.update import RATIO_LEVELS
 from ladder.rewards import TIME_LIMIT_S as REWARD_TIME_LIMIT_S
-from ladder.rungs import lm_options
 from ladder.rungs.grpo import advantages as advantage_settings
-from ladder.rungs.grpo import core_settings, loss_types, scoring
 from ladder.rungs.grpo import entropy_control as entropy_settings
 from ladder.rungs.grpo import kl_to_ref as kl_settings
+from ladder.rungs.grpo import loss_types, scoring, settle
 from ladder.rungs.grpo import reference_refresh as reference_refresh_settings
 from ladder.rungs.grpo import sampler as sampler_settings
 from ladder.rungs.grpo.advantages import NormalizeThenSum, SumThenNormalize
@@ -63,6 +61,9 @@ from ladder.rungs.grpo.reference_refresh import ReferenceRefresh
 from ladder.rungs.grpo.rollout import DYNAMIC_SAMPLING, DynamicSampling
 from ladder.rungs.grpo.sampler import Sampler
 from ladder.rungs.grpo.scoring import Rewards
+from ladder.rungs.grpo.settle import dequantize_once as dequantize_once  # (re-exported: decided in settle)
+from ladder.rungs.grpo.settle import optimizer_name as optimizer_name
+from ladder.rungs.grpo.settle import release_memory as release_memory
 from ladder.rungs.lm_options import LMOptions
 from ladder.specs import accepts_flags
 from ladder.tasks import math_problems
@@ -118,60 +119,46 @@ class Config(LMOptions):
     warmup_steps: int = option(0, "linear learning-rate warmup over the first N updates (0: none)",
                                count(0, MAX_STEPS))
     max_grad_norm: float = option(1.0, "gradient-norm clip", positive(MAX_SCALE))
-    advantages: SumThenNormalize | NormalizeThenSum | None = option(
-        None, "--multi-objective-aggregation's spec: the advantage estimator and its scale (None: their defaults); "
-              "its flags are the spec's fields (advantages)", spec=advantage_settings.OPTION)
+    advantages: SumThenNormalize | NormalizeThenSum = option(
+        SumThenNormalize(), "how rewards become Â: its class is --multi-objective-aggregation, its flags the class's "
+                            "fields (advantages)", spec=advantage_settings.OPTION)
     ratio_level: str = option("token", "importance ratio per token (GRPO) or per sequence (GSPO: the geometric "
                                        "mean of the token ratios; use ε ≈ 3e-4/4e-4, as --algo gspo does)",
                               choices=RATIO_LEVELS)
-    loss_type: str = option("grpo", loss_types.loss_type_help, choices=loss_types.LOSS_TYPES)
     clip_eps: float = option(0.2, "ε: the ratio is clipped below at 1 − ε (and above at 1 + --clip-eps-high); "
                                   "PPO's ε, TRL's epsilon", interval(0, 1, open_low=True, open_high=True),
                              aliases=("--clip-eps-low",))
     clip_eps_high: float | None = option(None, "ε_high: the ratio clipped above at 1 + ε_high (default: --clip-eps; "
                                                "0.28 is DAPO's clip-higher; TRL's epsilon_high)",
                                          interval(0, 1, open_low=True, open_high=True))
-    objective: core.Objective | None = option(None, "the --loss-type's objective with its parameters (None: their "
-                                                    "defaults); its flags are the spec's fields (loss_types)",
-                                              spec=loss_types.OPTION)
+    objective: loss_types.LossSpec = option(loss_types.Grpo(), "the objective with its parameters: its class is "
+                                                               "--loss-type (loss_types.Dapo, …), its flags the "
+                                                               "class's fields (loss_types)", spec=loss_types.OPTION)
     top_entropy_quantile: float = option(1.0, "q: only the share q of tokens with the highest entropy take part in "
                                               "the policy term (\"Beyond the 80/20 rule\": 0.2; 1: all; 0: the "
                                               "highest-entropy token and its ties)",
                                          probability())
     entropy_coef: float = option(0.0, "c_H of the entropy bonus −c_H·mean H over the tokens the policy term keeps "
                                       "(with --adaptive-entropy: its starting value)", coefficient())
-    adaptive_entropy: bool = option(False, "move c_H after every optimiser step: +Δ while the entropy is at or below "
-                                           "--entropy-target, −Δ above it, applied only at or below it, none on the "
-                                           "first step (nothing measured yet); the entropy of the tokens the policy "
-                                           "term keeps, logged as entropy/controlled (Skywork-OR1; TRL's "
-                                           "use_adaptive_entropy)")
-    entropy_control: AdaptiveEntropy | None = option(None, "--adaptive-entropy's settings (None: their defaults); its "
-                                                           "flags are the spec's fields (entropy_control)",
+    entropy_control: AdaptiveEntropy | None = option(None, "the controller of c_H: --adaptive-entropy holds one (None: "
+                                                           "c_H fixed), its flags the spec's fields (entropy_control)",
                                                      spec=entropy_settings.OPTION)
     kl: KLToReference = option(KLToReference(), "β·KL(π_θ‖π_ref): its coefficient, place, estimator and correction; "
                                                 "its flags are the spec's fields (kl_to_ref)", spec=kl_settings.OPTION)
-    ref_sync_every: int = option(0, "refresh π_ref every N updates: π_ref ← α·π_θ + (1 − α)·π_ref (0: π_ref stays "
-                                    "the starting model; TRL's ref_model_sync_steps)", count(0, MAX_STEPS))
-    reference_refresh: ReferenceRefresh | None = option(None, "--ref-sync-every's spec (None: its defaults); its flags "
-                                                              "are the spec's fields (reference_refresh)",
+    reference_refresh: ReferenceRefresh | None = option(None, "π_ref refreshed every --ref-sync-every N updates (None: "
+                                                              "π_ref fixed); its flags are the spec's fields "
+                                                              "(reference_refresh)",
                                                         spec=reference_refresh_settings.OPTION)
     sampler: Sampler = option(Sampler(), "π_sampler: the weights sampled from and the correction for them; its "
                                          "flags are the spec's fields (sampler)", spec=sampler_settings.OPTION)
-    dynamic_sampling: bool = option(False, "drop groups whose rewards are all equal (no signal) and sample further "
-                                           "prompts until the update has P informative groups (DAPO)")
-    dynamic_sampling_rounds: DynamicSampling | None = option(None, "--dynamic-sampling's spec (None: its "
-                                                                   "defaults); its flags are the spec's fields",
-                                                             spec=DYNAMIC_SAMPLING)
+    dynamic_sampling: DynamicSampling | None = option(None, "DAPO's dynamic sampling, held with --dynamic-sampling "
+                                                            "(None: off); its flags are the spec's fields (rollout)",
+                                                      spec=DYNAMIC_SAMPLING)
     mask_truncated: bool = option(False, "completions that reach --max-new-tokens without EOS take no part in the "
                                          "loss (DAPO's overlong filtering)")
     rewards: Rewards = option(Rewards(), "how a completion is scored: the reward functions, their weights, DAPO's "
                                          "overlong penalty; its flags are the spec's fields (scoring)",
                               spec=scoring.OPTION)
-    multi_objective_aggregation: str = option("sum_then_normalize", "with several reward functions: "
-                                              "sum_then_normalize (Â from Σ_f w_f·r_f) or normalize_then_sum (GDPO: "
-                                              "each r_f normalised within its group, then Σ_f w_f·ř_f whitened over "
-                                              "the batch; --scale-rewards does not apply)",
-                                              choices=advantage_settings.AGGREGATIONS)
     reward_timeout: float = option(REWARD_TIME_LIMIT_S, "the seconds each call of a reward function (on a whole "
                                                          "batch) may take before the run stops with one line "
                                                          "naming it", interval(0, 86400, open_low=True))
@@ -192,6 +179,40 @@ class Config(LMOptions):
     export_trl: str | None = option(None, "write this run as a runnable TRL script (trl.GRPOTrainer) to this file "
                                           "and exit: nothing is trained, no run directory is created", Text())
 
+    # What the flags of the choices say, read off the spec that each field holds (no field of their own):
+    @property
+    def loss_type(self) -> str:
+        """--loss-type: the class of ``objective``."""
+        return self.objective.loss_type
+
+    @property
+    def multi_objective_aggregation(self) -> str:
+        """--multi-objective-aggregation: the class of ``advantages``."""
+        return advantage_settings.OPTION.tag(self.advantages)
+
+    @property
+    def adaptive_entropy(self) -> bool:
+        """--adaptive-entropy: an ``entropy_control`` held."""
+        return self.entropy_control is not None
+
+    @property
+    def ref_sync_every(self) -> int:
+        """--ref-sync-every: N of ``reference_refresh`` (0: none held, π_ref fixed)."""
+        return reference_refresh_settings.every(self)
+
+    # What a rung adds to the rules of ``settle`` (the agent's Config says its own):
+    def model_source(self) -> str:
+        """--model as a local path or hub id (ladder's tiny model: its directory)."""
+        return math_problems.resolve_model(self.model)
+
+    def chosen_system_prompt(self) -> str:
+        """--system-prompt, or the task's."""
+        return math_problems.system_prompt(self.task, self.system_prompt)
+
+    def sampler_before_settling(self) -> Sampler:
+        """The sampler as given, its auto for ``settle`` to decide."""
+        return self.sampler
+
 
 # The tiny preset's model imitates a tutor who forgets to carry (see arithmetic.build_tiny_math_model):
 # greedy accuracy starts near the share of sums without a carry and GRPO lifts it by teaching the carry.
@@ -208,43 +229,19 @@ def reward_weights(cfg: Config) -> dict[str, float]:
     return cfg.rewards.function_weights()
 
 
-def dequantize_once(cfg: Config, device_type: str) -> bool:
-    """--dequantize-once, or on for QLoRA on the CPU when it is not given."""
-    return cfg.qlora and device_type == "cpu" if cfg.dequantize_once is None else cfg.dequantize_once
-
-
-def release_memory(cfg: Config, device_type: str) -> bool:
-    """--release-memory, or on for QLoRA on the CPU when it is not given."""
-    return cfg.qlora and device_type == "cpu" if cfg.release_memory is None else cfg.release_memory
-
-
-def optimizer_name(cfg: Config, device_type: str) -> str:
-    """--optim; auto is paged 8-bit AdamW for QLoRA on a GPU, AdamW otherwise."""
-    if cfg.optim != "auto":
-        return cfg.optim
-    return "paged_adamw_8bit" if cfg.qlora and device_type == "cuda" else "adamw"
-
-
 def sampler(cfg: Config) -> Sampler:
-    """--sampler-dtype and --sampler-correction as the run will decide ``auto`` (``sampler.settled_if_known``: on
-    --device, from the model's config; auto is left where that config cannot be read here)."""
-    return sampler_settings.settled_if_known(cfg, math_problems.resolve_model(cfg.model)).sampler
+    """--sampler-dtype and --sampler-correction as the run will decide ``auto`` (``settle.settle_known``: on --device,
+    from the model's config; auto is left where that config cannot be read here)."""
+    return settle.settle_known(cfg).sampler
 
 
-def _device_type(cfg: Config) -> str:
-    return torch.device(cfg.device).type
+def _shown(option: str):
+    def value(cfg: Config):
+        return settle.resolved(cfg)[option]
+
+    value.__qualname__ = value.__name__ = f"settled_{option}"
+    return value
 
 
-# Options whose value is decided when the run starts: option → the rule the rung's code calls (--print-config).
-RESOLVED = {
-    **lm_options.RESOLVED,
-    "dequantize_once": lambda cfg: dequantize_once(cfg, _device_type(cfg)),
-    "release_memory": lambda cfg: release_memory(cfg, _device_type(cfg)),
-    "optim": lambda cfg: optimizer_name(cfg, _device_type(cfg)),
-    "clip_eps_high": core_settings.eps_high,
-    "kl_correction": lambda cfg: cfg.kl.corrected(),
-    "sampler_dtype": lambda cfg: sampler(cfg).dtype,
-    "sampler_correction": lambda cfg: sampler(cfg).correction,
-    "system_prompt": lambda cfg: math_problems.system_prompt(cfg.task, cfg.system_prompt),
-    "reward_weights": lambda cfg: ",".join(f"{w:g}" for w in reward_weights(cfg).values()),
-}
+# Options whose value is decided when the run starts (--print-config): each read off ``settle``'s settled run.
+RESOLVED = {option: _shown(option) for option in settle.SHOWN}

@@ -15,6 +15,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from ladder import core
 from ladder.rungs.grpo.rollout import Rollout
 from ladder.runtime.distributed import Processes
 
@@ -34,16 +35,16 @@ def step_record(step, rollout: Rollout, rewards: torch.Tensor, passes: list[dict
                 generated: int, laps: Laps) -> dict:
     """The record of the update of ``step`` (a ``grpo.Step``) over all processes: ``batch_statistics``,
     the last pass's statistics, the number of passes, the phases' times, the sampling rounds and
-    completions, and the skipped steps (optimiser steps skipped for a non-finite gradient, counted by
-    the step's ``skipped_steps``)."""
+    completions, and the skipped steps (optimiser steps skipped for a non-finite gradient) of the update's
+    ``optimizer_steps`` (which the loop's non-finite guard reads; it is not logged)."""
     procs = step.procs
     record = batch_statistics(rollout, rewards, procs, step.cfg.group_size)
     record.update(procs.mean(passes[-1]), num_passes=len(passes), **laps.seconds, **{
         "sampling/rounds": rounds,
         "sampling/completions": int(procs.gather(torch.tensor([float(generated)])).sum().item())})
-    skipped = procs.mean({"skipped_steps": sum(p["skipped_steps"] for p in passes)})["skipped_steps"]
-    record["skipped_steps"] = step.skipped_steps([{"skipped_steps": skipped}],
-                                                 step.update_cfg.num_minibatches * len(passes))
+    counts = core.step_counts(passes, step.update_cfg.num_minibatches)
+    record["skipped_steps"] = procs.mean({"skipped_steps": counts["skipped_steps"]})["skipped_steps"]
+    record["optimizer_steps"] = counts["optimizer_steps"]  # with skipped_steps: the loop's non-finite guard
     return record
 
 

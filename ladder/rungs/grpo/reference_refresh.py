@@ -1,30 +1,40 @@
 """``--ref-sync-every``: π_ref refreshed toward π_θ every N updates, π_ref ← α·π_θ + (1 − α)·π_ref (TRL's
-``sync_ref_model``), a spec on with a positive N: ``ReferenceRefresh(mixup)``, α = ``--ref-mixup`` (refused
-without it)."""
+``sync_ref_model``): ``Config.reference_refresh`` holds ``ReferenceRefresh(every, mixup)`` with a positive N, None
+at 0 (π_ref stays the starting model); α = ``--ref-mixup`` (refused without a refresh)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ladder.cli import probability
-from ladder.specs import Param, switched
-from ladder.trl.row import Mapping, same
+from ladder.cli import MAX_STEPS, count, probability
+from ladder.specs import Param, UnionSpec, choice_param
+from ladder.trl_rows import Mapping, same
 
 
 @dataclass(frozen=True)
 class ReferenceRefresh:
+    every: int = 1       # N: updates between refreshes (at least 1)
     mixup: float = 0.6   # α
 
 
-OPTION = switched("reference_refresh", "ref_sync_every", ReferenceRefresh, (
-    Param("ref_mixup", ReferenceRefresh, "mixup", "α of the π_ref refresh, in [0, 1] (TRL's ref_model_mixup_alpha)",
-          probability()),))
+EVERY = choice_param("ref_sync_every", "refresh π_ref every N updates: π_ref ← α·π_θ + (1 − α)·π_ref (0: π_ref stays "
+                     "the starting model; TRL's ref_model_sync_steps)", count(0, MAX_STEPS), 0)
+PARAMS = (Param("ref_sync_every", ReferenceRefresh, "every", EVERY.help, EVERY.domain, own_default=0),
+          Param("ref_mixup", ReferenceRefresh, "mixup", "α of the π_ref refresh, in [0, 1] (TRL's "
+                "ref_model_mixup_alpha)", probability()))
+OPTION = UnionSpec("reference_refresh", EVERY, lambda every: ReferenceRefresh if every else None,
+                   lambda held: 0 if held is None else held.every, lambda: {ReferenceRefresh: PARAMS},
+                   lambda group: "--ref-sync-every")
+
+
+def every(cfg) -> int:
+    """N of this run's π_ref refresh (0: π_ref stays the starting model)."""
+    return 0 if cfg.reference_refresh is None else cfg.reference_refresh.every
 
 
 def mixup(cfg) -> float | None:
     """α of this run's π_ref refresh (None: π_ref stays the starting model)."""
-    refresh = OPTION.resolve(cfg)
-    return None if refresh is None else refresh.mixup
+    return None if cfg.reference_refresh is None else cfg.reference_refresh.mixup
 
 
 G = "GRPOConfig"

@@ -26,7 +26,10 @@ class DynamicSampling:
     max_rounds: int = 4
 
 
-DYNAMIC_SAMPLING = switched("dynamic_sampling_rounds", "dynamic_sampling", DynamicSampling, (
+# ``Config.dynamic_sampling``: a ``DynamicSampling`` with --dynamic-sampling, None without it.
+DYNAMIC_SAMPLING = switched("dynamic_sampling", "dynamic_sampling", "drop groups whose rewards are all equal (no "
+                            "signal) and sample further prompts until the update has P informative groups (DAPO)",
+                            DynamicSampling, (
     Param("max_sampling_rounds", DynamicSampling, "max_rounds", "dynamic sampling: at most this many rounds of P "
           "prompts per update; then the update is filled with uninformative groups", count(1, MAX_PASSES)),))
 

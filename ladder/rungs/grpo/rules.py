@@ -1,11 +1,12 @@
 """The rules that relate several of grpo's options (and the agent rung's, which shares them): each refusal one line,
-before any model loads. An option's own domain is checked where it is declared (``grpo_options.Config``)."""
+before any model loads. An option's own domain is checked where it is declared (``grpo_options.Config``); what an
+objective refuses of the other options is its own (``loss_types.register_objective``'s rules, asked here); a flag
+the settled run would not read is refused as the run settles (``settle``)."""
 
 from __future__ import annotations
 
-from ladder.rungs.grpo import entropy_control, loss_types
+from ladder.rungs.grpo import advantages, entropy_control, loss_types
 from ladder.rungs.grpo.advantages import GDPO_NEEDS
-from ladder.rungs.grpo.core_settings import eps_high
 from ladder.rungs.grpo.options import Config, reward_weights
 from ladder.rungs.protocol import check_minibatches
 from ladder.runtime.errors import UsageError
@@ -22,15 +23,12 @@ def validate(cfg: Config) -> None:
 
 
 def _validate_combinations(cfg: Config) -> None:
-    if cfg.ref_sync_every and cfg.kl.coef == 0:
+    if cfg.reference_refresh is not None and cfg.kl.coef == 0:
         raise UsageError("--ref-sync-every refreshes π_ref, but --kl-coef 0 never uses it; set --kl-coef > 0 "
                          "or drop --ref-sync-every")
-    if cfg.ratio_level == "sequence" and cfg.loss_type == "cispo":
-        raise UsageError("--loss-type cispo weighs every token by its own ratio; --ratio-level sequence is GSPO's "
-                         "clipped objective (--algo gspo)")
-    delta = getattr(loss_types.objective(cfg), "delta", None)  # the clipped objective's δ (no other has one)
-    if delta is not None and delta <= 1.0 + eps_high(cfg):
-        raise UsageError(f"--delta must exceed 1 + --clip-eps-high = {1.0 + eps_high(cfg):g}, got {delta}")
+    refused = loss_types.refusal(cfg)  # the objective's own: cispo's and vespo's ratio level, the clip's δ, …
+    if refused is not None:
+        raise UsageError(refused)
     buffer = cfg.rewards.overlong_buffer
     if buffer and int(buffer * cfg.max_new_tokens) < 1:
         raise UsageError(f"--overlong-buffer {buffer} of --max-new-tokens {cfg.max_new_tokens} is "
@@ -38,13 +36,7 @@ def _validate_combinations(cfg: Config) -> None:
 
 
 def _validate_objectives(cfg: Config) -> None:
-    if cfg.loss_type == "vespo" and cfg.ratio_level == "sequence":
-        raise UsageError("--loss-type vespo computes its own sequence weight from the token ratios; use "
-                         "--ratio-level token")
-    if cfg.loss_type == "vespo" and cfg.sampler.correction.startswith("sequence"):
-        raise UsageError("--loss-type vespo folds a per-token π_old/π_sampler into its sequence weight: use "
-                         "--sampler-correction token_truncate or token_mask")
-    if cfg.multi_objective_aggregation == "normalize_then_sum" and cfg.kl.where == "reward":
+    if advantages.decoupled(cfg) and cfg.kl.where == "reward":
         raise UsageError(GDPO_NEEDS)  # (--advantage rloo: refused as the advantages spec is built)
     control = entropy_control.settings(cfg)
     if control is not None and control.coef_min > control.coef_max:

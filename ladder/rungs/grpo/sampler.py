@@ -10,10 +10,10 @@
                      off-policy mask δ (``core.off_policy``)
         records_logp(lag)   whether sampling keeps π_sampler's own log-probs: a sampler of its own dtype, a
                      correction asked for, or a lagging π_rollout (``lag`` = --max-staleness)
+        unread(given)   the line refusing the bounds of w given to a run that computes no w
 
-    settle_sampler(cfg, device, model_config)   cfg with auto decided (``train_task`` before config.json, and
-                     ``build`` for a lab's or a grader's cfg); settled_if_known(cfg, model) where the model's
-                     config can be read without loading it (--print-config, --export-trl)
+    settle(sampler, device, model_config, per_token)   auto decided for this device and model: what
+                     ``ladder.rungs.grpo.settle`` calls, once per run, before config.json is written
 
 ``Config.sampler`` holds it, built from ``--sampler-dtype``, ``--sampler-correction``, ``--sampler-clip-max``,
 ``--sampler-clip-min`` and ``--off-policy-mask``. The lag itself (``--max-staleness``) is ``staleness``'s.
@@ -21,22 +21,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import TypeVar
+from dataclasses import dataclass, fields, replace
 
 import torch
 
-from ladder import core, hub
+from ladder import core
 from ladder.cli import MAX_SCALE, OneOf, non_negative, positive
 from ladder.core.off_policy import CORRECTIONS
 from ladder.policies import quant
 from ladder.policies.low_precision import bf16_native
-from ladder.runtime.errors import UsageError
 from ladder.specs import FixedSpec, Param
-from ladder.trl.row import Mapping, same
+from ladder.trl_rows import Mapping, same
 
 AUTO = "auto"
-C = TypeVar("C")  # a rung's Config, with a ``sampler`` field
 # The smallest model auto samples in bfloat16. At Qwen2.5-0.5B's size (494M) a bf16 sampler cut sampling to
 # 0.38–0.45× TRL's, against 0.56–0.90× in float32 (benchmarks/RESULTS.md); ladder's tiny models (< 1M) stay on the
 # trainer's weights, so that what the course's runs learn never depends on the processor.
@@ -68,8 +65,8 @@ class Sampler:
         return AUTO not in (self.dtype, self.correction)
 
     def unless_settled(self) -> Sampler:
-        """This sampler, or — auto not yet decided for a model (``settle_sampler``, which ``build`` and
-        ``train_task`` run first) — the trainer's own weights: no device or model is known to decide otherwise."""
+        """This sampler, or — auto not yet decided for a model (``ladder.rungs.grpo.settle``, which ``build`` and
+        ``train_on`` run first) — the trainer's own weights: no device or model is known to decide otherwise."""
         return self if self.is_settled() else self.settled(bf16_native=False, parameters=0)
 
     def options(self) -> core.SamplerOptions:
@@ -86,27 +83,36 @@ class Sampler:
             return f"--sampler-clip-min {self.clip_min:g} must be below --sampler-clip-max {self.clip_max:g}"
         return None
 
+    def unread(self, given: Sampler) -> str | None:
+        """This settled sampler corrects nothing (correction none): the line refusing the bounds C_min, C_max of w
+        that ``given`` (the sampler as asked for) sets, which the run would never read (None: none set)."""
+        if self.correction != "none":
+            return None
+        default = {f.name: f.default for f in fields(Sampler)}
+        flags = [f"--sampler-clip-{end}" for end in ("min", "max") if getattr(self, f"clip_{end}")
+                 != default[f"clip_{end}"]]
+        if not flags:
+            return None
+        if given.correction == "none":
+            why = "--sampler-correction none"
+        elif given.dtype == AUTO:
+            why = ("--sampler-dtype auto settled on the trainer's own weights (same) for this model here, so "
+                   "--sampler-correction auto is none")
+        else:
+            why = f"--sampler-dtype {self.dtype} with --sampler-correction auto is none"
+        return (f"{' and '.join(flags)} {'bounds' if len(flags) == 1 else 'bound'} the weight w = π_old/π_sampler, "
+                f"which this run never computes: {why}; give --sampler-correction (token_truncate, token_mask, "
+                f"sequence_truncate, sequence_mask) to weigh it, or drop {' and '.join(flags)}")
 
-def settle_sampler(cfg: C, device: torch.device, model_config) -> C:
-    """``cfg`` with --sampler-dtype and --sampler-correction ``auto`` decided for this device and this model
-    (``Sampler.settled``: bfloat16 where it is native and the model large enough); as given when neither is auto."""
-    if cfg.sampler.is_settled():
-        return cfg
-    per_token = cfg.loss_type == "vespo"  # it folds per-token weights into its own sequence weight (rules.py)
-    return replace(cfg, sampler=cfg.sampler.settled(bf16_native(device), quant.parameter_count(model_config),
-                                                    per_token))
 
-
-def settled_if_known(cfg: C, model: str) -> C:
-    """``settle_sampler`` on ``--device`` and the config of ``model`` (a path or hub id), read without loading a
-    weight; ``cfg`` as it is when that config cannot be read here (a hub id, offline) or the device is absent.
-    ``--print-config`` and ``--export-trl`` read the sampler through it."""
-    try:
-        device = quant.check_device(cfg.device)
-        model_config = quant.load_config(hub.resolve(model, "--model"))
-    except UsageError:
-        return cfg
-    return settle_sampler(cfg, device, model_config)
+def settle(sampler: Sampler, device: torch.device, model_config, per_token: bool = False) -> Sampler:
+    """``sampler`` with --sampler-dtype and --sampler-correction ``auto`` decided for this device and this model
+    (``Sampler.settled``: bfloat16 where it is native and the model large enough; ``per_token``: token_mask for a
+    loss that folds per-token weights in); as given when neither is auto. ``ladder.rungs.grpo.settle`` calls it."""
+    if sampler.is_settled():
+        return sampler
+    parameters = quant.parameter_count(model_config) if sampler.dtype == AUTO else 0
+    return sampler.settled(bf16_native(device), parameters, per_token)
 
 
 PARAMS = (

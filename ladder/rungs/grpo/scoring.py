@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ladder import rewards
 from ladder.cli import Text, coefficient, interval
 from ladder.specs import FixedSpec, Param
-from ladder.trl.row import Mapping, reward_weights
+from ladder.trl_rows import Mapping, reward_weights
 
 OVERLONG = "overlong"  # the overlong penalty's reward column: R(L_i) at p = 1, weighed by --overlong-penalty p
 

@@ -1,6 +1,7 @@
 """Where a GRPO run runs and what it loads around its training: this process's device and threads, the task's
 problems and tokenizer (checked against the model's context before any weight loads), and the trained weights
-written at the end. ``grpo.train_task`` calls these; they are read from ``grpo`` too (``grpo.load_task``)."""
+written at the end. ``grpo.train_on`` and the recipe call these; they are read from ``grpo`` too
+(``grpo.load_task``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """The row of ``ladder.trl.map`` (``Mapping``) and the small functions its rows use to compute a TRL value from
-a ladder ``Config`` (``same("lr")``: the option itself; ``const(x)``; ``on_cuda``, ``optim``, ``peft``, ...)."""
+a ladder ``Config`` (``same("lr")``: the option itself; ``const(x)``; ``on_cuda``, ``optim``, ``peft``, ...).
+
+The vocabulary the map and the rungs share: a rung's spec declares its own TRL rows (``TRLRow``, ``param_rows``)
+beside its options (``ladder.specs``), and ``ladder.trl`` gathers them into the map."""
 
 from __future__ import annotations
 
