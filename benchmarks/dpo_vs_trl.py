@@ -52,7 +52,7 @@ def trl_times(pairs: list[dict], batch: int, beta: float) -> list[float]:
     from trl import DPOConfig, DPOTrainer
 
     from ladder.rungs import dpo
-    from ladder.tasks import sentiment
+    from ladder.tasks import review_models
     from ladder.trl.export_preferences import fields
 
     cfg = dpo.Config(**{**dpo.PRESETS["tiny"], "beta": beta, "batch_size": batch, "steps": len(pairs) // batch})
@@ -68,8 +68,8 @@ def trl_times(pairs: list[dict], batch: int, beta: float) -> list[float]:
 
     with tempfile.TemporaryDirectory() as out:
         args = DPOConfig(**config, output_dir=out, use_cpu=True, save_strategy="no", dataloader_drop_last=True)
-        trainer = DPOTrainer(model=sentiment.resolve_model("tiny"), args=args, train_dataset=Dataset.from_list(pairs),
-                             callbacks=[Clock()])
+        trainer = DPOTrainer(model=review_models.resolve_review_model("tiny"), args=args,
+                             train_dataset=Dataset.from_list(pairs), callbacks=[Clock()])
         trainer.train()
     return times
 

@@ -82,7 +82,7 @@ def drift_child(run_dir: str) -> None:
     torch.set_num_threads(1)
     torch.manual_seed(12345)
     cfg = json.loads((Path(run_dir) / "config.json").read_text())
-    path, device = math_problems.resolve_model(cfg["model"]), torch.device("cpu")
+    path, device = math_problems.resolve_math_model(cfg["model"]), torch.device("cpu")
     tokenizer = quant.load_tokenizer(path)
     model = PeftModel.from_pretrained(quant.load_causal_lm(path, device, qlora=cfg["qlora"], new_adapter=False),
                                       str(Path(run_dir) / "adapter"))

@@ -435,14 +435,18 @@ def _add_param_args(parser: argparse.ArgumentParser, params, suppress_defaults: 
     for p in params:
         default = argparse.SUPPRESS if suppress_defaults else p.default
         help_text = p.help() if callable(p.help) else p.help  # a help built from a registry, as it is now
+        aliases = tuple(getattr(p, "aliases", ()))
+        if aliases:
+            help_text += f" (formerly {', '.join(aliases)})"
         if isinstance(p.domain, Flag):  # an on/off flag (a choice: --adaptive-entropy)
-            parser.add_argument(p.dashed, dest=p.flag, action=argparse.BooleanOptionalAction, default=default,
-                                help=help_text)
+            parser.add_argument(p.dashed, *aliases, dest=p.flag, action=argparse.BooleanOptionalAction,
+                                default=default, help=help_text)
             continue
         kind = getattr(p.domain, "kind", None) or (str if p.default is None else type(p.default))
-        choices = tuple(p.domain.choices) if isinstance(p.domain, OneOf) else None
-        parser.add_argument(p.dashed, dest=p.flag, type=kind, default=default, help=help_text, choices=choices,
-                            metavar=p.flag.upper())
+        checked = isinstance(p.domain, OneOf) and getattr(p, "parser_checks", True)
+        choices = tuple(p.domain.choices) if checked else None
+        parser.add_argument(p.dashed, *aliases, dest=p.flag, type=kind, default=default, help=help_text,
+                            choices=choices, metavar=p.flag.upper())
 
 
 def config_from_args(config_cls, args: argparse.Namespace, overrides: dict | None = None,

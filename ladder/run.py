@@ -84,9 +84,9 @@ def make_config(name: str, rung: RungCode, argv: list[str]):
         given = set()  # a resumed run keeps the options it started with
     cfg = config_from_args(rung.Config, args, overrides, given)
     if cfg.out is None:  # runs/RUNG[-PRESET][-ALGO][-lora|-qlora][-exercises]-seedN: such runs do not clash
-        algo = getattr(args, "algo", None)
+        algo, options = getattr(args, "algo", None), options_dict(cfg)
         tags = [args.preset, algo if algo != name else None,  # --algo grpo: the rung's own defaults
-                "qlora" if getattr(cfg, "qlora", False) else "lora" if "lora" in given and cfg.lora else None,
+                "qlora" if options.get("qlora") else "lora" if "lora" in given and options.get("lora") else None,
                 "exercises" if getattr(cfg, "use_exercises", False) else None]  # (a preset's LoRA: its name says)
         cfg.out = str(Path("runs") / "-".join([name, *filter(None, tags), f"seed{cfg.seed}"]))
     return cfg

@@ -42,6 +42,8 @@ class Param:
     help: str | Callable[[], str]
     domain: Any = None
     own_default: Any = _FIELDS_OWN
+    aliases: tuple = ()          # former flag names still accepted (``("--sample-every",)``)
+    parser_checks: bool = True   # False: a ``OneOf`` domain checked as the other options are, not by argparse
 
     @property
     def default(self):
@@ -202,11 +204,15 @@ class FixedSpec:
     """A spec field of one class, always held (its default an instance): every param is read, none refused; the
     spec's ``conflict()``, if it has one, is its own rule between its fields."""
 
-    def __init__(self, field: str, cls: type, params: tuple[Param, ...]):
-        self.field, self.cls, self._params = field, cls, tuple(params)
+    def __init__(self, field: str, cls: type, params: tuple[Param, ...], placed: dict[str, str] | None = None):
+        self.field, self.cls, self._params, self._placed = field, cls, tuple(params), dict(placed or {})
 
     def params(self) -> list[Param]:
         return list(self._params)
+
+    def placed(self) -> dict[str, str]:
+        """Flag → the option it is listed before, where not in the field's place (``ladder.cli.layout``)."""
+        return dict(self._placed)
 
     def resolve(self, config):
         return getattr(config, self.field)

@@ -75,12 +75,13 @@ def reward_weights(cfg) -> list[float]:
 
 
 def optim(cfg) -> str:
-    paged = cfg.optim == "paged_adamw_8bit" or (cfg.optim == "auto" and cfg.qlora and on_cuda(cfg))
+    optim = cfg.efficiency.optim
+    paged = optim == "paged_adamw_8bit" or (optim == "auto" and cfg.adapter.qlora and on_cuda(cfg))
     return "paged_adamw_8bit" if paged else "adamw_torch"
 
 
 def peft(cfg) -> bool:
-    return cfg.lora or cfg.qlora
+    return cfg.adapter.lora or cfg.adapter.qlora
 
 
 def agent(cfg) -> bool:

@@ -64,9 +64,10 @@ print("attention_mask", attention.long().tolist())
 print("turn          ", agent_rollout.turn_index(mask).tolist(), "  (the model turn of each token; −1: not the model's)")
 p_env.check(int(((attention == 1) & (mask == 0)).sum()),
             why="read but not trained on: the environment's 2 tokens; the second row's pads have attention 0 too")""",
-    r"""md:Now a real one. The cell below runs **one update of the agent rung** on the tiny calculator preset (here 4 problems ×
-$G = 8$ trajectories; the preset itself draws 8 problems per update) up to the batch that `core.update` receives:
-`grpo.grpo_batch`, the first half of the rung's own `grpo.grpo_step`. The widget shows one group: each token on blue (the model's) or sand (the
+    r"""md:Now a real one. The cell below runs **the first half of one update of the agent rung** on the tiny calculator
+preset (here 4 problems × $G = 8$ trajectories; the preset itself draws 8 problems per update): `grpo.grpo_batch`,
+which samples, scores and builds the batch that `core.update` receives — the rung's `grpo.grpo_step` is `grpo_batch`
+followed by `core.update`. The widget shows one group: each token on blue (the model's) or sand (the
 environment's) with its $\hat A$ under it, and the group's `mask`, `attention_mask` and $\hat A\cdot m$ as $[G, T]$ maps.""",
     """view = agent_views.trajectory_view(row=0)
 view""",
@@ -106,7 +107,8 @@ model's or the environment's — goes through the model at most once (the one th
 the same key/value cache: nothing is re-encoded when a new turn begins, and a reply of 15 tokens rides in the
 forward that feeds its EOS: no forward of its own, not 15. Two limits: `--max-tool-calls` (turns that call
 tools; TRL's `max_tool_calling_iterations`) and `--max-new-tokens`, the budget of the *whole* trajectory, the
-environment's tokens included (TRL's `max_completion_length`). The update's record counts what happened:""",
+environment's tokens included (TRL's `max_completion_length`). The batch's statistics (the keys a run writes to
+`metrics.jsonl` for this update) count what happened:""",
     """record = first["record"]
 for key in ("agent/turns", "agent/tool_calls", "agent/tool_failures", "agent/env_tokens", "completions/mean_length"):
     print(f"{key:26s} {record[key]:.2f}   (mean per trajectory)")
@@ -276,7 +278,7 @@ same run as a TRL script with `GRPOTrainer(environment_factory=…)`.
 | two masks: trained on vs read | `agent_rollout.trajectory_tensors`, `Trajectories.mask` / `.attention_mask` | `agent --train-env-tokens` (the mistake) | `tool_mask` (always on: no switch) |
 | the multi-turn rollout on one cache | `agent_rollout.multi_turn` | `agent --max-tool-calls`, `--max-new-tokens` | `max_tool_calling_iterations`, `max_completion_length` |
 | per-turn credit | `core.group_relative_turns`, `agent.turn_credit` | `agent --credit turn` | — (TRL gives the trajectory's Â) |
-| the update | `grpo.grpo_step` → `core.update` | every `grpo` option | `GRPOTrainer` |
+| the update | `grpo.grpo_step` (`grpo_batch` → `core.update`) | every `grpo` option | `GRPOTrainer` |
 
 The full map of TRL's names is notebook 6 §5 (`viz.trl_map_markdown()`, from `ladder.trl.map`); its agent rows say where TRL and ladder differ (TRL ends a trajectory at
 a call past its limit; ladder answers it with an error the model reads).

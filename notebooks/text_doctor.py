@@ -162,8 +162,9 @@ below), so it changes nothing. What the fixed run really uses (`python -m ladder
 rewards of both runs, update by update:""",
     """rung, flags = gallery.entry_flags("format_hacking", fixed=True)
 cfg = ladder_run.make_config(rung, ladder_run.load_rung(rung), [*flags, "--out", "-"])
-print(f"task {cfg.task}; dataset {cfg.dataset!r} (ignored by the arithmetic task)")
-prompt, own = math_problems.system_prompt(cfg.task, cfg.system_prompt), math_problems.system_prompt(cfg.task)
+print(f"task {cfg.problems.task}; dataset {cfg.problems.dataset!r} (ignored by the arithmetic task)")
+problems = cfg.problems
+prompt, own = math_problems.system_prompt(problems.task, problems.system_prompt), math_problems.system_prompt(problems.task)
 print(f"system prompt {prompt!r}: " + ("the arithmetic task's own prompt" if prompt == own else f"not the task's {own!r}"))
 for kind in ("broken", "fixed"):
     run = read_run(doctor_views.entry_runs("format_hacking")[kind])

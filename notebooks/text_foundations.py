@@ -283,9 +283,9 @@ envs.close()""",
 
 The tiny GPT-2 of notebook 4 (its tokenizer loaded without a pad token, as GPT-2's comes):""",
     """from transformers import AutoTokenizer
-from ladder.tasks import sentiment
+from ladder.tasks import review_models
 
-tokenizer = AutoTokenizer.from_pretrained(sentiment.tiny_model_path(), pad_token=None, padding_side="right")
+tokenizer = AutoTokenizer.from_pretrained(review_models.tiny_model_path(), pad_token=None, padding_side="right")
 if tokenizer.pad_token is None:
     tokenizer.pad_token = tokenizer.eos_token          # pad = EOS; the attention mask hides the pads
 tokenizer.padding_side = "left"                        # every prompt ends in the last column

@@ -74,20 +74,21 @@ tokenizers; its docstring is the map, and these are its public names:""",
 print(sorted(core.__all__))""",
     r"""md:## How to run each rung
 
-Each rung is a command of `python -m ladder.run`; the table below is printed from the rungs' own declarations
-(`ladder.rungs.registry`: every module of `ladder.rungs` that declares a `RUNG`), so it lists every rung there is. The
-grpo and agent rungs take `--algo NAME`: a method's flags as its paper sets them. Every run writes `metrics.jsonl`,
-`summary.json` and `curves.png`; `--help` lists every knob.""",
+Each rung is a command of `python -m ladder.run`. The table below lists the rungs `ladder.rungs.registry` finds —
+every module of `ladder.rungs` that declares itself with `RUNG = Rung(name=…, …)` — in their order on the ladder:
+`registry.rungs()` maps each rung's name to its module, whose docstring's first line is the title and whose `ALGOS`
+are its `--algo` bundles (a method's flags as its paper sets them: grpo and agent have them); the notebook column is
+written by hand here. Every run writes `metrics.jsonl`, `summary.json` and `curves.png`; `--help` lists every knob.""",
     """from ladder.rungs import registry
 
 NOTEBOOK = {"reinforce": "1", "cartpole": "2, 3", "ppo-sentiment": "4, 9", "grpo": "5, 6", "eval": "5", "agent": "7",
             "reward-model": "9", "dpo": "9"}
 rows = []
-for name, rung in registry.rungs().items():   # in their order on the ladder
-    title = (rung.__doc__ or "").strip().splitlines()[0]
-    algos = f" (`--algo`: {', '.join(rung.ALGOS)})" if rung.ALGOS else ""
-    tiny = " (`--preset tiny` on a CPU)" if name in ("ppo-sentiment", "grpo", "agent", "eval", "reward-model", "dpo") else ""
-    rows.append(f"| {title} | {NOTEBOOK[name]} | `python -m ladder.run {name}`{tiny}{algos} |")
+for name, module in registry.rungs().items():   # in their order on the ladder
+    title = (module.__doc__ or "").strip().splitlines()[0]
+    algos = f" (`--algo`: {', '.join(module.ALGOS)})" if module.ALGOS else ""
+    tiny = " (`--preset tiny` on a CPU)" if "tiny" in module.PRESETS and name not in ("reinforce", "cartpole") else ""
+    rows.append(f"| {title} | {NOTEBOOK.get(name, '—')} | `python -m ladder.run {name}`{tiny}{algos} |")
 display(Markdown("\\n".join(["| rung | notebook | command |", "|---|---|---|", *rows])))
 print("μ of the grpo rung by default:", registry.find("grpo").Config().mu)""",
     r"""md:**Aside — every knob** (skip it on a first reading): the options of `python -m ladder.run cartpole --help`.""",

@@ -42,7 +42,7 @@ def test_the_floor_runs_the_forwards_a_sampler_of_n_tokens_runs(decode_floor):
     from ladder.policies import quant
     from ladder.tasks import arithmetic, math_problems
 
-    path = math_problems.resolve_model("@tiny-math")
+    path = math_problems.resolve_math_model("@tiny-math")
     tokenizer, model = quant.load_tokenizer(path), quant.load_causal_lm(path, torch.device("cpu")).eval()
     enc = tokenizer([arithmetic.chat_prompt(tokenizer, q, "Solve it.") for q in ("1+1", "12*3")], return_tensors="pt",
                     padding=True)

@@ -37,10 +37,10 @@ def test_preset_fills_only_the_options_not_given():
     from ladder.rungs import grpo
 
     cfg = make_config("grpo", grpo, ["--preset", "tiny"])
-    assert cfg.model == grpo.PRESETS["tiny"]["model"] and cfg.lr == grpo.PRESETS["tiny"]["lr"]
+    assert cfg.model == grpo.PRESETS["tiny"]["model"] and cfg.optimisation.lr == grpo.PRESETS["tiny"]["lr"]
     # a flag given with the default's value still wins over the preset
-    cfg = make_config("grpo", grpo, ["--preset", "tiny", "--lr", str(grpo.Config.lr)])
-    assert cfg.lr == grpo.Config.lr
+    cfg = make_config("grpo", grpo, ["--preset", "tiny", "--lr", str(grpo.Config().optimisation.lr)])
+    assert cfg.optimisation.lr == grpo.Config().optimisation.lr
     cfg = make_config("cartpole", cartpole, ["--preset", "tiny", "--total-steps", "100000"])
     assert cfg.total_steps == 100_000
 

@@ -15,7 +15,8 @@ from ladder.doctor.chart_parts import PROBLEM
 from ladder.doctor.report import text_report
 from ladder.doctor.signatures import T
 from ladder.doctor.verdict import verdict_line
-from ladder.doctor.wording import RUNG_WORDING, WORDING
+from ladder.doctor.wording import WORDING
+from ladder.rungs import registry
 
 PPO_CONFIG = {"rung": "ppo-sentiment", "mu": 4, "num_minibatches": 2, "lr": 2e-4, "max_new_tokens": 32,
               "kl_coef": 0.05, "adaptive_kl": False, "kl_target": 6.0, "value_coef": 0.1}
@@ -133,7 +134,7 @@ def test_no_penalty_and_a_climbing_kl_is_a_blowup_in_rlhf_words(tmp_path):
     assert found.name == "kl_blowup" and found.metric == "kl_ref_seq"
     assert "per completion (summed over its tokens)" in found.saw and "β = 0" in found.saw
     assert "group" not in found.means and "group" not in found.change
-    assert found.means == RUNG_WORDING[("kl_blowup", "ppo-sentiment")].means
+    assert found.means == registry.find("ppo-sentiment").RUNG.words["kl_blowup"].means
     assert "--kl-coef" in found.change and found.section.startswith("notebooks/4_ppo_rlhf_sentiment.ipynb")
 
 
@@ -181,7 +182,8 @@ def test_every_kl_printed_carries_its_unit(tmp_path):
 
 def test_a_rungs_own_words_name_real_headings():
     root = Path(__file__).resolve().parents[1]
-    for words in [*RUNG_WORDING.values(), WORDING["likelihood_displacement"]]:
+    own = [w for rung in registry.rungs().values() for w in rung.RUNG.words.values()]
+    for words in [*own, WORDING["likelihood_displacement"]]:
         file, heading = words.section
         cells = json.loads((root / file).read_text())["cells"]
         assert heading in "".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown"), heading

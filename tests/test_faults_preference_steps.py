@@ -12,14 +12,14 @@ import torch
 from cli_helpers import run_cli
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from ladder.tasks import sentiment
+from ladder.tasks import review_models
 
 
 @pytest.fixture(scope="module")
 def nan_model(tmp_path_factory):
     """The tiny review GPT-2 with one NaN in its last layer norm: every forward is NaN."""
     path = tmp_path_factory.mktemp("nan") / "model"
-    source = sentiment.tiny_model_path()
+    source = review_models.tiny_model_path()
     model = AutoModelForCausalLM.from_pretrained(source)
     with torch.no_grad():
         model.transformer.ln_f.weight[0] = float("nan")
@@ -84,7 +84,7 @@ def test_a_reward_model_beside_an_unfinished_run_is_refused(tmp_path):
     and no reward model (the old one was set aside with its run); a reward_model/ that a run directory holds before
     its summary.json is refused in one line by ppo-sentiment."""
     from ladder.runtime.runlog import UsageError
-    from ladder.tasks.sentiment import refuse_an_unfinished_runs_model
+    from ladder.tasks.sentiment_rewards import refuse_an_unfinished_runs_model
 
     run_dir = tmp_path / "rm"
     (run_dir / "reward_model").mkdir(parents=True)

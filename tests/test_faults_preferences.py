@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from cli_helpers import run_cli
 
-from ladder.policies.reward_model import load_classifier
+from ladder.policies.scalar_head import load_classifier
 from ladder.runtime.errors import UsageError
-from ladder.tasks import arithmetic, preference_pairs, sentiment
+from ladder.tasks import arithmetic, preference_pairs, review_models
 
 PLAIN = [{"prompt": "The film was", "chosen": " a delight from start to end.", "rejected": " dull."},
          {"prompt": "The plot", "chosen": " kept me guessing.", "rejected": " was thin."}] * 3
@@ -228,14 +228,14 @@ def test_saved_datasets_a_dict_without_test_is_one_line_and_one_dataset_holds_ou
 # --- 9: a model that is not a reward model as ppo-sentiment's --reward-model ---------------------------------------
 
 def test_a_causal_lm_is_refused_as_a_reward_model_before_its_weights_load(capfd):
-    path = str(sentiment.tiny_model_path())
+    path = str(review_models.tiny_model_path())
     with pytest.raises(UsageError, match=r"^--reward-model DIR is a GPT2LMHeadModel, not a sequence classifier"):
         load_classifier(path, "DIR")
     assert capfd.readouterr().err == ""  # no load report from transformers
 
 
 def test_ppo_sentiment_with_a_causal_lm_as_reward_model_is_one_line(tmp_path):
-    result = _cli(f"ppo-sentiment --preset tiny --reward-model {sentiment.tiny_model_path()} --steps 1 --out run",
+    result = _cli(f"ppo-sentiment --preset tiny --reward-model {review_models.tiny_model_path()} --steps 1 --out run",
                   tmp_path)
     _refused(result, "is a GPT2LMHeadModel, not a sequence classifier")
     assert not (tmp_path / "run").exists()

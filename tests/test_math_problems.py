@@ -79,8 +79,8 @@ def test_sizes_that_do_not_fit_the_data_are_usage_errors(tmp_path, task, rows, s
         math_problems.split(task, _rows_file(tmp_path, rows) if rows else None, **sizes)
 
 
-def test_resolve_model_and_system_prompt():
-    assert math_problems.resolve_model("some/model") == "some/model"
+def test_resolve_math_model_and_system_prompt():
+    assert math_problems.resolve_math_model("some/model") == "some/model"
     assert math_problems.system_prompt("arithmetic") == math_problems.arithmetic.TINY_SYSTEM_PROMPT
     assert math_problems.system_prompt("gsm8k", "Be brief.") == "Be brief."
 

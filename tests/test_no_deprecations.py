@@ -11,7 +11,7 @@ import subprocess
 import sys
 
 from ladder.patches import cache_arg, library_deprecations
-from ladder.tasks import arithmetic, sentiment
+from ladder.tasks import arithmetic, review_models
 
 
 def test_deprecations_of_the_watched_libraries_are_found_and_torchs_own_are_not():
@@ -72,7 +72,7 @@ def test_a_tiny_grpo_run_and_the_eval_of_its_adapter_print_no_library_deprecatio
 
 def test_a_tiny_ppo_sentiment_run_prints_no_library_deprecation(tmp_path):
     """GPT-2 with LoRA on its Conv1D layers, the value head, the reward model."""
-    sentiment.tiny_model_path()
+    review_models.tiny_model_path()
     output = _run("ppo-sentiment", "--preset", "tiny", "--steps", "2", "--batch-size", "16",
                   "--num-eval-prompts", "4", "--lora", tmp_path=tmp_path)
     assert library_deprecations(output) == []

@@ -63,7 +63,7 @@ def test_print_config_is_the_config_with_every_default_resolved(name, argv, tmp_
     assert "auto" not in [value for option, value in shown.items() if option not in SAMPLER_AUTO]
     if any(shown.get(option) == "auto" for option in SAMPLER_AUTO):  # decided from the model's config when it starts
         with pytest.raises(UsageError):
-            hub.resolve(math_problems.resolve_model(shown["model"]), "--model")
+            hub.resolve(math_problems.resolve_math_model(shown["model"]), "--model")
     assert list(tmp_path.iterdir()) == []
 
 
@@ -140,7 +140,7 @@ def test_grpo_prints_what_load_policy_uses(argv, monkeypatch, capsys):
     grpo = RUNGS["grpo"]
     seen = {"release_memory": False}
     monkeypatch.setattr(grpo.quant, "release_freed_memory", lambda: seen.update(release_memory=True))
-    model = SimpleNamespace(config=grpo.quant.load_config(math_problems.resolve_model("@tiny-math")))
+    model = SimpleNamespace(config=grpo.quant.load_config(math_problems.resolve_math_model("@tiny-math")))
     monkeypatch.setattr(grpo.quant, "load_causal_lm", lambda path, device, **kw: seen.update(kw) or model)
 
     class Policy:

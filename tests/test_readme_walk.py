@@ -83,7 +83,7 @@ def test_eval_loads_the_adapter_on_the_base_its_run_trained(tmp_path, monkeypatc
         assert trained, f"no README grpo command writes {adapter}"
         adapter.mkdir(parents=True)
         run, ev = config(trained[0]), config(argv)
-        assert (ev.qlora, ev.model) == (run.qlora, run.model), f"{' '.join(argv)!r} loads another base than " \
+        assert (ev.qlora, ev.model) == (run.adapter.qlora, run.model), f"{' '.join(argv)!r} loads another base than " \
                                                               f"{' '.join(trained[0])!r}"
 
 

@@ -8,12 +8,12 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoModelForSequenceClassification, AutoTokenizer
 
-from ladder.policies.reward_model import load_reward_model
-from ladder.tasks import sentiment
+from ladder.policies.scalar_head import load_reward_model
+from ladder.tasks import review_models
 
 
 def test_a_bfloat16_checkpoint_trains_in_float32(tmp_path):
-    source = sentiment.tiny_model_path()
+    source = review_models.tiny_model_path()
     AutoModelForCausalLM.from_pretrained(source).to(torch.bfloat16).save_pretrained(tmp_path / "bf16")
     tokenizer = AutoTokenizer.from_pretrained(source)
     stored = AutoModelForSequenceClassification.from_pretrained(tmp_path / "bf16", num_labels=1)
@@ -42,9 +42,9 @@ def test_the_run_records_its_dtype_and_dtype_asks_for_another(tmp_path):
 
 def test_a_text_longer_than_the_models_positions_is_scored_on_its_last_ones(tmp_path):
     """A policy gone wild writes what re-tokenises past the reward model's positions: scored, not an IndexError."""
-    from ladder.policies.reward_model import LearnedReward
+    from ladder.policies.scalar_head import LearnedReward
 
-    source = sentiment.tiny_model_path()
+    source = review_models.tiny_model_path()
     tokenizer = AutoTokenizer.from_pretrained(source)
     model = load_reward_model(source, tokenizer, torch.device("cpu"))
     reward = LearnedReward(model, tokenizer)

@@ -44,7 +44,7 @@ def test_each_row_holds_its_reward_functions_its_advantage_and_its_cut_off(finis
         rewards = torch.tensor([r["reward"] for r in update])
         advantages = grpo.group_advantages(rewards, cfg)
         assert torch.allclose(torch.tensor([r["advantage"] for r in update]), advantages, atol=1e-5)
-        assert torch.allclose(advantages, core.group_relative(rewards, cfg.group_size, grpo.advantages.scale(cfg)))
+        assert torch.allclose(advantages, core.group_relative(rewards, cfg.group_size, grpo.advantage_spec.scale(cfg)))
 
 
 def test_a_resumed_run_logs_the_same_completions_as_one_that_was_not_stopped(finished, tmp_path):

@@ -65,7 +65,7 @@ def test_completion_length_defaults():
     from ladder import run
     from ladder.rungs import lm_eval, ppo_sentiment
 
-    assert run.make_config("grpo", grpo, []).max_new_tokens == 512
-    assert run.make_config("grpo", grpo, ["--preset", "tiny"]).max_new_tokens == 28
+    assert run.make_config("grpo", grpo, []).generation.max_new_tokens == 512
+    assert run.make_config("grpo", grpo, ["--preset", "tiny"]).generation.max_new_tokens == 28
     assert run.make_config("eval", lm_eval, []).max_new_tokens == 512
-    assert run.make_config("ppo-sentiment", ppo_sentiment, []).max_new_tokens == 16
+    assert run.make_config("ppo-sentiment", ppo_sentiment, []).generation.max_new_tokens == 16

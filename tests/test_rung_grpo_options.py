@@ -19,10 +19,10 @@ def test_algo_sets_its_flags(name):
 
 def test_algo_applies_over_the_preset_and_explicit_flags_win():
     cfg = run.make_config("grpo", grpo, ["--preset", "tiny", "--algo", "dapo"])
-    assert cfg.kl.coef == 0 and cfg.dynamic_sampling and cfg.clip_eps_high == 0.28
-    assert cfg.model == "@tiny-math" and cfg.lr == 1e-3  # the rest of the preset stays
+    assert cfg.kl.coef == 0 and cfg.dynamic_sampling and cfg.ratio.clip_eps_high == 0.28
+    assert cfg.model == "@tiny-math" and cfg.optimisation.lr == 1e-3  # the rest of the preset stays
     cfg = run.make_config("grpo", grpo, ["--algo", "gspo", "--clip-eps-low", "0.1"])
-    assert cfg.clip_eps == 0.1 and cfg.clip_eps_high == 4e-4 and cfg.ratio_level == "sequence"
+    assert cfg.ratio.clip_eps == 0.1 and cfg.ratio.clip_eps_high == 4e-4 and cfg.ratio.level == "sequence"
     cfg = run.make_config("grpo", grpo, ["--preset", "tiny", "--algo", "dapo", "--kl-coef", "0.02",
                                          "--no-dynamic-sampling"])
     assert cfg.kl.coef == 0.02 and not cfg.dynamic_sampling and cfg.mask_truncated

@@ -123,4 +123,5 @@ def test_a_labs_warm_up_is_the_recipes_updates_through_the_loop(monkeypatch):
     monkeypatch.setattr(math_eval, "accuracy", lambda *a, **k: pytest.fail("a warm-up evaluates nothing"))
     lm_lab.warm_up(step, 2)
     assert updates == [0, 1] and stepped == [step, step]
-    assert step.optimizer.param_groups[0]["lr"] == loop.LearningRate(step.cfg.lr, step.cfg.warmup_steps)(1)
+    optimisation = step.cfg.optimisation
+    assert step.optimizer.param_groups[0]["lr"] == loop.LearningRate(optimisation.lr, optimisation.warmup_steps)(1)

@@ -18,12 +18,12 @@ from ladder.policies.causal_lm import CausalLMPolicy, is_peft, lm_batch, positio
 from ladder.rungs import cartpole
 from ladder.rungs import ppo_sentiment as ps
 from ladder.runtime.runlog import UsageError
-from ladder.tasks import sentiment, tiny_lm
+from ladder.tasks import generated_reviews, review_models, tiny_lm
 
 
 @pytest.fixture(scope="session")
 def tiny_model_dir():
-    return sentiment.tiny_model_path()
+    return review_models.tiny_model_path()
 
 
 def tiny_config(tmp_path, **overrides) -> ps.Config:
@@ -105,7 +105,7 @@ def test_k3_estimator_is_selectable():
 
 
 def _random_gpt2(seed=0):
-    tokenizer = tiny_lm.train_tokenizer(sentiment.review_corpus(300, seed=seed), vocab_size=300)
+    tokenizer = tiny_lm.train_tokenizer(generated_reviews.review_corpus(300, seed=seed), vocab_size=300)
     torch.manual_seed(seed)
     return tiny_lm.build_model("gpt2", tokenizer, hidden=32, layers=2, heads=2, max_positions=64), tokenizer
 
@@ -212,11 +212,11 @@ def test_lora_reference_is_the_disabled_adapter(tmp_path, tiny_model_dir, spy_up
 
 
 def test_saved_gpt2_distilbert_and_local_dataset_load_like_hub_ids(tmp_path):
-    model_dir = sentiment.save_random_gpt2(tmp_path / "gpt2")
-    reward_dir = sentiment.save_random_distilbert_classifier(tmp_path / "distilbert")
+    model_dir = review_models.save_random_gpt2(tmp_path / "gpt2")
+    reward_dir = review_models.save_random_distilbert_classifier(tmp_path / "distilbert")
     data = tmp_path / "imdb.jsonl"
     data.write_text("".join(json.dumps({"text": t, "label": i % 2}) + "\n"
-                            for i, t in enumerate(sentiment.review_corpus(40, seed=9))))
+                            for i, t in enumerate(generated_reviews.review_corpus(40, seed=9))))
     cfg = tiny_config(tmp_path, model=str(model_dir), reward_model=str(reward_dir), dataset=str(data),
                       batch_size=8, num_minibatches=2, max_new_tokens=6, lr=1e-4)
     summary = ps.train(cfg)

@@ -12,7 +12,7 @@ import torch
 
 import ladder.core
 from ladder import run
-from ladder.tasks import sentiment
+from ladder.tasks import sentiment_rewards
 from ladder.viz import preference_lab
 
 pytestmark = pytest.mark.notebook_runs  # reads runs a notebook makes (run right after the notebooks)
@@ -90,7 +90,7 @@ def test_dpo_ranks_held_out_pairs_and_moves_away_from_the_reference(tmp_path):
 @pytest.mark.trained
 def test_ppo_sentiment_trains_against_the_learned_reward_model(reward_model_run, tmp_path):
     out, _ = reward_model_run
-    learned = sentiment.load_reward(str(out / "reward_model"))
+    learned = sentiment_rewards.load_reward(str(out / "reward_model"))
     assert learned.name == "r_φ"
     good, bad = learned(["This movie was wonderful and I loved it.", "This movie was awful and I hated it."])
     assert good > bad
@@ -106,7 +106,7 @@ def test_a_lora_reward_model_is_saved_whole_for_ppo_to_load(tmp_path):
     _run("reward-model", tmp_path / "rm", "--lora", "--steps", "2", "--batch-size", "4", "--eval-pairs", "4")
     saved = tmp_path / "rm" / "reward_model"
     assert not (saved / "adapter_config.json").exists()
-    scores = sentiment.load_reward(str(saved))(["This movie was great.", "This movie was awful."])
+    scores = sentiment_rewards.load_reward(str(saved))(["This movie was great.", "This movie was awful."])
     assert scores.shape == (2,) and torch.isfinite(scores).all()
 
 

@@ -12,7 +12,7 @@ import pytest
 from ladder import core
 from ladder.rungs import agent, grpo
 from ladder.rungs.grpo import loss_types
-from ladder.rungs.grpo.advantages import NormalizeThenSum, SumThenNormalize
+from ladder.rungs.grpo.advantage_spec import NormalizeThenSum, SumThenNormalize
 from ladder.rungs.grpo.entropy_control import AdaptiveEntropy
 from ladder.rungs.grpo.kl_to_ref import KLToReference
 from ladder.rungs.grpo.reference_refresh import ReferenceRefresh

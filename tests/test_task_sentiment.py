@@ -11,40 +11,40 @@ import torch
 from ladder import hub
 from ladder.policies import quant
 from ladder.runtime.runlog import UsageError
-from ladder.tasks import sentiment, tiny_lm
+from ladder.tasks import generated_reviews, review_models, review_prompts, sentiment_rewards, tiny_lm
 
 
 def _load_lm(name: str):
     """(model, tokenizer) through the one causal-LM loader every rung uses."""
-    path = hub.resolve(sentiment.resolve_model(name), "--model")
+    path = hub.resolve(review_models.resolve_review_model(name), "--model")
     return quant.load_causal_lm(path, torch.device("cpu")), quant.load_tokenizer(path)
 
 
 @pytest.fixture(scope="session")
 def tiny_model_dir():
     """The tiny review model the package ships (``ladder/tasks/tiny_models``)."""
-    return sentiment.tiny_model_path()
+    return review_models.tiny_model_path()
 
 
 def test_corpus_has_both_polarities_and_is_seeded():
-    corpus = sentiment.review_corpus(400, seed=3)
-    assert corpus == sentiment.review_corpus(400, seed=3) != sentiment.review_corpus(400, seed=4)
-    scores = sentiment.VaderReward()(corpus)
+    corpus = generated_reviews.review_corpus(400, seed=3)
+    assert corpus == generated_reviews.review_corpus(400, seed=3) != generated_reviews.review_corpus(400, seed=4)
+    scores = sentiment_rewards.VaderReward()(corpus)
     assert (scores > 0.05).float().mean() > 0.2 and (scores < -0.05).float().mean() > 0.2
     assert all(len(text.split()) <= 25 for text in corpus)
 
 
 def test_every_bundled_prompt_opens_reviews_of_both_polarities():
-    corpus = sentiment.review_corpus(6000, seed=0)
-    vader = sentiment.VaderReward()
-    for prompt in sentiment.BUNDLED_PROMPTS:
+    corpus = generated_reviews.review_corpus(6000, seed=0)
+    vader = sentiment_rewards.VaderReward()
+    for prompt in generated_reviews.BUNDLED_PROMPTS:
         scores = vader([t for t in corpus if t.startswith(prompt + " ")])
         assert scores.numel() and scores.max() > 0.3 and scores.min() < -0.3, prompt
-    assert sentiment.load_prompts("bundled", tokenizer=None) == sentiment.BUNDLED_PROMPTS
+    assert review_prompts.load_prompts("bundled", tokenizer=None) == generated_reviews.BUNDLED_PROMPTS
 
 
 def test_vader_reward_orders_sentiment():
-    scores = sentiment.VaderReward()(["This movie was great and I loved it.", "The plot", "It was awful."])
+    scores = sentiment_rewards.VaderReward()(["This movie was great and I loved it.", "The plot", "It was awful."])
     assert scores.dtype == torch.float32 and scores.shape == (3,)
     assert scores[0] > 0.5 and scores[1] == 0.0 and scores[2] < -0.3
     assert scores.abs().max() <= 1.0
@@ -53,21 +53,21 @@ def test_vader_reward_orders_sentiment():
 @pytest.mark.parametrize("id2label, index", [({0: "NEGATIVE", 1: "POSITIVE"}, 1), ({0: "positive", 1: "negative"}, 0),
                                              ({"0": "NEG", "1": "POS"}, 1)])
 def test_positive_label_is_looked_up_in_id2label(id2label, index):
-    assert sentiment.positive_label_index(id2label) == index
+    assert sentiment_rewards.positive_label_index(id2label) == index
 
 
 def test_classifier_without_positive_label_is_a_usage_error():
     with pytest.raises(UsageError, match="POSITIVE"):
-        sentiment.positive_label_index({0: "LABEL_0", 1: "LABEL_1"})
+        sentiment_rewards.positive_label_index({0: "LABEL_0", 1: "LABEL_1"})
 
 
 @pytest.mark.parametrize("id2label", [{0: "NEGATIVE", 1: "POSITIVE"}, {0: "POSITIVE", 1: "NEGATIVE"}])
 def test_classifier_reward_is_the_positive_logit_in_batches(tmp_path, id2label):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    path = sentiment.save_random_distilbert_classifier(tmp_path / "clf", id2label)
+    path = review_models.save_random_distilbert_classifier(tmp_path / "clf", id2label)
     texts = ["This movie was great.", "The plot was dull and I hated it, a complete waste of time.", "Fun!"]
-    reward = sentiment.ClassifierReward.load(str(path), batch_size=2)
+    reward = sentiment_rewards.ClassifierReward.load(str(path), batch_size=2)
     model = AutoModelForSequenceClassification.from_pretrained(path).eval()
     tokenizer = AutoTokenizer.from_pretrained(path)
     positive = next(i for i, label in id2label.items() if label == "POSITIVE")
@@ -75,11 +75,11 @@ def test_classifier_reward_is_the_positive_logit_in_batches(tmp_path, id2label):
         expected = torch.stack([model(**{k: v for k, v in tokenizer(t, return_tensors="pt").items()
                                          if k != "token_type_ids"}).logits[0, positive] for t in texts])
     torch.testing.assert_close(reward(texts), expected, atol=1e-5, rtol=1e-5)
-    assert sentiment.load_reward(str(path))(texts).shape == (3,)
+    assert sentiment_rewards.load_reward(str(path))(texts).shape == (3,)
 
 
 def test_causal_lm_without_pad_token_pads_left_with_eos(tmp_path):
-    path = sentiment.save_random_gpt2(tmp_path / "gpt2")
+    path = review_models.save_random_gpt2(tmp_path / "gpt2")
     model, tokenizer = _load_lm(str(path))
     assert tokenizer.pad_token == tokenizer.eos_token and tokenizer.padding_side == "left"
     enc = tokenizer(["This movie", "The acting was really"], padding=True, return_tensors="pt")
@@ -113,8 +113,8 @@ REVIEWS = ["This movie was a wonderful surprise from the very first scene to the
 def test_local_dataset_files_become_2_to_8_token_prompts(tmp_path, suffix, tiny_model_dir):
     _, tokenizer = _load_lm(str(tiny_model_dir))
     path = _write(tmp_path / f"reviews{suffix}", REVIEWS)
-    assert sentiment.read_texts(path) == REVIEWS
-    prompts = sentiment.load_prompts(str(path), tokenizer, 2, 8, seed=0)
+    assert review_prompts.read_texts(path) == REVIEWS
+    prompts = review_prompts.load_prompts(str(path), tokenizer, 2, 8, seed=0)
     assert len(prompts) == 3  # "!" is shorter than two tokens
     for prompt, review in zip(prompts, REVIEWS):
         n = len(tokenizer(prompt, add_special_tokens=False)["input_ids"])
@@ -123,17 +123,17 @@ def test_local_dataset_files_become_2_to_8_token_prompts(tmp_path, suffix, tiny_
 
 def test_prompt_lengths_cover_the_range_and_follow_the_seed(tiny_model_dir):
     _, tokenizer = _load_lm(str(tiny_model_dir))
-    texts = sentiment.review_corpus(200, seed=1)
-    prompts = sentiment.truncate_prompts(texts, tokenizer, 2, 8, seed=5)
+    texts = generated_reviews.review_corpus(200, seed=1)
+    prompts = review_prompts.truncate_prompts(texts, tokenizer, 2, 8, seed=5)
     lengths = {len(tokenizer(p, add_special_tokens=False)["input_ids"]) for p in prompts}
     assert min(lengths) == 2 and max(lengths) == 8
-    assert prompts == sentiment.truncate_prompts(texts, tokenizer, 2, 8, seed=5)
+    assert prompts == review_prompts.truncate_prompts(texts, tokenizer, 2, 8, seed=5)
 
 
 def test_prompt_limit_samples_across_a_label_sorted_file(tmp_path, tiny_model_dir):
     _, tokenizer = _load_lm(str(tiny_model_dir))
     rows = [f"Bad review number {i} here." for i in range(50)] + [f"Good review number {i} here." for i in range(50)]
-    prompts = sentiment.load_prompts(str(_write(tmp_path / "sorted.txt", rows)), tokenizer, 2, 2, limit=20, seed=0)
+    prompts = review_prompts.load_prompts(str(_write(tmp_path / "sorted.txt", rows)), tokenizer, 2, 2, limit=20, seed=0)
     assert len(prompts) == 20
     assert any(p.startswith("Bad") for p in prompts) and any(p.startswith("Go") for p in prompts)
 
@@ -143,7 +143,7 @@ def test_bad_dataset_file_is_a_usage_error(tmp_path, content, needle):
     path = tmp_path / "bad.json"
     path.write_text(content)
     with pytest.raises(UsageError, match=needle):
-        sentiment.load_review_texts(str(path))
+        review_prompts.load_review_texts(str(path))
 
 
 def test_hub_ids_offline_fail_at_once_naming_the_tiny_preset(monkeypatch):
@@ -151,8 +151,8 @@ def test_hub_ids_offline_fail_at_once_naming_the_tiny_preset(monkeypatch):
 
     monkeypatch.setattr(hub, "hub_reachable", lambda timeout=3.0: False)
     for call in (lambda: _load_lm("no-such-user/no-such-model"),
-                 lambda: sentiment.load_reward("no-such-user/no-such-classifier"),
-                 lambda: sentiment.load_review_texts("no-such-user/no-such-dataset")):
+                 lambda: sentiment_rewards.load_reward("no-such-user/no-such-classifier"),
+                 lambda: review_prompts.load_review_texts("no-such-user/no-such-dataset")):
         with pytest.raises(UsageError, match="--preset tiny") as info:
             call()
         assert "\n" not in str(info.value)
@@ -166,8 +166,8 @@ def test_broken_local_model_is_one_line(tmp_path):
 
 
 def test_tiny_model_is_cached_and_writes_reviews(tiny_model_dir):
-    assert sentiment.tiny_model_path() == tiny_model_dir
-    assert tiny_model_dir == tiny_lm.SHIPPED / sentiment.TINY_MODEL_VERSION
+    assert review_models.tiny_model_path() == tiny_model_dir
+    assert tiny_model_dir == tiny_lm.SHIPPED / review_models.TINY_MODEL_VERSION
     model, tokenizer = _load_lm("tiny")
     enc = tokenizer(["This movie", "The acting was"], padding=True, return_tensors="pt")
     torch.manual_seed(0)

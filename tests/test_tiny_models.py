@@ -11,11 +11,21 @@ import pytest
 import torch
 from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
-from ladder.tasks import agent_envs, arithmetic, rebuild_tiny, sentiment, tiny_agent, tiny_lm, tool_calls
+from ladder.tasks import (
+    agent_envs,
+    arithmetic,
+    generated_reviews,
+    rebuild_tiny,
+    review_models,
+    tiny_agent,
+    tiny_lm,
+    tool_calls,
+)
 
 # 40 steps of 8 examples (the shipped builds take 32 a step: the Qwen2 models' long chats then cost a second a step):
 # enough to be well below guessing.
-FAST = {sentiment.TINY_MODEL_VERSION: functools.partial(sentiment.build_tiny_sentiment_model, steps=40, batch_size=8),
+FAST = {review_models.TINY_MODEL_VERSION: functools.partial(review_models.build_tiny_sentiment_model, steps=40,
+                                                              batch_size=8),
         arithmetic.TINY_MODEL_VERSION: functools.partial(arithmetic.build_tiny_math_model, sft_steps=40, batch_size=8),
         tiny_agent.TINY_MODEL_VERSION: functools.partial(tiny_agent.build_tiny_agent_model, sft_steps=40,
                                                          batch_size=8),
@@ -51,7 +61,7 @@ def _greedy(model, tokenizer, prompt: str, tokens: int = 24, skip_special_tokens
 def test_the_rungs_load_the_shipped_copies(monkeypatch, tmp_path):
     monkeypatch.setenv("LADDER_CACHE", str(tmp_path / "cache"))
     monkeypatch.delenv("LADDER_BUILD_TINY", raising=False)
-    assert sentiment.tiny_model_path() == tiny_lm.SHIPPED / sentiment.TINY_MODEL_VERSION
+    assert review_models.tiny_model_path() == tiny_lm.SHIPPED / review_models.TINY_MODEL_VERSION
     assert arithmetic.tiny_math_model() == tiny_lm.SHIPPED / arithmetic.TINY_MODEL_VERSION
     assert tiny_agent.tiny_agent_model() == tiny_lm.SHIPPED / tiny_agent.TINY_MODEL_VERSION
     assert tiny_agent.tiny_guess_model() == tiny_lm.SHIPPED / tiny_agent.TINY_GUESS_VERSION
@@ -89,7 +99,7 @@ def _assert_same_model_and_tokenizer(model, tokenizer, shipped) -> None:
 def test_a_release_that_restamps_a_config_is_still_the_same_model(tmp_path):
     """The comparison above ignores what a transformers release changes on its own (the version stamp) and
     catches what changes the model (a layer more)."""
-    shipped = tiny_lm.SHIPPED / sentiment.TINY_MODEL_VERSION
+    shipped = tiny_lm.SHIPPED / review_models.TINY_MODEL_VERSION
     model, tokenizer = _load(shipped)
     model.config.transformers_version = "99.0.0"
     _assert_same_model_and_tokenizer(model, tokenizer, shipped)
@@ -109,8 +119,8 @@ def test_the_build_code_still_makes_a_working_model(name, monkeypatch, tmp_path)
     assert path == tmp_path / name and tiny_lm.cached(name, None) == path  # built once, then reused
     model, tokenizer = _load(path)
     _assert_same_model_and_tokenizer(model, tokenizer, tiny_lm.SHIPPED / name)
-    if name == sentiment.TINY_MODEL_VERSION:
-        pairs = [("", text) for text in sentiment.review_corpus(20, seed=1)]
+    if name == review_models.TINY_MODEL_VERSION:
+        pairs = [("", text) for text in generated_reviews.review_corpus(20, seed=1)]
     elif name == tiny_agent.TINY_MODEL_VERSION:
         pairs = tiny_agent.tutor_corpus(tokenizer, seed=1, n_calculator=10, n_guess=3)[:20]
     elif name == tiny_agent.TINY_GUESS_VERSION:

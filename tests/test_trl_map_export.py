@@ -134,16 +134,16 @@ def test_values_make_a_grpo_config_trl_accepts(flags, tmp_path):
     assert args.num_generations == cfg.group_size and args.num_iterations == mu and args.steps_per_generation == M
     assert args.per_device_train_batch_size * M == cfg.prompts_per_step * cfg.group_size
     assert args.max_steps == cfg.steps * mu * M and args.gradient_accumulation_steps == 1
-    assert args.beta == cfg.kl.coef and args.loss_type == cfg.loss_type and args.epsilon == cfg.clip_eps
-    assert args.epsilon_high == (objective(cfg).max_weight if cfg.loss_type == "cispo" else cfg.clip_eps_high)
-    assert args.importance_sampling_level == cfg.ratio_level
-    assert args.scale_rewards == (grpo.advantages.scale(cfg) or "group")  # GDPO's: left at the default
-    assert args.use_cpu and not args.bf16 and args.learning_rate == cfg.lr
-    assert args.sync_ref_model == bool(cfg.ref_sync_every and not cfg.lora)
+    assert args.beta == cfg.kl.coef and args.loss_type == cfg.loss_type and args.epsilon == cfg.ratio.clip_eps
+    assert args.epsilon_high == (objective(cfg).max_weight if cfg.loss_type == "cispo" else cfg.ratio.clip_eps_high)
+    assert args.importance_sampling_level == cfg.ratio.level
+    assert args.scale_rewards == (grpo.advantage_spec.scale(cfg) or "group")  # GDPO's: left at the default
+    assert args.use_cpu and not args.bf16 and args.learning_rate == cfg.optimisation.lr
+    assert args.sync_ref_model == bool(cfg.ref_sync_every and not cfg.adapter.lora)
     if cfg.ref_sync_every:
         assert args.ref_model_sync_steps == cfg.ref_sync_every * mu * M
-    if cfg.min_new_tokens:
-        assert args.generation_kwargs == {"min_new_tokens": cfg.min_new_tokens}
+    if cfg.generation.min_new_tokens:
+        assert args.generation_kwargs == {"min_new_tokens": cfg.generation.min_new_tokens}
     assert len(args.reward_weights) == 2 + bool(cfg.rewards.overlong_buffer)
 
 
@@ -231,8 +231,9 @@ def test_local_dataset_and_missing_user_reward(tmp_path, monkeypatch):
     assert data[0]["answer"] == "999" and data[15]["answer"] == "1014"
     assert data[0]["prompt"][0] == {"role": "system", "content": arithmetic.SYSTEM_PROMPT}
     # the evaluation the script names scores the rows held out of its training data
-    assert f"ladder.run eval --model @tiny-math --task gsm8k --dataset rows.jsonl --eval-size {cfg.eval_size}" in text
-    _, held_out = math_problems.split("gsm8k", "rows.jsonl", cfg.eval_size)
+    eval_size = cfg.problems.eval_size
+    assert f"ladder.run eval --model @tiny-math --task gsm8k --dataset rows.jsonl --eval-size {eval_size}" in text
+    _, held_out = math_problems.split("gsm8k", "rows.jsonl", cfg.problems.eval_size)
     assert [p["answer"] for p in held_out] == ["1015", "1016", "1017", "1018"]
     assert not {p["question"] for p in held_out} & {d["prompt"][1]["content"] for d in data}
 

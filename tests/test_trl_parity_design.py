@@ -136,7 +136,7 @@ def test_loss_and_gradients_match_trl(grpo_trainer, entropy_policy, grpo_inputs,
     got = ladder_loss(entropy_policy, grpo_inputs, update_config(cfg), ladder_num_tokens(grpo_trainer, grpo_inputs))
     assert_same(expected, got)
     kept = float(got[2].get("entropy/kept_frac", 1.0))
-    assert (0.0 < kept < 1.0) == (cfg.top_entropy_quantile < 1.0), kept
+    assert (0.0 < kept < 1.0) == (cfg.entropy.top_quantile < 1.0), kept
 
 
 def test_options_change_trls_loss(grpo_trainer, grpo_inputs):
@@ -188,7 +188,7 @@ def test_adaptive_entropy_coefficient_and_losses_match_trl(grpo_trainer, entropy
     configure(grpo_trainer, cfg)
     assert grpo_trainer.model.training and grpo_trainer.accelerator.sync_gradients
     spec = grpo.entropy_control.settings(cfg)
-    control = core.AdaptiveEntropyCoef(cfg.entropy_coef, spec.target, spec.coef_min, spec.coef_max, spec.delta)
+    control = core.AdaptiveEntropyCoef(cfg.entropy.coef, spec.target, spec.coef_min, spec.coef_max, spec.delta)
     optimizer = torch.optim.SGD(entropy_policy.model.parameters(), lr=0.0)
     before = {n: p.detach().clone() for n, p in entropy_policy.model.named_parameters()}
     trl_coefs, ladder_coefs = [], []
@@ -204,7 +204,7 @@ def test_adaptive_entropy_coefficient_and_losses_match_trl(grpo_trainer, entropy
         close(torch.tensor(record["entropy_coef"]), torch.tensor(control.coef), "logged c_H")
     close(torch.tensor(ladder_coefs), torch.tensor(trl_coefs), "c_H after each step")
     assert all(torch.equal(p, before[n]) for n, p in entropy_policy.model.named_parameters())
-    moves = {round(b - a, 6) for a, b in zip([cfg.entropy_coef] + trl_coefs, trl_coefs)}
+    moves = {round(b - a, 6) for a, b in zip([cfg.entropy.coef] + trl_coefs, trl_coefs)}
     assert moves == {"above": {0.02, 0.0}, "below": {-0.02, 0.0}, "between": {0.02, -0.02}}[target], moves
 
 

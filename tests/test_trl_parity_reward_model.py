@@ -11,8 +11,8 @@ from trl import RewardConfig, RewardTrainer
 from trl_helpers import close, one_thread  # noqa: F401 (autouse fixture)
 
 from ladder import core
-from ladder.policies import quant, reward_model
-from ladder.tasks import math_problems, sentiment
+from ladder.policies import quant, scalar_head
+from ladder.tasks import math_problems, review_models
 
 PLAIN = [{"prompt": "The film was", "chosen": " a delight from start to end.", "rejected": " dull."},
          {"prompt": "I watched it twice:", "chosen": " wonderful.", "rejected": " never again, awful acting."},
@@ -23,8 +23,8 @@ CHAT = [{"prompt": [{"role": "user", "content": "What is 2 + 3?"}],
         {"prompt": [{"role": "user", "content": "What is 10 + 4?"}],
          "chosen": [{"role": "assistant", "content": "#### 14"}],
          "rejected": [{"role": "assistant", "content": "10 + 4 = 15. #### 15"}]}]
-MODELS = {"plain": (sentiment.tiny_model_path, PLAIN),
-          "conversational": (lambda: math_problems.resolve_model("@tiny-math"), CHAT)}
+MODELS = {"plain": (review_models.tiny_model_path, PLAIN),
+          "conversational": (lambda: math_problems.resolve_math_model("@tiny-math"), CHAT)}
 
 
 @pytest.mark.parametrize("kind", list(MODELS))
@@ -36,26 +36,26 @@ def test_the_reward_model_tokenizes_and_scores_as_trls(kind, tmp_path):
                             args=RewardConfig(output_dir=str(tmp_path), use_cpu=True, report_to="none",
                                               max_length=None))
     for row, pair in zip(trainer.train_dataset, pairs):
-        assert reward_model.pair_ids(tokenizer, pair) == (row["chosen_ids"], row["rejected_ids"])
+        assert scalar_head.pair_ids(tokenizer, pair) == (row["chosen_ids"], row["rejected_ids"])
     batch = trainer.data_collator([dict(row) for row in trainer.train_dataset])
     model = trainer.model.eval()
     theirs = RewardTrainer.compute_loss(trainer, model, dict(batch))
 
-    input_ids, attention_mask = reward_model.pair_batch(tokenizer, pairs)
+    input_ids, attention_mask = scalar_head.pair_batch(tokenizer, pairs)
     assert torch.equal(input_ids, batch["input_ids"]) and torch.equal(attention_mask, batch["attention_mask"])
-    chosen, rejected = reward_model.rewards(model, input_ids, attention_mask).chunk(2)
+    chosen, rejected = scalar_head.rewards(model, input_ids, attention_mask).chunk(2)
     ours = core.bradley_terry_loss(chosen, rejected)
     close(ours, theirs, "loss")
 
 
 def test_the_loaded_reward_model_has_one_score_and_reads_past_the_padding():
-    path = str(sentiment.tiny_model_path())
+    path = str(review_models.tiny_model_path())
     tokenizer = quant.load_tokenizer(path)
-    model = reward_model.load_reward_model(path, tokenizer, torch.device("cpu")).eval()
+    model = scalar_head.load_reward_model(path, tokenizer, torch.device("cpu")).eval()
     assert model.config.num_labels == 1 and model.config.pad_token_id == tokenizer.pad_token_id
-    input_ids, attention_mask = reward_model.pair_batch(tokenizer, PLAIN)
-    scores = reward_model.rewards(model, input_ids, attention_mask)
-    alone = [reward_model.rewards(model, row[mask.bool()][None], mask[mask.bool()][None]).item()
+    input_ids, attention_mask = scalar_head.pair_batch(tokenizer, PLAIN)
+    scores = scalar_head.rewards(model, input_ids, attention_mask)
+    alone = [scalar_head.rewards(model, row[mask.bool()][None], mask[mask.bool()][None]).item()
              for row, mask in zip(input_ids, attention_mask)]
     assert scores.shape == (2 * len(PLAIN),)
     close(scores, torch.tensor(alone), "padded vs alone")

@@ -39,8 +39,8 @@ def test_the_batch_is_the_rungs_step_as_the_text_describes_it(four):
     cfg = four.cfg
     assert (cfg.prompts_per_step, cfg.group_size, cfg.mu, four.warmup_updates) == (4, 8, 2, 4)
     assert (cfg.sampler.dtype, cfg.sampler.correction, cfg.sampler.clip_max) == ("bfloat16", "token_truncate", 3.0)
-    assert cfg.lora and not cfg.qlora
-    grid = four.batches[("bfloat16", cfg.temperature)]    # the widget's bfloat16 batch is the step's own
+    assert cfg.adapter.lora and not cfg.adapter.qlora
+    grid = four.batches[("bfloat16", cfg.generation.temperature)]    # the widget's bfloat16 batch is the step's own
     assert torch.equal(grid.sampling_logp, four.main.sampling_logp) and torch.equal(grid.mask, four.main.mask)
     assert torch.allclose(grid.old_logp, four.main.old_logp, atol=1e-6)
     ours = sampler_lab.mismatch(four.main)                  # what the step logged, recomputed

@@ -84,7 +84,7 @@ class Finding:
 
 def finding(name: str, metric: str, window: tuple[list[int], list[float]], saw: str, rung: str | None = None,
             **fill) -> Finding:
-    """A finding of signature ``name`` in the words of ``rung`` (where the rung has its own: ``RUNG_WORDING``)."""
+    """A finding of signature ``name`` in the words of ``rung`` (where the rung declares its own: ``Rung.words``)."""
     w = wording(name, rung)
     file, heading = w.section
     return Finding(name, w.severity, metric, list(window[0]), list(window[1]), saw, w.means.format(**fill),

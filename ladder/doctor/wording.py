@@ -1,23 +1,13 @@
 """What the doctor says about each signature: its title, whether it is a problem, what it means, what to change in
 ladder and in TRL, and the notebook section that explains it (``signatures.py`` decides when each applies).
 
-``WORDING`` holds one ``Wording`` per signature; ``RUNG_WORDING`` the words of a signature that means something else on
-one rung (a KL blow-up in RLHF PPO has no groups to make alike); ``wording(name, rung)`` picks."""
+``WORDING`` holds one ``Wording`` per signature; a rung declares the words of a signature that means something else on
+it (``Rung.words``: a KL blow-up in RLHF PPO has no groups to make alike); ``wording(name, rung)`` picks."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class Wording:
-    title: str
-    severity: str  # "harmless" | "problem"
-    means: str
-    ladder: str  # what to change: the ladder flag …
-    trl: str  # … and TRL's name for it
-    section: tuple[str, str]  # (file, heading as written there)
-
+from ladder.rungs import registry
+from ladder.rungs.protocol import Words as Wording
 
 NB3 = "notebooks/3_three_policies_and_kl.ipynb"
 NB5 = "notebooks/5_grpo_qlora.ipynb"
@@ -127,26 +117,9 @@ WORDING = {
         DPO_FAILURES),
 }
 
-RUNG_WORDING = {
-    ("kl_blowup", "ppo-sentiment"): Wording(
-        "KL to π_ref blowing up", "problem",
-        "the penalty in the reward does not hold the KL per completion: PPO climbs r_φ − β·KL, so a held policy "
-        "spends a nat of KL only where r_φ pays β for it and then settles; this one spends KL that costs more than "
-        "r_φ pays (or, at β = 0, has nothing to stop it), into text r_φ was never trained on, where its score means "
-        "little",
-        "lower --lr, raise --kl-coef (or --adaptive-kl with a --kl-target), lower --max-grad-norm",
-        "lower learning_rate, raise kl_coef (PPOConfig), lower max_grad_norm",
-        (NB4, r"## Reward vs KL: what $\beta$ buys")),
-    ("length_drift", "dpo"): Wording(
-        "length drift: DPO paying for length", "problem",
-        "DPO's implicit reward is a sum over tokens, so where the chosen completions are the longer ones the margin "
-        "grows with length alone (Park et al. 2024): the sampled completions grow longer while the true reward does "
-        "not",
-        "a larger --beta or fewer --steps; pairs matched in length", "larger beta, ld_alpha (LD-DPO), or "
-        "loss_type='sigmoid_norm' (the log-ratios per token)", DPO_FAILURES),
-}
-
-
 def wording(name: str, rung: str | None = None) -> Wording:
-    """The words of signature ``name`` on a run of ``rung``: its rung's own where it has them, else the common ones."""
-    return RUNG_WORDING.get((name, rung), WORDING[name])
+    """The words of signature ``name`` on a run of ``rung``: its rung's own where it declares them
+    (``Rung.words``), else the common ones."""
+    known = registry.rungs()
+    own = known[rung].RUNG.words if rung in known else {}
+    return own.get(name, WORDING[name])

@@ -165,46 +165,46 @@ class CartPolePPO(Recipe):
                               curves=tuple(p.filled(**asdict(cfg)) for p in CURVES),
                               bar=(("eval", "eval_return_mean", ".0f"),))
         obs, _ = self.envs.reset(seed=cfg.seed)
-        self.progress = {"obs": obs, "env_steps": 0, "evals": [],
+        self.counters = {"obs": obs, "env_steps": 0, "evals": [],
                          "episode": {"return": np.zeros(cfg.num_envs), "length": np.zeros(cfg.num_envs),
                                      "finished": []}}
 
     def update(self) -> dict:
         """One rollout of N×T transitions → GAE advantages → ``core.update``: μ passes of the clipped surrogate."""
-        cfg, progress, episode = self.cfg, self.progress, self.progress["episode"]
-        progress["obs"], obs_nt, actions, logp, values, rewards, dones, last_values = collect(
-            self.policy, self.envs, progress["obs"], cfg, episode)
+        cfg, counters, episode = self.cfg, self.counters, self.counters["episode"]
+        counters["obs"], obs_nt, actions, logp, values, rewards, dones, last_values = collect(
+            self.policy, self.envs, counters["obs"], cfg, episode)
         advantages, returns = core.gae(rewards, values, dones, cfg.gamma, cfg.gae_lambda, last_values)
         batch = core.Batch(actions=actions, mask=torch.ones_like(rewards), advantages=advantages,
                            old_logp=logp, values=values, rewards=rewards, returns=returns,
                            inputs={"obs": obs_nt}).as_transitions()
         passes = core.update(self.policy, batch, self.optimizer, self.update_cfg, self.generator)
-        progress["env_steps"] += cfg.num_envs * cfg.num_steps
+        counters["env_steps"] += cfg.num_envs * cfg.num_steps
         finished, episode["finished"] = episode["finished"], []
-        return {"env_steps": progress["env_steps"], "num_passes": len(passes),
+        return {"env_steps": counters["env_steps"], "num_passes": len(passes),
                 "episode_return": float(np.mean(finished)) if finished else None,
                 "episodes": len(finished), "lr": self.optimizer.param_groups[0]["lr"], **passes[-1],
                 **core.step_counts(passes, self.update_cfg.num_minibatches)}
 
     def evaluate(self) -> dict:
         """Greedy episodes; solved (and so done, with ``--stop-on-solve``) once their mean reaches --solve-return."""
-        evaluation = gym_common.recorded_evaluation(self.policy, self.cfg, self.progress)
+        evaluation = gym_common.recorded_evaluation(self.policy, self.cfg, self.counters)
         self.done = self.cfg.stop_on_solve and evaluation["eval_return_mean"] >= self.cfg.solve_return
         return evaluation
 
     def summary(self) -> dict:
-        cfg, evals = self.cfg, self.progress["evals"]
+        cfg, evals = self.cfg, self.counters["evals"]
         self.envs.close()
         first_solve = next((s for s, r in evals if r >= cfg.solve_return), None)
         summary = {"rung": NAME, "solved": first_solve is not None, "solved_at_env_steps": first_solve,
-                   "env_steps": self.progress["env_steps"], "wall_s": self.run.wall_s,
+                   "env_steps": self.counters["env_steps"], "wall_s": self.run.wall_s,
                    "eval_return_mean": evals[-1][1] if evals else None, "evals": evals, "seed": cfg.seed}
         torch.save(self.policy.state_dict(), self.run.dir / "policy.pt")
         return summary
 
     def state(self) -> dict:
         return {"policy": self.policy, "optimizer": self.optimizer, "generator": self.generator,
-                "envs": gym_common.EnvState(self.envs), "progress": self.progress}
+                "envs": gym_common.EnvState(self.envs), "counters": self.counters}
 
     def load_state(self, restored: dict) -> None:
-        self.progress = restored["progress"]
+        self.counters = restored["counters"]

@@ -35,14 +35,15 @@ from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, is_peft
 from ladder.policies.dpo_batch import dpo_batch
-from ladder.rungs import preference_options, preference_sampling
+from ladder.rungs import preference_options, preference_recipe, preference_sampling
 from ladder.rungs.preference_eval import pair_report
-from ladder.rungs.preference_options import DEFAULT_MODEL, PairRecipe, PreferenceOptions
-from ladder.rungs.protocol import TRAINING_WRITES, Rung
+from ladder.rungs.preference_options import DEFAULT_MODEL, PreferenceOptions
+from ladder.rungs.preference_recipe import PairRecipe
+from ladder.rungs.protocol import TRAINING_WRITES, Rung, Words
 from ladder.runtime.loop import Recipe
 from ladder.runtime.runlog import seed_everything
 from ladder.runtime.session import RunSession
-from ladder.tasks import preference_pairs, sentiment, tiny_preferences
+from ladder.tasks import preference_pairs, review_models, tiny_preferences
 
 NAME = "dpo"
 RUNG = Rung(name=NAME, position=7,
@@ -51,7 +52,16 @@ RUNG = Rung(name=NAME, position=7,
             export="ladder.trl.export_preferences:write_dpo",
             exercises=("ex11_aggregate", "ex17_compute_loss", "ex18_update", "ex27_dpo_loss"),
             vitals=("dpo_loss", "dpo_ranked", "dpo_margin", "implicit", "logps", "sample_kl", "sample_true",
-                    "sample_length", "grad_norm"))
+                    "sample_length", "grad_norm"),
+            words={"length_drift": Words(
+                "length drift: DPO paying for length", "problem",
+                "DPO's implicit reward is a sum over tokens, so where the chosen completions are the longer ones the "
+                "margin grows with length alone (Park et al. 2024): the sampled completions grow longer while the "
+                "true reward does not",
+                "a larger --beta or fewer --steps; pairs matched in length", "larger beta, ld_alpha (LD-DPO), or "
+                "loss_type='sigmoid_norm' (the log-ratios per token)",
+                ("notebooks/9_where_the_reward_comes_from.ipynb",
+                 "## 5 · DPO's own failure modes: the likelihood it loses, the length it gains"))})
 CURVES = [Panel("DPO loss", "−log σ(r̂_w − r̂_l), batch mean", {"loss": ""}),
           Panel("implicit reward r̂ = β·log π_θ/π_ref", "batch mean",
                 {"rewards/chosen": "chosen", "rewards/rejected": "rejected", "rewards/margins": "margin"}),
@@ -97,13 +107,13 @@ validate = preference_options.validate
 
 def train(cfg: Config) -> dict:
     """Fit π_θ to the pairs by DPO; write metrics.jsonl, summary.json, curves.png and OUT/policy."""
-    return preference_options.train(cfg, NAME, build)
+    return preference_recipe.train(cfg, NAME, build)
 
 
 def load(cfg: Config):
     """(tokenizer, π_θ's policy with π_ref, training pairs, held-out pairs); a loading problem is one line, and so is
     a pair the model cannot take (``preference_sampling.check_dpo``: checked before any weights load)."""
-    path = hub.resolve(sentiment.resolve_model(cfg.model), "--model")
+    path = hub.resolve(review_models.resolve_review_model(cfg.model), "--model")
     tokenizer, config = quant.load_tokenizer(path), quant.load_config(path)
     train_pairs, held_out = preference_pairs.train_and_held_out(
         cfg.dataset, cfg.eval_pairs, cfg.max_pairs or None,
@@ -176,9 +186,9 @@ class DirectPreference(PairRecipe):
 
     def summary(self) -> dict:
         """OUT/policy (the model, or its LoRA adapter) and its tokenizer; the summary."""
-        cfg, progress = self.cfg, self.progress
+        cfg, counters = self.cfg, self.counters
         preference_sampling.save_policy(self.policy, self.tokenizer, self.run.dir / "policy")
         return {"rung": NAME, "seed": cfg.seed, "model": cfg.model, "dataset": cfg.dataset, "beta": cfg.beta,
                 "lora": cfg.lora, "train_pairs": len(self.train_pairs), "held_out_pairs": len(self.held_out),
-                "updates": self.run.step, "eval_before": progress["before"], "eval_after": progress["after"],
-                "wall_s": self.run.wall_s, "load_s": progress["load_s"]}
+                "updates": self.run.step, "eval_before": counters["before"], "eval_after": counters["after"],
+                "wall_s": self.run.wall_s, "load_s": counters["load_s"]}

@@ -84,9 +84,9 @@ class EnvState:
         restore_envs(self.envs, snapshot)
 
 
-def recorded_evaluation(policy, cfg, progress: dict) -> dict:
+def recorded_evaluation(policy, cfg, counters: dict) -> dict:
     """The mean return of ``cfg.eval_episodes`` greedy episodes on the evaluation seeds (``cfg.seed + 10_000`` on),
-    appended to ``progress["evals"]`` as (env steps so far, mean): the CartPole rungs' evaluation."""
+    appended to ``counters["evals"]`` as (env steps so far, mean): the CartPole rungs' evaluation."""
     mean = float(np.mean(evaluate(greedy(policy), cfg.env_id, cfg.eval_episodes, seed=cfg.seed + 10_000)))
-    progress["evals"].append((progress["env_steps"], mean))
+    counters["evals"].append((counters["env_steps"], mean))
     return {"eval_return_mean": mean}

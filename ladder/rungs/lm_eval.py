@@ -63,7 +63,7 @@ def train(cfg: Config) -> dict:
     device = quant.check_device(cfg.device)
     _, problems = math_problems.split(cfg.task, cfg.dataset, cfg.eval_size)
     system_prompt = math_problems.system_prompt(cfg.task, cfg.system_prompt)
-    model_path = hub.resolve(math_problems.resolve_model(cfg.model), "--model")
+    model_path = hub.resolve(math_problems.resolve_math_model(cfg.model), "--model")
     tokenizer = quant.load_tokenizer(model_path)
     math_eval.check_context(tokenizer, quant.load_config(model_path), problems, system_prompt, cfg.max_new_tokens)
     files = RunLog(cfg.out, NAME, {"rung": NAME, **asdict(cfg)}, overwrite=cfg.overwrite, trains=False) \

@@ -52,14 +52,23 @@ from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, ReferenceWeights, is_peft, lm_batch
 from ladder.rungs import lm_options
-from ladder.rungs.lm_options import LMOptions, gradient_checkpointing
-from ladder.rungs.protocol import Rung, check_minibatches
+from ladder.rungs.lm_options import (
+    EFFICIENCY_PLACED,
+    Efficiency,
+    Generation,
+    LMOptions,
+    efficiency_params,
+    generation_params,
+    gradient_checkpointing,
+)
+from ladder.rungs.protocol import Rung, Words, check_minibatches
 from ladder.runtime import loop
 from ladder.runtime.distributed import Processes, launched_processes, process_device, weights_digest
 from ladder.runtime.loop import Recipe
 from ladder.runtime.runlog import UsageError, seed_everything
 from ladder.runtime.session import RunSession
-from ladder.tasks import sentiment, tiny_preferences
+from ladder.specs import FixedSpec, accepts_flags
+from ladder.tasks import review_models, review_prompts, sentiment_rewards, tiny_preferences
 
 NAME = "ppo-sentiment"
 RUNG = Rung(name=NAME, position=3,
@@ -68,7 +77,16 @@ RUNG = Rung(name=NAME, position=3,
                        "ex09_kl_rewards", "ex11_aggregate", "ex15_soft_update", "ex16_token_logp",
                        "ex17_compute_loss", "ex18_update", "ex19_masked_gae"),
             vitals=("ppo_reward", "true_reward", "kl_per_completion", "beta", "rlhf_explained", "value_loss",
-                    "kl_old", "clip", "entropy", "length", "grad_norm"))
+                    "kl_old", "clip", "entropy", "length", "grad_norm"),
+            words={"kl_blowup": Words(
+                "KL to π_ref blowing up", "problem",
+                "the penalty in the reward does not hold the KL per completion: PPO climbs r_φ − β·KL, so a held "
+                "policy spends a nat of KL only where r_φ pays β for it and then settles; this one spends KL that "
+                "costs more than r_φ pays (or, at β = 0, has nothing to stop it), into text r_φ was never trained on, "
+                "where its score means little",
+                "lower --lr, raise --kl-coef (or --adaptive-kl with a --kl-target), lower --max-grad-norm",
+                "lower learning_rate, raise kl_coef (PPOConfig), lower max_grad_norm",
+                ("notebooks/4_ppo_rlhf_sentiment.ipynb", r"## Reward vs KL: what $\beta$ buys"))})
 CURVES = [Panel("reward", "per completion (mean)",
                 {"score_mean": "reward-model score", "reward_mean": "score − β·Σ_t KL_t (what PPO maximises)",
                  "true_reward_mean": "the true reward (--true-reward)"}),
@@ -84,20 +102,21 @@ CURVES = [Panel("reward", "per completion (mean)",
                 {"hedged_share": "hedge with a 'but'", "padded_share": "repeat a word"})]
 
 
+@accepts_flags
 @dataclass
 class Config(LMOptions):
-    model: str = option(sentiment.DEFAULT_MODEL, "policy: causal LM hub id or directory ('tiny': the project's tiny "
-                                                 "review model, shipped with the package)", Text())
-    reward_model: str = option(sentiment.DEFAULT_REWARD_MODEL, "reward: sequence-classifier id or directory (its "
-                                                               "POSITIVE logit), a reward model with one label "
-                                                               "(r_φ: OUT/reward_model of the reward-model rung), "
-                                                               "or 'vader'", Text())
+    model: str = option(review_models.DEFAULT_MODEL, "policy: causal LM hub id or directory ('tiny': the project's "
+                                                     "tiny review model, shipped with the package)", Text())
+    reward_model: str = option(sentiment_rewards.DEFAULT_REWARD_MODEL, "reward: sequence-classifier id or directory "
+                                                                       "(its POSITIVE logit), a reward model with one "
+                                                                       "label (r_φ: OUT/reward_model of the "
+                                                                       "reward-model rung), or 'vader'", Text())
     true_reward: str = option("none", "also log a reward the task knows to be true beside the reward model's score, "
                                       "as true_reward_mean: 'tiny-preferences' (the tiny preference task's r*, "
                                       "which its labeller only approximates)", choices=tiny_preferences.TRUE_REWARDS)
-    dataset: str = option(sentiment.DEFAULT_DATASET, "prompts: dataset id, a local .jsonl/.json/.csv/.txt file of "
-                                                     "reviews, or 'bundled' (review openings shipped with ladder)",
-                                                     Text())
+    dataset: str = option(review_prompts.DEFAULT_DATASET, "prompts: dataset id, a local .jsonl/.json/.csv/.txt file "
+                                                          "of reviews, or 'bundled' (review openings shipped with "
+                                                          "ladder)", Text())
     max_prompts: int = option(25_000, "use at most this many reviews of --dataset", count(1, MAX_EXAMPLES))
     min_prompt_tokens: int = option(2, "shortest review prefix used as a prompt (tokens)", count(1, MAX_TOKENS))
     max_prompt_tokens: int = option(8, "longest review prefix used as a prompt (tokens)", count(1, MAX_TOKENS))
@@ -108,7 +127,8 @@ class Config(LMOptions):
     mu: int = option(4, "μ: optimisation passes over each batch", count(1, MAX_PASSES))
     forward_batch_size: int = option(32, "rows per gradient-free forward (π_old, π_ref, V_old, reward model)",
                                      count(1, MAX_ROWS))
-    max_new_tokens: int = option(16, "completion length limit (tokens)", count(1, MAX_TOKENS))
+    generation: Generation = option(Generation(max_new_tokens=16), "LMOptions', 16 tokens a completion",
+                                    spec=FixedSpec("generation", Generation, generation_params(max_new_tokens=16)))
     top_k: int = option(0, "top-k sampling (0: off)", count(0, MAX_TOKENS))
     lr: float = option(1.41e-5, "Adam learning rate", learning_rate())
     clip_eps: float = option(0.2, "PPO clip ε of the ratio π_θ/π_old", interval(0, 1, open_low=True, open_high=True))
@@ -126,8 +146,9 @@ class Config(LMOptions):
     ref_sync_every: int = option(0, "refresh π_ref every N updates: π_ref ← α·π_θ + (1 − α)·π_ref (0: never)",
                                  count(0, MAX_STEPS))
     ref_mixup: float = option(0.6, "α of the π_ref refresh, in [0, 1]", probability())
-    chunk_size: int = option(64, "positions per chunk of the lm_head / log-softmax (rows·chunk·vocab floats at "
-                                 "once)", count(1, MAX_TOKENS))
+    efficiency: Efficiency = option(Efficiency(chunk_size=64), "LMOptions', 64 positions per chunk",
+                                    spec=FixedSpec("efficiency", Efficiency, efficiency_params(chunk_size=64),
+                                                   placed=EFFICIENCY_PLACED))
     print_samples: int = option(10, "print a few prompt → completion → score lines every N updates (0: never)",
                                 count(0, MAX_STEPS), aliases=("--sample-every",))
     num_samples: int = option(3, "lines printed each --print-samples", count(0, MAX_ROWS))
@@ -169,8 +190,9 @@ def kl_controller(cfg: Config) -> core.FixedKLController:
 def build_policy(cfg: Config, model) -> CausalLMPolicy:
     """π_θ with a zero-initialised value head; π_ref the disabled adapter (LoRA, QLoRA) or a frozen copy."""
     ref_model = None if is_peft(model) else copy.deepcopy(model)
-    policy = CausalLMPolicy(model, value_head=True, temperature=cfg.temperature, chunk_size=cfg.chunk_size,
-                            ref_model=ref_model, sampler_loop=cfg.sampler_loop)
+    policy = CausalLMPolicy(model, value_head=True, temperature=cfg.generation.temperature,
+                            chunk_size=cfg.efficiency.chunk_size, ref_model=ref_model,
+                            sampler_loop=cfg.efficiency.sampler_loop)
     if cfg.ref_sync_every:
         policy.make_reference_refreshable()  # LoRA: a second, frozen adapter; full: the copy above
     return policy
@@ -209,9 +231,9 @@ def ppo_targets(scores: torch.Tensor, old_logp: torch.Tensor, ref_logp: torch.Te
 def rollout(policy: CausalLMPolicy, tokenizer, prompts: list[str], cfg: Config):
     """Sample one completion per prompt; return (batch without advantages, completion texts, full texts)."""
     enc = tokenizer(prompts, padding=True, return_tensors="pt").to(cfg.device)
-    completion, mask = policy.generate(enc["input_ids"], enc["attention_mask"], cfg.max_new_tokens,
+    completion, mask = policy.generate(enc["input_ids"], enc["attention_mask"], cfg.generation.max_new_tokens,
                                        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-                                       top_k=cfg.top_k, top_p=cfg.top_p)
+                                       top_k=cfg.top_k, top_p=cfg.generation.top_p)
     batch = lm_batch(enc["input_ids"], enc["attention_mask"], completion, mask, tokenizer.pad_token_id)
     ids, attention = batch.inputs["input_ids"], batch.inputs["attention_mask"].bool()
     completions = [tokenizer.decode(c[m.bool()], skip_special_tokens=True) for c, m in zip(completion, mask)]
@@ -256,18 +278,19 @@ def before_after_table(before: list[dict], after: list[dict], width: int = 44) -
 def load_model(cfg: Config):
     """(policy model, tokenizer), loaded as every causal LM of the ladder is (``quant.load_causal_lm``):
     full precision, LoRA adapters, or QLoRA's 4-bit base with LoRA adapters."""
-    path = hub.resolve(sentiment.resolve_model(cfg.model), "--model")
-    model = quant.load_causal_lm(path, torch.device(cfg.device), qlora=cfg.qlora, lora=cfg.lora, lora_r=cfg.lora_r,
-                                 lora_alpha=cfg.lora_alpha, gradient_checkpointing=gradient_checkpointing(cfg),
-                                 dtype=None if cfg.qlora else torch.float32)
+    path = hub.resolve(review_models.resolve_review_model(cfg.model), "--model")
+    model = quant.load_causal_lm(path, torch.device(cfg.device), qlora=cfg.adapter.qlora, lora=cfg.adapter.lora,
+                                 lora_r=cfg.adapter.r, lora_alpha=cfg.adapter.alpha,
+                                 gradient_checkpointing=gradient_checkpointing(cfg),
+                                 dtype=None if cfg.adapter.qlora else torch.float32)
     return model, quant.load_tokenizer(path)
 
 
 def load_parts(cfg: Config):
     """(model, tokenizer, reward function, prompt pool); any loading problem is one UsageError line."""
     model, tokenizer = load_model(cfg)
-    reward_fn = sentiment.load_reward(cfg.reward_model, cfg.device, cfg.forward_batch_size)
-    prompts = sentiment.load_prompts(cfg.dataset, tokenizer, cfg.min_prompt_tokens, cfg.max_prompt_tokens,
+    reward_fn = sentiment_rewards.load_reward(cfg.reward_model, cfg.device, cfg.forward_batch_size)
+    prompts = review_prompts.load_prompts(cfg.dataset, tokenizer, cfg.min_prompt_tokens, cfg.max_prompt_tokens,
                                      cfg.max_prompts, cfg.seed)
     return model, tokenizer, reward_fn, prompts
 
@@ -285,7 +308,7 @@ def train(cfg: Config) -> dict:
     if cfg.batch_size % launched_processes():
         raise UsageError(f"--batch-size {cfg.batch_size} cannot be shared equally by {launched_processes()} "
                          f"processes")
-    sentiment.resolve_model(cfg.model)  # the tiny model built and cached before the process group exists
+    review_models.resolve_review_model(cfg.model)  # the tiny model built and cached before the process group exists
     procs = Processes(torch.device(cfg.device))  # (see ladder.runtime.distributed)
     summary = loop.train(cfg, NAME, build, procs=procs)
     procs.close()
@@ -319,7 +342,7 @@ class SentimentPPO(Recipe):
         self.prompt_rng = random.Random(cfg.seed)
         self.eval_prompts = random.Random(cfg.seed + 1).sample(self.prompt_pool,
                                                                min(cfg.num_eval_prompts, len(self.prompt_pool)))
-        self.progress: dict = {"before": []}
+        self.counters: dict = {"before": []}
         self.samples: list = []  # this update's (prompt, completion, score) triples
         run.seed_each_process()  # the weights are the same everywhere; the samples from here on are not
         self.plan = loop.Plan(updates=cfg.steps, curves=tuple(CURVES), bar=(
@@ -330,7 +353,7 @@ class SentimentPPO(Recipe):
         a few samples printed every --print-samples. A fresh run's first update samples the "before" table first."""
         cfg, done = self.cfg, self.run.step + 1  # done: the updates done after this one
         if self.run.step == 0 and self.plan.evaluations:
-            self.progress["before"] = sample_table(self.policy, self.tokenizer, self.reward_fn, self.eval_prompts, cfg)
+            self.counters["before"] = sample_table(self.policy, self.tokenizer, self.reward_fn, self.eval_prompts, cfg)
         prompts = self.procs.shard(self.prompt_rng.choices(self.prompt_pool, k=cfg.batch_size))
         record, self.samples = self.ppo_step(prompts)
         if cfg.ref_sync_every and done % cfg.ref_sync_every == 0:
@@ -376,7 +399,7 @@ class SentimentPPO(Recipe):
     def summary(self) -> dict:
         """The before/after table (samples.md), summary.json's dict, and the trained policy in OUT/policy."""
         cfg, run, procs, policy = self.cfg, self.run, self.procs, self.policy
-        before = self.progress["before"]
+        before = self.counters["before"]
         after = sample_table(policy, self.tokenizer, self.reward_fn, self.eval_prompts, cfg)
         table = before_after_table(before, after)
         summary = summarize(run.records(), before, after, cfg, self.controller.value,
@@ -389,15 +412,15 @@ class SentimentPPO(Recipe):
         return summary
 
     def state(self) -> dict:
-        """π_θ, the optimiser, the KL controller, the generators, π_ref when it is refreshed, and the progress."""
+        """π_θ, the optimiser, the KL controller, the generators, π_ref when it is refreshed, and the counters."""
         return {"policy": self.policy, "optimizer": self.optimizer, "controller": self.controller,
                 "generator": self.generator, "prompt_rng": self.prompt_rng,
                 **({"reference": ReferenceWeights(self.policy)} if self.cfg.ref_sync_every else {}),
-                "progress": self.progress}
+                "counters": self.counters}
 
     def load_state(self, restored: dict) -> None:
-        """Keep the restored progress (the "before" table); the other parts came back restored in place."""
-        self.progress = restored["progress"]
+        """Keep the restored counters (the "before" table); the other parts came back restored in place."""
+        self.counters = restored["counters"]
 
 
 def summarize(records: list[dict], before: list[dict], after: list[dict], cfg: Config, kl_coef: float,
@@ -407,7 +430,7 @@ def summarize(records: list[dict], before: list[dict], after: list[dict], cfg: C
     k = min(5, len(records))
     summary = {
         "rung": NAME, "seed": cfg.seed, "model": cfg.model, "reward_model": cfg.reward_model,
-        "dataset": cfg.dataset, "lora": cfg.lora, "updates": len(records),
+        "dataset": cfg.dataset, "lora": cfg.adapter.lora, "updates": len(records),
         "score_first": scores[0], "score_last": scores[-1],
         "score_first5_mean": sum(scores[:k]) / k, "score_last5_mean": sum(scores[-k:]) / k,
         "reward_first": records[0]["reward_mean"], "reward_last": records[-1]["reward_mean"],
@@ -424,7 +447,7 @@ def summarize(records: list[dict], before: list[dict], after: list[dict], cfg: C
 def save_policy(policy: CausalLMPolicy, tokenizer, out: Path) -> None:
     """The trained model (or LoRA adapter) and tokenizer in ``out/policy``, the value head beside them."""
     target = Path(out) / "policy"
-    with sentiment.quiet_progress():
+    with hub.quiet_progress():
         policy.model.save_pretrained(target)
     tokenizer.save_pretrained(target)
     torch.save(policy.value_head.state_dict(), target / "value_head.pt")

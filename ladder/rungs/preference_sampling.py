@@ -20,11 +20,11 @@ from pathlib import Path
 
 import torch
 
-from ladder import core
+from ladder import core, hub
 from ladder.policies.causal_lm import CausalLMPolicy, is_peft, lm_batch
 from ladder.policies.dpo_batch import check_pairs, context_limit, padded, prompt_ids
 from ladder.runtime.errors import UsageError
-from ladder.tasks import preference_pairs, sentiment, tiny_preferences
+from ladder.tasks import preference_pairs, tiny_preferences
 
 SAMPLING_SEED = 54_321
 
@@ -93,7 +93,7 @@ def sampled_report(policy: CausalLMPolicy, tokenizer, prompts: list, reward, cfg
 
 def save_policy(policy: CausalLMPolicy, tokenizer, target: Path) -> None:
     """The trained model (or LoRA adapter) and its tokenizer in ``target``."""
-    with sentiment.quiet_progress():
+    with hub.quiet_progress():
         policy.model.save_pretrained(target)
     tokenizer.save_pretrained(target)
     if is_peft(policy.model):

@@ -13,12 +13,25 @@ Each rung keeps its own rules (which options relate: ``validate``; which values 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ladder.runtime.errors import UsageError
 
 TRAINING_WRITES = "metrics.jsonl, summary.json, curves.png"  # what a training run writes in OUT
+
+
+@dataclass(frozen=True)
+class Words:
+    """What the doctor says about a failure signature (``ladder.doctor.wording``): its title, whether it is a problem,
+    what it means, what to change in ladder and in TRL, and the notebook section that explains it."""
+
+    title: str
+    severity: str  # "harmless" | "problem"
+    means: str
+    ladder: str  # what to change: the ladder flag …
+    trl: str  # … and TRL's name for it
+    section: tuple[str, str]  # (file, heading as written there)
 
 
 @dataclass(frozen=True)
@@ -33,6 +46,8 @@ class Rung:
     #                                    as a TRL script instead of training it (None: the rung has no export)
     exercises: tuple[str, ...] = ()    # the exercises whose functions its update can call (--use-exercises)
     vitals: tuple[str, ...] = ()       # the doctor's vital signs of its runs (``ladder.doctor.vitals.VITALS``' names)
+    words: Mapping[str, Words] = field(default_factory=dict, hash=False)  # signature → the doctor's words for it
+    #                                    where it means something else on this rung (else the common ones)
 
 
 @runtime_checkable

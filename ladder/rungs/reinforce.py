@@ -174,35 +174,35 @@ class Reinforce(Recipe):
         self.plan = loop.Plan(updates=cfg.total_steps, clock="env_steps", total=cfg.total_steps, unit="step",
                               eval_every=cfg.eval_every, curves=tuple(p.filled(**asdict(cfg)) for p in CURVES),
                               bar=(("eval", "eval_return_mean", ".0f"),))  # updates: at least a step each
-        self.progress = {"env_steps": 0, "evals": []}
+        self.counters = {"env_steps": 0, "evals": []}
 
     def update(self) -> dict:
         """N episodes from π_θ → G_t → one pass of −Â·log π_θ. The envs are seeded at the first update only;
         later resets (and a resumed run) continue each env's own RNG."""
-        cfg, progress = self.cfg, self.progress
-        seeds = [cfg.seed * 1000 + i for i in range(cfg.episodes_per_update)] if progress["env_steps"] == 0 else None
+        cfg, counters = self.cfg, self.counters
+        seeds = [cfg.seed * 1000 + i for i in range(cfg.episodes_per_update)] if counters["env_steps"] == 0 else None
         obs, actions, rewards, mask = collect_episodes(self.policy, self.envs, seeds)
         returns = core.discounted_returns(rewards, mask, cfg.gamma)
         batch = core.Batch(actions=actions, mask=mask, rewards=rewards, returns=returns,
                            advantages=advantages_for(cfg, self.policy, obs, returns, mask), inputs={"obs": obs})
         passes = core.update(self.policy, batch, self.optimizer, self.update_cfg)
-        progress["env_steps"] += batch.num_tokens
-        self.done = progress["env_steps"] >= cfg.total_steps
-        return {"env_steps": progress["env_steps"], "episode_return": rewards.sum(1).mean().item(),
+        counters["env_steps"] += batch.num_tokens
+        self.done = counters["env_steps"] >= cfg.total_steps
+        return {"env_steps": counters["env_steps"], "episode_return": rewards.sum(1).mean().item(),
                 "episodes": len(batch), **passes[-1], **core.step_counts(passes, self.update_cfg.num_minibatches)}
 
     def evaluate(self) -> dict:
         """Greedy episodes; solved (and so done, with ``--stop-on-solve``) once their mean reaches --solve-return."""
-        evaluation = gym_common.recorded_evaluation(self.policy, self.cfg, self.progress)
+        evaluation = gym_common.recorded_evaluation(self.policy, self.cfg, self.counters)
         solved = evaluation["eval_return_mean"] >= self.cfg.solve_return
         self.done = self.done or (solved and self.cfg.stop_on_solve)
         return evaluation
 
     def summary(self) -> dict:
-        cfg, evals = self.cfg, self.progress["evals"]
+        cfg, evals = self.cfg, self.counters["evals"]
         first_solve = next((s for s, r in evals if r >= cfg.solve_return), None)
         summary = {"rung": NAME, "solved": first_solve is not None, "solved_at_env_steps": first_solve,
-                   "env_steps": self.progress["env_steps"], "wall_s": self.run.wall_s,
+                   "env_steps": self.counters["env_steps"], "wall_s": self.run.wall_s,
                    "eval_return_mean": evals[-1][1] if evals else None,
                    "best_eval_return_mean": max((r for _, r in evals), default=None), "evals": evals,
                    "seed": cfg.seed}
@@ -211,7 +211,7 @@ class Reinforce(Recipe):
 
     def state(self) -> dict:
         return {"policy": self.policy, "optimizer": self.optimizer, "envs": EpisodeEnvs(self.envs),
-                "progress": self.progress}
+                "counters": self.counters}
 
     def load_state(self, restored: dict) -> None:
-        self.progress = restored["progress"]
+        self.counters = restored["counters"]

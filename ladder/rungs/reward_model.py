@@ -3,7 +3,7 @@
 Each update, on the same ``ladder.core`` as every other rung:
 
     B pairs (x, y_w, y_l) drawn from the training pairs                       tasks.preference_pairs
-    batch  = [x + y_w; x + y_l] as 2B rows, each pair kept whole (rows_per_group 2)   policies.reward_model
+    batch  = [x + y_w; x + y_l] as 2B rows, each pair kept whole (rows_per_group 2)   policies.scalar_head
     L_BT   = −mean log σ(r_φ(x, y_w) − r_φ(x, y_l))                           core.update, objective "bradley_terry"
 
 r_φ is the model's backbone with a scalar head on its last real token (``AutoModelForSequenceClassification``,
@@ -30,15 +30,16 @@ from ladder.cli import MAX_ROWS, Text, count, option
 from ladder.plots import Panel
 from ladder.policies import quant
 from ladder.policies.causal_lm import disable_dropout, is_peft
-from ladder.policies.reward_model import ScoringPolicy, load_reward_model, preference_batch, rewards
-from ladder.rungs import preference_options
+from ladder.policies.scalar_head import ScoringPolicy, load_reward_model, preference_batch, rewards
+from ladder.rungs import preference_options, preference_recipe
 from ladder.rungs.preference_eval import calibration, pair_report
-from ladder.rungs.preference_options import DEFAULT_MODEL, PairRecipe, PreferenceOptions
+from ladder.rungs.preference_options import DEFAULT_MODEL, PreferenceOptions
+from ladder.rungs.preference_recipe import PairRecipe
 from ladder.rungs.protocol import TRAINING_WRITES, Rung
 from ladder.runtime.loop import Recipe
 from ladder.runtime.runlog import seed_everything
 from ladder.runtime.session import RunSession
-from ladder.tasks import preference_pairs, sentiment
+from ladder.tasks import preference_pairs, review_models
 
 NAME = "reward-model"
 RUNG = Rung(name=NAME, position=6,
@@ -77,7 +78,7 @@ validate = preference_options.validate
 
 def train(cfg: Config) -> dict:
     """Fit r_φ to the pairs; write metrics.jsonl, summary.json, curves.png and OUT/reward_model."""
-    return preference_options.train(cfg, NAME, build)
+    return preference_recipe.train(cfg, NAME, build)
 
 
 def load(cfg: Config):
@@ -85,7 +86,7 @@ def load(cfg: Config):
     model cannot take (``policies.dpo_batch.check_pairs``: checked before any weights load)."""
     from ladder.policies.dpo_batch import check_pairs
 
-    path = hub.resolve(sentiment.resolve_model(cfg.model), "--model")
+    path = hub.resolve(review_models.resolve_review_model(cfg.model), "--model")
     tokenizer, config = quant.load_tokenizer(path), quant.load_config(path)
     train_pairs, held_out = preference_pairs.train_and_held_out(
         cfg.dataset, cfg.eval_pairs, cfg.max_pairs or None,
@@ -125,7 +126,7 @@ class BradleyTerry(PairRecipe):
         super().__init__(cfg, run, "model", self.model, "bradley_terry", CURVES,
                          (("acc", "accuracy", ".2f"), ("eval", "eval_accuracy", ".2f")), train_pairs,
                          load_s=time.perf_counter() - t_load)
-        self.progress["calibration"] = []
+        self.counters["calibration"] = []
 
     def update(self) -> dict:
         """B pairs → [x + y_w; x + y_l] → ``core.update`` with −log σ(r_w − r_l)."""
@@ -141,19 +142,19 @@ class BradleyTerry(PairRecipe):
         cfg = self.cfg
         chosen, rejected = score_pairs(self.model, self.tokenizer, self.held_out, cfg.forward_batch_size, cfg.device)
         report = pair_report(chosen, rejected, self.held_out)
-        self.progress["calibration"] = calibration(chosen - rejected)
+        self.counters["calibration"] = calibration(chosen - rejected)
         return report
 
     def summary(self) -> dict:
         """OUT/reward_model (with --lora, the adapter merged into the backbone) and its tokenizer; the summary."""
-        cfg, progress, target = self.cfg, self.progress, self.run.dir / "reward_model"
+        cfg, counters, target = self.cfg, self.counters, self.run.dir / "reward_model"
         whole = self.model.merge_and_unload() if is_peft(self.model) else self.model
-        with sentiment.quiet_progress():
+        with hub.quiet_progress():
             whole.save_pretrained(target)
         self.tokenizer.save_pretrained(target)
         return {"rung": NAME, "seed": cfg.seed, "model": cfg.model, "dataset": cfg.dataset, "lora": cfg.lora,
                 "dtype": str(next(self.model.parameters()).dtype).removeprefix("torch."),
                 "train_pairs": len(self.train_pairs), "held_out_pairs": len(self.held_out), "updates": self.run.step,
-                "eval_before": progress["before"], "eval_after": progress["after"],
-                "calibration": progress["calibration"],
-                "wall_s": self.run.wall_s, "load_s": progress["load_s"], "saved": str(target)}
+                "eval_before": counters["before"], "eval_after": counters["after"],
+                "calibration": counters["calibration"],
+                "wall_s": self.run.wall_s, "load_s": counters["load_s"], "saved": str(target)}

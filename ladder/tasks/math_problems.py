@@ -5,7 +5,7 @@
 
 ``split`` is the rule: the grpo rung trains on its first list and evaluates on its second, the ``eval``
 command (``python -m ladder.run eval``) scores the same second list, and the script ``--export-trl`` writes
-trains on the same first list. ``resolve_model`` turns the ``@tiny-math`` alias into the cached tiny model.
+trains on the same first list. ``resolve_math_model`` turns the ``@tiny-math`` alias into the cached tiny model.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ ARITHMETIC_PROBLEMS = 90 * 90  # every sum of two 2-digit numbers
 HELD_OUT_FRACTION = 5  # a one-split dataset holds out at most 1/5 of its rows
 
 
-def resolve_model(model: str) -> str:
+def resolve_math_model(model: str) -> str:
     """``@tiny-math`` → the directory of ladder's tiny instruct model (the copy the package ships); any other
     name (hub id, local directory) as given."""
     return str(arithmetic.tiny_math_model()) if model == TINY_MODEL else model

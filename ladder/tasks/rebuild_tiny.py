@@ -16,9 +16,9 @@ from ladder.tasks import tiny_lm
 
 def builders() -> dict[str, Callable[[Path], None]]:
     """Every tiny model the package ships: its version name → the function that builds it."""
-    from ladder.tasks import arithmetic, sentiment, tiny_agent
+    from ladder.tasks import arithmetic, review_models, tiny_agent
 
-    return {sentiment.TINY_MODEL_VERSION: sentiment.build_tiny_sentiment_model,
+    return {review_models.TINY_MODEL_VERSION: review_models.build_tiny_sentiment_model,
             arithmetic.TINY_MODEL_VERSION: arithmetic.build_tiny_math_model,
             tiny_agent.TINY_MODEL_VERSION: tiny_agent.build_tiny_agent_model,
             tiny_agent.TINY_GUESS_VERSION: tiny_agent.build_tiny_guess_model}

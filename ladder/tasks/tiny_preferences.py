@@ -1,7 +1,7 @@
 """The tiny preference task: pairs of review continuations, ranked by a labeller whose taste is known, so that
 what a reward model learns from them, and what a policy then makes of it, can be checked against the truth.
 
-    prompts      the bundled review openings (``sentiment.BUNDLED_PROMPTS``)
+    prompts      the bundled review openings (``generated_reviews.BUNDLED_PROMPTS``)
     completions  two continuations of an opening, sampled from the tiny review GPT-2 (at most 16 tokens)
     true reward  r*(x, y) = s(x + y) − c·(k(y) + h(y))       what we want: a plainly positive review, no padding
                  s: VADER's compound sentiment in [−1, 1]; k(y): the completion's words that repeat an earlier word
@@ -30,7 +30,7 @@ from pathlib import Path
 import torch
 
 from ladder.runtime.errors import UsageError
-from ladder.tasks import sentiment
+from ladder.tasks import generated_reviews, review_models, sentiment_rewards
 
 VERSION = "tiny-preferences-v1"
 SHIPPED = Path(__file__).resolve().parent / "tiny_data" / f"{VERSION}.jsonl"
@@ -62,7 +62,7 @@ class TrueReward:
     name = "true reward (tiny preferences)"
 
     def __init__(self):
-        self.sentiment = sentiment.VaderReward()
+        self.sentiment = sentiment_rewards.VaderReward()
 
     def __call__(self, prompts: Sequence[str], completions: Sequence[str]) -> torch.Tensor:
         s = self.sentiment([p + c for p, c in zip(prompts, completions)])
@@ -112,7 +112,7 @@ def sample_completions(prompts: list[str], seed: int) -> list[str]:
     """One continuation of each prompt from the tiny review GPT-2 (temperature 1, at most 16 tokens)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    path = sentiment.tiny_model_path()
+    path = review_models.tiny_model_path()
     model, tokenizer = AutoModelForCausalLM.from_pretrained(path), AutoTokenizer.from_pretrained(path)
     tokenizer.padding_side = "left"
     torch.manual_seed(seed)
@@ -140,7 +140,7 @@ def build(path: Path = SHIPPED, seed: int = 0) -> Path:
     """Sample and label the pairs of every split into ``path`` (a .jsonl file, each row with its "split")."""
     rng, truth, rows = random.Random(seed), TrueReward(), []
     for k, (split, n) in enumerate(SPLITS.items()):
-        prompts = [rng.choice(sentiment.BUNDLED_PROMPTS) for _ in range(n)]
+        prompts = [rng.choice(generated_reviews.BUNDLED_PROMPTS) for _ in range(n)]
         completions = sample_completions([p for p in prompts for _ in (0, 1)], seed + k)
         for i, prompt in enumerate(prompts):
             pair = label(prompt, completions[2 * i], completions[2 * i + 1], truth, rng)

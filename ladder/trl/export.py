@@ -114,7 +114,7 @@ def _differences(cfg: Config, rungs: tuple[str, ...] = ("grpo",)) -> list[str]:
                  "# This run uses no ladder option that GRPOTrainer lacks.")
     for row in active:
         lines += _comment(f"{_flag(row.ladder_option)} = {option_value(cfg, row.ladder_option)!r}: {row.note}", "#   ")
-    if cfg.reference_refresh is not None and (cfg.lora or cfg.qlora):
+    if cfg.reference_refresh is not None and (cfg.adapter.lora or cfg.adapter.qlora):
         lines += _comment(f"--ref-sync-every = {cfg.reference_refresh.every}: " + trl_map.for_field(
             "GRPOConfig", "sync_ref_model")[0].note, "#   ")
     lines += ["#", "# ladder options with no TRL equivalent, not used by this run (or bookkeeping only):"]
@@ -138,22 +138,22 @@ def _non_default_options(cfg: Config) -> list[str]:
 
 
 def _system_prompt(cfg: Config) -> str:
-    if cfg.system_prompt:
-        return repr(cfg.system_prompt)
-    return "arithmetic.TINY_SYSTEM_PROMPT" if cfg.task == "arithmetic" else "arithmetic.SYSTEM_PROMPT"
+    if cfg.problems.system_prompt:
+        return repr(cfg.problems.system_prompt)
+    return "arithmetic.TINY_SYSTEM_PROMPT" if cfg.problems.task == "arithmetic" else "arithmetic.SYSTEM_PROMPT"
 
 
 def _problems_code(cfg: Config) -> list[str]:
-    if cfg.task == "arithmetic":
+    if cfg.problems.task == "arithmetic":
         dataset = "None"
-    elif Path(cfg.dataset).is_file():
+    elif Path(cfg.problems.dataset).is_file():
         dataset = "str(local_path(DATASET))"
     else:
         dataset = "DATASET"
     return ['def train_problems() -> list[dict]:',
             '    """ladder\'s training problems, as the grpo rung splits them: EVAL_SIZE held out (a one-split file:',
             '    its last rows, at most a fifth), the first TRAIN_SIZE of the rest (0: all)."""',
-            f'    train, _held_out = math_problems.split({cfg.task!r}, {dataset}, EVAL_SIZE, TRAIN_SIZE)',
+            f'    train, _held_out = math_problems.split({cfg.problems.task!r}, {dataset}, EVAL_SIZE, TRAIN_SIZE)',
             '    return train']
 
 
@@ -169,15 +169,15 @@ def _rewards_code(cfg: Config) -> list[str]:
         else:
             lines.append(f"        for_trl({name!r}, load_user_function({spec!r})),")
     if cfg.rewards.overlong_buffer:
-        cache = round(cfg.rewards.overlong_buffer * cfg.max_new_tokens)
-        lines.append(f"        get_soft_overlong_punishment(max_completion_len={cfg.max_new_tokens}, "
+        cache = round(cfg.rewards.overlong_buffer * cfg.generation.max_new_tokens)
+        lines.append(f"        get_soft_overlong_punishment(max_completion_len={cfg.generation.max_new_tokens}, "
                      f"soft_punish_cache={cache}),  # --overlong-buffer {cfg.rewards.overlong_buffer}")
     return lines + ["    ]"]
 
 
 def _model_code(cfg: Config) -> list[str]:
     lines = []
-    if cfg.qlora:
+    if cfg.adapter.qlora:
         lines += ["def quantization_config(device: str):",
                   '    """--qlora: the frozen base in 4-bit NormalFloat with double quantisation (bitsandbytes)."""',
                   "    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\", "
@@ -188,12 +188,12 @@ def _model_code(cfg: Config) -> list[str]:
     else:
         lines += ["def quantization_config(device: str):", "    return None  # no --qlora: full-precision base", "",
                   ""]
-    if cfg.qlora or cfg.lora:
+    if cfg.adapter.qlora or cfg.adapter.lora:
         lines += ["# LoRA on every linear layer (--lora-r, --lora-alpha), as ladder.policies.quant.lora_config.",
-                  f"PEFT_CONFIG = LoraConfig(r={cfg.lora_r}, lora_alpha={cfg.lora_alpha}, lora_dropout=0.0, "
+                  f"PEFT_CONFIG = LoraConfig(r={cfg.adapter.r}, lora_alpha={cfg.adapter.alpha}, lora_dropout=0.0, "
                   "target_modules=\"all-linear\", task_type=\"CAUSAL_LM\",",
                   "                         bias=\"none\")"]
-        if cfg.qlora:
+        if cfg.adapter.qlora:
             lines += ["# TRL casts a quantised model's LoRA weights to bfloat16 (the QLoRA paper); ladder keeps them "
                       "float32."]
     else:
@@ -205,9 +205,9 @@ def _imports(cfg: Config, ladder_imports: tuple[str, ...] = ("from ladder.tasks 
              ) -> list[str]:
     imports = ["import argparse", "import ast", "import importlib", "import importlib.util", "import os", "import sys",
                "import warnings", "from pathlib import Path", "", "import torch", "from datasets import Dataset"]
-    if cfg.qlora or cfg.lora:
+    if cfg.adapter.qlora or cfg.adapter.lora:
         imports.append("from peft import LoraConfig")
-    imports.append("from transformers import AutoTokenizer" + (", BitsAndBytesConfig" if cfg.qlora else ""))
+    imports.append("from transformers import AutoTokenizer" + (", BitsAndBytesConfig" if cfg.adapter.qlora else ""))
     imports += ["try:", "    from trl import GRPOConfig, GRPOTrainer", "except ModuleNotFoundError as error:",
                 '    if error.name != "trl":', "        raise",
                 """    sys.exit('this script needs TRL: pip install "trl>=1.16,<2" (in a checkout of ladder: """
@@ -235,11 +235,11 @@ def _config_code(cfg: Config) -> list[str]:
 def script(cfg: Config, exported_from: str | os.PathLike | None = None) -> str:
     """The text of the TRL script for ``cfg`` (a validated grpo ``Config``)."""
     flags = " ".join(_non_default_options(cfg)) or "(all defaults)"
-    eval_cmd = (f"python -m ladder.run eval --model {shlex.quote(cfg.model)} --task {cfg.task}"
-                + (f" --dataset {shlex.quote(cfg.dataset)}" if cfg.task == "gsm8k" else "")
-                + f" --eval-size {cfg.eval_size} --max-new-tokens {cfg.max_new_tokens}"
-                + (f" --system-prompt {shlex.quote(cfg.system_prompt)}" if cfg.system_prompt else "")
-                + (" --qlora" if cfg.qlora else "") + " --adapter OUTPUT_DIR")
+    eval_cmd = (f"python -m ladder.run eval --model {shlex.quote(cfg.model)} --task {cfg.problems.task}"
+                + (f" --dataset {shlex.quote(cfg.problems.dataset)}" if cfg.problems.task == "gsm8k" else "")
+                + f" --eval-size {cfg.problems.eval_size} --max-new-tokens {cfg.generation.max_new_tokens}"
+                + (f" --system-prompt {shlex.quote(cfg.problems.system_prompt)}" if cfg.problems.system_prompt else "")
+                + (" --qlora" if cfg.adapter.qlora else "") + " --adapter OUTPUT_DIR")
     head = [
         "#!/usr/bin/env python",
         f'"""GRPO with TRL: ladder\'s grpo run, exported by `--export-trl` (ladder.trl.export; TRL {_trl_version()}).',
@@ -258,15 +258,15 @@ def script(cfg: Config, exported_from: str | os.PathLike | None = None) -> str:
     ]
     constants = [
         "",
-        f"MODEL = {math_problems.resolve_model(cfg.model)!r}" + ("  # --model @tiny-math, ladder's cached tiny model"
-                                                  if cfg.model == "@tiny-math" else ""),
+        f"MODEL = {math_problems.resolve_math_model(cfg.model)!r}"
+        + ("  # --model @tiny-math, ladder's cached tiny model" if cfg.model == "@tiny-math" else ""),
         f"SYSTEM_PROMPT = {_system_prompt(cfg)}",
     ]
-    if cfg.task == "gsm8k":
-        constants.append(f"DATASET = {cfg.dataset!r}")
+    if cfg.problems.task == "gsm8k":
+        constants.append(f"DATASET = {cfg.problems.dataset!r}")
     constants += [
-        f"EVAL_SIZE = {cfg.eval_size}  # --eval-size: problems held out of training",
-        f"TRAIN_SIZE = {cfg.train_size}  # --train-size (0: all)",
+        f"EVAL_SIZE = {cfg.problems.eval_size}  # --eval-size: problems held out of training",
+        f"TRAIN_SIZE = {cfg.problems.train_size}  # --train-size (0: all)",
         f"THREADS = {cfg.threads}  # --threads (0: torch's default)",
         f"DEVICE = {_device_type(cfg.device)!r}  # --device",
         f"EXPORTED_FROM = {str(Path(exported_from or Path.cwd()).resolve())!r}",
@@ -283,8 +283,8 @@ def write(cfg: Config, path: str | os.PathLike) -> dict:
     arithmetic task, a local file; a hub dataset is loaded by the script) are one line now, as is ``path``."""
     validate(cfg)
     rewards.load_all(cfg.rewards.funcs)
-    if cfg.task == "arithmetic" or Path(cfg.dataset).is_file():
-        math_problems.split(cfg.task, cfg.dataset, cfg.eval_size, cfg.train_size, cfg.prompts_per_step)
+    if cfg.problems.task == "arithmetic" or Path(cfg.problems.dataset).is_file():
+        cfg.problems.split(cfg.prompts_per_step)
     write_whole(path, script(cfg))
     shared, _ = config_values(cfg)
     unsupported = [r.ladder_option for r in trl_map.not_in_trl("grpo") if r.applies is not None and r.applies_to(cfg)]
@@ -312,9 +312,10 @@ def _environment_code(cfg) -> tuple[list[str], list[str]]:
 def _agent_problems_code(cfg) -> list[str]:
     """The rung's options that pick the problems and the system prompt, and ``train_problems()``: the rung's own
     ``problems`` and ``system_prompt`` (ladder.rungs.agent), run by the script."""
-    options = dict(env=cfg.env, task=cfg.task, dataset=cfg.dataset, eval_size=cfg.eval_size,
-                   train_size=cfg.train_size, prompts_per_step=cfg.prompts_per_step, system_prompt=cfg.system_prompt)
-    local = (cfg.env == "gsm8k" or cfg.env not in agent_options.ENVIRONMENTS) and Path(cfg.dataset).is_file()
+    p = cfg.problems
+    options = dict(env=cfg.env, task=p.task, dataset=p.dataset, eval_size=p.eval_size, train_size=p.train_size,
+                   prompts_per_step=cfg.prompts_per_step, system_prompt=p.system_prompt)
+    local = (cfg.env == "gsm8k" or cfg.env not in agent_options.ENVIRONMENTS) and Path(cfg.problems.dataset).is_file()
     given = '{**LADDER_OPTIONS, "dataset": str(local_path(LADDER_OPTIONS["dataset"]))}' if local else "LADDER_OPTIONS"
     return ["# The agent rung's options that pick its problems and its system prompt (ladder.rungs.agent).",
             "LADDER_OPTIONS = dict(", *[f"    {k}={v!r}," for k, v in options.items()], ")",
@@ -353,9 +354,9 @@ def write_agent(cfg, path: str | os.PathLike) -> dict:
     GRPO's options are checked as for a run, the environment and the reward functions loaded (one line if not)."""
     agent_options.validate(cfg)
     rewards.load_all(cfg.rewards.funcs)
-    if (cfg.env == "gsm8k" or cfg.env not in agent_options.ENVIRONMENTS) and Path(cfg.dataset).is_file():
-        task = "gsm8k" if cfg.env == "gsm8k" else cfg.task
-        math_problems.split(task, cfg.dataset, cfg.eval_size, cfg.train_size, cfg.prompts_per_step)
+    if (cfg.env == "gsm8k" or cfg.env not in agent_options.ENVIRONMENTS) and Path(cfg.problems.dataset).is_file():
+        task = "gsm8k" if cfg.env == "gsm8k" else cfg.problems.task
+        cfg.problems.split(cfg.prompts_per_step, task)
     write_whole(path, agent_script(cfg), example="agent_trl.py")
     shared, _ = config_values(cfg)
     unsupported = [r.ladder_option for rung in ("grpo", "agent") for r in trl_map.not_in_trl(rung)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ladder.tasks import preference_pairs, sentiment
+from ladder.tasks import preference_pairs, review_models
 
 TRAINERS = {"reward-model": ("RewardTrainer", "RewardConfig", "SEQ_CLS"),
             "dpo": ("DPOTrainer", "DPOConfig", "CAUSAL_LM")}
@@ -37,9 +37,9 @@ from datasets import Dataset
 from peft import LoraConfig
 from trl import {trainer}, {config_class}
 
-from ladder.tasks import preference_pairs, sentiment
+from ladder.tasks import preference_pairs, review_models
 
-MODEL = sentiment.resolve_model({model!r})   # 'tiny': the tiny review GPT-2 ladder ships
+MODEL = review_models.resolve_review_model({model!r})   # 'tiny': the tiny review GPT-2 ladder ships
 DATASET, EVAL_PAIRS, MAX_PAIRS = {dataset!r}, {eval_pairs!r}, {max_pairs!r}
 CONFIG = {{
 {fields}}}
@@ -104,7 +104,7 @@ def write(cfg, rung: str, path: str | os.PathLike) -> dict:
 
     if cfg.dataset == "tiny" or Path(cfg.dataset).exists():
         preference_pairs.train_and_held_out(cfg.dataset, cfg.eval_pairs, cfg.max_pairs or None)
-    sentiment.resolve_model(cfg.model)
+    review_models.resolve_review_model(cfg.model)
     write_whole(path, script(cfg, rung, str(path)), example=f"{rung.replace('-', '_')}_trl.py")
     trainer = TRAINERS[rung][0]
     return {"rung": rung, "export_trl": str(path), "model": cfg.model, "trainer": f"trl.{trainer}",

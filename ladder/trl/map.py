@@ -29,7 +29,8 @@ from __future__ import annotations
 from typing import Any
 
 from ladder import core
-from ladder.rungs.grpo import advantages, kl_to_ref, loss_types, reference_refresh, sampler, scoring
+from ladder.rungs import lm_options
+from ladder.rungs.grpo import advantage_spec, kl_to_ref, loss_types, reference_refresh, sampler, scoring
 from ladder.trl.map_design import DESIGN_ROWS
 from ladder.trl.map_ppo import PPO_ROWS, RLOO_ROWS
 from ladder.trl.map_preferences import PREFERENCE_ROWS
@@ -95,7 +96,7 @@ GRPO_ROWS = (
             "grpo | bnpo | dr_grpo | dapo | cispo | sapo | luspo | vespo, the same names (TRL's default is dapo, "
             "ladder's grpo)",
             same("loss_type"), loss_types.in_trl),
-    *advantages.trl_rows(),  # --scale-rewards, sum_then_normalize's (advantages)
+    *advantage_spec.trl_rows(),  # --scale-rewards, sum_then_normalize's (advantages)
     Mapping(G, "importance_sampling_level", "grpo", "ratio_level", "sequence_log_ratio",
             "token (GRPO) | sequence (GSPO)", same("ratio_level")),
     kl_to_ref.TRL_ROWS["use_bias_correction_kl"],
@@ -117,7 +118,8 @@ GRPO_ROWS = (
             "completion length limit (and dr_grpo's constant L_max); 512 by default in both",
             same("max_new_tokens")),
     Mapping(G, "generation_kwargs", "grpo", "min_new_tokens", None, "EOS suppressed until min_new_tokens",
-            lambda cfg: {"min_new_tokens": cfg.min_new_tokens}, lambda cfg: cfg.min_new_tokens > 0),
+            lambda cfg: {"min_new_tokens": cfg.generation.min_new_tokens},
+            lambda cfg: cfg.generation.min_new_tokens > 0),
     Mapping(G, "temperature", "grpo", "temperature", None, "sampling τ; log-probs use the same τ in both",
             same("temperature")),
     Mapping(G, "top_p", "grpo", "top_p", None, "nucleus sampling. ladder's π_sampler is the distribution drawn from, "
@@ -127,17 +129,17 @@ GRPO_ROWS = (
     Mapping(G, "learning_rate", "grpo", "lr", None, "", same("lr")),
     Mapping(G, "lr_scheduler_type", "grpo", "warmup_steps", None,
             "ladder keeps the rate constant after the warmup; TRL's default decays it linearly to 0",
-            lambda cfg: "constant_with_warmup" if cfg.warmup_steps else "constant"),
+            lambda cfg: "constant_with_warmup" if cfg.optimisation.warmup_steps else "constant"),
     Mapping(G, "warmup_steps", "grpo", "warmup_steps", None,
             "× μ × M optimiser steps; TRL's first step has rate 0, ladder's lr/N",
-            lambda cfg: optimizer_steps(cfg, cfg.warmup_steps)),
+            lambda cfg: optimizer_steps(cfg, cfg.optimisation.warmup_steps)),
     Mapping(G, "max_grad_norm", "grpo", "max_grad_norm", "update", "gradient-norm clip per optimiser step",
             same("max_grad_norm")),
     Mapping(G, "optim", "grpo", "optim", None,
             "auto: paged_adamw_8bit with --qlora on CUDA, else AdamW (weight decay 0 in both)", optim),
     Mapping(G, "gradient_checkpointing", "grpo", "gradient_checkpointing", None,
             "default: on with --qlora (TRL's default: on)",
-            lambda cfg: cfg.qlora if cfg.gradient_checkpointing is None else cfg.gradient_checkpointing),
+            lm_options.gradient_checkpointing),
     Mapping(G, "disable_dropout", "grpo", None, None, "ladder always turns dropout off in the policy",
             const(True)),
     # where and how it runs
@@ -168,7 +170,8 @@ GRPO_ROWS = (
             "(run `python -m ladder.run eval --adapter OUTPUT_DIR`)"),
     # GRPOTrainer's arguments: written out as code by the export
     Mapping(GT, "model", "grpo", "model", None,
-            "a hub id or a local directory; @tiny-math is ladder's cached tiny model (math_problems.resolve_model)"),
+            "a hub id or a local directory; @tiny-math is ladder's cached tiny model "
+            "(math_problems.resolve_math_model)"),
     Mapping(GT, "train_dataset", "grpo", "task", None,
             "the training problems of ladder.tasks.math_problems.split, the grpo rung's: gsm8k's train split, or "
             "the synthetic sums not held out"),
@@ -191,7 +194,7 @@ GRPO_ROWS = (
     Mapping(G, NONE, "grpo", "advantage", "leave_one_out",
             "GRPOTrainer has no leave-one-out advantage; with the same --scale-rewards none it is the group "
             "advantage × G/(G−1), i.e. a learning rate × G/(G−1) (batch: whitened the same way). "
-            "TRL's RLOOTrainer has it", applies=lambda cfg: advantages.estimator(cfg) == "rloo"),
+            "TRL's RLOOTrainer has it", applies=lambda cfg: advantage_spec.estimator(cfg) == "rloo"),
     *kl_to_ref.NOT_IN_TRL,
     Mapping(G, NONE, "grpo", "dynamic_sampling", None,
             "DAPO's dynamic sampling (drop groups without a reward spread, sample more prompts): not in "
@@ -205,10 +208,10 @@ GRPO_ROWS = (
     Mapping(G, NONE, "grpo", "sampler_loop", None, "TRL samples with transformers' generate (without vLLM); "
             "ladder's own decode loop draws from the same distribution: speed only"),
     Mapping(G, NONE, "grpo", "dequantize_once", None, "ladder's 4-bit sampling on the CPU: speed only",
-            applies=lambda cfg: cfg.qlora),
+            applies=lambda cfg: cfg.adapter.qlora),
     Mapping(G, NONE, "grpo", "release_memory", None,
             "ladder's glibc mmap threshold: memory only (for TRL: MALLOC_MMAP_THRESHOLD_=131072 in the environment)",
-            applies=lambda cfg: cfg.qlora),
+            applies=lambda cfg: cfg.adapter.qlora),
     Mapping(G, NONE, "grpo", "threads", None, "the script calls torch.set_num_threads itself",
             applies=lambda cfg: cfg.threads > 0),
     Mapping(G, NONE, "grpo", "print_samples", None, "see log_completions"),

@@ -213,7 +213,7 @@ def env_token_run(train_env_tokens: bool, steps: int = 24, seed: int = 0, eval_s
         session, recipe, step, task = agent_run("tiny", seed, train_env_tokens=train_env_tokens, eval_size=eval_size,
                                                 steps=steps, eval_every=eval_every)
         probe = reply_probe(step.tokenizer, task.held_out[:probes], task.system_prompt)
-        rows = [{"update": 0, **probe_record(step.policy, probe), "eval_accuracy": recipe.progress["evals"][0][1]}]
+        rows = [{"update": 0, **probe_record(step.policy, probe), "eval_accuracy": recipe.counters["evals"][0][1]}]
         for _ in range(steps):
             loop.one_update(session, recipe)
             record = session.records()[-1]

@@ -34,7 +34,7 @@ def algo_table(methods=None) -> str:
     """``grpo.ALGOS`` as Markdown: one row per ``--algo``, the flags it sets, and its ε against GRPO's."""
     from ladder.rungs import grpo
 
-    default_eps = grpo.Config.__dataclass_fields__["clip_eps"].default
+    default_eps = grpo.Config().ratio.clip_eps
     rows = ["| method | flags `--algo` sets | clip ε_low / ε_high | GRPO's ε ÷ its ε_high |", "|---|---|---|---:|"]
     for name in methods or grpo.ALGOS:
         flags = grpo.ALGOS[name]

@@ -63,9 +63,9 @@ def _fixed_batch(seed: int, num_envs: int, num_steps: int, warmup_updates: int):
     ref = copy.deepcopy(recipe.policy).requires_grad_(False)
     for _ in range(warmup_updates):
         loop.one_update(session, recipe)
-    progress = recipe.progress
+    counters = recipe.counters
     _, obs_nt, actions, logp, values, rewards, dones, last_values = cartpole.collect(
-        recipe.policy, recipe.envs, progress["obs"], cfg, progress["episode"])
+        recipe.policy, recipe.envs, counters["obs"], cfg, counters["episode"])
     advantages, returns = core.gae(rewards, values, dones, cfg.gamma, cfg.gae_lambda, last_values)
     batch = core.Batch(actions=actions, mask=torch.ones_like(rewards), advantages=advantages,
                        old_logp=logp, values=values, rewards=rewards, returns=returns,

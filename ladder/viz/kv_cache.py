@@ -49,9 +49,9 @@ def tiny_lm(kind: str) -> TinyLM:
     """``rotary``: the tiny Qwen2 of notebook 5; ``absolute``: the tiny GPT-2 of notebook 4."""
     from transformers import AutoModelForCausalLM
 
-    from ladder.tasks import arithmetic, sentiment
+    from ladder.tasks import arithmetic, review_models
 
-    path = {"rotary": arithmetic.tiny_math_model, "absolute": sentiment.tiny_model_path}[kind]()
+    path = {"rotary": arithmetic.tiny_math_model, "absolute": review_models.tiny_model_path}[kind]()
     with quiet_progress():
         model = AutoModelForCausalLM.from_pretrained(path).eval()
     return TinyLM(MODELS[kind], model, load_tokenizer(str(path)))

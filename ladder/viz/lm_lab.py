@@ -221,12 +221,12 @@ def _fixed_grpo_batch(seed: int, warmup_updates: int, prompts: int, group_size: 
     torch.manual_seed(seed)
     path = str(arithmetic.tiny_math_model())
     tokenizer = quant.load_tokenizer(path)
-    model = quant.load_causal_lm(path, device, qlora=cfg.qlora, lora=cfg.lora, lora_r=cfg.lora_r,
-                                 lora_alpha=cfg.lora_alpha)
-    policy = CausalLMPolicy(model, temperature=cfg.temperature, chunk_size=cfg.chunk_size)
-    optimizer = quant.make_optimizer(policy.parameters(), cfg.lr, "adamw", device)
+    model = quant.load_causal_lm(path, device, qlora=cfg.adapter.qlora, lora=cfg.adapter.lora, lora_r=cfg.adapter.r,
+                                 lora_alpha=cfg.adapter.alpha)
+    policy = CausalLMPolicy(model, temperature=cfg.generation.temperature, chunk_size=cfg.efficiency.chunk_size)
+    optimizer = quant.make_optimizer(policy.parameters(), cfg.optimisation.lr, "adamw", device)
     system_prompt = arithmetic.TINY_SYSTEM_PROMPT
-    problems, _ = arithmetic.train_eval_split(None, cfg.eval_size)
+    problems, _ = arithmetic.train_eval_split(None, cfg.problems.eval_size)
     step = grpo.make_step(cfg, policy=policy, optimizer=optimizer, tokenizer=tokenizer, stream=_InOrder(problems),
                           system_prompt=system_prompt, procs=Processes(device), trainer=policy,
                           update_cfg=grpo_update_config(cfg))
@@ -236,15 +236,15 @@ def _fixed_grpo_batch(seed: int, warmup_updates: int, prompts: int, group_size: 
     picked = problems[warmup_updates * prompts:(warmup_updates + 1) * prompts]
     rollout = grpo.sample_completions(step, picked)
     rewards = rollout.rewards
-    advantages = core.group_relative(rewards, group_size, grpo.advantages.scale(cfg))
+    advantages = core.group_relative(rewards, group_size, grpo.advantage_spec.scale(cfg))
     batch = lm_batch(rollout.prompt_ids, rollout.prompt_mask, rollout.completion, rollout.mask,
                      tokenizer.pad_token_id, advantages=advantages[:, None] * rollout.mask)
     with torch.no_grad():
         batch.old_logp = policy.evaluate(batch)[0].float()
         batch.ref_logp = policy.ref_logp(batch).float()
-    logp_old_all = full_log_probs(model, batch, cfg.temperature)
+    logp_old_all = full_log_probs(model, batch, cfg.generation.temperature)
     with policy.reference_context():
-        logp_ref_all = full_log_probs(model, batch, cfg.temperature)
+        logp_ref_all = full_log_probs(model, batch, cfg.generation.temperature)
     old_state = {n: p.detach().clone() for n, p in policy.named_parameters() if p.requires_grad}
     return FixedGRPOBatch(policy, old_state, batch, logp_old_all, logp_ref_all, rewards, group_size, cfg)
 
@@ -276,7 +276,7 @@ def lm_mu_passes(mu: int, lr: float | None = None, clip_eps: float = 0.2, seed: 
         approx_kl_old_k3          core's KL(π_old‖π_θ) estimate during the pass
     """
     fixed = fixed_grpo_batch(seed, warmup_updates, qlora=qlora)
-    lr = fixed.cfg.lr if lr is None else float(lr)
+    lr = fixed.cfg.optimisation.lr if lr is None else float(lr)
     key = (lr, float(clip_eps), seed, warmup_updates, qlora)
     run = _PASSES.get(key)
     if run is None or len(run["ratios"]) < mu:
@@ -298,7 +298,7 @@ def _lm_mu_passes(fixed: FixedGRPOBatch, mu: int, lr: float, clip_eps: float) ->
     try:
         for _ in range(mu):
             record = core.update(policy, batch, optimizer, cfg, generator)[0]
-            logp_all = full_log_probs(policy.model, batch, fixed.cfg.temperature)
+            logp_all = full_log_probs(policy.model, batch, fixed.cfg.generation.temperature)
             logp = logp_all.gather(-1, batch.actions[..., None]).squeeze(-1)
             ratio = torch.exp(logp - batch.old_logp)
             biased = core.kl_estimate(logp, batch.ref_logp, "k3")

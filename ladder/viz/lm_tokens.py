@@ -101,11 +101,11 @@ def token_logps(seed: int = 0, batch_size: int = 4) -> dict:
     P = ids.shape[1] - batch.actions.shape[1]
     with torch.no_grad():
         logits = model(input_ids=ids, attention_mask=attention, position_ids=position_ids_for(attention)).logits
-        full = core.token_logp(logits[:, P - 1:], ids[:, P - 1:], batch.mask, cfg.temperature)
+        full = core.token_logp(logits[:, P - 1:], ids[:, P - 1:], batch.mask, cfg.generation.temperature)
         evaluated = policy.evaluate(batch)[0] * batch.mask
     first = [(tokenizer.decode([int(a)]), float(lp)) for a, lp, m in zip(batch.actions[0], full[0], batch.mask[0]) if m]
     return {"logits_shape": list(logits.shape), "prompt_len": P, "completion_len": batch.actions.shape[1],
-            "temperature": cfg.temperature, "full": full, "policy": evaluated,
+            "temperature": cfg.generation.temperature, "full": full, "policy": evaluated,
             "max_abs_diff": (full - evaluated).abs().max().item(), "first_row": first}
 
 

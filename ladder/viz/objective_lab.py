@@ -191,13 +191,13 @@ def tiny_policy(seed: int = 0):
 def _draw(prompts: int, group_size: int, seed: int, top_p: float) -> tuple:
     policy, tokenizer, cfg, problems = tiny_policy()
     picked = problems[:prompts]
-    texts = [arithmetic.chat_prompt(tokenizer, p["question"], cfg.system_prompt) for p in picked]
+    texts = [arithmetic.chat_prompt(tokenizer, p["question"], cfg.problems.system_prompt) for p in picked]
     enc = tokenizer(texts, return_tensors="pt", padding=True)
     prompt_ids = enc.input_ids.repeat_interleave(group_size, 0)
     prompt_mask = enc.attention_mask.repeat_interleave(group_size, 0)
     with quiet_run():
         torch.manual_seed(seed)
-        completion, mask, sampler_logp = policy.generate(prompt_ids, prompt_mask, cfg.max_new_tokens,
+        completion, mask, sampler_logp = policy.generate(prompt_ids, prompt_mask, cfg.generation.max_new_tokens,
                                                          tokenizer.pad_token_id, tokenizer.eos_token_id,
                                                          top_p=top_p, record_logp=True)
         batch = lm_batch(prompt_ids, prompt_mask, completion, mask, tokenizer.pad_token_id)

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 
 from ladder import run_cache
-from ladder.tasks import sentiment, tiny_preferences
+from ladder.tasks import review_models, sentiment_rewards, tiny_preferences
 from ladder.tasks.tiny_lm import cache_dir
 from ladder.viz.lm_lab import quiet_run
 
@@ -57,7 +57,7 @@ def pair_anatomy(split: str = "train") -> dict[str, dict[str, float]]:
     carry besides sentiment."""
     from transformers import AutoTokenizer
 
-    tokenizer = AutoTokenizer.from_pretrained(sentiment.tiny_model_path())
+    tokenizer = AutoTokenizer.from_pretrained(review_models.tiny_model_path())
     pairs, out = tiny_preferences.pairs(split), {}
     for side in ("chosen", "rejected"):
         completions = [p[side] for p in pairs]
@@ -112,7 +112,7 @@ def scored_samples(reward_model: Path) -> dict:
     prompts = [p["prompt"] for p in pairs for _ in (0, 1)]
     completions = [c for p in pairs for c in (p["chosen"], p["rejected"])]
     with quiet_run():
-        proxy = sentiment.load_reward(str(reward_model))([p + c for p, c in zip(prompts, completions)])
+        proxy = sentiment_rewards.load_reward(str(reward_model))([p + c for p, c in zip(prompts, completions)])
     truth = tiny_preferences.TrueReward()(prompts, completions)
     index = {prompt: i for i, prompt in enumerate(dict.fromkeys(prompts))}
     return {"proxy": proxy, "truth": truth, "prompt": torch.tensor([index[p] for p in prompts]),

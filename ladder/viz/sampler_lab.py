@@ -130,7 +130,7 @@ def _four_policies(seed, prompts, group_size, warmup_updates, steps, temperature
             try:
                 rollout = sample(policy, tokenizer, cfg, picked, texts, weights, funcs, device, record_logp=True)
             finally:
-                policy.sampler_dtype, policy.temperature = None, plain.temperature
+                policy.sampler_dtype, policy.temperature = None, plain.generation.temperature
             with torch.no_grad():
                 old = policy.evaluate(lm_batch(rollout.prompt_ids, rollout.prompt_mask, rollout.completion,
                                                rollout.mask, tokenizer.pad_token_id))[0].float()
@@ -148,7 +148,8 @@ def _four_policies(seed, prompts, group_size, warmup_updates, steps, temperature
         ref_logp = policy.ref_logp(batch).float()
         policy.load_state_dict(old_state, strict=False)                    # back to π_old
         old = policy.evaluate(batch)[0].float()
-    main = SampledBatch("bfloat16", plain.temperature, old, rollout.sampling_logp.float(), rollout.mask.float())
+    main = SampledBatch("bfloat16", plain.generation.temperature, old, rollout.sampling_logp.float(),
+                        rollout.mask.float())
     tokens = [[tokenizer.decode([t]) for t in row[:int(n)]] for row, n in
               zip(rollout.completion.tolist(), rollout.mask.sum(1).tolist())]
     return FourPolicies(batches, main, logp_theta, ref_logp, tokens, record, cfg, warmup_updates)

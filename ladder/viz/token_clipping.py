@@ -99,7 +99,7 @@ def token_passes(mu: int = 3, lr: float = 1e-3, seed: int = 0, warmup_updates: i
         with quiet_progress():
             fixed = lm_lab.fixed_grpo_batch(seed, warmup_updates, prompts, group_size, qlora=True)
         tokenizer = quant.load_tokenizer(str(arithmetic.tiny_math_model()))
-        problems = arithmetic.train_eval_split(None, fixed.cfg.eval_size)[0]
+        problems = arithmetic.train_eval_split(None, fixed.cfg.problems.eval_size)[0]
         picked = problems[warmup_updates * prompts:(warmup_updates + 1) * prompts]
         with lm_lab.quiet_run(), quiet_progress():
             tables = _TOKEN_RUNS[key] = _token_passes(fixed, tokenizer, picked, mu, float(lr))
@@ -123,7 +123,7 @@ def _token_passes(fixed, tokenizer, picked: list[dict], mu: int, lr: float) -> l
     try:
         for k in range(mu):
             core.update(policy, batch, optimizer, cfg, generator)
-            logp_all = lm_lab.full_log_probs(policy.model, batch, fixed.cfg.temperature)
+            logp_all = lm_lab.full_log_probs(policy.model, batch, fixed.cfg.generation.temperature)
             p_all = logp_all.exp()
             tables.append(TokenTable(
                 pieces=pieces, logp=logp_all.gather(-1, batch.actions[..., None]).squeeze(-1) * mask,

@@ -8,16 +8,20 @@ import inspect
 from dataclasses import dataclass, replace
 
 from ladder import rewards
-from ladder.cli import MAX_PASSES, MAX_TOKENS, Text, count, interval, option
-from ladder.rungs.grpo import advantages, scoring, settle
+from ladder.cli import MAX_PASSES, Text, count, interval, option
+from ladder.rungs.grpo import advantage_spec, scoring, settle
+from ladder.rungs.grpo import generation as generation_settings
 from ladder.rungs.grpo import options as grpo_options
 from ladder.rungs.grpo import rules as grpo_rules
+from ladder.rungs.grpo.generation import GRPOGeneration
 from ladder.rungs.grpo.sampler import AUTO, Sampler
 from ladder.rungs.grpo.scoring import Rewards
 from ladder.runtime.errors import UsageError
 from ladder.specs import accepts_flags
 from ladder.tasks import agent_envs, math_problems, tiny_agent
 
+TRAJECTORY_HELP = ("token budget of a whole trajectory: the model's tokens and the environment's (TRL's "
+                   "max_completion_length)")
 TINY_MODEL = "@tiny-agent"
 TINY_GUESS_MODEL = "@tiny-guess"
 # --model NAME → the shipped tiny model's directory (built on first use with LADDER_BUILD_TINY=1)
@@ -37,8 +41,9 @@ class Config(grpo_options.Config):
     max_tool_calls: int = option(5, "turns that call tools, per trajectory (TRL's max_tool_calling_iterations); a "
                                     "call in a later turn is answered with an error, where TRL ends the "
                                     "trajectory", count(0, MAX_PASSES))
-    max_new_tokens: int = option(1024, "token budget of a whole trajectory: the model's tokens and the "
-                                       "environment's (TRL's max_completion_length)", count(1, MAX_TOKENS))
+    generation: GRPOGeneration = option(GRPOGeneration(max_new_tokens=1024), "grpo's, --max-new-tokens a whole "
+                                                                             "trajectory's budget",
+                                        spec=generation_settings.option(1024, TRAJECTORY_HELP))
     credit: str = option("trajectory", "trajectory: every model token gets its trajectory's Â | turn: a turn's "
                                        "tokens get the normalised per-turn rewards from it on (the environment's "
                                        "turn_rewards, the trajectory's reward on its last turn)",
@@ -103,15 +108,16 @@ def pinned_sampler(cfg: Config) -> Config:
 def validate(cfg: Config) -> None:
     """GRPO's rules, and the agent's own."""
     grpo_rules.validate(cfg)
-    if cfg.min_new_tokens:
+    if cfg.generation.min_new_tokens:
         raise UsageError("--min-new-tokens holds back EOS in one completion; an agent's EOS ends a turn: drop it")
-    if cfg.sampler_loop != "ladder":
-        raise UsageError(f"--sampler-loop {cfg.sampler_loop}: an agent's trajectories are sampled by its own "
+    loop = cfg.efficiency.sampler_loop
+    if loop != "ladder":
+        raise UsageError(f"--sampler-loop {loop}: an agent's trajectories are sampled by its own "
                          f"multi-turn loop (agent.rollout), which feeds the environment's replies; drop it")
     if cfg.train_env_tokens and (cfg.sampler.correction not in ("none", AUTO) or cfg.max_staleness):
         raise UsageError("--train-env-tokens puts tokens the sampler never drew in the loss: they have no "
                          "π_sampler log-prob to correct with; drop --sampler-correction and --max-staleness")
-    if cfg.credit == "turn" and advantages.decoupled(cfg):
+    if cfg.credit == "turn" and advantage_spec.decoupled(cfg):
         raise UsageError("--credit turn normalises the turns' rewards together (core.group_relative_turns); "
                          "--multi-objective-aggregation normalize_then_sum applies to --credit trajectory")
     environment(cfg)
@@ -155,15 +161,15 @@ def model_path(cfg: Config) -> str:
 
 def system_prompt(cfg: Config) -> str:
     """--system-prompt, or the environment's own (--task's for an environment of the user's)."""
-    return cfg.system_prompt or (ENVIRONMENTS[cfg.env][2] if cfg.env in ENVIRONMENTS else
-                                 math_problems.system_prompt(cfg.task))
+    return cfg.problems.system_prompt or (ENVIRONMENTS[cfg.env][2] if cfg.env in ENVIRONMENTS else
+                                 math_problems.system_prompt(cfg.problems.task))
 
 
 def problems(cfg: Config) -> tuple[list[dict], list[dict]]:
     """(training problems, held-out problems) of the environment."""
     generate = ENVIRONMENTS[cfg.env][1] if cfg.env in ENVIRONMENTS else None
     if generate is not None:
-        train, held_out = generate(cfg.eval_size)
-        return (train[:cfg.train_size] if cfg.train_size else train), held_out
-    task = "gsm8k" if cfg.env == "gsm8k" else cfg.task
-    return math_problems.split(task, cfg.dataset, cfg.eval_size, cfg.train_size, cfg.prompts_per_step)
+        train, held_out = generate(cfg.problems.eval_size)
+        return (train[:cfg.problems.train_size] if cfg.problems.train_size else train), held_out
+    task = "gsm8k" if cfg.env == "gsm8k" else cfg.problems.task
+    return cfg.problems.split(cfg.prompts_per_step, task)

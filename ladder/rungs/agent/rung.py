@@ -49,6 +49,7 @@ from ladder.rungs.grpo.rollout import Rollout, with_overlong_penalty
 from ladder.rungs.protocol import Rung
 from ladder.runtime.errors import UsageError
 from ladder.runtime.limits import TimedOut, time_limit
+from ladder.runtime.user_code import exited, held_output, one_line, said
 from ladder.tasks import arithmetic, math_problems, tool_calls
 
 __all__ = ["ALGOS", "CURVES", "ENVIRONMENTS", "NAME", "PRESETS", "RESOLVED", "RUNG", "TINY_MODEL", "Config",
@@ -81,9 +82,10 @@ def agent_task(cfg: Config) -> grpo.Task:
     train, held_out = problems(cfg)
     model_path = hub.resolve(agent_options.model_path(cfg), "--model")
     tokenizer = quant.load_tokenizer(model_path)
-    check_context(tokenizer, quant.load_config(model_path), train + held_out, prompt, env_class, cfg.max_new_tokens,
-                  cfg.env_timeout)
-    source = (cfg.dataset, math_problems.fingerprint("gsm8k", cfg.dataset)) if cfg.env == "gsm8k" else (None, None)
+    check_context(tokenizer, quant.load_config(model_path), train + held_out, prompt, env_class,
+                  cfg.generation.max_new_tokens, cfg.env_timeout)
+    dataset = cfg.problems.dataset
+    source = (dataset, math_problems.fingerprint("gsm8k", dataset)) if cfg.env == "gsm8k" else (None, None)
     return grpo.Task(prompt, train, held_out, model_path, tokenizer, source,
                      rollout=partial(grpo.sample_groups, sample_share=partial(sample_trajectories,
                                                                               env_class=env_class)),
@@ -132,16 +134,16 @@ def user_call(what: str, seconds: float | None, fn, *args, **kwargs):
     line naming ``what`` (``environment Env.reset``) if it raises, exits or runs past the limit (a ``UsageError``)."""
     printed = []
     try:
-        with rewards.held_output(printed), time_limit(seconds, what):
+        with held_output(printed), time_limit(seconds, what):
             return fn(*args, **kwargs)
     except TimedOut as e:
         if e.what != what:
             raise
-        raise UsageError(f"{e} (--env-timeout){rewards.said(printed)}") from None
+        raise UsageError(f"{e} (--env-timeout){said(printed)}") from None
     except SystemExit as e:  # argparse in the user's code, say: one ladder line, never the process's exit
-        raise UsageError(f"{what} called {rewards.exited(e)}{rewards.said(printed)}") from None
+        raise UsageError(f"{what} called {exited(e)}{said(printed)}") from None
     except Exception as e:  # noqa: BLE001 - the user's environment: name the call
-        raise UsageError(f"{what} raised {type(e).__name__}: {rewards.one_line(e)}{rewards.said(printed)}") from None
+        raise UsageError(f"{what} raised {type(e).__name__}: {one_line(e)}{said(printed)}") from None
 
 
 def make_environment(env_class: type, seconds: float | None):
@@ -211,11 +213,12 @@ def play(policy, tokenizer, env_class: type, batch: list[dict], system: str, cfg
     tools = tool_calls.tool_schemas(envs[0]) if envs else []
     prompts = [chat_prompt(tokenizer, p, system, tools, o) for p, o in zip(batch, observations)]
     enc = tokenizer(prompts, return_tensors="pt", padding=True).to(policy.model.device)
-    _check_room(tokenizer, enc.attention_mask.sum(1).tolist(), observations, envs, cfg.max_new_tokens,
+    generation = cfg.generation
+    _check_room(tokenizer, enc.attention_mask.sum(1).tolist(), observations, envs, generation.max_new_tokens,
                 getattr(getattr(policy.model, "config", None), "max_position_embeddings", None))
     with tool_calls.tool_time_limit(cfg.env_timeout):
-        trajectories = multi_turn(policy, tokenizer, envs, enc.input_ids, enc.attention_mask, cfg.max_new_tokens,
-                                  cfg.max_tool_calls, do_sample=do_sample, top_p=cfg.top_p if do_sample else 1.0)
+        trajectories = multi_turn(policy, tokenizer, envs, enc.input_ids, enc.attention_mask, generation.max_new_tokens,
+                                  cfg.max_tool_calls, do_sample=do_sample, top_p=generation.top_p if do_sample else 1.0)
     return trajectories, envs, enc
 
 

@@ -1,12 +1,13 @@
 """Rung 4: GRPO, as a package — the one update (``step``: ``grpo_step`` on a ``Step``), the recipe the loop runs and
-what a run loads and writes (``recipe``), its options (``options``), the typed specs they hold (``loss_types``,
-``kl_to_ref``, ``sampler``, ``reference_refresh``, ``entropy_control``, ``advantages``, ``scoring``), what they mean
-to ``ladder.core`` (``core_settings``) and the rules between them (``rules``), the rollout (``rollout``), what a
-step records (``record``), the lagging π_rollout (``staleness``) and what a run loads around its training
-(``setup``).
+what a run loads and writes (``recipe``), its options (``options``: one field per choice), the typed specs they hold
+(``problems``, ``ratio``, ``optimisation``, ``generation``, ``efficiency``, ``loss_types``, ``kl_to_ref``, ``sampler``,
+``reference_refresh``, ``entropy_control``, ``advantage_spec``, ``scoring``), every ``auto`` decided once
+(``settle``), what they mean to ``ladder.core`` (``core_settings``) and the rules between them (``rules``), the
+rollout (``rollout``), what a step records (``record``), the lagging π_rollout (``staleness``) and what a run loads
+around its training (``setup``).
 
-``ladder.rungs.grpo`` reads as the rung module ``python -m ladder.run`` expects (see ``ladder.rungs.protocol``):
-the names below are the rung's.
+``ladder.rungs.grpo`` reads as the rung module ``python -m ladder.run`` expects (``ladder.rungs.protocol.RungCode``,
+its declaration ``RUNG``): the names below are the rung's.
 """
 
 from ladder.policies import quant

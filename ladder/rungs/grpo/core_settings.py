@@ -29,7 +29,8 @@ def update_config(cfg) -> core.UpdateConfig:
     settled = settle(cfg, None)
     return core.UpdateConfig(
         mu=cfg.mu, num_minibatches=cfg.num_minibatches, objective=loss_types.objective(cfg),
-        ratio_level=cfg.ratio_level, clip_eps_low=cfg.clip_eps, clip_eps_high=settled.eps_high,
-        aggregation=loss_types.aggregation(cfg), entropy_coef=cfg.entropy_coef,
-        entropy_quantile=cfg.top_entropy_quantile, kl_coef=cfg.kl.in_loss(), kl_estimator=cfg.kl.estimator,
-        kl_correction=settled.kl_correction, max_grad_norm=cfg.max_grad_norm, sampler=settled.sampler.options())
+        ratio_level=cfg.ratio.level, clip_eps_low=cfg.ratio.clip_eps, clip_eps_high=settled.eps_high,
+        aggregation=loss_types.aggregation(cfg), entropy_coef=cfg.entropy.coef,
+        entropy_quantile=cfg.entropy.top_quantile, kl_coef=cfg.kl.in_loss(), kl_estimator=cfg.kl.estimator,
+        kl_correction=settled.kl_correction, max_grad_norm=cfg.optimisation.max_grad_norm,
+        sampler=settled.sampler.options())

@@ -4,7 +4,8 @@
                                                            entropy of the kept tokens is at or below the target,
                                                            −Δ above it, within [c_min, c_max] (core.AdaptiveEntropyCoef)
 
-``Config.entropy_control`` holds it: picked by ``--adaptive-entropy``, none without it (its four flags are then
+``Config.entropy_control`` holds it (``Config.entropy`` the bonus it moves: ``EntropyBonus``, --entropy-coef and
+--top-entropy-quantile): picked by ``--adaptive-entropy``, none without it (its four flags are then
 refused), built from ``--entropy-target``, ``--entropy-coef-min``, ``--entropy-coef-max``, ``--entropy-coef-delta``.
 """
 
@@ -13,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ladder import core
-from ladder.cli import MAX_SCALE, coefficient, non_negative
+from ladder.cli import MAX_SCALE, coefficient, non_negative, probability
 from ladder.runtime.distributed import Processes
-from ladder.specs import Param, switched
+from ladder.specs import FixedSpec, Param, switched
 from ladder.trl_rows import TRLRow, param_rows
 
 
@@ -33,6 +34,24 @@ class AdaptiveEntropy:
         return core.AdaptiveEntropyCoef(coef, self.target, self.coef_min, self.coef_max, self.delta,
                                         reduce=lambda x: procs.gather(x[None]).sum(0))
 
+
+@dataclass(frozen=True)
+class EntropyBonus:
+    """The entropy bonus −c_H·mean H over the tokens the policy term keeps: the share q of them with the highest
+    entropy (1: all), and c_H (with --adaptive-entropy: its starting value)."""
+
+    top_quantile: float = 1.0  # q
+    coef: float = 0.0          # c_H
+
+
+# ``Config.entropy``: built from --top-entropy-quantile and --entropy-coef.
+BONUS = FixedSpec("entropy", EntropyBonus, (
+    Param("top_entropy_quantile", EntropyBonus, "top_quantile", "q: only the share q of tokens with the highest "
+          "entropy take part in the policy term (\"Beyond the 80/20 rule\": 0.2; 1: all; 0: the highest-entropy token "
+          "and its ties)", probability()),
+    Param("entropy_coef", EntropyBonus, "coef", "c_H of the entropy bonus −c_H·mean H over the tokens the policy term "
+          "keeps (with --adaptive-entropy: its starting value)", coefficient()),
+))
 
 PARAMS = (
     Param("entropy_target", AdaptiveEntropy, "target", "the entropy (nats per token, over the tokens the policy term "
@@ -63,7 +82,7 @@ def settings(cfg) -> AdaptiveEntropy | None:
 def controller(cfg, procs: Processes) -> core.AdaptiveEntropyCoef | None:
     """--adaptive-entropy's controller of c_H, starting at --entropy-coef (None without the flag)."""
     spec = settings(cfg)
-    return None if spec is None else spec.controller(cfg.entropy_coef, procs)
+    return None if spec is None else spec.controller(cfg.entropy.coef, procs)
 
 
 def trl_rows() -> tuple:

@@ -189,7 +189,7 @@ def _clipped_rules(spec: core.Clipped, cfg) -> str | None:
 
 
 def _cispo_rules(spec: core.CISPO, cfg) -> str | None:
-    if cfg.ratio_level == "sequence":
+    if cfg.ratio.level == "sequence":
         return ("--loss-type cispo weighs every token by its own ratio; --ratio-level sequence is GSPO's clipped "
                 "objective (--algo gspo)")
     return None
@@ -198,7 +198,7 @@ def _cispo_rules(spec: core.CISPO, cfg) -> str | None:
 def _vespo_rules(spec: core.GammaWeighted, cfg) -> str | None:
     """VESPO's weight is of the sequence ratio it computes from the token ratios, π_old/π_sampler folded in per
     token (``core.GammaWeighted``)."""
-    if cfg.ratio_level == "sequence":
+    if cfg.ratio.level == "sequence":
         return "--loss-type vespo computes its own sequence weight from the token ratios; use --ratio-level token"
     if cfg.sampler.correction.startswith("sequence"):
         return ("--loss-type vespo folds a per-token π_old/π_sampler into its sequence weight: use "

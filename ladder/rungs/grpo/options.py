@@ -3,9 +3,11 @@ several options are in ``ladder.rungs.grpo.rules``).
 
 A group of options that one part of the rung reads is a typed spec that part owns, held by one field and set by
 flags of its own (``ladder.specs``): ``objective`` (``loss_types``), ``kl`` (``kl_to_ref``), ``sampler``,
-``reference_refresh``, ``entropy_control``, ``advantages``, ``rewards`` (``scoring``) and ``dynamic_sampling``
-(``rollout``). A choice is the class its field holds (a tagged union: ``Dapo(delta=None)`` is ``--loss-type dapo``,
-``entropy_control=None`` no ``--adaptive-entropy``), its flag read off it. The flags, their help and domains, the
+``reference_refresh``, ``entropy_control`` and ``entropy`` (``entropy_control``), ``advantages``, ``rewards``
+(``scoring``), ``dynamic_sampling`` (``rollout``), ``problems``, ``ratio``, ``optimisation``, ``generation``,
+``efficiency``, and the language-model rungs' ``adapter`` (``ladder.rungs.lm_options``). A choice is the class its
+field holds (a tagged union: ``Dapo(delta=None)`` is ``--loss-type dapo``, ``entropy_control=None`` no
+``--adaptive-entropy``), its flag read off it. The flags, their help and domains, the
 refusal of a flag that only an unchosen spec reads, config.json and the TRL rows come from the specs;
 ``Config(kl_coef=0.0, loss_type="sapo")`` takes a flag's name too. Every auto, and every default that depends on
 another option, is decided once, by ``settle``.
@@ -32,31 +34,33 @@ from ladder.cli import (
     MAX_EXAMPLES,
     MAX_PASSES,
     MAX_ROWS,
-    MAX_SCALE,
     MAX_STEPS,
-    MAX_TOKENS,
-    OneOf,
     Text,
-    coefficient,
     count,
     int_range,
     interval,
-    learning_rate,
     option,
-    positive,
-    probability,
 )
-from ladder.core.update import RATIO_LEVELS
 from ladder.rewards import TIME_LIMIT_S as REWARD_TIME_LIMIT_S
-from ladder.rungs.grpo import advantages as advantage_settings
+from ladder.rungs.grpo import advantage_spec as advantage_settings
+from ladder.rungs.grpo import efficiency as efficiency_settings
 from ladder.rungs.grpo import entropy_control as entropy_settings
+from ladder.rungs.grpo import generation as generation_settings
 from ladder.rungs.grpo import kl_to_ref as kl_settings
 from ladder.rungs.grpo import loss_types, scoring, settle
+from ladder.rungs.grpo import optimisation as optimisation_settings
+from ladder.rungs.grpo import problems as problem_settings
+from ladder.rungs.grpo import ratio as ratio_settings
 from ladder.rungs.grpo import reference_refresh as reference_refresh_settings
 from ladder.rungs.grpo import sampler as sampler_settings
-from ladder.rungs.grpo.advantages import NormalizeThenSum, SumThenNormalize
-from ladder.rungs.grpo.entropy_control import AdaptiveEntropy
+from ladder.rungs.grpo.advantage_spec import NormalizeThenSum, SumThenNormalize
+from ladder.rungs.grpo.efficiency import GRPOEfficiency
+from ladder.rungs.grpo.entropy_control import AdaptiveEntropy, EntropyBonus
+from ladder.rungs.grpo.generation import GRPOGeneration
 from ladder.rungs.grpo.kl_to_ref import KLToReference
+from ladder.rungs.grpo.optimisation import Optimisation
+from ladder.rungs.grpo.problems import Problems
+from ladder.rungs.grpo.ratio import Ratio
 from ladder.rungs.grpo.reference_refresh import ReferenceRefresh
 from ladder.rungs.grpo.rollout import DYNAMIC_SAMPLING, DynamicSampling
 from ladder.rungs.grpo.sampler import Sampler
@@ -91,21 +95,15 @@ ALGOS = {
 @dataclass
 class Config(LMOptions):
     model: str = option("Qwen/Qwen2.5-0.5B-Instruct", "causal LM: hub id or local directory", Text())
-    task: str = option("gsm8k", "gsm8k (GSM8K word problems) or arithmetic (synthetic, offline)",
-                       choices=("gsm8k", "arithmetic"))
-    dataset: str = option("openai/gsm8k", "GSM8K hub id or a local .json/.jsonl with question/answer", Text())
-    system_prompt: str | None = option(None, "system prompt (default: the task's)", Text())
-    max_new_tokens: int = option(512, "completion length limit (tokens); a completion cut off here has no final "
-                                      "answer and scores 0 (512: TRL's max_completion_length; at 256 over half "
-                                      "of Qwen2.5-0.5B-Instruct's GSM8K answers are cut off)", count(1, MAX_TOKENS))
-    dequantize_once: bool | None = option(None, "sample with the 4-bit base dequantized once per batch, not once "
-                                                "per token: the same samples, faster, the dequantized base held "
-                                                "while sampling (default: on with --qlora on the CPU)")
-    release_memory: bool | None = option(None, "glibc: a fixed mmap threshold, so freed buffers leave RSS at once: "
-                                               "far less peak memory, a slower update (default: on with --qlora "
-                                               "on the CPU)")
-    optim: str = option("auto", "auto (8-bit paged AdamW on CUDA with --qlora, else AdamW), adamw, paged_adamw_8bit",
-                        OneOf(("auto", "adamw", "paged_adamw_8bit")))
+    problems: Problems = option(Problems(), "the problems trained and evaluated on: the task, its data, the system "
+                                            "prompt, the held-out and training sizes; its flags are the spec's "
+                                            "fields (problems)", spec=problem_settings.OPTION)
+    generation: GRPOGeneration = option(GRPOGeneration(), "LMOptions' and grpo's own: how completions are sampled; "
+                                                          "its flags are the spec's fields (generation)",
+                                        spec=generation_settings.OPTION)
+    efficiency: GRPOEfficiency = option(GRPOEfficiency(), "LMOptions' and grpo's own: what changes the run's memory "
+                                                          "and time, never its numbers; its flags are the spec's "
+                                                          "fields (efficiency)", spec=efficiency_settings.OPTION)
     steps: int = option(200, "updates (each: P prompts × G completions)", count(1, MAX_STEPS))
     max_completions: int = option(0, "also stop once this many completions have been sampled (0: no limit); "
                                      "a budget that compares methods fairly when dynamic sampling samples more",
@@ -115,31 +113,20 @@ class Config(LMOptions):
                                 "1024)", int_range(2, 1024))
     mu: int = option(1, "μ: optimisation passes over each batch", count(1, MAX_PASSES))
     num_minibatches: int = option(1, "shuffled minibatches per pass (each one optimiser step)", count(1, MAX_ROWS))
-    lr: float = option(1e-5, "learning rate", learning_rate())
-    warmup_steps: int = option(0, "linear learning-rate warmup over the first N updates (0: none)",
-                               count(0, MAX_STEPS))
-    max_grad_norm: float = option(1.0, "gradient-norm clip", positive(MAX_SCALE))
+    optimisation: Optimisation = option(Optimisation(), "the learning rate, its warmup and the gradient-norm clip; "
+                                                        "its flags are the spec's fields (optimisation)",
+                                        spec=optimisation_settings.OPTION)
     advantages: SumThenNormalize | NormalizeThenSum = option(
         SumThenNormalize(), "how rewards become Â: its class is --multi-objective-aggregation, its flags the class's "
                             "fields (advantages)", spec=advantage_settings.OPTION)
-    ratio_level: str = option("token", "importance ratio per token (GRPO) or per sequence (GSPO: the geometric "
-                                       "mean of the token ratios; use ε ≈ 3e-4/4e-4, as --algo gspo does)",
-                              choices=RATIO_LEVELS)
-    clip_eps: float = option(0.2, "ε: the ratio is clipped below at 1 − ε (and above at 1 + --clip-eps-high); "
-                                  "PPO's ε, TRL's epsilon", interval(0, 1, open_low=True, open_high=True),
-                             aliases=("--clip-eps-low",))
-    clip_eps_high: float | None = option(None, "ε_high: the ratio clipped above at 1 + ε_high (default: --clip-eps; "
-                                               "0.28 is DAPO's clip-higher; TRL's epsilon_high)",
-                                         interval(0, 1, open_low=True, open_high=True))
+    ratio: Ratio = option(Ratio(), "the importance ratio π_θ/π_old, per token or per sequence, and its clip range; "
+                                   "its flags are the spec's fields (ratio)", spec=ratio_settings.OPTION)
     objective: loss_types.LossSpec = option(loss_types.Grpo(), "the objective with its parameters: its class is "
                                                                "--loss-type (loss_types.Dapo, …), its flags the "
                                                                "class's fields (loss_types)", spec=loss_types.OPTION)
-    top_entropy_quantile: float = option(1.0, "q: only the share q of tokens with the highest entropy take part in "
-                                              "the policy term (\"Beyond the 80/20 rule\": 0.2; 1: all; 0: the "
-                                              "highest-entropy token and its ties)",
-                                         probability())
-    entropy_coef: float = option(0.0, "c_H of the entropy bonus −c_H·mean H over the tokens the policy term keeps "
-                                      "(with --adaptive-entropy: its starting value)", coefficient())
+    entropy: EntropyBonus = option(EntropyBonus(), "the entropy bonus −c_H·mean H and the tokens it and the policy "
+                                                   "term keep; its flags are the spec's fields (entropy_control)",
+                                   spec=entropy_settings.BONUS)
     entropy_control: AdaptiveEntropy | None = option(None, "the controller of c_H: --adaptive-entropy holds one (None: "
                                                            "c_H fixed), its flags the spec's fields (entropy_control)",
                                                      spec=entropy_settings.OPTION)
@@ -170,12 +157,8 @@ class Config(LMOptions):
     print_samples: int = option(25, "every N updates, print one question → completion → reward and append all "
                                     "the update's completions (rewards, advantage, cut off or not) to "
                                     "OUT/completions.jsonl (0: never)", count(0, MAX_STEPS))
-    min_new_tokens: int = option(0, "force at least this many tokens (EOS suppressed until then; for benchmarks)",
-                                 count(0, MAX_TOKENS))
     eval_every: int = option(25, "greedy held-out accuracy every N updates (0: only before and after)",
                              count(0, MAX_STEPS))
-    eval_size: int = option(200, "held-out problems in the evaluation", count(1, MAX_EXAMPLES))
-    train_size: int = option(0, "limit the training problems (0: all)", count(0, MAX_EXAMPLES))
     export_trl: str | None = option(None, "write this run as a runnable TRL script (trl.GRPOTrainer) to this file "
                                           "and exit: nothing is trained, no run directory is created", Text())
 
@@ -184,6 +167,11 @@ class Config(LMOptions):
     def loss_type(self) -> str:
         """--loss-type: the class of ``objective``."""
         return self.objective.loss_type
+
+    @property
+    def max_new_tokens(self) -> int:
+        """--max-new-tokens of ``generation`` (read so by the exercises and solutions: ex20's grpo_step)."""
+        return self.generation.max_new_tokens
 
     @property
     def multi_objective_aggregation(self) -> str:
@@ -203,11 +191,11 @@ class Config(LMOptions):
     # What a rung adds to the rules of ``settle`` (the agent's Config says its own):
     def model_source(self) -> str:
         """--model as a local path or hub id (ladder's tiny model: its directory)."""
-        return math_problems.resolve_model(self.model)
+        return math_problems.resolve_math_model(self.model)
 
     def chosen_system_prompt(self) -> str:
         """--system-prompt, or the task's."""
-        return math_problems.system_prompt(self.task, self.system_prompt)
+        return math_problems.system_prompt(self.problems.task, self.problems.system_prompt)
 
     def sampler_before_settling(self) -> Sampler:
         """The sampler as given, its auto for ``settle`` to decide."""

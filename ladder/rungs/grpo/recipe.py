@@ -68,27 +68,29 @@ def load_policy(cfg: Config, model_path: str, device: torch.device) -> tuple[Cau
     loading = settle(cfg, None, device)
     if loading.release_memory:
         quant.release_freed_memory()  # before loading: see its docstring
-    model = quant.load_causal_lm(model_path, device, qlora=cfg.qlora, lora=cfg.lora, lora_r=cfg.lora_r,
-                                 lora_alpha=cfg.lora_alpha, gradient_checkpointing=loading.gradient_checkpointing)
+    adapter = cfg.adapter
+    model = quant.load_causal_lm(model_path, device, qlora=adapter.qlora, lora=adapter.lora, lora_r=adapter.r,
+                                 lora_alpha=adapter.alpha, gradient_checkpointing=loading.gradient_checkpointing)
     ref_model = None
     if cfg.kl.coef > 0 and not loading.lora:
         ref_model = quant.load_causal_lm(model_path, device)  # full fine-tuning needs a frozen copy
     settled = settle(cfg, model.config, device)
-    entropy_grad = cfg.entropy_coef > 0 or cfg.entropy_control is not None
-    policy = CausalLMPolicy(model, temperature=cfg.temperature, chunk_size=cfg.chunk_size, ref_model=ref_model,
+    entropy_grad = cfg.entropy.coef > 0 or cfg.entropy_control is not None
+    policy = CausalLMPolicy(model, temperature=cfg.generation.temperature, chunk_size=cfg.efficiency.chunk_size,
+                            ref_model=ref_model,
                             dequantize_once=settled.dequantize_once, entropy_grad=entropy_grad,
                             sampler_dtype=check_sampler_dtype(settled.sampler.dtype, device),
-                            sampler_loop=cfg.sampler_loop)
+                            sampler_loop=cfg.efficiency.sampler_loop)
     if cfg.reference_refresh is not None:
         policy.make_reference_refreshable()  # a second, frozen adapter (LoRA) or the frozen copy (full)
-    return policy, quant.make_optimizer(policy.parameters(), cfg.lr, settled.optim, device)
+    return policy, quant.make_optimizer(policy.parameters(), cfg.optimisation.lr, settled.optim, device)
 
 
 def held_out_accuracy(step: Step, held_out: list[dict]) -> float:
     """Greedy accuracy on the held-out problems, each process scoring its share."""
     procs, mine = step.procs, held_out[step.procs.rank::step.procs.world]
-    result = math_eval.accuracy(step.policy, step.tokenizer, mine, step.system_prompt, step.cfg.max_new_tokens,
-                              procs.device)
+    result = math_eval.accuracy(step.policy, step.tokenizer, mine, step.system_prompt,
+                                step.cfg.generation.max_new_tokens, procs.device)
     correct = round(result["accuracy"] * len(mine))
     return procs.gather(torch.tensor([correct], dtype=torch.float64)).sum().item() / len(held_out)
 
@@ -117,13 +119,13 @@ def math_task(cfg: Config) -> Task:
     """The math problems of ``--task`` (``load_task``): one completion per prompt, greedy held-out accuracy."""
     system_prompt, problems, held_out, model_path, tokenizer = load_task(cfg)
     return Task(system_prompt, problems, held_out, model_path, tokenizer,
-                source=(cfg.dataset, math_problems.fingerprint(cfg.task, cfg.dataset)))
+                source=(cfg.problems.dataset, math_problems.fingerprint(cfg.problems.task, cfg.problems.dataset)))
 
 
 def train(cfg: Config) -> dict:
     """Train with GRPO on math problems (``build``)."""
     validate(cfg)
-    return train_on(cfg, NAME, build, load_task_model=lambda cfg: math_problems.resolve_model(cfg.model))
+    return train_on(cfg, NAME, build, load_task_model=lambda cfg: math_problems.resolve_math_model(cfg.model))
 
 
 def build(cfg: Config, run: RunSession) -> GRPO:
@@ -175,29 +177,30 @@ class GRPO(Recipe):
     def __init__(self, cfg: Config, run: RunSession, task: Task, step: Step):
         self.cfg, self.run, self.task, self.step = cfg, run, task, step
         self.optimizer = step.optimizer
-        self.progress = {"tokens": 0, "completions": 0, "evals": [], "first_rewards": []}
-        self.cut_off = CutOffWatch(cfg.max_new_tokens, lambda line: run.write(line, stderr=True))
+        self.counters = {"tokens": 0, "completions": 0, "evals": [], "first_rewards": []}
+        self.cut_off = CutOffWatch(cfg.generation.max_new_tokens, lambda line: run.write(line, stderr=True))
         self.plan = loop.Plan(updates=cfg.steps, eval_every=cfg.eval_every, evaluate_first=True,
-                              learning_rate=loop.LearningRate(cfg.lr, warmup=cfg.warmup_steps),
+                              learning_rate=loop.LearningRate(cfg.optimisation.lr,
+                                                              warmup=cfg.optimisation.warmup_steps),
                               curves=tuple(task.curves), checkpoint_last=False,
                               bar=(("reward", "reward", ".2f"), ("acc", "eval_accuracy", ".2f")))
 
     def update(self) -> dict:
         """``grpo_step``: sample → rewards → group-relative Â → ``core.update``; the run's counters."""
-        cfg, progress = self.cfg, self.progress
+        cfg, counters = self.cfg, self.counters
         record, rollout, advantages = grpo_step(self.step)
         self.cut_off(record)
-        progress["tokens"] += record["tokens"]
-        progress["completions"] += record["sampling/completions"]
+        counters["tokens"] += record["tokens"]
+        counters["completions"] += record["sampling/completions"]
         refresh = cfg.reference_refresh  # None: π_ref stays the starting model
         if refresh is not None and (self.run.step + 1) % refresh.every == 0:
             self.step.policy.refresh_reference(refresh.mixup)  # every process alike: the weights are equal
-        if len(progress["first_rewards"]) < 5:
-            progress["first_rewards"].append(record["reward"])
-        self.done = bool(cfg.max_completions and progress["completions"] >= cfg.max_completions)
+        if len(counters["first_rewards"]) < 5:
+            counters["first_rewards"].append(record["reward"])
+        self.done = bool(cfg.max_completions and counters["completions"] >= cfg.max_completions)
         if cfg.print_samples and (self.run.step + 1) % cfg.print_samples == 0:
             self.log_completions(rollout, advantages)
-        return {**record, "tokens_total": progress["tokens"], "completions_total": progress["completions"],
+        return {**record, "tokens_total": counters["tokens"], "completions_total": counters["completions"],
                 "lr": self.optimizer.param_groups[0]["lr"]}
 
     def log_completions(self, rollout: Rollout, advantages: torch.Tensor) -> None:
@@ -211,14 +214,14 @@ class GRPO(Recipe):
     def evaluate(self) -> dict:
         """Greedy accuracy on the held-out problems (the task's ``accuracy``), kept with the updates done."""
         accuracy = self.task.accuracy(self.step, self.task.held_out)
-        self.progress["evals"].append((self.run.step, accuracy))
+        self.counters["evals"].append((self.run.step, accuracy))
         return {"eval_accuracy": accuracy}
 
     def summary(self) -> dict:
         """summary.json; the trained adapter (or model) written to OUT first (π_ref's adapter, if any, stays out)."""
         cfg, run, policy = self.cfg, self.run, self.step.policy
-        summary = {**summarize(cfg, run, self.progress, run.procs.gather_object(weights_digest(policy))),
-                   "task": self.task.name or cfg.task}
+        summary = {**summarize(cfg, run, self.counters, run.procs.gather_object(weights_digest(policy))),
+                   "task": self.task.name or cfg.problems.task}
         if run.procs.is_main:
             save_trained(policy.model, run.dir, lora=uses_lora(cfg))
         return summary
@@ -231,7 +234,7 @@ class GRPO(Recipe):
                 **({"reference": ReferenceWeights(step.policy)} if cfg.reference_refresh is not None else {}),
                 **({"rollout_lag": step.rollout} if cfg.max_staleness else {}),
                 **({"entropy_coef": step.entropy_control} if step.entropy_control is not None else {}),
-                "progress": self.progress}
+                "counters": self.counters}
 
     def load_state(self, restored: dict) -> None:
-        self.progress = restored["progress"]
+        self.counters = restored["counters"]

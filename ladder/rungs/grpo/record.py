@@ -107,11 +107,12 @@ def finite_mean(values: list) -> float | None:
     return mean if math.isfinite(mean) else None
 
 
-def summarize(cfg, run, progress: dict, digests: list[str]) -> dict:
+def summarize(cfg, run, counters: dict, digests: list[str]) -> dict:
     """summary.json: greedy accuracy before and after, the first and last rewards, the final KL."""
-    records, evals, first = run.records(), progress["evals"], progress["first_rewards"]
-    return {"rung": run.rung, "model": cfg.model, "task": cfg.task, "steps": run.step, "tokens": progress["tokens"],
-            "completions": progress["completions"], "accuracy_before": evals[0][1], "accuracy_after": evals[-1][1],
+    records, evals, first = run.records(), counters["evals"], counters["first_rewards"]
+    return {"rung": run.rung, "model": cfg.model, "task": cfg.problems.task, "steps": run.step,
+            "tokens": counters["tokens"],
+            "completions": counters["completions"], "accuracy_before": evals[0][1], "accuracy_after": evals[-1][1],
             "accuracy_gain": evals[-1][1] - evals[0][1], "evals": evals,
             "reward_first5": finite_mean(first),
             "reward_last5": finite_mean([r["reward"] for r in records[-5:]]),

@@ -119,9 +119,10 @@ def sample(policy, tokenizer, cfg, problems: list[dict], prompts: list[str], wei
     enc = tokenizer(prompts, return_tensors="pt", padding=True).to(device)
     prompt_ids = enc.input_ids.repeat_interleave(G, dim=0)
     prompt_mask = enc.attention_mask.repeat_interleave(G, dim=0)
+    generation = cfg.generation
     completion, mask, *sampling_logp = policy.generate(
-        prompt_ids, prompt_mask, cfg.max_new_tokens, tokenizer.pad_token_id, tokenizer.eos_token_id, do_sample=True,
-        top_p=cfg.top_p, min_new_tokens=cfg.min_new_tokens, record_logp=record_logp)
+        prompt_ids, prompt_mask, generation.max_new_tokens, tokenizer.pad_token_id, tokenizer.eos_token_id,
+        do_sample=True, top_p=generation.top_p, min_new_tokens=generation.min_new_tokens, record_logp=record_logp)
     mask = mask.to(device)
     texts = tokenizer.batch_decode(torch.where(mask.bool(), completion, tokenizer.pad_token_id),
                                    skip_special_tokens=True)
@@ -129,7 +130,7 @@ def sample(policy, tokenizer, cfg, problems: list[dict], prompts: list[str], wei
     rewards, per_function = score(texts, answers, weights, functions, seconds=cfg.reward_timeout)
     lengths = mask.sum(1).cpu()
     rewards, per_function = with_overlong_penalty(rewards, per_function, lengths, cfg)
-    truncated = ~(completion == tokenizer.eos_token_id).any(1).cpu() & (lengths >= cfg.max_new_tokens)
+    truncated = ~(completion == tokenizer.eos_token_id).any(1).cpu() & (lengths >= generation.max_new_tokens)
     return Rollout(prompt_ids, prompt_mask, completion, mask, rewards, per_function, truncated, texts,
                    [p["question"] for p in problems for _ in range(G)], *sampling_logp)
 
@@ -140,10 +141,11 @@ def with_overlong_penalty(rewards: Tensor, per_function: dict, lengths: Tensor, 
     (``reward_column_weights``), as in the exported script's ``reward_weights``."""
     if not cfg.rewards.overlong_buffer:
         return rewards, per_function
-    buffer = round(cfg.rewards.overlong_buffer * cfg.max_new_tokens)
+    limit = cfg.generation.max_new_tokens
+    buffer = round(cfg.rewards.overlong_buffer * limit)
     p = column_weights({}, cfg)[OVERLONG]
-    weighted = overlong_penalty(lengths, cfg.max_new_tokens, buffer, p)                     # p · R(L_i)
-    return rewards + weighted, {**per_function, OVERLONG: overlong_penalty(lengths, cfg.max_new_tokens, buffer)}
+    weighted = overlong_penalty(lengths, limit, buffer, p)                     # p · R(L_i)
+    return rewards + weighted, {**per_function, OVERLONG: overlong_penalty(lengths, limit, buffer)}
 
 
 def column_weights(reward_weights: dict[str, float], cfg) -> dict[str, float]:

@@ -5,8 +5,8 @@ the settled run would not read is refused as the run settles (``settle``)."""
 
 from __future__ import annotations
 
-from ladder.rungs.grpo import advantages, entropy_control, loss_types
-from ladder.rungs.grpo.advantages import GDPO_NEEDS
+from ladder.rungs.grpo import advantage_spec, entropy_control, loss_types
+from ladder.rungs.grpo.advantage_spec import GDPO_NEEDS
 from ladder.rungs.grpo.options import Config, reward_weights
 from ladder.rungs.protocol import check_minibatches
 from ladder.runtime.errors import UsageError
@@ -30,19 +30,19 @@ def _validate_combinations(cfg: Config) -> None:
     if refused is not None:
         raise UsageError(refused)
     buffer = cfg.rewards.overlong_buffer
-    if buffer and int(buffer * cfg.max_new_tokens) < 1:
-        raise UsageError(f"--overlong-buffer {buffer} of --max-new-tokens {cfg.max_new_tokens} is "
+    if buffer and int(buffer * cfg.generation.max_new_tokens) < 1:
+        raise UsageError(f"--overlong-buffer {buffer} of --max-new-tokens {cfg.generation.max_new_tokens} is "
                          f"less than one token")
 
 
 def _validate_objectives(cfg: Config) -> None:
-    if advantages.decoupled(cfg) and cfg.kl.where == "reward":
+    if advantage_spec.decoupled(cfg) and cfg.kl.where == "reward":
         raise UsageError(GDPO_NEEDS)  # (--advantage rloo: refused as the advantages spec is built)
     control = entropy_control.settings(cfg)
     if control is not None and control.coef_min > control.coef_max:
         raise UsageError(f"--entropy-coef-min {control.coef_min:g} must not exceed --entropy-coef-max "
                          f"{control.coef_max:g}")
-    if control is not None and not control.coef_min <= cfg.entropy_coef <= control.coef_max:
-        raise UsageError(f"--entropy-coef {cfg.entropy_coef:g} is --adaptive-entropy's starting c_H: it must lie in "
+    if control is not None and not control.coef_min <= cfg.entropy.coef <= control.coef_max:
+        raise UsageError(f"--entropy-coef {cfg.entropy.coef:g} is --adaptive-entropy's starting c_H: it must lie in "
                          f"[--entropy-coef-min, --entropy-coef-max] = [{control.coef_min:g}, "
                          f"{control.coef_max:g}]")

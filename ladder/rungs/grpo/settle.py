@@ -71,7 +71,8 @@ class Settled:
 def eps_high(cfg) -> float:
     """ε_high: ``--clip-eps-high``, or ``--clip-eps`` when it is not given (symmetric clipping, as TRL). The rung
     passes it to ``core.UpdateConfig``; the core's own default is for its other callers."""
-    return cfg.clip_eps if cfg.clip_eps_high is None else cfg.clip_eps_high
+    ratio = cfg.ratio
+    return ratio.clip_eps if ratio.clip_eps_high is None else ratio.clip_eps_high
 
 
 def kl_correction(cfg) -> bool:
@@ -83,19 +84,21 @@ def kl_correction(cfg) -> bool:
 
 def dequantize_once(cfg, device_type: str) -> bool:
     """--dequantize-once, or on for QLoRA on the CPU when it is not given."""
-    return cfg.qlora and device_type == "cpu" if cfg.dequantize_once is None else cfg.dequantize_once
+    given = cfg.efficiency.dequantize_once
+    return cfg.adapter.qlora and device_type == "cpu" if given is None else given
 
 
 def release_memory(cfg, device_type: str) -> bool:
     """--release-memory, or on for QLoRA on the CPU when it is not given."""
-    return cfg.qlora and device_type == "cpu" if cfg.release_memory is None else cfg.release_memory
+    given = cfg.efficiency.release_memory
+    return cfg.adapter.qlora and device_type == "cpu" if given is None else given
 
 
 def optimizer_name(cfg, device_type: str) -> str:
     """--optim; auto is paged 8-bit AdamW for QLoRA on a GPU, AdamW otherwise."""
-    if cfg.optim != "auto":
-        return cfg.optim
-    return "paged_adamw_8bit" if cfg.qlora and device_type == "cuda" else "adamw"
+    if cfg.efficiency.optim != "auto":
+        return cfg.efficiency.optim
+    return "paged_adamw_8bit" if cfg.adapter.qlora and device_type == "cuda" else "adamw"
 
 
 def sampler(cfg, device: torch.device, model_config) -> Sampler:

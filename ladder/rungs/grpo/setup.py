@@ -27,7 +27,7 @@ def placement(cfg: Config) -> torch.device:
     if cfg.prompts_per_step % launched_processes():
         raise UsageError(f"--prompts-per-step {cfg.prompts_per_step} cannot be shared equally by "
                          f"{launched_processes()} processes; use a multiple of {launched_processes()}")
-    if cfg.optim == "paged_adamw_8bit" and device.type != "cuda":
+    if cfg.efficiency.optim == "paged_adamw_8bit" and device.type != "cuda":
         raise UsageError("--optim paged_adamw_8bit needs a CUDA GPU; use --optim adamw on the CPU")
     return device
 
@@ -53,13 +53,12 @@ def check_sampler(cfg: Config, device: torch.device, given: Config) -> None:
 def load_task(cfg: Config) -> tuple[str, list[dict], list[dict], str, object]:
     """(system prompt, training problems, held-out problems, model path, tokenizer), checked to fit the
     model's context before any weight loads."""
-    system_prompt = math_problems.system_prompt(cfg.task, cfg.system_prompt)
-    problems, held_out = math_problems.split(cfg.task, cfg.dataset, cfg.eval_size, cfg.train_size,
-                                             cfg.prompts_per_step)
-    model_path = hub.resolve(math_problems.resolve_model(cfg.model), "--model")
+    system_prompt = math_problems.system_prompt(cfg.problems.task, cfg.problems.system_prompt)
+    problems, held_out = cfg.problems.split(cfg.prompts_per_step)
+    model_path = hub.resolve(math_problems.resolve_math_model(cfg.model), "--model")
     tokenizer = quant.load_tokenizer(model_path)
     math_eval.check_context(tokenizer, quant.load_config(model_path), problems + held_out, system_prompt,
-                            cfg.max_new_tokens)
+                            cfg.generation.max_new_tokens)
     return system_prompt, problems, held_out, model_path, tokenizer
 
 

@@ -17,7 +17,7 @@ import torch
 from ladder import core, rewards
 from ladder.core.swappable import swappable
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
-from ladder.rungs.grpo import advantages as advantage_settings
+from ladder.rungs.grpo import advantage_spec as advantage_settings
 from ladder.rungs.grpo import entropy_control as entropy_settings
 from ladder.rungs.grpo.core_settings import records_sampler_logp, update_config
 from ladder.rungs.grpo.loss_types import LOSS_TYPES
@@ -210,6 +210,6 @@ def grpo_batch(step: Step) -> Collected:
     # The loss's constant normaliser: the active tokens of the whole batch, shared out over the processes
     # (dapo, cispo), or this process's rows × --max-new-tokens (dr_grpo).
     active_tokens = procs.gather(torch.tensor([float(batch.num_tokens)])).sum().item() / procs.world
-    num_tokens = loss_normaliser(cfg.loss_type, len(batch), cfg.max_new_tokens, active_tokens)
+    num_tokens = loss_normaliser(cfg.loss_type, len(batch), cfg.generation.max_new_tokens, active_tokens)
     laps.lap("reference")
     return Collected(batch, num_tokens, rollout, rewards, advantages, rounds, generated, laps)

@@ -1,0 +1,39 @@
+"""What changes a grpo run's memory and time, never its numbers — one spec, its flags.
+
+    GRPOEfficiency(gradient_checkpointing, sampler_loop, chunk_size, dequantize_once, release_memory, optim)
+        the language-model rungs' ``lm_options.Efficiency``, and grpo's own: sampling from the 4-bit base dequantized
+        once per batch, glibc's mmap threshold fixed, the optimiser (None and auto: decided once, by ``settle``)
+
+``Config.efficiency`` holds it, built from ``--gradient-checkpointing``, ``--sampler-loop``, ``--chunk-size``,
+``--dequantize-once``, ``--release-memory`` and ``--optim``, each listed where it always was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ladder.cli import Flag, OneOf
+from ladder.rungs.lm_options import EFFICIENCY_PLACED, Efficiency, efficiency_params
+from ladder.specs import FixedSpec, Param
+
+
+@dataclass(frozen=True)
+class GRPOEfficiency(Efficiency):
+    dequantize_once: bool | None = None
+    release_memory: bool | None = None
+    optim: str = "auto"
+
+
+PARAMS = (
+    *efficiency_params(GRPOEfficiency),
+    Param("dequantize_once", GRPOEfficiency, "dequantize_once", "sample with the 4-bit base dequantized once per "
+          "batch, not once per token: the same samples, faster, the dequantized base held while sampling (default: "
+          "on with --qlora on the CPU)", Flag()),
+    Param("release_memory", GRPOEfficiency, "release_memory", "glibc: a fixed mmap threshold, so freed buffers leave "
+          "RSS at once: far less peak memory, a slower update (default: on with --qlora on the CPU)", Flag()),
+    Param("optim", GRPOEfficiency, "optim", "auto (8-bit paged AdamW on CUDA with --qlora, else AdamW), adamw, "
+          "paged_adamw_8bit", OneOf(("auto", "adamw", "paged_adamw_8bit")), parser_checks=False),
+)
+
+PLACED = {**EFFICIENCY_PLACED, "dequantize_once": "steps", "release_memory": "steps", "optim": "steps"}
+OPTION = FixedSpec("efficiency", GRPOEfficiency, PARAMS, placed=PLACED)
