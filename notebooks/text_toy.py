@@ -76,16 +76,16 @@ print(sorted(core.__all__))""",
 
 Each rung is a command of `python -m ladder.run`. The table below lists the rungs `ladder.rungs.registry` finds —
 every module of `ladder.rungs` that declares itself with `RUNG = Rung(name=…, …)` — in their order on the ladder:
-`registry.rungs()` maps each rung's name to its module, whose docstring's first line is the title and whose `ALGOS`
-are its `--algo` bundles (a method's flags as its paper sets them: grpo and agent have them); the notebook column is
-written by hand here. Every run writes `metrics.jsonl`, `summary.json` and `curves.png`; `--help` lists every knob.""",
+`registry.rungs()` maps each rung's name to its module; the title is the summary its declaration gives
+(`RUNG.summary`, what `python -m ladder.run --help` prints) and its `ALGOS` are its `--algo` bundles (a method's flags
+as its paper sets them: grpo and agent have them); the notebook column is written by hand here. Every run writes `metrics.jsonl`, `summary.json` and `curves.png`; `--help` lists every knob.""",
     """from ladder.rungs import registry
 
 NOTEBOOK = {"reinforce": "1", "cartpole": "2, 3", "ppo-sentiment": "4, 9", "grpo": "5, 6", "eval": "5", "agent": "7",
             "reward-model": "9", "dpo": "9"}
 rows = []
 for name, module in registry.rungs().items():   # in their order on the ladder
-    title = (module.__doc__ or "").strip().splitlines()[0]
+    title = module.RUNG.summary
     algos = f" (`--algo`: {', '.join(module.ALGOS)})" if module.ALGOS else ""
     tiny = " (`--preset tiny` on a CPU)" if "tiny" in module.PRESETS and name not in ("reinforce", "cartpole") else ""
     rows.append(f"| {title} | {NOTEBOOK.get(name, '—')} | `python -m ladder.run {name}`{tiny}{algos} |")
