@@ -58,13 +58,8 @@ NAME = "agent"
 RUNG = Rung(name=NAME, position=5,
             summary="GRPO on multi-turn tool use: the environment's replies are context, not actions",
             export="ladder.trl.export:write_agent_run",
-            exercises=("ex05_clipped_surrogate", "ex08_kl_corrected", "ex10_group_relative", "ex11_aggregate",
-                       "ex12_sequence_ratio", "ex13_leave_one_out", "ex14_kl_in_reward", "ex15_soft_update",
-                       "ex16_token_logp", "ex17_compute_loss", "ex18_update", "ex20_grpo_step",
-                       "ex21_sampler_weights", "ex22_trajectory_tensors", "ex23_multi_turn", "ex24_soft_gate",
-                       "ex25_decoupled_advantages"),
-            vitals=("reward", "reward_functions", "accuracy", "kl_ref", "entropy", "clip", "ratio", "length",
-                    "cut_off", "zero_spread", "grad_norm", "tool_calls", "sampler_cut", "sampler_gap"))
+            exercises=(*grpo.RUNG.exercises, "ex22_trajectory_tensors", "ex23_multi_turn"),  # grpo's step, its rollout
+            vitals=grpo.RUNG.vitals)
 ALGOS = grpo_options.ALGOS
 CURVES = [Panel("reward", "mean over the update's trajectories", {"reward": ""}),
           Panel("greedy accuracy (held-out)", "share solved", {"eval_accuracy": ""}),
