@@ -23,6 +23,16 @@ from pathlib import Path
 
 from ladder.runtime.errors import OptionError
 from ladder.runtime.trackers import REPORT_TO
+from ladder.trl_rows import DPO, GRPO, PPO, REWARD, RLOO, SAME, TRL, const, on_cuda, optimizer_steps, trl_output_dir
+
+# The GRPOConfig fields of where and how a run runs (--device)
+DEVICE_TRL = (
+    TRL("use_cpu", note="the script's --device overrides it", value=lambda cfg: cfg.device == "cpu"),
+    TRL("bf16", note="ladder computes in bfloat16 on a CUDA GPU that has it, float32 on the CPU (TRL's default: bf16 "
+        "on)", value=on_cuda),
+    TRL("model_init_kwargs", note="the dtype the model loads in",
+        value=lambda cfg: {"dtype": "bfloat16" if on_cuda(cfg) else "float32"}),
+)
 
 
 @dataclass(frozen=True)
@@ -236,7 +246,7 @@ def probability() -> Number:
 
 
 def option(default, help: str, domain=None, choices: tuple | None = None, why: str = "", aliases: tuple = (),
-           switches: dict | None = None, spec=None):
+           switches: dict | None = None, spec=None, trl: tuple = ()):
     """A config field with its ``--help`` text and its domain (``choices`` make a ``OneOf``; a dict's keys are
     read when the parser is built, so a name registered later is a choice too).
 
@@ -245,12 +255,13 @@ def option(default, help: str, domain=None, choices: tuple | None = None, why: s
     ``aliases``: former flag names still accepted (``("--num-updates",)``).
     ``switches``: former on/off flags that now set one value (``{"--tensorboard": "tensorboard"}``).
     ``spec``: the field holds a typed spec whose fields have flags of their own (``ladder.specs.SpecOption``).
+    ``trl``: the option's names in TRL (``ladder.trl_rows.TRL``), from which ``ladder.trl.map`` is made.
     """
     if choices is not None:
         domain = OneOf(choices if isinstance(choices, dict) else tuple(choices))
     return field(default=default, metadata={"help": help, "choices": choices, "domain": domain, "why": why,
                                             "aliases": tuple(aliases), "switches": dict(switches or {}),
-                                            "spec": spec})
+                                            "spec": spec, "trl": tuple(trl)})
 
 
 def domain_of(f: dataclasses.Field):
@@ -300,25 +311,43 @@ class RunOptions(Checked):
     """Options every rung shares."""
 
     out: str | None = option(None, "output directory (default: "
-                             "runs/RUNG[-PRESET][-ALGO][-lora|-qlora][-exercises]-seedN)", PathKind("dir"))
+                             "runs/RUNG[-PRESET][-ALGO][-lora|-qlora][-exercises]-seedN)", PathKind("dir"),
+                             trl=(TRL("output_dir", note="OUT-trl (the adapter or model is saved there; the script's "
+                                      "--output-dir overrides it)", value=trl_output_dir),))
     seed: int = option(0, "random seed (torch, numpy, python, environments; at most 2**32 − 1, numpy's "
                                  "largest)",
-                       int_range(0, 2**32 - 1))
-    device: str = option("cpu", "torch device, e.g. cpu, cuda, cuda:1", Device())
+                       int_range(0, 2**32 - 1),
+                       trl=(TRL("seed", value=SAME, cls=(GRPO, REWARD, DPO)), TRL("seed", cls=(RLOO, PPO))))
+    device: str = option("cpu", "torch device, e.g. cpu, cuda, cuda:1", Device(), trl=DEVICE_TRL)
     report_to: str = option("none", "also send each update's numbers to a tracker: tensorboard (OUT/tb), "
                                     "trackio (local, project ladder) or wandb (OUT/wandb; WANDB_MODE=offline works "
                                     "without an account); trackio and wandb: pip install trackio wandb, or "
                                     "pip install -e \".[trackers]\" in ladder's checkout",
-                            choices=REPORT_TO, switches={"--tensorboard": "tensorboard"})
-    resume: str | None = option(None, "continue the run saved in this directory", PathKind("run"))
+                            choices=REPORT_TO, switches={"--tensorboard": "tensorboard"},
+                            trl=(TRL("report_to", note="the same trackers (TRL's TensorBoard logs go under "
+                                     "output_dir)", value=lambda cfg: [cfg.report_to] if cfg.report_to != "none"
+                                     else "none"),))
+    resume: str | None = option(None, "continue the run saved in this directory", PathKind("run"),
+                                trl=(TRL("resume_from_checkpoint", note="TRL resumes its own checkpoints "
+                                         "(output_dir/checkpoint-N), not ladder's run directories",
+                                         cls="GRPOTrainer.train"),))
     overwrite: bool = option(False, "replace the run of this rung in --out (only the files a run writes; a "
-                                     "directory that is not a run's is refused)")
-    checkpoint_every: int = option(10, "save a resumable checkpoint every N updates", count(1, MAX_STEPS))
-    progress: bool = option(True, "show a progress bar")
+                                     "directory that is not a run's is refused)",
+                             trl=(TRL(None, note="TRL writes into output_dir as it is"),))
+    checkpoint_every: int = option(10, "save a resumable checkpoint every N updates", count(1, MAX_STEPS),
+                                   trl=(TRL("save_steps", note="× μ × M optimiser steps",
+                                            value=lambda cfg: optimizer_steps(cfg, cfg.checkpoint_every)),
+                                        TRL("save_total_limit", note="ladder keeps only the latest checkpoint",
+                                            value=const(1))))
+    progress: bool = option(True, "show a progress bar",
+                            trl=(TRL("disable_tqdm", value=lambda cfg: not cfg.progress),))
     max_nonfinite_updates: int = option(10, "stop after this many updates in a row whose every step had a "
-                                            "non-finite loss or gradient (0: never)", count(0, MAX_STEPS))
+                                            "non-finite loss or gradient (0: never)", count(0, MAX_STEPS),
+                                       trl=(TRL(None, note="ladder skips (and counts) non-finite steps and stops "
+                                                "after N in a row; TRL steps anyway"),))
     use_exercises: bool = option(False, "train with your implemented functions from exercises/ "
-                                        "(or $LADDER_EXERCISES) in place of the core's")
+                                        "(or $LADDER_EXERCISES) in place of the core's",
+                                 trl=(TRL(None, note="TRL computes the loss with its own code"),))
 
     def options(self) -> dict:
         """The options as their flags name them, flag → value: config.json (``options_dict``)."""

@@ -44,6 +44,7 @@ class Param:
     own_default: Any = _FIELDS_OWN
     aliases: tuple = ()          # former flag names still accepted (``("--sample-every",)``)
     parser_checks: bool = True   # False: a ``OneOf`` domain checked as the other options are, not by argparse
+    trl: tuple | Callable[[], tuple] = ()  # its names in TRL (``ladder.trl_rows.TRL``; a function: read when asked)
 
     @property
     def default(self):
@@ -94,6 +95,12 @@ def option_value(config, flag: str):
             if p.flag == flag:
                 return p.default
     raise AttributeError(f"{type(config).__name__} has no option {flag!r}")
+
+
+def trl_names(item) -> tuple:
+    """The TRL names an option declares (``ladder.trl_rows.TRL``): a ``layout`` item's, a field's or a param's."""
+    trl = item.metadata.get("trl", ()) if isinstance(item, dataclasses.Field) else item.trl
+    return tuple(trl() if callable(trl) else trl)
 
 
 def option_defaults(config_cls) -> dict:
@@ -180,16 +187,17 @@ class UnionSpec:
         return found if found is not None else _conflict(held)
 
 
-def choice_param(flag: str, help: str | Callable[[], str], domain, default) -> Param:
+def choice_param(flag: str, help: str | Callable[[], str], domain, default,
+                 trl: tuple | Callable[[], tuple] = ()) -> Param:
     """The flag of a ``UnionSpec``'s choice: it sets no field, its value is the class held (``help``: a text, or a
-    function of none that makes it when ``--help`` is built, from a registry as it is then)."""
-    return Param(flag, None, flag, help, domain, own_default=default)
+    function of none that makes it when ``--help`` is built, from a registry as it is then; ``trl``: its TRL names)."""
+    return Param(flag, None, flag, help, domain, own_default=default, trl=trl)
 
 
-def switched(field: str, flag: str, help: str, spec: type, params: tuple[Param, ...]) -> UnionSpec:
+def switched(field: str, flag: str, help: str, spec: type, params: tuple[Param, ...], trl: tuple = ()) -> UnionSpec:
     """A ``UnionSpec`` that an on/off flag picks: ``spec`` with ``--FLAG``, None without it (its params then
-    refused: "no effect without --FLAG")."""
-    choice = choice_param(flag, help, Flag(), False)
+    refused: "no effect without --FLAG"); ``trl``: the flag's TRL names."""
+    choice = choice_param(flag, help, Flag(), False, trl)
     return UnionSpec(field, choice, lambda on: spec if on else None, lambda held: held is not None,
                      lambda: {spec: params}, lambda group: choice.dashed)
 

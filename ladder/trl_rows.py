@@ -1,8 +1,14 @@
-"""The row of ``ladder.trl.map`` (``Mapping``) and the small functions its rows use to compute a TRL value from
-a ladder ``Config`` (``same("lr")``: the option itself; ``const(x)``; ``on_cuda``, ``optim``, ``peft``, ...).
+"""TRL's names as an option declares them (``TRL``), the row of ``ladder.trl.map`` made from them (``Mapping``), and
+the small functions a declaration uses to compute a TRL value from a ladder ``Config`` (``const(x)``, ``on_cuda``,
+``optim``, ``peft``, ``optimizer_steps``, ...).
 
-The vocabulary the map and the rungs share: a rung's spec declares its own TRL rows (``TRLRow``, ``param_rows``)
-beside its options (``ladder.specs``), and ``ladder.trl`` gathers them into the map."""
+An option says its TRL names where it is declared — a field, ``option(..., trl=(TRL(...), ...))``, or a spec's flag,
+``Param(..., trl=...)`` — and a rung's declaration (``Rung.trl``) says the TRL settings it has no flag for;
+``ladder.trl.map`` generates the map from them, naming each row's option as its flag does (no name is written twice).
+
+    TRL("num_generations", core="group_relative", note="G completions per prompt", value=SAME, cls=(GRPO, RLOO))
+
+This module imports nothing of ladder's: the options' module (``ladder.cli``) and the specs declare with it."""
 
 from __future__ import annotations
 
@@ -10,11 +16,52 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ladder.specs import option_value
+GRPO = "GRPOConfig"
+GRPO_TRAINER = "GRPOTrainer"
+RLOO = "RLOOConfig"
+PPO = "PPOConfig"            # TRL ≤ 0.11's (see CLASSIC)
+PPO_TRAINER = "PPOTrainer"   # TRL ≤ 0.11's
+REWARD = "RewardConfig"
+DPO = "DPOConfig"
+PAIRS = (REWARD, DPO)
+SAME = "same"  # TRL(..., value=SAME): the TRL value is the option's own
+SCHEDULE = ("ladder: each update samples P·G completions and makes μ passes over them, each pass a fresh "
+            "shuffle into M minibatches, one optimiser step each. TRL: a generation batch of "
+            "per_device_train_batch_size × steps_per_generation × processes completions is shuffled once "
+            "and cut into steps_per_generation micro-batches, reused in the same order for num_iterations "
+            "passes; one optimiser step per gradient_accumulation_steps micro-batches. With "
+            "gradient_accumulation_steps = 1, steps_per_generation = M, per_device_train_batch_size = P·G/M "
+            "every TRL step sees one ladder minibatch; only the reshuffle between passes differs (none for μ = 1)")
+
+
+@dataclass(frozen=True)
+class TRL:
+    """One TRL name of the option that declares it (or, in ``Rung.trl``, of none).
+
+    ``field``: the name in ``cls`` (None: TRL has no equivalent, ``note`` says what to do instead); ``core``: the
+    ``ladder.core`` attribute that computes it; ``value``: the TRL value that reproduces a run (a function of its
+    Config, SAME: the option's value, None: the row gives none); ``applies``: whether the row concerns a run (None:
+    whenever the run reads the option); ``always``: the row gives its value even where the option's spec is not the
+    run's (the param's default); ``cls``: the TRL class, or several (a row for each that the rung maps)."""
+
+    field: str | None
+    core: str | None = None
+    note: str = ""
+    value: Callable[[Any], Any] | str | None = None
+    applies: Callable[[Any], bool] | None = None
+    cls: str | tuple[str, ...] = GRPO
+    always: bool = False
+
+    def classes(self) -> tuple[str, ...]:
+        return self.cls if isinstance(self.cls, tuple) else (self.cls,)
 
 
 @dataclass(frozen=True)
 class Mapping:
+    """A row of ``ladder.trl.map``: ``trl_class.trl_field`` ↔ ``--ladder_option`` of ``ladder_rung`` (None: no
+    flag) → ``ladder.core.core_function``. ``config``: the rung's Config, whose runs (and its subclasses') the row
+    concerns."""
+
     trl_class: str
     trl_field: str | None
     ladder_rung: str
@@ -23,8 +70,11 @@ class Mapping:
     note: str = ""
     value: Callable[[Any], Any] | None = field(default=None, compare=False, repr=False)
     applies: Callable[[Any], bool] | None = field(default=None, compare=False, repr=False)
+    config: type | None = field(default=None, compare=False, repr=False)
 
     def applies_to(self, cfg) -> bool:
+        if self.config is not None and not isinstance(cfg, self.config):
+            return False
         return self.applies is None or bool(self.applies(cfg))
 
 
@@ -43,14 +93,6 @@ CLASSIC = ("PPOConfig", "PPOTrainer")  # rows named after TRL ≤ 0.11, not chec
 
 
 # --- values: a grpo Config → the GRPOConfig value -----------------------------------------------
-
-def same(option: str) -> Callable[[Any], Any]:
-    def value(cfg):
-        return option_value(cfg, option)
-
-    value.__qualname__ = value.__name__ = f"same_{option}"
-    return value
-
 
 def const(constant) -> Callable[[Any], Any]:
     def value(cfg):
@@ -85,31 +127,10 @@ def peft(cfg) -> bool:
 
 
 def agent(cfg) -> bool:
-    """An agent rung's Config (its rows apply to it alone; a grpo Config has no --max-tool-calls)."""
+    """An agent rung's Config (a grpo Config has no --max-tool-calls)."""
     return hasattr(cfg, "max_tool_calls")
 
 
-# --- the rows of a spec's params (``ladder.specs.Param``), declared with the spec -----------------------------
-
-@dataclass(frozen=True)
-class TRLRow:
-    """A param's TRL name: ``GRPOConfig.{field}`` (None: no TRL equivalent, ``note`` says what to do instead).
-    ``always``: the row gives TRL its value in every run (the param's default when its spec is not the run's)."""
-
-    field: str | None
-    core_function: str | None
-    note: str
-    always: bool = False
-
-
-def param_rows(params, rows: dict, applies: Callable[[Any], bool], rung: str = "grpo",
-               trl_class: str = "GRPOConfig") -> tuple[Mapping, ...]:
-    """The map's rows of ``params`` (flag → ``TRLRow`` in ``rows``; a param without one has none), each applying
-    where ``applies`` (the spec is the run's) unless its row is ``always``."""
-    out = []
-    for p in params:
-        row = rows.get(p.flag)
-        if row is not None:
-            out.append(Mapping(trl_class, row.field, rung, p.flag, row.core_function, row.note,
-                               None if row.field is None else same(p.flag), None if row.always else applies))
-    return tuple(out)
+def trl_output_dir(cfg) -> str:
+    """GRPOConfig's output_dir: OUT-trl (OUT's default, the run's)."""
+    return (cfg.out or f"runs/{'agent' if agent(cfg) else 'grpo'}-seed{cfg.seed}") + "-trl"

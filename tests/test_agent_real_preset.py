@@ -135,7 +135,7 @@ def test_the_real_preset_trains_on_qwen2_5_tool_calls(qwen_files, tok, spy_grpo_
         return real(scripted_policy(policy.model, tokenizer, turns, policy.temperature), tokenizer, envs, *args,
                     **kwargs)
 
-    monkeypatch.setattr(agent.rung, "multi_turn", scripted)
+    monkeypatch.setattr(agent.recipe, "multi_turn", scripted)
     out = tmp_path / "run"
     code = ladder_run.main(["agent", "--model", qwen_files["model"], "--dataset", qwen_files["dataset"], "--qlora",
                             "--steps", "2", "--prompts-per-step", "2", "--group-size", "2", "--max-new-tokens", "64",

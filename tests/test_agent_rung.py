@@ -101,7 +101,7 @@ def calls_multiply(monkeypatch):
         return real(scripted_policy(policy.model, tokenizer, turns, policy.temperature), tokenizer, envs, *args,
                     **kwargs)
 
-    monkeypatch.setattr(agent.rung, "multi_turn", scripted)
+    monkeypatch.setattr(agent.recipe, "multi_turn", scripted)
     reply = "\n<|im_start|>user\n<tool_response>\n408\n</tool_response><|im_end|>\n<|im_start|>assistant\n"
     return {"call": len(call), "reply": len(ids(tok, reply))}
 

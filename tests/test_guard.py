@@ -30,7 +30,7 @@ def test_non_finite_losses_warn_once_then_stop_the_run(tmp_path, monkeypatch, ca
     assert len(captured.err.strip().splitlines()) == 1 and "3 updates in a row" in captured.err
     records = [json.loads(line) for line in open(out / "metrics.jsonl")]
     assert len(records) == 2 and all(r["skipped_steps"] == 15 for r in records)  # μ = 15 passes, 1 minibatch
-    initial = cartpole.MLPActorCritic if hasattr(cartpole, "MLPActorCritic") else None
+    initial = cartpole.recipe.MLPActorCritic if hasattr(cartpole.recipe, "MLPActorCritic") else None
     assert initial is None or (out / "checkpoint.pt").exists()
 
 

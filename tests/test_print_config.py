@@ -170,8 +170,8 @@ def test_ppo_sentiment_prints_what_load_model_uses(argv, monkeypatch, capsys):
         seen.update(kw)
         raise Loaded
 
-    monkeypatch.setattr(ppo.hub, "resolve", lambda path, flag: path)
-    monkeypatch.setattr(ppo.quant, "load_causal_lm", load_causal_lm)
+    monkeypatch.setattr(ppo.setup.hub, "resolve", lambda path, flag: path)
+    monkeypatch.setattr(ppo.setup.quant, "load_causal_lm", load_causal_lm)
     with pytest.raises(Loaded):
         ppo.load_model(run.make_config("ppo-sentiment", ppo, argv))
     shown = printed(["ppo-sentiment", *argv], capsys)

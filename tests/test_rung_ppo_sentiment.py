@@ -50,7 +50,7 @@ def spy_update(monkeypatch):
 
 def test_rung_calls_the_same_core_update_as_cartpole(tmp_path, spy_update, tiny_model_dir):
     calls, real = spy_update
-    assert ps.core is cartpole.core is ladder.core
+    assert ps.recipe.core is cartpole.recipe.core is ladder.core
     assert not hasattr(ps, "update")  # no private copy of the update
     ps.train(tiny_config(tmp_path))
     cartpole.train(cartpole.Config(out=str(tmp_path / "cp"), total_steps=256, progress=False, eval_every=10**6))

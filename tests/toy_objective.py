@@ -19,7 +19,7 @@ from ladder import core
 from ladder.cli import positive
 from ladder.rungs.grpo import loss_types
 from ladder.specs import Param
-from ladder.trl_rows import TRLRow
+from ladder.trl_rows import TRL
 
 
 @core.objective
@@ -37,7 +37,7 @@ class ScaledRatio:
 
 loss_types.register_objective(
     ScaledRatio,
-    (Param("toy_scale", ScaledRatio, "scale", "s of the toy objective −s·ρ·Â", positive()),),
-    trl={"toy_scale": TRLRow(None, None, "GRPOTrainer has no toy loss: its closest is loss_type bnpo with "
-                                        "epsilon large enough never to clip, and the learning rate × s")})
+    (Param("toy_scale", ScaledRatio, "scale", "s of the toy objective −s·ρ·Â", positive(),
+           trl=(TRL(None, note="GRPOTrainer has no toy loss: its closest is loss_type bnpo with epsilon large enough "
+                    "never to clip, and the learning rate × s"),)),))
 loss_types.register_loss_type("toy", ScaledRatio, "token_mean", "−s·ρ·Â, a token mean, no clip", in_trl=False)

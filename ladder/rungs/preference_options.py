@@ -25,6 +25,29 @@ from ladder.cli import (
 )
 from ladder.rungs.protocol import check_minibatches
 from ladder.tasks import preference_pairs
+from ladder.trl_rows import PAIRS, SAME, TRL, const
+
+# TRL's RewardConfig and DPOConfig (``ladder.trl.export_preferences`` writes them): a ladder update of B pairs in M
+# minibatches is M optimiser steps of B / M pairs, so per_device_train_batch_size is B / M and max_steps is --steps × M.
+BATCH_TRL = (TRL("per_device_train_batch_size", "update", "pairs per optimiser step: --batch-size ÷ --num-minibatches",
+                 lambda cfg: cfg.batch_size // cfg.num_minibatches, cls=PAIRS),)
+LR_TRL = (TRL("learning_rate", value=SAME, cls=PAIRS),)
+
+
+def trl_settings(cls: str, loss: str) -> tuple[TRL, ...]:
+    """The settings of ``cls`` (RewardConfig, DPOConfig) ladder has no flag for: its learning rate stays fixed, its
+    AdamW has no weight decay, it does not truncate, trains in float32 (TRL's default bf16 would run π_ref under
+    bfloat16 autocast on a CPU) and turns dropout off, as TRL does by default; ``loss``: the rung's core loss."""
+    return (
+        TRL("lr_scheduler_type", note="ladder's learning rate stays fixed", value=const("constant"), cls=cls),
+        TRL("warmup_steps", note="no warm-up in ladder", value=const(0), cls=cls),
+        TRL("weight_decay", note="ladder's AdamW has none", value=const(0.0), cls=cls),
+        TRL("max_length", note="ladder does not truncate", value=const(None), cls=cls),
+        TRL("bf16", loss, "float32, as ladder (TRL's default bf16 would run the reference under bfloat16 autocast on "
+            "a CPU)", const(False), cls=cls),
+        TRL("disable_dropout", note="as ladder", value=const(True), cls=cls),
+        TRL("report_to", note="no tracker", value=const("none"), cls=cls),
+    )
 
 DEFAULT_MODEL = "Qwen/Qwen2.5-0.5B-Instruct"  # the model of TRL's RewardTrainer and DPOTrainer examples
 
@@ -42,13 +65,20 @@ class PreferenceOptions(RunOptions):
                                "adapters are merged on save; dpo: π_ref is the base with the adapter off)")
     lora_r: int = option(16, "LoRA rank r", int_range(1, 4096))
     lora_alpha: int = option(32, "LoRA α (at most 65536)", count(1, MAX_LORA_ALPHA))
-    steps: int = option(500, "updates (each one batch of pairs)", count(1, MAX_STEPS))
-    batch_size: int = option(32, "pairs per update B (at most 65536)", int_range(1, 65536))
+    steps: int = option(500, "updates (each one batch of pairs)", count(1, MAX_STEPS),
+                        trl=(TRL("max_steps", note="optimiser steps: --steps × --num-minibatches",
+                                 value=lambda cfg: cfg.steps * cfg.num_minibatches, cls=PAIRS),))
+    batch_size: int = option(32, "pairs per update B (at most 65536)", int_range(1, 65536), trl=BATCH_TRL)
     num_minibatches: int = option(1, "shuffled minibatches of whole pairs per update (each one optimiser step)",
                                   count(1, MAX_ROWS))
-    lr: float = option(1e-5, "AdamW learning rate", learning_rate())
-    max_grad_norm: float | None = option(1.0, "gradient-norm clip", positive(MAX_SCALE))
-    eval_every: int = option(50, "evaluate on the held-out pairs every N updates", count(1, MAX_STEPS))
+    lr: float = option(1e-5, "AdamW learning rate", learning_rate(), trl=LR_TRL)
+    max_grad_norm: float | None = option(1.0, "gradient-norm clip", positive(MAX_SCALE),
+                                         trl=(TRL("max_grad_norm", "update", "0: no clipping",
+                                                  lambda cfg: 0.0 if cfg.max_grad_norm is None else cfg.max_grad_norm,
+                                                  cls=PAIRS),))
+    eval_every: int = option(50, "evaluate on the held-out pairs every N updates", count(1, MAX_STEPS),
+                             trl=(TRL("logging_steps", note="TRL logs its own training statistics", value=SAME,
+                                      cls=PAIRS),))
     forward_batch_size: int = option(32, "pairs per gradient-free forward (π_ref, the evaluation)", count(1, MAX_ROWS))
     threads: int = option(0, "torch CPU threads (0: torch's default; at most 1024)", int_range(0, 1024))
     export_trl: str | None = option(None, "write this run as a runnable TRL script (reward-model: trl.RewardTrainer; "

@@ -48,6 +48,9 @@ class Rung:
     vitals: tuple[str, ...] = ()       # the doctor's vital signs of its runs (``ladder.doctor.vitals.VITALS``' names)
     words: Mapping[str, Words] = field(default_factory=dict, hash=False)  # signature → the doctor's words for it
     #                                    where it means something else on this rung (else the common ones)
+    trl_classes: tuple[str, ...] = ()  # the TRL classes its options map to (``ladder.trl.map``: the rows of its
+    #                                    options' ``TRL`` names in these classes)
+    trl: tuple = ()                    # TRL settings it has no flag for (``ladder.trl_rows.TRL``)
 
 
 @runtime_checkable

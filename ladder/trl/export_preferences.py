@@ -5,9 +5,9 @@
     python rm_trl.py --max-steps 2 --output-dir /tmp/rm-trl --device cpu
     python -m ladder.run dpo --preset tiny --export-trl dpo_trl.py
 
-What maps, option by option, is ``ladder.trl.map_preferences`` (the map's rows for the two configs, each with its
-value): a ladder update of B pairs in M minibatches is M optimiser steps of B / M pairs, so
-``per_device_train_batch_size`` = B / M and ``max_steps`` = steps × M; the learning rate stays fixed
+What maps, option by option, is ``ladder.trl.map``'s rows for the two configs (each with its value, declared by
+the options, ``ladder.rungs.preference_options``): a ladder update of B pairs in M minibatches is M optimiser steps
+of B / M pairs, so ``per_device_train_batch_size`` = B / M and ``max_steps`` = steps × M; the learning rate stays fixed
 (``lr_scheduler_type="constant"``), AdamW without weight decay, the gradient norm clipped alike, no truncation
 (``max_length=None``), float32 (``bf16=False``: TRL would otherwise run π_ref under bfloat16 autocast), dropout off
 (TRL's default, as ladder). The script imports ladder for the pairs (the same ``train_and_held_out`` split) and for

@@ -1,11 +1,12 @@
-"""Rung 5: agents, as a package — the rung (``rung``: GRPO on multi-turn trajectories, trained through
-``ladder.rungs.grpo``), its options (``options``) and the multi-turn rollout (``rollout``).
+"""Rung 5: agents, as a package — the recipe and the declaration ``RUNG`` (``recipe``: GRPO on multi-turn
+trajectories, trained through ``ladder.rungs.grpo``), its options (``options``) and the multi-turn rollout
+(``rollout``).
 
 ``ladder.rungs.agent`` reads as the rung module ``python -m ladder.run`` expects (see ``ladder.rungs.protocol``):
 the names below are the rung's.
 """
 
-from ladder.rungs.agent.rung import (
+from ladder.rungs.agent.recipe import (
     ALGOS,
     NAME,
     PRESETS,

@@ -19,9 +19,12 @@ from ladder.rungs.grpo.scoring import Rewards
 from ladder.runtime.errors import UsageError
 from ladder.specs import accepts_flags
 from ladder.tasks import agent_envs, math_problems, tiny_agent
+from ladder.trl_rows import GRPO_TRAINER, SAME, TRL
 
 TRAJECTORY_HELP = ("token budget of a whole trajectory: the model's tokens and the environment's (TRL's "
                    "max_completion_length)")
+TRAJECTORY_TRL = (TRL("max_completion_length", "aggregate", "the token budget of the whole trajectory, the tools' "
+                      "replies included; a reply that would not fit ends the trajectory in both"),)
 TINY_MODEL = "@tiny-agent"
 TINY_GUESS_MODEL = "@tiny-guess"
 # --model NAME → the shipped tiny model's directory (built on first use with LADDER_BUILD_TINY=1)
@@ -37,27 +40,51 @@ class Config(grpo_options.Config):
     env: str = option("gsm8k", "the environment: calculator (products, a multiply tool) | guess (a number from 1 to "
                                "10, replies higher/lower and the numbers left) | gsm8k (GSM8K, a calculate tool) | "
                                "FILE.py:Class | MODULE:Class (TRL's protocol: reset, tools as methods, optional "
-                               "get_reward; its problems are --task's)", Text())
+                               "get_reward; its problems are --task's)", Text(),
+                     trl=(TRL("environment_factory", note="the environment class itself: TRL makes one instance per "
+                              "trajectory and calls reset(**row) with the dataset row (the problem's fields and the "
+                              "prompt); built-ins are ladder.tasks.agent_envs' classes, a FILE.py:Class is loaded by "
+                              "the script", cls=GRPO_TRAINER),))
     max_tool_calls: int = option(5, "turns that call tools, per trajectory (TRL's max_tool_calling_iterations); a "
                                     "call in a later turn is answered with an error, where TRL ends the "
-                                    "trajectory", count(0, MAX_PASSES))
+                                    "trajectory", count(0, MAX_PASSES),
+                                 trl=(TRL("max_tool_calling_iterations", note="both count the turns that call tools "
+                                          "(TRL's rounds of its tool loop: all the calls of one turn in one round), "
+                                          "not the calls; past the limit TRL ends the trajectory, the turn's calls "
+                                          "unanswered, while ladder answers each of them with an error the model reads "
+                                          "(a tool failure) and lets it answer", value=SAME),))
     generation: GRPOGeneration = option(GRPOGeneration(max_new_tokens=1024), "grpo's, --max-new-tokens a whole "
                                                                              "trajectory's budget",
-                                        spec=generation_settings.option(1024, TRAJECTORY_HELP))
+                                        spec=generation_settings.option(1024, TRAJECTORY_HELP, TRAJECTORY_TRL))
     credit: str = option("trajectory", "trajectory: every model token gets its trajectory's Â | turn: a turn's "
                                        "tokens get the normalised per-turn rewards from it on (the environment's "
                                        "turn_rewards, the trajectory's reward on its last turn)",
-                         choices=("trajectory", "turn"))
+                         choices=("trajectory", "turn"),
+                         trl=(TRL(None, "group_relative_turns", "GRPOTrainer gives every model token its trajectory's "
+                                  "advantage (--credit trajectory); --credit turn (turn_rewards, per-turn advantages) "
+                                  "is not in TRL: the script trains with the trajectory's",
+                                  applies=lambda cfg: cfg.credit == "turn"),))
     train_env_tokens: bool = option(False, "the mistake, to see it: put the environment's tokens in the loss as if "
-                                           "the model had written them (mask = attention mask)")
+                                           "the model had written them (mask = attention mask)",
+                                   trl=(TRL(None, "aggregate", "TRL always keeps the tools' tokens out of the loss "
+                                            "(tool_mask); ladder's --train-env-tokens, the mistake made to be seen, "
+                                            "has no TRL switch: the script trains as without it",
+                                            applies=lambda cfg: cfg.train_env_tokens),))
     rewards: Rewards = option(Rewards(funcs="correctness"), "grpo's, with --reward-funcs of the last model turn",
                               spec=scoring.option_with_funcs(
                                   "correctness", "reward functions of the last model turn, comma-separated (as "
                                                  "grpo's --reward-funcs); an environment's get_reward is added with "
-                                                 "weight 1"))
+                                                 "weight 1",
+                                  (TRL("reward_funcs", note="TRL passes a trajectory as its messages (the model's "
+                                       "turns, the tools' replies): the script's rewards read the last assistant "
+                                       "message, as ladder's read the last model turn; an environment's get_reward is "
+                                       "added by both, weight 1, logged under the class's name", cls=GRPO_TRAINER),)))
     env_timeout: float = option(60.0, "seconds each call into the environment may take: making it, reset, a tool, "
                                       "get_reward. A tool past it is a failed call the model reads; the others "
-                                      "stop the run in one line", interval(0, 86400, open_low=True))
+                                      "stop the run in one line", interval(0, 86400, open_low=True),
+                                trl=(TRL(None, note="TRL puts no time limit on the environment's calls (a tool or "
+                                         "reset that hangs holds the training); the script's environment runs without "
+                                         "one"),))
 
     # grpo's rules of ``settle``, with the agent's own model, system prompt and sampler:
     def model_source(self) -> str:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ladder.cli import OneOf
 from ladder.specs import Param, UnionSpec, choice_param
-from ladder.trl_rows import TRLRow, param_rows
+from ladder.trl_rows import RLOO, SAME, TRL
 
 
 @dataclass(frozen=True)
@@ -41,12 +41,18 @@ AGGREGATIONS = {"sum_then_normalize": SumThenNormalize, "normalize_then_sum": No
 PARAMS = {
     SumThenNormalize: (
         Param("advantage", SumThenNormalize, "estimator", "group: Â_i = (r_i − mean_group) / scale (GRPO); rloo: "
-              "Â_i = r_i − mean of the other G − 1 rewards (leave-one-out)", OneOf(("group", "rloo"))),
+              "Â_i = r_i − mean of the other G − 1 rewards (leave-one-out)", OneOf(("group", "rloo")),
+              trl=(TRL(None, "leave_one_out", "GRPOTrainer has no leave-one-out advantage; with the same "
+                       "--scale-rewards none it is the group advantage × G/(G−1), i.e. a learning rate × G/(G−1) "
+                       "(batch: whitened the same way). TRL's RLOOTrainer has it",
+                       applies=lambda cfg: estimator(cfg) == "rloo"),)),
         Param("scale_rewards", SumThenNormalize, "scale", "advantage scale: group std | batch std | none (rloo: none "
-              "| batch, which whitens Â over the batch)", OneOf(("group", "batch", "none")))),
+              "| batch, which whitens Â over the batch)", OneOf(("group", "batch", "none")),
+              trl=(TRL("scale_rewards", "group_relative", "group | batch | none", SAME, always=True),
+                   TRL("normalize_advantages", "leave_one_out", "True ↔ --scale-rewards batch (Â whitened over the "
+                       "batch), False ↔ none", cls=RLOO, always=True)))),
     NormalizeThenSum: (),
 }
-TRL = {"scale_rewards": TRLRow("scale_rewards", "group_relative", "group | batch | none", always=True)}
 GDPO_NEEDS = ("--multi-objective-aggregation normalize_then_sum normalises each reward function's scores: it needs "
               "--advantage group and --kl-in loss")
 
@@ -66,7 +72,9 @@ def _name(spec) -> str | None:
 CHOICE = choice_param(
     "multi_objective_aggregation", "with several reward functions: sum_then_normalize (Â from Σ_f w_f·r_f) or "
     "normalize_then_sum (GDPO: each r_f normalised within its group, then Σ_f w_f·ř_f whitened over the batch; "
-    "--scale-rewards does not apply)", OneOf(AGGREGATIONS), "sum_then_normalize")
+    "--scale-rewards does not apply)", OneOf(AGGREGATIONS), "sum_then_normalize",
+    (TRL("multi_objective_aggregation", "decoupled_group_relative", "sum_then_normalize (group_relative of Σ_f "
+         "w_f·r_f) | normalize_then_sum (GDPO)", SAME),))
 OPTION = UnionSpec("advantages", CHOICE, AGGREGATIONS.get, _name, lambda: PARAMS,
                    lambda cls: "--multi-objective-aggregation sum_then_normalize",
                    refusals=lambda: {SumThenNormalize: _refusal}, before="reward_timeout")  # after the rewards
@@ -85,7 +93,3 @@ def scale(cfg) -> str | None:
 def decoupled(cfg) -> bool:
     """GDPO's normalize_then_sum: each reward function normalised within its group first."""
     return isinstance(cfg.advantages, NormalizeThenSum)
-
-
-def trl_rows() -> tuple:
-    return param_rows(PARAMS[SumThenNormalize], TRL, lambda cfg: True)

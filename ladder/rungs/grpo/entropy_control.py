@@ -17,7 +17,7 @@ from ladder import core
 from ladder.cli import MAX_SCALE, coefficient, non_negative, probability
 from ladder.runtime.distributed import Processes
 from ladder.specs import FixedSpec, Param, switched
-from ladder.trl_rows import TRLRow, param_rows
+from ladder.trl_rows import SAME, TRL
 
 
 @dataclass(frozen=True)
@@ -48,30 +48,34 @@ class EntropyBonus:
 BONUS = FixedSpec("entropy", EntropyBonus, (
     Param("top_entropy_quantile", EntropyBonus, "top_quantile", "q: only the share q of tokens with the highest "
           "entropy take part in the policy term (\"Beyond the 80/20 rule\": 0.2; 1: all; 0: the highest-entropy token "
-          "and its ties)", probability()),
+          "and its ties)", probability(),
+          trl=(TRL("top_entropy_quantile", "high_entropy_mask", "q: the top-q entropy tokens take part in the policy "
+                   "term. TRL takes the quantile over every process's tokens, ladder over this process's minibatch "
+                   "(the same with one process)", SAME),)),
     Param("entropy_coef", EntropyBonus, "coef", "c_H of the entropy bonus −c_H·mean H over the tokens the policy term "
-          "keeps (with --adaptive-entropy: its starting value)", coefficient()),
+          "keeps (with --adaptive-entropy: its starting value)", coefficient(),
+          trl=(TRL("entropy_coef", "entropy_bonus", "c_H of −c_H·mean H over the kept tokens, whatever the loss type",
+                   SAME),)),
 ))
 
 PARAMS = (
     Param("entropy_target", AdaptiveEntropy, "target", "the entropy (nats per token, over the tokens the policy term "
-          "keeps) --adaptive-entropy holds the policy above", non_negative(MAX_SCALE)),
+          "keeps) --adaptive-entropy holds the policy above", non_negative(MAX_SCALE),
+          trl=(TRL("entropy_target", "AdaptiveEntropyCoef", "H_target", SAME),)),
     Param("entropy_coef_min", AdaptiveEntropy, "coef_min", "the lowest c_H --adaptive-entropy moves to",
-          coefficient()),
+          coefficient(), trl=(TRL("entropy_coef_min", "AdaptiveEntropyCoef", "c_min", SAME),)),
     Param("entropy_coef_max", AdaptiveEntropy, "coef_max", "the highest c_H --adaptive-entropy moves to",
-          coefficient()),
-    Param("entropy_coef_delta", AdaptiveEntropy, "delta", "Δ: --adaptive-entropy's step of c_H", coefficient()),
+          coefficient(), trl=(TRL("entropy_coef_max", "AdaptiveEntropyCoef", "c_max", SAME),)),
+    Param("entropy_coef_delta", AdaptiveEntropy, "delta", "Δ: --adaptive-entropy's step of c_H", coefficient(),
+          trl=(TRL("entropy_coef_delta", "AdaptiveEntropyCoef", "Δ", SAME),)),
 )
-TRL = {"entropy_target": TRLRow("entropy_target", "AdaptiveEntropyCoef", "H_target"),
-       "entropy_coef_min": TRLRow("entropy_coef_min", "AdaptiveEntropyCoef", "c_min"),
-       "entropy_coef_max": TRLRow("entropy_coef_max", "AdaptiveEntropyCoef", "c_max"),
-       "entropy_coef_delta": TRLRow("entropy_coef_delta", "AdaptiveEntropyCoef", "Δ")}
-
 
 OPTION = switched("entropy_control", "adaptive_entropy", "move c_H after every optimiser step: +Δ while the entropy is "
                   "at or below --entropy-target, −Δ above it, applied only at or below it, none on the first step "
                   "(nothing measured yet); the entropy of the tokens the policy term keeps, logged as "
-                  "entropy/controlled (Skywork-OR1; TRL's use_adaptive_entropy)", AdaptiveEntropy, PARAMS)
+                  "entropy/controlled (Skywork-OR1; TRL's use_adaptive_entropy)", AdaptiveEntropy, PARAMS,
+                  trl=(TRL("use_adaptive_entropy", "AdaptiveEntropyCoef", "c_H moved by ±Δ after each optimiser step, "
+                           "applied at or below the target", SAME),))
 
 
 def settings(cfg) -> AdaptiveEntropy | None:
@@ -83,7 +87,3 @@ def controller(cfg, procs: Processes) -> core.AdaptiveEntropyCoef | None:
     """--adaptive-entropy's controller of c_H, starting at --entropy-coef (None without the flag)."""
     spec = settings(cfg)
     return None if spec is None else spec.controller(cfg.entropy.coef, procs)
-
-
-def trl_rows() -> tuple:
-    return param_rows(PARAMS, TRL, lambda cfg: cfg.entropy_control is not None)

@@ -1,9 +1,9 @@
 """``--loss-type``: the objectives grpo trains with, each registered once with its flags and its TRL rows.
 
-    register_objective(spec, params, trl, refusal, rules)
+    register_objective(spec, params, refusal, rules)
                                               a ``ladder.core`` objective spec (its parameters are its fields),
-                                              a flag per field (``Param``), the TRL rows of those flags, and what
-                                              it refuses of the run's other options (``rules``)
+                                              a flag per field (``Param``, with its TRL names), and what it
+                                              refuses of the run's other options (``rules``)
     register_loss_type(name, spec, aggregation, help)
                                               a ``--loss-type`` value (TRL's name): the objective and the mode of
                                               ``core.aggregate``, and the class that says it (``Grpo``, ``Dapo``, …:
@@ -28,7 +28,7 @@ from ladder import core
 from ladder.cli import MAX_COEF, MAX_SCALE, Number, OneOf, non_negative, positive
 from ladder.rungs.grpo.settle import eps_high
 from ladder.specs import Param, UnionSpec, choice_param
-from ladder.trl_rows import TRLRow, param_rows
+from ladder.trl_rows import SAME, TRL
 
 
 @dataclass(frozen=True)
@@ -62,21 +62,19 @@ class LossSpec:
 
 LOSS_TYPES: dict[str, LossType] = {}
 PARAMS: dict[type, tuple[Param, ...]] = {}   # objective spec → its flags
-TRL: dict[type, dict[str, TRLRow]] = {}      # objective spec → flag → its TRL row
 REFUSALS: dict[type, str] = {}               # objective spec → the line that refuses its flags without it
 RULES: dict[type, Callable] = {}             # objective spec → rules(spec, cfg): what it refuses of other options
 
 
-def register_objective(spec: type, params: tuple[Param, ...] = (), trl: dict[str, TRLRow] | None = None,
-                       refusal: str | None = None, rules: Callable | None = None) -> type:
-    """An objective's flags (``Param(flag, spec, field, help, domain)``), its TRL rows, the line that refuses
+def register_objective(spec: type, params: tuple[Param, ...] = (), refusal: str | None = None,
+                       rules: Callable | None = None) -> type:
+    """An objective's flags (``Param(flag, spec, field, help, domain, trl=...)``), the line that refuses
     its flags when another objective is chosen (``{flags}``, ``{value}``: the --loss-type; default: "... has no effect
     without --loss-type ..."), and ``rules(spec, cfg)``: the line that refuses another option of a run that trains
     with it (None: nothing), ``grpo.validate`` asks it."""
     if any(p.spec is not spec for p in params):
         raise ValueError(f"{spec.__name__}: a param sets a field of the spec it is registered with")
     PARAMS[spec] = tuple(params)
-    TRL[spec] = dict(trl or {})
     if refusal is not None:
         REFUSALS[spec] = refusal
     if rules is not None:
@@ -95,7 +93,6 @@ def register_loss_type(name: str, objective: type, aggregation: str, help: str, 
     spec.__module__ = __name__
     LOSS_TYPES[name] = LossType(name, objective, aggregation, help, constant, in_trl, spec)
     PARAMS.setdefault(objective, ())
-    TRL.setdefault(objective, {})
     return LOSS_TYPES[name]
 
 
@@ -144,39 +141,39 @@ def _needs(spec: type) -> str:
 
 # ``Config.objective``: the spec of the chosen ``--loss-type`` (its class), built from its flags (``ladder.specs``);
 # the registries are read when asked, so an objective registered later is a choice too.
-OPTION = UnionSpec("objective", choice_param("loss_type", loss_type_help, OneOf(LOSS_TYPES), "grpo"), _pick,
+def loss_type_trl() -> tuple[TRL, ...]:
+    """--loss-type's TRL names: GRPOConfig's loss_type, and where a registered loss type is not TRL's, what the script
+    does for it (read when asked: a loss type registered later counts)."""
+    names = (TRL("loss_type", "aggregate", "grpo | bnpo | dr_grpo | dapo | cispo | sapo | luspo | vespo, the same "
+                 "names (TRL's default is dapo, ladder's grpo)", SAME, in_trl),)
+    if all(t.in_trl for t in LOSS_TYPES.values()):
+        return names
+    return names + (TRL(None, note="a loss type GRPOTrainer does not have: the script leaves GRPOConfig.loss_type at "
+                        "TRL's default", applies=lambda cfg: not in_trl(cfg)),)
+
+
+OPTION = UnionSpec("objective", choice_param("loss_type", loss_type_help, OneOf(LOSS_TYPES), "grpo", loss_type_trl),
+                   _pick,
                    lambda held: getattr(held, "loss_type", None), lambda: PARAMS, _needs, _objective_of,
                    lambda: REFUSALS, before="clip_eps")  # --loss-type, then --clip-eps and the objective's flags
 
 
 def objective_from_trl(loss_type: str, values: dict):
-    """The objective spec of ``--loss-type`` that TRL's ``GRPOConfig`` values give: its TRL rows read backwards
-    (``{"epsilon_high": 3.0}`` with cispo: ``CISPO(max_weight=3.0)``; a None where the param has a default: the
-    default)."""
+    """The objective spec of ``--loss-type`` that TRL's ``GRPOConfig`` values give: its flags' TRL names read
+    backwards (``{"epsilon_high": 3.0}`` with cispo: ``CISPO(max_weight=3.0)``; a None where the param has a default:
+    the default)."""
     spec = LOSS_TYPES[loss_type].objective
     kwargs = {}
     for p in PARAMS[spec]:
-        row = TRL[spec].get(p.flag)
-        if row is not None and row.field in values and (values[row.field] is not None or p.default is None):
-            kwargs[p.name] = values[row.field]
+        for name in (t.field for t in p.trl if t.field is not None):
+            if name in values and (values[name] is not None or p.default is None):
+                kwargs[p.name] = values[name]
     return spec(**kwargs)
 
 
 def in_trl(cfg) -> bool:
     """Whether TRL's GRPOConfig has this run's --loss-type."""
     return loss_type(cfg).in_trl
-
-
-def trl_rows(*specs: type) -> tuple:
-    """The ``ladder.trl.map`` rows of these objectives' flags (every registered objective's when none is named)."""
-    return tuple(row for spec in specs or tuple(PARAMS) for row in param_rows(PARAMS[spec], TRL[spec], _chosen(spec)))
-
-
-def _chosen(spec: type):
-    def applies(cfg) -> bool:
-        return loss_type(cfg).objective is spec
-
-    return applies
 
 
 # --- the built-in objectives and loss types -------------------------------------------------------------------------
@@ -208,36 +205,35 @@ def _vespo_rules(spec: core.GammaWeighted, cfg) -> str | None:
 
 register_objective(core.Clipped, (
     Param("delta", core.Clipped, "delta", "δ > 1 + ε_high: two-sided clipping also caps the ratio at δ where Â < 0 "
-          "(INTELLECT-2; None: off)", Number(float, low=1.0, open_low=True, high=MAX_SCALE, limit=True)),),
-    trl={"delta": TRLRow("delta", "clipped_surrogate", "two-sided clipping: ratio capped at c where Â < 0",
-                         always=True)},
+          "(INTELLECT-2; None: off)", Number(float, low=1.0, open_low=True, high=MAX_SCALE, limit=True),
+          trl=(TRL("delta", "clipped_surrogate", "two-sided clipping: ratio capped at c where Â < 0", SAME,
+                   always=True),)),),
     refusal="{flags} caps the clipped surrogate's ratio; --loss-type {value} has no clip", rules=_clipped_rules)
 register_objective(core.CISPO, (
     Param("cispo_max_weight", core.CISPO, "max_weight", "ε_max: CISPO's cap on the detached importance weight "
-          "(ScaleRL: 5)", positive(MAX_SCALE)),),
-    trl={"cispo_max_weight": TRLRow("epsilon_high", "cispo_loss", "with loss_type cispo TRL's epsilon_high is "
-                                    "CISPO's cap ε_max on the detached weight")},
+          "(ScaleRL: 5)", positive(MAX_SCALE),
+          trl=(TRL("epsilon_high", "cispo_loss", "with loss_type cispo TRL's epsilon_high is CISPO's cap ε_max on the "
+                   "detached weight", SAME),)),),
     rules=_cispo_rules)
 register_objective(core.SoftGate, (
     Param("sapo_temperature_pos", core.SoftGate, "temp_pos", "τ_pos of sapo's gate −(4/τ)·σ(τ(ρ − 1))·Â where "
-          "Â > 0: larger fades the gradient sooner as ρ leaves 1 (TRL's name)", positive(MAX_SCALE)),
+          "Â > 0: larger fades the gradient sooner as ρ leaves 1 (TRL's name)", positive(MAX_SCALE),
+          trl=(TRL("sapo_temperature_pos", "soft_gated_surrogate", "τ_pos of the soft gate −(4/τ)·σ(τ(ρ − 1))·Â "
+                   "where Â > 0", SAME),)),
     Param("sapo_temperature_neg", core.SoftGate, "temp_neg", "τ_neg of sapo's gate where Â ≤ 0 (TRL's name)",
-          positive(MAX_SCALE))),
-    trl={"sapo_temperature_pos": TRLRow("sapo_temperature_pos", "soft_gated_surrogate",
-                                        "τ_pos of the soft gate −(4/τ)·σ(τ(ρ − 1))·Â where Â > 0"),
-         "sapo_temperature_neg": TRLRow("sapo_temperature_neg", "soft_gated_surrogate",
-                                        "τ_neg of the soft gate where Â ≤ 0")})
+          positive(MAX_SCALE),
+          trl=(TRL("sapo_temperature_neg", "soft_gated_surrogate", "τ_neg of the soft gate where Â ≤ 0", SAME),))))
 register_objective(core.GammaWeighted, (
     Param("vespo_k_pos", core.GammaWeighted, "k_pos", "k of vespo's weight φ(ρ_seq) = e^λ·ρ_seq^k·e^(−λ·ρ_seq) "
-          "where Â ≥ 0: larger damps ρ_seq < 1 more (TRL's name)", non_negative(MAX_COEF)),
+          "where Â ≥ 0: larger damps ρ_seq < 1 more (TRL's name)", non_negative(MAX_COEF),
+          trl=(TRL("vespo_k_pos", "gamma_weight", "k of φ(ρ_seq) = e^λ·ρ_seq^k·e^(−λ·ρ_seq) where Â ≥ 0", SAME),)),
     Param("vespo_lambda_pos", core.GammaWeighted, "lambda_pos", "λ of φ where Â ≥ 0: larger damps ρ_seq > 1 more "
-          "(TRL's name)", positive(MAX_COEF)),
-    Param("vespo_k_neg", core.GammaWeighted, "k_neg", "k of φ where Â < 0 (TRL's name)", non_negative(MAX_COEF)),
-    Param("vespo_lambda_neg", core.GammaWeighted, "lambda_neg", "λ of φ where Â < 0 (TRL's name)", positive(MAX_COEF))),
-    trl={"vespo_k_pos": TRLRow("vespo_k_pos", "gamma_weight", "k of φ(ρ_seq) = e^λ·ρ_seq^k·e^(−λ·ρ_seq) where Â ≥ 0"),
-         "vespo_lambda_pos": TRLRow("vespo_lambda_pos", "gamma_weight", "λ of φ where Â ≥ 0"),
-         "vespo_k_neg": TRLRow("vespo_k_neg", "gamma_weight", "k of φ where Â < 0"),
-         "vespo_lambda_neg": TRLRow("vespo_lambda_neg", "gamma_weight", "λ of φ where Â < 0")},
+          "(TRL's name)", positive(MAX_COEF),
+          trl=(TRL("vespo_lambda_pos", "gamma_weight", "λ of φ where Â ≥ 0", SAME),)),
+    Param("vespo_k_neg", core.GammaWeighted, "k_neg", "k of φ where Â < 0 (TRL's name)", non_negative(MAX_COEF),
+          trl=(TRL("vespo_k_neg", "gamma_weight", "k of φ where Â < 0", SAME),)),
+    Param("vespo_lambda_neg", core.GammaWeighted, "lambda_neg", "λ of φ where Â < 0 (TRL's name)", positive(MAX_COEF),
+          trl=(TRL("vespo_lambda_neg", "gamma_weight", "λ of φ where Â < 0", SAME),))),
     rules=_vespo_rules)
 
 # Each loss type's class, what ``Config.objective`` holds (``Config(objective=Dapo(delta=1.5))``).

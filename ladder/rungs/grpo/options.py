@@ -71,6 +71,21 @@ from ladder.rungs.grpo.settle import release_memory as release_memory
 from ladder.rungs.lm_options import LMOptions
 from ladder.specs import accepts_flags
 from ladder.tasks import math_problems
+from ladder.trl_rows import GRPO_TRAINER, RLOO, SAME, SCHEDULE, TRL, optimizer_steps
+
+STEPS_TRL = (
+    TRL("max_steps", note="TRL counts optimiser steps: --steps × μ × M (one ladder update = one generation batch)",
+        value=lambda cfg: optimizer_steps(cfg, cfg.steps)),
+    TRL("num_train_epochs", note="not set: max_steps > 0 overrides epochs (ladder reshuffles the problems whenever "
+        "it runs out)"),
+    TRL("max_steps", note="as GRPOConfig's: --steps × μ × M", cls=RLOO),
+)
+PROMPTS_TRL = (
+    TRL("per_device_train_batch_size", "update", "P·G/M completions per optimiser step (ladder's --prompts-per-step "
+        "× --group-size ÷ --num-minibatches); ladder's P is the total over all processes, TRL's batch is per device: "
+        "the script divides by WORLD_SIZE", lambda cfg: cfg.prompts_per_step * cfg.group_size // cfg.num_minibatches),
+    TRL("per_device_train_batch_size", "update", "as GRPOConfig's: P·G/M", cls=RLOO),
+)
 
 # --algo: the flags each method's paper sets (explicit flags still win; see the README's table). The KL term is
 # not among them: --algo grpo keeps the default β·(π_θ/π_old)·k3 (TRL 1.16's); DeepSeekMath's plain k3 is
@@ -94,7 +109,9 @@ ALGOS = {
 @accepts_flags
 @dataclass
 class Config(LMOptions):
-    model: str = option("Qwen/Qwen2.5-0.5B-Instruct", "causal LM: hub id or local directory", Text())
+    model: str = option("Qwen/Qwen2.5-0.5B-Instruct", "causal LM: hub id or local directory", Text(),
+                        trl=(TRL("model", note="a hub id or a local directory; @tiny-math is ladder's cached tiny "
+                                 "model (math_problems.resolve_math_model)", cls=GRPO_TRAINER),))
     problems: Problems = option(Problems(), "the problems trained and evaluated on: the task, its data, the system "
                                             "prompt, the held-out and training sizes; its flags are the spec's "
                                             "fields (problems)", spec=problem_settings.OPTION)
@@ -104,15 +121,25 @@ class Config(LMOptions):
     efficiency: GRPOEfficiency = option(GRPOEfficiency(), "LMOptions' and grpo's own: what changes the run's memory "
                                                           "and time, never its numbers; its flags are the spec's "
                                                           "fields (efficiency)", spec=efficiency_settings.OPTION)
-    steps: int = option(200, "updates (each: P prompts × G completions)", count(1, MAX_STEPS))
+    steps: int = option(200, "updates (each: P prompts × G completions)", count(1, MAX_STEPS), trl=STEPS_TRL)
     max_completions: int = option(0, "also stop once this many completions have been sampled (0: no limit); "
                                      "a budget that compares methods fairly when dynamic sampling samples more",
-                                     count(0, MAX_EXAMPLES))
-    prompts_per_step: int = option(4, "P: prompts per update (at most 65536)", int_range(1, 65536))
+                                     count(0, MAX_EXAMPLES),
+                                 trl=(TRL(None, note="a budget of sampled completions: use max_steps",
+                                          applies=lambda cfg: cfg.max_completions > 0),))
+    prompts_per_step: int = option(4, "P: prompts per update (at most 65536)", int_range(1, 65536),
+                                   trl=PROMPTS_TRL)
     group_size: int = option(8, "G: completions sampled per prompt (at least 2: advantages compare them; at most "
-                                "1024)", int_range(2, 1024))
-    mu: int = option(1, "μ: optimisation passes over each batch", count(1, MAX_PASSES))
-    num_minibatches: int = option(1, "shuffled minibatches per pass (each one optimiser step)", count(1, MAX_ROWS))
+                                "1024)", int_range(2, 1024),
+                            trl=(TRL("num_generations", "group_relative", "G completions per prompt", SAME),
+                                 TRL("num_generations", "leave_one_out", "G completions per prompt", cls=RLOO)))
+    mu: int = option(1, "μ: optimisation passes over each batch", count(1, MAX_PASSES),
+                     trl=(TRL("num_iterations", "update", "μ passes over each generation batch (TRL keeps the "
+                              "micro-batches of the first pass; ladder reshuffles)", SAME),
+                          TRL("num_iterations", "update", "as GRPOConfig's", cls=RLOO)))
+    num_minibatches: int = option(1, "shuffled minibatches per pass (each one optimiser step)", count(1, MAX_ROWS),
+                                  trl=(TRL("steps_per_generation", "update", SCHEDULE, SAME),
+                                       TRL("steps_per_generation", "update", "as GRPOConfig's", cls=RLOO)))
     optimisation: Optimisation = option(Optimisation(), "the learning rate, its warmup and the gradient-norm clip; "
                                                         "its flags are the spec's fields (optimisation)",
                                         spec=optimisation_settings.OPTION)
@@ -142,25 +169,45 @@ class Config(LMOptions):
                                                             "(None: off); its flags are the spec's fields (rollout)",
                                                       spec=DYNAMIC_SAMPLING)
     mask_truncated: bool = option(False, "completions that reach --max-new-tokens without EOS take no part in the "
-                                         "loss (DAPO's overlong filtering)")
+                                         "loss (DAPO's overlong filtering)",
+                                  trl=(TRL("mask_truncated_completions", note="completions cut at the length limit "
+                                           "take no part in the loss (ladder: grpo_rollout)", value=SAME),
+                                       TRL("mask_truncated_completions", cls=RLOO)))
     rewards: Rewards = option(Rewards(), "how a completion is scored: the reward functions, their weights, DAPO's "
                                          "overlong penalty; its flags are the spec's fields (scoring)",
                               spec=scoring.OPTION)
     reward_timeout: float = option(REWARD_TIME_LIMIT_S, "the seconds each call of a reward function (on a whole "
                                                          "batch) may take before the run stops with one line "
-                                                         "naming it", interval(0, 86400, open_low=True))
+                                                         "naming it", interval(0, 86400, open_low=True),
+                                  trl=(TRL(None, note="TRL puts no time limit on a reward function's call (one that "
+                                           "hangs holds the training); the script's reward functions run without "
+                                           "one"),))
     max_staleness: int = option(0, "k: each update trains on completions drawn by the policy as it was k updates "
                                    "earlier (π_rollout, an asynchronous trainer's lag without its threads; fewer at "
                                    "the start). π_old is still the trainer's own forward; --sampler-correction "
                                    "weighs π_old/π_rollout (0: no lag; at most 1000: the run holds k + 1 copies "
-                                   "of the trained weights)", int_range(0, 1000))
+                                   "of the trained weights)", int_range(0, 1000),
+                                 trl=(TRL(None, "sampler_weights", "GRPOTrainer samples with the current weights. "
+                                          "trl.experimental.async_grpo produces rollouts while training goes on, so "
+                                          "each batch is some updates stale, by timing rather than by a fixed k; "
+                                          "ladder's lag is exact and seeded. Correct it with "
+                                          "vllm_importance_sampling_* as --sampler-correction does",
+                                          applies=lambda cfg: cfg.max_staleness > 0),))
     print_samples: int = option(25, "every N updates, print one question → completion → reward and append all "
                                     "the update's completions (rewards, advantage, cut off or not) to "
-                                    "OUT/completions.jsonl (0: never)", count(0, MAX_STEPS))
+                                    "OUT/completions.jsonl (0: never)", count(0, MAX_STEPS),
+                                trl=(TRL("log_completions", note="not set: TRL logs a table of completions every "
+                                         "logging step; ladder every N updates (OUT/completions.jsonl)"),
+                                     TRL(None, note="see log_completions")))
     eval_every: int = option(25, "greedy held-out accuracy every N updates (0: only before and after)",
-                             count(0, MAX_STEPS))
+                             count(0, MAX_STEPS),
+                             trl=(TRL("eval_steps", note="not set: TRL's evaluation samples and scores completions; "
+                                      "ladder's is greedy held-out accuracy (run `python -m ladder.run eval --adapter "
+                                      "OUTPUT_DIR`)"),
+                                  TRL(None, note="see eval_steps")))
     export_trl: str | None = option(None, "write this run as a runnable TRL script (trl.GRPOTrainer) to this file "
-                                          "and exit: nothing is trained, no run directory is created", Text())
+                                          "and exit: nothing is trained, no run directory is created", Text(),
+                                  trl=(TRL(None, note="the switch that writes this script"),))
 
     # What the flags of the choices say, read off the spec that each field holds (no field of their own):
     @property

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from ladder.cli import MAX_EXAMPLES, OneOf, Text, count
 from ladder.specs import FixedSpec, Param
 from ladder.tasks import math_problems
+from ladder.trl_rows import GRPO_TRAINER, TRL
 
 
 @dataclass(frozen=True)
@@ -35,13 +36,25 @@ class Problems:
         return math_problems.split(task or self.task, self.dataset, self.eval_size, self.train_size, prompts_per_step)
 
 
+
+
+def _dataset(note: str) -> tuple[TRL, ...]:
+    return (TRL("train_dataset", note=note, cls=GRPO_TRAINER),)
+
+
 PARAMS = (
     Param("task", Problems, "task", "gsm8k (GSM8K word problems) or arithmetic (synthetic, offline)",
-          OneOf(("gsm8k", "arithmetic"))),
-    Param("dataset", Problems, "dataset", "GSM8K hub id or a local .json/.jsonl with question/answer", Text()),
-    Param("system_prompt", Problems, "system_prompt", "system prompt (default: the task's)", Text()),
-    Param("eval_size", Problems, "eval_size", "held-out problems in the evaluation", count(1, MAX_EXAMPLES)),
-    Param("train_size", Problems, "train_size", "limit the training problems (0: all)", count(0, MAX_EXAMPLES)),
+          OneOf(("gsm8k", "arithmetic")),
+          trl=_dataset("the training problems of ladder.tasks.math_problems.split, the grpo rung's: gsm8k's train "
+                       "split, or the synthetic sums not held out")),
+    Param("dataset", Problems, "dataset", "GSM8K hub id or a local .json/.jsonl with question/answer", Text(),
+          trl=_dataset("a hub id, or a local .json/.jsonl (one split: its tail held out, as ladder does)")),
+    Param("system_prompt", Problems, "system_prompt", "system prompt (default: the task's)", Text(),
+          trl=_dataset("chat messages: system, then the question")),
+    Param("eval_size", Problems, "eval_size", "held-out problems in the evaluation", count(1, MAX_EXAMPLES),
+          trl=_dataset("arithmetic: the first N sums are held out; a local file: min(N, rows/5) of its tail")),
+    Param("train_size", Problems, "train_size", "limit the training problems (0: all)", count(0, MAX_EXAMPLES),
+          trl=_dataset("the first N training problems")),
 )
 
 OPTION = FixedSpec("problems", Problems, PARAMS, placed={"eval_size": "export_trl", "train_size": "export_trl"})

@@ -43,6 +43,7 @@ from ladder.runtime.runlog import seed_everything
 from ladder.runtime.session import RunSession
 from ladder.tasks import math_eval, math_problems
 from ladder.tasks.math_problems import ProblemStream
+from ladder.trl_rows import GRPO, GRPO_TRAINER, RLOO, TRL, const
 
 NAME = "grpo"
 RUNG = Rung(name=NAME, position=4,
@@ -53,7 +54,13 @@ RUNG = Rung(name=NAME, position=4,
                        "ex16_token_logp", "ex17_compute_loss", "ex18_update", "ex20_grpo_step",
                        "ex21_sampler_weights", "ex24_soft_gate", "ex25_decoupled_advantages"),
             vitals=("reward", "reward_functions", "accuracy", "kl_ref", "entropy", "clip", "ratio", "length",
-                    "cut_off", "zero_spread", "grad_norm", "tool_calls", "sampler_cut", "sampler_gap"))
+                    "cut_off", "zero_spread", "grad_norm", "tool_calls", "sampler_cut", "sampler_gap"),
+            trl_classes=(GRPO, GRPO_TRAINER, "GRPOTrainer.train", RLOO, "trl.rewards"),
+            trl=(TRL("gradient_accumulation_steps", "update", "1: ladder takes one optimiser step per minibatch and "
+                     "accumulates nothing", const(1)),
+                 TRL("disable_dropout", note="ladder always turns dropout off in the policy", value=const(True)),
+                 TRL("logging_steps", note="ladder logs every update", value=const(1)),
+                 TRL("reward_clip_range", note="ladder does not clip rewards", cls=RLOO)))
 CURVES = [Panel("reward", "mean over the update's completions", {"reward": ""}),
           Panel("greedy accuracy (held-out)", "share correct", {"eval_accuracy": ""}),  # step 0: before training
           Panel("correctness reward", "mean over the update's completions", {"rewards/correctness/mean": ""}),

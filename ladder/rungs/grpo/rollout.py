@@ -17,6 +17,7 @@ from ladder.cli import MAX_PASSES, count
 from ladder.rewards import overlong_penalty, score
 from ladder.rungs.grpo.scoring import OVERLONG
 from ladder.specs import Param, switched
+from ladder.trl_rows import TRL
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,11 @@ DYNAMIC_SAMPLING = switched("dynamic_sampling", "dynamic_sampling", "drop groups
                             "signal) and sample further prompts until the update has P informative groups (DAPO)",
                             DynamicSampling, (
     Param("max_sampling_rounds", DynamicSampling, "max_rounds", "dynamic sampling: at most this many rounds of P "
-          "prompts per update; then the update is filled with uninformative groups", count(1, MAX_PASSES)),))
+          "prompts per update; then the update is filled with uninformative groups", count(1, MAX_PASSES),
+          trl=(TRL(None, note="dynamic sampling's budget", applies=lambda cfg: cfg.dynamic_sampling is not None),)),),
+                            trl=(TRL(None, note="DAPO's dynamic sampling (drop groups without a reward spread, sample "
+                                     "more prompts): not in GRPOTrainer; its frac_reward_zero_std metric counts those "
+                                     "groups", applies=lambda cfg: cfg.dynamic_sampling is not None),))
 
 
 @dataclass

@@ -31,7 +31,7 @@ from ladder.core.off_policy import CORRECTIONS
 from ladder.policies import quant
 from ladder.policies.low_precision import bf16_native
 from ladder.specs import FixedSpec, Param
-from ladder.trl_rows import Mapping, same
+from ladder.trl_rows import SAME, TRL
 
 AUTO = "auto"
 # The smallest model auto samples in bfloat16. At Qwen2.5-0.5B's size (494M) a bf16 sampler cut sampling to
@@ -121,7 +121,10 @@ PARAMS = (
           "where this device computes it natively and the model has ≥ 100M weights (the run's first line says so), "
           "else same. The sampler's log-probs are recorded as it samples. On a CPU, bfloat16 is fast only with "
           "AVX512-BF16 or AMX and float16 only with AVX512-FP16 or AMX-FP16; elsewhere torch emulates them, slower "
-          "than float32", OneOf((AUTO, "same", "bfloat16", "float16"))),
+          "than float32", OneOf((AUTO, "same", "bfloat16", "float16")),
+          trl=(TRL("use_vllm", note="TRL samples with vLLM (its own engine and kernels); ladder with the trainer's "
+                   "weights rounded to --sampler-dtype. Not set by the export: add use_vllm=True where vLLM runs",
+                   applies=lambda cfg: cfg.sampler.dtype not in ("same", AUTO)),)),
     Param("sampler_correction", Sampler, "correction", "weigh the policy term by w = π_old/π_sampler "
           "(core.off_policy): auto | none | token_truncate | token_mask | sequence_truncate | sequence_mask (TRL's "
           "vllm_importance_sampling_mode). auto: sequence_mask (TRL's default; token_mask under --loss-type "
@@ -129,14 +132,23 @@ PARAMS = (
           "when asked). π_sampler is the distribution the tokens were drawn from, --top-p's cut "
           "renormalised: under --top-p < 1 a token's w is the mass its step kept. With --sampler-dtype same, "
           "--top-p 1 and no --max-staleness it corrects the small mismatch of the cached sampling kernels, at the "
-          "cost of a log-softmax over the vocabulary per sampled token", OneOf((AUTO, *CORRECTIONS))),
+          "cost of a log-softmax over the vocabulary per sampled token", OneOf((AUTO, *CORRECTIONS)),
+          trl=(TRL("vllm_importance_sampling_correction", "sampler_correction", "TRL's default is on (with use_vllm); "
+                   "ladder's --sampler-correction none is off, auto on under a sampler of its own dtype",
+                   lambda cfg: cfg.sampler.correction != "none"),
+               TRL("vllm_importance_sampling_mode", "sampler_weights", "the same four modes (TRL's default "
+                   "sequence_mask, which auto picks)", lambda cfg: trl_mode(cfg),
+                   lambda cfg: cfg.sampler.correction != "none"))),
     Param("sampler_clip_max", Sampler, "clip_max", "C_max of w: truncated to it, or masked above it (TRL's "
-          "vllm_importance_sampling_clip_max; from Python, None: no bound)", positive(MAX_SCALE)),
+          "vllm_importance_sampling_clip_max; from Python, None: no bound)", positive(MAX_SCALE),
+          trl=(TRL("vllm_importance_sampling_clip_max", "sampler_weights", "C_max", SAME),)),
     Param("sampler_clip_min", Sampler, "clip_min", "C_min of w: truncated to it, or masked below it (None: no bound)",
-          non_negative(MAX_SCALE)),
+          non_negative(MAX_SCALE), trl=(TRL("vllm_importance_sampling_clip_min", "sampler_weights", "C_min", SAME),)),
     Param("off_policy_mask", Sampler, "off_policy_mask", "δ: drop a completion with Â < 0 whose mean log π_sampler − "
           "log π_θ exceeds δ (DeepSeek-V3.2's off-policy sequence mask; TRL's off_policy_mask_threshold; None: off). "
-          "Under --top-p < 1 the mean includes −log Z_t, Z_t the mass each step's cut kept", non_negative(MAX_SCALE)),
+          "Under --top-p < 1 the mean includes −log Z_t, Z_t the mass each step's cut kept", non_negative(MAX_SCALE),
+          trl=(TRL("off_policy_mask_threshold", "off_policy_keep", "δ of DeepSeek-V3.2's off-policy sequence mask",
+                   SAME),)),
 )
 
 
@@ -147,25 +159,3 @@ def trl_mode(cfg) -> str:
     """TRL's vllm_importance_sampling_mode: ladder's --sampler-correction; auto (not decided where the model's
     config cannot be read) as TRL's default, which it decides for a sampler of its own dtype."""
     return "sequence_mask" if cfg.sampler.correction == AUTO else cfg.sampler.correction
-
-
-G = "GRPOConfig"
-# The flags' rows of ladder.trl.map (GRPOConfig's vllm_importance_sampling_*: TRL's sampler is vLLM, ladder's the
-# weights rounded), in the order the map places them.
-TRL_ROWS = (
-    Mapping(G, "use_vllm", "grpo", "sampler_dtype", None, "TRL samples with vLLM (its own engine and kernels); "
-            "ladder with the trainer's weights rounded to --sampler-dtype. Not set by the export: add use_vllm=True "
-            "where vLLM runs", applies=lambda cfg: cfg.sampler.dtype not in ("same", AUTO)),
-    Mapping(G, "vllm_importance_sampling_correction", "grpo", "sampler_correction", "sampler_correction",
-            "TRL's default is on (with use_vllm); ladder's --sampler-correction none is off, auto on under a "
-            "sampler of its own dtype", lambda cfg: cfg.sampler.correction != "none"),
-    Mapping(G, "vllm_importance_sampling_mode", "grpo", "sampler_correction", "sampler_weights",
-            "the same four modes (TRL's default sequence_mask, which auto picks)", trl_mode,
-            lambda cfg: cfg.sampler.correction != "none"),
-    Mapping(G, "vllm_importance_sampling_clip_max", "grpo", "sampler_clip_max", "sampler_weights", "C_max",
-            same("sampler_clip_max")),
-    Mapping(G, "vllm_importance_sampling_clip_min", "grpo", "sampler_clip_min", "sampler_weights", "C_min",
-            same("sampler_clip_min")),
-    Mapping(G, "off_policy_mask_threshold", "grpo", "off_policy_mask", "off_policy_keep",
-            "δ of DeepSeek-V3.2's off-policy sequence mask", same("off_policy_mask")),
-)

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ladder import rewards
 from ladder.cli import Text, coefficient, interval
 from ladder.specs import FixedSpec, Param
-from ladder.trl_rows import Mapping, reward_weights
+from ladder.trl_rows import GRPO_TRAINER, RLOO, TRL, reward_weights
 
 OVERLONG = "overlong"  # the overlong penalty's reward column: R(L_i) at p = 1, weighed by --overlong-penalty p
 
@@ -49,38 +49,38 @@ def _default(name: str):
     return {f.name: f.default for f in dataclasses.fields(Rewards)}[name]
 
 
+OVERLONG_TRL = "trl.rewards"  # DAPO's overlong punishment, one more reward function of GRPOTrainer's
+
+
+def _with_buffer(cfg) -> bool:
+    return cfg.rewards.overlong_buffer > 0
+
+
+FUNCS_TRL = (TRL("reward_funcs", note="ladder's fn(completions, answers) wrapped as TRL's fn(completions, answer, "
+                 "**columns)", cls=GRPO_TRAINER),)
 PARAMS = (
     Param("overlong_buffer", Rewards, "overlong_buffer", "DAPO's soft overlong penalty: the last fraction of "
           "--max-new-tokens in which the reward falls linearly to −penalty (0: off; DAPO 0.2)",
-          interval(0, 1, open_high=True)),
+          interval(0, 1, open_high=True),
+          trl=(TRL("get_soft_overlong_punishment", note="DAPO's soft overlong punishment as one more reward function "
+                   "(soft_punish_cache = buffer × L_max)", applies=_with_buffer, cls=OVERLONG_TRL),)),
     Param("overlong_penalty", Rewards, "overlong_penalty", "p: the penalty at --max-new-tokens with --overlong-buffer, "
-          "the weight of the overlong reward column (TRL: its entry in reward_weights)", coefficient()),
+          "the weight of the overlong reward column (TRL: its entry in reward_weights)", coefficient(),
+          trl=(TRL("get_soft_overlong_punishment", note="its weight in reward_weights", applies=_with_buffer,
+                   cls=OVERLONG_TRL),)),
     Param("reward_funcs", Rewards, "funcs", "reward functions, comma-separated: built-in names (correctness, format) "
-          "or FILE.py:FUNCTION or MODULE:FUNCTION, each called as fn(completions, answers) -> list of floats", Text()),
+          "or FILE.py:FUNCTION or MODULE:FUNCTION, each called as fn(completions, answers) -> list of floats", Text(),
+          trl=FUNCS_TRL),
     Param("reward_weights", Rewards, "weights", "one weight per reward function, comma-separated (default: all 1)",
-          Text()),
+          Text(), trl=(TRL("reward_weights", note="one weight per reward function (+ --overlong-penalty for the "
+                           "overlong reward)", value=reward_weights),
+                       TRL("reward_weights", cls=RLOO))),
 )
 OPTION = FixedSpec("rewards", Rewards, PARAMS)
 
 
-def option_with_funcs(funcs: str, help: str) -> FixedSpec:
-    """The same spec with another default and help for ``--reward-funcs`` (the agent rung's)."""
-    params = tuple(dataclasses.replace(p, help=help, own_default=funcs) if p.flag == "reward_funcs" else p
+def option_with_funcs(funcs: str, help: str, trl: tuple = FUNCS_TRL) -> FixedSpec:
+    """The same spec with another default, help and TRL names for ``--reward-funcs`` (the agent rung's)."""
+    params = tuple(dataclasses.replace(p, help=help, own_default=funcs, trl=trl) if p.flag == "reward_funcs" else p
                    for p in PARAMS)
     return FixedSpec("rewards", Rewards, params)
-
-
-G, GT = "GRPOConfig", "GRPOTrainer"
-# The flags' rows of ladder.trl.map: GRPOConfig's reward_weights, and GRPOTrainer's reward_funcs with DAPO's overlong
-# punishment as one more of them (trl.rewards).
-TRL_ROWS = {"reward_weights": Mapping(G, "reward_weights", "grpo", "reward_weights", None,
-            "one weight per reward function (+ --overlong-penalty for the overlong reward)", reward_weights)}
-TRAINER_ROWS = (
-    Mapping(GT, "reward_funcs", "grpo", "reward_funcs", None,
-            "ladder's fn(completions, answers) wrapped as TRL's fn(completions, answer, **columns)"),
-    Mapping("trl.rewards", "get_soft_overlong_punishment", "grpo", "overlong_buffer", None,
-            "DAPO's soft overlong punishment as one more reward function (soft_punish_cache = buffer × L_max)",
-            applies=lambda cfg: cfg.rewards.overlong_buffer > 0),
-    Mapping("trl.rewards", "get_soft_overlong_punishment", "grpo", "overlong_penalty", None,
-            "its weight in reward_weights", applies=lambda cfg: cfg.rewards.overlong_buffer > 0),
-)

@@ -1,27 +1,20 @@
-"""The ``eval`` command: greedy accuracy of a model (and adapter) on a math task's held-out problems.
-
-``python -m ladder.run eval --task gsm8k --model PATH_OR_ID [--adapter DIR]`` runs the task's fixed
-protocol (``ladder.tasks.math_eval``) on the problems a grpo run with the same ``--task``, ``--dataset``
-and ``--eval-size`` holds out (``ladder.tasks.math_problems.split``; a local file: its last rows), so
-numbers before and after training are measured the same way, on problems the run never trained on.
-
-With ``--out DIR`` it writes DIR/config.json, DIR/summary.json and DIR/completions.jsonl, into a new or empty
-directory or, with ``--overwrite``, over an earlier eval's; never into another rung's run directory.
-"""
+"""The ``eval`` command as it runs: the declaration ``RUNG``, ``train`` (nothing is trained: the task's held-out
+problems, checked against the model's context, and config.json, summary.json and completions.jsonl in --out) and
+``evaluate`` (the model, and its adapter, loaded; greedy accuracy)."""
 
 from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 from ladder import hub
-from ladder.cli import MAX_EXAMPLES, MAX_TOKENS, Checked, Device, PathKind, Text, count, int_range, option
 from ladder.patches import peft_wraps_quietly
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy
-from ladder.rungs.protocol import Rung, no_cross_option_rules
+from ladder.rungs.lm_eval.options import Config
+from ladder.rungs.protocol import Rung
 from ladder.runtime.runlog import RunLog, UsageError, seed_everything
 from ladder.tasks import math_eval, math_problems
 
@@ -29,32 +22,6 @@ NAME = "eval"
 RUNG = Rung(name=NAME, position=8,
             summary="greedy accuracy of a model (and adapter) on the fixed held-out problems",
             writes="config.json, summary.json, completions.jsonl")
-
-
-@dataclass
-class Config(Checked):
-    model: str = option("Qwen/Qwen2.5-0.5B-Instruct", "causal LM: hub id or local directory", Text())
-    adapter: str | None = option(None, "a LoRA adapter directory saved by a grpo run (OUT/adapter)",
-                                 PathKind("existing_dir"))
-    task: str = option("gsm8k", "gsm8k or arithmetic", choices=math_problems.TASKS)
-    dataset: str = option("openai/gsm8k", "GSM8K hub id or a local .json/.jsonl", Text())
-    eval_size: int = option(200, "held-out problems (as grpo holds them out; a one-split file: its last rows, "
-                                 "at most a fifth of them)", count(1, MAX_EXAMPLES))
-    max_new_tokens: int = option(512, "completion length limit (grpo's default, so that accuracy before and "
-                                      "after training is measured alike)", count(1, MAX_TOKENS))
-    system_prompt: str | None = option(None, "system prompt (default: the task's)", Text())
-    qlora: bool = option(False, "load the base in 4-bit nf4")
-    out: str | None = option(None, "write config.json, summary.json and completions.jsonl here (a new or empty "
-                                   "directory, or an earlier eval's)", PathKind("dir"))
-    overwrite: bool = option(False, "replace the earlier eval in --out")
-    device: str = option("cpu", "torch device", Device())
-    seed: int = option(0, "random seed (at most 2**32 − 1, numpy's largest)", int_range(0, 2**32 - 1))
-
-
-PRESETS = {"tiny": {"model": "@tiny-math", "task": "arithmetic", "max_new_tokens": 28}}
-ALGOS: dict = {}
-RESOLVED = {"system_prompt": lambda cfg: math_problems.system_prompt(cfg.task, cfg.system_prompt)}
-validate = no_cross_option_rules
 
 
 def train(cfg: Config) -> dict:

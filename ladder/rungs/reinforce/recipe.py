@@ -1,40 +1,21 @@
-"""Rung 1: REINFORCE on CartPole — the log-derivative trick with returns-to-go.
-
-Each update: N complete episodes from π_θ, padded into ``[N, T_max]`` with a mask →
-returns-to-go G_t → advantages G_t − b(s_t) → ``ladder.core.update`` with the plain
-policy-gradient loss −Â·log π_θ, one pass (on-policy: REINFORCE cannot reuse a batch).
-"""
+"""REINFORCE on CartPole as the loop runs it: the declaration ``RUNG``, the curves, Â = G_t − b(s_t) for each
+baseline (``advantages_for``), ``train`` and ``build``, and the recipe (``Reinforce``: each update N episodes →
+returns-to-go → ``core.update``; greedy evaluations; the summary and policy.pt)."""
 
 from __future__ import annotations
 
-import pickle
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
-import numpy as np
 import torch
 
 from ladder import core
-from ladder.cli import (
-    MAX_EPISODES,
-    MAX_SCALE,
-    MAX_STEPS,
-    RunOptions,
-    Text,
-    coefficient,
-    count,
-    int_range,
-    interval,
-    learning_rate,
-    option,
-    positive,
-    probability,
-)
 from ladder.plots import Panel
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
 from ladder.rungs.protocol import Rung
+from ladder.rungs.reinforce.episodes import EpisodeEnvs, collect_episodes
+from ladder.rungs.reinforce.options import Config, validate
 from ladder.runtime import loop
-from ladder.runtime.errors import UsageError
 from ladder.runtime.loop import Recipe
 from ladder.runtime.runlog import seed_everything
 from ladder.runtime.session import RunSession
@@ -51,74 +32,6 @@ CURVES = [Panel("episode return", "return (steps balanced)",
                 threshold="{solve_return}", threshold_label="solved (--solve-return {solve_return:g})"),
           Panel("entropy of π_θ", "nats per action", {"entropy": ""}),
           Panel("gradient norm", "‖g‖ before clipping", {"grad_norm": ""})]
-BASELINES = ("none", "whiten", "value")
-
-
-@dataclass
-class Config(RunOptions):
-    env_id: str = option("CartPole-v1", "gymnasium environment id (vector obs, discrete actions)", Text())
-    total_steps: int = option(300_000, "environment steps to train for at most", count(1, MAX_STEPS))
-    episodes_per_update: int = option(8, "complete episodes per batch (one env each; at most 4096)",
-                                      int_range(1, 4096))
-    lr: float = option(5e-3, "Adam learning rate", learning_rate())
-    gamma: float = option(0.99, "discount γ of the returns-to-go", probability())
-    baseline: str = option("whiten", "b(s_t): none (Â = G_t), whiten (standardised G_t) or value "
-                           "(a learned critic V(s_t))", choices=BASELINES)
-    value_coef: float = option(0.5, "value-loss coefficient (baseline=value)", coefficient())
-    entropy_coef: float = option(0.0, "entropy bonus coefficient", coefficient())
-    max_grad_norm: float = option(1.0, "gradient-norm clip", positive(MAX_SCALE))
-    hidden: int = option(64, "hidden units per layer (at most 65536)", int_range(1, 65536))
-    eval_every: int = option(10_000, "evaluate every N env steps", count(1, MAX_STEPS))
-    eval_episodes: int = option(20, "greedy episodes per evaluation", count(1, MAX_EPISODES))
-    solve_return: float = option(400.0, "evaluation mean that counts as solved (|R| at most 1e9)", interval(-1e9, 1e9))
-    stop_on_solve: bool = option(True, "stop once an evaluation reaches --solve-return")
-    threads: int = option(1, "torch CPU threads (small MLPs run fastest on one; 0: torch's default; at most 1024)",
-                          int_range(0, 1024))
-
-
-PRESETS = {"tiny": {"total_steps": 40_000, "eval_every": 5_000}}
-ALGOS: dict = {}
-RESOLVED: dict = {}
-
-
-def validate(cfg: Config) -> None:
-    """--value-coef weighs the loss of the critic that only --baseline value has: refused, in one line, without it
-    (each option's own domain is checked when the Config is built)."""
-    if cfg.baseline != "value" and cfg.value_coef != Config.value_coef:
-        raise UsageError("--value-coef weighs the value loss of the critic V(s_t) that --baseline value learns; "
-                         f"--baseline {cfg.baseline} has none: drop --value-coef (or use --baseline value)")
-
-
-def collect_episodes(policy: MLPActorCritic, envs: list, seeds: list | None):
-    """One complete episode per env, all sampled from the current π_θ; padded to ``[N, T_max]``."""
-    N = len(envs)
-    obs = np.stack([env.reset(seed=None if seeds is None else seeds[i])[0] for i, env in enumerate(envs)])
-    traj = [{"obs": [], "act": [], "rew": []} for _ in range(N)]
-    active = list(range(N))
-    while active:
-        obs_t = torch.as_tensor(obs[active], dtype=torch.float32)
-        actions, _, _ = policy.act(obs_t)
-        still = []
-        for j, i in enumerate(active):
-            traj[i]["obs"].append(obs_t[j])
-            traj[i]["act"].append(int(actions[j]))
-            next_obs, reward, terminated, truncated, _ = envs[i].step(int(actions[j]))
-            traj[i]["rew"].append(float(reward))
-            obs[i] = next_obs
-            if not (terminated or truncated):
-                still.append(i)
-        active = still
-    T = max(len(t["act"]) for t in traj)
-    obs_b = torch.zeros(N, T, obs.shape[1])
-    act_b = torch.zeros(N, T, dtype=torch.long)
-    rew_b, mask = torch.zeros(N, T), torch.zeros(N, T)
-    for i, t in enumerate(traj):
-        n = len(t["act"])
-        obs_b[i, :n] = torch.stack(t["obs"])
-        act_b[i, :n] = torch.tensor(t["act"])
-        rew_b[i, :n] = torch.tensor(t["rew"])
-        mask[i, :n] = 1.0
-    return obs_b, act_b, rew_b, mask
 
 
 def advantages_for(cfg: Config, policy: MLPActorCritic, obs, returns, mask):
@@ -129,19 +42,6 @@ def advantages_for(cfg: Config, policy: MLPActorCritic, obs, returns, mask):
         return core.whiten(returns, mask)
     with torch.no_grad():
         return (returns - policy.value(obs)) * mask
-
-
-class EpisodeEnvs:
-    """The update's N single envs as a checkpoint part (their full state, RNGs included)."""
-
-    def __init__(self, envs: list):
-        self.envs = envs
-
-    def state_dict(self) -> bytes:
-        return pickle.dumps(self.envs)
-
-    def load_state_dict(self, snapshot: bytes) -> None:
-        self.envs[:] = pickle.loads(snapshot)  # noqa: S301 - our own checkpoint
 
 
 def train(cfg: Config) -> dict:

@@ -1,45 +1,25 @@
-"""Rung 6, the reward model: r_φ(x, y) from preference pairs — the first step of every RLHF pipeline.
-
-Each update, on the same ``ladder.core`` as every other rung:
-
-    B pairs (x, y_w, y_l) drawn from the training pairs                       tasks.preference_pairs
-    batch  = [x + y_w; x + y_l] as 2B rows, each pair kept whole (rows_per_group 2)   policies.scalar_head
-    L_BT   = −mean log σ(r_φ(x, y_w) − r_φ(x, y_l))                           core.update, objective "bradley_terry"
-
-r_φ is the model's backbone with a scalar head on its last real token (``AutoModelForSequenceClassification``,
-one label: the model TRL's ``RewardTrainer`` trains), full or with ``--lora`` adapters. Every ``--eval-every``
-updates the held-out pairs are scored: their accuracy, mean margin and calibration (``rungs.preference_eval``), and
-on the tiny task — whose true preference is known — the accuracy against the truth and how much r_φ pays for
-length, the labeller's spurious pull. ``--preset tiny`` learns the tiny task offline on a CPU in a minute or two.
-
-metrics.jsonl, one line per update: loss, accuracy and margin of the batch; eval_accuracy, eval_margin,
-eval_calibration_error, eval_score_accuracy, eval_length_corr when evaluated. summary.json adds the final
-calibration table; OUT/reward_model holds the model (with ``--lora``, the adapters merged into the backbone) and its
-tokenizer, which ``ppo-sentiment --reward-model`` loads.
-"""
+"""The reward model as the loop runs it: the declaration ``RUNG``, the curves, ``train`` and ``build``, and the recipe
+(``BradleyTerry``: each update B pairs → ``core.update`` with the Bradley–Terry loss; the held-out report; the
+summary and OUT/reward_model)."""
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-
-import torch
 
 from ladder import core, hub
-from ladder.cli import MAX_ROWS, Text, count, option
 from ladder.plots import Panel
-from ladder.policies import quant
-from ladder.policies.causal_lm import disable_dropout, is_peft
-from ladder.policies.scalar_head import ScoringPolicy, load_reward_model, preference_batch, rewards
+from ladder.policies.causal_lm import is_peft
+from ladder.policies.scalar_head import ScoringPolicy, preference_batch
 from ladder.rungs import preference_options, preference_recipe
 from ladder.rungs.preference_eval import calibration, pair_report
-from ladder.rungs.preference_options import DEFAULT_MODEL, PreferenceOptions
 from ladder.rungs.preference_recipe import PairRecipe
 from ladder.rungs.protocol import TRAINING_WRITES, Rung
+from ladder.rungs.reward_model.model import load, score_pairs
+from ladder.rungs.reward_model.options import Config
 from ladder.runtime.loop import Recipe
 from ladder.runtime.runlog import seed_everything
 from ladder.runtime.session import RunSession
-from ladder.tasks import preference_pairs, review_models
+from ladder.trl_rows import REWARD
 
 NAME = "reward-model"
 RUNG = Rung(name=NAME, position=6,
@@ -48,7 +28,8 @@ RUNG = Rung(name=NAME, position=6,
             writes=TRAINING_WRITES + ", reward_model/",
             export="ladder.trl.export_preferences:write_reward_model",
             exercises=("ex11_aggregate", "ex17_compute_loss", "ex18_update", "ex26_bradley_terry"),
-            vitals=("rm_loss", "ranked", "rm_margin", "length_paid", "calibration", "grad_norm"))
+            vitals=("rm_loss", "ranked", "rm_margin", "length_paid", "calibration", "grad_norm"),
+            trl_classes=(REWARD,), trl=preference_options.trl_settings(REWARD, "bradley_terry_loss"))
 CURVES = [Panel("Bradley–Terry loss", "−log σ(r_w − r_l), batch mean", {"loss": ""}),
           Panel("pairs ranked right", "share of pairs",
                 {"accuracy": "training batch", "eval_accuracy": "held-out pairs (the labeller's order)",
@@ -58,55 +39,9 @@ CURVES = [Panel("Bradley–Terry loss", "−log σ(r_w − r_l), batch mean", {"
           Panel("what r_φ pays for length", "correlation of r_φ with words (held out)", {"eval_length_corr": ""})]
 
 
-@dataclass
-class Config(PreferenceOptions):
-    model: str = option(DEFAULT_MODEL, "the reward model's backbone: hub id or directory ('tiny': the project's "
-                                       "tiny review GPT-2); a scalar head is added on it", Text())
-    forward_batch_size: int = option(64, "pairs per gradient-free forward of the evaluation", count(1, MAX_ROWS))
-    dtype: str = option("float32", "the dtype r_φ loads and trains in, whatever its checkpoint is stored in "
-                                   "(float32: TRL's RewardTrainer's)", choices=("float32", "bfloat16"))
-
-
-PRESETS = {"tiny": {"model": "tiny", "dataset": "tiny", "steps": 120, "batch_size": 32, "lr": 3e-4,
-                    "eval_every": 20, "eval_pairs": 500, "threads": 1}}
-ALGOS: dict = {}
-RESOLVED: dict = {}
-
-
-validate = preference_options.validate
-
-
 def train(cfg: Config) -> dict:
     """Fit r_φ to the pairs; write metrics.jsonl, summary.json, curves.png and OUT/reward_model."""
     return preference_recipe.train(cfg, NAME, build)
-
-
-def load(cfg: Config):
-    """(tokenizer, reward model, training pairs, held-out pairs); a loading problem is one line, and so is a pair the
-    model cannot take (``policies.dpo_batch.check_pairs``: checked before any weights load)."""
-    from ladder.policies.dpo_batch import check_pairs
-
-    path = hub.resolve(review_models.resolve_review_model(cfg.model), "--model")
-    tokenizer, config = quant.load_tokenizer(path), quant.load_config(path)
-    train_pairs, held_out = preference_pairs.train_and_held_out(
-        cfg.dataset, cfg.eval_pairs, cfg.max_pairs or None,
-        check=lambda train, test: check_pairs(tokenizer, config, train + test, cfg.dataset, cfg.model))
-    model = load_reward_model(path, tokenizer, torch.device(cfg.device), lora=cfg.lora, lora_r=cfg.lora_r,
-                              lora_alpha=cfg.lora_alpha, dtype=getattr(torch, cfg.dtype))
-    disable_dropout(model)
-    return tokenizer, model, train_pairs, held_out
-
-
-@torch.no_grad()
-def score_pairs(model, tokenizer, pairs: list[dict], rows: int, device: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """``[P]`` r_φ(x, y_w) and ``[P]`` r_φ(x, y_l) of ``pairs``, ``rows`` pairs per forward."""
-    chosen, rejected = [], []
-    for start in range(0, len(pairs), rows):
-        batch = preference_batch(tokenizer, pairs[start:start + rows], device)
-        r = rewards(model, batch.inputs["input_ids"], batch.inputs["attention_mask"]).cpu()
-        chosen.append(r[0::2])
-        rejected.append(r[1::2])
-    return torch.cat(chosen), torch.cat(rejected)
 
 
 def build(cfg: Config, run: RunSession) -> Recipe:

@@ -51,6 +51,7 @@ from ladder.runtime.errors import UsageError
 from ladder.runtime.limits import TimedOut, time_limit
 from ladder.runtime.user_code import exited, held_output, one_line, said
 from ladder.tasks import arithmetic, math_problems, tool_calls
+from ladder.trl_rows import GRPO, GRPO_TRAINER, TRL
 
 __all__ = ["ALGOS", "CURVES", "ENVIRONMENTS", "NAME", "PRESETS", "RESOLVED", "RUNG", "TINY_MODEL", "Config",
            "agent_task", "environment", "problems", "system_prompt", "train", "validate"]
@@ -59,7 +60,12 @@ RUNG = Rung(name=NAME, position=5,
             summary="GRPO on multi-turn tool use: the environment's replies are context, not actions",
             export="ladder.trl.export:write_agent_run",
             exercises=(*grpo.RUNG.exercises, "ex22_trajectory_tensors", "ex23_multi_turn"),  # grpo's step, its rollout
-            vitals=grpo.RUNG.vitals)
+            vitals=grpo.RUNG.vitals,
+            trl_classes=(GRPO, GRPO_TRAINER),
+            trl=(TRL("environment_factory", "aggregate", "the loss mask: TRL's tool_mask (its tool loop; a "
+                     "rollout_func returns it as env_mask) is 1 on the model's tokens and 0 on the tools' replies, "
+                     "ladder's Trajectories.mask; both attend to every token (ladder's Trajectories.attention_mask)",
+                     cls=GRPO_TRAINER),))
 ALGOS = grpo_options.ALGOS
 CURVES = [Panel("reward", "mean over the update's trajectories", {"reward": ""}),
           Panel("greedy accuracy (held-out)", "share solved", {"eval_accuracy": ""}),

@@ -1,38 +1,20 @@
-"""Rung 2: PPO on CartPole — actor-critic MLP, gymnasium vector envs, GAE, μ passes.
-
-Each update: N envs × T steps of experience → GAE advantages on the ``[N, T]`` rollout →
-``Batch`` of single transitions → ``ladder.core.update`` (clipped surrogate + value loss).
-"""
+"""PPO on CartPole as the loop runs it: the declaration ``RUNG``, the curves, ``train`` and ``build``, and the recipe
+(``CartPolePPO``: each update a rollout → GAE → ``core.update``; greedy evaluations; the summary and policy.pt)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
 import numpy as np
 import torch
 
 from ladder import core
-from ladder.cli import (
-    MAX_EPISODES,
-    MAX_PASSES,
-    MAX_ROWS,
-    MAX_SCALE,
-    MAX_STEPS,
-    RunOptions,
-    Text,
-    coefficient,
-    count,
-    int_range,
-    interval,
-    learning_rate,
-    option,
-    positive,
-    probability,
-)
 from ladder.plots import Panel
 from ladder.policies.mlp import MLPActorCritic
 from ladder.rungs import gym_common
-from ladder.rungs.protocol import Rung, check_minibatches
+from ladder.rungs.cartpole.options import Config, update_config, validate
+from ladder.rungs.cartpole.rollout import collect
+from ladder.rungs.protocol import Rung
 from ladder.runtime import loop
 from ladder.runtime.loop import Recipe
 from ladder.runtime.runlog import seed_everything
@@ -53,83 +35,6 @@ CURVES = [Panel("episode return", "return (steps balanced)",
           Panel("entropy of π_θ", "nats per action", {"entropy": ""}),
           Panel("clip fraction", "share of samples clipped", {"clip_frac": ""}),
           Panel("KL(π_old‖π_θ) in the last pass", "nats (k3 estimate)", {"approx_kl_old_k3": ""})]
-
-
-@dataclass
-class Config(RunOptions):
-    env_id: str = option("CartPole-v1", "gymnasium environment id (vector obs, discrete actions)", Text())
-    total_steps: int = option(100_000, "environment steps to train for at most", count(1, MAX_STEPS))
-    num_envs: int = option(8, "parallel environments N (at most 1024)", int_range(1, 1024))
-    num_steps: int = option(32, "steps per env per rollout T (batch = N·T transitions; at most 65536)",
-                            int_range(1, 65536))
-    lr: float = option(2e-3, "Adam learning rate, annealed linearly to 0", learning_rate())
-    gamma: float = option(0.98, "discount γ", probability())
-    gae_lambda: float = option(0.8, "GAE λ", probability())
-    mu: int = option(15, "μ: optimisation passes over each batch", count(1, MAX_PASSES))
-    num_minibatches: int = option(1, "shuffled minibatches per pass", count(1, MAX_ROWS))
-    clip_eps: float = option(0.2, "PPO clip ε (ratio clipped to [1 − ε, 1 + ε])",
-                             interval(0, 1, open_low=True, open_high=True))
-    value_coef: float = option(0.5, "value-loss coefficient", coefficient())
-    entropy_coef: float = option(0.0, "entropy bonus coefficient", coefficient())
-    max_grad_norm: float = option(0.5, "gradient-norm clip", positive(MAX_SCALE))
-    target_kl: float | None = option(None, "stop an update's passes once KL(π_old‖π_θ) exceeds this",
-                                     positive(MAX_SCALE))
-    hidden: int = option(64, "hidden units per layer (at most 65536)", int_range(1, 65536))
-    eval_every: int = option(5_000, "evaluate every N env steps", count(1, MAX_STEPS))
-    eval_episodes: int = option(20, "greedy episodes per evaluation", count(1, MAX_EPISODES))
-    solve_return: float = option(475.0, "evaluation mean that counts as solved (|R| at most 1e9)", interval(-1e9, 1e9))
-    stop_on_solve: bool = option(True, "stop once an evaluation reaches --solve-return")
-    threads: int = option(1, "torch CPU threads (small MLPs run fastest on one; 0: torch's default; at most 1024)",
-                          int_range(0, 1024))
-
-
-PRESETS = {"tiny": {"total_steps": 20_000, "eval_every": 2_500}}
-ALGOS: dict = {}
-RESOLVED: dict = {}
-
-
-def validate(cfg: Config) -> None:
-    """Rules that relate several options (each option's domain is checked when the Config is built)."""
-    check_minibatches(cfg.num_envs * cfg.num_steps, cfg.num_minibatches,
-                      f"a batch of {cfg.num_envs}×{cfg.num_steps} transitions")
-
-
-def update_config(cfg: Config) -> core.UpdateConfig:
-    return core.UpdateConfig(mu=cfg.mu, num_minibatches=cfg.num_minibatches, objective="clipped",
-                             clip_eps_low=cfg.clip_eps, value_coef=cfg.value_coef, value_clip=None,
-                             entropy_coef=cfg.entropy_coef, normalize_advantages=True,
-                             max_grad_norm=cfg.max_grad_norm, target_kl=cfg.target_kl)
-
-
-def collect(policy: MLPActorCritic, envs, obs: np.ndarray, cfg: Config, episode: dict):
-    """Run the N envs for T steps with π_old = π_θ; return the rollout as ``[N, T]`` tensors."""
-    N, T = cfg.num_envs, cfg.num_steps
-    obs_buf = torch.zeros(T, N, obs.shape[1])
-    act_buf = torch.zeros(T, N, dtype=torch.long)
-    logp_buf, val_buf, rew_buf, done_buf = (torch.zeros(T, N) for _ in range(4))
-    for t in range(T):
-        obs_t = torch.as_tensor(obs, dtype=torch.float32)
-        actions, logp, values = policy.act(obs_t)
-        obs, reward, terminated, truncated, info = envs.step(actions.numpy())
-        reward = reward.astype(np.float32)
-        episode["return"] += reward
-        episode["length"] += 1
-        ended = terminated | truncated
-        if truncated.any():
-            # Time limit, not failure: bootstrap with V(s_final) so the critic sees no cliff.
-            final = torch.as_tensor(np.stack(info["final_obs"][truncated]), dtype=torch.float32)
-            reward[truncated] += cfg.gamma * policy.value(final).detach().numpy()
-        for i in np.flatnonzero(ended):
-            episode["finished"].append(float(episode["return"][i]))
-            episode["return"][i] = 0.0
-            episode["length"][i] = 0
-        obs_buf[t], act_buf[t], logp_buf[t], val_buf[t] = obs_t, actions, logp, values
-        rew_buf[t] = torch.as_tensor(reward)
-        done_buf[t] = torch.as_tensor(ended, dtype=torch.float32)
-    with torch.no_grad():
-        last_values = policy.value(torch.as_tensor(obs, dtype=torch.float32))
-    tn = lambda x: x.transpose(0, 1).contiguous()  # noqa: E731 - [T, N] → [N, T]
-    return obs, tn(obs_buf), tn(act_buf), tn(logp_buf), tn(val_buf), tn(rew_buf), tn(done_buf), last_values
 
 
 def train(cfg: Config) -> dict:
