@@ -2,8 +2,8 @@
 (the tiny review GPT-2, full fine-tuning, float32), the same pairs in the same order, one thread.
 
     ladder   the rung's update: ``dpo_batch`` → log π_ref once per batch → ``core.update`` with ``core.DPO(beta)``
-    TRL      ``DPOTrainer.train`` with the ``--export-trl`` config (``ladder.trl.map``'s DPOConfig rows), its own collator,
-             reference forward and loss; per-step times from a callback
+    TRL      ``DPOTrainer.train`` with the ``--export-trl`` config (``ladder.trl.map``'s DPOConfig rows), its own
+             collator, reference forward and loss; per-step times from a callback
 
 Each takes ``--steps`` optimiser steps of ``--batch-size`` pairs after ``--warmup`` untimed ones; the medians of the
 per-step times and their ratio are printed, with the load average.

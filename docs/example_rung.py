@@ -19,7 +19,8 @@ import torch
 from torch import nn
 
 from ladder import core
-from ladder.cli import RunOptions, at_least, int_range, option, positive
+from ladder.domains import at_least, int_range, positive
+from ladder.options import RunOptions, option
 from ladder.plots import Panel
 from ladder.rungs.protocol import Rung, no_cross_option_rules
 from ladder.runtime import loop

@@ -14,7 +14,7 @@ A spec field is declared with ``option(default, help, spec=SPEC_OPTION)``, where
 A choice between specs is one field too (``UnionSpec``, a tagged union): the class it holds is the choice, and the
 choice's flag (``--loss-type``, ``--adaptive-entropy``) is read off it — no field of its own beside the spec's.
 
-``options_dict`` (``ladder.cli``'s) and ``option_value`` read a config as its flags: the spec fields flattened.
+``options_dict`` (``ladder.options``') and ``option_value`` read a config as its flags: the spec fields flattened.
 """
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ladder.cli import Flag, layout, option_name, outside_domain
-from ladder.cli import options_dict as options_dict  # (re-exported: its readers import it from here)
+from ladder.domains import Flag, outside_domain
+from ladder.options import layout, option_name
+from ladder.options import options_dict as options_dict  # (re-exported: its readers import it from here)
 from ladder.runtime.errors import OptionError, UsageError
 
 _FIELDS_OWN = object()  # a Param's default: its spec field's own
@@ -78,7 +79,7 @@ def spec_fields(config_or_cls) -> list[tuple[dataclasses.Field, SpecOption]]:
 
 def option_names(config_cls) -> list[str]:
     """Every option of a config as its flags name it: the plain fields, and each spec field's param flags (in
-    ``ladder.cli.layout``'s order)."""
+    ``ladder.options.layout``'s order)."""
     return [option_name(item) for item in layout(config_cls)]
 
 
@@ -104,7 +105,7 @@ def trl_names(item) -> tuple:
 
 
 def option_defaults(config_cls) -> dict:
-    """flag → default of every option (a param's default is its spec field's), in ``ladder.cli.layout``'s order."""
+    """flag → default of every option (a param's default is its spec field's), in ``ladder.options.layout``'s order."""
     return {option_name(item): item.default for item in layout(config_cls)}
 
 
@@ -130,7 +131,7 @@ class UnionSpec:
         self.needs, self.group_of, self.refusals, self.before = needs, group_of, refusals, before
 
     def placed(self) -> dict[str, str]:
-        """Flag → the option it is listed before, where not among the spec's own (``ladder.cli.layout``)."""
+        """Flag → the option it is listed before, where not among the spec's own (``ladder.options.layout``)."""
         return {} if self.before is None else {self.choice.flag: self.before}
 
     def params(self) -> list[Param]:
@@ -219,7 +220,7 @@ class FixedSpec:
         return list(self._params)
 
     def placed(self) -> dict[str, str]:
-        """Flag → the option it is listed before, where not in the field's place (``ladder.cli.layout``)."""
+        """Flag → the option it is listed before, where not in the field's place (``ladder.options.layout``)."""
         return dict(self._placed)
 
     def resolve(self, config):

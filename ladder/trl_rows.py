@@ -8,7 +8,7 @@ An option says its TRL names where it is declared — a field, ``option(..., trl
 
     TRL("num_generations", core="group_relative", note="G completions per prompt", value=SAME, cls=(GRPO, RLOO))
 
-This module imports nothing of ladder's: the options' module (``ladder.cli``) and the specs declare with it."""
+This module imports nothing of ladder's: the options' module (``ladder.options``) and the specs declare with it."""
 
 from __future__ import annotations
 

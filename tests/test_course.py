@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ladder import cli, course
+from ladder import course, options
 from ladder.graders import EXERCISES
 from ladder.rungs import registry
 from ladder.specs import spec_fields
@@ -65,7 +65,7 @@ def test_the_flag_is_an_option_of_the_rung(row):
     rung_name, flag, *value = row.flag.split(" ", 2)
     assert rung_name in registry.rungs()
     config = registry.find(rung_name).Config
-    domains = {f"--{f.name.replace('_', '-')}": cli.domain_of(f) for f in dataclasses.fields(config)}
+    domains = {f"--{f.name.replace('_', '-')}": options.domain_of(f) for f in dataclasses.fields(config)}
     domains |= {p.dashed: p.domain for _, spec in spec_fields(config) for p in spec.params()}  # a spec's flags
     assert flag in domains, f"{rung_name} has no {flag}"
     if value:  # a value the option accepts: one of its choices

@@ -14,7 +14,7 @@ import math
 import pytest
 import torch
 
-from ladder import cli, run
+from ladder import domains, options, run
 from ladder.core import Batch, UpdateConfig, update
 from ladder.rungs import registry
 from ladder.specs import spec_fields
@@ -27,7 +27,7 @@ def _flag(f) -> str:
     return f.dashed if hasattr(f, "dashed") else "--" + f.name.replace("_", "-")
 
 
-def _number_bad_values(d: cli.Number) -> list[str]:
+def _number_bad_values(d: domains.Number) -> list[str]:
     bad = ["abc", ""]
     if d.low is not None:
         bad.append(repr(d.low if d.open_low else d.low - 1))
@@ -41,22 +41,22 @@ def _number_bad_values(d: cli.Number) -> list[str]:
 
 def bad_values(domain, tmp_path) -> list[str]:
     """Values outside ``domain``, as they would be typed on the command line."""
-    if isinstance(domain, cli.Number):
+    if isinstance(domain, domains.Number):
         return _number_bad_values(domain)
-    if isinstance(domain, cli.OneOf):
+    if isinstance(domain, domains.OneOf):
         return ["no-such-choice", ""]
-    if isinstance(domain, cli.Text):
+    if isinstance(domain, domains.Text):
         return ["", "   "]
-    if isinstance(domain, cli.PathKind):
+    if isinstance(domain, domains.PathKind):
         a_file = tmp_path / "a-file.txt"
         a_file.write_text("not a directory")
         empty = tmp_path / "empty-dir"
         empty.mkdir(exist_ok=True)
         return {"dir": [str(a_file), str(a_file / "sub"), ""], "run": [str(empty), str(a_file), ""],
                 "existing_dir": [str(tmp_path / "missing"), str(a_file), ""]}[domain.kind]
-    if isinstance(domain, cli.Device):
+    if isinstance(domain, domains.Device):
         return ["banana", "", "cuda:99"] + ([] if torch.cuda.is_available() else ["cuda"])
-    if isinstance(domain, cli.Flag):
+    if isinstance(domain, domains.Flag):
         return ["=maybe"]
     raise AssertionError(f"no bad values for {domain!r}")
 
@@ -64,7 +64,7 @@ def bad_values(domain, tmp_path) -> list[str]:
 def cases():
     for name, rung in RUNGS.items():
         for f in dataclasses.fields(rung.Config):
-            domain = cli.domain_of(f)
+            domain = options.domain_of(f)
             params = domain.params() if f.metadata.get("spec") else ()
             for p in params:  # a spec's flags: each declares its own domain
                 yield pytest.param(name, p, p.domain, id=f"{name}{p.dashed}")
@@ -74,7 +74,7 @@ def cases():
 
 @pytest.mark.parametrize("name", list(RUNGS))
 def test_every_option_declares_its_domain(name):
-    missing = [f.name for f in dataclasses.fields(RUNGS[name].Config) if cli.domain_of(f) is None]
+    missing = [f.name for f in dataclasses.fields(RUNGS[name].Config) if options.domain_of(f) is None]
     missing += [p.flag for _, spec in spec_fields(RUNGS[name].Config) for p in spec.params() if p.domain is None]
     assert not missing, f"{name}: options without a declared domain: {missing}"
 
@@ -83,7 +83,7 @@ def numbers(name: str):
     """(flag, domain) of every number a rung reads: its fields' and its specs' params'."""
     for case in cases():
         rung, f, domain = case.values
-        if rung == name and isinstance(domain, cli.Number):
+        if rung == name and isinstance(domain, domains.Number):
             yield _flag(f), domain
 
 
@@ -114,7 +114,7 @@ def test_bad_values_are_one_line_exit_2_and_create_nothing(name, f, domain, tmp_
     workdir.mkdir()
     monkeypatch.chdir(workdir)
     for value in bad_values(domain, tmp_path):
-        argv = [name, _flag(f) + value] if isinstance(domain, cli.Flag) else [name, _flag(f), value]
+        argv = [name, _flag(f) + value] if isinstance(domain, domains.Flag) else [name, _flag(f), value]
         with pytest.raises(SystemExit) as stop:
             run.main([*argv, "--print-config"])
         err = capsys.readouterr().err

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from ladder import run
-from ladder.cli import Checked
 from ladder.doctor import vitals
 from ladder.graders import EXERCISES
+from ladder.options import Checked
 from ladder.rungs import protocol, registry
 from ladder.runtime.runlog import UsageError
 from ladder.specs import option_names

@@ -16,7 +16,7 @@ from typing import ClassVar
 from torch import Tensor
 
 from ladder import core
-from ladder.cli import positive
+from ladder.domains import positive
 from ladder.rungs.grpo import loss_types
 from ladder.specs import Param
 from ladder.trl_rows import TRL

@@ -13,20 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ladder.cli import (
-    MAX_LORA_ALPHA,
-    MAX_STEPS,
-    MAX_TOKENS,
-    Flag,
-    Number,
-    OneOf,
-    RunOptions,
-    Text,
-    count,
-    int_range,
-    interval,
-    option,
-)
+from ladder.domains import MAX_LORA_ALPHA, MAX_STEPS, MAX_TOKENS, Flag, Number, OneOf, Text, count, int_range, interval
+from ladder.options import RunOptions, option
 from ladder.policies import SAMPLER_LOOPS
 from ladder.specs import FixedSpec, Param
 from ladder.trl_rows import GRPO_TRAINER, RLOO, SAME, TRL

@@ -9,20 +9,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ladder.cli import (
+from ladder.domains import (
     MAX_EXAMPLES,
     MAX_LORA_ALPHA,
     MAX_ROWS,
     MAX_SCALE,
     MAX_STEPS,
-    RunOptions,
     Text,
     count,
     int_range,
     learning_rate,
-    option,
     positive,
 )
+from ladder.options import RunOptions, option
 from ladder.rungs.protocol import check_minibatches
 from ladder.tasks import preference_pairs
 from ladder.trl_rows import PAIRS, SAME, TRL, const

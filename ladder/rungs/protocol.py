@@ -55,7 +55,7 @@ class Rung:
 
 @runtime_checkable
 class RungCode(Protocol):
-    """A rung module's code. ``Config`` is a ``ladder.cli.Checked`` dataclass: one ``--flag`` per field."""
+    """A rung module's code. ``Config`` is a ``ladder.options.Checked`` dataclass: one ``--flag`` per field."""
 
     RUNG: Rung
     Config: type

@@ -35,7 +35,8 @@ import threading
 
 # What a rung's run imports before its first step, and what the rungs import as they load a model and plot.
 PRELOAD = ("torch", "transformers", "transformers.models.qwen2.modeling_qwen2",
-           "transformers.models.gpt2.modeling_gpt2", "peft", "matplotlib.pyplot", "ladder.rungs", "ladder.cli")
+           "transformers.models.gpt2.modeling_gpt2", "peft", "matplotlib.pyplot", "ladder.rungs", "ladder.cli",
+           "ladder.options")
 
 
 def _exit_status(error: BaseException | None) -> int:

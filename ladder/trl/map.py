@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ladder.cli import layout, option_name
+from ladder.options import layout, option_name
 from ladder.rungs import registry
 from ladder.specs import option_value, spec_fields, trl_names
 from ladder.trl_rows import CLASSIC, CLASSIC_PPO_CONFIG_FIELDS, SAME, SCHEDULE, TRL, Mapping, optimizer_steps

@@ -8,7 +8,8 @@ import inspect
 from dataclasses import dataclass, replace
 
 from ladder import rewards
-from ladder.cli import MAX_PASSES, Text, count, interval, option
+from ladder.domains import MAX_PASSES, Text, count, interval
+from ladder.options import option
 from ladder.rungs.grpo import advantage_spec, scoring, settle
 from ladder.rungs.grpo import generation as generation_settings
 from ladder.rungs.grpo import options as grpo_options

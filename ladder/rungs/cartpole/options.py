@@ -6,23 +6,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ladder import core
-from ladder.cli import (
+from ladder.domains import (
     MAX_EPISODES,
     MAX_PASSES,
     MAX_ROWS,
     MAX_SCALE,
     MAX_STEPS,
-    RunOptions,
     Text,
     coefficient,
     count,
     int_range,
     interval,
     learning_rate,
-    option,
     positive,
     probability,
 )
+from ladder.options import RunOptions, option
 from ladder.rungs.protocol import check_minibatches
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ladder.cli import MAX_COEF, MAX_ROWS, MAX_TOKENS, Text, count, int_range, learning_rate, option, positive
+from ladder.domains import MAX_COEF, MAX_ROWS, MAX_TOKENS, Text, count, int_range, learning_rate, positive
+from ladder.options import option
 from ladder.rungs import preference_options
 from ladder.rungs.preference_options import DEFAULT_MODEL, PreferenceOptions
 from ladder.tasks import tiny_preferences

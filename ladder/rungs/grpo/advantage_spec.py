@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ladder.cli import OneOf
+from ladder.domains import OneOf
 from ladder.specs import Param, UnionSpec, choice_param
 from ladder.trl_rows import RLOO, SAME, TRL
 

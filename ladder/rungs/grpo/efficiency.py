@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ladder.cli import Flag, OneOf
+from ladder.domains import Flag, OneOf
 from ladder.rungs.lm_options import EFFICIENCY_PLACED, Efficiency, efficiency_params
 from ladder.specs import FixedSpec, Param
 from ladder.trl_rows import TRL, optim

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ladder import core
-from ladder.cli import MAX_SCALE, coefficient, non_negative, probability
+from ladder.domains import MAX_SCALE, coefficient, non_negative, probability
 from ladder.runtime.distributed import Processes
 from ladder.specs import FixedSpec, Param, switched
 from ladder.trl_rows import SAME, TRL

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ladder.cli import MAX_TOKENS, count
+from ladder.domains import MAX_TOKENS, count
 from ladder.rungs.lm_options import LENGTH_TRL, Generation, generation_params
 from ladder.specs import FixedSpec, Param
 from ladder.trl_rows import TRL

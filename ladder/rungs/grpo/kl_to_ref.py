@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ladder.cli import OneOf, coefficient
 from ladder.core.kl import ESTIMATORS
+from ladder.domains import OneOf, coefficient
 from ladder.rungs.grpo.settle import kl_correction
 from ladder.specs import FixedSpec, Param
 from ladder.trl_rows import RLOO, SAME, TRL

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from ladder import core
-from ladder.cli import MAX_COEF, MAX_SCALE, Number, OneOf, non_negative, positive
+from ladder.domains import MAX_COEF, MAX_SCALE, Number, OneOf, non_negative, positive
 from ladder.rungs.grpo.settle import eps_high
 from ladder.specs import Param, UnionSpec, choice_param
 from ladder.trl_rows import SAME, TRL

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ladder.cli import MAX_SCALE, MAX_STEPS, count, learning_rate, positive
+from ladder.domains import MAX_SCALE, MAX_STEPS, count, learning_rate, positive
 from ladder.specs import FixedSpec, Param
 from ladder.trl_rows import RLOO, SAME, TRL, optimizer_steps
 

@@ -30,17 +30,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ladder.cli import (
-    MAX_EXAMPLES,
-    MAX_PASSES,
-    MAX_ROWS,
-    MAX_STEPS,
-    Text,
-    count,
-    int_range,
-    interval,
-    option,
-)
+from ladder.domains import MAX_EXAMPLES, MAX_PASSES, MAX_ROWS, MAX_STEPS, Text, count, int_range, interval
+from ladder.options import option
 from ladder.rewards import TIME_LIMIT_S as REWARD_TIME_LIMIT_S
 from ladder.rungs.grpo import advantage_spec as advantage_settings
 from ladder.rungs.grpo import efficiency as efficiency_settings

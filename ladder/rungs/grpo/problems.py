@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ladder.cli import MAX_EXAMPLES, OneOf, Text, count
+from ladder.domains import MAX_EXAMPLES, OneOf, Text, count
 from ladder.specs import FixedSpec, Param
 from ladder.tasks import math_problems
 from ladder.trl_rows import GRPO_TRAINER, TRL

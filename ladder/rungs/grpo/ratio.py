@@ -14,8 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ladder import core
-from ladder.cli import OneOf, interval
 from ladder.core.update import RATIO_LEVELS
+from ladder.domains import OneOf, interval
 from ladder.specs import FixedSpec, Param
 from ladder.trl_rows import RLOO, SAME, TRL
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ladder.cli import MAX_STEPS, count, probability
+from ladder.domains import MAX_STEPS, count, probability
 from ladder.specs import Param, UnionSpec, choice_param
 from ladder.trl_rows import RLOO, SAME, TRL, optimizer_steps, peft
 

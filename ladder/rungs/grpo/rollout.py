@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields, replace
 import torch
 from torch import Tensor
 
-from ladder.cli import MAX_PASSES, count
+from ladder.domains import MAX_PASSES, count
 from ladder.rewards import overlong_penalty, score
 from ladder.rungs.grpo.scoring import OVERLONG
 from ladder.specs import Param, switched

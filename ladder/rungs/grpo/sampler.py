@@ -26,8 +26,8 @@ from dataclasses import dataclass, fields, replace
 import torch
 
 from ladder import core
-from ladder.cli import MAX_SCALE, OneOf, non_negative, positive
 from ladder.core.off_policy import CORRECTIONS
+from ladder.domains import MAX_SCALE, OneOf, non_negative, positive
 from ladder.policies import quant
 from ladder.policies.low_precision import bf16_native
 from ladder.specs import FixedSpec, Param

@@ -16,7 +16,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from ladder import rewards
-from ladder.cli import Text, coefficient, interval
+from ladder.domains import Text, coefficient, interval
 from ladder.specs import FixedSpec, Param
 from ladder.trl_rows import GRPO_TRAINER, RLOO, TRL, reward_weights
 

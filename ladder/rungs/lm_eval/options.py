@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ladder.cli import MAX_EXAMPLES, MAX_TOKENS, Checked, Device, PathKind, Text, count, int_range, option
+from ladder.domains import MAX_EXAMPLES, MAX_TOKENS, Device, PathKind, Text, count, int_range
+from ladder.options import Checked, option
 from ladder.rungs.protocol import no_cross_option_rules
 from ladder.tasks import math_problems
 

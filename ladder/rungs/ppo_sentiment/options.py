@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ladder import core
-from ladder.cli import (
+from ladder.domains import (
     MAX_EXAMPLES,
     MAX_PASSES,
     MAX_ROWS,
@@ -20,10 +20,10 @@ from ladder.cli import (
     int_range,
     interval,
     learning_rate,
-    option,
     positive,
     probability,
 )
+from ladder.options import option
 from ladder.rungs import lm_options
 from ladder.rungs.lm_options import (
     EFFICIENCY_PLACED,

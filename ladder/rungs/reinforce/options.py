@@ -5,21 +5,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ladder.cli import (
+from ladder.domains import (
     MAX_EPISODES,
     MAX_SCALE,
     MAX_STEPS,
-    RunOptions,
     Text,
     coefficient,
     count,
     int_range,
     interval,
     learning_rate,
-    option,
     positive,
     probability,
 )
+from ladder.options import RunOptions, option
 from ladder.runtime.errors import UsageError
 
 BASELINES = ("none", "whiten", "value")

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ladder.cli import MAX_ROWS, Text, count, option
+from ladder.domains import MAX_ROWS, Text, count
+from ladder.options import option
 from ladder.rungs import preference_options
 from ladder.rungs.preference_options import DEFAULT_MODEL, PreferenceOptions
 from ladder.trl_rows import REWARD, TRL
