@@ -19,6 +19,7 @@ from .advantages import (
     whiten,
 )
 from .batch import Batch, last_step_mask
+from .distillation import distillation_rewards, generalized_jsd
 from .entropy import AdaptiveEntropyCoef, high_entropy_mask
 from .kl import AdaptiveKLController, FixedKLController, kl_estimate, kl_in_reward, kl_penalized_rewards
 from .logprobs import token_logp
@@ -74,6 +75,7 @@ __all__ = [
     "discounted_returns", "gae", "masked_gae", "group_relative", "decoupled_group_relative", "group_relative_turns",
     "leave_one_out", "whiten",
     "kl_estimate", "kl_penalized_rewards", "kl_in_reward", "FixedKLController", "AdaptiveKLController",
+    "distillation_rewards", "generalized_jsd",
     "pg_loss", "clipped_surrogate", "cispo_loss", "soft_gated_surrogate", "gamma_weight", "sequence_log_ratio",
     "value_loss", "entropy_bonus", "aggregate",
     "OBJECTIVES", "Objective", "objective", "objective_spec", "Clipped", "CISPO", "SoftGate", "GammaWeighted",
