@@ -88,7 +88,8 @@ def _inherited(rung) -> set[tuple[str, tuple]]:
 
 def rung_rows(rung) -> tuple[Mapping, ...]:
     """The rows of one rung: its options' TRL names in the classes it maps (an option it inherits from another rung's
-    Config, with the same names, is that rung's row), then the settings it has no flag for."""
+    Config, with the same names, is that rung's row), then the settings it has no flag for; those a ``ladder.core``
+    function computes first, each group in the options' order."""
     classes, inherited, out = rung.RUNG.trl_classes, _inherited(rung), []
     for item, union in _options(rung.Config):
         option, names = option_name(item), trl_names(item)
@@ -97,7 +98,7 @@ def rung_rows(rung) -> tuple[Mapping, ...]:
         condition = None if union is None else _read_by_run(union, option)
         out += [_row(d, cls, rung, option, condition) for d in names for cls in d.classes() if cls in classes]
     out += [_row(d, cls, rung, None, None) for d in rung.RUNG.trl for cls in d.classes()]
-    return tuple(out)
+    return tuple(sorted(out, key=lambda row: row.core_function is None))  # the math first, then the bookkeeping
 
 
 def all_rows() -> tuple[Mapping, ...]:
