@@ -137,6 +137,8 @@ def test_groups_without_signal_say_too_easy_or_too_hard(tmp_path):
     series = healthy_series() | {"frac_reward_zero_std": [0.8] * N, "rewards/correctness/mean": [0.97] * N}
     easy = diagnose(read_run(write_run(tmp_path / "easy", series)))
     assert [f.name for f in easy] == ["no_signal"] and "too easy" in easy[0].means
+    taught = healthy_series() | {"frac_reward_zero_std": [1.0] * N, "distill/reverse_kl": ramp(4.0, 1.0)}
+    assert diagnose(read_run(write_run(tmp_path / "taught", taught, {"rung": "distill"}))) == []  # a teacher's tokens
 
 
 def test_length_drift_needs_the_per_sequence_mean(tmp_path):

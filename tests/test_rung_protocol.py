@@ -22,7 +22,8 @@ MEMBERS = ("RUNG", "Config", "PRESETS", "ALGOS", "RESOLVED", "validate", "train"
 
 
 def test_the_rungs_are_the_modules_that_declare_themselves_in_their_order():
-    assert list(RUNGS) == ["reinforce", "cartpole", "ppo-sentiment", "grpo", "agent", "reward-model", "dpo", "eval"]
+    assert list(RUNGS) == ["reinforce", "cartpole", "ppo-sentiment", "grpo", "agent", "reward-model", "dpo", "distill",
+                           "eval"]
     assert all(registry.find(name) is module for name, module in RUNGS.items())
     with pytest.raises(UsageError, match="unknown rung 'nope'; choose one of: reinforce, cartpole"):
         registry.find("nope")

@@ -181,6 +181,8 @@ def no_signal(run: Run) -> Finding | None:
         return None  # the truncation signature explains it
     if kl_blowup(run) is not None:
         return None  # so does a policy running away from π_ref: its completions collapse to the same few
+    if enough(run.get("distill/reverse_kl"), T.min_points):
+        return None  # a teacher scores every token: its per-token rewards are the signal, whatever the groups' spread
     why = "the rewards do not tell these completions apart"
     found = correctness_series(run)
     if found is not None and len(found[1]):

@@ -20,14 +20,17 @@ from ladder.tasks.dataset_rows import hub_rows, json_kind, rows_from_file
 
 TASKS = ("gsm8k", "arithmetic")
 TINY_MODEL = "@tiny-math"
+TINY_TEACHER = "@tiny-math-teacher"  # the tiny model's tutor who always carries (the distill rung's teacher)
 SYSTEM_PROMPTS = {"gsm8k": arithmetic.SYSTEM_PROMPT, "arithmetic": arithmetic.TINY_SYSTEM_PROMPT}
 ARITHMETIC_PROBLEMS = 90 * 90  # every sum of two 2-digit numbers
 HELD_OUT_FRACTION = 5  # a one-split dataset holds out at most 1/5 of its rows
 
 
 def resolve_math_model(model: str) -> str:
-    """``@tiny-math`` → the directory of ladder's tiny instruct model (the copy the package ships); any other
-    name (hub id, local directory) as given."""
+    """``@tiny-math`` → the directory of ladder's tiny instruct model (the copy the package ships),
+    ``@tiny-math-teacher`` → its tutor's, who always carries; any other name (hub id, local directory) as given."""
+    if model == TINY_TEACHER:
+        return str(arithmetic.tiny_math_teacher())
     return str(arithmetic.tiny_math_model()) if model == TINY_MODEL else model
 
 

@@ -20,6 +20,7 @@ def builders() -> dict[str, Callable[[Path], None]]:
 
     return {review_models.TINY_MODEL_VERSION: review_models.build_tiny_sentiment_model,
             arithmetic.TINY_MODEL_VERSION: arithmetic.build_tiny_math_model,
+            arithmetic.TINY_TEACHER_VERSION: arithmetic.build_tiny_math_teacher,
             tiny_agent.TINY_MODEL_VERSION: tiny_agent.build_tiny_agent_model,
             tiny_agent.TINY_GUESS_VERSION: tiny_agent.build_tiny_guess_model}
 

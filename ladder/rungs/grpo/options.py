@@ -99,7 +99,10 @@ ALGOS = {
 
 @accepts_flags
 @dataclass
-class Config(LMOptions):
+class GRPOOptions(LMOptions):
+    """grpo's options, the rungs built on its update share them (the distill rung's Config extends these); ``Config``
+    adds --export-trl, for the runs a TRL script reproduces (grpo's and the agent's)."""
+
     model: str = option("Qwen/Qwen2.5-0.5B-Instruct", "causal LM: hub id or local directory", Text(),
                         trl=(TRL("model", note="a hub id or a local directory; @tiny-math is ladder's cached tiny "
                                  "model (math_problems.resolve_math_model)", cls=GRPO_TRAINER),))
@@ -196,9 +199,6 @@ class Config(LMOptions):
                                       "ladder's is greedy held-out accuracy (run `python -m ladder.run eval --adapter "
                                       "OUTPUT_DIR`)"),
                                   TRL(None, note="see eval_steps")))
-    export_trl: str | None = option(None, "write this run as a runnable TRL script (trl.GRPOTrainer) to this file "
-                                          "and exit: nothing is trained, no run directory is created", Text(),
-                                  trl=(TRL(None, note="the switch that writes this script"),))
 
     # What the flags of the choices say, read off the spec that each field holds (no field of their own):
     @property
@@ -238,6 +238,14 @@ class Config(LMOptions):
     def sampler_before_settling(self) -> Sampler:
         """The sampler as given, its auto for ``settle`` to decide."""
         return self.sampler
+
+
+@accepts_flags
+@dataclass
+class Config(GRPOOptions):
+    export_trl: str | None = option(None, "write this run as a runnable TRL script (trl.GRPOTrainer) to this file "
+                                          "and exit: nothing is trained, no run directory is created", Text(),
+                                  trl=(TRL(None, note="the switch that writes this script"),))
 
 
 # The tiny preset's model imitates a tutor who forgets to carry (see arithmetic.build_tiny_math_model):

@@ -161,10 +161,10 @@ def train_on(cfg: Config, name: str, build: Callable[[Config, RunSession], Recip
     return summary
 
 
-def task_recipe(cfg: Config, run: RunSession, task: Task) -> GRPO:
+def task_recipe(cfg: Config, run: RunSession, task: Task, recipe: type[GRPO] | None = None) -> GRPO:
     """The GRPO recipe of a run on ``task``: the ``--reward-funcs`` loaded, π_θ loaded (``load_policy``), each
     process's own sampling seed, the task's prompt, rollout (behind a lagging π_rollout with --max-staleness) and
-    credit."""
+    credit; ``recipe``: a rung's subclass of ``GRPO`` (the distill rung's), else ``GRPO``."""
     reward_funcs = rewards.load_all(cfg.rewards.funcs)
     policy, optimizer = load_policy(cfg, task.model_path, run.procs.device)
     run.seed_each_process()  # the weights above are the same everywhere; the samples from here on are not
@@ -173,7 +173,7 @@ def task_recipe(cfg: Config, run: RunSession, task: Task) -> GRPO:
                      stream=ProblemStream(task.problems, cfg.seed, task.source), system_prompt=task.system_prompt,
                      procs=run.procs, reward_funcs=reward_funcs, prompt=task.prompt, rollout=rollout,
                      credit=task.credit)
-    return GRPO(cfg, run, task, step)
+    return (recipe or GRPO)(cfg, run, task, step)
 
 
 class GRPO(Recipe):

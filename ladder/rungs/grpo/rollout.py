@@ -58,6 +58,7 @@ class Rollout:
     turn: Tensor | None = None            # [n, T] the model turn of each token (−1: the environment's, pad)
     turn_rewards: Tensor | None = None    # [n, K] each model turn's reward (the trajectory's added to the last)
     stats: dict | None = None             # name → [n], logged as its mean (tool calls, turns, …)
+    token_rewards: Tensor | None = None   # [n, T] a reward per completion token (the distill rung's teacher's)
 
     def __len__(self) -> int:
         return len(self.rewards)
@@ -106,7 +107,8 @@ def concat(rollouts: list[Rollout], pad_token_id: int) -> Rollout:
                                  max(r.turn_rewards.shape[1] for r in rollouts) if rollouts[0].turn_rewards is not None
                                  else 0, 0.0),
         stats=None if rollouts[0].stats is None else {k: torch.cat([r.stats[k] for r in rollouts])
-                                                      for k in rollouts[0].stats})
+                                                      for k in rollouts[0].stats},
+        token_rewards=_cat_padded([r.token_rewards for r in rollouts], T, 0.0))
 
 
 def _cat_padded(parts: list[Tensor | None], width: int, value) -> Tensor | None:

@@ -19,7 +19,7 @@ from ladder.runtime.runlog import RunLog, UsageError, seed_everything
 from ladder.tasks import math_eval, math_problems
 
 NAME = "eval"
-RUNG = Rung(name=NAME, position=8,
+RUNG = Rung(name=NAME, position=9,
             summary="greedy accuracy of a model (and adapter) on the fixed held-out problems",
             writes="config.json, summary.json, completions.jsonl")
 

@@ -1,0 +1,33 @@
+"""Rung 7: on-policy distillation — the student samples, a stronger teacher scores every token it sampled.
+
+Each update, on grpo's machinery and the same ``ladder.core``:
+
+    P prompts × G completions sampled from the student π_θ               grpo's rollout (the rule rewards logged)
+    log π_θ and log π_teacher of every sampled token, no grad             the teacher frozen beside the student
+    r_t = −(log π_θ − log π_teacher)(y_t)                                 core.distillation_rewards: k1 of the reverse
+                                                                          KL, π_teacher where π_ref was
+    Â_t = Σ_{t' ≥ t} γ^(t'−t)·r_t'  (+ the rule rewards' group Â)          core.discounted_returns, --discount γ
+    core.update with the clipped surrogate (grpo's objective and flags)
+
+Every token gets a signal where GRPO's correctness gives a completion one number. With γ = 1 the policy gradient is
+−∇KL(π_θ ‖ π_teacher) over whole completions; with γ = 0 it is GKD's reverse-KL gradient (β = 1) at the student's
+own prefixes (``ladder.core.distillation``). ``--preset tiny``: the tiny math model, which forgets to carry, taught
+by its tutor's model, which never does (``@tiny-math-teacher``), on a CPU in a minute or two; the held-out greedy
+accuracy of both is drawn in curves.png. The users' default: Qwen2.5-1.5B-Instruct teaching Qwen2.5-0.5B-Instruct on
+GSM8K (``--qlora`` for the student).
+
+metrics.jsonl, one line per update: grpo's fields (reward, rewards/correctness/mean, clip, entropy, …) and
+distill/reverse_kl (Σ_t log π_θ − log π_teacher per completion, mean), distill/teacher_logp (per token, mean); when
+evaluated eval_accuracy and teacher_accuracy.
+"""
+
+# The package: the recipe the loop runs (``Distill``: grpo's with the teacher's accuracy), ``build``, ``train`` and
+# the declaration ``RUNG`` (``recipe``); the options, grpo's and the teacher's (``options``); the teacher loaded,
+# scoring the student's samples, and the per-token credit (``teacher``).
+
+from ladder.rungs.distill.options import ALGOS, PRESETS, RESOLVED, Config, validate
+from ladder.rungs.distill.recipe import CURVES, NAME, RUNG, Distill, build, train
+from ladder.rungs.distill.teacher import load_teacher, scored_by, teacher_credit, with_teacher
+
+__all__ = ["ALGOS", "CURVES", "NAME", "PRESETS", "RESOLVED", "RUNG", "Config", "Distill", "build", "load_teacher",
+           "scored_by", "teacher_credit", "train", "validate", "with_teacher"]
