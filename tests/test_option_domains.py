@@ -61,15 +61,20 @@ def bad_values(domain, tmp_path) -> list[str]:
     raise AssertionError(f"no bad values for {domain!r}")
 
 
-def cases():
+def cases(every_rung: bool = False):
+    """(rung, option, domain) of every option's declaration, through the first rung that has it (a declaration
+    shared — RunOptions' fields, grpo's options in the agent and distill rungs — is the same code; ``every_rung``:
+    each rung's own list)."""
+    seen = []
     for name, rung in RUNGS.items():
         for f in dataclasses.fields(rung.Config):
             domain = options.domain_of(f)
             params = domain.params() if f.metadata.get("spec") else ()
-            for p in params:  # a spec's flags: each declares its own domain
-                yield pytest.param(name, p, p.domain, id=f"{name}{p.dashed}")
-            if domain is not None and not params:
-                yield pytest.param(name, f, domain, id=f"{name}{_flag(f)}")
+            for item in [*params] if params else [f] if domain is not None else []:
+                if every_rung or not any(item is old or (params and item == old) for old in seen):
+                    seen.append(item)
+                    flag = item.dashed if params else _flag(item)
+                    yield pytest.param(name, item, item.domain if params else domain, id=f"{name}{flag}")
 
 
 @pytest.mark.parametrize("name", list(RUNGS))
@@ -81,7 +86,7 @@ def test_every_option_declares_its_domain(name):
 
 def numbers(name: str):
     """(flag, domain) of every number a rung reads: its fields' and its specs' params'."""
-    for case in cases():
+    for case in cases(every_rung=True):
         rung, f, domain = case.values
         if rung == name and isinstance(domain, domains.Number):
             yield _flag(f), domain

@@ -63,7 +63,7 @@ def test_the_credit_sums_the_teachers_rewards_from_each_token_on():
 
 def test_a_short_run_logs_the_reverse_kl_and_both_accuracies(tmp_path):
     out = tmp_path / "d"
-    result = run_cli("distill", "--preset", "tiny", "--steps", "2", "--eval-every", "0", "--eval-size", "20",
+    result = run_cli("distill", "--preset", "tiny", "--steps", "2", "--eval-every", "0", "--eval-size", "10",
                      "--print-samples", "0", "--no-progress", "--out", str(out), cwd=tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
