@@ -219,6 +219,13 @@ class FixedSpec:
     def params(self) -> list[Param]:
         return list(self._params)
 
+    def with_defaults(self, **defaults) -> FixedSpec:
+        """The same spec with a rung's own defaults for some of its flags (``OPTION.with_defaults(kl_coef=0.0)``; the
+        rung's field then holds the spec with those values)."""
+        params = tuple(dataclasses.replace(p, own_default=defaults[p.flag]) if p.flag in defaults else p
+                       for p in self._params)
+        return FixedSpec(self.field, self.cls, params, self._placed)
+
     def placed(self) -> dict[str, str]:
         """Flag → the option it is listed before, where not in the field's place (``ladder.options.layout``)."""
         return dict(self._placed)

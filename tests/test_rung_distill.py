@@ -4,7 +4,7 @@
 own forwards; (b) ``teacher_credit``: Â_t = Σ_{t' ≥ t} γ^(t'−t)·r_t' plus the completion's rule Â; (c) a short run
 through the command: the teacher's and the student's held-out accuracy and the reverse KL logged, the update
 grpo's step; (d) what it refuses in one line: the student as its own teacher, a teacher of other
-tokens.
+tokens, the student's own weights by their directory.
 """
 
 from __future__ import annotations
@@ -71,10 +71,12 @@ def test_a_short_run_logs_the_reverse_kl_and_both_accuracies(tmp_path):
     assert len(trained) == 2 and all(r["distill/reverse_kl"] == r["distill/reverse_kl"] for r in trained)
     summary = json.loads((out / "summary.json").read_text())
     assert 0 <= summary["teacher_accuracy"] <= 1 and summary["teacher"] == math_problems.TINY_TEACHER
+    assert summary["reverse_kl_first5"] == sum(r["distill/reverse_kl"] for r in trained) / 2
     assert any("teacher_accuracy" in r for r in records) and (out / "curves.png").exists()
 
 
 def test_a_student_teaching_itself_and_a_teacher_of_other_tokens_are_one_line(tmp_path):
+    """By name (before anything loads), by its directory, and a teacher with another tokenizer: exit 2, no run."""
     same = run_cli("distill", "--preset", "tiny", "--teacher", "@tiny-math", "--out", str(tmp_path / "a"),
                    cwd=tmp_path)
     assert same.returncode == 2 and same.stderr.strip().splitlines()[-1].startswith("ladder: error: --teacher is")
@@ -83,3 +85,7 @@ def test_a_student_teaching_itself_and_a_teacher_of_other_tokens_are_one_line(tm
     assert other.returncode == 2, other.stderr[-2000:]
     assert "its tokenizer is not the student's" in other.stderr and "Traceback" not in other.stderr
     assert not (tmp_path / "b").exists()
+    itself = run_cli("distill", "--preset", "tiny", "--teacher", str(arithmetic.tiny_math_model()), "--steps", "1",
+                     "--out", str(tmp_path / "c"), cwd=tmp_path)  # the student's weights by their directory
+    assert itself.returncode == 2 and "is the student's own weights" in itself.stderr.strip().splitlines()[-1]
+    assert not (tmp_path / "c").exists()

@@ -9,16 +9,20 @@ Each update, on grpo's machinery and the same ``ladder.core``:
     Â_t = Σ_{t' ≥ t} γ^(t'−t)·r_t'  (+ the rule rewards' group Â)          core.discounted_returns, --discount γ
     core.update with the clipped surrogate (grpo's objective and flags)
 
-Every token gets a signal where GRPO's correctness gives a completion one number. With γ = 1 the policy gradient is
-−∇KL(π_θ ‖ π_teacher) over whole completions; with γ = 0 it is GKD's reverse-KL gradient (β = 1) at the student's
-own prefixes (``ladder.core.distillation``). ``--preset tiny``: the tiny math model, which forgets to carry, taught
-by its tutor's model, which never does (``@tiny-math-teacher``), on a CPU in a minute or two; the held-out greedy
+Every token gets a signal where GRPO's correctness gives a completion one number. In expectation, with γ = 1 the
+policy gradient is −∇KL(π_θ ‖ π_teacher) over whole completions, and with γ = 0 a one-sample estimate of GKD's
+reverse-KL gradient (β = 1) at the student's own prefixes (``ladder.core.distillation``) — each completion's term
+scaled as ``--loss-type`` aggregates it (grpo's default: by 1/its length; dr_grpo: by one constant). By default no
+π_ref is computed (``--kl-coef 0``: the teacher is the anchor) and the correctness reward is only logged
+(``--reward-weights 0``). ``--preset tiny``: the tiny math model, which forgets to carry, taught
+by its tutor's model, which always carries (``@tiny-math-teacher``), on a CPU in under a minute; the held-out greedy
 accuracy of both is drawn in curves.png. The users' default: Qwen2.5-1.5B-Instruct teaching Qwen2.5-0.5B-Instruct on
 GSM8K (``--qlora`` for the student).
 
-metrics.jsonl, one line per update: grpo's fields (reward, rewards/correctness/mean, clip, entropy, …) and
+metrics.jsonl, one line per update: grpo's fields (reward, rewards/correctness/mean, clip_frac, entropy, …) and
 distill/reverse_kl (Σ_t log π_θ − log π_teacher per completion, mean), distill/teacher_logp (per token, mean); when
-evaluated eval_accuracy and teacher_accuracy.
+evaluated eval_accuracy and teacher_accuracy; summary.json adds the teacher's accuracy and the reverse KL of the first
+and the last five updates.
 """
 
 # The package: the recipe the loop runs (``Distill``: grpo's with the teacher's accuracy), ``build``, ``train`` and

@@ -20,11 +20,11 @@ NAME = "distill"
 RUNG = Rung(name=NAME, position=8,
             summary="on-policy distillation: the student samples, the teacher scores every token (reverse KL)",
             exercises=grpo.RUNG.exercises, vitals=("accuracy", "entropy", "clip", "ratio", "length", "grad_norm"))
-CURVES = [Panel("reverse KL to the teacher", "Σ_t log π_θ/π_teacher (mean)", {"distill/reverse_kl": ""}),
+CURVES = [Panel("reverse KL to the teacher", "nats per completion (sampled)", {"distill/reverse_kl": ""}),
           Panel("greedy accuracy (held-out)", "share correct",
                 {"eval_accuracy": "student", "teacher_accuracy": "teacher"}),  # step 0: before training
           Panel("log π_teacher of the student's tokens", "nats per token (mean)", {"distill/teacher_logp": ""}),
-          Panel("correctness of the samples", "mean over the update's completions", {"rewards/correctness/mean": ""}),
+          Panel("correctness of the samples", "share correct (a rule reward)", {"rewards/correctness/mean": ""}),
           Panel("completion length", "tokens (mean)", {"completions/mean_length": ""})]
 
 
@@ -40,16 +40,27 @@ class Distill(grpo.GRPO):
                                                                           self.task.held_out)
         return {**super().evaluate(), "teacher_accuracy": self.counters["teacher_accuracy"]}
 
+    def update(self) -> dict:
+        """grpo's update; the completions' mean reverse KL to the teacher kept for the summary."""
+        record = super().update()
+        self.counters.setdefault("reverse_kl", []).append(record["distill/reverse_kl"])
+        return record
+
     def summary(self) -> dict:
+        """grpo's summary, the teacher's held-out accuracy, and the reverse KL Σ_t log π_θ/π_teacher per completion
+        over the first and the last five updates."""
+        kl = self.counters.get("reverse_kl", [])
+        first, last = kl[:5], kl[-5:]
         return {**super().summary(), "teacher": self.cfg.teacher,
-                "teacher_accuracy": self.counters.get("teacher_accuracy")}
+                "teacher_accuracy": self.counters.get("teacher_accuracy"),
+                "reverse_kl_first5": sum(first) / max(len(first), 1), "reverse_kl_last5": sum(last) / max(len(last), 1)}
 
 
 def build(cfg: Config, run: RunSession) -> Distill:
     """grpo's recipe on the math problems (``grpo.math_task``), its rollout scored by the teacher and credited
     per token (``with_teacher``, ``teacher_credit``)."""
     task = grpo.math_task(cfg)
-    teacher = load_teacher(cfg, task.tokenizer, run.procs.device)
+    teacher = load_teacher(cfg, task.model_path, task.tokenizer, run.procs.device)
     task = replace(task, rollout=with_teacher(teacher), credit=teacher_credit, curves=list(CURVES))
     recipe = grpo.task_recipe(cfg, run, task, recipe=Distill)
     recipe.teacher = teacher

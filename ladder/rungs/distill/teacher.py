@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 import torch
 
@@ -23,10 +24,14 @@ from ladder.rungs.grpo.step import Step, sample_groups
 from ladder.runtime.errors import UsageError
 
 
-def load_teacher(cfg, student_tokenizer, device: torch.device) -> CausalLMPolicy:
-    """π_teacher, frozen and in eval mode, scoring at the student's temperature; a teacher whose vocabulary is not the
-    student's is one line (its log-probs would be of other tokens)."""
+def load_teacher(cfg, student_path: str, student_tokenizer, device: torch.device) -> CausalLMPolicy:
+    """π_teacher, frozen and in eval mode, scoring at the student's temperature; a teacher that is the student's own
+    weights (every reward 0) or whose vocabulary is not the student's (its log-probs would be of other tokens) is one
+    line."""
     path = hub.resolve(cfg.teacher_source(), "--teacher")
+    if Path(path).resolve() == Path(student_path).resolve():
+        raise UsageError(f"--teacher {cfg.teacher} is the student's own weights (--model {cfg.model}): every reward "
+                         "would be 0")
     if quant.load_tokenizer(path, "--teacher").get_vocab() != student_tokenizer.get_vocab():
         raise UsageError(f"--teacher {cfg.teacher}: its tokenizer is not the student's (--model {cfg.model}); the "
                          "teacher must score the student's own tokens")
