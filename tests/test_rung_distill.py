@@ -2,7 +2,8 @@
 
 (a) ``scored_by``: r_t = −(log π_θ − log π_teacher)(y_t) on the completion tokens only, from the two tiny models'
 own forwards; (b) ``teacher_credit``: Â_t = Σ_{t' ≥ t} γ^(t'−t)·r_t' plus the completion's rule Â; (c) a short run
-through the command: the teacher's and the student's held-out accuracy and the reverse KL logged, the update
+through the command: the teacher's and the student's held-out accuracy and the reverse KL logged and drawn among
+the doctor's vital signs, the update
 grpo's step; (d) what it refuses in one line: the student as its own teacher, a teacher of other
 tokens, the student's own weights by their directory.
 """
@@ -15,6 +16,8 @@ from types import SimpleNamespace
 import torch
 from cli_helpers import run_cli
 
+from ladder.doctor import read_run, vitals
+from ladder.doctor.vitals import vitals_of
 from ladder.policies import quant
 from ladder.policies.causal_lm import CausalLMPolicy, lm_batch
 from ladder.rungs import distill
@@ -73,6 +76,8 @@ def test_a_short_run_logs_the_reverse_kl_and_both_accuracies(tmp_path):
     assert 0 <= summary["teacher_accuracy"] <= 1 and summary["teacher"] == math_problems.TINY_TEACHER
     assert summary["reverse_kl_first5"] == sum(r["distill/reverse_kl"] for r in trained) / 2
     assert any("teacher_accuracy" in r for r in records) and (out / "curves.png").exists()
+    drawn = {v.title for v in vitals_of(read_run(out))}  # the doctor's vital signs of a distill run
+    assert {vitals.REVERSE_KL.title, vitals.TEACHER_LOGP.title, vitals.TAUGHT_ACCURACY.title} <= drawn
 
 
 def test_a_student_teaching_itself_and_a_teacher_of_other_tokens_are_one_line(tmp_path):

@@ -13,6 +13,9 @@ doctor.png) with the thresholds its signatures use (``Thresholds``) as ``Guide``
                        rewards and log-probs, KL to π_ref and r* of sampled completions, their length, grad norm
                        (not kl_ref_token_k3: k3 on the pairs' tokens, which π_θ did not sample, up to 10⁵ per token)
     reinforce          return, entropy, grad norm
+    distill            held-out accuracy of the student and the teacher, the reverse KL to the teacher per completion
+                       (sampled), the teacher's log-prob of the student's tokens, entropy, clip fraction, the ratio's
+                       range, completion length, grad norm
 
 ``vitals_of(run)`` keeps the vitals the run logged (a series it did not log: no panel). A guide is a dashed line
 (``low`` alone) or a shaded healthy band (``low`` to ``high``); a run's own guides (a tenth of its starting entropy,
@@ -125,6 +128,11 @@ SAMPLE_KL = Vital("KL(π_θ‖π_ref) of sampled completions", PER_COMPLETION, {
 SAMPLE_TRUE = replace(TRUE_REWARD, unit="mean per sampled completion")
 SAMPLE_LENGTH = replace(LENGTH, unit="tokens (mean of sampled completions)")
 
+TAUGHT_ACCURACY = replace(ACCURACY, title="held-out accuracy, student and teacher",
+                          lines={"eval_accuracy": "student", "teacher_accuracy": "teacher"})
+REVERSE_KL = Vital("reverse KL(π_θ‖π_teacher)", PER_COMPLETION, {"distill/reverse_kl": ""})
+TEACHER_LOGP = Vital("log π_teacher of the student's tokens", "nats per token (mean)", {"distill/teacher_logp": ""})
+
 PER_ACTION = replace(ENTROPY, unit="nats per action")
 ACTION_CLIP = replace(CLIP, unit="share of actions clipped")
 # Every vital sign by the name a rung declares it with (``Rung.vitals``).
@@ -137,7 +145,8 @@ VITALS = {"return": RETURN, "reward": REWARD, "reward_functions": REWARD_FUNCTIO
           "rlhf_explained": RLHF_EXPLAINED, "rm_loss": RM_LOSS, "ranked": RANKED, "rm_margin": RM_MARGIN,
           "length_paid": LENGTH_PAID, "calibration": CALIBRATION, "dpo_loss": DPO_LOSS, "dpo_ranked": DPO_RANKED,
           "dpo_margin": DPO_MARGIN, "implicit": IMPLICIT, "logps": LOGPS, "sample_kl": SAMPLE_KL,
-          "sample_true": SAMPLE_TRUE, "sample_length": SAMPLE_LENGTH}
+          "sample_true": SAMPLE_TRUE, "sample_length": SAMPLE_LENGTH, "taught_accuracy": TAUGHT_ACCURACY,
+          "reverse_kl": REVERSE_KL, "teacher_logp": TEACHER_LOGP}
 
 
 def of_rung(rung: str | None) -> tuple[Vital, ...]:

@@ -19,7 +19,8 @@ from ladder.tasks import math_problems
 NAME = "distill"
 RUNG = Rung(name=NAME, position=8,
             summary="on-policy distillation: the student samples, the teacher scores every token (reverse KL)",
-            exercises=grpo.RUNG.exercises, vitals=("accuracy", "entropy", "clip", "ratio", "length", "grad_norm"))
+            exercises=grpo.RUNG.exercises,
+            vitals=("taught_accuracy", "reverse_kl", "teacher_logp", "entropy", "clip", "ratio", "length", "grad_norm"))
 CURVES = [Panel("reverse KL to the teacher", "nats per completion (sampled)", {"distill/reverse_kl": ""}),
           Panel("greedy accuracy (held-out)", "share correct",
                 {"eval_accuracy": "student", "teacher_accuracy": "teacher"}),  # step 0: before training
