@@ -162,7 +162,7 @@ def layout(config_cls) -> list:
         placed.update(getattr(spec, "placed", dict)() if spec else {})
     for flag, before in placed.items():
         if before not in map(option_name, items):
-            continue  # a config without that option (the distill rung has no --export-trl): the param stays put
+            continue  # a config without that option: the param stays put
         item = next(i for i in items if option_name(i) == flag)
         items.remove(item)
         items.insert(next(k for k, i in enumerate(items) if option_name(i) == before), item)

@@ -24,6 +24,8 @@ PPO_TRAINER = "PPOTrainer"   # TRL ≤ 0.11's
 REWARD = "RewardConfig"
 DPO = "DPOConfig"
 PAIRS = (REWARD, DPO)
+GKD = "GKDConfig"            # trl.experimental.gkd's (the distill rung's export)
+GKD_TRAINER = "GKDTrainer"   # its __init__'s parameters
 SAME = "same"  # TRL(..., value=SAME): the TRL value is the option's own
 SCHEDULE = ("ladder: each update samples P·G completions and makes μ passes over them, each pass a fresh "
             "shuffle into M minibatches, one optimiser step each. TRL: a generation batch of "

@@ -1,6 +1,6 @@
 """Write the course notebooks (stripped: no outputs) from their text in ``text_toy.py``, ``text_policies.py``,
-``text_llm.py``, ``text_design.py``, ``text_objectives.py``, ``text_foundations.py``, ``text_agents.py`` and
-``text_doctor.py`` and ``text_preferences.py``.
+``text_llm.py``, ``text_design.py``, ``text_objectives.py``, ``text_foundations.py``, ``text_agents.py``,
+``text_doctor.py``, ``text_preferences.py`` and ``text_distill.py``.
 
     python notebooks/build.py
 
@@ -20,6 +20,7 @@ sys.path.insert(0, str(HERE))
 
 import text_agents  # noqa: E402
 import text_design  # noqa: E402
+import text_distill  # noqa: E402
 import text_doctor  # noqa: E402
 import text_foundations  # noqa: E402
 import text_llm  # noqa: E402
@@ -30,8 +31,8 @@ import text_toy  # noqa: E402
 
 NOTEBOOKS = dict(sorted({**text_toy.NOTEBOOKS, **text_foundations.NOTEBOOKS, **text_policies.NOTEBOOKS,
                          **text_llm.NOTEBOOKS, **text_design.NOTEBOOKS, **text_objectives.NOTEBOOKS,
-                         **text_agents.NOTEBOOKS, **text_doctor.NOTEBOOKS,
-                         **text_preferences.NOTEBOOKS}.items()))   # by name: 0, 1, 1b, 2, …
+                         **text_agents.NOTEBOOKS, **text_doctor.NOTEBOOKS, **text_preferences.NOTEBOOKS,
+                         **text_distill.NOTEBOOKS}.items()))   # by name: 0, 1, 10, 1b, 2, …
 
 
 def build(out_dir: Path = HERE) -> list[Path]:

@@ -15,7 +15,7 @@ from ladder.patches import library_deprecations
 
 TRAINED = ("2_ppo_cartpole", "3_three_policies_and_kl", "4_ppo_rlhf_sentiment", "5_grpo_qlora",
            "6_design_space_and_trl", "6b_objectives_entropy_staleness", "7_agents", "8_run_doctor",
-           "9_where_the_reward_comes_from")
+           "9_where_the_reward_comes_from", "10_learning_from_a_teacher")
 
 _execute = NotebookRun.execute
 

@@ -332,3 +332,7 @@ PLANTED.update(PLANTED_DESIGN)
 from planted_bugs_preferences import PLANTED_PREFERENCES  # noqa: E402 - the preference exercises' bugs (26, 27)
 
 PLANTED.update(PLANTED_PREFERENCES)
+
+from planted_bugs_distill import PLANTED_DISTILL  # noqa: E402 - the distillation exercises' bugs (28, 29)
+
+PLANTED.update(PLANTED_DISTILL)

@@ -83,7 +83,7 @@ def test_the_trl_name_is_in_the_map(row):
 
 def test_the_table_follows_the_notebooks_and_covers_every_exercise():
     numbers = [c.notebook for c in course.CONCEPTS]
-    assert numbers == sorted(numbers)
+    assert numbers == sorted(numbers, key=lambda n: (int(n.rstrip("abcdefghijklmnopqrstuvwxyz")), n))  # 1, 1b, …, 10
     assert {e.stem for e in EXERCISES} <= {c.exercise for c in course.CONCEPTS}
 
 

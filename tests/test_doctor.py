@@ -91,6 +91,7 @@ CASES = {
     "reward_overoptimised": ({"score_mean": ramp(0.5, 3.0),
                               "true_reward_mean": [0.1, 0.15, 0.2, 0.3, 0.5, 0.55, 0.5, 0.45, 0.35, 0.3, 0.25, 0.2]},
                              {}),
+    "nothing_to_teach": ({"distill/reverse_kl": [0.0] * N}, {"rung": "distill"}),
 }
 
 

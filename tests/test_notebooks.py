@@ -12,7 +12,9 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.i
 
 
 def test_the_notebooks_are_there_in_order():
-    assert [p.name.split("_")[0] for p in NOTEBOOKS] == ["0", "1", "1b", "2", "3", "4", "5", "6", "6b", "7", "8", "9"]
+    numbers = [p.name.split("_")[0] for p in NOTEBOOKS]
+    in_order = sorted(numbers, key=lambda n: (int(n.rstrip("abcdefghijklmnopqrstuvwxyz")), n))  # 1, 1b, …, 9, 10
+    assert in_order == ["0", "1", "1b", "2", "3", "4", "5", "6", "6b", "7", "8", "9", "10"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

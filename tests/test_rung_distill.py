@@ -94,3 +94,7 @@ def test_a_student_teaching_itself_and_a_teacher_of_other_tokens_are_one_line(tm
                      "--out", str(tmp_path / "c"), cwd=tmp_path)  # the student's weights by their directory
     assert itself.returncode == 2 and "is the student's own weights" in itself.stderr.strip().splitlines()[-1]
     assert not (tmp_path / "c").exists()
+    unknown = run_cli("distill", "--preset", "tiny", "--teacher", "@tiny-teacher", "--steps", "1",
+                      "--out", str(tmp_path / "d"), cwd=tmp_path)  # an alias ladder does not ship
+    assert unknown.returncode == 2 and "--teacher @tiny-teacher: ladder ships no model" in unknown.stderr
+    assert "Traceback" not in unknown.stderr and not (tmp_path / "d").exists()

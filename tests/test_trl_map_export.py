@@ -22,7 +22,7 @@ import pytest
 from cli_helpers import run_cli
 
 import ladder.core
-from ladder.rungs import agent, dpo, grpo, ppo_sentiment, reward_model
+from ladder.rungs import agent, distill, dpo, grpo, ppo_sentiment, reward_model
 from ladder.rungs.grpo.loss_types import objective
 from ladder.runtime.runlog import UsageError
 from ladder.specs import option_names
@@ -31,7 +31,7 @@ from ladder.trl import export as export_trl
 from ladder.trl import map as trl_map
 
 CONFIGS = {"grpo": grpo.Config, "ppo-sentiment": ppo_sentiment.Config, "agent": agent.Config,
-           "reward-model": reward_model.Config, "dpo": dpo.Config}
+           "reward-model": reward_model.Config, "dpo": dpo.Config, "distill": distill.Config}
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -56,7 +56,7 @@ def test_every_row_names_a_real_ladder_option_and_core_function(row):
     if row.core_function is not None:
         assert row.core_function in ladder.core.__all__ and callable(getattr(ladder.core, row.core_function))
     assert row.trl_field is not None or row.note, "an option with no TRL equivalent says what to do instead"
-    assert (row.value is None) or row.trl_class in ("GRPOConfig", "RewardConfig", "DPOConfig"), \
+    assert (row.value is None) or row.trl_class in ("GRPOConfig", "RewardConfig", "DPOConfig", "GKDConfig"), \
         "only the exported configs' rows carry a value"
 
 
@@ -89,6 +89,10 @@ def _trl_names(trl, trl_class: str) -> set[str]:
         return set(inspect.signature(trl.GRPOTrainer.__init__).parameters)
     if trl_class == "GRPOTrainer.train":
         return set(inspect.signature(trl.GRPOTrainer.train).parameters)
+    if trl_class in ("GKDConfig", "GKDTrainer"):  # the distill rung's (ladder.trl.export_distill)
+        gkd = importlib.import_module("trl.experimental.gkd")
+        return ({f.name for f in dataclasses.fields(gkd.GKDConfig)} if trl_class == "GKDConfig"
+                else set(inspect.signature(gkd.GKDTrainer.__init__).parameters))
     if trl_class == "trl.rewards":
         import trl.rewards
 

@@ -35,8 +35,10 @@ import torch
 from torch import Tensor
 
 from .kl import kl_estimate
+from .swappable import swappable
 
 
+@swappable
 def distillation_rewards(logp: Tensor, teacher_logp: Tensor, mask: Tensor) -> Tensor:
     """r_t = −(log π_θ − log π_teacher)(y_t) on each sampled token, ``[B, T]``, 0 on padding: the k1 estimate of
     the reverse KL per token, negated (``kl_estimate(logp, teacher_logp, "k1")``). The reward is a number, not a
@@ -50,6 +52,7 @@ def _kl(log_a: Tensor, log_b: Tensor) -> Tensor:
     return (log_a.exp() * (log_a - log_b)).sum(dim=-1)
 
 
+@swappable
 def generalized_jsd(student_logits: Tensor, teacher_logits: Tensor, beta: float = 0.5,
                     temperature: float = 1.0) -> Tensor:
     """JSD_β(π_teacher, π_θ) at every position, ``[..., V]`` logits → ``[...]`` (0 ≤ β ≤ 1; τ divides both logits).

@@ -130,7 +130,8 @@ SAMPLE_LENGTH = replace(LENGTH, unit="tokens (mean of sampled completions)")
 
 TAUGHT_ACCURACY = replace(ACCURACY, title="held-out accuracy, student and teacher",
                           lines={"eval_accuracy": "student", "teacher_accuracy": "teacher"})
-REVERSE_KL = Vital("reverse KL(π_θ‖π_teacher)", PER_COMPLETION, {"distill/reverse_kl": ""})
+REVERSE_KL = Vital("reverse KL(π_θ‖π_teacher)", PER_COMPLETION, {"distill/reverse_kl": ""},
+                   (Guide(f"nothing to teach < {_share(T.taught_kl)} (at the start)", T.taught_kl),))
 TEACHER_LOGP = Vital("log π_teacher of the student's tokens", "nats per token (mean)", {"distill/teacher_logp": ""})
 
 PER_ACTION = replace(ENTROPY, unit="nats per action")

@@ -115,6 +115,16 @@ WORDING = {
         "lower learning_rate, larger beta; RPO: loss_type=['sigmoid', 'sft'] with loss_weights (an NLL term on the "
         "chosen; older TRL: rpo_alpha), or loss_type='apo_zero' (it pushes the chosen up)",
         DPO_FAILURES),
+    "nothing_to_teach": Wording(
+        "a teacher with nothing to teach", "problem",
+        "the teacher gives the student's own tokens the student's own log-probs: every per-token reward "
+        "r_t = −(log π_θ − log π_teacher)(y_t) is ≈ 0, and so is the Â they sum to: no gradient from the teacher, "
+        "the student stays where it began and its accuracy with it; the teacher is the student (a copy of its "
+        "weights, or the same model under another name or path)",
+        "--teacher a stronger model with the student's tokenizer (the tiny preset's: @tiny-math-teacher), not a copy "
+        "of --model", "GKDTrainer's teacher_model (GKDConfig's teacher_model_name_or_path): a stronger model "
+        "than the student, with its vocabulary",
+        ("README.md", "## The seven rungs")),
 }
 
 def wording(name: str, rung: str | None = None) -> Wording:

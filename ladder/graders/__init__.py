@@ -125,6 +125,9 @@ EXERCISES = (
     # Where the reward comes from: a reward model's Bradley–Terry loss, and DPO's (the objectives BradleyTerry, DPO).
     Exercise("ex26_bradley_terry", "bradley_terry_loss", "preferences"),
     Exercise("ex27_dpo_loss", "dpo_loss", "preferences"),
+    # Learning from a teacher: the per-token reward of on-policy distillation, and GKD's generalized JSD.
+    Exercise("ex28_distillation_rewards", "distillation_rewards", "distillation"),
+    Exercise("ex29_generalized_jsd", "generalized_jsd", "distillation"),
 )
 
 

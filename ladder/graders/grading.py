@@ -38,12 +38,14 @@ from . import EXERCISES, Exercise, Stopped, exercise_imports, exit_call, limit_s
 from .cases import OUTPUTS, TOY_CASES, Case, Mismatch, fmt
 from .cases_agent import AGENT_CASES
 from .cases_design import DESIGN_CASES
+from .cases_distill import DISTILL_CASES
 from .cases_lm import LM_CASES
 from .cases_loop import LOOP_CASES
 from .cases_preferences import PREFERENCE_CASES
 
 # exercise → the function that makes its cases
-CASES = {**TOY_CASES, **LM_CASES, **LOOP_CASES, **AGENT_CASES, **DESIGN_CASES, **PREFERENCE_CASES}
+CASES = {**TOY_CASES, **LM_CASES, **LOOP_CASES, **AGENT_CASES, **DESIGN_CASES, **PREFERENCE_CASES,
+         **DISTILL_CASES}
 
 NOT_IMPLEMENTED = "not implemented yet"
 EXERCISE_FILE = re.compile(r"ex\d\d_\w+")

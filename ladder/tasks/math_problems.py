@@ -26,9 +26,13 @@ ARITHMETIC_PROBLEMS = 90 * 90  # every sum of two 2-digit numbers
 HELD_OUT_FRACTION = 5  # a one-split dataset holds out at most 1/5 of its rows
 
 
-def resolve_math_model(model: str) -> str:
+def resolve_math_model(model: str, flag: str = "--model") -> str:
     """``@tiny-math`` → the directory of ladder's tiny instruct model (the copy the package ships),
-    ``@tiny-math-teacher`` → its tutor's, who always carries; any other name (hub id, local directory) as given."""
+    ``@tiny-math-teacher`` → its tutor's, who always carries; any other name (hub id, local directory) as given,
+    but an ``@name`` ladder does not ship (and no such directory) is ``flag``'s one line."""
+    if model.startswith("@") and model not in (TINY_MODEL, TINY_TEACHER) and not Path(model).exists():
+        raise UsageError(f"{flag} {model}: ladder ships no model by that name (for the math problems: {TINY_MODEL}, "
+                         f"{TINY_TEACHER}); give a hub id or a local directory")
     if model == TINY_TEACHER:
         return str(arithmetic.tiny_math_teacher())
     return str(arithmetic.tiny_math_model()) if model == TINY_MODEL else model

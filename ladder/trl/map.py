@@ -19,7 +19,8 @@ a conditional mapping (``epsilon_high`` is ``clip_eps_high``, or ``cispo_max_wei
 flag of a spec the run does not hold does not apply), or for a row without a TRL field, whether the run really uses
 the option TRL cannot reproduce. A row concerns the runs of its rung's Config (``config``) and of a Config that
 extends it: the agent's runs are grpo's rows and the agent's own (an option it inherits with the same TRL names is
-grpo's row).
+grpo's row, in the classes grpo maps). The distill rung maps ``GKDConfig`` and ``GKDTrainer``: its options, grpo's
+among them, re-declare their names there (``ladder.rungs.distill.options``).
 
     >>> from ladder.trl import map as trl_map
     >>> [r.ladder_option for r in trl_map.for_field("GRPOConfig", "num_iterations")]
@@ -79,24 +80,25 @@ def _options(config) -> list[tuple[Any, Any]]:
     return [(item, owner.get(option_name(item))) for item in layout(config)]
 
 
-def _inherited(rung) -> set[tuple[str, tuple]]:
-    """(option, its TRL names) of the rungs whose Config the rung's extends (the agent's: grpo's): their rows."""
-    parents = [m.Config for m in registry.rungs().values() if m.Config is not rung.Config
+def _inherited(rung) -> set[tuple[str, tuple, str]]:
+    """(option, its TRL names, a TRL class) of the rungs whose Config the rung's extends (the agent's: grpo's), for
+    each class such a rung maps: their rows (a class the parent does not map is the rung's own to map)."""
+    parents = [m for m in registry.rungs().values() if m.Config is not rung.Config
                and issubclass(rung.Config, m.Config)]
-    return {(option_name(item), trl_names(item)) for config in parents for item in layout(config)}
+    return {(option_name(item), trl_names(item), cls) for parent in parents for item in layout(parent.Config)
+            for cls in parent.RUNG.trl_classes}
 
 
 def rung_rows(rung) -> tuple[Mapping, ...]:
     """The rows of one rung: its options' TRL names in the classes it maps (an option it inherits from another rung's
-    Config, with the same names, is that rung's row), then the settings it has no flag for; those a ``ladder.core``
-    function computes first, each group in the options' order."""
+    Config, with the same names, is that rung's row in the classes that rung maps), then the settings it has no flag
+    for; those a ``ladder.core`` function computes first, each group in the options' order."""
     classes, inherited, out = rung.RUNG.trl_classes, _inherited(rung), []
     for item, union in _options(rung.Config):
         option, names = option_name(item), trl_names(item)
-        if (option, names) in inherited:
-            continue
         condition = None if union is None else _read_by_run(union, option)
-        out += [_row(d, cls, rung, option, condition) for d in names for cls in d.classes() if cls in classes]
+        out += [_row(d, cls, rung, option, condition) for d in names for cls in d.classes()
+                if cls in classes and (option, names, cls) not in inherited]
     out += [_row(d, cls, rung, None, None) for d in rung.RUNG.trl for cls in d.classes()]
     return tuple(sorted(out, key=lambda row: row.core_function is None))  # the math first, then the bookkeeping
 

@@ -22,7 +22,9 @@ GSM8K (``--qlora`` for the student).
 metrics.jsonl, one line per update: grpo's fields (reward, rewards/correctness/mean, clip_frac, entropy, …) and
 distill/reverse_kl (Σ_t log π_θ − log π_teacher per completion, mean), distill/teacher_logp (per token, mean); when
 evaluated eval_accuracy and teacher_accuracy; summary.json adds the teacher's accuracy and the reverse KL of the first
-and the last five updates.
+and the last five updates. At --reward-weights 0 the rule reward is 0 for every completion: grpo's reward, advantage
+and frac_reward_zero_std (1: no group has a spread) say so, and the teacher's rewards carry the signal.
+completions.jsonl (every --print-samples updates): grpo's rows with each completion's reverse_kl and teacher_logp.
 """
 
 # The package: the recipe the loop runs (``Distill``: grpo's with the teacher's accuracy), ``build``, ``train`` and

@@ -10,7 +10,7 @@ import torch
 
 from ladder.plots import Panel
 from ladder.rungs import grpo
-from ladder.rungs.distill.options import Config, validate
+from ladder.rungs.distill.options import GKD_SETTINGS, TRL_CLASSES, Config, validate
 from ladder.rungs.distill.teacher import load_teacher, teacher_credit, with_teacher
 from ladder.rungs.protocol import Rung
 from ladder.runtime.session import RunSession
@@ -19,8 +19,10 @@ from ladder.tasks import math_problems
 NAME = "distill"
 RUNG = Rung(name=NAME, position=8,
             summary="on-policy distillation: the student samples, the teacher scores every token (reverse KL)",
-            exercises=grpo.RUNG.exercises,
-            vitals=("taught_accuracy", "reverse_kl", "teacher_logp", "entropy", "clip", "ratio", "length", "grad_norm"))
+            # grpo's step, the returns of the teacher's rewards and the rewards
+            exercises=(*grpo.RUNG.exercises, "ex01_discounted_returns", "ex28_distillation_rewards"),
+            vitals=("taught_accuracy", "reverse_kl", "teacher_logp", "entropy", "clip", "ratio", "length", "grad_norm"),
+            export="ladder.trl.export_distill:write_distill", trl_classes=TRL_CLASSES, trl=GKD_SETTINGS)
 CURVES = [Panel("reverse KL to the teacher", "nats per completion (sampled)", {"distill/reverse_kl": ""}),
           Panel("greedy accuracy (held-out)", "share correct",
                 {"eval_accuracy": "student", "teacher_accuracy": "teacher"}),  # step 0: before training
@@ -47,6 +49,12 @@ class Distill(grpo.GRPO):
         self.counters.setdefault("reverse_kl", []).append(record["distill/reverse_kl"])
         return record
 
+    def row_extras(self, rollout) -> dict[str, torch.Tensor]:
+        """Each completion's reverse KL to the teacher, Σ_t (log π_θ − log π_teacher), and its tokens' mean
+        log π_teacher, beside grpo's row (whose ``advantage`` is the rule reward's group Â: 0 at weight 0)."""
+        stats = rollout.stats or {}
+        return {name: stats[f"distill/{name}"] for name in ("reverse_kl", "teacher_logp") if f"distill/{name}" in stats}
+
     def summary(self) -> dict:
         """grpo's summary, the teacher's held-out accuracy, and the reverse KL Σ_t log π_θ/π_teacher per completion
         over the first and the last five updates."""
@@ -57,15 +65,15 @@ class Distill(grpo.GRPO):
                 "reverse_kl_first5": sum(first) / max(len(first), 1), "reverse_kl_last5": sum(last) / max(len(last), 1)}
 
 
-def build(cfg: Config, run: RunSession) -> Distill:
+def build(cfg: Config, run: RunSession, recipe: type[Distill] = Distill) -> Distill:
     """grpo's recipe on the math problems (``grpo.math_task``), its rollout scored by the teacher and credited
-    per token (``with_teacher``, ``teacher_credit``)."""
+    per token (``with_teacher``, ``teacher_credit``); ``recipe``: ``Distill`` or a study's subclass of it."""
     task = grpo.math_task(cfg)
     teacher = load_teacher(cfg, task.model_path, task.tokenizer, run.procs.device)
     task = replace(task, rollout=with_teacher(teacher), credit=teacher_credit, curves=list(CURVES))
-    recipe = grpo.task_recipe(cfg, run, task, recipe=Distill)
-    recipe.teacher = teacher
-    return recipe
+    made = grpo.task_recipe(cfg, run, task, recipe=recipe)
+    made.teacher = teacher
+    return made
 
 
 def train(cfg: Config) -> dict:

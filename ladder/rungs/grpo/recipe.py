@@ -213,10 +213,14 @@ class GRPO(Recipe):
     def log_completions(self, rollout: Rollout, advantages: torch.Tensor) -> None:
         """The update's completions to OUT/completions.jsonl, the first one printed."""
         run, step = self.run, self.run.step + 1
-        rows = completion_rows(rollout, advantages, run.procs, self.cfg.group_size)
+        rows = completion_rows(rollout, advantages, run.procs, self.cfg.group_size, self.row_extras(rollout))
         run.log_completions(step, rows)
         run.write(f"[{step}] {rows[0]['question']!r} → {rows[0]['completion']!r} → reward "
                   f"{rows[0]['reward']:.2f} (all {len(rows)}: {run.dir / 'completions.jsonl'})")
+
+    def row_extras(self, rollout: Rollout) -> dict[str, torch.Tensor]:
+        """What a rung adds to each completion's row in completions.jsonl (name → ``[n]``); GRPO: nothing."""
+        return {}
 
     def evaluate(self) -> dict:
         """Greedy accuracy on the held-out problems (the task's ``accuracy``), kept with the updates done."""

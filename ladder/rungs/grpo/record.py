@@ -68,14 +68,18 @@ def batch_statistics(rollout: Rollout, shaped: torch.Tensor, procs: Processes, G
     return record
 
 
-def completion_rows(rollout: Rollout, advantages: torch.Tensor, procs: Processes, G: int) -> list[dict]:
+def completion_rows(rollout: Rollout, advantages: torch.Tensor, procs: Processes, G: int,
+                    extra: dict[str, torch.Tensor] | None = None) -> list[dict]:
     """The update's completions, all processes' in order, one dict each — what TRL's ``log_completions``
     shows: the question, the completion, its reward and each reward function's score, its advantage Â_i,
-    its length in tokens and whether it was cut off at ``--max-new-tokens``; ``group`` numbers the prompt."""
+    its length in tokens and whether it was cut off at ``--max-new-tokens``; ``group`` numbers the prompt;
+    ``extra``: name → ``[n]`` values a rung adds to each row (the distill rung's reverse KL)."""
     lengths = rollout.mask.sum(1).tolist()
+    extra = extra or {}
     mine = [{"question": rollout.questions[i], "completion": rollout.texts[i], "reward": rollout.rewards[i].item(),
              "rewards": {name: r[i].item() for name, r in rollout.per_function.items()},
-             "advantage": advantages[i].item(), "length": int(lengths[i]), "truncated": bool(rollout.truncated[i])}
+             "advantage": advantages[i].item(), "length": int(lengths[i]), "truncated": bool(rollout.truncated[i]),
+             **{name: values[i].item() for name, values in extra.items()}}
             for i in range(len(rollout))]
     rows = [row for share in procs.gather_object(mine) for row in share]
     return [{"group": i // G, **row} for i, row in enumerate(rows)]
