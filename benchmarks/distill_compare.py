@@ -5,8 +5,8 @@ and its teacher (it always carries), held-out greedy accuracy against the comput
                                    at μ = 1 is the gradient of the teacher's samples' log-likelihood (off-policy
                                    distillation; the clipped surrogate's ratio is 1)
     on-policy distillation         the student samples; the teacher scores every token: Â_t = Σ_{t'≥t} γ^(t'−t)·r_t',
-                                   r_t = −(log π_θ − log π_teacher)(y_t) (the distill rung), at the rung's γ = 1 (the
-                                   whole completion's reverse KL) and at γ = 0 (each token's own: GKD's β = 1)
+                                   r_t = −(log π_θ − log π_teacher)(y_t) (the distill rung), at the rung's γ = 0 (each
+                                   token's own: GKD's β = 1) and at γ = 1 (the whole completion's reverse KL)
     GRPO (correctness)             the student samples; one rule reward per completion, group-relative Â
     distillation, then GRPO        on-policy distillation for the first half of the updates, GRPO for the rest
 
@@ -54,14 +54,13 @@ from ladder.viz.distill_study import curve
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-ARMS = {"sft": "SFT on the teacher's samples", "distill": "on-policy distillation (γ = 1)",
-        "distill_g0": "on-policy distillation (γ = 0)", "grpo": "GRPO (correctness)",
-        "distill_grpo": "distillation (γ = 1), then GRPO"}
-OPTIONS = {"distill_g0": {"discount": 0.0}}  # the rest: the distill rung's tiny preset and its default γ = 1
+ARMS = {"sft": "SFT on the teacher's samples", "distill": "on-policy distillation (γ = 0)",
+        "distill_g1": "on-policy distillation (γ = 1)", "grpo": "GRPO (correctness)",
+        "distill_grpo": "distillation (γ = 0), then GRPO"}
+OPTIONS = {"distill_g1": {"discount": 1.0}}  # the rest: the distill rung's tiny preset and its default γ = 0
 PROBE_PROBLEMS, PROBE_SEED = 32, 1234
-KEPT = ("step", "eval_accuracy", "teacher_accuracy", "compute/flops", "compute/student_positions",
-        "compute/teacher_positions", "compute/train_positions", "distill/reverse_kl", "rewards/correctness/mean",
-        "completions/mean_length", "entropy", "phase")
+KEPT = ("step", "compute/flops", "compute/student_positions", "compute/teacher_positions", "compute/train_positions",
+        "distill/reverse_kl", "rewards/correctness/mean", "phase")
 
 
 # ------------------------------------------------------------------------------------------------ counting compute
@@ -95,7 +94,7 @@ def phase_of(arm: str, k: int, updates: int) -> str:
     """Who samples and which Â at update k: "sft", "distill" or "grpo"."""
     if arm == "distill_grpo":
         return "distill" if k < updates // 2 else "grpo"
-    return "distill" if arm == "distill_g0" else arm
+    return "distill" if arm == "distill_g1" else arm
 
 
 def teacher_tokens_credit(rollout, advantages, cfg) -> torch.Tensor:
@@ -196,7 +195,7 @@ def read_run(out: Path, arm: str, seed: int, variant: str) -> dict:
     """A finished run as the study keeps it: its records (the kept fields) and its summary's probe."""
     records = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     summary = json.loads((out / "summary.json").read_text())
-    kept = [{k: r[k] for k in KEPT if k in r} for r in records]
+    kept = [{k: round(r[k], 6) if isinstance(r[k], float) else r[k] for k in KEPT if k in r} for r in records]
     return {"arm": arm, "label": ARMS[arm], "seed": seed, "variant": variant, "records": kept,
             "evals": summary["evals"], "probe": summary["probe"], "teacher_accuracy": summary["teacher_accuracy"]}
 
@@ -224,10 +223,9 @@ def table(runs: list[dict]) -> str:
 
 def figure(runs: list[dict], path: Path) -> None:
     """The notebook's figure (``ladder.viz.distill_study.figure``) of the native runs, to ``path``."""
-    import matplotlib
-    matplotlib.use("Agg")
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
     fig = distill_study.figure(runs, ARMS)
-    fig.savefig(path, dpi=110)
+    FigureCanvasAgg(fig).print_png(str(path))
 
 
 def study(args) -> list[dict]:
@@ -262,7 +260,8 @@ def main() -> None:
     results = Path(args.results)
     kept = json.loads(results.read_text())["runs"] if results.exists() else []
     kept = [r for r in kept if r["variant"] != args.variant] + runs
-    results.write_text(json.dumps({"arms": ARMS, "runs": kept}, indent=1) + "\n")
+    lines = ",\n".join(json.dumps(run, ensure_ascii=False) for run in kept)  # one run per line
+    results.write_text(f'{{"arms": {json.dumps(ARMS, ensure_ascii=False)},\n"runs": [\n{lines}\n]}}\n')
     if args.variant == "native":
         figure(runs, Path(args.figure))
 

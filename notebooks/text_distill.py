@@ -82,7 +82,8 @@ print(f"KL(π_θ‖π_ref) at update {UPDATES}: k1 {kls.anchor_k1[-1]:+.3f}, k3 
       f"{sum(x < 0 for x in kls.anchor_k1)} of {UPDATES}")
 start, end = lab.first_and_last(kls.target, 3)
 print(f"KL(π_θ‖π_teacher): {min(kls.target):.2f} … {max(kls.target):.2f} nats per completion; "
-      f"mean of the first 3 updates {start:.2f}, of the last 3 {end:.2f}")
+      f"mean of the first 3 updates {start:.2f}, of the last 3 {end:.2f}: "
+      + (f"{1 - end / start:.0%} lower" if end < start else "not lower: this run's batches did not show the descent"))
 print(f"the largest step KL(π_θ‖π_old), {max(kls.trust):.3f}, against the smallest KL(π_θ‖π_teacher) of any batch, "
       f"{min(kls.target):.2f}; the batches' correctness (logged at weight 0): "
       + " ".join(f"{r['rewards/correctness/mean']:.2f}" for r in kls.records))""",
@@ -95,12 +96,10 @@ print(f"the largest step KL(π_θ‖π_old), {max(kls.trust):.3f}, against the s
 * **$\pi_{\text{ref}}$: how far from where it started?** 0 at update 1, then the whole drift, which nothing here holds
   back (`--kl-coef 0`). $k_1$ is unbiased but can go negative on one batch; $k_3$ cannot (notebook 3).
 * **$\pi_{\text{teacher}}$: how far from where it should be?** The only one that starts large, and the only one the
-  updates descend. Each point is one batch of new sums, one sampled completion per token, so it moves from update to
-  update with the batch — and with the student: where the share of the batch that carries right (dotted) falls, the
-  KL to the teacher rises, since a forgotten carry costs the most (section 1). Ten updates need not show it fall: the
-  learning rate warms up over the first five, and the first steps at the full rate can throw the student off before
-  it recovers. The full preset (section 5) runs 30 updates, and its `summary.json` keeps the reverse KL of the first
-  and the last five.
+  updates descend (the means of the first and the last three updates are printed above). Each point is one batch of new
+  sums, one sampled completion per token, so it moves from update to update with the batch — and with the student:
+  a batch where more of the sums carry is cheaper, since a forgotten carry costs the most (section 1). The full preset
+  (section 5) runs 30 updates, and its `summary.json` keeps the reverse KL of the first and the last five.
 
 ## 1 · The teacher's reward on every token
 
@@ -144,11 +143,11 @@ above): the teacher's opinion on the student's prefixes, not a rule.
 
 The three credits differ in where they put that signal.
 
-* **$\gamma = 1$** (the rung's default) gives every token the sum of the rewards from it on: the first line, which
+* **$\gamma = 1$** gives every token the sum of the rewards from it on: the first line, which
   was right, carries the whole completion's reverse KL. Right in expectation — an early token is answerable for where
   it leads, section 3 — but one sample's credit is as noisy as a whole-completion reward.
-* **$\gamma = 0$** gives each token its own $r_t$: the blame lands on the carry and the tokens after it only.
-  Lower variance, and section 3 shows which gradient it is.
+* **$\gamma = 0$** (the rung's default) gives each token its own $r_t$: the blame lands on the carry and the tokens
+  after it only. Lower variance, and section 3 shows which gradient it is; section 4 measures the difference.
 * **GRPO** gives every token of a completion the same $\hat A_i$, the first line's as large as the carry's, and a
   group whose completions are all right or all wrong gets $\hat A_i = 0$: no signal at all, where the teacher still
   scores every token.
@@ -260,16 +259,98 @@ sequences, $\gamma = 0$ each position's KL at prefixes it treats as given. At $\
 therefore a one-token, unbiased estimate of the gradient GKD computes over the whole vocabulary at $\beta = 1$: both
 run the teacher over the student's completions, but GKD reads its whole next-token distribution at every position
 (exact at each prefix, and $V$ numbers to keep per position), the sampled reward one log-prob per token. In
-`python -m ladder.run distill`, `--discount 1` (the default) and `--discount 0` are these two
+`python -m ladder.run distill`, `--discount 0` (the default) and `--discount 1` are these two
 ($\gamma$ in between mixes them), each completion's term scaled as `--loss-type` aggregates it.""",
-    r"""md:## 4 · Off-policy against on-policy, per unit of compute""",
-    """# section 4: the comparison study (benchmarks/distill_compare.py)""",
+    r"""md:## 4 · Off-policy against on-policy, per unit of compute
+
+Four ways to make the tiny student carry, each from the same start, on the same sums, for the same 30 updates of
+8 sums × 4 completions — all five arms are the distill rung's own recipe, only the rollout (who samples) and the credit
+(which $\hat A_t$) changed, through the same `grpo_step` and `core.update`:
+
+| arm | who samples | each token's $\hat A_t$ |
+|---|---|---|
+| **SFT on the teacher's samples** (off-policy distillation) | the teacher | 1 on every token the teacher wrote: at $\mu = 1$ the ratio is 1 and the clipped surrogate's gradient is the log-likelihood's, $\nabla \sum_t \log\pi_\theta(y_t)$ |
+| **on-policy distillation**, $\gamma = 0$ (the rung's default) and $\gamma = 1$ | the student | the teacher's per-token rewards (section 1) |
+| **GRPO** | the student | the correctness reward's group-relative $\hat A_i$ on every token |
+| **distillation, then GRPO** | the student | the teacher's for 15 updates, then the correctness reward's |
+
+Compute is **counted, not modelled**: a hook on each model's transformer counts the token positions of every forward
+pass — sampling (one position per new token), scoring, and training (3×: a forward and a backward of twice its cost) —
+and the FLOPs are 2 × the model's parameters × positions. The held-out evaluations are measurement and are not counted.
+The teacher here has the student's size; with a teacher four times larger, every teacher position costs four.
+
+`benchmarks/distill_compare.py` ran every arm for seeds 0, 1 and 2, each under the three CPU kernel variants that round
+as other CPUs do; the cell below reads its results (`benchmarks/distill_compare_results.json`) and says only what held
+on **every** one of those runs. The figure draws the native runs.""",
+    """from ladder.viz import distill_study as study
+from ladder.viz._widget import render_png
+
+results = study.seed_study()
+native = [run for run in results["runs"] if run["variant"] == "native"]
+display(Image(data=render_png(study.figure(native, results["arms"]))))
+print(f"{'arm':34} {'runs':>4}  {'accuracy at the end':>19}  {'reached ' + str(study.LEVEL):>12}  "
+      f"{'GFLOPs to ' + str(study.LEVEL):>14}  {'GFLOPs in all':>13}")
+for row in study.arm_table(results):
+    print(f"{row['label']:34} {row['runs']:>4}  {row['end']:>19}  {row['reached']:>12}  {row['gflops_to_level']:>14}  "
+          f"{row['gflops_total']:>13}")
+print(f"\\nstart: {study.spread([study.curve(r)[1][0] for r in results['runs']])} held-out accuracy; "
+      f"the teacher: {study.spread([r['teacher_accuracy'] for r in results['runs']])}")
+print("\\nheld on every run (with a margin of 10% of the compute):")
+for sentence in study.held_everywhere(results, study.reached, f"reached {study.LEVEL} with less compute"):
+    print("  ", sentence)""",
+    r"""md:Read the table before the story you expected. On this task **the cheapest teacher is the plainest**: the
+student copying the teacher's own samples (SFT) and GRPO's one number per completion get the student to the teacher in
+the fewest FLOPs, and on-policy distillation — which pays, every update, for the teacher's forward over the student's
+samples and for the student's own scoring forward — comes after them. The tiny task is why. The student has the
+teacher's size and architecture, and what it lacks is one skill that every sum that carries shows in full: imitation
+has nothing it cannot copy, and the correctness reward already tells a carried sum from a forgotten one in most
+groups. What this task does not test is where on-policy distillation is said to pay: a student much smaller than its
+teacher, long chains where one early slip leaves the student on prefixes the teacher would never write, a task with no
+verifier. Nothing here measures those; the study measures only the tiny case.
+
+Within on-policy distillation, does the discount matter? Section 1 said why $\gamma = 0$ might learn faster — at
+$\gamma = 1$ the first line of a completion is blamed for a carry it did not forget — and section 3 that both are
+unbiased; unbiased is not the same as quick. The next cell compares the two run by run (the same seed and CPU variant),
+on the compute to reach the teacher's neighbourhood and on the largest fall of the held-out accuracy below its best so
+far (the price of a noisy credit would be a student that learns and then stumbles).""",
+    """def largest_fall(run):
+    accuracy = study.curve(run)[1]
+    return max(max(accuracy[:i + 1]) - a for i, a in enumerate(accuracy))   # below the best so far
+
+for what, value in (("the compute to reach " + str(study.LEVEL), study.reached),
+                    ("the largest fall of held-out accuracy below its best so far", largest_fall)):
+    counts = study.paired(results, "distill", "distill_g1", value)
+    print(f"γ = 0 against γ = 1, {what}: better on {counts['lower']} runs, within 10% on {counts['same']}, "
+          f"worse on {counts['higher']}")""",
+    r"""md:
+
+**Drift: where the student leads.** SFT trains the student on the teacher's prefixes only. At test time the student
+writes its own, and the question is how far the teacher finds it there. After training, on held-out sums, the study
+measured each student's KL to the teacher per token twice: on the **teacher's** samples (the forward KL, what SFT
+minimises) and on the student's **own** samples (the reverse KL, what on-policy distillation minimises).""",
+    """print(f"{'arm':34} {'KL on the teacher':>17} {'KL on its own':>14} {'own samples':>12}")
+print(f"{'':34} {'samples (forward)':>17} {'(reverse)':>14} {'correct':>12}")
+for row in study.drift_rows(results):
+    print(f"{row['label']:34} {row['forward_kl_teacher_samples']:>17} {row['reverse_kl_own_samples']:>14} "
+          f"{row['own_samples_correct']:>12}")
+low, high = study.own_over_teacher(results)
+teacher_correct = study.spread([r["probe"]["teacher_samples_correct"] for r in results["runs"]])
+print(f"\\non its own samples the student is {low:.1f} … {high:.1f}× further from the teacher per token than on the "
+      f"teacher's, on every run of every arm; the teacher's own samples are correct {teacher_correct} of the time")
+for sentence in study.held_everywhere(results, lambda run: run["probe"]["student_samples_reverse_kl"],
+                                      "ended nearer the teacher on its own samples"):
+    print("  ", sentence)""",
+    r"""md:That ratio is the lesson of off-policy training in one number: a loss measured on the teacher's prefixes
+(the forward KL, or SFT's NLL) says the student is close, and on the prefixes the student writes itself the teacher
+disagrees several times more — for every way of training here, the on-policy ones included, since 30 updates do not
+close the gap. Whether training on-policy closes it faster than SFT is what the last printed lines answer for this
+task; when they are empty, no arm ended nearer the teacher on its own samples on every run.""",
     r"""md:## 5 · Running the rung
 
 ```bash
 python -m ladder.run distill --preset tiny                                 # the tiny student and its tutor's model, on a CPU
-python -m ladder.run distill --preset tiny --discount 0 --out distill-gamma0  # each token its own reward (section 3's γ = 0)
-python -m ladder.doctor runs/distill-tiny-seed0 distill-gamma0 --plot     # the vital signs, the two runs compared
+python -m ladder.run distill --preset tiny --discount 1 --out distill-gamma1  # the whole completion's KL (section 3's γ = 1)
+python -m ladder.doctor runs/distill-tiny-seed0 distill-gamma1 --plot     # the vital signs, the two runs compared
 python -m ladder.run distill --preset tiny --export-trl distill_trl.py     # the same run as a TRL script; trains nothing
 python -m ladder.run distill --qlora                                        # Qwen2.5-1.5B-Instruct teaches Qwen2.5-0.5B-Instruct on GSM8K
 ```
@@ -300,7 +381,7 @@ print("--export-trl:", f"{export} writes the run as a trl script instead of trai
       "this version of the rung declares no exporter: it writes no TRL script")""",
     r"""md:**What to try next.**
 
-* `--discount 0` against the default $\gamma = 1$, on two seeds each (`--seed`): which lowers the reverse KL faster per
+* `--discount 1` against the default $\gamma = 0$, on two seeds each (`--seed`): which lowers the reverse KL faster per
   update, and which is noisier? Section 1's credits say what to expect.
 * `--kl-coef 0.05`: $\pi_{\text{ref}}$ back in the loss. The student is now pulled to the teacher and held near its
   start at once; watch the reverse KL and the held-out accuracy.

@@ -59,8 +59,8 @@ def test_distill_rows_are_gkds_and_name_real_things():
     assert {"teacher", "discount", "export_trl"} <= trl_map.ladder_options("distill")
 
 
-@pytest.mark.parametrize("flags", [{}, dict(mu=2, num_minibatches=4, discount=0.0, reward_weights="1",
-                                             temperature=0.7, lora=False)], ids=["tiny", "mu-minibatches-gamma0"])
+@pytest.mark.parametrize("flags", [{}, dict(mu=2, num_minibatches=4, discount=1.0, reward_weights="1",
+                                             temperature=0.7, lora=False)], ids=["tiny", "mu-minibatches-gamma1"])
 def test_values_make_a_gkd_config_trl_accepts(flags, tmp_path):
     gkd = _gkd()
     cfg = _tiny(**flags)
@@ -106,7 +106,7 @@ def test_export_cli_writes_a_gkd_script_that_trains_a_step_offline(tmp_path, mon
     monkeypatch.chdir(tmp_path)
     script = tmp_path / "export" / "distill_trl.py"
     capsys.readouterr()
-    assert run.main(["distill", "--preset", "tiny", "--export-trl", str(script)]) == 0
+    assert run.main(["distill", "--preset", "tiny", "--discount", "1", "--export-trl", str(script)]) == 0
     printed = capsys.readouterr().out
     assert script.is_file() and not (tmp_path / "runs").exists()
     assert '"trainer": "trl.experimental.gkd.GKDTrainer"' in printed and '"not_in_trl": "' in printed

@@ -8,8 +8,10 @@ read back, and what holds on every run said in words — so that the notebook cl
     spread(values)                    'low … high' (one value: itself)
     arm_table(study)                  one row per arm: accuracy at the end, GFLOPs to ``LEVEL``, the probe, over runs
     held_everywhere(study, key, ...)  the pairs of arms one of which was lower on ``key`` in every seed and variant
-    drift_rows(study)                 each arm's fit to the teacher's samples against the teacher's view of its own
-    figure(runs)                      accuracy against GFLOPs (a line per run), and the probe per arm
+    paired(study, a, b, value)        run by run, how often a's value was lower than b's, about the same, higher
+    drift_rows(study)                 each arm's KL to the teacher on the teacher's samples and on its own
+    own_over_teacher(study)           the smallest and largest ratio of the two, over every run
+    figure(runs, arms)                accuracy against GFLOPs (a line per run), and the probe per arm
 """
 
 from __future__ import annotations
@@ -55,7 +57,7 @@ def _runs_of(study: dict, arm: str) -> list[dict]:
 
 def arm_table(study: dict) -> list[dict]:
     """Per arm, over every seed and variant: the accuracy at the end, the GFLOPs to ``LEVEL`` (how many runs got
-    there), the GFLOPs spent in all, and the probe (NLL on the teacher's samples, reverse KL on its own)."""
+    there) and the GFLOPs spent in all."""
     rows = []
     for arm, label in study["arms"].items():
         runs = _runs_of(study, arm)
@@ -63,9 +65,7 @@ def arm_table(study: dict) -> list[dict]:
         reach = [g for g in (reached(r) for r in runs) if g is not None]
         rows.append({"arm": arm, "label": label, "runs": len(runs), "end": spread(ends),
                      "reached": f"{len(reach)}/{len(runs)}", "gflops_to_level": spread(reach, 0) if reach else "—",
-                     "gflops_total": spread([curve(r)[0][-1] for r in runs], 0),
-                     "nll_teacher_samples": spread([r["probe"]["teacher_samples_student_nll"] for r in runs], 3),
-                     "reverse_kl_own_samples": spread([r["probe"]["student_samples_reverse_kl"] for r in runs], 3)})
+                     "gflops_total": spread([curve(r)[0][-1] for r in runs], 0)})
     return rows
 
 
@@ -92,43 +92,65 @@ def held_everywhere(study: dict, value, lower_is: str, margin: float = 0.1) -> l
     return sentences
 
 
+def paired(study: dict, a: str, b: str, value, margin: float = 0.1) -> dict[str, int]:
+    """Run by run (same seed and variant), how often arm a's ``value(run)`` was lower than b's by more than
+    ``margin`` of b's, within it, or higher (a value of None, never reached, is higher than any number)."""
+    mine, theirs = _by_run(study, a, value), _by_run(study, b, value)
+    counts = {"lower": 0, "same": 0, "higher": 0}
+    for key in sorted(set(mine) & set(theirs)):
+        x, y = mine[key], theirs[key]
+        x, y = (float("inf") if x is None else x), (float("inf") if y is None else y)
+        counts["lower" if x < y * (1 - margin) else "higher" if x > y * (1 + margin) else "same"] += 1
+    return counts
+
+
 def drift_rows(study: dict) -> list[dict]:
-    """Per arm and over its runs: the student's NLL per token on the teacher's samples (how well it imitates the
-    teacher where the teacher leads) beside the reverse KL per token on its own samples (how far the teacher finds
-    it where it leads itself), and the share of each side's temperature-1 samples that are correct."""
+    """Per arm and over its runs, after training: the student's KL per token to the teacher on the teacher's samples
+    (forward, Σ log π_teacher/π_θ: how well it imitates where the teacher leads) beside the same on its own samples
+    (reverse, Σ log π_θ/π_teacher: how far the teacher finds it where it leads itself), and the share of its own
+    temperature-1 samples that are correct (the teacher's: ``teacher_samples_correct``)."""
     rows = []
     for arm, label in study["arms"].items():
         probes = [r["probe"] for r in _runs_of(study, arm)]
         rows.append({"label": label,
-                     "nll_teacher_samples": spread([p["teacher_samples_student_nll"] for p in probes], 3),
+                     "forward_kl_teacher_samples": spread([-p["teacher_samples_reverse_kl"] for p in probes], 3),
                      "reverse_kl_own_samples": spread([p["student_samples_reverse_kl"] for p in probes], 3),
-                     "own_samples_correct": spread([p["student_samples_correct"] for p in probes]),
-                     "own_gap": min(p["student_samples_reverse_kl"] - p["teacher_samples_reverse_kl"]
-                                    for p in probes)})
+                     "own_samples_correct": spread([p["student_samples_correct"] for p in probes])})
     return rows
 
 
 def figure(runs: list[dict], arms: dict):
     """Held-out accuracy against GFLOPs (each seed a thin line in its arm's colour, the teacher dotted) and, after
-    training, each run's NLL on the teacher's samples and reverse KL on its own."""
-    import matplotlib.pyplot as plt
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.2), gridspec_kw={"width_ratios": [3, 2]})
+    training, each run's KL to the teacher per token on the teacher's samples (forward) and on its own (reverse)."""
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(12, 4.2))
+    left, right = fig.subplots(1, 2, gridspec_kw={"width_ratios": [3, 2]})
     for i, (arm, label) in enumerate(arms.items()):
         mine = [r for r in runs if r["arm"] == arm]
         for j, run in enumerate(mine):
             flops, accuracy, _ = curve(run)
             left.plot(flops, accuracy, color=COLOURS[i], alpha=0.7, lw=1.1, label=label if j == 0 else None)
-        for k, key in enumerate(("teacher_samples_student_nll", "student_samples_reverse_kl")):
+        probes = [r["probe"] for r in mine]
+        for k, values in enumerate(([-p["teacher_samples_reverse_kl"] for p in probes],
+                                    [p["student_samples_reverse_kl"] for p in probes])):
             xs = [k * (len(arms) + 1) + i + 0.3 * (j / max(len(mine) - 1, 1) - 0.5) for j in range(len(mine))]
-            right.scatter(xs, [r["probe"][key] for r in mine], color=COLOURS[i], s=14)
+            right.scatter(xs, values, color=COLOURS[i], s=14)
     teacher = runs[0]["teacher_accuracy"]
     left.axhline(teacher, color="k", ls=":", lw=1, label=f"teacher ({teacher:.2f})")
     left.set(xlabel="training compute (GFLOPs: sampling, scoring, training)", ylabel="held-out greedy accuracy",
              title="accuracy per unit of compute (a line per run)")
     left.legend(fontsize=8, loc="lower right")
     middle = (len(arms) - 1) / 2
-    right.set_xticks([middle, len(arms) + 1 + middle], ["student's NLL per token\non the teacher's samples",
-                                                        "reverse KL per token\non the student's own samples"])
-    right.set(ylabel="nats per token", title="after training (held-out problems)")
+    right.set_xticks([middle, len(arms) + 1 + middle], ["on the teacher's samples\n(forward)",
+                                                        "on the student's own samples\n(reverse)"])
+    right.set(ylabel="KL to the teacher, nats per token", title="after training (held-out problems)")
     fig.tight_layout()
     return fig
+
+
+def own_over_teacher(study: dict) -> tuple[float, float]:
+    """The smallest and the largest, over every run, of the student's KL per token on its own samples (reverse,
+    Σ log π_θ/π_teacher) over its KL per token on the teacher's samples (forward, Σ log π_teacher/π_θ)."""
+    ratios = [r["probe"]["student_samples_reverse_kl"] / -r["probe"]["teacher_samples_reverse_kl"]
+              for r in study["runs"]]
+    return min(ratios), max(ratios)

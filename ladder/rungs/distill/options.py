@@ -205,8 +205,9 @@ class Config(grpo_options.GRPOOptions):
                                    "cached tiny tutor's directory)", lambda cfg: cfg.teacher_source(), cls=GKD),
                                TRL("teacher_model_init_kwargs", note="the dtype the teacher loads in, the student's",
                                    value=_dtype, cls=GKD)))
-    discount: float = option(1.0, "γ of the teacher's per-token rewards: each token's Â_t = Σ_{t'≥t} γ^(t'−t)·r_t'; "
-                                  "1: the whole completion's reverse KL, 0: each position's own (GKD's at β = 1)",
+    discount: float = option(0.0, "γ of the teacher's per-token rewards: each token's Â_t = Σ_{t'≥t} γ^(t'−t)·r_t'; "
+                                  "0: each position's own (GKD's at β = 1; on the tiny task never slower to the "
+                                  "teacher than 1: benchmarks/RESULTS.md), 1: the whole completion's reverse KL",
                              probability(),
                              trl=(TRL("beta", "generalized_jsd", "1: JSD_β at β = 1 is KL(π_θ ‖ π_teacher) at each "
                                       "position; ladder's policy gradient at --discount 0 is a one-sample estimate "
