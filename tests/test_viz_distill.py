@@ -92,3 +92,37 @@ def test_the_views_draw_and_the_slider_moves_between_the_two_kls(kls):
     view.controls["beta"].value = 1.0
     assert view.data["beta"] == 1.0 and view.data["left start"]["centre"] < view.data["right start"]["centre"]
     assert bytes(view.image.value).startswith(PNG) and "β = 1" in view.data["summary"]
+
+
+# --- section 4: the comparison study read back (ladder.viz.distill_study) ----------------------------------------
+def _run(arm, seed, evals, flops_per_update, reverse_kl=0.03, forward_kl=0.01):
+    records = [{"step": k, "compute/flops": k * flops_per_update} for k in range(1, 11)]
+    return {"arm": arm, "seed": seed, "variant": "native", "evals": evals, "records": records, "teacher_accuracy": 1.0,
+            "probe": {"student_samples_reverse_kl": reverse_kl, "teacher_samples_reverse_kl": -forward_kl,
+                      "student_samples_correct": 0.8, "teacher_samples_correct": 0.98}}
+
+
+def test_the_study_says_only_what_held_on_every_run():
+    from ladder.viz import distill_study as study
+    fast, slow = [[0, 0.6], [5, 0.95], [10, 0.97]], [[0, 0.6], [5, 0.8], [10, 0.92]]
+    runs = [_run("a", 0, fast, 1e9), _run("b", 0, slow, 1e9), _run("a", 1, fast, 1e9), _run("b", 1, fast, 1.05e9)]
+    results = {"arms": {"a": "arm A", "b": "arm B"}, "runs": runs}
+    assert study.curve(runs[0]) == ([0.0, 5.0, 10.0], [0.6, 0.95, 0.97], [0, 5, 10])
+    assert study.reached(runs[1]) == 10.0 and study.reached(_run("c", 0, [[0, 0.5]], 1e9)) is None
+    assert study.held_everywhere(results, study.reached, "got there cheaper") == []   # seed 1: 5 against 5.25, < 10 %
+    assert study.paired(results, "a", "b", study.reached) == {"lower": 1, "same": 1, "higher": 0}
+    runs[3] = _run("b", 1, slow, 1e9)
+    assert study.held_everywhere(results, study.reached, "got there cheaper") == [
+        "arm A got there cheaper than arm B on every one of 2 runs"]
+    assert study.own_over_teacher(results) == pytest.approx((3.0, 3.0))
+    assert study.spread([0.91, 0.97]) == "0.91 … 0.97" and study.spread([0.5, 0.501]) == "0.50"
+
+
+def test_the_shipped_study_has_every_arm_seed_and_variant_and_draws():
+    from ladder.viz import distill_study as study
+    from ladder.viz._widget import render_png
+    results = study.seed_study()
+    arms = list(results["arms"])
+    assert {(r["arm"], r["seed"], r["variant"]) for r in results["runs"]} == {
+        (a, s, v) for a in arms for s in (0, 1, 2) for v in ("native", "avx2", "no-simd")}
+    assert render_png(study.figure(results["runs"], results["arms"])).startswith(PNG)
