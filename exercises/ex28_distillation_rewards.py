@@ -26,22 +26,24 @@ The reward is a number, not a path for gradients: the rung computes both log-pro
 
 Worked example: two completions, the second one token shorter (its padding holds junk and nan). The student is
 sure of the second row's first token (−0.1) where the teacher is not (−2.3): −2.2. It doubts the first row's second
-token (−2.0) that the teacher likes (−0.5): +1.5. Where the two agree, 0:
+token (−2.0) that the teacher likes (−0.5): +1.5:
 
     >>> logp = torch.tensor([[-0.5, -2.0, -1.0], [-0.1, -3.0, 7.0]])
-    >>> teacher_logp = torch.tensor([[-0.7, -0.5, -1.0], [-2.3, -3.0, float("nan")]])
+    >>> teacher_logp = torch.tensor([[-0.7, -0.5, -1.3], [-2.3, -2.6, float("nan")]])
     >>> mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
     >>> rewards = distillation_rewards(logp, teacher_logp, mask)
     >>> rewards
-    tensor([[-0.2000,  1.5000,  0.0000],
-            [-2.2000,  0.0000,  0.0000]])
+    tensor([[-0.2000,  1.5000, -0.3000],
+            [-2.2000,  0.4000,  0.0000]])
     >>> -rewards.sum(dim=1)         # Σ_t (log π_θ − log π_teacher): each completion's k1 estimate of the reverse KL
-    tensor([-1.3000,  2.2000])
+    tensor([-1.0000,  1.8000])
 
-Multiplying by the mask is not enough: nan · 0 is nan. Keep the result's dtype that of the log-probs.
+Multiplying by the mask is not enough: nan · 0 is nan. Keep the result's dtype that of the log-probs (the two come
+in the same dtype).
 
 ``distill`` calls it on every rollout (``ladder.rungs.distill.teacher.scored_by``), then credits each token with
-``discounted_returns(rewards, mask, --discount)`` (exercise 1).
+``discounted_returns(rewards, mask, --discount)`` (exercise 1): with no baseline subtracted, the token's advantage
+Â_t is that return G_t (γ = 0, the default: Â_t = r_t).
 
 Mirrors ``ladder.core.distillation_rewards``. Grade it: ``pytest exercises/``; once it passes,
 ``python -m ladder.run distill --preset tiny --use-exercises`` trains with it.

@@ -19,13 +19,16 @@ KLs. In between, take log m by logsumexp, never as the log of m:
     log m = logsumexp(log p + log β, log q + log(1 − β))      log p, log q by log_softmax
 
 A token both p and q give probability 0 (float32's exp underflows past gaps of about 104) has m = 0: log m is
-−inf and 0·(log p − log m) is nan; logsumexp of two finite log-probs stays finite. β outside [0, 1]: ValueError.
+−inf and 0·(log p − log m) is nan; logsumexp of two finite log-probs stays finite. Logits must be finite (a −inf
+logit gives 0·(−inf) = nan at the ends too: mask a token with a large negative logit instead). β outside [0, 1]:
+ValueError; τ is taken as given (τ > 0 is the caller's to check).
 
     student_logits  [B, T, V]  the student's logits (any [..., V]: the vocabulary is the last dimension)
     teacher_logits  [B, T, V]  the teacher's, same shape
     beta            β in [0, 1]
     temperature     τ > 0, divides both logits
-    result          [B, T]     JSD_β at every position, differentiable in the student's logits
+    result          [B, T]     JSD_β at every position, differentiable in both logits (the caller passes the
+                               teacher's without grad: it is frozen)
 
 Worked example, three tokens: the student is sure of token 0, the teacher prefers token 1:
 

@@ -152,7 +152,7 @@ CONCEPTS = (
     Concept("on-policy distillation: the teacher's reward on every sampled token, "
             "$r_t = -(\\log\\pi_\\theta - \\log\\pi_{teacher})(y_t)$, k1 of the reverse KL", "10",
             "1 · The teacher's reward on every token", "ex28_distillation_rewards",
-            "ladder.core.distillation_rewards", "distill --discount", "GKDConfig.lmbda"),
+            "ladder.core.distillation_rewards", "distill --discount", "GKDConfig.beta"),
     Concept("GKD's generalized JSD $\\beta\\,\\mathrm{KL}(p \\Vert m) + (1-\\beta)\\,\\mathrm{KL}(q \\Vert m)$: "
             "the forward KL at $\\beta = 0$, the reverse at $\\beta = 1$", "10",
             "2 · Forward, reverse and between: the generalized JSD", "ex29_generalized_jsd",

@@ -97,9 +97,9 @@ print(f"the largest step KL(π_θ‖π_old), {max(kls.trust):.3f}, against the s
   back (`--kl-coef 0`). $k_1$ is unbiased but can go negative on one batch; $k_3$ cannot (notebook 3).
 * **$\pi_{\text{teacher}}$: how far from where it should be?** The only one that starts large, and the only one the
   updates descend (the means of the first and the last three updates are printed above). Each point is one batch of new
-  sums, one sampled completion per token, so it moves from update to update with the batch — and with the student:
-  a batch where more of the sums carry is cheaper, since a forgotten carry costs the most (section 1). The full preset
-  (section 5) runs 30 updates, and its `summary.json` keeps the reverse KL of the first and the last five.
+  sums, a one-sample estimate per completion, so it moves from update to update with the batch — and with the
+  student: a batch the student gets more of right (the dotted line) is cheaper, since a forgotten carry costs the most
+  (section 1). The tiny preset's whole run (section 5's first command) is 30 updates, and its `summary.json` keeps the reverse KL of the first and the last five.
 
 ## 1 · The teacher's reward on every token
 
@@ -109,7 +109,8 @@ teacher likes it than the student does:
 $$r_t = -\big(\log\pi_\theta(y_t \mid x, y_{<t}) - \log\pi_{\text{teacher}}(y_t \mid x, y_{<t})\big),
 \qquad \hat A_t = \sum_{t' \ge t} \gamma^{\,t'-t}\, r_{t'} \quad (\texttt{--discount}\ \gamma).$$
 
-$-\sum_t r_t$ is the $k_1$ estimate of the completion's reverse KL, $\log\pi_\theta(y)/\pi_{\text{teacher}}(y)$, so
+No baseline is subtracted: $\hat A_t$ is the return $G_t$ of notebook 1 (positions counted from 0 here, $\hat A_0$ the
+first token's). $-\sum_t r_t$ is the $k_1$ estimate of the completion's reverse KL, $\log\pi_\theta(y)/\pi_{\text{teacher}}(y)$, so
 $\gamma = 1$ gives every token the rest of the completion's reverse KL (negated) and $\gamma = 0$ its own term only.
 GRPO, with the correctness reward, gives each completion one number for all its tokens:
 $\hat A_i = (r_i - \text{mean}_{\text{group}})/\text{std}_{\text{group}}$. This is exercise 28
@@ -147,7 +148,8 @@ The three credits differ in where they put that signal.
   was right, carries the whole completion's reverse KL. Right in expectation — an early token is answerable for where
   it leads, section 3 — but one sample's credit is as noisy as a whole-completion reward.
 * **$\gamma = 0$** (the rung's default) gives each token its own $r_t$: the blame lands on the carry and the tokens
-  after it only. Lower variance, and section 3 shows which gradient it is; section 4 measures the difference.
+  after it only. Less noise in each token's credit (its own term, not the sum of every later one), and section 3
+  shows which gradient it is; section 4 measures what it changes.
 * **GRPO** gives every token of a completion the same $\hat A_i$, the first line's as large as the carry's, and a
   group whose completions are all right or all wrong gets $\hat A_i = 0$: no signal at all, where the teacher still
   scores every token.
@@ -198,9 +200,10 @@ p_mode.check("on the right mode" if right["centre"] > 14.5 and right["width"] < 
              why=f"centre {right['centre']:.2f}: the reverse KL has a local minimum on each mode, and a descent "
                  f"stays in the basin it starts in (its JSD {right['value']:.3f} against the left mode's "
                  f"{fits['fits'][1.0]['left start']['value']:.3f})")
-apart = [b for b, at in fits["fits"].items() if abs(at["left start"]["centre"] - at["right start"]["centre"]) > 5]
+apart = [b for b, at in fits["fits"].items() if at["left start"]["path"][-1] != at["right start"]["path"][-1]]
 switch = next(b for b, at in fits["fits"].items() if at["best"]["width"] < 4)
-print(f"the two starts end apart from β = {min(apart):g} on; the family's best is one mode from β = {switch:g} on")""",
+print(f"the two starts end in different minima from β = {min(apart):g} on; the family's best is one mode from "
+      f"β = {switch:g} on")""",
     r"""md:At $\beta = 0$ both descents end on the same wide bump across both modes: the forward KL will not let $q$ miss any of
 $p$'s mass, so it pays for the trough between the modes instead. At $\beta = 1$ each ends on the mode nearer its start,
 and the mode it missed gets almost none of $q$'s mass: for the reverse KL the trough is the expensive place, and the
@@ -232,7 +235,7 @@ with the prefixes' distribution held fixed: GKD's $\beta = 1$ at the prefixes th
 what an early token answers for: at $\gamma = 1$ also for the KL of the positions it leads to.
 
 Below, a language small enough to check this exactly: 2 tokens, 3 positions, each position's logits a table indexed
-by the prefix (2 + 4 + 8 rows of 2 logits), a random student and a random teacher. All 8 completions are enumerated, so
+by the prefix (1 + 2 + 4 rows of 2 logits: 14 logits), a random student and a random teacher. All 8 completions are enumerated, so
 each expectation is an exact sum (`tests/test_core_distillation.py` does the same on 2 positions of a 3-token
 vocabulary).""",
     """why_first = viz.Reason("γ = 1 and γ = 0 give the same gradient at the last position but not at the first. Why?",
@@ -263,25 +266,31 @@ run the teacher over the student's completions, but GKD reads its whole next-tok
 ($\gamma$ in between mixes them), each completion's term scaled as `--loss-type` aggregates it.""",
     r"""md:## 4 · Off-policy against on-policy, per unit of compute
 
-Four ways to make the tiny student carry, each from the same start, on the same sums, for the same 30 updates of
-8 sums × 4 completions — all five arms are the distill rung's own recipe, only the rollout (who samples) and the credit
+Four ways to make the tiny student carry (five arms: on-policy distillation at two $\gamma$), each from the same start,
+on the same sums, for the same 30 updates of 8 sums × 4 completions — every arm is the distill rung's own recipe, only the rollout (who samples) and the credit
 (which $\hat A_t$) changed, through the same `grpo_step` and `core.update`:
 
 | arm | who samples | each token's $\hat A_t$ |
 |---|---|---|
-| **SFT on the teacher's samples** (off-policy distillation) | the teacher | 1 on every token the teacher wrote: at $\mu = 1$ the ratio is 1 and the clipped surrogate's gradient is the log-likelihood's, $\nabla \sum_t \log\pi_\theta(y_t)$ |
+| **SFT on the teacher's samples** (off-policy distillation) | the teacher | 1 on every token the teacher wrote: at $\mu = 1$ the ratio is 1 and the clipped surrogate's gradient is the log-likelihood's, $\nabla \sum_t \log\pi_\theta(y_t)$ (each completion's divided by its length, as `--loss-type grpo` aggregates) |
 | **on-policy distillation**, $\gamma = 0$ (the rung's default) and $\gamma = 1$ | the student | the teacher's per-token rewards (section 1) |
 | **GRPO** | the student | the correctness reward's group-relative $\hat A_i$ on every token |
 | **distillation, then GRPO** | the student | the teacher's for 15 updates, then the correctness reward's |
 
 Compute is **counted, not modelled**: a hook on each model's transformer counts the token positions of every forward
 pass — sampling (one position per new token), scoring, and training (3×: a forward and a backward of twice its cost) —
-and the FLOPs are 2 × the model's parameters × positions. The held-out evaluations are measurement and are not counted.
-The teacher here has the student's size; with a teacher four times larger, every teacher position costs four.
+and the FLOPs are 2 × the model's parameters × positions (the student's 0.91 M with its LoRA adapter, the teacher's
+0.78 M). Per update that is about 1,045 positions sampled, 1,160 trained and, for distillation, 1,160 scored by the
+teacher and 1,160 by the student itself: the rewards need the student's log-probs before the update. GRPO and SFT pay no
+such pass — at $\mu = 1$ `core.update` takes $\pi_{\text{old}}$'s log-probs from its own training forward, detached.
+The held-out evaluations (every 5 updates: "GFLOPs to 0.9" is read there) are measurement and are not counted. The
+teacher here has the student's size; with a teacher four times larger, every teacher position costs four.
 
 `benchmarks/distill_compare.py` ran every arm for seeds 0, 1 and 2, each under the three CPU kernel variants that round
 as other CPUs do; the cell below reads its results (`benchmarks/distill_compare_results.json`) and says only what held
-on **every** one of those runs. The figure draws the native runs.""",
+on **every** one of those runs. The figure draws the native runs. (On this tiny model the three variants' rounding
+never flipped a sampled token: every seed ended at the same evaluations under all three, so each count of 9 runs is
+3 seeds' outcomes, each seen three times; the cell checks it.)""",
     """from ladder.viz import distill_study as study
 from ladder.viz._widget import render_png
 
@@ -295,6 +304,10 @@ for row in study.arm_table(results):
           f"{row['gflops_total']:>13}")
 print(f"\\nstart: {study.spread([study.curve(r)[1][0] for r in results['runs']])} held-out accuracy; "
       f"the teacher: {study.spread([r['teacher_accuracy'] for r in results['runs']])}")
+same = all(len({str(r["evals"]) for r in results["runs"] if (r["arm"], r["seed"]) == (arm, seed)}) == 1
+           for arm in results["arms"] for seed in (0, 1, 2))
+print("the three CPU variants " + ("ended every arm and seed at the same evaluations" if same else
+                                   "ended some arm and seed at other evaluations: the runs differ"))
 print("\\nheld on every run (with a margin of 10% of the compute):")
 for sentence in study.held_everywhere(results, study.reached, f"reached {study.LEVEL} with less compute"):
     print("  ", sentence)""",
@@ -309,10 +322,11 @@ teacher, long chains where one early slip leaves the student on prefixes the tea
 verifier. Nothing here measures those; the study measures only the tiny case.
 
 Within on-policy distillation, does the discount matter? Section 1 said why $\gamma = 0$ might learn faster — at
-$\gamma = 1$ the first line of a completion is blamed for a carry it did not forget — and section 3 that both are
-unbiased; unbiased is not the same as quick. The next cell compares the two run by run (the same seed and CPU variant),
+$\gamma = 1$ the first line of a completion is blamed for a carry it did not forget — and section 3 that each is
+unbiased for its own objective (the whole sequence's KL, each position's); unbiased is not the same as quick. The next cell compares the two run by run (the same seed and CPU variant),
 on the compute to reach the teacher's neighbourhood and on the largest fall of the held-out accuracy below its best so
-far (the price of a noisy credit would be a student that learns and then stumbles).""",
+far (the price of a noisy credit would be a student that learns and then stumbles). Each count is over the 9 runs
+(3 seeds × 3 variants).""",
     """def largest_fall(run):
     accuracy = study.curve(run)[1]
     return max(max(accuracy[:i + 1]) - a for i, a in enumerate(accuracy))   # below the best so far
@@ -322,7 +336,10 @@ for what, value in (("the compute to reach " + str(study.LEVEL), study.reached),
     counts = study.paired(results, "distill", "distill_g1", value)
     print(f"γ = 0 against γ = 1, {what}: better on {counts['lower']} runs, within 10% on {counts['same']}, "
           f"worse on {counts['higher']}")""",
-    r"""md:
+    r"""md:The first line is what the rung's default rests on: $\gamma = 0$ got to 0.9 sooner on two seeds and with the same
+compute on the third. The second does not follow the story: at $\gamma = 0$ the accuracy fell further below its best
+on two seeds of three. These falls are a few hundredths, and an evaluation of 200 sums moves by about ±0.03 on its own
+— the noise of the credit shows in the speed here, not in the stumbles.
 
 **Drift: where the student leads.** SFT trains the student on the teacher's prefixes only. At test time the student
 writes its own, and the question is how far the teacher finds it there. After training, on held-out sums, the study
@@ -343,8 +360,11 @@ for sentence in study.held_everywhere(results, lambda run: run["probe"]["student
     r"""md:That ratio is the lesson of off-policy training in one number: a loss measured on the teacher's prefixes
 (the forward KL, or SFT's NLL) says the student is close, and on the prefixes the student writes itself the teacher
 disagrees several times more — for every way of training here, the on-policy ones included, since 30 updates do not
-close the gap. Whether training on-policy closes it faster than SFT is what the last printed lines answer for this
-task; when they are empty, no arm ended nearer the teacher on its own samples on every run.""",
+close the gap. And here the plainest teacher won on that measure too: SFT's student, trained only on the teacher's
+prefixes, ended nearer the teacher **on its own samples** — the very quantity on-policy distillation minimises — than
+either distillation arm, on every run (the printed lines). On this task, training on the student's own samples did not
+close the gap faster than copying the teacher; what would make it (a student that cannot copy its teacher, long chains
+that leave the teacher's prefixes early) is what the task lacks.""",
     r"""md:## 5 · Running the rung
 
 ```bash
@@ -369,7 +389,10 @@ A run writes what every rung writes (`metrics.jsonl` one line per update, `summa
 and `distill/reverse_kl` (section 0's third panel), `distill/teacher_logp` (the teacher's mean log-prob of the student's
 tokens) and, every `--eval-every` updates, the greedy held-out accuracy of the student beside the teacher's. The cell
 below prints the panels of `curves.png`, the vital signs `python -m ladder.doctor RUN` draws for this rung, and what
-`--export-trl` writes.""",
+`--export-trl` writes. Every `--print-samples` updates a line shows one completion with its rule reward (0 at
+`--reward-weights 0`), its correctness and its reverse KL to the teacher; `completions.jsonl` keeps all of them. On the
+tiny preset the doctor finds the run healthy; its one note, `clip_zero`, says the clip never acted — at $\mu = 1$
+with one minibatch it cannot (section 0). A teacher that is a copy of the student is its `nothing_to_teach`.""",
     """from ladder.doctor import vitals
 
 print("curves.png:", "; ".join(f"{panel.title} ({', '.join(panel.lines)})" for panel in distill.CURVES))
@@ -382,7 +405,7 @@ print("--export-trl:", f"{export} writes the run as a trl script instead of trai
     r"""md:**What to try next.**
 
 * `--discount 1` against the default $\gamma = 0$, on two seeds each (`--seed`): which lowers the reverse KL faster per
-  update, and which is noisier? Section 1's credits say what to expect.
+  update, and which is noisier? Section 4 measured it on three seeds; a fourth and fifth are yours.
 * `--kl-coef 0.05`: $\pi_{\text{ref}}$ back in the loss. The student is now pulled to the teacher and held near its
   start at once; watch the reverse KL and the held-out accuracy.
 * `python -m ladder.run grpo --preset tiny`: the same student learning from the correctness reward alone, one number

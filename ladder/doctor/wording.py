@@ -124,7 +124,7 @@ WORDING = {
         "--teacher a stronger model with the student's tokenizer (the tiny preset's: @tiny-math-teacher), not a copy "
         "of --model", "GKDTrainer's teacher_model (GKDConfig's teacher_model_name_or_path): a stronger model "
         "than the student, with its vocabulary",
-        ("README.md", "## The seven rungs")),
+        ("notebooks/10_learning_from_a_teacher.ipynb", "## 1 · The teacher's reward on every token")),
 }
 
 def wording(name: str, rung: str | None = None) -> Wording:

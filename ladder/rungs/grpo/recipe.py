@@ -213,10 +213,13 @@ class GRPO(Recipe):
     def log_completions(self, rollout: Rollout, advantages: torch.Tensor) -> None:
         """The update's completions to OUT/completions.jsonl, the first one printed."""
         run, step = self.run, self.run.step + 1
-        rows = completion_rows(rollout, advantages, run.procs, self.cfg.group_size, self.row_extras(rollout))
+        extras = self.row_extras(rollout)
+        rows = completion_rows(rollout, advantages, run.procs, self.cfg.group_size, extras)
         run.log_completions(step, rows)
+        functions = ", ".join(f"{name} {score:.2f}" for name, score in rows[0]["rewards"].items())
+        scores = "".join(f", {name} {rows[0][name]:.2f}" for name in extras)  # a rung's own (distill's reverse KL)
         run.write(f"[{step}] {rows[0]['question']!r} → {rows[0]['completion']!r} → reward "
-                  f"{rows[0]['reward']:.2f} (all {len(rows)}: {run.dir / 'completions.jsonl'})")
+                  f"{rows[0]['reward']:.2f} ({functions}){scores} (all {len(rows)}: {run.dir / 'completions.jsonl'})")
 
     def row_extras(self, rollout: Rollout) -> dict[str, torch.Tensor]:
         """What a rung adds to each completion's row in completions.jsonl (name → ``[n]``); GRPO: nothing."""
