@@ -10,12 +10,12 @@ with no GKD name is one GKDTrainer has nothing for (the script lists them).
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ladder.domains import Text, probability
 from ladder.options import option
+from ladder.redeclared import SAME_NAMES, redeclared
 from ladder.rungs.grpo import kl_to_ref, scoring
 from ladder.rungs.grpo import options as grpo_options
 from ladder.rungs.grpo import rules as grpo_rules
@@ -30,56 +30,20 @@ from ladder.rungs.grpo.sampler import Sampler
 from ladder.rungs.grpo.scoring import Rewards
 from ladder.rungs.lm_options import Adapter
 from ladder.runtime.errors import UsageError
-from ladder.specs import FixedSpec, Param, accepts_flags, trl_names
+from ladder.specs import accepts_flags
 from ladder.tasks import math_problems
 from ladder.trl_rows import GKD, GKD_TRAINER, GRPO, GRPO_TRAINER, SAME, TRL, const, on_cuda, optimizer_steps
 
-AS_GRPO = "as grpo's"  # in ``gkd``: the option's GRPOConfig / GRPOTrainer names, as GKDConfig / GKDTrainer names
+AS_GRPO = SAME_NAMES  # in ``gkd``: the option's GRPOConfig / GRPOTrainer names, as GKDConfig / GKDTrainer names
 _GKD_OF = {GRPO: GKD, GRPO_TRAINER: GKD_TRAINER}
 _GRPO_FIELDS = {f.name: f for f in dataclasses.fields(grpo_options.GRPOOptions)}
 
 
-def _with_gkd(names: tuple, given) -> tuple:
-    """An option's TRL ``names`` and its GKD names ``given`` (TRL declarations; AS_GRPO: ``names``' GRPOConfig /
-    GRPOTrainer ones in GKDConfig / GKDTrainer)."""
-    extra = []
-    for item in given if isinstance(given, tuple) else (given,):
-        extra += ([replace(d, cls=_GKD_OF[c]) for d in names for c in d.classes() if c in _GKD_OF]
-                  if item is AS_GRPO else [item])
-    return (*names, *extra)
-
-
-def _param(p: Param, by_flag: dict) -> Param:
-    if p.flag not in by_flag:
-        return p
-    given = by_flag[p.flag]
-    if callable(p.trl):  # names read when asked (a registry's): so are these
-        return replace(p, trl=lambda: _with_gkd(trl_names(p), given))
-    return replace(p, trl=_with_gkd(trl_names(p), given))
-
-
-def _spec(spec, by_flag: dict):
-    """``spec`` with GKD names for some of its flags (a union's: its choice's only)."""
-    flags = {p.flag for p in spec.params()} if isinstance(spec, FixedSpec) else {spec.choice.flag}
-    if set(by_flag) - flags:
-        raise ValueError(f"{spec.field} has no flag {sorted(set(by_flag) - flags)} to name in GKD")
-    if isinstance(spec, FixedSpec):
-        return FixedSpec(spec.field, spec.cls, tuple(_param(p, by_flag) for p in spec.params()), spec.placed())
-    union = copy.copy(spec)
-    union.choice = _param(spec.choice, by_flag)
-    return union
-
-
 def gkd(declared: str | dataclasses.Field, *names, **by_flag) -> dataclasses.Field:
-    """An option re-declared with its GKD names beside its own: grpo's (its field's name: grpo's default, help and
-    domain) or the rung's (``option(...)``); ``names`` a plain field's, ``by_flag`` (flag → names) a spec's flags'."""
-    f = _GRPO_FIELDS[declared] if isinstance(declared, str) else declared
-    metadata = dict(f.metadata)
-    if metadata.get("spec"):
-        metadata["spec"] = _spec(metadata["spec"], by_flag)
-    else:
-        metadata["trl"] = _with_gkd(tuple(metadata.get("trl", ())), names)
-    return dataclasses.field(default=f.default, metadata=metadata)
+    """An option re-declared with its GKD names beside its own (``ladder.redeclared``): grpo's (its field's name:
+    grpo's default, help and domain) or the rung's (``option(...)``); ``names`` a plain field's, ``by_flag``
+    (flag → names) a spec's flags'."""
+    return redeclared(_GRPO_FIELDS, _GKD_OF, declared, *names, **by_flag)
 
 
 def _output_dir(cfg) -> str:
